@@ -1,0 +1,323 @@
+/*
+ * swi.h -- libswi, sliding-window inference for dense-prediction networks.
+ *
+ * This header is the whole public interface and its manual.
+ *
+ * A network sees a fixed window (the ROI); a volume is larger. libswi tiles the
+ * volume with overlapping windows, hands them to your predictor in batches,
+ * blends the overlapping predictions with a weight map and delivers the
+ * stitched result -- with exactly the semantics of MONAI 1.4's
+ * sliding_window_inference (see shared/golden/README.md), but streamed: every
+ * region is reduced (argmax, max, confidence, entropy, your own function) as
+ * soon as the last window covering it has landed, so partial sums exist only
+ * for the open frontier, never for the whole volume.
+ *
+ * The common call:
+ *
+ *     swi_params p;
+ *     swi_params_init(&p, 3);                 // 3 spatial dims, MONAI defaults
+ *     p.roi[0] = p.roi[1] = p.roi[2] = 96;
+ *     p.mode = SWI_BLEND_GAUSSIAN;
+ *     swi_ctx *ctx = swi_create();
+ *     swi_tensor in = { volume, 1, 1, 3, { D, H, W } };
+ *     swi_output out = { .head = 0, .reduce = SWI_REDUCE_ARGMAX,
+ *                        .dst = labels, .dst_bytes = D * H * W };
+ *     swi_predictor net = { my_predict, my_state };
+ *     if (swi_run(ctx, &p, &in, &net, &out, 1) != SWI_OK)
+ *         fprintf(stderr, "%s\n", swi_last_error(ctx));
+ *     swi_free(ctx);
+ *
+ * Conventions
+ *  - Tensors are float32, C order (last index fastest): inputs
+ *    [batch, channels, *spatial], predictor outputs [n, channels, *spatial].
+ *  - Every function that can fail returns an swi_status; the context keeps a
+ *    message naming the offending parameter (swi_last_error). The library never
+ *    prints, never exits and never aborts.
+ *  - Distinct contexts may be used on distinct threads at the same time; one
+ *    context is not to be used by two threads at once.
+ *  - Sizes are int64_t (element counts) or size_t (bytes) and every product is
+ *    overflow-checked (SWI_ERR_OVERFLOW).
+ *  - Stability: enums and structs only grow at their end; always fill structs
+ *    through their *_init function (or zero them) before setting fields.
+ */
+#ifndef SWI_H
+#define SWI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SWI_VERSION_MAJOR 0
+#define SWI_VERSION_MINOR 1
+#define SWI_VERSION_PATCH 0
+#define SWI_VERSION_STRING "0.1.0"
+
+/** Largest number of spatial dims (1, 2 or 3 are supported). */
+#define SWI_MAX_DIMS 3
+/** Largest number of predictor heads (outputs of one network call). */
+#define SWI_MAX_HEADS 8
+
+/* ------------------------------------------------------------------------- */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------- */
+
+typedef enum swi_status {
+    SWI_OK = 0,
+    SWI_ERR_INVALID_ARG = 1, /**< a parameter is out of range; the message names it */
+    SWI_ERR_NOMEM = 2,       /**< an allocation failed */
+    SWI_ERR_OVERFLOW = 3,    /**< a size does not fit in int64_t / size_t */
+    SWI_ERR_PREDICTOR = 4,   /**< the predictor callback reported failure */
+    SWI_ERR_SHAPE = 5,       /**< a predictor output disagrees with the declared or first shape,
+                                  or cannot be placed (non-integral zoom) */
+    SWI_ERR_BUDGET = 6,      /**< max_memory is below the smallest plan; the message says the minimum */
+    SWI_ERR_CALLBACK = 7,    /**< a region callback returned non-zero */
+    SWI_ERR_CANCELLED = 8,   /**< the progress callback asked to stop */
+    SWI_ERR_THREAD = 9       /**< a worker thread could not be started */
+} swi_status;
+
+/** Short constant name of a status ("SWI_ERR_NOMEM"); never NULL. */
+const char *swi_status_name(swi_status s);
+
+/** Library version as "MAJOR.MINOR.PATCH". */
+const char *swi_version(void);
+
+/* ------------------------------------------------------------------------- */
+/* Parameters                                                                */
+/* ------------------------------------------------------------------------- */
+
+typedef enum swi_blend {
+    SWI_BLEND_CONSTANT = 0, /**< every window voxel weighs 1 */
+    SWI_BLEND_GAUSSIAN = 1, /**< separable gaussian, sigma = sigma_scale * roi, floored at
+                                 max(min weight, 1e-3) -- MONAI's importance map */
+    SWI_BLEND_CUSTOM = 2    /**< the caller's weight_map [*roi], all values finite and > 0 */
+} swi_blend;
+
+typedef enum swi_pad {
+    SWI_PAD_CONSTANT = 0,  /**< fill with cval */
+    SWI_PAD_REFLECT = 1,   /**< mirror without repeating the edge (pad must be < size) */
+    SWI_PAD_REPLICATE = 2, /**< repeat the edge voxel */
+    SWI_PAD_CIRCULAR = 3   /**< wrap around */
+} swi_pad;
+
+/** Declared shape of one predictor head. Zeros mean "learn from the first call". */
+typedef struct swi_head_spec {
+    int64_t channels;              /**< output channels (classes); 0 = learn */
+    int64_t spatial[SWI_MAX_DIMS]; /**< output window size per dim; 0 = learn. A size other
+                                        than roi[k] is a zoomed head (z = spatial/roi). */
+} swi_head_spec;
+
+typedef struct swi_params {
+    int dims;                          /**< spatial dims: 1, 2 or 3 */
+    int64_t roi[SWI_MAX_DIMS];         /**< window size; <= 0 means the whole image along that dim */
+    double overlap[SWI_MAX_DIMS];      /**< fraction of overlap in [0, 1); default 0.25 */
+    swi_blend mode;                    /**< default SWI_BLEND_CONSTANT */
+    double sigma_scale[SWI_MAX_DIMS];  /**< gaussian sigma / roi; default 0.125; must be > 0 */
+    const float *weight_map;           /**< SWI_BLEND_CUSTOM only: [*roi], caller-owned */
+    swi_pad padding_mode;              /**< used where roi > image; default SWI_PAD_CONSTANT */
+    float cval;                        /**< fill value of SWI_PAD_CONSTANT; default 0 */
+    int sw_batch_size;                 /**< windows per predictor call (>= 1); default 1 */
+    int threads;                       /**< blending/reduction workers; 0 = number of cores */
+    int order[SWI_MAX_DIMS];           /**< window loop order, outermost axis first; order[0] < 0
+                                            means automatic (smallest planned frontier) */
+    int pipeline;                      /**< 1: predict batch k+1 while batch k is blended
+                                            (twice the window buffers); 0: never; -1 (default):
+                                            when it fits max_memory */
+    size_t max_memory;                 /**< peak-bytes budget for swi_run (input, window buffers,
+                                            partial sums, outputs); 0 = unlimited. sw_batch_size and
+                                            pipeline are lowered to fit, else SWI_ERR_BUDGET. */
+    int n_heads;                       /**< predictor heads, 1..SWI_MAX_HEADS; default 1 */
+    swi_head_spec heads[SWI_MAX_HEADS];/**< per-head declared shapes (zeros = learn) */
+    /** Optional progress callback, called from the calling thread after each batch with the
+     *  windows done and the total. Return non-zero to cancel (SWI_ERR_CANCELLED). */
+    int (*progress)(void *user, int64_t windows_done, int64_t windows_total);
+    void *progress_user;
+} swi_params;
+
+/** Fill p with MONAI's defaults for `dims` spatial dims (roi left at 0 = whole image). */
+void swi_params_init(swi_params *p, int dims);
+
+/* ------------------------------------------------------------------------- */
+/* Tensors, predictor                                                         */
+/* ------------------------------------------------------------------------- */
+
+/** A float32 input tensor [batch, channels, *size] in C order, caller-owned. */
+typedef struct swi_tensor {
+    const float *data;
+    int64_t batch;
+    int64_t channels;
+    int dims;                     /**< must equal swi_params.dims */
+    int64_t size[SWI_MAX_DIMS];
+} swi_tensor;
+
+/** One predictor call's windows; valid only during that call. */
+typedef struct swi_batch swi_batch;
+
+/** Windows in this call (1..sw_batch_size). */
+int swi_batch_count(const swi_batch *b);
+/** Spatial dims. */
+int swi_batch_dims(const swi_batch *b);
+/** Input channels. */
+int64_t swi_batch_channels(const swi_batch *b);
+/** Window size per dim (the effective roi, after "<= 0 means whole image"). */
+const int64_t *swi_batch_roi(const swi_batch *b);
+/** The windows, [count, channels, *roi] float32, padding already applied. */
+const float *swi_batch_input(const swi_batch *b);
+/** Image (batch index of the input tensor) that window i belongs to. */
+int64_t swi_batch_image(const swi_batch *b, int i);
+/** Start of window i per dim in the input image's coordinates (negative where the window
+ *  begins in the padding). */
+const int64_t *swi_batch_start(const swi_batch *b, int i);
+/** Buffer for head `head`'s output, [count, channels, *spatial] float32, to be filled by the
+ *  predictor. The shape must equal the declared one (or the first call's, when learned);
+ *  on a mismatch or allocation failure it returns NULL and the predictor must return
+ *  non-zero. Each head must be requested once per call. */
+float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial);
+/** Record why the predictor fails (copied; shown by swi_last_error). */
+void swi_batch_set_error(swi_batch *b, const char *message);
+
+/** The network. `predict` fills every head through swi_batch_output and returns 0, or
+ *  returns non-zero on failure (the run stops with SWI_ERR_PREDICTOR and frees everything).
+ *  It is called from the thread that called swi_run, one call at a time. */
+typedef struct swi_predictor {
+    int (*predict)(void *user, swi_batch *batch);
+    void *user;
+} swi_predictor;
+
+/* ------------------------------------------------------------------------- */
+/* Outputs and reductions                                                    */
+/* ------------------------------------------------------------------------- */
+
+typedef enum swi_reduce {
+    SWI_REDUCE_NONE = 0,       /**< the blended scores [batch, channels, *out] (MONAI's result) */
+    SWI_REDUCE_ARGMAX = 1,     /**< label of the largest score [batch, *out]; lowest index wins
+                                    ties; NaN ranks above every number (first NaN wins) */
+    SWI_REDUCE_MAX = 2,        /**< the largest blended score (float32; NaN if any is NaN) */
+    SWI_REDUCE_CONFIDENCE = 3, /**< softmax probability of the winner, 1/sum exp(x - max) */
+    SWI_REDUCE_ENTROPY = 4,    /**< softmax entropy -sum p ln p, in nats */
+    SWI_REDUCE_CUSTOM = 5      /**< nothing stored: on_region receives the blended scores */
+} swi_reduce;
+
+typedef enum swi_dtype {
+    SWI_DTYPE_AUTO = 0,    /**< float32, or for argmax uint8 up to 256 channels else uint16 */
+    SWI_DTYPE_FLOAT32 = 1,
+    SWI_DTYPE_UINT8 = 2,
+    SWI_DTYPE_UINT16 = 3
+} swi_dtype;
+
+/** A completed region handed to a callback. Bounds are in the output grid of its head
+ *  (cropped: the same grid as the stored result), hi exclusive. */
+typedef struct swi_region {
+    int output;                /**< index into the swi_output array */
+    int head;
+    int64_t image;             /**< batch index */
+    int dims;
+    int64_t lo[SWI_MAX_DIMS];
+    int64_t hi[SWI_MAX_DIMS];
+    int64_t channels;          /**< planes in data: head channels (NONE, CUSTOM) or 1 */
+    swi_dtype dtype;           /**< of data */
+    const void *data;          /**< [channels, *(hi - lo)] C order; valid during the call */
+} swi_region;
+
+/** Region callback: return 0 to go on, non-zero to stop the run (SWI_ERR_CALLBACK). It may
+ *  be called from worker threads, concurrently for different regions. */
+typedef int (*swi_region_fn)(void *user, const swi_region *region);
+
+/** One result of a run. Several outputs may name the same head (several reductions in one
+ *  pass). Where the values go:
+ *   - dst != NULL: the whole result is written there (dst_bytes must be large enough);
+ *   - else on_region != NULL: regions are handed to the callback and nothing is kept;
+ *   - else the library allocates it; read it with swi_result() until the next run/free.
+ *  on_region, if set, is also called when dst is set (after the region is stored). */
+typedef struct swi_output {
+    int head;
+    swi_reduce reduce;
+    swi_dtype dtype;           /**< AUTO, or UINT8/UINT16 for ARGMAX, FLOAT32 otherwise */
+    void *dst;
+    size_t dst_bytes;
+    swi_region_fn on_region;
+    void *user;
+} swi_output;
+
+/** Zero an output and set its head and reduction. */
+void swi_output_init(swi_output *o, int head, swi_reduce reduce);
+
+/* ------------------------------------------------------------------------- */
+/* Context, planning, running                                                */
+/* ------------------------------------------------------------------------- */
+
+typedef struct swi_ctx swi_ctx;
+
+/** New context, or NULL when out of memory. */
+swi_ctx *swi_create(void);
+/** Free a context and everything it allocated (library-owned results too). NULL is fine. */
+void swi_free(swi_ctx *ctx);
+/** Message of the last failure on this context ("" after success); owned by ctx. */
+const char *swi_last_error(const swi_ctx *ctx);
+
+/** What a run will do and need, computed without running or allocating big buffers. */
+typedef struct swi_plan {
+    int dims;
+    int64_t roi[SWI_MAX_DIMS];           /**< effective window */
+    int64_t padded[SWI_MAX_DIMS];        /**< padded image size P_k */
+    int64_t pad_before[SWI_MAX_DIMS];
+    int64_t windows_per_axis[SWI_MAX_DIMS];
+    int64_t windows_per_image;
+    int64_t windows_total;               /**< windows_per_image * batch */
+    int64_t predictor_calls;
+    int sw_batch_size;                   /**< after fitting the budget */
+    int pipeline;                        /**< 0 or 1, after fitting the budget */
+    int threads;
+    int order[SWI_MAX_DIMS];             /**< window loop order chosen, outermost first */
+    int64_t head_channels[SWI_MAX_HEADS];/**< 0 where still unknown */
+    size_t bytes_input;                  /**< the caller's input tensor */
+    size_t bytes_windows;                /**< window input + predictor output buffers */
+    size_t bytes_partial;                /**< peak of the partial sums of the open frontier */
+    size_t bytes_outputs;                /**< stored results (caller's or library's) */
+    size_t bytes_scratch;                /**< per-thread scratch and bookkeeping */
+    size_t bytes_peak;                   /**< sum of the above: the predicted peak */
+    size_t bytes_min;                    /**< smallest peak any batch/pipeline choice gives */
+} swi_plan;
+
+/** Plan a run of `input` with `params` and `outputs` (shapes only are read; input->data may be
+ *  NULL). Head channels not declared in params are taken as unknown: their partial sums and
+ *  outputs are then counted as 0 bytes. Fails like swi_run would on bad parameters or a
+ *  budget that cannot be met. */
+swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *input,
+                        const swi_output *outputs, int n_outputs, swi_plan *plan);
+
+/** Run sliding-window inference. Blocks until done. On failure nothing is reported as
+ *  complete: library-owned results are dropped (caller-owned dst may hold partial data). */
+swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *input,
+                   const swi_predictor *predictor, const swi_output *outputs, int n_outputs);
+
+/** Library-owned result of output `index` of the last successful run (its dst and
+ *  on_region were NULL), or NULL. *bytes receives its size when bytes != NULL.
+ *  Shape: [batch, channels, *out] for NONE, [batch, *out] otherwise; out = result_size. */
+const void *swi_result(const swi_ctx *ctx, int index, size_t *bytes);
+/** Output grid (cropped) of head `head` in the last plan or run; returns dims, 0 if unknown. */
+int swi_result_size(const swi_ctx *ctx, int head, int64_t size[SWI_MAX_DIMS]);
+/** Channels of head `head` in the last run (learned or declared), 0 if unknown. */
+int64_t swi_result_channels(const swi_ctx *ctx, int head);
+
+/* ------------------------------------------------------------------------- */
+/* Layout arithmetic (pure functions, exposed for exporters and tests)        */
+/* ------------------------------------------------------------------------- */
+
+/** Window starts along one axis of `size` voxels for window `roi` (> 0) and `overlap`, in
+ *  padded coordinates (padded size max(size, roi)). Writes at most `cap` starts and returns
+ *  how many there are (call with cap 0 to ask), or -1 on invalid arguments. */
+int64_t swi_window_starts(int64_t size, int64_t roi, double overlap, int64_t *starts,
+                          int64_t cap);
+
+/** Importance map [*roi] for SWI_BLEND_CONSTANT or SWI_BLEND_GAUSSIAN, bit-exact with
+ *  the blending weights swi_run uses (roi values must be > 0). */
+swi_status swi_weights(swi_blend mode, int dims, const int64_t *roi, const double *sigma_scale,
+                       float *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWI_H */
