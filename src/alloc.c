@@ -1,0 +1,59 @@
+/* alloc.c -- the library's allocator front, with optional fault injection.
+ *
+ * In a build with SWI_FAULT_INJECTION, the environment variable SWI_FAULT_ALLOC=N
+ * makes the N-th allocation (1-based, counted per process) fail, so tests can walk
+ * every allocation point. SWI_FAULT_ALLOC_COUNT=1 prints nothing but lets
+ * swi__alloc_count() report how many allocations a run made. */
+#include "internal.h"
+
+#include <stdlib.h>
+
+#ifdef SWI_FAULT_INJECTION
+#include <stdatomic.h>
+static atomic_llong alloc_calls;
+static long long fail_at = -2; /* -2: not read yet, -1: never */
+
+static bool should_fail(void) {
+    if (fail_at == -2) {
+        const char *s = getenv("SWI_FAULT_ALLOC");
+        fail_at = (s && *s) ? atoll(s) : -1;
+    }
+    long long n = atomic_fetch_add(&alloc_calls, 1) + 1;
+    return fail_at > 0 && n == fail_at;
+}
+long long swi__alloc_count(void) { return atomic_load(&alloc_calls); }
+#else
+static inline bool should_fail(void) { return false; }
+#endif
+
+void *swi__malloc(size_t bytes) {
+    if (should_fail()) return NULL;
+    return malloc(bytes ? bytes : 1);
+}
+
+void *swi__calloc(size_t n, size_t size) {
+    if (should_fail()) return NULL;
+    if (n == 0 || size == 0) return calloc(1, 1);
+    return calloc(n, size);
+}
+
+void swi__free(void *p) { free(p); }
+
+bool swi__mul_size(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return false;
+    *out = a * b;
+    return true;
+}
+
+bool swi__add_size(size_t a, size_t b, size_t *out) {
+    if (b > SIZE_MAX - a) return false;
+    *out = a + b;
+    return true;
+}
+
+bool swi__mul_i64(int64_t a, int64_t b, int64_t *out) {
+    if (a < 0 || b < 0) return false;
+    if (a != 0 && b > INT64_MAX / a) return false;
+    *out = a * b;
+    return true;
+}

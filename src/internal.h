@@ -1,0 +1,157 @@
+/*
+ * internal.h -- shared declarations of libswi's modules. Not installed.
+ *
+ * Internally every problem has exactly three spatial axes: a d-dimensional one is
+ * embedded as [1, ..., 1, *size] (leading unit axes with roi 1), so every loop is
+ * written once. `user_dims` remembers d for messages and the public API.
+ */
+#ifndef SWI_INTERNAL_H
+#define SWI_INTERNAL_H
+
+#include "swi.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NDIM 3
+
+/* ---- alloc.c: every library allocation goes through here (fault injection) ---- */
+void *swi__malloc(size_t bytes);
+void *swi__calloc(size_t n, size_t size);
+void swi__free(void *p);
+/* Overflow-checked arithmetic: return false on overflow. */
+bool swi__mul_size(size_t a, size_t b, size_t *out);
+bool swi__add_size(size_t a, size_t b, size_t *out);
+bool swi__mul_i64(int64_t a, int64_t b, int64_t *out);
+
+/* ---- status.c: the context's error message ---- */
+#define SWI_ERRMSG_LEN 512
+swi_status swi__fail(swi_ctx *ctx, swi_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void swi__clear_error(swi_ctx *ctx);
+/* Human size "1.25 GiB" into buf. */
+const char *swi__fmt_bytes(size_t bytes, char *buf, size_t len);
+
+/* ---- layout.c: pure geometry ---- */
+typedef struct axis_grid {
+    int64_t n_win;        /* windows along this axis */
+    int64_t *win_lo;      /* [n_win] window start in the head's padded grid */
+    int64_t n_cells;      /* cells inside the crop along this axis */
+    int64_t *cell_lo;     /* [n_cells] cell bounds in the head's padded grid */
+    int64_t *cell_hi;
+    int64_t *cell_wfirst; /* [n_cells] first window covering the cell */
+    int64_t *cell_wcount; /* [n_cells] windows covering it (contiguous run) */
+    int64_t *win_cfirst;  /* [n_win] first cell inside the window */
+    int64_t *win_ccount;  /* [n_win] cells inside it (0 if it lies in the padding) */
+} axis_grid;
+
+typedef struct head_geom {
+    int64_t channels;     /* 0 while unknown */
+    int64_t win[NDIM];    /* head window size o_k */
+    int64_t full[NDIM];   /* head padded grid floor(P_k * z_k) */
+    int64_t crop_lo[NDIM];/* first kept index of the padded grid */
+    int64_t out[NDIM];    /* output (cropped) size */
+    int64_t win_vox;      /* prod(win) */
+    axis_grid ax[NDIM];
+    int64_t n_cells;      /* prod(ax[k].n_cells) */
+    float *weights;       /* [win] blending weights of this head */
+    void *block;          /* one allocation holding the axis arrays */
+} head_geom;
+
+typedef struct geom {
+    int user_dims;
+    int64_t batch, cin;
+    int64_t size[NDIM], roi[NDIM], padded[NDIM], before[NDIM], step[NDIM];
+    int64_t n_win[NDIM];
+    int64_t *starts[NDIM];     /* window starts in padded coordinates */
+    int64_t win_per_image;
+    int64_t roi_vox, image_vox;
+    int n_heads;
+    head_geom heads[SWI_MAX_HEADS];
+    float *weights;            /* [roi] base importance map */
+    void *starts_block;
+} geom;
+
+/* Validate params + input shape and fill the input side of g (starts, weights are
+ * allocated). Heads are not built. */
+swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *in, geom *g);
+/* Build head h's grid for `channels` and user-dims `spatial` (window output size). */
+swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const int64_t *user_spatial);
+void swi__geom_free(geom *g);
+/* Internal axis of user axis k. */
+static inline int swi__axis(const geom *g, int k) { return NDIM - g->user_dims + k; }
+
+/* ---- weights.c ---- */
+swi_status swi__weights(swi_ctx *ctx, const swi_params *p, const int64_t roi[NDIM], float *out);
+/* Nearest-exact resize of the importance map to a head's window size. */
+void swi__weights_resize(const float *w, const int64_t roi[NDIM], const int64_t win[NDIM], float *out);
+
+/* ---- gather.c ---- */
+/* Copy window(s) of the input through the padding into dst [cin, *roi]. */
+void swi__gather(const geom *g, const swi_params *p, const float *input, int64_t image,
+                 const int64_t start[NDIM], float *dst, int64_t *idx_scratch);
+
+/* ---- pool.c ---- */
+typedef struct swi_pool swi_pool;
+typedef void (*swi_item_fn)(void *arg, int64_t item, int worker);
+typedef struct swi_phase {
+    swi_item_fn fn;
+    void *arg;
+    int64_t n;
+} swi_phase;
+swi_status swi__pool_create(swi_pool **out, int threads);
+/* Run the phases one after the other, items of one phase in parallel; returns at once. */
+void swi__pool_submit(swi_pool *pool, const swi_phase *phases, int n_phases);
+void swi__pool_wait(swi_pool *pool);
+void swi__pool_destroy(swi_pool *pool);
+int swi__cpu_count(void);
+
+/* ---- reduce.c: consumers of finished scores ---- */
+typedef struct reduce_scratch {
+    float *best;     /* [chunk] running max */
+    int32_t *arg;    /* [chunk] running argmax */
+    float *aux;      /* [chunk] sums */
+    float *aux2;
+    void *out;       /* [chunk] reduced values (4 bytes each at most) */
+} reduce_scratch;
+/* Reduce scores [C, n] into out (n values of dtype). */
+void swi__reduce(swi_reduce r, swi_dtype dt, const float *scores, int64_t channels, int64_t n,
+                 reduce_scratch *rs, void *out);
+size_t swi__dtype_size(swi_dtype dt);
+
+/* ---- plan.c ---- */
+typedef struct plan_choice {
+    int order[NDIM];  /* internal axes, outermost first */
+    int sw;
+    int pipeline;
+    size_t partial;   /* simulated peak of partial sums */
+} plan_choice;
+/* Window index (C order over the grid) of the i-th window of an image in `order`. */
+void swi__order_coords(const geom *g, const int order[NDIM], int64_t i, int64_t t[NDIM]);
+swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs,
+                     int n_outs, swi_plan *plan, plan_choice *choice);
+/* Bytes of a cell's partial sums (channels + 1 planes). */
+size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]);
+
+/* ---- context ---- */
+typedef struct swi_result_buf {
+    void *data;
+    size_t bytes;
+} swi_result_buf;
+
+struct swi_ctx {
+    char err[SWI_ERRMSG_LEN];
+    swi_result_buf *results;
+    int n_results;
+    int dims;
+    int64_t out_size[SWI_MAX_HEADS][SWI_MAX_DIMS];
+    int64_t out_channels[SWI_MAX_HEADS];
+};
+void swi__drop_results(swi_ctx *ctx);
+
+#endif

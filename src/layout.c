@@ -1,0 +1,314 @@
+/* layout.c -- window layout: effective roi, padding, steps, starts, and each head's
+ * cell grid (the partition of its output by every window boundary). Pure arithmetic
+ * following the reference semantics (shared/golden/README.md, steps 1-4, 7, 8). */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Largest size of one axis we accept: keeps every product of three axes and the
+ * channels far from int64 overflow checks failing late. */
+#define SWI_AXIS_MAX ((int64_t)1 << 31)
+
+void swi_params_init(swi_params *p, int dims) {
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    p->dims = dims;
+    for (int k = 0; k < SWI_MAX_DIMS; k++) {
+        p->overlap[k] = 0.25;
+        p->sigma_scale[k] = 0.125;
+        p->order[k] = -1;
+    }
+    p->mode = SWI_BLEND_CONSTANT;
+    p->padding_mode = SWI_PAD_CONSTANT;
+    p->sw_batch_size = 1;
+    p->pipeline = -1;
+    p->n_heads = 1;
+}
+
+/* MONAI's _get_scan_interval for one axis. */
+static int64_t axis_step(int64_t roi, int64_t padded, double overlap) {
+    if (roi == padded) return roi;
+    int64_t s = (int64_t)((double)roi * (1.0 - overlap));
+    return s > 0 ? s : 1;
+}
+
+int64_t swi_window_starts(int64_t size, int64_t roi, double overlap, int64_t *starts, int64_t cap) {
+    if (size <= 0 || roi <= 0 || !(overlap >= 0.0 && overlap < 1.0) || cap < 0) return -1;
+    if (cap > 0 && !starts) return -1;
+    int64_t padded = size > roi ? size : roi;
+    int64_t step = axis_step(roi, padded, overlap);
+    /* n = 1 + smallest t >= 0 with t*step + roi >= padded */
+    int64_t n = 1 + (padded - roi + step - 1) / step;
+    for (int64_t t = 0; t < n && t < cap; t++) {
+        int64_t s = t * step;
+        if (s + roi > padded) s = padded - roi;
+        starts[t] = s;
+    }
+    return n;
+}
+
+static const char *pad_name(swi_pad m) {
+    switch (m) {
+    case SWI_PAD_CONSTANT: return "constant";
+    case SWI_PAD_REFLECT: return "reflect";
+    case SWI_PAD_REPLICATE: return "replicate";
+    case SWI_PAD_CIRCULAR: return "circular";
+    }
+    return "?";
+}
+
+swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *in, geom *g) {
+    memset(g, 0, sizeof *g);
+    if (!p) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params is NULL");
+    if (!in) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input is NULL");
+    if (p->dims < 1 || p->dims > SWI_MAX_DIMS)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.dims = %d: must be 1, 2 or 3", p->dims);
+    if (in->dims != p->dims)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                         "input.dims = %d does not match params.dims = %d (rank mismatch)", in->dims,
+                         p->dims);
+    if (in->batch <= 0)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.batch = %lld: must be >= 1",
+                         (long long)in->batch);
+    if (in->channels <= 0)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.channels = %lld: must be >= 1",
+                         (long long)in->channels);
+    if (p->sw_batch_size < 1)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.sw_batch_size = %d: must be >= 1",
+                         p->sw_batch_size);
+    if (p->threads < 0 || p->threads > 1024)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.threads = %d: must be 0 (all cores) .. 1024",
+                         p->threads);
+    if (p->n_heads < 1 || p->n_heads > SWI_MAX_HEADS)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.n_heads = %d: must be 1..%d", p->n_heads,
+                         SWI_MAX_HEADS);
+    if ((unsigned)p->mode > SWI_BLEND_CUSTOM)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.mode = %d: unknown blend mode", (int)p->mode);
+    if ((unsigned)p->padding_mode > SWI_PAD_CIRCULAR)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.padding_mode = %d: unknown padding mode",
+                         (int)p->padding_mode);
+    if (p->pipeline < -1 || p->pipeline > 1)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.pipeline = %d: must be -1, 0 or 1", p->pipeline);
+    if (p->mode == SWI_BLEND_CUSTOM && !p->weight_map)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.weight_map is NULL but mode is SWI_BLEND_CUSTOM");
+    if (!isfinite(p->cval))
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.cval is not finite");
+
+    g->user_dims = p->dims;
+    g->batch = in->batch;
+    g->cin = in->channels;
+    for (int a = 0; a < NDIM; a++) {
+        g->size[a] = g->roi[a] = g->padded[a] = g->step[a] = g->n_win[a] = 1;
+        g->before[a] = 0;
+    }
+    for (int k = 0; k < p->dims; k++) {
+        int a = swi__axis(g, k);
+        int64_t s = in->size[k];
+        if (s <= 0)
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.size[%d] = %lld: must be >= 1", k,
+                             (long long)s);
+        if (s > SWI_AXIS_MAX)
+            return swi__fail(ctx, SWI_ERR_OVERFLOW, "input.size[%d] = %lld: larger than %lld", k,
+                             (long long)s, (long long)SWI_AXIS_MAX);
+        int64_t r = p->roi[k] <= 0 ? s : p->roi[k];
+        if (r > SWI_AXIS_MAX)
+            return swi__fail(ctx, SWI_ERR_OVERFLOW, "params.roi[%d] = %lld: larger than %lld", k,
+                             (long long)r, (long long)SWI_AXIS_MAX);
+        double ov = p->overlap[k];
+        if (!(ov >= 0.0 && ov < 1.0))
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.overlap[%d] = %g: must be in [0, 1)", k, ov);
+        if (p->mode == SWI_BLEND_GAUSSIAN && !(p->sigma_scale[k] > 0.0 && isfinite(p->sigma_scale[k])))
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.sigma_scale[%d] = %g: must be > 0", k,
+                             p->sigma_scale[k]);
+        int64_t P = s > r ? s : r;
+        int64_t pad = P - s;
+        g->size[a] = s;
+        g->roi[a] = r;
+        g->padded[a] = P;
+        g->before[a] = pad / 2;
+        if (p->padding_mode == SWI_PAD_REFLECT && pad > 0 && pad - pad / 2 >= s)
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                             "params.padding_mode = reflect needs a pad smaller than the image: "
+                             "dim %d has size %lld and roi %lld (pad %lld after)",
+                             k, (long long)s, (long long)r, (long long)(pad - pad / 2));
+        g->step[a] = axis_step(r, P, ov);
+        g->n_win[a] = 1 + (P - r + g->step[a] - 1) / g->step[a];
+    }
+    (void)pad_name;
+    int64_t wpi = 1, rv = 1, iv = 1, t;
+    for (int a = 0; a < NDIM; a++) {
+        if (!swi__mul_i64(wpi, g->n_win[a], &wpi) || !swi__mul_i64(rv, g->roi[a], &rv) ||
+            !swi__mul_i64(iv, g->size[a], &iv))
+            return swi__fail(ctx, SWI_ERR_OVERFLOW, "input size / roi product overflows");
+    }
+    if (!swi__mul_i64(iv, g->cin, &t) || !swi__mul_i64(t, g->batch, &t) || !swi__mul_i64(rv, g->cin, &t) ||
+        !swi__mul_i64(wpi, g->batch, &t) || (uint64_t)t > (uint64_t)SIZE_MAX / 4)
+        return swi__fail(ctx, SWI_ERR_OVERFLOW, "input tensor size overflows (batch x channels x size)");
+    g->win_per_image = wpi;
+    g->roi_vox = rv;
+    g->image_vox = iv;
+
+    size_t nstarts = (size_t)(g->n_win[0] + g->n_win[1] + g->n_win[2]);
+    g->starts_block = swi__malloc(nstarts * sizeof(int64_t));
+    g->weights = swi__malloc((size_t)rv * sizeof(float));
+    if (!g->starts_block || !g->weights) {
+        swi__geom_free(g);
+        return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory for the window layout");
+    }
+    int64_t *sp = g->starts_block;
+    for (int a = 0; a < NDIM; a++) {
+        g->starts[a] = sp;
+        for (int64_t i = 0; i < g->n_win[a]; i++) {
+            int64_t s = i * g->step[a];
+            if (s + g->roi[a] > g->padded[a]) s = g->padded[a] - g->roi[a];
+            sp[i] = s;
+        }
+        sp += g->n_win[a];
+    }
+    swi_status st = swi__weights(ctx, p, g->roi, g->weights);
+    if (st != SWI_OK) {
+        swi__geom_free(g);
+        return st;
+    }
+    g->n_heads = p->n_heads;
+    return SWI_OK;
+}
+
+/* First index i in the increasing array v[0..n) with v[i] >= x (n if none). */
+static int64_t lower_bound(const int64_t *v, int64_t n, int64_t x) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Python's round(): half to even. */
+static int64_t round_half_even(double x) { return (int64_t)nearbyint(x); }
+
+swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const int64_t *user_spatial) {
+    head_geom *hg = &g->heads[h];
+    swi__free(hg->block);
+    swi__free(hg->weights);
+    memset(hg, 0, sizeof *hg);
+    hg->channels = channels;
+    for (int a = 0; a < NDIM; a++) hg->win[a] = 1;
+    for (int k = 0; k < g->user_dims; k++) {
+        int64_t o = user_spatial ? user_spatial[k] : 0;
+        int a = swi__axis(g, k);
+        if (o <= 0) o = g->roi[a];
+        if (o > SWI_AXIS_MAX)
+            return swi__fail(ctx, SWI_ERR_OVERFLOW, "head %d: spatial[%d] = %lld is too large", h, k,
+                             (long long)o);
+        hg->win[a] = o;
+    }
+    size_t total = 0;
+    for (int a = 0; a < NDIM; a++) total += (size_t)g->n_win[a] * 4 + (size_t)(2 * g->n_win[a] + 2) * 4;
+    hg->block = swi__malloc(total * sizeof(int64_t));
+    int64_t wv = 1;
+    for (int a = 0; a < NDIM; a++)
+        if (!swi__mul_i64(wv, hg->win[a], &wv))
+            return swi__fail(ctx, SWI_ERR_OVERFLOW, "head %d: window size overflows", h);
+    hg->win_vox = wv;
+    if ((uint64_t)wv > SIZE_MAX / sizeof(float))
+        return swi__fail(ctx, SWI_ERR_OVERFLOW, "head %d: window size overflows", h);
+    hg->weights = swi__malloc((size_t)wv * sizeof(float));
+    if (!hg->block || !hg->weights) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory for head %d's layout", h);
+    int64_t *mem = hg->block;
+    int64_t ncells_total = 1;
+    for (int a = 0; a < NDIM; a++) {
+        axis_grid *ax = &hg->ax[a];
+        int64_t nw = g->n_win[a], r = g->roi[a], o = hg->win[a];
+        double z = (double)o / (double)r;
+        int k = a - (NDIM - g->user_dims);
+        ax->n_win = nw;
+        ax->win_lo = mem; mem += nw;
+        ax->win_cfirst = mem; mem += nw;
+        ax->win_ccount = mem; mem += nw;
+        int64_t *bounds = mem; mem += nw; /* scratch reused below, sized 2nw+2 next */
+        (void)bounds;
+        ax->cell_lo = mem; mem += 2 * nw + 2;
+        ax->cell_hi = mem; mem += 2 * nw + 2;
+        ax->cell_wfirst = mem; mem += 2 * nw + 2;
+        ax->cell_wcount = mem; mem += 2 * nw + 2;
+        hg->full[a] = (int64_t)((double)g->padded[a] * z);
+        if (o == r) {
+            hg->crop_lo[a] = g->before[a];
+            hg->out[a] = g->size[a];
+        } else {
+            hg->crop_lo[a] = round_half_even((double)g->before[a] * z);
+            hg->out[a] = round_half_even((double)(g->before[a] + g->size[a]) * z) - hg->crop_lo[a];
+        }
+        for (int64_t t = 0; t < nw; t++) {
+            int64_t s = g->starts[a][t];
+            int64_t lo = o == r ? s : (int64_t)((double)s * z);
+            int64_t hi = o == r ? s + r : (int64_t)((double)(s + r) * z);
+            if (hi - lo != o || lo < 0 || hi > hg->full[a])
+                return swi__fail(ctx, SWI_ERR_SHAPE,
+                                 "head %d: output size %lld along dim %d is not a whole zoom of roi %lld "
+                                 "(the window at %lld maps to [%lld, %lld))",
+                                 h, (long long)o, k, (long long)r, (long long)s, (long long)lo, (long long)hi);
+            ax->win_lo[t] = lo;
+        }
+        if (hg->out[a] <= 0)
+            return swi__fail(ctx, SWI_ERR_SHAPE, "head %d: output along dim %d would be empty", h, k);
+        /* Cell boundaries: every window edge inside the crop, plus the crop's edges. The
+         * window starts are increasing and all windows have length o, so the sorted edges
+         * come from merging the starts and the ends. */
+        int64_t c0 = hg->crop_lo[a], c1 = c0 + hg->out[a];
+        int64_t nb = 0, i = 0, j = 0;
+        int64_t *b = ax->cell_wfirst; /* borrow as edge list, 2nw+2 long */
+        b[nb++] = c0;
+        while (i < nw || j < nw) {
+            int64_t v;
+            if (j >= nw || (i < nw && ax->win_lo[i] <= ax->win_lo[j] + o)) v = ax->win_lo[i++];
+            else v = ax->win_lo[j++] + o;
+            if (v > c0 && v < c1 && v != b[nb - 1]) b[nb++] = v;
+        }
+        if (b[nb - 1] != c1) b[nb++] = c1;
+        ax->n_cells = nb - 1;
+        for (int64_t c = 0; c < ax->n_cells; c++) {
+            ax->cell_lo[c] = b[c];
+            ax->cell_hi[c] = b[c + 1];
+        }
+        for (int64_t c = 0; c < ax->n_cells; c++) {
+            /* covering windows: win_lo in [hi - o, lo] (win_lo is increasing) */
+            int64_t first = lower_bound(ax->win_lo, nw, ax->cell_hi[c] - o);
+            int64_t end = lower_bound(ax->win_lo, nw, ax->cell_lo[c] + 1);
+            ax->cell_wfirst[c] = first;
+            ax->cell_wcount[c] = end > first ? end - first : 0;
+        }
+        for (int64_t t = 0; t < nw; t++) {
+            /* cells inside: cell_lo >= win_lo and cell_hi <= win_lo + o */
+            int64_t first = lower_bound(ax->cell_lo, ax->n_cells, ax->win_lo[t]);
+            int64_t end = lower_bound(ax->cell_hi, ax->n_cells, ax->win_lo[t] + o + 1);
+            ax->win_cfirst[t] = first;
+            ax->win_ccount[t] = end > first ? end - first : 0;
+        }
+        if (!swi__mul_i64(ncells_total, ax->n_cells, &ncells_total))
+            return swi__fail(ctx, SWI_ERR_OVERFLOW, "head %d: too many cells", h);
+    }
+    hg->n_cells = ncells_total;
+    int same = 1;
+    for (int a = 0; a < NDIM; a++) same &= hg->win[a] == g->roi[a];
+    if (same) memcpy(hg->weights, g->weights, (size_t)wv * sizeof(float));
+    else swi__weights_resize(g->weights, g->roi, hg->win, hg->weights);
+    return SWI_OK;
+}
+
+void swi__geom_free(geom *g) {
+    if (!g) return;
+    for (int h = 0; h < SWI_MAX_HEADS; h++) {
+        swi__free(g->heads[h].block);
+        swi__free(g->heads[h].weights);
+        g->heads[h].block = NULL;
+        g->heads[h].weights = NULL;
+    }
+    swi__free(g->starts_block);
+    swi__free(g->weights);
+    g->starts_block = NULL;
+    g->weights = NULL;
+}

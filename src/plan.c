@@ -1,0 +1,237 @@
+/* plan.c -- how a run will go and what it will need, before anything big is
+ * allocated: window order, batch size, pipelining, and a byte-exact simulation of
+ * the open frontier's partial sums under that order. */
+#include "internal.h"
+
+#include <string.h>
+
+/* Voxels of the reduction scratch chunk per worker (at least one row of a cell). */
+#define CHUNK_VOXELS 4096
+
+size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]) {
+    size_t vox = 1;
+    for (int a = 0; a < NDIM; a++) vox *= (size_t)(hg->ax[a].cell_hi[cell[a]] - hg->ax[a].cell_lo[cell[a]]);
+    return vox * (size_t)(hg->channels + 1) * sizeof(float);
+}
+
+void swi__order_coords(const geom *g, const int order[NDIM], int64_t i, int64_t t[NDIM]) {
+    for (int q = NDIM - 1; q >= 0; q--) {
+        int a = order[q];
+        t[a] = i % g->n_win[a];
+        i /= g->n_win[a];
+    }
+}
+
+/* Peak bytes of partial sums for one order and batch size: windows are taken in
+ * batches; a batch allocates the cells it opens, and frees the cells it completes
+ * only after it is done. Returns SIZE_MAX when the bookkeeping itself cannot be
+ * allocated. */
+static size_t simulate(const geom *g, const int order[NDIM], int sw) {
+    size_t live = 0, peak = 0, to_free = 0;
+    int32_t *rem[SWI_MAX_HEADS] = {0};
+    size_t result = 0;
+    for (int h = 0; h < g->n_heads; h++) {
+        const head_geom *hg = &g->heads[h];
+        if (hg->channels <= 0 || hg->n_cells == 0) continue;
+        rem[h] = swi__malloc((size_t)(hg->n_cells * g->batch) * sizeof(int32_t));
+        if (!rem[h]) {
+            result = SIZE_MAX;
+            goto out;
+        }
+        for (int64_t b = 0; b < g->batch; b++) {
+            int64_t c[NDIM], idx = 0;
+            for (c[0] = 0; c[0] < hg->ax[0].n_cells; c[0]++)
+                for (c[1] = 0; c[1] < hg->ax[1].n_cells; c[1]++)
+                    for (c[2] = 0; c[2] < hg->ax[2].n_cells; c[2]++, idx++)
+                        rem[h][b * hg->n_cells + idx] = (int32_t)(hg->ax[0].cell_wcount[c[0]] *
+                                                                  hg->ax[1].cell_wcount[c[1]] *
+                                                                  hg->ax[2].cell_wcount[c[2]]);
+        }
+    }
+    int64_t total = g->win_per_image * g->batch;
+    for (int64_t w = 0; w < total; w++) {
+        int64_t b = w / g->win_per_image, t[NDIM];
+        swi__order_coords(g, order, w % g->win_per_image, t);
+        for (int h = 0; h < g->n_heads; h++) {
+            if (!rem[h]) continue;
+            const head_geom *hg = &g->heads[h];
+            const axis_grid *ax = hg->ax;
+            int64_t c[NDIM];
+            for (c[0] = ax[0].win_cfirst[t[0]]; c[0] < ax[0].win_cfirst[t[0]] + ax[0].win_ccount[t[0]]; c[0]++)
+                for (c[1] = ax[1].win_cfirst[t[1]]; c[1] < ax[1].win_cfirst[t[1]] + ax[1].win_ccount[t[1]]; c[1]++)
+                    for (c[2] = ax[2].win_cfirst[t[2]]; c[2] < ax[2].win_cfirst[t[2]] + ax[2].win_ccount[t[2]];
+                         c[2]++) {
+                        int64_t ci = (c[0] * ax[1].n_cells + c[1]) * ax[2].n_cells + c[2];
+                        int32_t *r = &rem[h][b * hg->n_cells + ci];
+                        int32_t full = (int32_t)(ax[0].cell_wcount[c[0]] * ax[1].cell_wcount[c[1]] *
+                                                 ax[2].cell_wcount[c[2]]);
+                        --*r;
+                        if (full == 1) continue; /* single-window cells are never stored */
+                        size_t bytes = swi__cell_bytes(hg, c);
+                        if (*r == full - 1) live += bytes;
+                        if (*r == 0) to_free += bytes;
+                    }
+        }
+        if ((w + 1) % sw == 0 || w + 1 == total) {
+            if (live > peak) peak = live;
+            live -= to_free;
+            to_free = 0;
+        }
+    }
+    result = peak;
+out:
+    for (int h = 0; h < SWI_MAX_HEADS; h++) swi__free(rem[h]);
+    return result;
+}
+
+/* Orders to try: every permutation of the internal axes, preferring (on ties) the
+ * longest padded axis outermost. */
+static int permutations(const geom *g, int perms[6][NDIM]) {
+    static const int all[6][NDIM] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    int n = 0;
+    for (int i = 0; i < 6; i++) {
+        memcpy(perms[n], all[i], sizeof all[i]);
+        n++;
+    }
+    /* sort by preference: lexicographically larger (padded[order[0]], padded[order[1]]) first,
+     * stable on the natural order */
+    for (int i = 1; i < n; i++) {
+        int cur[NDIM];
+        memcpy(cur, perms[i], sizeof cur);
+        int j = i - 1;
+        while (j >= 0) {
+            int64_t a0 = g->padded[cur[0]], b0 = g->padded[perms[j][0]];
+            int64_t a1 = g->padded[cur[1]], b1 = g->padded[perms[j][1]];
+            if (a0 > b0 || (a0 == b0 && a1 > b1)) {
+                memcpy(perms[j + 1], perms[j], sizeof cur);
+                j--;
+            } else {
+                break;
+            }
+        }
+        memcpy(perms[j + 1], cur, sizeof cur);
+    }
+    return n;
+}
+
+static size_t output_bytes(const geom *g, const swi_output *o) {
+    const head_geom *hg = &g->heads[o->head];
+    if (!o->dst && o->on_region) return 0;
+    if (o->reduce == SWI_REDUCE_CUSTOM) return 0;
+    size_t vox = (size_t)g->batch;
+    for (int a = 0; a < NDIM; a++) vox *= (size_t)hg->out[a];
+    if (o->reduce == SWI_REDUCE_NONE) return vox * (size_t)hg->channels * sizeof(float);
+    swi_dtype dt = o->dtype;
+    if (o->reduce == SWI_REDUCE_ARGMAX && dt == SWI_DTYPE_AUTO)
+        dt = hg->channels > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8;
+    return vox * swi__dtype_size(dt == SWI_DTYPE_AUTO ? SWI_DTYPE_FLOAT32 : dt);
+}
+
+swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs, int n_outs,
+                     swi_plan *plan, plan_choice *choice) {
+    memset(plan, 0, sizeof *plan);
+    int threads = p->threads > 0 ? p->threads : swi__cpu_count();
+    /* fixed parts */
+    size_t input = (size_t)g->batch * (size_t)g->cin * (size_t)g->image_vox * sizeof(float);
+    size_t outputs = 0, per_window = (size_t)g->cin * (size_t)g->roi_vox, cmax = 1, rowmax = 1, book = 0;
+    for (int i = 0; i < n_outs; i++) outputs += output_bytes(g, &outs[i]);
+    for (int h = 0; h < g->n_heads; h++) {
+        const head_geom *hg = &g->heads[h];
+        per_window += (size_t)hg->channels * (size_t)hg->win_vox;
+        if ((size_t)hg->channels > cmax) cmax = (size_t)hg->channels;
+        if ((size_t)hg->win[2] > rowmax) rowmax = (size_t)hg->win[2];
+        book += (size_t)hg->n_cells * (size_t)g->batch * 24 + (size_t)hg->win_vox * sizeof(float);
+    }
+    per_window *= sizeof(float);
+    size_t chunk = rowmax > CHUNK_VOXELS ? rowmax : CHUNK_VOXELS;
+    size_t scratch = (size_t)threads * chunk * (cmax + 5) * sizeof(float) + book +
+                     (size_t)g->roi_vox * sizeof(float);
+
+    /* user order (user axes) -> internal order */
+    int fixed_order[NDIM];
+    int have_fixed = p->order[0] >= 0;
+    if (have_fixed) {
+        int lead = NDIM - g->user_dims, seen[NDIM] = {0};
+        for (int a = 0; a < lead; a++) fixed_order[a] = a;
+        for (int k = 0; k < g->user_dims; k++) {
+            int u = p->order[k];
+            if (u < 0 || u >= g->user_dims || seen[u])
+                return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                                 "params.order must be a permutation of 0..%d (order[%d] = %d)", g->user_dims - 1,
+                                 k, u);
+            seen[u] = 1;
+            fixed_order[lead + k] = lead + u;
+        }
+    }
+    int perms[6][NDIM];
+    int n_perms = have_fixed ? 1 : permutations(g, perms);
+    if (have_fixed) memcpy(perms[0], fixed_order, sizeof fixed_order);
+
+    int64_t total = g->win_per_image * g->batch;
+    int sw_req = p->sw_batch_size;
+    if ((int64_t)sw_req > total) sw_req = (int)total;
+    int found = 0;
+    size_t best_min = SIZE_MAX;
+    plan_choice best = {{0, 1, 2}, 1, 0, 0};
+    for (int sw = sw_req; sw >= 1 && !found; sw = sw > 1 ? sw / 2 : 0) {
+        int best_perm = 0;
+        size_t best_partial = SIZE_MAX;
+        for (int i = 0; i < n_perms; i++) {
+            size_t part = simulate(g, perms[i], sw);
+            if (part == SIZE_MAX)
+                return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
+            if (part < best_partial) {
+                best_partial = part;
+                best_perm = i;
+            }
+        }
+        for (int pipe = 1; pipe >= 0; pipe--) {
+            if ((p->pipeline == 0 && pipe == 1) || (p->pipeline == 1 && pipe == 0)) continue;
+            size_t windows = (size_t)sw * per_window * (size_t)(pipe ? 2 : 1);
+            size_t peak = input + windows + best_partial + outputs + scratch;
+            if (peak < best_min) best_min = peak;
+            if (!found && (p->max_memory == 0 || peak <= p->max_memory)) {
+                found = 1;
+                memcpy(best.order, perms[best_perm], sizeof best.order);
+                best.sw = sw;
+                best.pipeline = pipe;
+                best.partial = best_partial;
+                plan->bytes_windows = windows;
+                plan->bytes_peak = peak;
+            }
+        }
+    }
+    plan->bytes_min = best_min;
+    if (!found) {
+        char a[32], b[32];
+        return swi__fail(ctx, SWI_ERR_BUDGET,
+                         "params.max_memory = %s is below the smallest plan: at least %s is needed "
+                         "(sw_batch_size 1%s)",
+                         swi__fmt_bytes(p->max_memory, a, sizeof a), swi__fmt_bytes(best_min, b, sizeof b),
+                         p->pipeline == 1 ? ", pipelined" : ", no pipelining");
+    }
+    plan->dims = g->user_dims;
+    plan->windows_per_image = g->win_per_image;
+    plan->windows_total = total;
+    plan->sw_batch_size = best.sw;
+    plan->predictor_calls = (total + best.sw - 1) / best.sw;
+    plan->pipeline = best.pipeline;
+    plan->threads = threads;
+    for (int k = 0; k < g->user_dims; k++) {
+        int a = swi__axis(g, k);
+        plan->roi[k] = g->roi[a];
+        plan->padded[k] = g->padded[a];
+        plan->pad_before[k] = g->before[a];
+        plan->windows_per_axis[k] = g->n_win[a];
+    }
+    int lead = NDIM - g->user_dims, q = 0;
+    for (int i = 0; i < NDIM; i++)
+        if (best.order[i] >= lead) plan->order[q++] = best.order[i] - lead;
+    for (int h = 0; h < g->n_heads; h++) plan->head_channels[h] = g->heads[h].channels;
+    plan->bytes_input = input;
+    plan->bytes_partial = best.partial;
+    plan->bytes_outputs = outputs;
+    plan->bytes_scratch = scratch;
+    if (choice) *choice = best;
+    return SWI_OK;
+}

@@ -1,0 +1,109 @@
+/* weights.c -- blending weights (the reference's importance map, step 5). */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Gaussian map in float32, operation for operation as the reference computes it:
+ * x = j - (r-1)/2, g = exp(x^2 / (-2 sigma^2)) per axis, product over axes in axis
+ * order, then every weight raised to at least max(min weight, 1e-3). */
+static void gaussian(const int64_t roi[NDIM], const double sigma_scale[NDIM], float *out) {
+    float *g[NDIM];
+    float gbuf[1]; /* silence maybe-uninitialized: axes of size 1 use it */
+    (void)gbuf;
+    int64_t n = roi[0] * roi[1] * roi[2];
+    /* The 1-D profiles are written at the end of `out` scratch-free: compute them on the
+     * fly per voxel would cost exp() calls, so build them in a small stack-free way. */
+    int64_t off = 0;
+    float *prof = out + n; /* caller guarantees room for roi0+roi1+roi2 extra floats */
+    for (int a = 0; a < NDIM; a++) {
+        g[a] = prof + off;
+        double sigma = sigma_scale[a] * (double)roi[a];
+        float denom = (float)(-2.0 * sigma * sigma);
+        for (int64_t j = 0; j < roi[a]; j++) {
+            float x = (float)((double)j - (double)(roi[a] - 1) / 2.0);
+            g[a][j] = roi[a] == 1 && sigma_scale[a] <= 0.0 ? 1.0f : expf((x * x) / denom);
+        }
+        off += roi[a];
+    }
+    float mn = INFINITY;
+    int64_t v = 0;
+    for (int64_t i = 0; i < roi[0]; i++)
+        for (int64_t j = 0; j < roi[1]; j++)
+            for (int64_t k = 0; k < roi[2]; k++, v++) {
+                float w = g[0][i] * g[1][j] * g[2][k];
+                out[v] = w;
+                if (w < mn) mn = w;
+            }
+    float floor_w = mn > 1e-3f ? mn : 1e-3f;
+    for (v = 0; v < n; v++)
+        if (out[v] < floor_w) out[v] = floor_w;
+}
+
+swi_status swi__weights(swi_ctx *ctx, const swi_params *p, const int64_t roi[NDIM], float *out) {
+    int64_t n = roi[0] * roi[1] * roi[2];
+    if (p->mode == SWI_BLEND_CONSTANT) {
+        for (int64_t v = 0; v < n; v++) out[v] = 1.0f;
+        return SWI_OK;
+    }
+    if (p->mode == SWI_BLEND_CUSTOM) {
+        for (int64_t v = 0; v < n; v++) {
+            float w = p->weight_map[v];
+            if (!(w > 0.0f) || !isfinite(w))
+                return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                                 "params.weight_map[%lld] = %g: weights must be finite and > 0", (long long)v,
+                                 (double)w);
+            out[v] = w;
+        }
+        return SWI_OK;
+    }
+    /* gaussian: the profiles need roi0+roi1+roi2 floats of scratch */
+    float *tmp = swi__malloc((size_t)(n + roi[0] + roi[1] + roi[2]) * sizeof(float));
+    if (!tmp) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory for the gaussian weights");
+    double sig[NDIM];
+    int lead = NDIM - p->dims;
+    for (int a = 0; a < NDIM; a++) sig[a] = a < lead ? 1.0 : p->sigma_scale[a - lead];
+    gaussian(roi, sig, tmp);
+    memcpy(out, tmp, (size_t)n * sizeof(float));
+    swi__free(tmp);
+    return SWI_OK;
+}
+
+swi_status swi_weights(swi_blend mode, int dims, const int64_t *roi, const double *sigma_scale, float *out) {
+    if (dims < 1 || dims > SWI_MAX_DIMS || !roi || !out) return SWI_ERR_INVALID_ARG;
+    if (mode != SWI_BLEND_CONSTANT && mode != SWI_BLEND_GAUSSIAN) return SWI_ERR_INVALID_ARG;
+    swi_params p;
+    swi_params_init(&p, dims);
+    p.mode = mode;
+    int64_t r[NDIM] = {1, 1, 1};
+    int64_t n = 1;
+    for (int k = 0; k < dims; k++) {
+        if (roi[k] <= 0) return SWI_ERR_INVALID_ARG;
+        r[NDIM - dims + k] = roi[k];
+        if (!swi__mul_i64(n, roi[k], &n)) return SWI_ERR_OVERFLOW;
+        if (mode == SWI_BLEND_GAUSSIAN) {
+            if (!sigma_scale || !(sigma_scale[k] > 0.0)) return SWI_ERR_INVALID_ARG;
+            p.sigma_scale[k] = sigma_scale[k];
+        }
+    }
+    if ((uint64_t)n > SIZE_MAX / 8) return SWI_ERR_OVERFLOW;
+    return swi__weights(NULL, &p, r, out);
+}
+
+void swi__weights_resize(const float *w, const int64_t roi[NDIM], const int64_t win[NDIM], float *out) {
+    /* nearest-exact: output index o reads min(floor((o + 0.5) * r / n), r - 1) */
+    int64_t v = 0;
+    for (int64_t i = 0; i < win[0]; i++) {
+        int64_t si = (int64_t)floor(((double)i + 0.5) * ((double)roi[0] / (double)win[0]));
+        if (si > roi[0] - 1) si = roi[0] - 1;
+        for (int64_t j = 0; j < win[1]; j++) {
+            int64_t sj = (int64_t)floor(((double)j + 0.5) * ((double)roi[1] / (double)win[1]));
+            if (sj > roi[1] - 1) sj = roi[1] - 1;
+            for (int64_t k = 0; k < win[2]; k++, v++) {
+                int64_t sk = (int64_t)floor(((double)k + 0.5) * ((double)roi[2] / (double)win[2]));
+                if (sk > roi[2] - 1) sk = roi[2] - 1;
+                out[v] = w[(si * roi[1] + sj) * roi[2] + sk];
+            }
+        }
+    }
+}
