@@ -90,8 +90,8 @@ typedef struct run {
     size_t chunk_cap;
     /* per-batch work lists */
     task *tasks;
-    int32_t *pair_task, *pair_win, *task_wins;
-    size_t tasks_cap, pairs_cap;
+    int32_t *pair_task, *task_wins;
+    size_t tasks_cap, pairs_cap, task_wins_cap;
     acc_item *acc;
     fin_item *fin;
     size_t acc_cap, fin_cap;
@@ -222,6 +222,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem) {
     if (!swi__mul_size(n, elem, &bytes)) return 0;
     void *p = swi__malloc(bytes);
     if (!p) return 0;
+    if (*arr) memcpy(p, *arr, *cap * elem); /* keep what is there: lists grow while filled */
     swi__free(*arr);
     *arr = p;
     *cap = n;
@@ -476,9 +477,7 @@ static swi_status book_batch(run *r, const slot *s) {
         }
     }
     /* windows of each task in batch order: counting sort of the (task, window) pairs */
-    size_t cap_w = r->pairs_cap;
-    if (!grow((void **)&r->task_wins, &cap_w, n_pairs, sizeof(int32_t)) ||
-        !grow((void **)&r->pair_win, &cap_w, n_pairs, sizeof(int32_t)))
+    if (!grow((void **)&r->task_wins, &r->task_wins_cap, n_pairs, sizeof(int32_t)))
         return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
     int32_t off = 0;
     for (int32_t i = 0; i < n_tasks; i++) {
@@ -736,7 +735,6 @@ static void free_run(run *r) {
     swi__free(r->idx_scratch);
     swi__free(r->tasks);
     swi__free(r->pair_task);
-    swi__free(r->pair_win);
     swi__free(r->task_wins);
     swi__free(r->acc);
     swi__free(r->fin);
