@@ -124,7 +124,8 @@ typedef struct swi_params {
                                             means automatic (smallest planned frontier) */
     int pipeline;                      /**< 1: predict batch k+1 while batch k is blended
                                             (twice the window buffers); 0: never; -1 (default):
-                                            when it fits max_memory */
+                                            when it fits max_memory and the second window
+                                            buffer adds at most 1/8 to the peak */
     size_t max_memory;                 /**< peak-bytes budget for swi_run (input, window buffers,
                                             partial sums, outputs); 0 = unlimited. sw_batch_size and
                                             pipeline are lowered to fit, else SWI_ERR_BUDGET. */

@@ -57,3 +57,35 @@ bool swi__mul_i64(int64_t a, int64_t b, int64_t *out) {
     *out = a * b;
     return true;
 }
+
+/* Big buffers (partial sums, window batches) come straight from the system, so that
+ * freeing them really lowers the resident size (no heap fragmentation between the
+ * planned and the measured peak) and, where the system offers transparent huge
+ * pages, so that first touches fault 2 MiB at a time instead of 4 KiB. */
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#define BIG_MIN ((size_t)1 << 20)
+
+void *swi__big_alloc(size_t bytes) {
+    if (bytes < BIG_MIN) return swi__malloc(bytes);
+    if (should_fail()) return NULL;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (bytes >= ((size_t)2 << 20)) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+void swi__big_free(void *p, size_t bytes) {
+    if (!p) return;
+    if (bytes < BIG_MIN) swi__free(p);
+    else munmap(p, bytes);
+}
+#else
+void *swi__big_alloc(size_t bytes) { return swi__malloc(bytes); }
+void swi__big_free(void *p, size_t bytes) {
+    (void)bytes;
+    swi__free(p);
+}
+#endif

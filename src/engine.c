@@ -45,6 +45,7 @@ typedef struct fin_item { int32_t task; int64_t a0, a1, b0, b1; } fin_item;
 
 typedef struct slot {
     float *input;                 /* [sw, cin, roi] */
+    size_t input_bytes;
     float *head[SWI_MAX_HEADS];   /* [sw, C, win] */
     size_t head_cap[SWI_MAX_HEADS];
     int requested[SWI_MAX_HEADS];
@@ -97,6 +98,7 @@ typedef struct run {
     size_t acc_cap, fin_cap;
     int64_t n_acc, n_fin;
     int32_t n_tasks;
+    cellmem mem;                /* partial-sum buffers */
     const slot *cur;            /* slot being blended */
     int32_t batch_id;
     /* errors raised inside swi_batch_output or by workers */
@@ -200,8 +202,8 @@ float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t 
     }
     slot *s = b->s;
     if (s->head_cap[head] < v) {
-        swi__free(s->head[head]);
-        s->head[head] = swi__malloc(v);
+        swi__big_free(s->head[head], s->head_cap[head]);
+        s->head[head] = swi__big_alloc(v);
         s->head_cap[head] = s->head[head] ? v : 0;
         if (!s->head[head]) {
             r->shape_err = swi__fail(ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
@@ -459,7 +461,7 @@ static swi_status book_batch(run *r, const slot *s) {
                             int64_t full = ax[0].cell_wcount[c[0]] * ax[1].cell_wcount[c[1]] * ax[2].cell_wcount[c[2]];
                             if (full > 1 && !st->buf) {
                                 size_t bytes = swi__cell_bytes(hg, c);
-                                st->buf = swi__malloc(bytes);
+                                st->buf = swi__cellmem_get(&r->mem, bytes);
                                 if (!st->buf)
                                     return swi__fail(r->ctx, SWI_ERR_NOMEM,
                                                      "out of memory for partial sums (%zu bytes)", bytes);
@@ -546,7 +548,7 @@ static void close_batch(run *r) {
         const head_geom *hg = &r->g.heads[T->head];
         int64_t ci = (T->cell[0] * hg->ax[1].n_cells + T->cell[1]) * hg->ax[2].n_cells + T->cell[2];
         cell_state *st = &r->state[T->head][T->image * hg->n_cells + ci];
-        swi__free(st->buf);
+        swi__cellmem_put(&r->mem, st->buf, swi__cell_bytes(hg, T->cell));
         st->buf = NULL;
     }
     r->n_tasks = 0;
@@ -694,7 +696,8 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
 static swi_status alloc_slot(run *r, slot *s) {
     const geom *g = &r->g;
     size_t n = (size_t)r->sw;
-    s->input = swi__malloc(n * (size_t)(g->cin * g->roi_vox) * sizeof(float));
+    s->input_bytes = n * (size_t)(g->cin * g->roi_vox) * sizeof(float);
+    s->input = swi__big_alloc(s->input_bytes);
     s->image = swi__malloc(n * sizeof(int64_t));
     s->t = swi__malloc(n * NDIM * sizeof(int64_t));
     s->ustart = swi__malloc(n * SWI_MAX_DIMS * sizeof(int64_t));
@@ -708,16 +711,25 @@ static void free_run(run *r) {
     for (int h = 0; h < SWI_MAX_HEADS; h++) {
         if (!r->state[h]) continue;
         int64_t n = r->g.heads[h].n_cells * r->g.batch;
-        for (int64_t i = 0; i < n; i++) swi__free(r->state[h][i].buf);
+        for (int64_t i = 0; i < n; i++)
+            if (r->state[h][i].buf) {
+                const head_geom *hg = &r->g.heads[h];
+                int64_t ci = i % hg->n_cells, c[NDIM];
+                c[2] = ci % hg->ax[2].n_cells;
+                c[1] = (ci / hg->ax[2].n_cells) % hg->ax[1].n_cells;
+                c[0] = ci / (hg->ax[2].n_cells * hg->ax[1].n_cells);
+                size_t bytes = swi__cell_bytes(hg, c);
+                swi__big_free(r->state[h][i].buf, bytes < sizeof(void *) ? sizeof(void *) : bytes);
+            }
         swi__free(r->state[h]);
     }
     for (int i = 0; i < 2; i++) {
         slot *s = &r->slots[i];
-        swi__free(s->input);
+        swi__big_free(s->input, s->input_bytes);
         swi__free(s->image);
         swi__free(s->t);
         swi__free(s->ustart);
-        for (int h = 0; h < SWI_MAX_HEADS; h++) swi__free(s->head[h]);
+        for (int h = 0; h < SWI_MAX_HEADS; h++) swi__big_free(s->head[h], s->head_cap[h]);
     }
     if (r->ws) {
         for (int i = 0; i < r->threads; i++) {
@@ -731,6 +743,7 @@ static void free_run(run *r) {
         }
         swi__free(r->ws);
     }
+    swi__cellmem_free(&r->mem);
     swi__free(r->outs);
     swi__free(r->idx_scratch);
     swi__free(r->tasks);
@@ -806,6 +819,7 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     r.threads = plan.threads;
     r.n_outs = n_outputs;
     r.n_slots = r.choice.pipeline ? 2 : 1;
+    swi__cellmem_init(&r.mem, plan.bytes_partial);
     r.outs = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(out_spec));
     ctx->results = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(swi_result_buf));
     r.idx_scratch = swi__malloc((size_t)(r.g.roi[0] + r.g.roi[1] + r.g.roi[2]) * sizeof(int64_t));

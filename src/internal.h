@@ -21,6 +21,9 @@
 void *swi__malloc(size_t bytes);
 void *swi__calloc(size_t n, size_t size);
 void swi__free(void *p);
+/* Large buffers: page-backed, released to the system on free; pass the same size. */
+void *swi__big_alloc(size_t bytes);
+void swi__big_free(void *p, size_t bytes);
 /* Overflow-checked arithmetic: return false on overflow. */
 bool swi__mul_size(size_t a, size_t b, size_t *out);
 bool swi__add_size(size_t a, size_t b, size_t *out);
@@ -137,6 +140,20 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                      int n_outs, swi_plan *plan, plan_choice *choice);
 /* Bytes of a cell's partial sums (channels + 1 planes). */
 size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]);
+
+/* ---- cellmem.c: partial-sum buffers with a bounded free list ---- */
+#define CELLMEM_SIZES 256
+typedef struct cellmem {
+    size_t limit;          /* live + cached never exceeds this through caching */
+    size_t live, cached;
+    int n_sizes;
+    size_t size[CELLMEM_SIZES];
+    void *head[CELLMEM_SIZES];
+} cellmem;
+void swi__cellmem_init(cellmem *m, size_t limit);
+void *swi__cellmem_get(cellmem *m, size_t bytes);
+void swi__cellmem_put(cellmem *m, void *p, size_t bytes);
+void swi__cellmem_free(cellmem *m);
 
 /* ---- context ---- */
 typedef struct swi_result_buf {

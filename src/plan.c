@@ -185,9 +185,14 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                 best_perm = i;
             }
         }
+        size_t one_slot = (size_t)sw * per_window;
+        size_t peak_serial = input + one_slot + best_partial + outputs + scratch;
         for (int pipe = 1; pipe >= 0; pipe--) {
             if ((p->pipeline == 0 && pipe == 1) || (p->pipeline == 1 && pipe == 0)) continue;
-            size_t windows = (size_t)sw * per_window * (size_t)(pipe ? 2 : 1);
+            /* automatic pipelining only where the second window slot is cheap (<= 1/8 of
+             * the peak): with a many-class network it would double the largest buffers */
+            if (p->pipeline == -1 && pipe == 1 && one_slot > peak_serial / 8) continue;
+            size_t windows = one_slot * (size_t)(pipe ? 2 : 1);
             size_t peak = input + windows + best_partial + outputs + scratch;
             if (peak < best_min) best_min = peak;
             if (!found && (p->max_memory == 0 || peak <= p->max_memory)) {
