@@ -24,6 +24,16 @@ void *swi__cellmem_get(cellmem *m, size_t bytes) {
             return p;
         }
     }
+    /* no buffer of this size: give back cached ones of other sizes until the new one
+     * fits under the limit, so cached + live never exceeds the planned peak */
+    for (int i = 0; i < m->n_sizes && m->live + m->cached + bytes > m->limit; i++) {
+        while (m->head[i] && m->live + m->cached + bytes > m->limit) {
+            void *q = m->head[i];
+            m->head[i] = *(void **)q;
+            m->cached -= m->size[i];
+            swi__big_free(q, m->size[i] < sizeof(void *) ? sizeof(void *) : m->size[i]);
+        }
+    }
     void *p = swi__big_alloc(bytes < sizeof(void *) ? sizeof(void *) : bytes);
     if (p) m->live += bytes;
     return p;
