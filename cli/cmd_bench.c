@@ -1,0 +1,366 @@
+/*
+ * cmd_bench.c -- `swi bench`: size a job without a model.
+ *
+ * Runs the streaming engine on a synthetic volume with the synthetic predictor
+ * out[c] = x * w[c] (w evenly spaced from 0.5 to 1.5 over the classes), prints the
+ * plan, progress, and a last line `seconds=... peak_rss_mb=... planned_mb=...`.
+ * In the same run it measures the machine's fused-accumulate bandwidth
+ * (acc += pred * w over large arrays, with the same thread count) and reports the
+ * run time as a multiple of the traffic floor:
+ *   predictor writes (4 B per window voxel and class)
+ * + one fused accumulate per window voxel and class (12 B: read acc, read pred, write acc)
+ * + one reduction read of the blended scores (4 B per voxel and class).
+ */
+#include "swi.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *BENCH_HELP =
+    "usage: swi bench --shape D,H,W --classes C --roi R [options]\n"
+    "\n"
+    "Size a sliding-window job without a model: runs the engine on a synthetic\n"
+    "volume with the synthetic predictor out[c] = x * w[c] (w from 0.5 to 1.5 over\n"
+    "the classes), then prints time, peak memory and the plan's prediction.\n"
+    "\n"
+    "options:\n"
+    "  --shape D,H,W        volume size (1 to 3 dims)                    [required]\n"
+    "  --classes C          output channels of the synthetic network     [required]\n"
+    "  --roi R[,R,R]        window size, one value or one per dim        [required]\n"
+    "  --overlap O          window overlap in [0, 1)                     (0.25)\n"
+    "  --mode M             constant | gaussian                          (constant)\n"
+    "  --output O           argmax | scores                              (argmax)\n"
+    "  --sw-batch N         windows per predictor call                   (1)\n"
+    "  --threads T          blending threads, 0 = all cores              (0)\n"
+    "  --max-memory SIZE    peak budget, e.g. 4G; the plan is fitted or refused\n"
+    "  --order A,B,C        window loop order, outermost axis first      (auto)\n"
+    "  --pipeline on|off    predict batch k+1 while batch k blends      (auto)\n"
+    "  --no-floor           skip the bandwidth measurement\n"
+    "  -h, --help           this text\n"
+    "\n"
+    "examples:\n"
+    "  swi bench --shape 384,384,256 --classes 100 --roi 128 --overlap 0.25 \\\n"
+    "            --mode gaussian --output argmax\n"
+    "  swi bench --shape 256,256,160 --classes 32 --roi 96 --output scores --threads 2\n"
+    "\n"
+    "The last line is machine-readable:\n"
+    "  seconds=S peak_rss_mb=M planned_mb=P floor_seconds=F floor_multiple=X\n";
+
+typedef struct bench_net {
+    int64_t classes;
+    float *w;
+} bench_net;
+
+static int bench_predict(void *user, swi_batch *b) {
+    const bench_net *net = user;
+    int n = swi_batch_count(b), d = swi_batch_dims(b);
+    const int64_t *roi = swi_batch_roi(b);
+    int64_t rv = 1;
+    for (int k = 0; k < d; k++) rv *= roi[k];
+    float *out = swi_batch_output(b, 0, net->classes, roi);
+    if (!out) return 1;
+    const float *in = swi_batch_input(b);
+    for (int i = 0; i < n; i++) {
+        const float *x = in + (size_t)i * (size_t)rv;
+        for (int64_t c = 0; c < net->classes; c++) {
+            float *restrict o = out + ((size_t)i * (size_t)net->classes + (size_t)c) * (size_t)rv;
+            const float wc = net->w[c];
+            for (int64_t v = 0; v < rv; v++) o[v] = x[v] * wc;
+        }
+    }
+    return 0;
+}
+
+typedef struct progress_state {
+    double t0;
+    int tty;
+} progress_state;
+
+static int bench_progress(void *user, int64_t done, int64_t total) {
+    progress_state *ps = user;
+    if (!ps->tty) return 0;
+    double el = cli_now() - ps->t0, rate = el > 0 ? (double)done / el : 0;
+    double eta = rate > 0 ? (double)(total - done) / rate : 0;
+    fprintf(stderr, "\r[bench] windows %lld/%lld (%3.0f%%)  %.2f win/s  ETA %.0fs   ", (long long)done,
+            (long long)total, 100.0 * (double)done / (double)total, rate, eta);
+    if (done == total) fputc('\n', stderr);
+    return 0;
+}
+
+/* ---- fused-accumulate bandwidth ---- */
+typedef struct bw_job {
+    float *acc;
+    const float *pred;
+    const float *w;
+    size_t n, wn;
+    int reps;
+} bw_job;
+
+static void *bw_thread(void *arg) {
+    bw_job *j = arg;
+    for (int r = 0; r < j->reps; r++) {
+        for (size_t i = 0; i < j->n; i += j->wn) {
+            size_t m = j->n - i < j->wn ? j->n - i : j->wn;
+            float *restrict a = j->acc + i;
+            const float *restrict p = j->pred + i;
+            const float *restrict w = j->w;
+            for (size_t v = 0; v < m; v++) a[v] += p[v] * w[v];
+        }
+    }
+    return NULL;
+}
+
+/* Bytes per second of acc += pred * w over arrays far larger than the caches, counted
+ * as 12 bytes per element (read acc, read pred, write acc; w is a cached row). */
+static double fused_bandwidth(int threads) {
+    size_t n = (size_t)48 << 20; /* 48 Mi elements: 2 x 192 MiB */
+    size_t wn = 4096;
+    float *acc = malloc(n * sizeof(float)), *pred = malloc(n * sizeof(float)), *w = malloc(wn * sizeof(float));
+    if (!acc || !pred || !w) {
+        free(acc);
+        free(pred);
+        free(w);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        acc[i] = 0.0f;
+        pred[i] = (float)(i & 1023) * 0.001f;
+    }
+    for (size_t i = 0; i < wn; i++) w[i] = 0.5f + (float)i / (float)wn;
+    double best = 0;
+    for (int trial = 0; trial < 3; trial++) {
+        pthread_t th[64];
+        bw_job jobs[64];
+        int t = threads > 64 ? 64 : threads;
+        double t0 = cli_now();
+        int started = 0;
+        for (int i = 0; i < t; i++) {
+            size_t lo = n / (size_t)t * (size_t)i, hi = i == t - 1 ? n : n / (size_t)t * (size_t)(i + 1);
+            jobs[i] = (bw_job){acc + lo, pred + lo, w, hi - lo, wn, 2};
+            if (pthread_create(&th[i], NULL, bw_thread, &jobs[i]) != 0) break;
+            started++;
+        }
+        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+        if (started < t) bw_thread(&jobs[started]);
+        double el = cli_now() - t0;
+        double bw = el > 0 ? (double)n * 2 * 12.0 / el : 0;
+        if (bw > best) best = bw;
+    }
+    volatile float sink = acc[n / 2];
+    (void)sink;
+    free(acc);
+    free(pred);
+    free(w);
+    return best;
+}
+
+static int usage_error(const char *msg) {
+    fprintf(stderr, "swi bench: %s\n(see swi bench --help)\n", msg);
+    return 2;
+}
+
+int swi_cmd_bench(int argc, char **argv) {
+    int64_t shape[3] = {0}, roi[3] = {0}, order[3] = {-1, -1, -1};
+    int dims = 0, n_roi = 0, n_order = 0;
+    int64_t classes = 0, sw = 1, threads = 0;
+    double overlap = 0.25;
+    int gaussian = 0, scores = 0, pipeline = -1, floor_on = 1;
+    size_t max_memory = 0;
+    static const struct option opts[] = {
+        {"shape", required_argument, 0, 's'},    {"classes", required_argument, 0, 'c'},
+        {"roi", required_argument, 0, 'r'},      {"overlap", required_argument, 0, 'o'},
+        {"mode", required_argument, 0, 'm'},     {"output", required_argument, 0, 'O'},
+        {"sw-batch", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
+        {"max-memory", required_argument, 0, 'M'}, {"order", required_argument, 0, 'x'},
+        {"pipeline", required_argument, 0, 'p'}, {"no-floor", no_argument, 0, 'F'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int ch;
+    char msg[256];
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            dims = cli_parse_i64_list(optarg, shape, 3);
+            if (dims < 1) return usage_error("--shape takes 1 to 3 positive sizes, e.g. 384,384,256");
+            for (int k = 0; k < dims; k++)
+                if (shape[k] < 1) return usage_error("--shape: sizes must be >= 1");
+            break;
+        case 'c':
+            if (cli_parse_i64(optarg, 1, 65536, &classes)) return usage_error("--classes takes 1..65536");
+            break;
+        case 'r':
+            n_roi = cli_parse_i64_list(optarg, roi, 3);
+            if (n_roi < 1) return usage_error("--roi takes one size or one per dim, e.g. 128 or 96,96,64");
+            break;
+        case 'o':
+            if (cli_parse_double(optarg, &overlap) || !(overlap >= 0 && overlap < 1))
+                return usage_error("--overlap takes a number in [0, 1)");
+            break;
+        case 'm':
+            if (!strcmp(optarg, "gaussian")) gaussian = 1;
+            else if (!strcmp(optarg, "constant")) gaussian = 0;
+            else return usage_error("--mode takes constant or gaussian");
+            break;
+        case 'O':
+            if (!strcmp(optarg, "scores")) scores = 1;
+            else if (!strcmp(optarg, "argmax")) scores = 0;
+            else return usage_error("--output takes argmax or scores");
+            break;
+        case 'b':
+            if (cli_parse_i64(optarg, 1, 4096, &sw)) return usage_error("--sw-batch takes 1..4096");
+            break;
+        case 't':
+            if (cli_parse_i64(optarg, 0, 1024, &threads)) return usage_error("--threads takes 0..1024");
+            break;
+        case 'M':
+            if (cli_parse_size(optarg, &max_memory)) return usage_error("--max-memory takes a size like 4G or 512M");
+            break;
+        case 'x':
+            n_order = cli_parse_i64_list(optarg, order, 3);
+            if (n_order < 1) return usage_error("--order takes a permutation of the dims, e.g. 0,1,2");
+            break;
+        case 'p':
+            if (!strcmp(optarg, "on")) pipeline = 1;
+            else if (!strcmp(optarg, "off")) pipeline = 0;
+            else if (!strcmp(optarg, "auto")) pipeline = -1;
+            else return usage_error("--pipeline takes on, off or auto");
+            break;
+        case 'F': floor_on = 0; break;
+        case 'h': fputs(BENCH_HELP, stdout); return 0;
+        default:
+            snprintf(msg, sizeof msg, "unknown or incomplete option '%s'", argv[optind - 1]);
+            return usage_error(msg);
+        }
+    }
+    if (optind < argc) {
+        snprintf(msg, sizeof msg, "unexpected argument '%s'", argv[optind]);
+        return usage_error(msg);
+    }
+    if (!dims || !classes || !n_roi) return usage_error("--shape, --classes and --roi are required");
+    if (n_roi != 1 && n_roi != dims) return usage_error("--roi needs one value or one per dim of --shape");
+    if (n_order && n_order != dims) return usage_error("--order needs one axis per dim of --shape");
+
+    swi_params p;
+    swi_params_init(&p, dims);
+    for (int k = 0; k < dims; k++) {
+        p.roi[k] = n_roi == 1 ? roi[0] : roi[k];
+        p.overlap[k] = overlap;
+        if (n_order) p.order[k] = (int)order[k];
+    }
+    p.mode = gaussian ? SWI_BLEND_GAUSSIAN : SWI_BLEND_CONSTANT;
+    p.sw_batch_size = (int)sw;
+    p.threads = (int)threads;
+    p.max_memory = max_memory;
+    p.pipeline = pipeline;
+    p.heads[0].channels = classes;
+    for (int k = 0; k < dims; k++) p.heads[0].spatial[k] = p.roi[k] > 0 ? p.roi[k] : shape[k];
+
+    int64_t vox = 1;
+    for (int k = 0; k < dims; k++) vox *= shape[k];
+    swi_tensor in = {NULL, 1, 1, dims, {shape[0], shape[1], shape[2]}};
+    swi_output out;
+    swi_output_init(&out, 0, scores ? SWI_REDUCE_NONE : SWI_REDUCE_ARGMAX);
+    size_t out_bytes = (size_t)vox * (scores ? (size_t)classes * sizeof(float) : (classes > 256 ? 2u : 1u));
+    out.dst_bytes = out_bytes; /* planned as a stored result; dst is set once allocated */
+
+    swi_ctx *ctx = swi_create();
+    if (!ctx) {
+        fprintf(stderr, "swi bench: out of memory\n");
+        return 1;
+    }
+    swi_plan plan;
+    swi_status st = swi_plan_run(ctx, &p, &in, &out, 1, &plan);
+    if (st != SWI_OK) {
+        fprintf(stderr, "swi bench: %s\n", swi_last_error(ctx));
+        swi_free(ctx);
+        return st == SWI_ERR_INVALID_ARG ? 2 : 1;
+    }
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    printf("plan: shape");
+    for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)shape[k]);
+    printf("  roi");
+    for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)plan.roi[k]);
+    printf("  classes %lld  overlap %g  %s\n", (long long)classes, overlap, gaussian ? "gaussian" : "constant");
+    printf("plan: windows");
+    for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)plan.windows_per_axis[k]);
+    printf(" = %lld, predictor calls %lld (sw-batch %d), order", (long long)plan.windows_total,
+           (long long)plan.predictor_calls, plan.sw_batch_size);
+    for (int k = 0; k < dims; k++) printf("%s%d", k ? "," : " ", plan.order[k]);
+    printf(", pipeline %s, threads %d\n", plan.pipeline ? "on" : "off", plan.threads);
+    char b6[32];
+    printf("plan: peak %s = input %s + windows %s + partial sums %s + outputs %s + scratch %s\n",
+           cli_bytes(plan.bytes_peak, b1), cli_bytes(plan.bytes_input, b2), cli_bytes(plan.bytes_windows, b3),
+           cli_bytes(plan.bytes_partial, b4), cli_bytes(plan.bytes_outputs, b5), cli_bytes(plan.bytes_scratch, b6));
+    fflush(stdout);
+
+    float *vol = malloc((size_t)vox * sizeof(float));
+    void *dst = malloc(out_bytes);
+    bench_net net = {classes, malloc((size_t)classes * sizeof(float))};
+    if (!vol || !dst || !net.w) {
+        fprintf(stderr, "swi bench: out of memory for the %s volume\n", cli_bytes((size_t)vox * 4, b1));
+        free(vol);
+        free(dst);
+        free(net.w);
+        swi_free(ctx);
+        return 1;
+    }
+    for (int64_t c = 0; c < classes; c++)
+        net.w[c] = classes == 1 ? 1.0f : 0.5f + (float)c / (float)(classes - 1);
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int64_t i = 0; i < vox; i++) {
+        h ^= h >> 12;
+        h ^= h << 25;
+        h ^= h >> 27;
+        vol[i] = (float)((h * 2685821657736338717ull) >> 40) / (float)(1 << 24);
+    }
+    memset(dst, 0, out_bytes);
+    in.data = vol;
+    out.dst = dst;
+    progress_state ps = {cli_now(), isatty(2)};
+    p.progress = bench_progress;
+    p.progress_user = &ps;
+    swi_predictor pred = {bench_predict, &net};
+    double t0 = cli_now();
+    st = swi_run(ctx, &p, &in, &pred, &out, 1);
+    double secs = cli_now() - t0;
+    size_t peak = cli_peak_rss();
+    if (st != SWI_OK) {
+        fprintf(stderr, "swi bench: %s\n", swi_last_error(ctx));
+        free(vol);
+        free(dst);
+        free(net.w);
+        swi_free(ctx);
+        return 1;
+    }
+    /* traffic floor */
+    double floor_s = 0, bw = 0;
+    if (floor_on) {
+        int t = plan.threads;
+        bw = fused_bandwidth(t);
+        double per_win = (double)plan.windows_total * (double)classes;
+        for (int k = 0; k < dims; k++) per_win *= (double)plan.roi[k];
+        double bytes = per_win * 4.0 + per_win * 12.0 + (double)classes * (double)vox * 4.0;
+        floor_s = bw > 0 ? bytes / bw : 0;
+        printf("floor: fused accumulate %.2f GB/s on %d threads; traffic %.2f GB -> floor %.3f s\n", bw / 1e9, t,
+               bytes / 1e9, floor_s);
+    }
+    printf("run: %.3f s, %.2f windows/s, peak RSS %s, planned %s (%.1f%% of measured)\n", secs,
+           (double)plan.windows_total / secs, cli_bytes(peak, b1), cli_bytes(plan.bytes_peak, b2),
+           100.0 * (double)plan.bytes_peak / (double)peak);
+    printf("seconds=%.3f peak_rss_mb=%.1f planned_mb=%.1f", secs, (double)peak / 1048576.0,
+           (double)plan.bytes_peak / 1048576.0);
+    if (floor_on) printf(" floor_seconds=%.3f floor_multiple=%.2f", floor_s, floor_s > 0 ? secs / floor_s : 0);
+    printf("\n");
+    free(vol);
+    free(dst);
+    free(net.w);
+    swi_free(ctx);
+    return 0;
+}
