@@ -1,0 +1,65 @@
+/*
+ * cli.h -- the swi command's subcommands and the segmentation pipeline they share.
+ */
+#ifndef SWI_CLI_H
+#define SWI_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swi.h"
+
+/* Subcommands: each returns the process exit status (0 ok, 1 runtime error, 2 usage
+ * error, 128+N interrupted by signal N). */
+int swi_cmd_segment(int argc, char **argv);
+int swi_cmd_plan(int argc, char **argv);
+int swi_cmd_demo(int argc, char **argv);
+int swi_cmd_bench(int argc, char **argv);  /* cli/cmd_bench.c (the lead's) */
+int swi_cmd_export(int argc, char **argv); /* export/ (when built) */
+
+#define SEG_MAX_INPUTS 16
+
+/** Everything `swi segment` and `swi plan` take on the command line. */
+typedef struct seg_opts {
+    const char *model;
+    const char *inputs[SEG_MAX_INPUTS];
+    int n_inputs;
+    const char *output;   /**< labels (.nii / .nii.gz) */
+    const char *scores;   /**< blended scores, float32, classes along dim 4; or NULL */
+    const char *preview;  /**< PNG; or NULL */
+    int64_t roi[3];
+    int roi_given;
+    double overlap[3];
+    swi_blend mode;
+    double sigma_scale[3];
+    swi_pad padding;
+    float cval;
+    int sw_batch;
+    int threads;          /**< 0 = number of cores */
+    size_t max_memory;    /**< 0 = unlimited */
+    int softmax, tta, zscore, force, cuda, quiet, head;
+    int clip_given;
+    double clip[2];
+    int scale_given;
+    double scale[4];
+} seg_opts;
+
+void seg_opts_init(seg_opts *o);
+
+/** Parse `swi segment` (plan = 0) or `swi plan` (plan = 1) options. Returns 0 when ready to
+ *  run, 2 after printing a usage error, -1 after printing --help. Never exits. */
+int seg_parse(int argc, char **argv, seg_opts *o, int plan);
+
+/** What seg_run can hand back to its caller (the demo). */
+typedef struct seg_result {
+    void *labels;         /**< malloc'd [ni][nj][nk], label_bytes per voxel */
+    int label_bytes;
+    int64_t size[3];
+    int64_t classes;
+} seg_result;
+
+/** Run a segmentation; keep != NULL receives a copy of the labels. Returns an exit status
+ *  and prints its own one-line error. `who` prefixes messages ("swi segment"). */
+int seg_run(const seg_opts *o, const char *who, seg_result *keep);
+
+#endif

@@ -1,0 +1,234 @@
+/* preview.c -- see preview.h. */
+#include "preview.h"
+
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void preview_label_color(int64_t l, unsigned char rgb[3])
+{
+    static const unsigned char pal[12][3] = {
+        { 230, 25, 75 },  { 60, 180, 75 },  { 255, 225, 25 }, { 0, 130, 200 },
+        { 245, 130, 48 }, { 145, 30, 180 }, { 70, 240, 240 }, { 240, 50, 230 },
+        { 210, 245, 60 }, { 250, 190, 212 },{ 0, 128, 128 },  { 170, 110, 40 },
+    };
+    if (l >= 1 && l <= 12) {
+        memcpy(rgb, pal[l - 1], 3);
+        return;
+    }
+    /* Beyond the palette: hues spread by the golden angle, full saturation. */
+    double h = fmod((double)l * 137.50776405, 360.0) / 60.0;
+    double x = 1.0 - fabs(fmod(h, 2.0) - 1.0);
+    double r = 0, g = 0, b = 0;
+    switch ((int)h) {
+    case 0: r = 1, g = x; break;
+    case 1: r = x, g = 1; break;
+    case 2: g = 1, b = x; break;
+    case 3: g = x, b = 1; break;
+    case 4: r = x, b = 1; break;
+    default: r = 1, b = x; break;
+    }
+    rgb[0] = (unsigned char)(40 + 215 * r);
+    rgb[1] = (unsigned char)(40 + 215 * g);
+    rgb[2] = (unsigned char)(40 + 215 * b);
+}
+
+#ifndef SWI_HAVE_PNG
+
+int preview_available(void) { return 0; }
+
+int preview_write_fd(int fd, const char *name, const int64_t size[3], const float *image,
+                     const void *labels, int label_bytes, char *err)
+{
+    (void)size, (void)image, (void)labels, (void)label_bytes;
+    close(fd);
+    cli_err(err, "%s: swi was built without PNG support (install libpng-dev and rebuild)", name);
+    return -1;
+}
+
+#else
+
+#include <png.h>
+
+int preview_available(void) { return 1; }
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* 0.5th and 99.5th percentiles of the finite values, from a sample of at most ~1M voxels. */
+static void window_of(const float *img, int64_t n, float *lo, float *hi)
+{
+    int64_t step = n > (1 << 20) ? n / (1 << 20) : 1;
+    int64_t cap = n / step + 1, m = 0;
+    float *s = malloc((size_t)cap * sizeof *s);
+    *lo = 0, *hi = 1;
+    if (!s)
+        return;
+    for (int64_t i = 0; i < n && m < cap; i += step)
+        if (isfinite(img[i]))
+            s[m++] = img[i];
+    if (m > 0) {
+        qsort(s, (size_t)m, sizeof *s, cmp_float);
+        *lo = s[(int64_t)(0.005 * (double)(m - 1))];
+        *hi = s[(int64_t)(0.995 * (double)(m - 1))];
+        if (!(*hi > *lo)) {
+            *lo = s[0];
+            *hi = s[m - 1];
+        }
+    }
+    free(s);
+}
+
+typedef struct panel {
+    int64_t w, h;     /* in voxels */
+    int ax_col, ax_row; /* which axis runs along columns / rows */
+    int64_t fixed[3]; /* the slice position on the remaining axis (others ignored) */
+} panel;
+
+struct png_ctx {
+    char *err;
+    const char *name;
+};
+
+static void on_png_error(png_structp png, png_const_charp msg)
+{
+    struct png_ctx *c = png_get_error_ptr(png);
+    cli_err(c->err, "%s: cannot write the PNG: %s", c->name, msg);
+    png_longjmp(png, 1);
+}
+
+static void on_png_warning(png_structp png, png_const_charp msg)
+{
+    (void)png, (void)msg;
+}
+
+/* Write W x H RGB pixels as a PNG to fd (closed in every case). */
+static int png_write_rgb(int fd, const char *name, const unsigned char *rgb, int64_t W,
+                         int64_t H, char *err)
+{
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        cli_err(err, "%s: cannot write: out of memory", name);
+        return -1;
+    }
+    struct png_ctx ctx = { err, name };
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, on_png_error,
+                                              on_png_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!png || !info) {
+        png_destroy_write_struct(&png, NULL);
+        fclose(f);
+        cli_err(err, "%s: out of memory", name);
+        return -1;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        fclose(f);
+        return -1;
+    }
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)W, (png_uint_32)H, 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int64_t y = 0; y < H; y++)
+        png_write_row(png, rgb + 3 * y * W);
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    if (fflush(f) != 0 || ferror(f)) {
+        fclose(f);
+        cli_err(err, "%s: write failed", name);
+        return -1;
+    }
+    if (fclose(f) != 0) {
+        cli_err(err, "%s: write failed", name);
+        return -1;
+    }
+    return 0;
+}
+
+int preview_write_fd(int fd, const char *name, const int64_t size[3], const float *image,
+                     const void *labels, int label_bytes, char *err)
+{
+    const int64_t ni = size[0], nj = size[1], nk = size[2];
+    panel p[3] = {
+        { ni, nj, 0, 1, { 0, 0, nk / 2 } },
+        { ni, nk, 0, 2, { 0, nj / 2, 0 } },
+        { nj, nk, 1, 2, { ni / 2, 0, 0 } },
+    };
+    int64_t hmax = 0, wsum = 0;
+    for (int q = 0; q < 3; q++) {
+        hmax = p[q].h > hmax ? p[q].h : hmax;
+        wsum += p[q].w;
+    }
+    int64_t scale = hmax >= 256 ? 1 : (256 + hmax - 1) / hmax;
+    if (scale > 16)
+        scale = 16;
+    const int64_t gap = 4;
+    int64_t W = wsum * scale + 2 * gap, H = hmax * scale;
+    if (W > 100000 || H > 100000 || W * H > ((int64_t)1 << 28)) {
+        close(fd);
+        cli_err(err, "%s: the preview would be %lldx%lld pixels; too large", name,
+                (long long)W, (long long)H);
+        return -1;
+    }
+    float lo = 0, hi = 1;
+    if (image)
+        window_of(image, ni * nj * nk, &lo, &hi);
+    float inv = hi > lo ? 255.0f / (hi - lo) : 0;
+
+    unsigned char *rgb = calloc((size_t)(W * H), 3);
+    if (!rgb) {
+        close(fd);
+        cli_err(err, "%s: out of memory", name);
+        return -1;
+    }
+    int64_t x0 = 0;
+    for (int q = 0; q < 3; q++) {
+        for (int64_t y = 0; y < H; y++) {
+            int64_t row = p[q].h - 1 - y / scale; /* bottom-up */
+            if (row < 0)
+                continue; /* panel shorter than the canvas: leave black */
+            for (int64_t x = 0; x < p[q].w * scale; x++) {
+                int64_t col = x / scale;
+                int64_t idx[3] = { p[q].fixed[0], p[q].fixed[1], p[q].fixed[2] };
+                idx[p[q].ax_col] = col;
+                idx[p[q].ax_row] = row;
+                int64_t v = (idx[0] * nj + idx[1]) * nk + idx[2];
+                float g = 0;
+                if (image) {
+                    float t = (image[v] - lo) * inv;
+                    g = isfinite(t) ? (t < 0 ? 0 : t > 255 ? 255 : t) : 0;
+                } else {
+                    g = 40;
+                }
+                unsigned char *px = rgb + 3 * (y * W + x0 + x);
+                px[0] = px[1] = px[2] = (unsigned char)g;
+                if (labels) {
+                    int64_t l = label_bytes == 1 ? ((const uint8_t *)labels)[v]
+                                                 : ((const uint16_t *)labels)[v];
+                    if (l > 0) {
+                        unsigned char c[3];
+                        preview_label_color(l, c);
+                        for (int ch = 0; ch < 3; ch++)
+                            px[ch] = (unsigned char)(0.45f * g + 0.55f * (float)c[ch]);
+                    }
+                }
+            }
+        }
+        x0 += p[q].w * scale + gap;
+    }
+
+    int rc = png_write_rgb(fd, name, rgb, W, H, err);
+    free(rgb);
+    return rc;
+}
+
+#endif

@@ -1,0 +1,293 @@
+/* safety.c -- see safety.h. */
+#include "safety.h"
+
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_OUTS 16
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static cli_out *g_outs[MAX_OUTS];
+static volatile sig_atomic_t g_signal;
+static void (*g_hook)(void *);
+static void *g_hook_user;
+static int g_started;
+static sigset_t g_set;
+
+int cli_interrupted(void)
+{
+    return (int)g_signal;
+}
+
+int cli_interrupt_status(void)
+{
+    return 128 + (g_signal ? (int)g_signal : SIGINT);
+}
+
+void cli_set_cancel_hook(void (*hook)(void *user), void *user)
+{
+    pthread_mutex_lock(&g_lock);
+    g_hook = hook;
+    g_hook_user = user;
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void *signal_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&g_set, &sig) != 0)
+            continue;
+        if (!g_signal) {
+            g_signal = sig;
+            pthread_mutex_lock(&g_lock);
+            void (*hook)(void *) = g_hook;
+            void *user = g_hook_user;
+            pthread_mutex_unlock(&g_lock);
+            if (hook)
+                hook(user);
+            continue;
+        }
+        /* Second signal: the user insists. Remove our temporaries and go. */
+        pthread_mutex_lock(&g_lock);
+        for (int i = 0; i < MAX_OUTS; i++)
+            if (g_outs[i] && g_outs[i]->active)
+                unlink(g_outs[i]->tmp);
+        static const char msg[] = "swi: interrupted twice, stopping now; no output written\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        _exit(128 + sig);
+    }
+    return NULL;
+}
+
+int cli_signals_start(void)
+{
+    if (g_started)
+        return 0;
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&g_set);
+    sigaddset(&g_set, SIGINT);
+    sigaddset(&g_set, SIGTERM);
+    sigaddset(&g_set, SIGHUP);
+    if (pthread_sigmask(SIG_BLOCK, &g_set, NULL) != 0)
+        return -1;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, signal_thread, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        pthread_sigmask(SIG_UNBLOCK, &g_set, NULL);
+        return -1;
+    }
+    atexit(cli_out_abort_all);
+    g_started = 1;
+    return 0;
+}
+
+int cli_out_check(const char *final, int force, char *err)
+{
+    struct stat st;
+    if (!final || !*final) {
+        cli_err(err, "empty output path");
+        return -1;
+    }
+    if (strlen(final) >= 4000) {
+        cli_err(err, "%.200s...: output path too long", final);
+        return -1;
+    }
+    if (stat(final, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            cli_err(err, "%s: is a directory", final);
+            return -1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            cli_err(err, "%s: exists and is not a regular file; swi writes only regular files",
+                    final);
+            return -1;
+        }
+        if (!force) {
+            cli_err(err, "%s: already exists (use --force to overwrite)", final);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void unregister(cli_out *o)
+{
+    for (int i = 0; i < MAX_OUTS; i++)
+        if (g_outs[i] == o)
+            g_outs[i] = NULL;
+}
+
+int cli_out_begin(cli_out *o, const char *final, int force, char *err)
+{
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+    if (cli_out_check(final, force, err) != 0)
+        return -1;
+    strcpy(o->final, final);
+    char dirbuf[4096], basebuf[4096];
+    strcpy(dirbuf, final);
+    strcpy(basebuf, final);
+    const char *dir = dirname(dirbuf);
+    const char *base = basename(basebuf);
+    int n = snprintf(o->tmp, sizeof o->tmp, "%s/.%s.swi-XXXXXX", dir, base);
+    if (n < 0 || (size_t)n >= sizeof o->tmp) {
+        cli_err(err, "%s: output path too long", final);
+        return -1;
+    }
+    pthread_mutex_lock(&g_lock);
+    int slot = -1;
+    for (int i = 0; i < MAX_OUTS; i++)
+        if (!g_outs[i]) {
+            slot = i;
+            break;
+        }
+    if (slot < 0) {
+        pthread_mutex_unlock(&g_lock);
+        cli_err(err, "%s: too many outputs", final);
+        return -1;
+    }
+    int fd = mkostemp(o->tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        pthread_mutex_unlock(&g_lock);
+        cli_err(err, "%s: cannot create the output in %s: %s", final, dir, strerror(e));
+        return -1;
+    }
+    o->fd = fd;
+    o->active = 1;
+    g_outs[slot] = o;
+    pthread_mutex_unlock(&g_lock);
+    /* mkstemp makes 0600; give the file the permissions a plain creat() would. */
+    mode_t mask = umask(022);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) {
+        /* not fatal */
+    }
+    return 0;
+}
+
+int cli_out_take_fd(cli_out *o)
+{
+    int fd = o->fd;
+    o->fd = -1;
+    return fd;
+}
+
+int cli_out_commit(cli_out *o, int force, char *err)
+{
+    if (!o->active) {
+        cli_err(err, "%s: nothing to commit", o->final);
+        return -1;
+    }
+    if (o->fd >= 0) {
+        close(o->fd);
+        o->fd = -1;
+    }
+    if (cli_interrupted()) {
+        cli_err(err, "interrupted");
+        return -1;
+    }
+    int fd = open(o->tmp, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        cli_err(err, "%s: cannot complete the output: %s", o->final, strerror(e));
+        return -1;
+    }
+    close(fd);
+    pthread_mutex_lock(&g_lock);
+    int rc;
+    if (force) {
+        rc = rename(o->tmp, o->final);
+    } else {
+        /* link() fails if final appeared meanwhile: never clobber without --force. */
+        rc = link(o->tmp, o->final);
+        if (rc != 0 && (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP ||
+                        errno == EMLINK)) {
+            struct stat st;
+            if (stat(o->final, &st) == 0)
+                errno = EEXIST;
+            else
+                rc = rename(o->tmp, o->final); /* filesystem without hard links */
+        } else if (rc == 0) {
+            unlink(o->tmp);
+        }
+    }
+    int e = errno;
+    if (rc == 0) {
+        o->active = 0;
+        unregister(o);
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (rc != 0) {
+        if (e == EEXIST)
+            cli_err(err, "%s: appeared while swi was running (another run?); not overwritten "
+                    "(use --force)", o->final);
+        else
+            cli_err(err, "%s: cannot move the output into place: %s", o->final, strerror(e));
+        return -1;
+    }
+    /* Make the rename durable: fsync the directory (best effort). */
+    char dirbuf[4096];
+    strcpy(dirbuf, o->final);
+    int dfd = open(dirname(dirbuf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}
+
+void cli_out_abort(cli_out *o)
+{
+    pthread_mutex_lock(&g_lock);
+    if (o->fd >= 0) {
+        close(o->fd);
+        o->fd = -1;
+    }
+    if (o->active) {
+        unlink(o->tmp);
+        o->active = 0;
+    }
+    unregister(o);
+    pthread_mutex_unlock(&g_lock);
+}
+
+void cli_out_abort_all(void)
+{
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < MAX_OUTS; i++) {
+        cli_out *o = g_outs[i];
+        if (!o)
+            continue;
+        if (o->fd >= 0) {
+            close(o->fd);
+            o->fd = -1;
+        }
+        if (o->active) {
+            unlink(o->tmp);
+            o->active = 0;
+        }
+        g_outs[i] = NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
+}

@@ -1,0 +1,62 @@
+/*
+ * safety.h -- outputs that appear only when complete, and clean interruption.
+ *
+ * Every output is written to a temporary file in the same directory as the final
+ * path (".NAME.swi-XXXXXX"), then committed: fsync, then rename() (with --force) or
+ * link()+unlink() (without: an output that appeared meanwhile, e.g. from a second run
+ * writing the same path, is never replaced). On any error the temporaries are
+ * removed, so no partial file remains.
+ *
+ * Signals: cli_signals_start() blocks SIGINT, SIGTERM and SIGHUP in the calling
+ * thread (call it before any other thread exists, so every thread inherits the mask)
+ * and starts a thread that waits for them with sigwait(). The first signal sets the
+ * interrupted flag, which the progress callback turns into cancellation, and calls
+ * the cancel hook (which stops a running ONNX Runtime call); the main thread then
+ * cleans up and exits with 128 + signal. A second signal removes the temporaries
+ * at once and exits. No work happens inside an asynchronous signal handler.
+ */
+#ifndef SWI_CLI_SAFETY_H
+#define SWI_CLI_SAFETY_H
+
+#include <stddef.h>
+
+/** Block the signals and start the waiting thread. Returns 0 or -1. Idempotent. */
+int cli_signals_start(void);
+
+/** The signal that interrupted us (SIGINT, SIGTERM, SIGHUP), or 0. */
+int cli_interrupted(void);
+
+/** Called (from the signal thread) on the first signal; NULL to clear. */
+void cli_set_cancel_hook(void (*hook)(void *user), void *user);
+
+/** Exit status for an interruption: 128 + signal. */
+int cli_interrupt_status(void);
+
+typedef struct cli_out {
+    char final[4096];
+    char tmp[4096];
+    int fd;        /**< open descriptor of tmp (-1 once handed over or closed) */
+    int active;    /**< tmp exists and is ours */
+} cli_out;
+
+/** Refuse an existing `final` unless force (an existing non-regular file always), then
+ *  create the temporary file next to it. */
+int cli_out_begin(cli_out *o, const char *final, int force, char *err);
+
+/** Take the descriptor (the writer closes it); the temporary stays registered. */
+int cli_out_take_fd(cli_out *o);
+
+/** fsync and move the temporary to the final path. */
+int cli_out_commit(cli_out *o, int force, char *err);
+
+/** Remove the temporary (if any). Safe to call twice. */
+void cli_out_abort(cli_out *o);
+
+/** Remove every registered temporary. Also installed with atexit(). */
+void cli_out_abort_all(void);
+
+/** Check that an output path would be accepted (exists without force, is a directory,
+ *  ...) without creating anything. */
+int cli_out_check(const char *final, int force, char *err);
+
+#endif

@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+case "${1:-}" in --list) echo help;; *) exit 77;; esac

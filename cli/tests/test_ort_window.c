@@ -1,0 +1,190 @@
+/*
+ * test_ort_window.c -- the ONNX Runtime predictor and the NIfTI reader, without the
+ * engine: run the e2e U-Net on the corner window of the e2e volume and compare with the
+ * reference logits where only that window covers the volume (there the blended result is
+ * the window's own prediction). Also checks --tta against a hand-made average of mirrored
+ * runs, and that a batch of several windows equals the windows run one by one.
+ *
+ *   test_ort_window E2E_DIR
+ *
+ * It links ort_predictor.c, which calls swi_batch_*; the stand-ins below are never used.
+ */
+#include "flip.h"
+#include "nifti_io.h"
+#include "ort_predictor.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int swi_batch_count(const swi_batch *b) { (void)b; return 0; }
+const float *swi_batch_input(const swi_batch *b) { (void)b; return NULL; }
+float *swi_batch_output(swi_batch *b, int h, int64_t c, const int64_t *s)
+{
+    (void)b, (void)h, (void)c, (void)s;
+    return NULL;
+}
+void swi_batch_set_error(swi_batch *b, const char *m) { (void)b, (void)m; }
+
+static int failures;
+#define CHECK(cond, ...)                                                                       \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fprintf(stderr, "\n");                                                             \
+            failures++;                                                                        \
+        }                                                                                      \
+    } while (0)
+
+static float *read_f32(const char *path, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    float *d = malloc(n * sizeof *d);
+    if (d && fread(d, sizeof *d, n, f) != n) {
+        free(d);
+        d = NULL;
+    }
+    fclose(f);
+    return d;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_ort_window E2E_DIR\n");
+        return 2;
+    }
+    char path[4096], err[SWI_ERRLEN];
+    snprintf(path, sizeof path, "%s/volume.nii.gz", argv[1]);
+    nifti_vol v;
+    if (nifti_vol_open(path, &v, err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    const int64_t ni = v.size[0], nj = v.size[1], nk = v.size[2], N = ni * nj * nk;
+    float *vol = malloc((size_t)N * sizeof *vol);
+    if (!vol || nifti_vol_load(&v, vol, err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/logits.f32", argv[1]);
+    float *ref = read_f32(path, (size_t)(4 * N));
+    if (!ref) {
+        fprintf(stderr, "cannot read %s\n", path);
+        return 1;
+    }
+
+    snprintf(path, sizeof path, "%s/unet.onnx", argv[1]);
+    ort_opts o = { 2, 0, 0, 0 };
+    ort_model *m;
+    if (ort_model_open(path, &o, &m, err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    int64_t roi[3] = { 0, 0, 0 };
+    swi_head_spec head = { 0, { 0, 0, 0 } };
+    if (ort_model_prepare(m, 1, roi, 0, &head, err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    CHECK(roi[0] == 32 && roi[1] == 32 && roi[2] == 32, "roi from model");
+    CHECK(head.channels == 4 && head.spatial[0] == 32, "head spec");
+    const int64_t R = 32, W = R * R * R;
+
+    /* Window at (0,0,0) and at (17,34,8) (last starts along each axis). */
+    int64_t starts[2][3] = { { 0, 0, 0 }, { ni - R, nj - R, nk - R } };
+    float *win = malloc((size_t)(2 * W) * sizeof *win);
+    float *out = malloc((size_t)(2 * 4 * W) * sizeof *out);
+    float *one = malloc((size_t)(4 * W) * sizeof *one);
+    for (int w = 0; w < 2; w++)
+        for (int64_t i = 0; i < R; i++)
+            for (int64_t j = 0; j < R; j++)
+                for (int64_t k = 0; k < R; k++)
+                    win[w * W + (i * R + j) * R + k] =
+                        vol[((starts[w][0] + i) * nj + starts[w][1] + j) * nk + starts[w][2] + k];
+    if (ort_model_run(m, win, 2, out, err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    /* Only window (0,0,0) covers i < 17 (next start 17), j < 24, k < 8. */
+    double maxerr = 0;
+    int64_t bad = 0;
+    for (int64_t c = 0; c < 4; c++)
+        for (int64_t i = 0; i < ni - R; i++)
+            for (int64_t j = 0; j < 24; j++)
+                for (int64_t k = 0; k < nk - R; k++) {
+                    float got = out[c * W + (i * R + j) * R + k];
+                    float exp = ref[c * N + (i * nj + j) * nk + k];
+                    double e = fabs((double)got - exp);
+                    if (e > maxerr)
+                        maxerr = e;
+                    if (e > 1e-4 + 1e-4 * fabs(exp))
+                        bad++;
+                }
+    CHECK(bad == 0, "%lld voxels differ from logits.f32 (max error %g)", (long long)bad, maxerr);
+    printf("corner window vs logits.f32: max abs error %.3g\n", maxerr);
+
+    /* Batch of 2 == two runs of 1. */
+    if (ort_model_run(m, win + W, 1, one, err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    double d = 0;
+    for (int64_t x = 0; x < 4 * W; x++)
+        d = fmax(d, fabs((double)one[x] - out[4 * W + x]));
+    CHECK(d < 1e-4, "batch of 2 vs single run differ by %g", d);
+    ort_model_free(m);
+
+    /* TTA == average of the 8 mirrored runs, done by hand. */
+    o.tta = 1;
+    if (ort_model_open(path, &o, &m, err) || ort_model_prepare(m, 1, roi, 1, &head, err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    if (ort_model_run(m, win, 1, out, err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    ort_model_free(m);
+    o.tta = 0;
+    if (ort_model_open(path, &o, &m, err) || ort_model_prepare(m, 1, roi, 1, &head, err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    float *acc = calloc((size_t)(4 * W), sizeof *acc);
+    float *fw = malloc((size_t)W * sizeof *fw);
+    for (int mask = 0; mask < 8; mask++) {
+        flip3_copy(win, fw, 1, roi, mask);
+        if (ort_model_run(m, fw, 1, one, err)) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        flip3_accumulate(one, acc, 4, roi, mask);
+    }
+    d = 0;
+    for (int64_t x = 0; x < 4 * W; x++) {
+        d = fmax(d, fabs((double)acc[x] / 8 - out[x]));
+    }
+    CHECK(d < 1e-5, "tta differs from the hand-made average by %g", d);
+    ort_model_free(m);
+
+    /* flip3 is an involution. */
+    float *back = malloc((size_t)W * sizeof *back);
+    for (int mask = 0; mask < 8; mask++) {
+        flip3_copy(win, fw, 1, roi, mask);
+        flip3_copy(fw, back, 1, roi, mask);
+        CHECK(memcmp(back, win, (size_t)W * sizeof *win) == 0, "flip %d twice", mask);
+    }
+    free(back), free(acc), free(fw), free(one), free(out), free(win), free(ref), free(vol);
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("test_ort_window: ok\n");
+    return 0;
+}

@@ -1,0 +1,50 @@
+/*
+ * util.h -- small helpers shared by the swi subcommands: error messages,
+ * number and list parsing, byte formatting, peak memory.
+ *
+ * Convention: a function that can fail returns 0 on success and -1 on failure,
+ * after writing one line (no trailing newline) into `err` (size SWI_ERRLEN) that
+ * names the file or option and the problem.
+ */
+#ifndef SWI_CLI_UTIL_H
+#define SWI_CLI_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SWI_ERRLEN 768
+
+/** printf into err (truncating safely), then fold newlines/tabs into spaces. */
+void cli_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Fold control characters of s into spaces and trim the end, in place. */
+void cli_one_line(char *s);
+
+/** Strict parsers: whole string, no trailing garbage, range-checked. */
+int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+int cli_parse_double(const char *s, double *out);
+
+/** "1", "1,2,3": 1..cap comma-separated numbers; returns how many, -1 on error. */
+int cli_parse_i64_list(const char *s, int64_t *out, int cap);
+int cli_parse_double_list(const char *s, double *out, int cap);
+
+/** Memory size: "123" (bytes), "64K", "512M", "4G", "1.5G", "2T", also with a
+ *  trailing "B", "iB" (binary multiples either way). Returns 0 or -1. */
+int cli_parse_size(const char *s, size_t *out);
+
+/** Human-readable bytes ("1.18 GB", "312 MB", "12 KB"), 1 KB = 1024 B. */
+const char *cli_bytes(size_t n, char buf[32]);
+
+/** Peak resident set size of this process, in bytes (getrusage). */
+size_t cli_peak_rss(void);
+
+/** Monotonic clock, seconds. */
+double cli_now(void);
+
+/** Does `path` end with `suffix`, compared case-insensitively? */
+int cli_ends_with(const char *path, const char *suffix);
+
+/** Number of online CPUs (>= 1). */
+int cli_cpu_count(void);
+
+#endif

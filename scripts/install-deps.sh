@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# install-deps.sh -- install what building and testing libswi needs, on Debian 12.
+#
+# Idempotent and safe to re-run: apt packages are installed only when missing, and
+# ONNX Runtime (from the npm package com.github.asus4.onnxruntime, which ships the
+# official Linux x64 libonnxruntime.so and the C headers) is unpacked into the
+# ignored directory .deps/onnxruntime/{include,lib} only when not already there.
+#
+#   scripts/install-deps.sh            # everything
+#   SWI_SKIP_APT=1 scripts/install-deps.sh   # only ONNX Runtime
+#   SWI_SKIP_ORT=1 scripts/install-deps.sh   # only apt packages
+#
+# Run as root (or with sudo available). Quiet unless something fails.
+set -euo pipefail
+
+# ---- Debian packages: the ONE list; add yours here -------------------------
+APT_PACKAGES=(
+  # build
+  cmake gcc make pkg-config
+  # swi CLI: NIfTI-1/-2 + gzip (niftilib: libnifti2 reads both), PNG previews
+  libnifti2-dev libniftiio-dev libznz-dev zlib1g-dev libpng-dev
+  # CLI tests: tiny NIfTI volumes and ONNX models made on the fly
+  python3 python3-numpy python3-nibabel python3-onnx
+)
+
+ORT_NPM_PACKAGE="com.github.asus4.onnxruntime"
+ORT_NPM_VERSION="${ORT_NPM_VERSION:-0.4.9}"
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEPS="$ROOT/.deps"
+ORT_DIR="$DEPS/onnxruntime"
+
+say() { printf 'install-deps: %s\n' "$*" >&2; }
+die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || die "not root and no sudo: run as root"
+  SUDO="sudo"
+fi
+
+apt_install() {
+  local missing=()
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  say "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  if [ -z "${SWI_APT_UPDATED:-}" ]; then
+    $SUDO apt-get -o DPkg::Lock::Timeout=900 update -qq >/dev/null || die "apt-get update failed"
+    SWI_APT_UPDATED=1
+  fi
+  # Another apt run (a colleague's, unattended-upgrades) may hold the lock: wait for it.
+  local log
+  log="$(mktemp)"
+  if ! $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends \
+      "${missing[@]}" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    die "apt-get install ${missing[*]} failed"
+  fi
+  rm -f "$log"
+}
+
+if [ -z "${SWI_SKIP_APT:-}" ]; then
+  apt_install "${APT_PACKAGES[@]}"
+fi
+
+# ---- ONNX Runtime -----------------------------------------------------------
+ort_ok() {
+  [ -f "$ORT_DIR/include/onnxruntime_c_api.h" ] &&
+  [ -f "$ORT_DIR/lib/libonnxruntime.so.1" ] &&
+  [ -f "$ORT_DIR/VERSION" ] && [ "$(cat "$ORT_DIR/VERSION")" = "$ORT_NPM_VERSION" ]
+}
+
+if [ -z "${SWI_SKIP_ORT:-}" ] && ! ort_ok; then
+  if ! command -v npm >/dev/null 2>&1; then
+    [ -z "${SWI_SKIP_APT:-}" ] || die "npm is needed to fetch ONNX Runtime"
+    apt_install npm
+  fi
+  say "fetching ONNX Runtime ($ORT_NPM_PACKAGE@$ORT_NPM_VERSION, ~150 MB)"
+  mkdir -p "$DEPS"
+  tmp="$(mktemp -d "$DEPS/tmp.XXXXXX")"
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && npm pack --silent "$ORT_NPM_PACKAGE@$ORT_NPM_VERSION" >/dev/null 2>npm.log) \
+    || { cat "$tmp/npm.log" >&2; die "npm pack $ORT_NPM_PACKAGE failed"; }
+  tgz="$(ls "$tmp"/*.tgz 2>/dev/null | head -n1)"
+  [ -n "$tgz" ] || die "npm pack produced no tarball"
+  # The Linux x64 library, and the C headers (shipped inside the iOS framework;
+  # the C API headers are platform independent).
+  tar -xzf "$tgz" -C "$tmp" --wildcards 'package/Plugins/Linux/x64/*.so' \
+    'package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers/*.h' \
+    || die "unexpected layout of $ORT_NPM_PACKAGE"
+  lib="$(find "$tmp/package" -path '*Linux/x64*' -name 'libonnxruntime.so*' | head -n1)"
+  hdr="$(find "$tmp/package" -name onnxruntime_c_api.h | head -n1)"
+  [ -n "$lib" ] && [ -n "$hdr" ] || die "libonnxruntime.so or onnxruntime_c_api.h not found in the package"
+  stage="$tmp/onnxruntime"
+  mkdir -p "$stage/lib" "$stage/include"
+  cp "$(dirname "$hdr")"/*.h "$stage/include/"
+  # The library's soname is libonnxruntime.so.1: ship that name, and the
+  # development symlink for linking.
+  cp "$lib" "$stage/lib/libonnxruntime.so.1"
+  ln -s libonnxruntime.so.1 "$stage/lib/libonnxruntime.so"
+  shared="$(dirname "$lib")/libonnxruntime_providers_shared.so"
+  [ -f "$shared" ] && cp "$shared" "$stage/lib/"
+  echo "$ORT_NPM_VERSION" > "$stage/VERSION"
+  rm -rf "$ORT_DIR"
+  mv "$stage" "$ORT_DIR"
+  say "ONNX Runtime installed in $ORT_DIR"
+fi
