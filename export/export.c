@@ -1027,9 +1027,10 @@ int swi_cmd_export(int argc, char **argv) {
         return 1;
     }
     int pr = parse_args(x, argc, argv);
+    if (!strcmp(x->o.prog, "export")) x->o.prog = "swi export"; /* dispatched by the swi CLI */
+    prog = x->o.prog;
     if (pr == 1) goto done;
     if (pr < 0) goto failed;
-    prog = x->o.prog;
     struct stat sb;
     if (!x->o.force && stat(x->o.output, &sb) == 0) {
         fail(x, 1, "%s exists (use --force to overwrite)", x->o.output);
@@ -1064,17 +1065,20 @@ int swi_cmd_export(int argc, char **argv) {
         goto failed;
     }
     if (!x->o.quiet) {
-        char grid[64] = "";
-        if (!x->o.dynamic)
-            for (int k = 0; k < L.d; k++)
-                snprintf(grid + strlen(grid), sizeof grid - strlen(grid), "%s%lld", k ? "x" : "", (long long)L.n_win[k]);
-        printf("%s: wrote %s (%zu bytes): %s windows%s%s%s, roi ", prog, x->o.output, bytes,
-               x->o.dynamic ? "dynamic" : "", x->o.dynamic ? "" : " ", grid,
-               x->ni.per_image ? " (one image per network call)" : "");
-        for (int k = 0; k < L.d; k++) printf("%s%lld", k ? "," : "", (long long)L.roi[k]);
-        printf(", %s blending, %s padding, %s -> %s%s\n", x->o.mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant",
-               pad_names[x->o.pad_mode], ox_type_name(x->ni.in_type), ox_type_name(x->ni.out_type),
-               x->o.argmax ? " + uint8 labels" : "");
+        char grid[96] = "", roi[64] = "";
+        for (int k = 0; k < L.d; k++) {
+            snprintf(roi + strlen(roi), sizeof roi - strlen(roi), "%s%lld", k ? "," : "", (long long)L.roi[k]);
+            if (!x->o.dynamic)
+                snprintf(grid + strlen(grid), sizeof grid - strlen(grid), "%s%lld", k ? "x" : "",
+                         (long long)L.n_win[k]);
+        }
+        char windows[160];
+        if (x->o.dynamic) snprintf(windows, sizeof windows, "window grid computed in the graph");
+        else snprintf(windows, sizeof windows, "%lld windows (%s)", (long long)L.W, grid);
+        printf("%s: wrote %s (%zu bytes): %s%s, roi %s, %s blending, %s padding, %s -> %s%s\n", prog, x->o.output,
+               bytes, windows, x->ni.per_image ? ", one image per network call" : "", roi,
+               x->o.mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant", pad_names[x->o.pad_mode],
+               ox_type_name(x->ni.in_type), ox_type_name(x->ni.out_type), x->o.argmax ? " + uint8 labels" : "");
     }
     goto done;
 failed:

@@ -479,30 +479,54 @@ def group_swi():
         ("gaussian constant cval 0.3", vol[:30, :31, :40], ["--mode", "gaussian", "--padding-mode", "constant",
                                                             "--cval", "0.3", "--sigma-scale", "0.2"]),
     ]
+    import nibabel as nib
+    aff = nib.load(os.path.join(e2e, "volume.nii.gz")).affine
     for i, (what, v, opts) in enumerate(configs):
         v = np.ascontiguousarray(v)
         S = v.shape
-        out = work(f"swi_{i}.onnx")
-        rc, _, _ = export(net, out, "--size", ",".join(map(str, S)), "--quiet", *opts)
-        if not check(rc == 0, f"{what} {S}: export"):
-            continue
+        models = {}
+        for kind in ("static", "dynamic"):
+            out = work(f"swi_{i}_{kind}.onnx")
+            size = ["--size", ",".join(map(str, S))] if kind == "static" else ["--dynamic"]
+            rc, _, _ = export(net, out, *size, "--quiet", *opts)
+            if check(rc == 0, f"{what} {S}: {kind} export"):
+                models[kind] = out
         for N in (1, 3):
             x = np.stack([v * (1 + 0.5 * n) for n in range(N)])[:, None].astype(np.float32)
-            got = run_model(out, {"image": x}, ["scores"])[0]["scores"]
+            refs = {}
             if args.swi_ref:
-                xf = work("swi_in.f32")
+                xf, of = work("swi_in.f32"), work("swi_ref.f32")
                 x.tofile(xf)
-                of = work("swi_ref.f32")
-                cmd = [args.swi_ref, net, xf, "x".join(map(str, x.shape)), of, *opts]
-                p = subprocess.run(cmd, capture_output=True, text=True)
+                p = subprocess.run([args.swi_ref, net, xf, "x".join(map(str, x.shape)), of, *opts],
+                                   capture_output=True, text=True)
                 if not check(p.returncode == 0, f"{what} N={N}: libswi reference ran"):
                     log("    ", p.stderr.strip())
-                    continue
-                ref = np.fromfile(of, np.float32).reshape(got.shape)
-                ok, m = close(got, ref)
-                check(ok, f"{what} {S} N={N}: matches libswi (swi_run + ORT) (max abs err {m:.2e})")
-    if args.swi_cli:
-        log("  (swi CLI found: comparison with `swi segment --scores` not wired yet)")
+                else:
+                    refs["libswi (swi_run + ORT)"] = np.fromfile(of, np.float32).reshape((N, 4) + S)
+            if args.swi_cli:
+                # `swi segment --scores` reads NIfTI (nibabel's [i, j, k] is the network's
+                # [.., i, j, k]) and writes the scores with the classes along dim 4
+                cli, failed = [], False
+                for n in range(N):
+                    vin, sout, lout = work("cli_in.nii.gz"), work("cli_scores.nii.gz"), work("cli_labels.nii.gz")
+                    nib.Nifti1Image(x[n, 0], aff).to_filename(vin)
+                    cmd = [args.swi_cli, "segment", "--model", net, "--input", vin, "--output", lout,
+                           "--scores", sout, "--force", "-q", "--threads", "2", *opts]
+                    p = subprocess.run(cmd, capture_output=True, text=True)
+                    if p.returncode != 0:
+                        log("    ", " ".join(cmd), "->", p.returncode, p.stderr.strip())
+                        failed = True
+                        break
+                    cli.append(np.moveaxis(np.asarray(nib.load(sout).dataobj, dtype=np.float32), -1, 0))
+                if check(not failed, f"{what} N={N}: `swi segment --scores` ran"):
+                    refs["`swi segment --scores`"] = np.stack(cli)
+            for kind, model in models.items():
+                got = run_model(model, {"image": x}, ["scores"])[0]["scores"]
+                for name, ref in refs.items():
+                    ok, m = close(got, ref)
+                    check(ok, f"{what} {S} N={N}: {kind} export matches {name} (max abs err {m:.2e})")
+    if not args.swi_cli:
+        log("  (the swi CLI is not built: no comparison with `swi segment --scores`)")
     return 0
 
 
