@@ -21,6 +21,8 @@ APT_PACKAGES=(
   libnifti2-dev libniftiio-dev libznz-dev zlib1g-dev libpng-dev
   # CLI tests: tiny NIfTI volumes and ONNX models made on the fly
   python3 python3-numpy python3-nibabel python3-onnx
+  # swi export: ONNX read/written with protobuf-c and the onnx.proto libonnx-dev ships
+  libprotobuf-c-dev protobuf-c-compiler libonnx-dev
 )
 
 ORT_NPM_PACKAGE="com.github.asus4.onnxruntime"
