@@ -55,8 +55,32 @@ static const char *BENCH_HELP =
 typedef struct bench_net {
     int64_t classes;
     float *w;
+    int threads;
 } bench_net;
 
+typedef struct predict_part {
+    const bench_net *net;
+    const float *in;
+    float *out;
+    int n;
+    int64_t rv, c0, c1;
+} predict_part;
+
+static void *predict_part_run(void *arg) {
+    const predict_part *pp = arg;
+    for (int i = 0; i < pp->n; i++) {
+        const float *x = pp->in + (size_t)i * (size_t)pp->rv;
+        for (int64_t c = pp->c0; c < pp->c1; c++) {
+            float *restrict o = pp->out + ((size_t)i * (size_t)pp->net->classes + (size_t)c) * (size_t)pp->rv;
+            const float wc = pp->net->w[c];
+            for (int64_t v = 0; v < pp->rv; v++) o[v] = x[v] * wc;
+        }
+    }
+    return NULL;
+}
+
+/* The synthetic network: like a real one it uses every core it is given, here by
+ * splitting the classes between threads. */
 static int bench_predict(void *user, swi_batch *b) {
     const bench_net *net = user;
     int n = swi_batch_count(b), d = swi_batch_dims(b);
@@ -65,15 +89,21 @@ static int bench_predict(void *user, swi_batch *b) {
     for (int k = 0; k < d; k++) rv *= roi[k];
     float *out = swi_batch_output(b, 0, net->classes, roi);
     if (!out) return 1;
-    const float *in = swi_batch_input(b);
-    for (int i = 0; i < n; i++) {
-        const float *x = in + (size_t)i * (size_t)rv;
-        for (int64_t c = 0; c < net->classes; c++) {
-            float *restrict o = out + ((size_t)i * (size_t)net->classes + (size_t)c) * (size_t)rv;
-            const float wc = net->w[c];
-            for (int64_t v = 0; v < rv; v++) o[v] = x[v] * wc;
-        }
+    enum { MAXT = 64 };
+    int t = net->threads < 1 ? 1 : (net->threads > MAXT ? MAXT : net->threads);
+    if (t > net->classes) t = (int)net->classes;
+    predict_part parts[MAXT];
+    pthread_t th[MAXT];
+    int started[MAXT] = {0};
+    for (int i = 0; i < t; i++) {
+        parts[i] = (predict_part){net, swi_batch_input(b), out, n, rv, net->classes * i / t,
+                                  net->classes * (i + 1) / t};
+        if (i > 0) started[i] = pthread_create(&th[i], NULL, predict_part_run, &parts[i]) == 0;
+        if (i > 0 && !started[i]) predict_part_run(&parts[i]);
     }
+    predict_part_run(&parts[0]);
+    for (int i = 1; i < t; i++)
+        if (started[i]) pthread_join(th[i], NULL);
     return 0;
 }
 
@@ -302,7 +332,7 @@ int swi_cmd_bench(int argc, char **argv) {
 
     float *vol = malloc((size_t)vox * sizeof(float));
     void *dst = malloc(out_bytes);
-    bench_net net = {classes, malloc((size_t)classes * sizeof(float))};
+    bench_net net = {classes, malloc((size_t)classes * sizeof(float)), 1};
     if (!vol || !dst || !net.w) {
         fprintf(stderr, "swi bench: out of memory for the %s volume\n", cli_bytes((size_t)vox * 4, b1));
         free(vol);
@@ -322,6 +352,7 @@ int swi_cmd_bench(int argc, char **argv) {
     }
     memset(dst, 0, out_bytes);
     in.data = vol;
+    net.threads = plan.threads;
     out.dst = dst;
     progress_state ps = {cli_now(), isatty(2)};
     p.progress = bench_progress;

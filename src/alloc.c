@@ -26,6 +26,8 @@ long long swi__alloc_count(void) { return atomic_load(&alloc_calls); }
 static inline bool should_fail(void) { return false; }
 #endif
 
+bool swi__fault_point(void) { return should_fail(); }
+
 void *swi__malloc(size_t bytes) {
     if (should_fail()) return NULL;
     return malloc(bytes ? bytes : 1);

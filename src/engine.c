@@ -18,6 +18,8 @@
 
 /* voxel-planes of accumulation per parallel item */
 #define ACC_ITEM_TARGET 65536
+/* planes per accumulate item at least, so a weight row is reused from L1 */
+#define ACC_MIN_PLANES 8
 #define CHUNK_VOXELS 4096
 
 typedef struct cell_state {
@@ -272,7 +274,7 @@ static swi_status fill_and_predict(run *r, slot *s, int64_t first, int n) {
 
 /* ---------------------------------------------------------------- workers */
 
-static void accumulate_item(void *arg, int64_t item, int worker) {
+SWI_KERNEL static void accumulate_item(void *arg, int64_t item, int worker) {
     (void)worker;
     run *r = arg;
     const acc_item *it = &r->acc[item];
@@ -288,28 +290,30 @@ static void accumulate_item(void *arg, int64_t item, int worker) {
         for (int a = 0; a < NDIM; a++) off[a] = hg->ax[a].cell_lo[T->cell[a]] - hg->ax[a].win_lo[t[a]];
         const float *P = s->head[T->head] + (size_t)j * (size_t)(C * hg->win_vox);
         int set = T->fresh && q == 0;
-        for (int32_t pl = it->p0; pl < it->p1; pl++) {
-            float *acc = T->buf + (size_t)pl * (size_t)T->vox;
-            const float *src = pl < C ? P + (size_t)pl * (size_t)hg->win_vox : NULL;
-            for (int64_t i0 = 0; i0 < e0; i0++)
-                for (int64_t i1 = 0; i1 < e1; i1++, acc += e2) {
-                    size_t wi = (size_t)(((off[0] + i0) * o1 + off[1] + i1) * o2 + off[2]);
-                    const float *restrict w = hg->weights + wi;
-                    float *restrict a = acc;
-                    if (src) {
-                        const float *restrict x = src + wi;
-                        if (set)
-                            for (int64_t v = 0; v < e2; v++) a[v] = x[v] * w[v];
-                        else
-                            for (int64_t v = 0; v < e2; v++) a[v] += x[v] * w[v];
-                    } else {
-                        if (set)
-                            for (int64_t v = 0; v < e2; v++) a[v] = w[v];
-                        else
-                            for (int64_t v = 0; v < e2; v++) a[v] += w[v];
-                    }
+        /* row-outer, plane-inner: the weight row stays in L1 across the item's planes */
+        const int32_t p0 = it->p0, p1 = it->p1 < C ? it->p1 : (int32_t)C;
+        const int wplane = it->p1 > C; /* this item also carries the weight-sum plane */
+        for (int64_t i0 = 0; i0 < e0; i0++)
+            for (int64_t i1 = 0; i1 < e1; i1++) {
+                size_t wi = (size_t)(((off[0] + i0) * o1 + off[1] + i1) * o2 + off[2]);
+                size_t ai = (size_t)((i0 * e1 + i1) * e2);
+                const float *restrict w = hg->weights + wi;
+                for (int32_t pl = p0; pl < p1; pl++) {
+                    float *restrict a = T->buf + (size_t)pl * (size_t)T->vox + ai;
+                    const float *restrict x = P + (size_t)pl * (size_t)hg->win_vox + wi;
+                    if (set)
+                        for (int64_t v = 0; v < e2; v++) a[v] = x[v] * w[v];
+                    else
+                        for (int64_t v = 0; v < e2; v++) a[v] += x[v] * w[v];
                 }
-        }
+                if (wplane) {
+                    float *restrict a = T->buf + (size_t)C * (size_t)T->vox + ai;
+                    if (set)
+                        for (int64_t v = 0; v < e2; v++) a[v] = w[v];
+                    else
+                        for (int64_t v = 0; v < e2; v++) a[v] += w[v];
+                }
+            }
     }
 }
 
@@ -331,7 +335,7 @@ static void store_region(const out_spec *os, const geom *g, const head_geom *hg,
     }
 }
 
-static void finish_item(void *arg, int64_t item, int worker) {
+SWI_KERNEL static void finish_item(void *arg, int64_t item, int worker) {
     run *r = arg;
     if (atomic_load(&r->cb_failed)) return;
     const fin_item *it = &r->fin[item];
@@ -508,7 +512,7 @@ static swi_status book_batch(run *r, const slot *s) {
         if (T->buf) {
             int64_t planes = hg->channels + 1;
             int64_t per = ACC_ITEM_TARGET / (T->vox * T->win_n);
-            if (per < 1) per = 1;
+            if (per < ACC_MIN_PLANES) per = ACC_MIN_PLANES;
             for (int64_t p0 = 0; p0 < planes; p0 += per) {
                 if (!grow((void **)&r->acc, &r->acc_cap, (size_t)r->n_acc + 1, sizeof(acc_item)))
                     return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
@@ -719,7 +723,7 @@ static void free_run(run *r) {
                 c[1] = (ci / hg->ax[2].n_cells) % hg->ax[1].n_cells;
                 c[0] = ci / (hg->ax[2].n_cells * hg->ax[1].n_cells);
                 size_t bytes = swi__cell_bytes(hg, c);
-                swi__big_free(r->state[h][i].buf, bytes < sizeof(void *) ? sizeof(void *) : bytes);
+                swi__cellmem_release(r->state[h][i].buf, bytes);
             }
         swi__free(r->state[h]);
     }

@@ -17,12 +17,23 @@
 
 #define NDIM 3
 
+/* Hot kernels are compiled twice on x86-64 (AVX2 and baseline) and picked at load
+ * time: the one dispatch point for SIMD, no intrinsics in the code. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    !defined(SWI_NO_CLONES) && !defined(__SANITIZE_ADDRESS__)
+#define SWI_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define SWI_KERNEL
+#endif
+
 /* ---- alloc.c: every library allocation goes through here (fault injection) ---- */
 void *swi__malloc(size_t bytes);
 void *swi__calloc(size_t n, size_t size);
 void swi__free(void *p);
 /* Large buffers: page-backed, released to the system on free; pass the same size. */
 void *swi__big_alloc(size_t bytes);
+/* true when fault injection says this allocation fails */
+bool swi__fault_point(void);
 void swi__big_free(void *p, size_t bytes);
 /* Overflow-checked arithmetic: return false on overflow. */
 bool swi__mul_size(size_t a, size_t b, size_t *out);
@@ -141,19 +152,20 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
 /* Bytes of a cell's partial sums (channels + 1 planes). */
 size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]);
 
-/* ---- cellmem.c: partial-sum buffers with a bounded free list ---- */
-#define CELLMEM_SIZES 256
+/* ---- cellmem.c: partial-sum buffers, reused across cells within a byte limit ---- */
+#define CELLMEM_SLOTS 512
 typedef struct cellmem {
-    size_t limit;          /* live + cached never exceeds this through caching */
+    size_t limit;          /* live + kept never exceeds this through keeping */
     size_t live, cached;
-    int n_sizes;
-    size_t size[CELLMEM_SIZES];
-    void *head[CELLMEM_SIZES];
+    int n;
+    void *ptr[CELLMEM_SLOTS];
+    size_t size[CELLMEM_SLOTS];
 } cellmem;
 void swi__cellmem_init(cellmem *m, size_t limit);
 void *swi__cellmem_get(cellmem *m, size_t bytes);
 void swi__cellmem_put(cellmem *m, void *p, size_t bytes);
 void swi__cellmem_free(cellmem *m);
+void swi__cellmem_release(void *p, size_t bytes);
 
 /* ---- context ---- */
 typedef struct swi_result_buf {

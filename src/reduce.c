@@ -16,7 +16,7 @@ size_t swi__dtype_size(swi_dtype dt) {
     }
 }
 
-static void running_max(const float *s, int64_t C, int64_t n, float *best, int32_t *arg) {
+SWI_KERNEL static void running_max(const float *s, int64_t C, int64_t n, float *best, int32_t *arg) {
     for (int64_t v = 0; v < n; v++) {
         best[v] = s[v];
         arg[v] = 0;
@@ -33,7 +33,7 @@ static void running_max(const float *s, int64_t C, int64_t n, float *best, int32
     }
 }
 
-void swi__reduce(swi_reduce r, swi_dtype dt, const float *s, int64_t C, int64_t n, reduce_scratch *rs,
+SWI_KERNEL void swi__reduce(swi_reduce r, swi_dtype dt, const float *s, int64_t C, int64_t n, reduce_scratch *rs,
                  void *out) {
     float *best = rs->best;
     int32_t *arg = rs->arg;
