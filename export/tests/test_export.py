@@ -4,7 +4,7 @@
     test_export.py GROUP --exporter swi-export --runner run_onnx --shared DIR --work DIR
                    [--swi-ref swi_export_ref] [--swi-cli swi]
 
-GROUP: errors | golden | e2e | fp16 | swi
+GROUP: errors | golden | e2e | fp16 | compat | swi
 Exported models are checked with onnx.checker (full_check) and run in ONNX Runtime
 through the C runner; results are compared with MONAI's golden outputs
 (shared/golden) within |got - expected| <= 1e-4 + 1e-4 |expected|.
@@ -132,8 +132,11 @@ def predictor_net(kind, dims, cin, C, roi, batch="n", dtype=TensorProto.FLOAT, o
     """The golden README's predictors as ONNX graphs: s = sum over input channels, then
     affine: (c+1) s + 0.5 c | box: (c+1) mean3(s) + 0.1 c | coord: s + (c+1) g0 - (C-c) gl."""
     npt = ONNX2NP[dtype][0]
-    inits = [numpy_helper.from_array(np.array([1], np.int64), "axes_c")]
-    nodes = [helper.make_node("ReduceSum", ["x", "axes_c"], ["s"], keepdims=1)]
+    if opset >= 13:
+        inits = [numpy_helper.from_array(np.array([1], np.int64), "axes_c")]
+        nodes = [helper.make_node("ReduceSum", ["x", "axes_c"], ["s"], keepdims=1)]
+    else:
+        inits, nodes = [], [helper.make_node("ReduceSum", ["x"], ["s"], axes=[1], keepdims=1)]
     shp = [1, C] + [1] * dims
     c = np.arange(C, dtype=np.float32)
 
@@ -172,7 +175,7 @@ def predictor_net(kind, dims, cin, C, roi, batch="n", dtype=TensorProto.FLOAT, o
     g = helper.make_graph(nodes, f"{kind}_net", [helper.make_tensor_value_info("x", dtype, [batch, cin] + list(roi))],
                           outs, inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="test_export")
-    m.ir_version = 8
+    m.ir_version = 8 if opset >= 15 else 6
     onnx.checker.check_model(m)
     return m
 
@@ -356,6 +359,93 @@ def group_fp16():
     return 0
 
 
+# ---------------------------------------------------------------- network variants
+def group_compat():
+    """Networks of other shapes than the plain one: old opset, initializers listed as
+    inputs, float64, a subgraph (If) reading outer-scope names, names that collide with
+    the pipeline's, the head chosen by index."""
+    cases = {os.path.basename(p): p for p in golden_cases()}
+    todo = [c for c in ("3d_gauss_coord", "3d_pad_mixed") if c in cases]
+    if not todo:
+        return SKIP
+
+    def opset11(m):
+        return m
+
+    def inits_as_inputs(m):
+        for t in m.graph.initializer:
+            m.graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        return m
+
+    def with_if(m):
+        g = m.graph
+        for n in g.node:
+            n.output[:] = ["y_in" if o == "y" else o for o in n.output]
+        g.initializer.append(numpy_helper.from_array(np.array(True), "flag"))
+        then_g = helper.make_graph([helper.make_node("Identity", ["y_in"], ["yt"])], "then", [],
+                                   [helper.make_tensor_value_info("yt", g.output[0].type.tensor_type.elem_type, None)])
+        else_g = helper.make_graph([helper.make_node("Neg", ["y_in"], ["ye"])], "else", [],
+                                   [helper.make_tensor_value_info("ye", g.output[0].type.tensor_type.elem_type, None)])
+        g.node.append(helper.make_node("If", ["flag"], ["y"], then_branch=then_g, else_branch=else_g))
+        return m
+
+    def clashing_names(m):
+        ren = {"x": "image", "y": "scores", "s": "swi/acc"}
+        g = m.graph
+        for k, n in enumerate(g.node):
+            n.input[:] = [ren.get(i, i) for i in n.input]
+            n.output[:] = [ren.get(o, o) for o in n.output]
+            n.name = f"swi/Loop_{k}"
+        for v in list(g.input) + list(g.output):
+            v.name = ren.get(v.name, v.name)
+        return m
+
+    def second_output(m):
+        g = m.graph
+        g.node.append(helper.make_node("Neg", ["y"], ["minus_y"]))
+        g.output.insert(0, helper.make_tensor_value_info("minus_y", g.output[0].type.tensor_type.elem_type,
+                                                         [d.dim_param or d.dim_value for d in
+                                                          g.output[0].type.tensor_type.shape.dim]))
+        return m
+
+    variants = [("opset 11", 11, TensorProto.FLOAT, opset11, []),
+                ("initializers listed as inputs", 11, TensorProto.FLOAT, inits_as_inputs, []),
+                ("float64", 17, TensorProto.DOUBLE, opset11, []),
+                ("If subgraph reading outer names", 17, TensorProto.FLOAT, with_if, []),
+                ("names clashing with the pipeline's", 17, TensorProto.FLOAT, clashing_names, []),
+                ("--head 1 of two outputs", 17, TensorProto.FLOAT, second_output, ["--head", "1"])]
+    for name in todo:
+        path = cases[name]
+        kv = read_case(path)
+        dims, B, cin = int(kv["dims"][0]), int(kv["batch"][0]), int(kv["in_channels"][0])
+        size = [int(v) for v in kv["image_size"]]
+        roi = [int(v) for v in kv["roi_size"]]
+        C = int(kv["out_channels"][0])
+        x = np.fromfile(os.path.join(path, "input.f32"), np.float32).reshape([B, cin] + size)
+        exp = np.fromfile(os.path.join(path, "output.f32"), np.float32).reshape([B, C] + size)
+        for i, (what, opset, dtype, fix, extra) in enumerate(variants):
+            net = fix(predictor_net(kv["predictor"][0], dims, cin, C, roi, dtype=dtype, opset=opset))
+            onnx.checker.check_model(net)
+            mpath = work(f"{name}_v{i}.net.onnx")
+            onnx.save(net, mpath)
+            for dynamic in (False, True):
+                tag = f"{name}, {what}{', dynamic' if dynamic else ''}"
+                opath = work(f"{name}_v{i}{'_dyn' if dynamic else ''}.pipe.onnx")
+                opts = ["--overlap", ",".join(kv["overlap"]), "--mode", kv["mode"][0], "--sigma-scale",
+                        ",".join(kv["sigma_scale"]), "--padding-mode", kv["padding_mode"][0], "--quiet", *extra]
+                opts += ["--dynamic"] if dynamic else ["--size", ",".join(map(str, size))]
+                rc, _, _ = export(mpath, opath, *opts)
+                if not check(rc == 0, f"{tag}: export"):
+                    continue
+                check(checker_ok(opath), f"{tag}: onnx.checker")
+                npt = ONNX2NP[dtype][0]
+                res, _ = run_model(opath, {"image": x.astype(npt)}, ["scores"])
+                ok, m = close(res["scores"], exp)
+                check(ok and res["scores"].dtype == npt, f"{tag}: scores ({res['scores'].dtype}) match MONAI "
+                                                          f"(max abs err {m:.2e})")
+    return 0
+
+
 # ---------------------------------------------------------------- errors
 def group_errors():
     good = work("good.onnx")
@@ -533,7 +623,7 @@ def group_swi():
 def main():
     global args
     ap = argparse.ArgumentParser()
-    ap.add_argument("group", choices=["errors", "golden", "e2e", "fp16", "swi"])
+    ap.add_argument("group", choices=["errors", "golden", "e2e", "fp16", "compat", "swi"])
     ap.add_argument("--exporter", required=True)
     ap.add_argument("--runner", required=True)
     ap.add_argument("--shared", required=True)
@@ -545,7 +635,7 @@ def main():
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     rc = {"errors": group_errors, "golden": group_golden, "e2e": group_e2e, "fp16": group_fp16,
-          "swi": group_swi}[args.group]()
+          "compat": group_compat, "swi": group_swi}[args.group]()
     if rc == SKIP:
         log("skipped")
         return SKIP
