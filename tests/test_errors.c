@@ -301,6 +301,9 @@ static void test_params(swi_ctx *ctx)
     setup_free(&s);
 
     setup_init(&s);
+    s.p.cval = NAN;
+    EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "cval", "cval NaN");
+    s.p.cval = 0.0f;
     s.p.threads = -1;
     EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "threads", "threads -1");
     s.p.threads = 1;

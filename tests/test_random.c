@@ -90,6 +90,7 @@ typedef struct config {
 
 typedef struct run_opts {
     int sw_batch, threads, order[3], pipeline;
+    int budget; /* run at max_memory = the plan's bytes_min */
 } run_opts;
 
 static int64_t prod3(const int64_t *v)
@@ -139,8 +140,9 @@ static void print_config(const config *c, const run_opts *ro, FILE *f)
         fprintf(f, " [%s C%lld%s%s]", head_kind_name[c->kind[h]], (long long)c->channels[h],
                 c->declare_channels[h] ? " declC" : "", c->declare_spatial[h] ? " declS" : "");
     if (ro != NULL)
-        fprintf(f, " | sw_batch %d threads %d order %d %d %d pipeline %d", ro->sw_batch,
-                ro->threads, ro->order[0], ro->order[1], ro->order[2], ro->pipeline);
+        fprintf(f, " | sw_batch %d threads %d order %d %d %d pipeline %d%s", ro->sw_batch,
+                ro->threads, ro->order[0], ro->order[1], ro->order[2], ro->pipeline,
+                ro->budget ? " max_memory=bytes_min" : "");
     fputc('\n', f);
 }
 
@@ -835,6 +837,7 @@ static void random_run_opts(const config *c, run_opts *ro)
     ro->threads = (int)rng_int(0, 3);
     ro->pipeline = (int)rng_int(-1, 1);
     ro->order[0] = ro->order[1] = ro->order[2] = -1;
+    ro->budget = 0;
     if (rng_int(0, 1)) {
         int perm[3] = {0, 1, 2};
         for (int i = c->dims - 1; i > 0; i--) {
@@ -996,6 +999,14 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
     swi_plan plan;
     memset(&plan, 0, sizeof(plan));
     swi_status pst = swi_plan_run(ctx, &p, &in, outs, m, &plan);
+    if (ro->budget && pst == SWI_OK) {
+        /* the smallest budget the plan admits: the run must fit it and give the same */
+        p.max_memory = plan.bytes_min;
+        pst = swi_plan_run(ctx, &p, &in, outs, m, &plan);
+        if (pst == SWI_OK && plan.bytes_peak > p.max_memory)
+            report(c, ro, "plan at max_memory %zu predicts a peak of %zu", p.max_memory,
+                   plan.bytes_peak);
+    }
     swi_predictor pred = {random_predict, &ps};
     swi_status st = swi_run(ctx, &p, &in, &pred, outs, m);
     t->runs++;
@@ -1207,8 +1218,8 @@ static int pad_ok(const config *c, int i)
     int64_t total = P - c->S[i], after = total - total / 2;
     if (total == 0)
         return 1;
-    if (c->pad == SWI_PAD_REFLECT)
-        return total < c->S[i];
+    if (c->pad == SWI_PAD_REFLECT) /* F.pad: each side's pad below the size */
+        return after < c->S[i];
     if (c->pad == SWI_PAD_CIRCULAR)
         return after <= c->S[i];
     return 1;
@@ -1362,6 +1373,10 @@ static void test_one_config(tally *t)
     random_run_opts(&c, &a);
     random_run_opts(&c, &b);
     run_result ra, rb;
+    int declared = 1;
+    for (int h = 0; h < c.n_heads; h++)
+        declared &= c.declare_channels[h] && c.declare_spatial[h];
+    b.budget = declared && rng_int(0, 1);
     run_once(&c, &n, &a, c.mode, c.custom_map, 0, &ra, t);
     run_once(&c, &n, &b, c.mode, c.custom_map, 0, &rb, t);
     if (ra.ok && rb.ok)
