@@ -1083,10 +1083,13 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
         int same = rd == c->dims;
         for (int k = 0; k < c->dims && same; k++)
             same = size[k] == n->out[h][D3(c, k)];
+        int64_t want[3] = {0, 0, 0};
+        for (int k = 0; k < c->dims; k++)
+            want[k] = n->out[h][D3(c, k)];
         if (!same)
             report(c, ro, "head %d: swi_result_size %d dims [%lld %lld %lld], expected [%lld %lld %lld]",
                    h, rd, (long long)size[0], (long long)size[1], (long long)size[2],
-                   (long long)n->out[h][0], (long long)n->out[h][1], (long long)n->out[h][2]);
+                   (long long)want[0], (long long)want[1], (long long)want[2]);
         else
             pass();
         if (swi_result_channels(ctx, h) != c->channels[h])
