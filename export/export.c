@@ -50,7 +50,7 @@ typedef struct opts {
     int n_sigma; double sigma[MAXD];
     int pad_mode;                   /* swi_pad */
     double cval;
-    int argmax, force, quiet;
+    int argmax, force, quiet, per_image;
 } opts;
 
 /* ---- what we learn about the network ------------------------------------------------ */
@@ -113,6 +113,9 @@ static void usage(FILE *f, const char *prog) {
             "  --cval V              fill value of constant padding (default 0)\n"
             "  --argmax              also output `labels` (uint8, at most 256 classes)\n"
             "  --head NAME|INDEX     the network output to blend (default: the first)\n"
+            "  --per-image           one window of one image per network call (automatic when\n"
+            "                        the network's batch is fixed at 1; default: the N images'\n"
+            "                        windows at the same place go through the network together)\n"
             "  --force               overwrite --output\n"
             "  --quiet               no summary line\n",
             prog);
@@ -181,6 +184,7 @@ static int parse_args(X *x, int argc, char **argv) {
         if (!strcmp(a, "--force")) { o->force = 1; continue; }
         if (!strcmp(a, "--dynamic")) { o->dynamic = 1; continue; }
         if (!strcmp(a, "--quiet")) { o->quiet = 1; continue; }
+        if (!strcmp(a, "--per-image")) { o->per_image = 1; continue; }
         if (strncmp(a, "--", 2) != 0)
             return fail(x, 2, "unexpected argument '%s' (options start with --; see --help)", a);
         /* --name value or --name=value */
@@ -409,6 +413,7 @@ static int inspect_network(X *x) {
     if (n_real != 1)
         return fail(x, 1, "%s has %d inputs%s%s: exactly one image input [n, C, *roi] is supported", o->model,
                     n_real, n_real ? " " : "", names);
+    if (!in->name || !*in->name) return fail(x, 1, "%s: the input has no name", o->model);
     int rank;
     int64_t dims[8];
     const char *params[8];
@@ -427,7 +432,7 @@ static int inspect_network(X *x) {
         ni->in_param[k] = params[k];
     }
     ni->in_name = in->name;
-    if (ni->in_dim[0] == 1) ni->per_image = 1;
+    if (ni->in_dim[0] == 1 || o->per_image) ni->per_image = 1;
     else if (ni->in_dim[0] > 1)
         return fail(x, 1, "%s: input '%s' has a fixed batch of %lld; only 1 or a dynamic batch is supported",
                     o->model, in->name, (long long)ni->in_dim[0]);
@@ -448,6 +453,7 @@ static int inspect_network(X *x) {
         if (ni->out_index < 0) return fail(x, 2, "--head '%s': the network has no such output", o->head);
     }
     const Onnx__ValueInfoProto *out = g->output[ni->out_index];
+    if (!out->name || !*out->name) return fail(x, 1, "%s: output %d has no name", o->model, ni->out_index);
     int orank;
     if (read_tensor_vi(out, &ni->out_type, &orank, dims, NULL, 8) != 0)
         return fail(x, 1, "%s: output '%s' is not a tensor", o->model, out->name);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- types ------------------------------------------------------------------------- */
@@ -134,6 +135,11 @@ ProtobufCAllocator arena_allocator(arena *A) {
 
 /* ---- load / save ------------------------------------------------------------------- */
 Onnx__ModelProto *onnx_load(arena *A, const char *path, char *err, size_t errlen) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "cannot read %s: not a regular file", path);
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));

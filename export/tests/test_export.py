@@ -301,6 +301,13 @@ def group_e2e():
             check(labels_ok(lab, np.stack([ref] * N)), f"e2e {kind} N={N}: labels = argmax of the reference")
             check(all(np.mean(lab[n] == labels_ref) > 0.999 for n in range(N)),
                   f"e2e {kind} N={N}: labels match labels.nii.gz")
+    # --per-image: the same result, one window of one image per network call
+    out = work("unet_per_image.onnx")
+    rc, _, _ = export(net, out, "--mode", "gaussian", "--per-image", "--dynamic")
+    if check(rc == 0, "e2e --per-image --dynamic: export"):
+        res, ms = run_model(out, {"image": np.stack([vol] * 3)[:, None]}, ["scores"])
+        ok, m = close(res["scores"], np.stack([ref] * 3))
+        check(ok, f"e2e --per-image N=3: logits match the reference (max abs err {m:.2e}, run {ms:.0f} ms)")
     # constant blending, the same network: no reference file, but the static and the
     # dynamic export must agree, and a volume smaller than the window is padded.
     outs = {}
@@ -470,6 +477,13 @@ def group_errors():
     open(empty, "wb").close()
     expect("an empty file", empty, base, 1, "not an ONNX model")
     expect("a missing file", work("missing.onnx"), base, 1, "cannot open")
+    expect("a directory", args.work, base, 1, "cannot read")
+    data = open(os.path.join(args.shared, "golden", "e2e", "unet.onnx"), "rb").read()
+    with open(work("truncated.onnx"), "wb") as f:
+        f.write(data[: len(data) // 2])
+    expect("a truncated model", work("truncated.onnx"), base, 1, "not an ONNX model")
+    onnx.save_tensor(numpy_helper.from_array(np.zeros(4, np.float32), "t"), work("tensor.pb"))
+    expect("a TensorProto file", work("tensor.pb"), base, 1, "not an ONNX model")
     # external data
     ext = work("ext.onnx")
     m = predictor_net("coord", 3, 1, 3, [8, 8, 8])
