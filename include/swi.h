@@ -102,11 +102,13 @@ typedef enum swi_pad {
     SWI_PAD_CIRCULAR = 3   /**< wrap around */
 } swi_pad;
 
-/** Declared shape of one predictor head. Zeros mean "learn from the first call". */
+/** Declared shape of one predictor head. channels == 0 means "learn the whole shape from
+ *  the first predictor call" (then checks that need it happen after that call). */
 typedef struct swi_head_spec {
     int64_t channels;              /**< output channels (classes); 0 = learn */
-    int64_t spatial[SWI_MAX_DIMS]; /**< output window size per dim; 0 = learn. A size other
-                                        than roi[k] is a zoomed head (z = spatial/roi). */
+    int64_t spatial[SWI_MAX_DIMS]; /**< output window size per dim; > 0 is enforced. A 0 means
+                                        the roi size when channels are declared, else "learn".
+                                        A size other than roi[k] is a zoomed head (z = spatial/roi). */
 } swi_head_spec;
 
 typedef struct swi_params {

@@ -164,11 +164,14 @@ float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t 
             return NULL;
         }
         for (int k = 0; k < d; k++)
-            if (decl->spatial[k] > 0 && decl->spatial[k] != spatial[k]) {
+            if ((decl->spatial[k] > 0 || decl->channels > 0) &&
+                (decl->spatial[k] > 0 ? decl->spatial[k] : r->g.roi[swi__axis(&r->g, k)]) != spatial[k]) {
                 r->shape_err = swi__fail(ctx, SWI_ERR_SHAPE,
-                                         "predictor head %d: spatial[%d] = %lld, but params.heads[%d].spatial[%d] "
-                                         "= %lld",
-                                         head, k, (long long)spatial[k], head, k, (long long)decl->spatial[k]);
+                                         "predictor head %d: spatial[%d] = %lld, but params.heads[%d] declares "
+                                         "%lld (spatial 0 = the roi)",
+                                         head, k, (long long)spatial[k], head,
+                                         (long long)(decl->spatial[k] > 0 ? decl->spatial[k]
+                                                                          : r->g.roi[swi__axis(&r->g, k)]));
                 return NULL;
             }
         r->known[head] = 1;
@@ -598,36 +601,48 @@ static swi_status build_heads(run *r) {
     return SWI_OK;
 }
 
+/* An output's element type and stored size, and whether dst can hold it. */
+static swi_status resolve_output(swi_ctx *ctx, const geom *g, const swi_output *o, int i, swi_dtype *dtype,
+                                 size_t *bytes_out) {
+    const head_geom *hg = &g->heads[o->head];
+    int64_t C = hg->channels;
+    swi_dtype dt = o->dtype;
+    if (o->reduce == SWI_REDUCE_ARGMAX) {
+        if (dt == SWI_DTYPE_AUTO) dt = C > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8;
+        int64_t lim = dt == SWI_DTYPE_UINT8 ? 256 : 65536;
+        if (C > lim)
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                             "outputs[%d]: head %d has %lld channels, too many classes for %s labels", i, o->head,
+                             (long long)C, lim == 256 ? "uint8" : "uint16");
+    } else {
+        dt = SWI_DTYPE_FLOAT32;
+    }
+    *dtype = dt;
+    *bytes_out = 0;
+    if (o->reduce == SWI_REDUCE_CUSTOM) return SWI_OK;
+    size_t bytes = (size_t)g->batch * swi__dtype_size(dt);
+    for (int a = 0; a < NDIM; a++)
+        if (!swi__mul_size(bytes, (size_t)hg->out[a], &bytes))
+            return swi__fail(ctx, SWI_ERR_OVERFLOW, "outputs[%d]: result size overflows", i);
+    if (o->reduce == SWI_REDUCE_NONE && !swi__mul_size(bytes, (size_t)C, &bytes))
+        return swi__fail(ctx, SWI_ERR_OVERFLOW, "outputs[%d]: result size overflows", i);
+    if (o->dst && o->dst_bytes < bytes)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "outputs[%d].dst_bytes = %zu: the result needs %zu bytes", i,
+                         o->dst_bytes, bytes);
+    *bytes_out = bytes;
+    return SWI_OK;
+}
+
 /* Resolve output dtypes and destinations once every head's channels are known. */
 static swi_status setup_outputs(run *r, const swi_output *outs) {
-    const geom *g = &r->g;
     for (int i = 0; i < r->n_outs; i++) {
         out_spec *os = &r->outs[i];
         os->o = outs[i];
-        const head_geom *hg = &g->heads[os->o.head];
-        int64_t C = hg->channels;
-        os->dtype = os->o.dtype;
-        if (os->o.reduce == SWI_REDUCE_ARGMAX) {
-            if (os->dtype == SWI_DTYPE_AUTO) os->dtype = C > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8;
-            int64_t lim = os->dtype == SWI_DTYPE_UINT8 ? 256 : 65536;
-            if (C > lim)
-                return swi__fail(r->ctx, SWI_ERR_INVALID_ARG,
-                                 "outputs[%d]: head %d has %lld channels, too many classes for %s labels", i,
-                                 os->o.head, (long long)C, lim == 256 ? "uint8" : "uint16");
-        } else {
-            os->dtype = SWI_DTYPE_FLOAT32;
-        }
+        size_t bytes;
+        swi_status st = resolve_output(r->ctx, &r->g, &os->o, i, &os->dtype, &bytes);
+        if (st != SWI_OK) return st;
         if (os->o.reduce == SWI_REDUCE_CUSTOM) continue;
-        size_t bytes = (size_t)g->batch * swi__dtype_size(os->dtype);
-        for (int a = 0; a < NDIM; a++)
-            if (!swi__mul_size(bytes, (size_t)hg->out[a], &bytes))
-                return swi__fail(r->ctx, SWI_ERR_OVERFLOW, "outputs[%d]: result size overflows", i);
-        if (os->o.reduce == SWI_REDUCE_NONE && !swi__mul_size(bytes, (size_t)C, &bytes))
-            return swi__fail(r->ctx, SWI_ERR_OVERFLOW, "outputs[%d]: result size overflows", i);
         if (os->o.dst) {
-            if (os->o.dst_bytes < bytes)
-                return swi__fail(r->ctx, SWI_ERR_INVALID_ARG, "outputs[%d].dst_bytes = %zu: the result needs %zu",
-                                 i, os->o.dst_bytes, bytes);
             os->data = os->o.dst;
         } else if (!os->o.on_region) {
             os->data = swi__calloc(1, bytes);
@@ -780,6 +795,12 @@ static swi_status prepare(run *r, swi_ctx *ctx, const swi_params *p, const swi_t
     }
     st = build_heads(r);
     if (st != SWI_OK) return st;
+    /* outputs of fully declared heads are checked now, before any network call */
+    for (int i = 0; i < n_outs; i++) {
+        swi_dtype dt;
+        size_t bytes;
+        if (p->heads[outs[i].head].channels > 0 && (st = resolve_output(ctx, &r->g, &outs[i], i, &dt, &bytes)) != SWI_OK) return st;
+    }
     return swi__plan(ctx, p, &r->g, outs, n_outs, plan, &r->choice);
 }
 

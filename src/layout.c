@@ -239,8 +239,11 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
             hg->crop_lo[a] = g->before[a];
             hg->out[a] = g->size[a];
         } else {
+            /* the reference slices its buffer of floor(P*z), so the end is capped there */
+            int64_t hi = round_half_even((double)(g->before[a] + g->size[a]) * z);
+            if (hi > hg->full[a]) hi = hg->full[a];
             hg->crop_lo[a] = round_half_even((double)g->before[a] * z);
-            hg->out[a] = round_half_even((double)(g->before[a] + g->size[a]) * z) - hg->crop_lo[a];
+            hg->out[a] = hi - hg->crop_lo[a];
         }
         for (int64_t t = 0; t < nw; t++) {
             int64_t s = g->starts[a][t];

@@ -114,17 +114,27 @@ static int permutations(const geom *g, int perms[6][NDIM]) {
     return n;
 }
 
+/* Bytes of an output's stored result (0 when only handed to a callback); SIZE_MAX on
+ * overflow. */
 static size_t output_bytes(const geom *g, const swi_output *o) {
     const head_geom *hg = &g->heads[o->head];
     if (!o->dst && o->on_region) return 0;
     if (o->reduce == SWI_REDUCE_CUSTOM) return 0;
     size_t vox = (size_t)g->batch;
-    for (int a = 0; a < NDIM; a++) vox *= (size_t)hg->out[a];
-    if (o->reduce == SWI_REDUCE_NONE) return vox * (size_t)hg->channels * sizeof(float);
+    for (int a = 0; a < NDIM; a++)
+        if (!swi__mul_size(vox, (size_t)hg->out[a], &vox)) return SIZE_MAX;
     swi_dtype dt = o->dtype;
     if (o->reduce == SWI_REDUCE_ARGMAX && dt == SWI_DTYPE_AUTO)
         dt = hg->channels > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8;
-    return vox * swi__dtype_size(dt == SWI_DTYPE_AUTO ? SWI_DTYPE_FLOAT32 : dt);
+    size_t es = swi__dtype_size(dt == SWI_DTYPE_AUTO ? SWI_DTYPE_FLOAT32 : dt);
+    if (o->reduce == SWI_REDUCE_NONE && !swi__mul_size(vox, (size_t)hg->channels, &vox)) return SIZE_MAX;
+    return swi__mul_size(vox, es, &vox) ? vox : SIZE_MAX;
+}
+
+/* a += b * c, saturating at SIZE_MAX (which the caller reports as overflow) */
+static void add_mul(size_t *a, size_t b, size_t c) {
+    size_t t;
+    if (*a == SIZE_MAX || !swi__mul_size(b, c, &t) || !swi__add_size(*a, t, a)) *a = SIZE_MAX;
 }
 
 swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs, int n_outs,
@@ -132,20 +142,27 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     memset(plan, 0, sizeof *plan);
     int threads = p->threads > 0 ? p->threads : swi__cpu_count();
     /* fixed parts */
-    size_t input = (size_t)g->batch * (size_t)g->cin * (size_t)g->image_vox * sizeof(float);
-    size_t outputs = 0, per_window = (size_t)g->cin * (size_t)g->roi_vox, cmax = 1, rowmax = 1, book = 0;
-    for (int i = 0; i < n_outs; i++) outputs += output_bytes(g, &outs[i]);
+    size_t input = 0, outputs = 0, per_window = 0, cmax = 1, rowmax = 1, book = 0, scratch = 0;
+    add_mul(&input, (size_t)g->batch * (size_t)g->cin, (size_t)g->image_vox * sizeof(float));
+    for (int i = 0; i < n_outs; i++) add_mul(&outputs, output_bytes(g, &outs[i]), 1);
+    add_mul(&per_window, (size_t)g->cin, (size_t)g->roi_vox * sizeof(float));
     for (int h = 0; h < g->n_heads; h++) {
         const head_geom *hg = &g->heads[h];
-        per_window += (size_t)hg->channels * (size_t)hg->win_vox;
+        size_t t = 0;
+        add_mul(&t, (size_t)hg->channels, (size_t)hg->win_vox);
+        add_mul(&per_window, t, sizeof(float));
         if ((size_t)hg->channels > cmax) cmax = (size_t)hg->channels;
         if ((size_t)hg->win[2] > rowmax) rowmax = (size_t)hg->win[2];
-        book += (size_t)hg->n_cells * (size_t)g->batch * 24 + (size_t)hg->win_vox * sizeof(float);
+        add_mul(&book, (size_t)hg->n_cells * (size_t)g->batch, 24);
+        add_mul(&book, (size_t)hg->win_vox, sizeof(float));
     }
-    per_window *= sizeof(float);
-    size_t chunk = rowmax > CHUNK_VOXELS ? rowmax : CHUNK_VOXELS;
-    size_t scratch = (size_t)threads * chunk * (cmax + 5) * sizeof(float) + book +
-                     (size_t)g->roi_vox * sizeof(float);
+    size_t chunk = rowmax > CHUNK_VOXELS ? rowmax : CHUNK_VOXELS, t = 0;
+    add_mul(&t, chunk, cmax + 5);
+    add_mul(&scratch, t, (size_t)threads * sizeof(float));
+    add_mul(&scratch, book, 1);
+    add_mul(&scratch, (size_t)g->roi_vox, sizeof(float));
+    if (input == SIZE_MAX || outputs == SIZE_MAX || per_window == SIZE_MAX || scratch == SIZE_MAX)
+        return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows (channels x window size)");
 
     /* user order (user axes) -> internal order */
     int fixed_order[NDIM];
@@ -173,7 +190,8 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     int found = 0;
     size_t best_min = SIZE_MAX;
     plan_choice best = {{0, 1, 2}, 1, 0, 0};
-    for (int sw = sw_req; sw >= 1 && !found; sw = sw > 1 ? sw / 2 : 0) {
+    /* the first choice that fits wins; every smaller one is still planned for bytes_min */
+    for (int sw = sw_req; sw >= 1; sw = sw > 1 ? sw / 2 : 0) {
         int best_perm = 0;
         size_t best_partial = SIZE_MAX;
         for (int i = 0; i < n_perms; i++) {
@@ -185,15 +203,22 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                 best_perm = i;
             }
         }
-        size_t one_slot = (size_t)sw * per_window;
-        size_t peak_serial = input + one_slot + best_partial + outputs + scratch;
+        size_t one_slot = 0, peak_serial = input;
+        add_mul(&one_slot, (size_t)sw, per_window);
+        add_mul(&peak_serial, one_slot, 1);
+        add_mul(&peak_serial, best_partial, 1);
+        add_mul(&peak_serial, outputs, 1);
+        add_mul(&peak_serial, scratch, 1);
+        if (peak_serial == SIZE_MAX)
+            return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
         for (int pipe = 1; pipe >= 0; pipe--) {
             if ((p->pipeline == 0 && pipe == 1) || (p->pipeline == 1 && pipe == 0)) continue;
             /* automatic pipelining only where the second window slot is cheap (<= 1/8 of
              * the peak): with a many-class network it would double the largest buffers */
             if (p->pipeline == -1 && pipe == 1 && one_slot > peak_serial / 8) continue;
             size_t windows = one_slot * (size_t)(pipe ? 2 : 1);
-            size_t peak = input + windows + best_partial + outputs + scratch;
+            size_t peak = peak_serial + (pipe ? one_slot : 0);
+            if (peak < peak_serial) return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
             if (peak < best_min) best_min = peak;
             if (!found && (p->max_memory == 0 || peak <= p->max_memory)) {
                 found = 1;
@@ -210,9 +235,9 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     if (!found) {
         char a[32], b[32];
         return swi__fail(ctx, SWI_ERR_BUDGET,
-                         "params.max_memory = %s is below the smallest plan: at least %s is needed "
-                         "(sw_batch_size 1%s)",
-                         swi__fmt_bytes(p->max_memory, a, sizeof a), swi__fmt_bytes(best_min, b, sizeof b),
+                         "params.max_memory = %s is below the smallest plan: at least %s (%zu bytes) is "
+                         "needed (sw_batch_size 1%s)",
+                         swi__fmt_bytes(p->max_memory, a, sizeof a), swi__fmt_bytes(best_min, b, sizeof b), best_min,
                          p->pipeline == 1 ? ", pipelined" : ", no pipelining");
     }
     plan->dims = g->user_dims;

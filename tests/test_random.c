@@ -874,8 +874,13 @@ static void fill_params(const config *c, const run_opts *ro, swi_params *p, swi_
         int64_t o[3];
         head_window(c, h, o);
         p->heads[h].channels = c->declare_channels[h] ? c->channels[h] : 0;
+        /* a declared head with spatial 0 means "the roi", so a zoomed head whose channels
+         * are declared must declare its window too */
+        int zoomed = 0;
+        for (int k = 0; k < c->dims; k++) zoomed |= o[D3(c, k)] != p->roi[k];
+        int decl_s = c->declare_spatial[h] || (c->declare_channels[h] && zoomed);
         for (int k = 0; k < c->dims; k++)
-            p->heads[h].spatial[k] = c->declare_spatial[h] ? o[D3(c, k)] : 0;
+            p->heads[h].spatial[k] = decl_s ? o[D3(c, k)] : 0;
     }
 }
 
