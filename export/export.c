@@ -518,13 +518,6 @@ static const char *I64_zeros(gbuild *g, int n) {
     return gb_i64(g, NULL, n, z);
 }
 
-static void add_output(arena *A, Onnx__NodeProto *n, const char *name) {
-    char **no = arena_alloc(A, (n->n_output + 1) * sizeof *no);
-    memcpy(no, n->output, n->n_output * sizeof *no);
-    no[n->n_output++] = arena_strdup(A, name);
-    n->output = no;
-}
-
 static const char *cast_to(gbuild *g, const char *v, int to, const char *out) {
     Onnx__NodeProto *n = OP(g, "Cast", out, v);
     gb_attr_i(g, n, "to", to);
@@ -702,6 +695,116 @@ static int ir_for_opset(int opset) {
     return 11;
 }
 
+
+/* ---- nested window loops ----------------------------------------------------------
+ * One Loop per spatial axis, outermost axis 0. The loop of axis k runs over t_k with the
+ * windows' starts along axes < k fixed by the enclosing loops and carries
+ *     acc_k [Nb, K, r_0..r_{k-1}, P_k..P_{d-1}]
+ * (the slab of the current window row: window-sized along the outer axes, padded-size
+ * along the others). Each iteration gets the result of the loop of axis k+1 (or, at
+ * the bottom, the weighted prediction of one window [Nb, K, *roi]), pads it along axis
+ * k to its place and adds it. So a window costs O(its row), a row O(its slab), and only
+ * n_0 additions touch the whole volume -- instead of one whole-volume pass per window.
+ * With count = 1 the same structure accumulates the weight map alone (the count map of
+ * --dynamic); its accumulators have no [Nb, K] dims. */
+typedef struct nest {
+    X *x;
+    const layout *L;
+    gbuild *M;                     /* the main graph: constants and shared values live there */
+    int d, dyn, count, gaussian, Tout;
+    int64_t K;
+    const char *src;               /* the (padded) images the windows are sliced from */
+    const char *nb;                /* [1]: batch of the accumulators */
+    const char *c_roi, *c_axes_sp, *c_wmap, *c_true, *zero1;
+    const char *trip[MAXD];        /* scalar trip count of each axis' loop */
+    const char *Pk[MAXD], *Pmr[MAXD]; /* [1]: P_k and P_k - r_k */
+    const char *starts_k[MAXD];    /* --size: window starts along axis k [n_k] */
+    const char *s1[MAXD];          /* [1]: the current window's start along axis k */
+    Onnx__GraphProto *ng;          /* the network (already renamed) */
+    const char *net_in, *net_out;
+} nest;
+
+static const char *concat0(gbuild *g, int n, const char *const *in) {
+    Onnx__NodeProto *c = gb_node(g, "Concat", NULL, n, in);
+    gb_attr_i(g, c, "axis", 0);
+    return OUT(c);
+}
+
+/* the weighted prediction of the current window, [Nb, K, *roi] float32 */
+static const char *nest_window(nest *ns, gbuild *g) {
+    if (ns->count) return ns->c_wmap;
+    arena *A = &ns->x->A;
+    const char *st = ns->d == 1 ? ns->s1[0] : concat0(g, ns->d, ns->s1);
+    const char *en = V(g, "Add", st, ns->c_roi);
+    OP(g, "Slice", ns->net_in, ns->src, st, en, ns->c_axes_sp);
+    for (size_t i = 0; i < ns->ng->n_node; i++) arr_push(A, (void ***)&g->node, &g->n_node, &g->cap_node, ns->ng->node[i]);
+    for (size_t i = 0; i < ns->ng->n_value_info; i++) gb_add_vi(g, ns->ng->value_info[i]);
+    const char *y = ns->net_out;
+    if (ns->Tout != OX_FLOAT) y = cast_to(g, y, OX_FLOAT, NULL);
+    if (ns->gaussian) y = V(g, "Mul", y, ns->c_wmap);
+    return y;
+}
+
+/* zeros of the accumulator of axis k's loop, built in the main graph */
+static const char *nest_zeros(nest *ns, int k) {
+    gbuild *M = ns->M;
+    const char *parts[MAXD + 2];
+    int n = 0;
+    if (!ns->count) {
+        parts[n++] = ns->nb;
+        parts[n++] = I64_1(M, ns->K);
+    }
+    for (int j = 0; j < ns->d; j++) parts[n++] = j < k ? I64_1(M, ns->L->roi[j]) : ns->Pk[j];
+    return filled(M, concat0(M, n, parts), OX_FLOAT, 0.0);
+}
+
+static const char *nest_level(nest *ns, gbuild *g, int k) {
+    if (k == ns->d) return nest_window(ns, g);
+    X *x = ns->x;
+    arena *A = &x->A;
+    gbuild *M = ns->M;
+    const char *tag = ns->count ? "count" : "acc";
+    int id = (*g->counter)++;
+    const char *t = arena_printf(A, "swi/%s%d_t_%d", tag, k, id), *ci = arena_printf(A, "swi/%s%d_cond_%d", tag, k, id);
+    const char *ai = arena_printf(A, "swi/%s%d_in_%d", tag, k, id), *ao = arena_printf(A, "swi/%s%d_out_%d", tag, k, id);
+    const char *co = arena_printf(A, "swi/%s%d_cond_out_%d", tag, k, id);
+    const char *res = arena_printf(A, "swi/%s%d_%d", tag, k, id);
+    const char *init = nest_zeros(ns, k);
+
+    gbuild B;
+    gb_init(&B, A, &x->counter);
+    const char *t1 = V(&B, "Reshape", t, I64_1(M, 1));
+    if (!ns->dyn) {
+        Onnx__NodeProto *gn = OP(&B, "Gather", NULL, ns->starts_k[k], t1);
+        gb_attr_i(&B, gn, "axis", 0);
+        ns->s1[k] = OUT(gn);
+    } else {
+        ns->s1[k] = min_i64(&B, V(&B, "Mul", t1, I64_1(M, ns->L->step[k])), ns->Pmr[k]);
+    }
+    const char *s1 = ns->s1[k];
+    const char *inner = nest_level(ns, &B, k + 1);
+    const char *e1 = V(&B, "Sub", ns->Pmr[k], s1);
+    int rank = ns->count ? ns->d : ns->d + 2, a = ns->count ? k : 2 + k;
+    const char *pv[2 * (MAXD + 2)];
+    for (int i = 0; i < rank; i++) {
+        pv[i] = i == a ? s1 : ns->zero1;
+        pv[rank + i] = i == a ? e1 : ns->zero1;
+    }
+    Onnx__NodeProto *pn = OP(&B, "Pad", NULL, inner, concat0(&B, 2 * rank, pv));
+    gb_attr_s(&B, pn, "mode", "constant");
+    OP(&B, "Add", ao, ai, OUT(pn));
+    OP(&B, "Identity", co, ci);
+    Onnx__ValueInfoProto *bin[3] = {gb_value_info(A, t, OX_INT64, 0, NULL, NULL),
+                                    gb_value_info(A, ci, OX_BOOL, 0, NULL, NULL),
+                                    gb_value_info(A, ai, OX_FLOAT, -1, NULL, NULL)};
+    Onnx__ValueInfoProto *bout[2] = {gb_value_info(A, co, OX_BOOL, 0, NULL, NULL),
+                                     gb_value_info(A, ao, OX_FLOAT, -1, NULL, NULL)};
+    Onnx__GraphProto *body = gb_graph(&B, arena_printf(A, "swi_%s_axis%d", tag, k), 3, bin, 2, bout);
+    Onnx__NodeProto *loop = OP(g, "Loop", res, ns->trip[k], ns->c_true, init);
+    gb_attr_g(g, loop, "body", body);
+    return res;
+}
+
 static Onnx__ModelProto *build_pipeline(X *x, const layout *L) {
     arena *A = &x->A;
     const opts *o = &x->o;
@@ -712,9 +815,8 @@ static Onnx__ModelProto *build_pipeline(X *x, const layout *L) {
     const int Tin = ni->in_type, Tout = ni->out_type;
     const int64_t K = ni->out_dim[1];
 
-    gbuild M, B;
+    gbuild M;
     gb_init(&M, A, &x->counter);
-    gb_init(&B, A, &x->counter);
 
     /* the network, renamed */
     const char *P_ = "net/";
@@ -737,7 +839,7 @@ static Onnx__ModelProto *build_pipeline(X *x, const layout *L) {
     const char *image = "image";
     const char *shp = V(&M, "Shape", image);
     const char *Nv = V(&M, "Slice", shp, I64_1(&M, 0), I64_1(&M, 1), I64_1(&M, 0)); /* [1] */
-    const char *Sv = NULL, *Pv, *befv = NULL, *aftv = NULL, *nv = NULL, *strides = NULL, *Wv;
+    const char *Sv = NULL, *Pv, *befv = NULL, *aftv = NULL, *nv = NULL;
     if (dyn) {
         Sv = V(&M, "Slice", shp, I64_1(&M, 2), I64_1(&M, 2 + d), I64_1(&M, 0));
         Pv = V(&M, "Where", V(&M, "Less", Sv, c_roi), c_roi, Sv);
@@ -748,16 +850,8 @@ static Onnx__ModelProto *build_pipeline(X *x, const layout *L) {
         aftv = V(&M, "Sub", padv, befv);
         nv = V(&M, "Add", I64(&M, d, ones),
                V(&M, "Div", V(&M, "Add", V(&M, "Sub", Pv, c_roi), I64(&M, d, stepm1)), I64(&M, d, L->step)));
-        const char *s[MAXD];
-        s[d - 1] = I64_1(&M, 1);
-        for (int k = d - 2; k >= 0; k--)
-            s[k] = V(&M, "Mul", s[k + 1], V(&M, "Slice", nv, I64_1(&M, k + 1), I64_1(&M, k + 2), I64_1(&M, 0)));
-        strides = d == 1 ? s[0] : d == 2 ? V(&M, "Concat", s[0], s[1]) : V(&M, "Concat", s[0], s[1], s[2]);
-        if (d > 1) gb_attr_i(&M, M.node[M.n_node - 1], "axis", 0);
-        Wv = V(&M, "Mul", s[0], V(&M, "Slice", nv, I64_1(&M, 0), I64_1(&M, 1), I64_1(&M, 0)));
     } else {
         Pv = I64(&M, d, L->padded);
-        Wv = I64_1(&M, L->W);
     }
 
     /* ---- padding ---- */
@@ -812,120 +906,86 @@ static Onnx__ModelProto *build_pipeline(X *x, const layout *L) {
         }
     }
 
-    /* ---- loop inputs ---- */
-    const char *trip = per_image ? V(&M, "Mul", Wv, Nv) : Wv;
-    trip = scalar_of(&M, trip);
+    /* ---- the window loops ---- */
     unsigned char tru = 1;
-    const char *c_true = gb_init_tensor(&M, "swi/true", OX_BOOL, 0, NULL, &tru);
-    const char *Kv = I64_1(&M, K);
-    Onnx__NodeProto *acc_shape = OP(&M, "Concat", NULL, Nv, Kv, Pv);
-    gb_attr_i(&M, acc_shape, "axis", 0);
-    const char *acc0 = filled(&M, OUT(acc_shape), OX_FLOAT, 0.0);
-    const char *cnt0 = dyn ? filled(&M, Pv, OX_FLOAT, 0.0) : NULL;
-    const char *Ns = per_image ? scalar_of(&M, Nv) : NULL;
-    const char *starts_tab = NULL;
-    if (!dyn) {
-        int64_t *tab = arena_alloc(A, (size_t)(L->W * d) * sizeof(int64_t));
-        int64_t t[MAXD] = {0};
-        for (int64_t w = 0; w < L->W; w++) {
-            for (int k = 0; k < d; k++) tab[w * d + k] = L->starts[k][t[k]];
-            for (int k = d - 1; k >= 0; k--) {
-                if (++t[k] < L->n_win[k]) break;
-                t[k] = 0;
-            }
+    nest ns;
+    memset(&ns, 0, sizeof ns);
+    ns.x = x;
+    ns.L = L;
+    ns.M = &M;
+    ns.d = d;
+    ns.dyn = dyn;
+    ns.gaussian = o->mode == SWI_BLEND_GAUSSIAN;
+    ns.Tout = Tout;
+    ns.K = K;
+    ns.c_roi = c_roi;
+    ns.c_axes_sp = c_axes_sp;
+    ns.c_wmap = c_wmap;
+    ns.c_true = gb_init_tensor(&M, "swi/true", OX_BOOL, 0, NULL, &tru);
+    ns.zero1 = I64_1(&M, 0);
+    ns.ng = ng;
+    ns.net_in = net_in;
+    ns.net_out = net_out;
+    for (int k = 0; k < d; k++) {
+        if (dyn) {
+            const char *sel[3] = {I64_1(&M, k), I64_1(&M, k + 1), I64_1(&M, 0)};
+            ns.trip[k] = scalar_of(&M, V(&M, "Slice", nv, sel[0], sel[1], sel[2]));
+            ns.Pk[k] = V(&M, "Slice", Pv, sel[0], sel[1], sel[2]);
+            ns.Pmr[k] = V(&M, "Sub", ns.Pk[k], I64_1(&M, L->roi[k]));
+        } else {
+            ns.trip[k] = I64_0(&M, L->n_win[k]);
+            ns.Pk[k] = I64_1(&M, L->padded[k]);
+            ns.Pmr[k] = I64_1(&M, L->padded[k] - L->roi[k]);
+            ns.starts_k[k] = gb_i64(&M, arena_printf(A, "swi/window_starts_%d", k), (int)L->n_win[k], L->starts[k]);
         }
-        int64_t td[2] = {L->W, d};
-        starts_tab = gb_init_tensor(&M, "swi/window_starts", OX_INT64, 2, td, tab);
     }
-
-    /* ---- loop body ---- */
-    const char *it = "swi/iter", *cond_in = "swi/cond_in", *acc_in = "swi/acc_in", *cnt_in = "swi/count_in";
-    const char *w = it, *n = NULL;
-    if (per_image) {
-        w = V(&B, "Div", it, Ns);
-        n = V(&B, "Mod", it, Ns);
-    }
-    const char *st;
-    if (!dyn) {
-        Onnx__NodeProto *gn = OP(&B, "Gather", "swi/start", starts_tab, w);
-        gb_attr_i(&B, gn, "axis", 0);
-        st = OUT(gn);
+    const char *acc_full, *cnt_full = NULL;
+    if (!per_image) {
+        ns.src = padded;
+        ns.nb = Nv;
+        acc_full = nest_level(&ns, &M, 0);
     } else {
-        const char *tv = V(&B, "Mod", V(&B, "Div", w, strides), nv);
-        const char *st0 = V(&B, "Mul", tv, I64(&M, d, L->step));
-        st = min_i64(&B, st0, V(&B, "Sub", Pv, c_roi));
+        /* one image at a time: an outer loop over the images, each image's windows through
+         * the nested loops with batch 1, its [1, K, *P] result added at its batch index */
+        const char *it = "swi/image_n", *ci = "swi/image_cond", *ai = "swi/image_acc_in";
+        gbuild I;
+        gb_init(&I, A, &x->counter);
+        const char *n1 = V(&I, "Reshape", it, I64_1(&M, 1));
+        const char *n1p = V(&I, "Add", n1, I64_1(&M, 1));
+        ns.src = V(&I, "Slice", padded, n1, n1p, I64_1(&M, 0));
+        ns.nb = I64_1(&M, 1);
+        const char *one = nest_level(&ns, &I, 0);
+        const char *pv[2 * (MAXD + 2)];
+        for (int i = 0; i < d + 2; i++) pv[i] = pv[d + 2 + i] = ns.zero1;
+        pv[0] = n1;
+        pv[d + 2] = V(&I, "Sub", Nv, n1p);
+        Onnx__NodeProto *pn = OP(&I, "Pad", NULL, one, concat0(&I, 2 * (d + 2), pv));
+        gb_attr_s(&I, pn, "mode", "constant");
+        OP(&I, "Add", "swi/image_acc_out", ai, OUT(pn));
+        OP(&I, "Identity", "swi/image_cond_out", ci);
+        Onnx__ValueInfoProto *bin[3] = {gb_value_info(A, it, OX_INT64, 0, NULL, NULL),
+                                        gb_value_info(A, ci, OX_BOOL, 0, NULL, NULL),
+                                        gb_value_info(A, ai, OX_FLOAT, -1, NULL, NULL)};
+        Onnx__ValueInfoProto *bout[2] = {gb_value_info(A, "swi/image_cond_out", OX_BOOL, 0, NULL, NULL),
+                                         gb_value_info(A, "swi/image_acc_out", OX_FLOAT, -1, NULL, NULL)};
+        Onnx__GraphProto *body = gb_graph(&I, "swi_images", 3, bin, 2, bout);
+        ns.nb = Nv;
+        const char *init = nest_zeros(&ns, 0);
+        Onnx__NodeProto *loop = OP(&M, "Loop", "swi/acc", scalar_of(&M, Nv), ns.c_true, init);
+        gb_attr_g(&M, loop, "body", body);
+        acc_full = OUT(loop);
     }
-    const char *en = V(&B, "Add", st, c_roi);
-    const char *after = V(&B, "Sub", Pv, en);
-    const char *win_starts = st, *win_ends = en, *win_axes = c_axes_sp, *pads;
-    const char *n1 = NULL, *n1p = NULL;
-    if (per_image) {
-        n1 = V(&B, "Reshape", n, I64_1(&M, 1));
-        n1p = V(&B, "Add", n1, I64_1(&M, 1));
-        Onnx__NodeProto *c1 = OP(&B, "Concat", NULL, n1, st);
-        gb_attr_i(&B, c1, "axis", 0);
-        Onnx__NodeProto *c2 = OP(&B, "Concat", NULL, n1p, en);
-        gb_attr_i(&B, c2, "axis", 0);
-        win_starts = OUT(c1);
-        win_ends = OUT(c2);
-        int64_t ax[MAXD + 1] = {0};
-        for (int k = 0; k < d; k++) ax[k + 1] = 2 + k;
-        win_axes = I64(&M, d + 1, ax);
-    }
-    OP(&B, "Slice", net_in, padded, win_starts, win_ends, win_axes);
-    /* the network itself */
-    for (size_t i = 0; i < ng->n_node; i++) arr_push(A, (void ***)&B.node, &B.n_node, &B.cap_node, ng->node[i]);
-    for (size_t i = 0; i < ng->n_value_info; i++) gb_add_vi(&B, ng->value_info[i]);
-    const char *y = net_out;
-    if (Tout != OX_FLOAT) y = cast_to(&B, y, OX_FLOAT, NULL);
-    if (o->mode == SWI_BLEND_GAUSSIAN) y = V(&B, "Mul", y, c_wmap);
-    if (per_image) {
-        const char *rest = V(&B, "Sub", Nv, n1p);
-        Onnx__NodeProto *c = OP(&B, "Concat", NULL, n1, I64_zeros(&M, 1), st, rest, I64_zeros(&M, 1), after);
-        gb_attr_i(&B, c, "axis", 0);
-        pads = OUT(c);
-    } else {
-        Onnx__NodeProto *c = OP(&B, "Concat", NULL, I64_zeros(&M, 2), st, I64_zeros(&M, 2), after);
-        gb_attr_i(&B, c, "axis", 0);
-        pads = OUT(c);
-    }
-    Onnx__NodeProto *pn = OP(&B, "Pad", NULL, y, pads);
-    gb_attr_s(&B, pn, "mode", "constant");
-    OP(&B, "Add", "swi/acc_out", acc_in, OUT(pn));
     if (dyn) {
-        Onnx__NodeProto *c = OP(&B, "Concat", NULL, st, after);
-        gb_attr_i(&B, c, "axis", 0);
-        Onnx__NodeProto *pw = OP(&B, "Pad", NULL, c_wmap, OUT(c));
-        gb_attr_s(&B, pw, "mode", "constant");
-        const char *add = OUT(pw);
-        if (per_image) /* count the weights once per window, not once per image */
-            add = V(&B, "Mul", add, cast_to(&B, V(&B, "Equal", n, I64_0(&M, 0)), OX_FLOAT, NULL));
-        OP(&B, "Add", "swi/count_out", cnt_in, add);
+        ns.count = 1;
+        cnt_full = nest_level(&ns, &M, 0);
     }
-    OP(&B, "Identity", "swi/cond_out", cond_in);
-
-    Onnx__ValueInfoProto *bin[4], *bout[3];
-    int nbin = 0, nbout = 0;
-    bin[nbin++] = gb_value_info(A, it, OX_INT64, 0, NULL, NULL);
-    bin[nbin++] = gb_value_info(A, cond_in, OX_BOOL, 0, NULL, NULL);
-    bin[nbin++] = gb_value_info(A, acc_in, OX_FLOAT, -1, NULL, NULL);
-    if (dyn) bin[nbin++] = gb_value_info(A, cnt_in, OX_FLOAT, -1, NULL, NULL);
-    bout[nbout++] = gb_value_info(A, "swi/cond_out", OX_BOOL, 0, NULL, NULL);
-    bout[nbout++] = gb_value_info(A, "swi/acc_out", OX_FLOAT, -1, NULL, NULL);
-    if (dyn) bout[nbout++] = gb_value_info(A, "swi/count_out", OX_FLOAT, -1, NULL, NULL);
-    Onnx__GraphProto *body = gb_graph(&B, "swi_window", nbin, bin, nbout, bout);
-
-    Onnx__NodeProto *loop = dyn ? OP(&M, "Loop", "swi/acc", trip, c_true, acc0, cnt0)
-                                : OP(&M, "Loop", "swi/acc", trip, c_true, acc0);
-    if (dyn) add_output(A, loop, "swi/count");
-    gb_attr_g(&M, loop, "body", body);
 
     /* ---- crop, normalize, cast ---- */
-    const char *acc = "swi/acc", *cnt;
+    const char *acc = acc_full, *cnt;
     if (dyn) {
         const char *endv = V(&M, "Add", befv, Sv);
         acc = V(&M, "Slice", acc, befv, endv, c_axes_sp);
-        cnt = V(&M, "Slice", "swi/count", befv, endv, I64(&M, d, axes_cnt));
+        cnt = V(&M, "Slice", cnt_full, befv, endv, I64(&M, d, axes_cnt));
     } else {
         if (L->any_pad) {
             int64_t e[MAXD];
