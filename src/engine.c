@@ -708,6 +708,24 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     }
     st = setup_outputs(r, outs);
     if (st != SWI_OK) return st;
+    /* heads learned from this call: plan again with their real sizes, keeping the window
+     * order already used, so a budget is still honoured (or refused now, after one call) */
+    int learned = 0;
+    for (int h = 0; h < g->n_heads; h++) learned |= r->p->heads[h].channels <= 0;
+    if (learned) {
+        swi_params q = *r->p;
+        int lead = NDIM - g->user_dims;
+        for (int k = 0; k < g->user_dims; k++) q.order[k] = r->choice.order[lead + k] - lead;
+        q.sw_batch_size = r->sw;
+        q.pipeline = r->n_slots == 2 ? (r->p->pipeline == 1 ? 1 : -1) : 0;
+        swi_plan plan;
+        plan_choice c;
+        st = swi__plan(r->ctx, &q, g, outs, r->n_outs, &plan, &c);
+        if (st != SWI_OK) return st;
+        r->sw = c.sw;
+        if (!c.pipeline) r->n_slots = 1;
+        r->mem.limit = c.partial;
+    }
     r->setup_done = 1;
     return SWI_OK;
 }
