@@ -714,8 +714,9 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     for (int h = 0; h < g->n_heads; h++) learned |= r->p->heads[h].channels <= 0;
     if (learned) {
         swi_params q = *r->p;
-        int lead = NDIM - g->user_dims;
-        for (int k = 0; k < g->user_dims; k++) q.order[k] = r->choice.order[lead + k] - lead;
+        int lead = NDIM - g->user_dims, k = 0;
+        for (int i = 0; i < NDIM; i++)
+            if (r->choice.order[i] >= lead) q.order[k++] = r->choice.order[i] - lead;
         q.sw_batch_size = r->sw;
         q.pipeline = r->n_slots == 2 ? (r->p->pipeline == 1 ? 1 : -1) : 0;
         swi_plan plan;
