@@ -6,17 +6,16 @@
  *   image [N, C, *S]  (the network's input element type)
  *     -> padding to P = max(S, roi): Pad (constant) or one Gather per padded axis
  *        with a precomputed index map (reflect, replicate, circular)
- *     -> Loop over the windows (trip count W, or W*N for networks whose batch is
- *        fixed at 1), carrying the float32 accumulator [N, K, *P]. Body:
- *          start = Gather(starts table [W, d], i)            (--size)
- *                  or computed from i and the grid in-graph  (--dynamic)
- *          window = Slice(padded, start, start + roi)        [N, C, *roi]
- *          y = the network, inlined (names prefixed "net/")  [N, K, *roi]
- *          y = Cast(y, float32) * weight map [*roi]          (gaussian only)
- *          acc += Pad(y, to the padded grid at start)
- *     -> Slice (crop the padding) -> Div by the count map (a constant, or
- *        accumulated in the loop with --dynamic) -> Cast to the network's output
- *        type -> `scores` [N, K, *S];  --argmax: ArgMax -> Cast uint8 -> `labels`.
+ *     -> nested Loops, one per spatial axis (see nest_level): the innermost one slices
+ *        a window [N, C, *roi] at its start (from the starts tables, or computed from
+ *        the loop counters with --dynamic), runs the network inlined (names prefixed
+ *        "net/"), casts to float32 and multiplies by the weight map; each loop pads
+ *        its inner result into its float32 accumulator (row -> slab -> volume)
+ *        (networks whose batch is fixed at 1: an outer Loop over the N images)
+ *     -> Slice (crop the padding) -> Div by the count map (a constant, or the weight
+ *        map accumulated by the same nested loops with --dynamic) -> Cast to the
+ *        network's output type -> `scores` [N, K, *S];
+ *        --argmax: ArgMax -> Cast uint8 -> `labels` [N, *S].
  *
  * The network's initializers live in the outer graph (referenced from the loop
  * body), so they are stored once. N is always dynamic; with --dynamic the spatial
@@ -559,6 +558,12 @@ typedef struct layout {
     int64_t roi_vox;
 } layout;
 
+static int64_t count_vox(const layout *L) {
+    int64_t v = 1;
+    for (int k = 0; k < L->d; k++) v *= L->size[k];
+    return v;
+}
+
 static int plan_layout(X *x, layout *L) {
     const opts *o = &x->o;
     netinfo *ni = &x->ni;
@@ -626,6 +631,11 @@ static int plan_layout(X *x, layout *L) {
             L->W *= n;
         }
     }
+    if (!o->dynamic && (double)count_vox(L) * 4.0 > (double)INT32_MAX)
+        return fail(x, 2,
+                    "--size: the count map alone would be %.0f bytes, over protobuf's 2 GiB limit for one "
+                    "model: use --dynamic, which computes it in the graph",
+                    (double)count_vox(L) * 4.0);
     /* weights, in the library's exact float32 formula */
     L->wmap = arena_alloc(&x->A, (size_t)L->roi_vox * sizeof(float));
     swi_status st = swi_weights((swi_blend)o->mode, d, L->roi, L->sigma, L->wmap);
@@ -1125,6 +1135,14 @@ int swi_cmd_export(int argc, char **argv) {
         goto failed;
     }
     Onnx__ModelProto *pm = build_pipeline(x, &L);
+    size_t packed = protobuf_c_message_get_packed_size(&pm->base);
+    if (packed > (size_t)INT32_MAX) {
+        fail(x, 1,
+             "the model would be %zu bytes, over protobuf's 2 GiB limit (the count map of --size is %lld "
+             "bytes): use --dynamic, which computes it in the graph",
+             packed, (long long)(4 * (int64_t)count_vox(&L)));
+        goto failed;
+    }
     size_t bytes = 0;
     if (onnx_save(pm, x->o.output, lerr, sizeof lerr, &bytes)) {
         fail(x, 1, "%s", lerr);

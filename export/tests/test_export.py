@@ -542,6 +542,7 @@ def group_errors():
     expect("--roi not the network's", good, base + ["--roi", "16"], 2, "fixed at 8")
     expect("--roi <= 0 with --dynamic", good, ["--dynamic", "--roi", "8,8,-1"], 2, "needs --size")
     expect("--head missing", good, base + ["--head", "nope"], 2, "no such output")
+    expect("--size over 2 GiB of count map", good, ["--size", "1000,1000,600"], 2, "--dynamic")
     expect("reflect pad too large", good, ["--size", "3,20,20", "--padding-mode", "reflect"], 2, "smaller than")
     code = subprocess.run([args.exporter, "--output", out, *base], capture_output=True, text=True)
     check(code.returncode == 2 and "--model" in code.stderr, "no --model: rc 2")
