@@ -68,13 +68,13 @@ int swi_cmd_demo(int argc, char **argv)
 
 /* Write a generated volume ([ni][nj][nk], C order) through the safe-output path. */
 static int write_volume(const char *path, const nifti_vol *like, const void *data,
-                        nifti_out_type type, nifti_out_kind kind, int64_t channels, char *err)
+                        nifti_out_type type, nifti_out_kind kind, int64_t classes, char *err)
 {
     cli_out o;
     if (cli_out_begin(&o, path, 1, err))
         return -1;
     if (nifti_write_fd(cli_out_take_fd(&o), cli_ends_with(path, ".gz"), path, like, data, type,
-                       kind, channels, err) ||
+                       kind, 1, classes, err) ||
         cli_out_commit(&o, 1, err)) {
         cli_out_abort(&o);
         return -1;

@@ -580,6 +580,30 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep)
         status = rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : fail(who, err);
         goto done;
     }
+    /* Plan before anything big happens: a budget that cannot be met, or an output grid
+     * other than the volume's, fails now rather than after the network ran. */
+    s->ctx = swi_create();
+    if (!s->ctx) {
+        status = fail(who, "out of memory");
+        goto done;
+    }
+    swi_plan plan;
+    swi_status st = swi_plan_run(s->ctx, &p, &in, outs, n_outs, &plan);
+    if (st != SWI_OK) {
+        engine_error(who, o, st, s->ctx);
+        goto done;
+    }
+    int64_t osz[SWI_MAX_DIMS] = { 0 };
+    if (swi_result_size(s->ctx, 0, osz) == 3 &&
+        (osz[0] != in.size[0] || osz[1] != in.size[1] || osz[2] != in.size[2])) {
+        cli_err(err, "%s: the model's output grid %lldx%lldx%lld differs from the volume's "
+                "%lldx%lldx%lld (a zoomed output); swi segment writes labels on the input grid",
+                o->model, (long long)osz[0], (long long)osz[1], (long long)osz[2],
+                (long long)in.size[0], (long long)in.size[1], (long long)in.size[2]);
+        status = fail(who, err);
+        goto done;
+    }
+
     if ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
         (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
         (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err))) {
@@ -607,11 +631,6 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep)
     in.data = s->input;
 
     /* Run. */
-    s->ctx = swi_create();
-    if (!s->ctx) {
-        status = fail(who, "out of memory");
-        goto done;
-    }
     progress prog;
     progress_init(&prog, !o->quiet);
     p.progress = progress_update;
@@ -622,7 +641,7 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep)
         status = interrupted_exit(who);
         goto done;
     }
-    swi_status st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);
+    st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);
     cli_set_cancel_hook(NULL, NULL);
     progress_clear(&prog);
     double t_run = progress_elapsed(&prog);
@@ -637,7 +656,6 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep)
     }
 
     /* Results: the label grid must be the input grid (zoomed heads are not written). */
-    int64_t osz[SWI_MAX_DIMS] = { 0 };
     swi_result_size(s->ctx, 0, osz);
     if (osz[0] != in.size[0] || osz[1] != in.size[1] || osz[2] != in.size[2]) {
         cli_err(err, "%s: the model's output grid %lldx%lldx%lld differs from the volume's "
@@ -672,14 +690,14 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep)
         nifti_write_fd(cli_out_take_fd(&s->out_labels), cli_ends_with(o->output, ".gz"),
                        o->output, &s->vols[0], labels,
                        label_bytes == 1 ? NIFTI_OUT_UINT8 : NIFTI_OUT_UINT16, NIFTI_OUT_LABELS,
-                       classes, err)) {
+                       1, classes, err)) {
         status = cli_interrupted() ? interrupted_exit(who) : fail(who, err);
         goto done;
     }
     if (o->scores &&
         nifti_write_fd(cli_out_take_fd(&s->out_scores), cli_ends_with(o->scores, ".gz"),
                        o->scores, &s->vols[0], scores, NIFTI_OUT_FLOAT32, NIFTI_OUT_SCORES,
-                       classes, err)) {
+                       classes, classes, err)) {
         status = cli_interrupted() ? interrupted_exit(who) : fail(who, err);
         goto done;
     }
@@ -704,12 +722,7 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep)
         keep->classes = classes;
     }
     if (!o->quiet) {
-        swi_plan plan;
-        int64_t windows = 0, calls = 0;
-        if (swi_plan_run(s->ctx, &p, &in, outs, n_outs, &plan) == SWI_OK) {
-            windows = plan.windows_total;
-            calls = plan.predictor_calls;
-        }
+        int64_t windows = plan.windows_total, calls = plan.predictor_calls;
         char rss[32];
         fprintf(stderr, "%s: %lldx%lldx%lld voxels, %lld classes, %lld windows in %lld calls: "
                 "%.2f s (network+blending %.2f s, %.1f windows/s), peak RSS %s -> %s\n", who,

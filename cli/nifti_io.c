@@ -45,9 +45,10 @@ void nifti_vol_make(nifti_vol *v, const int64_t size[3], const double spacing[3]
 }
 
 int nifti_write_fd(int fd, int gz, const char *name, const nifti_vol *like, const void *data,
-                   nifti_out_type type, nifti_out_kind kind, int64_t channels, char *err)
+                   nifti_out_type type, nifti_out_kind kind, int64_t planes, int64_t classes,
+                   char *err)
 {
-    (void)gz, (void)like, (void)data, (void)type, (void)kind, (void)channels;
+    (void)gz, (void)like, (void)data, (void)type, (void)kind, (void)planes, (void)classes;
     close(fd);
     return no_nifti(err, name);
 }
@@ -514,7 +515,7 @@ static int out_datatype(nifti_out_type t)
 
 /* Fill the header of an output from the input's: only data-describing fields change. */
 static size_t make_header(const nifti_vol *like, nifti_out_type type, nifti_out_kind kind,
-                          int64_t channels, unsigned char *out)
+                          int64_t channels, int64_t classes, unsigned char *out)
 {
     int dt = out_datatype(type);
     int bitpix = 8 * out_nbyper(type);
@@ -538,7 +539,7 @@ static size_t make_header(const nifti_vol *like, nifti_out_type type, nifti_out_
         h.scl_slope = 1;
         h.scl_inter = 0;
         h.cal_min = 0;
-        h.cal_max = kind == NIFTI_OUT_LABELS ? (double)(channels - 1) : 0;
+        h.cal_max = kind == NIFTI_OUT_LABELS ? (double)(classes - 1) : 0;
         h.intent_code = intent;
         h.intent_p1 = h.intent_p2 = h.intent_p3 = 0;
         memset(h.intent_name, 0, sizeof h.intent_name);
@@ -565,7 +566,7 @@ static size_t make_header(const nifti_vol *like, nifti_out_type type, nifti_out_
         h.scl_slope = 1;
         h.scl_inter = 0;
         h.cal_min = 0;
-        h.cal_max = kind == NIFTI_OUT_LABELS ? (float)(channels - 1) : 0;
+        h.cal_max = kind == NIFTI_OUT_LABELS ? (float)(classes - 1) : 0;
         h.intent_code = (short)intent;
         h.intent_p1 = h.intent_p2 = h.intent_p3 = 0;
         memset(h.intent_name, 0, sizeof h.intent_name);
@@ -580,7 +581,8 @@ static size_t make_header(const nifti_vol *like, nifti_out_type type, nifti_out_
 }
 
 int nifti_write_fd(int fd, int gz, const char *name, const nifti_vol *like, const void *data,
-                   nifti_out_type type, nifti_out_kind kind, int64_t channels, char *err)
+                   nifti_out_type type, nifti_out_kind kind, int64_t channels, int64_t classes,
+                   char *err)
 {
     const int64_t ni = like->size[0], nj = like->size[1], nk = like->size[2];
     if (like->version == 1 && (ni > 32767 || nj > 32767 || nk > 32767 || channels > 32767)) {
@@ -613,7 +615,7 @@ int nifti_write_fd(int fd, int gz, const char *name, const nifti_vol *like, cons
         gzbuffer(s.gz, 1u << 20);
     }
     unsigned char hdr[560];
-    size_t hlen = make_header(like, type, kind, channels, hdr);
+    size_t hlen = make_header(like, type, kind, channels, classes, hdr);
     sink_write(&s, hdr, hlen);
 
     const int64_t plane = ni * nj, vol = plane * nk;

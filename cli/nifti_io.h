@@ -62,11 +62,13 @@ typedef enum nifti_out_kind {
     NIFTI_OUT_IMAGE   /**< plain image */
 } nifti_out_kind;
 
-/** Write `data` ([channels][ni][nj][nk], C order, of `type`) as a NIfTI file to the open
+/** Write `data` ([planes][ni][nj][nk], C order, of `type`) as a NIfTI file to the open
  *  descriptor `fd` (gzip-compressed when gz), with the header of `like` (its geometry kept
- *  exactly) and size like->size x channels (channels along dim 4 when > 1). `name` is used
- *  in error messages. Closes fd in every case. */
+ *  exactly) and size like->size x planes (planes along dim 4 when > 1). For labels,
+ *  `classes` sets the display range [0, classes-1]. `name` is used in error messages.
+ *  Closes fd in every case. */
 int nifti_write_fd(int fd, int gz, const char *name, const nifti_vol *like, const void *data,
-                   nifti_out_type type, nifti_out_kind kind, int64_t channels, char *err);
+                   nifti_out_type type, nifti_out_kind kind, int64_t planes, int64_t classes,
+                   char *err);
 
 #endif

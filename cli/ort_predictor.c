@@ -644,6 +644,20 @@ int ort_predict(void *user, swi_batch *b)
         swi_batch_set_error(b, m->last_error);
         return 1;
     }
+    /* NaN scores would make a label map that looks fine and is not: stop instead. */
+    const int64_t per = m->out_channels * vol3(m->out_spatial);
+    for (int64_t w = 0; w < n; w++) {
+        const float *o = out + w * per;
+        for (int64_t x = 0; x < per; x++)
+            if (o[x] != o[x]) {
+                const int64_t *st = swi_batch_start(b, (int)w);
+                cli_err(m->last_error, "%s: the network returned NaN for the window at "
+                        "(%lld, %lld, %lld); its labels would be meaningless", m->path,
+                        (long long)st[0], (long long)st[1], (long long)st[2]);
+                swi_batch_set_error(b, m->last_error);
+                return 1;
+            }
+    }
     return 0;
 }
 

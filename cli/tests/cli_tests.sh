@@ -1,2 +1,703 @@
 #!/usr/bin/env bash
-case "${1:-}" in --list) echo help;; *) exit 77;; esac
+# cli_tests.sh -- tests of the `swi` command: every option, every bad input, signals
+# and output safety. ctest runs one case per test:
+#
+#   cli_tests.sh --list          the case names
+#   cli_tests.sh CASE            run one case (exit 0 pass, 1 fail, 77 skipped)
+#   cli_tests.sh all             run every case here, in order
+#
+# Environment (set by cli/tests/CMakeLists.txt): SWI (the binary), SWI_E2E
+# (shared/golden/e2e), SWI_PYTHON (python3 with numpy, nibabel, onnx), SWI_TEST_WORK
+# (scratch), SWI_FEATURES (onnxruntime,nifti,png as built).
+#
+# Each error case asserts the exit status, that stderr is one line naming the file or
+# option and the problem, and that no output (nor temporary) file is left.
+set -u
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+CASES=(
+  # help and usage (exit 0 / 2)
+  help_main help_version help_segment help_plan help_demo help_bench help_export help_cmd
+  usage_no_command usage_unknown_command usage_missing_model usage_missing_input
+  usage_missing_output usage_unknown_option usage_option_needs_value usage_extra_argument
+  usage_roi usage_overlap usage_mode usage_sigma usage_padding usage_cval usage_sw_batch
+  usage_threads usage_max_memory usage_clip usage_scale usage_device usage_head
+  usage_output_ext usage_scores_ext usage_preview_ext usage_softmax_needs_scores
+  usage_same_output usage_dynamic_roi_needed
+  # options that change the result, checked against numpy
+  opt_default opt_uncompressed opt_roi_per_axis opt_roi_zero opt_overlap opt_mode_gaussian
+  opt_sigma_scale opt_padding_modes opt_cval opt_sw_batch opt_fixed_batch opt_threads
+  opt_max_memory opt_scores opt_softmax opt_tta opt_clip opt_scale opt_zscore
+  opt_clip_scale_zscore opt_multi_input opt_preview opt_force opt_head opt_uint16_labels
+  opt_quiet opt_summary opt_progress_tty opt_device_cuda opt_nifti2 opt_big_endian
+  opt_4d_singleton opt_dtypes opt_output_same_as_input
+  # bad NIfTI input (exit 1, nothing written)
+  bad_input_missing bad_input_directory bad_input_unreadable bad_input_empty
+  bad_input_random bad_input_text_gz bad_input_truncated_header bad_input_truncated_data
+  bad_input_truncated_data_gz bad_input_truncated_stream bad_input_corrupt_gz
+  bad_input_sizeof_hdr bad_input_no_magic bad_input_two_file bad_input_dim0
+  bad_input_dim_zero bad_input_dim_negative bad_input_dims_overflow
+  bad_input_dims_overflow_nifti2 bad_input_dims_disagree_with_data bad_input_4d
+  bad_input_2d bad_input_rgb bad_input_complex bad_input_unknown_datatype
+  bad_input_vox_offset bad_input_extension bad_input_channel_sizes_differ
+  # bad models (exit 1, nothing written)
+  bad_model_missing bad_model_not_onnx bad_model_random bad_model_empty bad_model_directory
+  bad_model_two_inputs bad_model_rank bad_model_channels bad_model_output_rank
+  bad_model_output_type bad_model_input_type bad_model_zoomed_output bad_model_roi_mismatch
+  bad_model_nan bad_model_head_out_of_range
+  # output safety and signals
+  safe_existing_output safe_output_dir_missing safe_output_is_directory
+  safe_output_not_regular safe_no_leftovers_after_error safe_sigint safe_sigterm
+  safe_concurrent_same_output safe_budget_too_small
+  # plan, demo, e2e extras
+  plan_grid plan_overlap plan_memory plan_budget plan_writes_nothing
+  e2e_tta e2e_preview demo_run
+)
+
+if [ "${1:-}" = --list ]; then
+  printf '%s\n' "${CASES[@]}"
+  exit 0
+fi
+[ $# -eq 1 ] || { echo "usage: cli_tests.sh --list | CASE | all" >&2; exit 2; }
+
+SWI="${SWI:-}"
+E2E="${SWI_E2E:-}"
+PY="${SWI_PYTHON:-/usr/bin/python3}"
+WORK="${SWI_TEST_WORK:-${TMPDIR:-/tmp}/swi-cli-tests}"
+FEATURES="${SWI_FEATURES:-onnxruntime,nifti,png}"
+DATA="$WORK/data"
+
+[ -x "$SWI" ] || { echo "FAIL: SWI=$SWI is not an executable"; exit 1; }
+
+# ---- helpers ---------------------------------------------------------------------------
+fail() { echo "FAIL: $*"; [ -f "$T/err" ] && { echo "--- stderr:"; head -c 2000 "$T/err"; }; exit 1; }
+skip() { echo "SKIPPED: $*"; exit 77; }
+need() {
+  case ",$FEATURES," in *",$1,"*) ;; *) skip "swi built without $1";; esac
+}
+
+# make the shared test data once (volumes, broken files, ONNX models)
+data() {
+  need nifti
+  [ -f "$DATA/.done" ] && [ ! "$here/clitest.py" -nt "$DATA/.done" ] && return 0
+  "$PY" -c 'import numpy, nibabel, onnx' 2>/dev/null ||
+    skip "python3 with numpy, nibabel and onnx not found ($PY); run scripts/install-deps.sh"
+  mkdir -p "$WORK"
+  (
+    flock 9
+    if [ ! -f "$DATA/.done" ] || [ "$here/clitest.py" -nt "$DATA/.done" ]; then
+      rm -rf "$DATA" "$DATA.tmp"
+      "$PY" "$here/clitest.py" make "$DATA.tmp" >/dev/null || exit 1
+      touch "$DATA.tmp/.done" && mv "$DATA.tmp" "$DATA"
+    fi
+  ) 9>"$WORK/.lock" || fail "could not make the test data"
+}
+
+# run swi; stdout -> $T/out, stderr -> $T/err, status -> $rc
+run() {
+  "$SWI" "$@" >"$T/out" 2>"$T/err" </dev/null
+  rc=$?
+}
+expect_rc() { [ "$rc" -eq "$1" ] || fail "exit status $rc, expected $1 (swi ${*:2})"; }
+expect_err() {
+  grep -Eq -- "$1" "$T/err" || fail "stderr lacks /$1/"
+}
+expect_out() {
+  grep -Eq -- "$1" "$T/out" || { cat "$T/out"; fail "stdout lacks /$1/"; }
+}
+one_line_err() {
+  local n
+  n=$(wc -l <"$T/err")
+  [ "$n" -eq 1 ] || fail "stderr has $n lines, expected one"
+}
+# no file in $T/o (outputs and temporaries alike)
+expect_nothing_written() {
+  local left
+  left=$(ls -A "$T/o" 2>/dev/null)
+  [ -z "$left" ] || fail "left behind in the output directory: $left"
+}
+# usage error: exit 2, one line naming $1
+usage_case() {
+  local what="$1"; shift
+  run "$@"
+  expect_rc 2
+  one_line_err
+  expect_err "$what"
+  expect_err "--help"
+  expect_nothing_written
+}
+# runtime error: exit 1, one line matching $1, nothing written
+error_case() {
+  local what="$1"; shift
+  run "$@"
+  expect_rc 1
+  one_line_err
+  expect_err "$what"
+  expect_nothing_written
+}
+seg() { run segment -q "$@"; }
+labels_ok() { "$PY" "$here/clitest.py" labels "$@" >"$T/check" 2>&1 || { cat "$T/check"; fail "labels"; }; }
+scores_ok() { "$PY" "$here/clitest.py" scores "$@" >"$T/check" 2>&1 || { cat "$T/check"; fail "scores"; }; }
+geometry_ok() { "$PY" "$here/clitest.py" same-geometry "$1" "$2" >"$T/check" 2>&1 || { cat "$T/check"; fail "geometry"; }; }
+dtype_is() {
+  local d
+  d=$("$PY" "$here/clitest.py" dtype "$1")
+  [ "$d" = "$2" ] || fail "$1 has dtype $d, expected $2"
+}
+no_temps() {
+  local left
+  left=$(find "$1" -maxdepth 1 -name '.*.swi-*' 2>/dev/null | head -n1)
+  [ -z "$left" ] || fail "temporary file left: $left"
+}
+quant_args() { echo --model "$DATA/quant4.onnx" --input "$DATA/vol.nii.gz"; }
+
+# ---- help and usage --------------------------------------------------------------------
+t_help_main() { run --help; expect_rc 0; expect_out "segment"; expect_out "plan"; expect_out "demo"; expect_out "Examples"; }
+t_help_version() { run --version; expect_rc 0; expect_out "^swi [0-9]+\.[0-9]+\.[0-9]+"; expect_out "ONNX Runtime"; }
+t_help_segment() { run segment --help; expect_rc 0; expect_out "Examples"; expect_out "--max-memory"; expect_out "--tta"; }
+t_help_plan() { run plan --help; expect_rc 0; expect_out "Examples"; expect_out "swi plan"; }
+t_help_demo() { run demo --help; expect_rc 0; expect_out "Dice"; }
+t_help_bench() { run bench --help; [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ] || fail "swi bench --help exited $rc"; }
+t_help_export() { run export --help; expect_rc 0; [ -s "$T/out" ] || [ -s "$T/err" ] || fail "no help text"; }
+t_help_cmd() { run help segment; expect_rc 0; expect_out "Examples"; }
+t_usage_no_command() { run; expect_rc 2; expect_err "usage"; }
+t_usage_unknown_command() { run frobnicate; expect_rc 2; one_line_err; expect_err "unknown command 'frobnicate'"; }
+t_usage_missing_model() { usage_case "--model is required" segment --input x.nii.gz --output "$T/o/l.nii.gz"; }
+t_usage_missing_input() { usage_case "--input is required" segment --model m.onnx --output "$T/o/l.nii.gz"; }
+t_usage_missing_output() { usage_case "--output is required" segment --model m.onnx --input x.nii.gz; }
+t_usage_unknown_option() { usage_case "unknown option '--frob'" segment --frob --model m.onnx --input x.nii.gz --output "$T/o/l.nii.gz"; }
+t_usage_option_needs_value() { usage_case "'--roi' needs a value" segment --model m.onnx --input x.nii.gz --output "$T/o/l.nii.gz" --roi; }
+t_usage_extra_argument() { usage_case "unexpected argument 'stray'" segment --model m.onnx --input x.nii.gz --output "$T/o/l.nii.gz" stray; }
+seg_usage() { local what="$1"; shift; usage_case "$what" segment --model m.onnx --input x.nii.gz --output "$T/o/l.nii.gz" "$@"; }
+t_usage_roi() { seg_usage "--roi '1,2'" --roi 1,2; seg_usage "--roi '-3'" --roi -3; seg_usage "--roi 'abc'" --roi abc; }
+t_usage_overlap() { seg_usage "--overlap '1'" --overlap 1; seg_usage "--overlap '-0.1'" --overlap -0.1; seg_usage "--overlap '0.1,0.2'" --overlap 0.1,0.2; }
+t_usage_mode() { seg_usage "--mode 'linear'" --mode linear; }
+t_usage_sigma() { seg_usage "--sigma-scale '0'" --sigma-scale 0; seg_usage "--sigma-scale 'nan'" --sigma-scale nan; }
+t_usage_padding() { seg_usage "--padding-mode 'zeros'" --padding-mode zeros; }
+t_usage_cval() { seg_usage "--cval 'x'" --cval x; }
+t_usage_sw_batch() { seg_usage "--sw-batch '0'" --sw-batch 0; seg_usage "--sw-batch '2.5'" --sw-batch 2.5; }
+t_usage_threads() { seg_usage "--threads '-1'" --threads -1; }
+t_usage_max_memory() { seg_usage "--max-memory '4X'" --max-memory 4X; seg_usage "--max-memory '-1G'" --max-memory -1G; seg_usage "--max-memory '0'" --max-memory 0; }
+t_usage_clip() { seg_usage "--clip '3,1'" --clip 3,1; seg_usage "--clip '1'" --clip 1; }
+t_usage_scale() { seg_usage "--scale '1,1,0,1'" --scale 1,1,0,1; seg_usage "--scale '1,2,3'" --scale 1,2,3; }
+t_usage_device() { seg_usage "--device 'tpu'" --device tpu; }
+t_usage_head() { seg_usage "--head '-1'" --head -1; }
+t_usage_output_ext() { usage_case "--output '.*l.txt'" segment --model m.onnx --input x.nii.gz --output "$T/o/l.txt"; }
+t_usage_scores_ext() { seg_usage "--scores '.*s.nrrd'" --scores "$T/o/s.nrrd"; }
+t_usage_preview_ext() { seg_usage "--preview '.*p.jpg'" --preview "$T/o/p.jpg"; }
+t_usage_softmax_needs_scores() { seg_usage "--softmax applies to --scores" --softmax; }
+t_usage_same_output() { seg_usage "two different outputs" --scores "$T/o/l.nii.gz"; }
+t_usage_dynamic_roi_needed() {
+  data
+  run segment --model "$DATA/quant4_dyn.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz"
+  expect_rc 2; one_line_err; expect_err "dynamic"; expect_err "--roi"; expect_nothing_written
+}
+
+# ---- options ---------------------------------------------------------------------------
+t_opt_default() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz"
+  expect_rc 0
+  [ ! -s "$T/err" ] || fail "-q printed something"
+  labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+  geometry_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+  dtype_is "$T/o/l.nii.gz" uint8
+  no_temps "$T/o"
+}
+t_opt_uncompressed() {
+  data; need onnxruntime
+  seg --model "$DATA/quant4.onnx" --input "$DATA/vol.nii" --output "$T/o/l.nii"
+  expect_rc 0
+  [ "$(head -c 2 "$T/o/l.nii" | od -An -tx1 | tr -d ' ')" != "1f8b" ] || fail ".nii output is gzipped"
+  labels_ok "$T/o/l.nii" "$DATA/vol.nii"
+  geometry_ok "$T/o/l.nii" "$DATA/vol.nii"
+}
+t_opt_roi_per_axis() {
+  data; need onnxruntime
+  seg --model "$DATA/quant4_dyn.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz" --roi 8,6,4
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+  run plan --model "$DATA/quant4_dyn.onnx" --input "$DATA/vol.nii.gz" --roi 8,6,4
+  expect_rc 0; expect_out "window +8 x 6 x 4"
+}
+t_opt_roi_zero() {
+  data; need onnxruntime
+  run plan --model "$DATA/quant4_dyn.onnx" --input "$DATA/vol.nii.gz" --roi 0,8,0
+  expect_rc 0; expect_out "window +20 x 8 x 16"; expect_out "grid +1 x 4 x 1 "
+  seg --model "$DATA/quant4_dyn.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz" --roi 0,8,0
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_opt_overlap() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --overlap 0.5,0.7,0
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_opt_mode_gaussian() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz" --mode gaussian --overlap 0.5
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"; scores_ok "$T/o/s.nii.gz" "$DATA/vol.nii.gz"
+}
+t_opt_sigma_scale() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --mode gaussian --sigma-scale 0.3,0.05,1
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+  run plan $(quant_args) --mode gaussian --sigma-scale 0.3
+  expect_rc 0; expect_out "sigma 0.3,0.3,0.3"
+}
+t_opt_padding_modes() {
+  data; need onnxruntime
+  # a 32^3 window on a 10x12x8 volume: everything is padding-dependent except the volume
+  for m in constant reflect replicate circular; do
+    rm -f "$T/o/l.nii.gz"
+    seg --model "$DATA/quant4_dyn.onnx" --input "$DATA/small.nii.gz" --output "$T/o/l.nii.gz" \
+      --roi 16 --padding-mode $m
+    if [ "$m" = reflect ]; then
+      # reflect needs a pad smaller than the image: 16 on 8 along k is not
+      [ "$rc" -ne 0 ] && continue
+    fi
+    expect_rc 0
+    labels_ok "$T/o/l.nii.gz" "$DATA/small.nii.gz"
+  done
+  run plan --model "$DATA/quant4_dyn.onnx" --input "$DATA/small.nii.gz" --roi 16 --padding-mode circular
+  expect_rc 0; expect_out "circular padding"; expect_out "padded +16 x 16 x 16"
+}
+t_opt_cval() {
+  data; need onnxruntime
+  seg --model "$DATA/quant4_dyn.onnx" --input "$DATA/small.nii.gz" --output "$T/o/l.nii.gz" --roi 16 --cval 2.5
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/small.nii.gz"
+}
+t_opt_sw_batch() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --sw-batch 5
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+  run plan $(quant_args) --sw-batch 5
+  expect_rc 0; expect_out "up to 5 windows"
+}
+t_opt_fixed_batch() {
+  data; need onnxruntime
+  # the model's batch is fixed at 1: each engine batch of 3 is cut into 3 network runs
+  seg --model "$DATA/quant4_b1.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz" --sw-batch 3
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_opt_threads() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --threads 1
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+  rm -f "$T/o/l.nii.gz"
+  seg $(quant_args) --output "$T/o/l.nii.gz" --threads 3
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_opt_max_memory() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --max-memory 1G --sw-batch 8
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_opt_scores() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz"
+  expect_rc 0
+  scores_ok "$T/o/s.nii.gz" "$DATA/vol.nii.gz"
+  geometry_ok "$T/o/s.nii.gz" "$DATA/vol.nii.gz"
+  dtype_is "$T/o/s.nii.gz" float32
+  [ "$("$PY" "$here/clitest.py" shape "$T/o/s.nii.gz")" = "20 24 16 4" ] || fail "scores shape"
+}
+t_opt_softmax() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii" --softmax
+  expect_rc 0; scores_ok "$T/o/s.nii" "$DATA/vol.nii.gz" --softmax; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_opt_tta() {
+  data; need onnxruntime
+  # the quant models are voxel-wise, so mirroring changes nothing: same scores
+  seg $(quant_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz" --tta --sw-batch 3
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"; scores_ok "$T/o/s.nii.gz" "$DATA/vol.nii.gz"
+  run plan $(quant_args) --tta; expect_rc 0; expect_out "x8 for --tta"
+}
+t_opt_clip() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --clip 0.7,2.2
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz" --clip 0.7,2.2
+}
+t_opt_scale() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz" --scale 0,3.6,3,0
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz" --scale 0,3.6,3,0
+  scores_ok "$T/o/s.nii.gz" "$DATA/vol.nii.gz" --scale 0,3.6,3,0
+}
+t_opt_zscore() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz" --zscore
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz" --zscore
+  scores_ok "$T/o/s.nii.gz" "$DATA/vol.nii.gz" --zscore
+}
+t_opt_clip_scale_zscore() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --clip 0.5,3 --scale 0.5,3,0,10 --zscore
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz" --clip 0.5,3 --scale 0.5,3,0,10 --zscore
+}
+t_opt_multi_input() {
+  data; need onnxruntime
+  seg --model "$DATA/quant4_c2.onnx" --input "$DATA/vol.nii.gz" --input "$DATA/vol2.nii.gz" \
+    --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz" --zscore
+  expect_rc 0
+  labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz" "$DATA/vol2.nii.gz" --zscore
+  scores_ok "$T/o/s.nii.gz" "$DATA/vol.nii.gz" "$DATA/vol2.nii.gz" --zscore
+  geometry_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_opt_preview() {
+  data; need onnxruntime; need png
+  seg $(quant_args) --output "$T/o/l.nii.gz" --preview "$T/o/p.png"
+  expect_rc 0
+  local wh
+  wh=$("$PY" "$here/clitest.py" png "$T/o/p.png") || fail "preview is not a PNG"
+  # panels 20x24, 20x16, 24x16 enlarged 11x: (20+20+24)*11 + 8 wide, 24*11 high
+  [ "$wh" = "712 264" ] || fail "preview is $wh pixels, expected 712 264"
+}
+t_opt_force() {
+  data; need onnxruntime
+  echo old >"$T/o/l.nii.gz"
+  seg $(quant_args) --output "$T/o/l.nii.gz"
+  expect_rc 1; one_line_err; expect_err "already exists"; expect_err "--force"
+  [ "$(cat "$T/o/l.nii.gz")" = old ] || fail "existing output was modified"
+  no_temps "$T/o"
+  seg $(quant_args) --output "$T/o/l.nii.gz" --force
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"; no_temps "$T/o"
+}
+t_opt_head() {
+  data; need onnxruntime
+  # output 1 is -output 0: its argmax is the class farthest from s
+  seg --model "$DATA/quant4_2out.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l0.nii.gz"
+  expect_rc 0; labels_ok "$T/o/l0.nii.gz" "$DATA/vol.nii.gz"
+  seg --model "$DATA/quant4_2out.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l1.nii.gz" --head 1
+  expect_rc 0
+  "$PY" "$here/clitest.py" equal "$T/o/l0.nii.gz" "$T/o/l1.nii.gz" >/dev/null && fail "--head 1 gave the labels of output 0"
+  run plan --model "$DATA/quant4_2out.onnx" --input "$DATA/vol.nii.gz" --head 1
+  expect_rc 0; expect_out "output 'neg'"
+}
+t_opt_uint16_labels() {
+  data; need onnxruntime
+  seg --model "$DATA/quant300.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz" --scale 0,3.6,0,290
+  expect_rc 0
+  dtype_is "$T/o/l.nii.gz" uint16
+  labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz" --classes 300 --scale 0,3.6,0,290
+}
+t_opt_quiet() {
+  data; need onnxruntime
+  run segment -q $(quant_args) --output "$T/o/l.nii.gz"
+  expect_rc 0; [ ! -s "$T/err" ] && [ ! -s "$T/out" ] || fail "--quiet printed"
+}
+t_opt_summary() {
+  data; need onnxruntime
+  run segment $(quant_args) --output "$T/o/l.nii.gz"
+  expect_rc 0; one_line_err
+  expect_err "windows in [0-9]+ calls"; expect_err "windows/s"; expect_err "peak RSS"
+  grep -q $'\r' "$T/err" && fail "progress bar drawn although stderr is not a terminal"
+  return 0
+}
+t_opt_progress_tty() {
+  data; need onnxruntime
+  command -v script >/dev/null || skip "script(1) not available"
+  local cmd
+  cmd="$(printf '%q ' "$SWI" segment --model "$DATA/quant4.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz" --sw-batch 1)"
+  script -qec "$cmd" /dev/null >"$T/tty" 2>&1 </dev/null
+  rc=$?
+  expect_rc 0
+  grep -q "windows" "$T/tty" && grep -q "ETA" "$T/tty" && grep -q "/s" "$T/tty" || { cat "$T/tty"; fail "no progress bar on a terminal"; }
+}
+t_opt_device_cuda() {
+  data; need onnxruntime
+  seg $(quant_args) --output "$T/o/l.nii.gz" --device cuda
+  if [ "$rc" -eq 0 ]; then
+    labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"   # a CUDA build of ONNX Runtime
+  else
+    expect_rc 1; one_line_err; expect_err "cuda|CUDA"; expect_nothing_written
+  fi
+}
+t_opt_nifti2() {
+  data; need onnxruntime
+  seg --model "$DATA/quant4.onnx" --input "$DATA/vol_n2.nii.gz" --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz"
+  expect_rc 0
+  labels_ok "$T/o/l.nii.gz" "$DATA/vol_n2.nii.gz"; geometry_ok "$T/o/l.nii.gz" "$DATA/vol_n2.nii.gz"
+  geometry_ok "$T/o/s.nii.gz" "$DATA/vol_n2.nii.gz"
+  local v
+  v=$("$PY" -c "import nibabel as n,sys; print(n.load(sys.argv[1]).header['sizeof_hdr'])" "$T/o/l.nii.gz")
+  [ "$v" = 540 ] || fail "NIfTI-2 input gave a $v-byte header"
+}
+t_opt_big_endian() {
+  data; need onnxruntime
+  seg --model "$DATA/quant4.onnx" --input "$DATA/vol_be.nii" --output "$T/o/l.nii.gz"
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol_be.nii"; geometry_ok "$T/o/l.nii.gz" "$DATA/vol_be.nii"
+}
+t_opt_4d_singleton() {
+  data; need onnxruntime
+  seg --model "$DATA/quant4.onnx" --input "$DATA/vol_4d1.nii.gz" --output "$T/o/l.nii.gz"
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol_4d1.nii.gz"
+}
+t_opt_dtypes() {
+  data; need onnxruntime
+  # every scalar type with scl_slope/scl_inter: the scores are -(v - c)^2 of the scaled v
+  for d in u8 i8 i16 u16 i32 u32 i64 u64 f32 f64; do
+    rm -f "$T/o/"*
+    seg --model "$DATA/quant4.onnx" --input "$DATA/dt_$d.nii" --output "$T/o/l.nii.gz" --scores "$T/o/s.nii"
+    [ "$rc" -eq 0 ] || fail "dt_$d.nii: exit $rc"
+    scores_ok "$T/o/s.nii" "$DATA/dt_$d.nii"
+  done
+}
+t_opt_output_same_as_input() {
+  data; need onnxruntime
+  cp "$DATA/vol.nii.gz" "$T/o/v.nii.gz"
+  seg --model "$DATA/quant4.onnx" --input "$T/o/v.nii.gz" --output "$T/o/v.nii.gz" --force
+  expect_rc 0; labels_ok "$T/o/v.nii.gz" "$DATA/vol.nii.gz"
+}
+
+# ---- bad NIfTI input -------------------------------------------------------------------
+bad_input() {
+  local file="$1" what="$2"
+  data; need onnxruntime
+  error_case "$(basename "$file"): .*$what" segment --model "$DATA/quant4.onnx" --input "$file" --output "$T/o/l.nii.gz"
+}
+t_bad_input_missing() { data; bad_input "$DATA/nope.nii.gz" "cannot open: No such file"; }
+t_bad_input_directory() { data; mkdir -p "$T/d.nii"; bad_input "$T/d.nii" "is a directory"; }
+t_bad_input_unreadable() {
+  data
+  cp "$DATA/vol.nii.gz" "$T/u.nii.gz"; chmod 000 "$T/u.nii.gz"
+  if [ "$(id -u)" -eq 0 ]; then
+    command -v setpriv >/dev/null || skip "root, and no setpriv to drop privileges"
+    chmod 777 "$T" "$T/o"; chmod o+x "$(dirname "$T")" 2>/dev/null
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$SWI" segment -q --model "$DATA/quant4.onnx" \
+      --input "$T/u.nii.gz" --output "$T/o/l.nii.gz" >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    expect_rc 1; one_line_err; expect_err "u.nii.gz: cannot open: Permission denied"; expect_nothing_written
+  else
+    bad_input "$T/u.nii.gz" "cannot open: Permission denied"
+  fi
+}
+t_bad_input_empty() { data; bad_input "$DATA/empty.nii" "not a NIfTI file"; }
+t_bad_input_random() { data; bad_input "$DATA/random.nii" "not a NIfTI file"; }
+t_bad_input_text_gz() { data; bad_input "$DATA/text.nii.gz" "not a NIfTI file"; }
+t_bad_input_truncated_header() { data; bad_input "$DATA/trunc_header.nii" "not a NIfTI file \(200 bytes"; }
+t_bad_input_truncated_data() { data; bad_input "$DATA/trunc_data.nii" "truncated"; }
+t_bad_input_truncated_data_gz() { data; bad_input "$DATA/trunc_data.nii.gz" "truncated or corrupt"; }
+t_bad_input_truncated_stream() { data; bad_input "$DATA/trunc_stream.nii.gz" "truncated or corrupt"; }
+t_bad_input_corrupt_gz() { data; bad_input "$DATA/corrupt.nii.gz" "corrupt"; }
+t_bad_input_sizeof_hdr() { data; bad_input "$DATA/bad_sizeof.nii" "header size field is 123"; }
+t_bad_input_no_magic() { data; bad_input "$DATA/bad_magic.nii" "no NIfTI magic"; }
+t_bad_input_two_file() { data; bad_input "$DATA/two_file.nii" "two-file NIfTI"; }
+t_bad_input_dim0() { data; bad_input "$DATA/bad_dim0.nii" "dim\[0\] = 9"; }
+t_bad_input_dim_zero() { data; bad_input "$DATA/bad_dimzero.nii" "dim\[1\] = 0"; }
+t_bad_input_dim_negative() { data; bad_input "$DATA/bad_dimneg.nii" "dim\[2\] = -5"; }
+t_bad_input_dims_overflow() { data; bad_input "$DATA/huge_dims.nii" "sizes overflow"; }
+t_bad_input_dims_overflow_nifti2() { data; bad_input "$DATA/n2_overflow.nii" "sizes overflow"; }
+t_bad_input_dims_disagree_with_data() { data; bad_input "$DATA/big_dims.nii" "truncated: the header describes 2000 x 2000 x 2000"; }
+t_bad_input_4d() { data; bad_input "$DATA/vol_4d3.nii.gz" "4-D image \(20x24x16x3\)"; }
+t_bad_input_2d() { data; bad_input "$DATA/vol_2d.nii.gz" "2-D image"; }
+t_bad_input_rgb() { data; bad_input "$DATA/bad_rgb.nii" "unsupported datatype RGB24"; }
+t_bad_input_complex() { data; bad_input "$DATA/bad_complex.nii" "unsupported datatype COMPLEX64"; }
+t_bad_input_unknown_datatype() { data; bad_input "$DATA/bad_dtype.nii" "unknown datatype code 77"; }
+t_bad_input_vox_offset() { data; bad_input "$DATA/bad_voxoffset.nii" "vox_offset"; }
+t_bad_input_extension() { data; bad_input "$DATA/bad_ext.txt" "not a NIfTI file name"; }
+t_bad_input_channel_sizes_differ() {
+  data; need onnxruntime
+  error_case "small.nii.gz: size 10x12x8 differs" segment --model "$DATA/quant4_c2.onnx" \
+    --input "$DATA/vol.nii.gz" --input "$DATA/small.nii.gz" --output "$T/o/l.nii.gz"
+}
+
+# ---- bad models ------------------------------------------------------------------------
+bad_model() {
+  local model="$1" what="$2"; shift 2
+  data; need onnxruntime
+  error_case "$(basename "$model"): .*$what" segment --model "$model" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz" "$@"
+}
+t_bad_model_missing() { data; bad_model "$DATA/nope.onnx" "cannot open"; }
+t_bad_model_not_onnx() { data; bad_model "$DATA/not_onnx.onnx" "not an ONNX model"; }
+t_bad_model_random() { data; bad_model "$DATA/random.onnx" "not an ONNX model"; }
+t_bad_model_empty() { data; bad_model "$DATA/empty.onnx" "not an ONNX model"; }
+t_bad_model_directory() { data; bad_model "$DATA" "is a directory"; }
+t_bad_model_two_inputs() { data; bad_model "$DATA/two_inputs.onnx" "has 2 inputs"; }
+t_bad_model_rank() { data; bad_model "$DATA/rank4.onnx" "rank 4"; }
+t_bad_model_channels() { data; bad_model "$DATA/quant4_c2.onnx" "expects 2 input channels"; }
+t_bad_model_output_rank() { data; bad_model "$DATA/out_rank4.onnx" "output 'y' has rank 4"; }
+t_bad_model_output_type() { data; bad_model "$DATA/out_int64.onnx" "output 'y' is int64"; }
+t_bad_model_input_type() { data; bad_model "$DATA/in_double.onnx" "input 'x' is float64"; }
+t_bad_model_zoomed_output() { data; bad_model "$DATA/zoom.onnx" "output"; }
+t_bad_model_roi_mismatch() { data; bad_model "$DATA/quant4.onnx" "fixed at" --roi 16; }
+t_bad_model_nan() { data; bad_model "$DATA/nan.onnx" "NaN"; }
+t_bad_model_head_out_of_range() { data; bad_model "$DATA/quant4.onnx" "--head 3: the model has 1 output" --head 3; }
+
+# ---- safety ----------------------------------------------------------------------------
+t_safe_existing_output() {
+  data; need onnxruntime
+  echo keep >"$T/o/s.nii.gz"
+  seg $(quant_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz"
+  expect_rc 1; one_line_err; expect_err "s.nii.gz: already exists"
+  [ ! -e "$T/o/l.nii.gz" ] || fail "labels written although scores could not be"
+  [ "$(cat "$T/o/s.nii.gz")" = keep ] || fail "existing scores changed"
+  no_temps "$T/o"
+}
+t_safe_output_dir_missing() {
+  data; need onnxruntime
+  error_case "cannot create the output in .*/missing: No such file or directory" segment \
+    $(quant_args) --output "$T/o/missing/l.nii.gz"
+}
+t_safe_output_is_directory() {
+  data; need onnxruntime
+  mkdir "$T/o/d.nii.gz"
+  run segment $(quant_args) --output "$T/o/d.nii.gz" --force
+  expect_rc 1; one_line_err; expect_err "d.nii.gz: is a directory"
+  [ -d "$T/o/d.nii.gz" ] || fail "directory replaced"
+  no_temps "$T/o"
+}
+t_safe_output_not_regular() {
+  data; need onnxruntime
+  run segment $(quant_args) --output "/dev/full" --force
+  expect_rc 2   # not a .nii name
+  mkfifo "$T/o/f.nii"
+  run segment $(quant_args) --output "$T/o/f.nii" --force
+  expect_rc 1; one_line_err; expect_err "f.nii: exists and is not a regular file"
+  rm -f "$T/o/f.nii"
+}
+t_safe_no_leftovers_after_error() {
+  data; need onnxruntime
+  # fails after the temporaries exist: the network returns NaN mid-run
+  error_case "NaN" segment --model "$DATA/nan.onnx" --input "$DATA/vol.nii.gz" \
+    --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz" --preview "$T/o/p.png"
+}
+# start a long run, wait until its temporaries exist, send a signal
+signal_case() {
+  local sig="$1" want="$2"
+  data; need onnxruntime
+  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  "$SWI" segment --model "$E2E/unet.onnx" --input "$DATA/big.nii.gz" --output "$T/o/l.nii.gz" \
+    --scores "$T/o/s.nii.gz" --tta --sw-batch 1 --threads 2 >"$T/out" 2>"$T/err" </dev/null &
+  local pid=$! i=0
+  while [ -z "$(ls -A "$T/o" 2>/dev/null)" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+  [ -n "$(ls -A "$T/o")" ] || { kill -9 $pid; fail "the run never created its temporary files"; }
+  sleep 1
+  local t0=$SECONDS
+  kill -"$sig" $pid
+  wait $pid
+  rc=$?
+  [ $((SECONDS - t0)) -le 10 ] || fail "took $((SECONDS - t0)) s to stop after SIG$sig"
+  expect_rc "$want"
+  expect_err "interrupted by SIG$sig"
+  expect_nothing_written
+}
+t_safe_sigint() { signal_case INT 130; }
+t_safe_sigterm() { signal_case TERM 143; }
+t_safe_concurrent_same_output() {
+  data; need onnxruntime
+  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  # two runs race for one output, neither with --force: exactly one may write it
+  local a b
+  "$SWI" segment -q --model "$E2E/unet.onnx" --input "$DATA/big.nii.gz" --output "$T/o/l.nii.gz" \
+    --threads 1 >"$T/out1" 2>"$T/err1" </dev/null &
+  a=$!
+  "$SWI" segment -q --model "$E2E/unet.onnx" --input "$DATA/big.nii.gz" --output "$T/o/l.nii.gz" \
+    --threads 1 >"$T/out2" 2>"$T/err2" </dev/null &
+  b=$!
+  wait $a; local ra=$?
+  wait $b; local rb=$?
+  if [ $ra -eq 0 ] && [ $rb -eq 0 ]; then fail "both runs claim to have written the output"; fi
+  [ $ra -eq 0 ] || [ $rb -eq 0 ] || { cat "$T/err1" "$T/err2"; fail "neither run succeeded"; }
+  cat "$T/err1" "$T/err2" >"$T/err"
+  expect_err "l.nii.gz: (appeared while swi was running|already exists)"
+  [ -f "$T/o/l.nii.gz" ] || fail "no output"
+  no_temps "$T/o"
+}
+t_safe_budget_too_small() {
+  data; need onnxruntime
+  error_case "--max-memory is too small" segment $(quant_args) --output "$T/o/l.nii.gz" --max-memory 1K
+}
+
+# ---- plan ------------------------------------------------------------------------------
+t_plan_grid() {
+  data; need onnxruntime
+  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  run plan --model "$E2E/unet.onnx" --input "$E2E/volume.nii.gz" --roi 32 --overlap 0.25 --mode gaussian --sw-batch 4
+  expect_rc 0
+  expect_out "window +32 x 32 x 32"
+  expect_out "grid +2 x 3 x 2 = 12 windows"
+  expect_out "calls +3 engine batches"
+  expect_out "classes +4"
+}
+t_plan_overlap() {
+  data; need onnxruntime
+  run plan --model "$DATA/quant4.onnx" --input "$DATA/vol.nii.gz" --overlap 0
+  expect_rc 0; expect_out "grid +3 x 3 x 2 = 18 windows"
+  run plan --model "$DATA/quant4.onnx" --input "$DATA/vol.nii.gz" --overlap 0.5
+  expect_rc 0; expect_out "grid +4 x 5 x 3 = 60 windows"
+}
+t_plan_memory() {
+  data; need onnxruntime
+  run plan $(quant_args) --scores "$T/o/s.nii.gz"
+  expect_rc 0
+  for w in "predicted peak" "input" "windows" "partial sums" "outputs" "labels \+ scores"; do expect_out "$w"; done
+}
+t_plan_budget() {
+  data; need onnxruntime
+  run plan $(quant_args) --max-memory 1K
+  expect_rc 1; one_line_err; expect_err "--max-memory is too small"
+}
+t_plan_writes_nothing() {
+  data; need onnxruntime
+  run plan $(quant_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz" --preview "$T/o/p.png"
+  expect_rc 0; expect_nothing_written
+}
+
+# ---- e2e extras, demo ------------------------------------------------------------------
+t_e2e_tta() {
+  need onnxruntime; need nifti
+  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  run segment -q --model "$E2E/unet.onnx" --input "$E2E/volume.nii.gz" --output "$T/o/l.nii.gz" \
+    --mode gaussian --sw-batch 4 --tta
+  expect_rc 0
+  [ -s "$T/o/l.nii.gz" ] || fail "no labels"
+}
+t_e2e_preview() {
+  need onnxruntime; need nifti; need png
+  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  run segment -q --model "$E2E/unet.onnx" --input "$E2E/volume.nii.gz" --output "$T/o/l.nii.gz" \
+    --preview "$T/o/p.png"
+  expect_rc 0
+  [ "$(head -c 8 "$T/o/p.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "not a PNG"
+}
+t_demo_run() {
+  need onnxruntime; need nifti; need png
+  local model
+  model="$(cd "$here/../.." && pwd)/models/demo.onnx"
+  [ -f "$model" ] || skip "models/demo.onnx not trained yet"
+  run demo --output-dir "$T/o" -q
+  [ "$rc" -eq 0 ] || fail "swi demo exited $rc"
+  for f in demo_image.nii.gz demo_truth.nii.gz demo_labels.nii.gz demo_preview.png; do
+    [ -s "$T/o/$f" ] || fail "swi demo did not write $f"
+  done
+  local mean
+  mean=$(sed -n 's/^mean Dice: \([0-9.]*\).*/\1/p' "$T/out")
+  [ -n "$mean" ] || { cat "$T/out"; fail "no mean Dice printed"; }
+  awk -v m="$mean" 'BEGIN { exit !(m >= 0.9) }' || fail "mean Dice $mean < 0.9"
+  echo "demo mean Dice $mean"
+}
+
+# ---- driver ----------------------------------------------------------------------------
+run_case() {
+  local c="$1"
+  declare -F "t_$c" >/dev/null || { echo "unknown case $c" >&2; return 2; }
+  T="$WORK/cases/$c"
+  rm -rf "$T" && mkdir -p "$T/o" || return 1
+  ( "t_$c" ) && { rm -rf "$T"; return 0; }
+}
+
+if [ "$1" = all ]; then
+  pass=0 failed=0 skipped=0
+  for c in "${CASES[@]}"; do
+    out=$(run_case "$c" 2>&1); r=$?
+    case $r in
+      0) pass=$((pass + 1));;
+      77) skipped=$((skipped + 1)); echo "skip $c: $out";;
+      *) failed=$((failed + 1)); echo "FAIL $c:"; echo "$out" | sed 's/^/    /';;
+    esac
+  done
+  echo "$pass passed, $failed failed, $skipped skipped"
+  [ $failed -eq 0 ]
+  exit
+fi
+run_case "$1"

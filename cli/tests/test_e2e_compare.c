@@ -99,6 +99,8 @@ int main(int argc, char **argv)
 
     same_geometry(lab, vol, "labels");
     same_geometry(sc, vol, "scores");
+    CHECK(lab->ndim == 3 && lab->dim[0] == 3, "labels have %lld dims, expected 3",
+          (long long)lab->dim[0]);
     CHECK(lab->datatype == NIFTI_TYPE_UINT8, "labels datatype %d, expected uint8", lab->datatype);
     CHECK(sc->datatype == NIFTI_TYPE_FLOAT32, "scores datatype %d", sc->datatype);
     CHECK(sc->ndim == 4 && sc->nt == C, "scores are not [ni, nj, nk, classes]");
