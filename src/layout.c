@@ -48,16 +48,6 @@ int64_t swi_window_starts(int64_t size, int64_t roi, double overlap, int64_t *st
     return n;
 }
 
-static const char *pad_name(swi_pad m) {
-    switch (m) {
-    case SWI_PAD_CONSTANT: return "constant";
-    case SWI_PAD_REFLECT: return "reflect";
-    case SWI_PAD_REPLICATE: return "replicate";
-    case SWI_PAD_CIRCULAR: return "circular";
-    }
-    return "?";
-}
-
 swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *in, geom *g) {
     memset(g, 0, sizeof *g);
     if (!p) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params is NULL");
@@ -135,7 +125,6 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
         g->step[a] = axis_step(r, P, ov);
         g->n_win[a] = 1 + (P - r + g->step[a] - 1) / g->step[a];
     }
-    (void)pad_name;
     int64_t wpi = 1, rv = 1, iv = 1, t;
     for (int a = 0; a < NDIM; a++) {
         if (!swi__mul_i64(wpi, g->n_win[a], &wpi) || !swi__mul_i64(rv, g->roi[a], &rv) ||
@@ -206,7 +195,7 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
         hg->win[a] = o;
     }
     size_t total = 0;
-    for (int a = 0; a < NDIM; a++) total += (size_t)g->n_win[a] * 4 + (size_t)(2 * g->n_win[a] + 2) * 4;
+    for (int a = 0; a < NDIM; a++) total += (size_t)g->n_win[a] * 3 + (size_t)(2 * g->n_win[a] + 2) * 4;
     hg->block = swi__malloc(total * sizeof(int64_t));
     int64_t wv = 1;
     for (int a = 0; a < NDIM; a++)
@@ -228,8 +217,6 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
         ax->win_lo = mem; mem += nw;
         ax->win_cfirst = mem; mem += nw;
         ax->win_ccount = mem; mem += nw;
-        int64_t *bounds = mem; mem += nw; /* scratch reused below, sized 2nw+2 next */
-        (void)bounds;
         ax->cell_lo = mem; mem += 2 * nw + 2;
         ax->cell_hi = mem; mem += 2 * nw + 2;
         ax->cell_wfirst = mem; mem += 2 * nw + 2;

@@ -8,21 +8,16 @@
  * x = j - (r-1)/2, g = exp(x^2 / (-2 sigma^2)) per axis, product over axes in axis
  * order, then every weight raised to at least max(min weight, 1e-3). */
 static void gaussian(const int64_t roi[NDIM], const double sigma_scale[NDIM], float *out) {
+    /* the 1-D profiles live past the map: the caller leaves roi0+roi1+roi2 floats there */
+    int64_t n = roi[0] * roi[1] * roi[2], off = 0;
     float *g[NDIM];
-    float gbuf[1]; /* silence maybe-uninitialized: axes of size 1 use it */
-    (void)gbuf;
-    int64_t n = roi[0] * roi[1] * roi[2];
-    /* The 1-D profiles are written at the end of `out` scratch-free: compute them on the
-     * fly per voxel would cost exp() calls, so build them in a small stack-free way. */
-    int64_t off = 0;
-    float *prof = out + n; /* caller guarantees room for roi0+roi1+roi2 extra floats */
     for (int a = 0; a < NDIM; a++) {
-        g[a] = prof + off;
+        g[a] = out + n + off;
         double sigma = sigma_scale[a] * (double)roi[a];
         float denom = (float)(-2.0 * sigma * sigma);
         for (int64_t j = 0; j < roi[a]; j++) {
             float x = (float)((double)j - (double)(roi[a] - 1) / 2.0);
-            g[a][j] = roi[a] == 1 && sigma_scale[a] <= 0.0 ? 1.0f : expf((x * x) / denom);
+            g[a][j] = expf((x * x) / denom);
         }
         off += roi[a];
     }
