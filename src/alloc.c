@@ -68,8 +68,7 @@ bool swi__mul_i64(int64_t a, int64_t b, int64_t *out) {
 #include <sys/mman.h>
 #define BIG_MIN ((size_t)1 << 20)
 
-void *swi__big_alloc(size_t bytes) {
-    if (bytes < BIG_MIN) return swi__malloc(bytes);
+void *swi__map(size_t bytes) {
     if (should_fail()) return NULL;
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
@@ -77,6 +76,11 @@ void *swi__big_alloc(size_t bytes) {
     if (bytes >= ((size_t)2 << 20)) madvise(p, bytes, MADV_HUGEPAGE);
 #endif
     return p;
+}
+
+void *swi__big_alloc(size_t bytes) {
+    if (bytes < BIG_MIN) return swi__malloc(bytes);
+    return swi__map(bytes);
 }
 
 void swi__big_free(void *p, size_t bytes) {

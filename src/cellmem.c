@@ -38,15 +38,6 @@ static void drop(cellmem *m, int i) {
     m->n--;
 }
 
-static void *map_new(size_t bytes) {
-    if (swi__fault_point()) return NULL;
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-    if (bytes >= ((size_t)2 << 20)) madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-    return p;
-}
 #endif
 
 void *swi__cellmem_get(cellmem *m, size_t bytes) {
@@ -102,7 +93,7 @@ void *swi__cellmem_get(cellmem *m, size_t bytes) {
                 return q;
             }
         }
-        void *p = map_new(b);
+        void *p = swi__map(b);
         if (p) m->live += b;
         return p;
     }

@@ -32,6 +32,8 @@ void *swi__calloc(size_t n, size_t size);
 void swi__free(void *p);
 /* Large buffers: page-backed, released to the system on free; pass the same size. */
 void *swi__big_alloc(size_t bytes);
+/* Fresh zeroed pages straight from the system (huge pages advised from 2 MiB; unix). */
+void *swi__map(size_t bytes);
 /* true when fault injection says this allocation fails */
 bool swi__fault_point(void);
 void swi__big_free(void *p, size_t bytes);
