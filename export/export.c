@@ -171,6 +171,7 @@ static int parse_args(X *x, int argc, char **argv) {
     opts *o = &x->o;
     memset(o, 0, sizeof *o);
     o->prog = argc > 0 && argv[0] ? argv[0] : "swi export";
+    if (!strcmp(o->prog, "export")) o->prog = "swi export"; /* dispatched by the swi CLI */
     o->mode = SWI_BLEND_CONSTANT;
     o->pad_mode = SWI_PAD_CONSTANT;
     for (int i = 1; i < argc; i++) {
@@ -1103,7 +1104,6 @@ int swi_cmd_export(int argc, char **argv) {
         return 1;
     }
     int pr = parse_args(x, argc, argv);
-    if (!strcmp(x->o.prog, "export")) x->o.prog = "swi export"; /* dispatched by the swi CLI */
     prog = x->o.prog;
     if (pr == 1) goto done;
     if (pr < 0) goto failed;
