@@ -51,12 +51,12 @@ static void *signal_thread(void *arg)
             continue;
         if (!g_signal) {
             g_signal = sig;
+            /* Called under the lock, so cli_set_cancel_hook(NULL, ...) cannot return (and
+             * its caller free what the hook uses) while the hook runs. */
             pthread_mutex_lock(&g_lock);
-            void (*hook)(void *) = g_hook;
-            void *user = g_hook_user;
+            if (g_hook)
+                g_hook(g_hook_user);
             pthread_mutex_unlock(&g_lock);
-            if (hook)
-                hook(user);
             continue;
         }
         /* Second signal: the user insists. Remove our temporaries and go. */
