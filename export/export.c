@@ -49,7 +49,7 @@ typedef struct opts {
     int n_sigma; double sigma[MAXD];
     int pad_mode;                   /* swi_pad */
     double cval;
-    int argmax, force, quiet, per_image;
+    int argmax, force, quiet, per_image, unroll;
 } opts;
 
 /* ---- what we learn about the network ------------------------------------------------ */
@@ -115,6 +115,10 @@ static void usage(FILE *f, const char *prog) {
             "  --per-image           one window of one image per network call (automatic when\n"
             "                        the network's batch is fixed at 1; default: the N images'\n"
             "                        windows at the same place go through the network together)\n"
+            "  --unroll              no Loop operators (for runtimes without good Loop support):\n"
+            "                        all N x windows go through the network as one batch, the\n"
+            "                        blending is unrolled; needs --size and a dynamic batch;\n"
+            "                        memory grows with the number of windows\n"
             "  --force               overwrite --output\n"
             "  --quiet               no summary line\n",
             prog);
@@ -185,6 +189,7 @@ static int parse_args(X *x, int argc, char **argv) {
         if (!strcmp(a, "--dynamic")) { o->dynamic = 1; continue; }
         if (!strcmp(a, "--quiet")) { o->quiet = 1; continue; }
         if (!strcmp(a, "--per-image")) { o->per_image = 1; continue; }
+        if (!strcmp(a, "--unroll")) { o->unroll = 1; continue; }
         if (strncmp(a, "--", 2) != 0)
             return fail(x, 2, "unexpected argument '%s' (options start with --; see --help)", a);
         /* --name value or --name=value */
@@ -259,6 +264,8 @@ static int parse_args(X *x, int argc, char **argv) {
     if (!o->output) return fail(x, 2, "--output is required (see --help)");
     if (!o->n_size && !o->dynamic) return fail(x, 2, "--size D,H,W (or --dynamic) is required");
     if (o->n_size && o->dynamic) return fail(x, 2, "--size and --dynamic exclude each other");
+    if (o->unroll && o->dynamic) return fail(x, 2, "--unroll needs --size: a dynamic grid needs loops");
+    if (o->unroll && o->per_image) return fail(x, 2, "--unroll and --per-image exclude each other");
     return 0;
 }
 
@@ -433,6 +440,8 @@ static int inspect_network(X *x) {
     }
     ni->in_name = in->name;
     if (ni->in_dim[0] == 1 || o->per_image) ni->per_image = 1;
+    if (o->unroll && ni->in_dim[0] == 1)
+        return fail(x, 1, "--unroll runs all windows as one batch: the network's batch is fixed at 1");
     else if (ni->in_dim[0] > 1)
         return fail(x, 1, "%s: input '%s' has a fixed batch of %lld; only 1 or a dynamic batch is supported",
                     o->model, in->name, (long long)ni->in_dim[0]);
@@ -816,6 +825,83 @@ static const char *nest_level(nest *ns, gbuild *g, int k) {
     return res;
 }
 
+
+/* ---- --unroll: no Loop ----------------------------------------------------------------
+ * All windows, sliced from the padded images at their constant starts and concatenated
+ * along the batch (window-major: row w*N + n), go through the network once; the
+ * weighted predictions are then folded exactly like the nested loops do, unrolled:
+ * along the last axis into rows, rows into slabs, slabs into the volume. */
+typedef struct unrolled {
+    nest *ns;
+    const char *y;       /* [W*N, K, *roi] weighted float32 */
+    const char *Nv;      /* [1] */
+    int64_t stride[MAXD];
+} unrolled;
+
+static const char *unroll_fold(unrolled *u, int k, int64_t w) {
+    nest *ns = u->ns;
+    gbuild *M = ns->M;
+    const layout *L = ns->L;
+    int d = ns->d;
+    if (k == d) {
+        if (L->W == 1) return u->y;
+        const char *b = V(M, "Mul", I64_1(M, w), u->Nv), *e = V(M, "Mul", I64_1(M, w + 1), u->Nv);
+        return V(M, "Slice", u->y, b, e, ns->zero1);
+    }
+    const char *acc = NULL;
+    for (int64_t t = 0; t < L->n_win[k]; t++) {
+        const char *inner = unroll_fold(u, k + 1, w + t * u->stride[k]);
+        int64_t s = L->starts[k][t], e = L->padded[k] - L->roi[k] - s;
+        const char *p = inner;
+        if (L->padded[k] != L->roi[k]) {
+            int64_t pv[2 * (MAXD + 2)] = {0};
+            pv[2 + k] = s;
+            pv[d + 2 + 2 + k] = e;
+            Onnx__NodeProto *pn = OP(M, "Pad", NULL, inner, I64(M, 2 * (d + 2), pv));
+            gb_attr_s(M, pn, "mode", "constant");
+            p = OUT(pn);
+        }
+        acc = acc ? V(M, "Add", acc, p) : p;
+    }
+    return acc;
+}
+
+static const char *build_unrolled(nest *ns, const char *Nv) {
+    X *x = ns->x;
+    arena *A = &x->A;
+    gbuild *M = ns->M;
+    const layout *L = ns->L;
+    int d = ns->d;
+    const char **wins = arena_alloc(A, (size_t)L->W * sizeof *wins);
+    int64_t t[MAXD] = {0};
+    for (int64_t w = 0; w < L->W; w++) {
+        int64_t st[MAXD], en[MAXD];
+        for (int k = 0; k < d; k++) {
+            st[k] = L->starts[k][t[k]];
+            en[k] = st[k] + L->roi[k];
+        }
+        wins[w] = V(M, "Slice", ns->src, I64(M, d, st), I64(M, d, en), ns->c_axes_sp);
+        for (int k = d - 1; k >= 0; k--) {
+            if (++t[k] < L->n_win[k]) break;
+            t[k] = 0;
+        }
+    }
+    if (L->W == 1) OP(M, "Identity", ns->net_in, wins[0]);
+    else gb_attr_i(M, gb_node(M, "Concat", ns->net_in, (int)L->W, wins), "axis", 0);
+    for (size_t i = 0; i < ns->ng->n_node; i++) arr_push(A, (void ***)&M->node, &M->n_node, &M->cap_node, ns->ng->node[i]);
+    for (size_t i = 0; i < ns->ng->n_value_info; i++) gb_add_vi(M, ns->ng->value_info[i]);
+    const char *y = ns->net_out;
+    if (ns->Tout != OX_FLOAT) y = cast_to(M, y, OX_FLOAT, NULL);
+    if (ns->gaussian) y = V(M, "Mul", y, ns->c_wmap);
+    unrolled u = {ns, y, Nv, {0}};
+    int64_t st = 1;
+    for (int k = d - 1; k >= 0; k--) {
+        u.stride[k] = st;
+        st *= L->n_win[k];
+    }
+    return unroll_fold(&u, 0, 0);
+}
+
 static Onnx__ModelProto *build_pipeline(X *x, const layout *L) {
     arena *A = &x->A;
     const opts *o = &x->o;
@@ -947,11 +1033,15 @@ static Onnx__ModelProto *build_pipeline(X *x, const layout *L) {
             ns.trip[k] = I64_0(&M, L->n_win[k]);
             ns.Pk[k] = I64_1(&M, L->padded[k]);
             ns.Pmr[k] = I64_1(&M, L->padded[k] - L->roi[k]);
-            ns.starts_k[k] = gb_i64(&M, arena_printf(A, "swi/window_starts_%d", k), (int)L->n_win[k], L->starts[k]);
+            if (!o->unroll)
+                ns.starts_k[k] = gb_i64(&M, arena_printf(A, "swi/window_starts_%d", k), (int)L->n_win[k], L->starts[k]);
         }
     }
     const char *acc_full, *cnt_full = NULL;
-    if (!per_image) {
+    if (o->unroll) {
+        ns.src = padded;
+        acc_full = build_unrolled(&ns, Nv);
+    } else if (!per_image) {
         ns.src = padded;
         ns.nb = Nv;
         acc_full = nest_level(&ns, &M, 0);
@@ -1160,7 +1250,9 @@ int swi_cmd_export(int argc, char **argv) {
         if (x->o.dynamic) snprintf(windows, sizeof windows, "window grid computed in the graph");
         else snprintf(windows, sizeof windows, "%lld windows (%s)", (long long)L.W, grid);
         printf("%s: wrote %s (%zu bytes): %s%s, roi %s, %s blending, %s padding, %s -> %s%s\n", prog, x->o.output,
-               bytes, windows, x->ni.per_image ? ", one image per network call" : "", roi,
+               bytes, windows,
+               x->o.unroll ? ", unrolled (one network call)" : x->ni.per_image ? ", one image per network call" : "",
+               roi,
                x->o.mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant", pad_names[x->o.pad_mode],
                ox_type_name(x->ni.in_type), ox_type_name(x->ni.out_type), x->o.argmax ? " + uint8 labels" : "");
     }

@@ -197,7 +197,7 @@ def golden_cases():
     return sorted(os.path.join(root, d) for d in os.listdir(root))
 
 
-def run_golden_case(path, dynamic=False, per_image=False, argmax=False):
+def run_golden_case(path, dynamic=False, per_image=False, argmax=False, unroll=False):
     kv = read_case(path)
     name = os.path.basename(path)
     dims = int(kv["dims"][0])
@@ -211,7 +211,7 @@ def run_golden_case(path, dynamic=False, per_image=False, argmax=False):
     if pred == "pair":  # head 1 is `coord` with C+1 channels: blend that one via --head
         pred, extra, head = "box", ("coord", C + 1), 1
     net = predictor_net(pred, dims, cin, C, eff, batch=1 if per_image else "n", extra_head=extra)
-    tag = name + ("_dyn" if dynamic else "") + ("_b1" if per_image else "")
+    tag = name + ("_dyn" if dynamic else "") + ("_b1" if per_image else "") + ("_unroll" if unroll else "")
     mpath, opath = work(f"{tag}.net.onnx"), work(f"{tag}.pipe.onnx")
     onnx.save(net, mpath)
     opts = ["--roi", ",".join(map(str, roi)), "--overlap", ",".join(kv["overlap"]), "--mode", kv["mode"][0],
@@ -220,6 +220,8 @@ def run_golden_case(path, dynamic=False, per_image=False, argmax=False):
     opts += ["--dynamic"] if dynamic else ["--size", ",".join(map(str, size))]
     if head:
         opts += ["--head", "y2"]
+    if unroll:
+        opts += ["--unroll"]
     if argmax:
         opts += ["--argmax"]
     rc, _, err = export(mpath, opath, *opts)
@@ -247,6 +249,7 @@ def group_golden():
         if "zoom" in tags:
             continue  # heads of another resolution: not supported by the exporter (tested in errors)
         run_golden_case(path, argmax=("batch" in tags or "pad" in tags))
+        run_golden_case(path, unroll=True, argmax=("pad" in tags))
         if "roi_fallback" not in tags:
             run_golden_case(path, dynamic=True)
         if "batch" in tags or "pad" in tags or "cin" in tags:
@@ -275,11 +278,11 @@ def group_e2e():
     S = vol.shape
     ref = np.fromfile(os.path.join(e2e, "logits.f32"), np.float32).reshape((4,) + S)
     labels_ref = np.ascontiguousarray(np.asarray(nib.load(os.path.join(e2e, "labels.nii.gz")).dataobj))
-    for dynamic in (False, True):
-        kind = "dynamic" if dynamic else "static"
+    for kind in ("static", "dynamic", "unrolled"):
         out = work(f"unet_{kind}.onnx")
         opts = ["--mode", "gaussian", "--overlap", "0.25", "--argmax"]
-        opts += ["--dynamic"] if dynamic else ["--size", ",".join(map(str, S))]
+        opts += ["--dynamic"] if kind == "dynamic" else ["--size", ",".join(map(str, S))]
+        opts += ["--unroll"] if kind == "unrolled" else []
         t0 = time.time()
         rc, so, _ = export(net, out, *opts)
         t_exp = time.time() - t0
@@ -338,15 +341,17 @@ def group_fp16():
         size = [int(v) for v in kv["image_size"]]
         roi = [int(v) for v in kv["roi_size"]]
         C = int(kv["out_channels"][0])
-        for dynamic in (False, True):
-            tag = f"fp16 {name}{' dynamic' if dynamic else ''}"
+        for variant in ("", "dynamic", "unroll"):
+            dynamic = variant == "dynamic"
+            tag = f"fp16 {name} {variant}".strip()
             net = predictor_net(kv["predictor"][0], dims, cin, C, roi, dtype=TensorProto.FLOAT16)
-            mpath, opath = work(f"{name}_fp16.net.onnx"), work(f"{name}_fp16{'_dyn' if dynamic else ''}.pipe.onnx")
+            mpath, opath = work(f"{name}_fp16.net.onnx"), work(f"{name}_fp16_{variant}.pipe.onnx")
             onnx.save(net, mpath)
             opts = ["--overlap", ",".join(kv["overlap"]), "--mode", kv["mode"][0], "--sigma-scale",
                     ",".join(kv["sigma_scale"]), "--padding-mode", kv["padding_mode"][0], "--cval", kv["cval"][0],
                     "--argmax", "--quiet"]
             opts += ["--dynamic"] if dynamic else ["--size", ",".join(map(str, size))]
+            opts += ["--unroll"] if variant == "unroll" else []
             rc, _, _ = export(mpath, opath, *opts)
             if not check(rc == 0, f"{tag}: export"):
                 continue
@@ -526,6 +531,11 @@ def group_errors():
     # bad options
     expect("no --size", good, [], 2, "--size")
     expect("--size and --dynamic", good, base + ["--dynamic"], 2, "exclude")
+    expect("--unroll with --dynamic", good, ["--dynamic", "--unroll"], 2, "--unroll needs --size")
+    expect("--unroll with --per-image", good, base + ["--unroll", "--per-image"], 2, "exclude")
+    b1 = predictor_net("affine", 3, 1, 3, [8, 8, 8], batch=1)
+    onnx.save(b1, work("batch1.onnx"))
+    expect("--unroll with a batch-1 network", work("batch1.onnx"), base + ["--unroll"], 1, "fixed at 1")
     expect("--size with 2 values", good, ["--size", "20,20"], 2, "3 spatial dims")
     expect("--size 0", good, ["--size", "20,0,20"], 2, "--size")
     expect("--size junk", good, ["--size", "20,x,20"], 2, "--size")
