@@ -614,7 +614,7 @@ static int plan_layout(X *x, layout *L) {
     }
     L->roi_vox = 1;
     for (int k = 0; k < d; k++) {
-        if (L->roi_vox > ((int64_t)1 << 40) / L->roi[k]) return fail(x, 2, "--roi: the window is too large");
+        if (L->roi_vox > ((int64_t)1 << 32) / L->roi[k]) return fail(x, 2, "--roi: the window is too large");
         L->roi_vox *= L->roi[k];
     }
     if (!o->dynamic) {

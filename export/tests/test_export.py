@@ -640,6 +640,25 @@ def group_swi():
                 for name, ref in refs.items():
                     ok, m = close(got, ref)
                     check(ok, f"{what} {S} N={N}: {kind} export matches {name} (max abs err {m:.2e})")
+    # one --dynamic model, many volume sizes (smaller than the window, equal, larger, odd)
+    if args.swi_ref:
+        opts = ["--mode", "gaussian", "--overlap", "0.4", "--padding-mode", "replicate"]
+        out = work("swi_dynamic_any.onnx")
+        rc, _, _ = export(net, out, "--dynamic", "--quiet", *opts)
+        if check(rc == 0, "one --dynamic model for every size: export"):
+            rng = np.random.default_rng(5)
+            for S in [(5, 6, 7), (32, 32, 32), (33, 17, 64), (70, 41, 32), (1, 40, 1)]:
+                x = rng.standard_normal((2, 1) + S).astype(np.float32)
+                got = run_model(out, {"image": x}, ["scores"])[0]["scores"]
+                xf, of = work("swi_in.f32"), work("swi_ref.f32")
+                x.tofile(xf)
+                p = subprocess.run([args.swi_ref, net, xf, "x".join(map(str, x.shape)), of, *opts],
+                                   capture_output=True, text=True)
+                if not check(p.returncode == 0, f"dynamic model, size {S}: libswi reference ran"):
+                    log("    ", p.stderr.strip())
+                    continue
+                ok, m = close(got, np.fromfile(of, np.float32).reshape(got.shape))
+                check(ok, f"one --dynamic model, size {S}, N=2: matches libswi (max abs err {m:.2e})")
     if not args.swi_cli:
         log("  (the swi CLI is not built: no comparison with `swi segment --scores`)")
     return 0
