@@ -596,6 +596,11 @@ def group_swi():
     ]
     import nibabel as nib
     aff = nib.load(os.path.join(e2e, "volume.nii.gz")).affine
+    if args.swi_cli:
+        ver = subprocess.run([args.swi_cli, "--version"], capture_output=True, text=True).stdout
+        if "not built in" in "".join(l for l in ver.splitlines() if "ONNX" in l or "NIfTI" in l):
+            log("  (this swi lacks ONNX Runtime or NIfTI support: no comparison with `swi segment --scores`)")
+            args.swi_cli = None
     for i, (what, v, opts) in enumerate(configs):
         v = np.ascontiguousarray(v)
         S = v.shape
