@@ -20,7 +20,8 @@ extern "C" {
  *   --model NET.onnx --output PIPE.onnx (--size D,H,W | --dynamic)
  *   [--roi R[,R,R]] [--overlap O[,O,O]] [--mode constant|gaussian]
  *   [--sigma-scale S[,S,S]] [--padding-mode constant|reflect|replicate|circular]
- *   [--cval V] [--argmax] [--head NAME|INDEX] [--per-image] [--force] [--quiet] [--help]
+ *   [--cval V] [--argmax] [--head NAME|INDEX] [--per-image | --unroll] [--force] [--quiet]
+ *   [--help]
  *
  * Messages go to stderr, a one-line summary to stdout (unless --quiet).
  * Returns the process exit status: 0 done, 1 failure (unreadable or unsupported

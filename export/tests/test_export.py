@@ -483,7 +483,7 @@ def group_errors():
     expect("an empty file", empty, base, 1, "not an ONNX model")
     expect("a missing file", work("missing.onnx"), base, 1, "cannot open")
     expect("a directory", args.work, base, 1, "cannot read")
-    data = open(os.path.join(args.shared, "golden", "e2e", "unet.onnx"), "rb").read()
+    data = open(good, "rb").read()
     with open(work("truncated.onnx"), "wb") as f:
         f.write(data[: len(data) // 2])
     expect("a truncated model", work("truncated.onnx"), base, 1, "not an ONNX model")
