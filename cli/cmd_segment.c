@@ -626,6 +626,10 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep)
             status = cli_interrupted() ? interrupted_exit(who) : fail(who, err);
             goto done;
         }
+        if (cli_interrupted()) {
+            status = interrupted_exit(who);
+            goto done;
+        }
         preprocess(o, s->input + c * N, N);
     }
     in.data = s->input;

@@ -14,6 +14,8 @@
 # option and the problem, and that no output (nor temporary) file is left.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# ONNX Runtime's own process-lifetime allocations are not ours to report (ASan builds).
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan.supp:print_suppressions=0"
 
 CASES=(
   # help and usage (exit 0 / 2)

@@ -5,6 +5,9 @@
 # reproduces logits.f32 within 1e-4 + 1e-4|x| and labels.nii.gz under the tie rule,
 # with the affine kept.
 set -u
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# ONNX Runtime's own process-lifetime allocations are not ours to report (ASan builds).
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan.supp:print_suppressions=0"
 swi="$1" compare="$2" e2e="$3" work="$4"
 if [ ! -f "$e2e/unet.onnx" ]; then
   echo "SKIPPED: $e2e not found (set SWI_GOLDEN_DIR to shared/golden)"
