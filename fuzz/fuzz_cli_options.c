@@ -1,0 +1,116 @@
+/*
+ * fuzz_cli_options.c -- the option parser of `swi segment` / `swi plan` (seg_parse in
+ * cli/cmd_segment.c) and the number, list and size parsers under it (cli/util.c).
+ *
+ * Input layout: byte 0 selects what is parsed; the rest is split at NUL bytes into
+ * arguments (at most 64). Mode 0/1: seg_parse for segment/plan, with argv[0] supplied.
+ * When it accepts, every field must be within the documented ranges. Mode 2: each argument
+ * goes through cli_parse_size, cli_parse_i64(_list), cli_parse_double(_list), cli_bytes
+ * and cli_ends_with, whose results must be consistent with what they accepted.
+ * seg_parse prints usage errors; run the target with -close_fd_mask=3.
+ */
+#include "cli.h"
+#include "util.h"
+
+#include "fuzz_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(cond, ...) FUZZ_CHECK("fuzz_cli_options", cond, __VA_ARGS__)
+
+#define MAX_ARGS 64
+
+static void check_opts(const seg_opts *o, int plan)
+{
+    CHECK(o->model != NULL, "no model");
+    CHECK(o->n_inputs >= 1 && o->n_inputs <= SEG_MAX_INPUTS, "n_inputs %d", o->n_inputs);
+    for (int i = 0; i < o->n_inputs; i++)
+        CHECK(o->inputs[i] != NULL, "input %d", i);
+    CHECK(plan || o->output != NULL, "no output");
+    for (int a = 0; a < 3; a++) {
+        CHECK(o->overlap[a] >= 0 && o->overlap[a] < 1, "overlap %g", o->overlap[a]);
+        CHECK(o->sigma_scale[a] > 0 && isfinite(o->sigma_scale[a]), "sigma %g", o->sigma_scale[a]);
+        CHECK(o->roi[a] >= 0, "roi %lld", (long long)o->roi[a]);
+    }
+    CHECK(o->sw_batch >= 1 && o->sw_batch <= 65536, "sw_batch %d", o->sw_batch);
+    CHECK(o->threads >= 0 && o->threads <= 1024, "threads %d", o->threads);
+    CHECK(o->head >= 0, "head %d", o->head);
+    CHECK(isfinite(o->cval), "cval");
+    CHECK(o->mode == SWI_BLEND_CONSTANT || o->mode == SWI_BLEND_GAUSSIAN, "mode");
+    CHECK((unsigned)o->padding <= SWI_PAD_CIRCULAR, "padding");
+    if (o->clip_given)
+        CHECK(o->clip[0] <= o->clip[1], "clip");
+    if (o->scale_given)
+        CHECK(o->scale[0] != o->scale[1], "scale");
+    CHECK(!o->softmax || o->scores, "softmax without scores");
+    const char *outs[3] = { o->output, o->scores, o->preview };
+    for (int a = 0; a < 3; a++)
+        for (int b = a + 1; b < 3; b++)
+            CHECK(!outs[a] || !outs[b] || strcmp(outs[a], outs[b]) != 0, "same output twice");
+}
+
+static void check_parsers(const char *s)
+{
+    size_t sz;
+    if (cli_parse_size(s, &sz) == 0) {
+        char b[32];
+        const char *t = cli_bytes(sz, b);
+        CHECK(t != NULL && strlen(t) < 32, "cli_bytes");
+    }
+    int64_t v;
+    if (cli_parse_i64(s, -1000, 1000, &v) == 0)
+        CHECK(v >= -1000 && v <= 1000, "cli_parse_i64 range");
+    if (cli_parse_i64(s, INT64_MIN, INT64_MAX, &v) == 0) {
+        char back[32];
+        snprintf(back, sizeof back, "%lld", (long long)v);
+        (void)back;
+    }
+    double d;
+    if (cli_parse_double(s, &d) == 0)
+        CHECK(!isnan(d), "cli_parse_double gave NaN");
+    int64_t li[3] = { 0 };
+    int n = cli_parse_i64_list(s, li, 3);
+    CHECK(n == -1 || (n >= 1 && n <= 3), "cli_parse_i64_list returned %d", n);
+    double ld[4];
+    n = cli_parse_double_list(s, ld, 4);
+    CHECK(n == -1 || (n >= 1 && n <= 4), "cli_parse_double_list returned %d", n);
+    (void)cli_ends_with(s, ".nii.gz");
+    char line[64];
+    snprintf(line, sizeof line, "%s", s);
+    cli_one_line(line);
+    for (const char *p = line; *p; p++)
+        CHECK(*p != '\n' && *p != '\r', "cli_one_line left a line break");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1 || size > 4096)
+        return 0;
+    int mode = data[0] % 3;
+    char *buf = malloc(size); /* args, NUL-terminated */
+    memcpy(buf, data + 1, size - 1);
+    buf[size - 1] = '\0';
+    char *argv[MAX_ARGS + 2];
+    int argc = 0;
+    argv[argc++] = mode == 1 ? "plan" : "segment";
+    for (size_t i = 0; i < size - 1 && argc < MAX_ARGS;) {
+        argv[argc++] = buf + i;
+        i += strlen(buf + i) + 1;
+    }
+    argv[argc] = NULL;
+    if (mode < 2) {
+        seg_opts o;
+        int rc = seg_parse(argc, argv, &o, mode);
+        CHECK(rc == 0 || rc == 2 || rc == -1, "seg_parse returned %d", rc);
+        if (rc == 0)
+            check_opts(&o, mode);
+    } else {
+        for (int i = 1; i < argc; i++)
+            check_parsers(argv[i]);
+    }
+    free(buf);
+    return 0;
+}

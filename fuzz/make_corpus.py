@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Write the seed corpora of the fuzz targets into fuzz/corpus/<target>/.
+
+    /usr/bin/python3 fuzz/make_corpus.py [GOLDEN_CASES_DIR]
+
+The seeds are small and committed; rerun this only to change them. NIfTI, option and
+engine seeds need nothing but the standard library; the ONNX seeds need the `onnx`
+package (Debian: python3-onnx) and are skipped without it. GOLDEN_CASES_DIR (default
+../shared/golden/cases beside the repository) supplies real case.txt files.
+"""
+import gzip
+import os
+import random
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# ---- NIfTI ------------------------------------------------------------------------------
+
+DT = {"uint8": (2, "B", 1), "int16": (4, "h", 2), "int32": (8, "i", 4), "float32": (16, "f", 4),
+      "float64": (64, "d", 8), "int8": (256, "b", 1), "uint16": (512, "H", 2),
+      "uint32": (768, "I", 4), "int64": (1024, "q", 8), "uint64": (1280, "Q", 8),
+      "complex64": (32, None, 8), "rgb24": (128, None, 3)}
+
+
+def nifti1(dims, dtype, values, slope=1.0, inter=0.0, endian="<", vox_offset=352.0,
+           magic=b"n+1\0", extra=b""):
+    code, fmt, size = DT[dtype]
+    dim = [len(dims)] + list(dims) + [1] * (7 - len(dims))
+    h = bytearray(348)
+    struct.pack_into(endian + "i", h, 0, 348)
+    struct.pack_into(endian + "8h", h, 40, *dim)
+    struct.pack_into(endian + "hh", h, 70, code, size * 8)
+    struct.pack_into(endian + "8f", h, 76, 1.0, 1.5, 2.0, 2.5, 1, 1, 1, 1)
+    struct.pack_into(endian + "f", h, 108, vox_offset)
+    struct.pack_into(endian + "ff", h, 112, slope, inter)
+    struct.pack_into(endian + "hh", h, 252, 1, 1)  # qform_code, sform_code
+    struct.pack_into(endian + "4f", h, 280, 1.5, 0, 0, -10)
+    struct.pack_into(endian + "4f", h, 296, 0, 2.0, 0, -20)
+    struct.pack_into(endian + "4f", h, 312, 0, 0, 2.5, -30)
+    h[344:348] = magic
+    data = b"".join(struct.pack(endian + fmt, v) for v in values) if fmt else bytes(values)
+    pad = b"\0" * (int(vox_offset) - 348) if vox_offset >= 348 else b"\0" * 4
+    return bytes(h) + pad + extra + data
+
+
+def nifti2(dims, dtype, values, endian="<"):
+    code, fmt, size = DT[dtype]
+    dim = [len(dims)] + list(dims) + [1] * (7 - len(dims))
+    h = bytearray(540)
+    struct.pack_into(endian + "i", h, 0, 540)
+    h[4:12] = b"n+2\0\r\n\x1a\n"
+    struct.pack_into(endian + "hh", h, 12, code, size * 8)
+    struct.pack_into(endian + "8q", h, 16, *dim)
+    struct.pack_into(endian + "8d", h, 104, 1, 1, 1, 1, 1, 1, 1, 1)
+    struct.pack_into(endian + "q", h, 168, 544)
+    struct.pack_into(endian + "dd", h, 176, 1.0, 0.0)
+    data = b"".join(struct.pack(endian + fmt, v) for v in values)
+    return bytes(h) + b"\0" * 4 + data
+
+
+def nifti_seeds():
+    t = "fuzz_nifti"
+    n = 4 * 3 * 2
+    put(t, "f32_4x3x2.nii", nifti1((4, 3, 2), "float32", [i * 0.5 - 3 for i in range(n)]))
+    put(t, "i16_scaled.nii", nifti1((3, 3, 3), "int16", list(range(-13, 14)), slope=0.5, inter=10))
+    put(t, "u8_4d.nii", nifti1((2, 2, 2, 1), "uint8", list(range(8))))
+    put(t, "u8.nii.gz", gzip.compress(nifti1((5, 4, 3), "uint8", [i % 7 for i in range(60)]), 9, mtime=0))
+    put(t, "f64_bigendian.nii", nifti1((2, 3, 2), "float64", [1e300, -1e300, 0.25] * 4, endian=">"))
+    put(t, "f32_nan_inf.nii", nifti1((2, 2, 2), "float32", [float("nan"), float("inf"), -float("inf"), 0,
+                                                              1, 2, 3, 4]))
+    put(t, "i64_offset.nii", nifti1((2, 2, 1), "int64", [2**62, -2**62, 5, 7], vox_offset=400.0))
+    put(t, "u16_ext.nii", nifti1((2, 2, 2), "uint16", list(range(0, 65535, 8192)), vox_offset=368.0,
+                                 extra=b""))
+    put(t, "nifti2_f32.nii", nifti2((3, 2, 2), "float32", [float(i) for i in range(12)]))
+    put(t, "nifti2_be.nii.gz", gzip.compress(nifti2((2, 2, 2), "int32", list(range(8)), endian=">"),
+                                              6, mtime=0))
+    put(t, "truncated.nii", nifti1((8, 8, 8), "float32", [0.0] * 10))
+    put(t, "complex.nii", nifti1((2, 2, 1), "complex64", [0] * 32))
+    put(t, "two_file.nii", nifti1((2, 2, 1), "uint8", [1, 2, 3, 4], magic=b"ni1\0"))
+    put(t, "dim5.nii", nifti1((2, 2, 2, 2, 2), "uint8", [1] * 32))
+    put(t, "slope0.nii", nifti1((2, 1, 1), "uint32", [7, 8], slope=0.0, inter=5))
+
+
+# ---- golden case.txt ----------------------------------------------------------------------
+
+def golden_seeds(cases_dir):
+    t = "fuzz_golden_case"
+    if os.path.isdir(cases_dir):
+        for name in sorted(os.listdir(cases_dir)):
+            p = os.path.join(cases_dir, name, "case.txt")
+            if os.path.isfile(p):
+                with open(p, "rb") as f:
+                    put(t, name + ".txt", f.read())
+    put(t, "minimal.txt", "dims 2\nbatch 1\nin_channels 1\nimage_size 7 5\nroi_size 4 4\n"
+                          "predictor affine\nout_channels 2\n")
+    put(t, "down2_odd.txt", "dims 1\nbatch 1\nin_channels 2\nimage_size 9\nroi_size 5\n"
+                            "predictor down2\nout_channels 1\npadding_mode reflect\n")
+    put(t, "pair_given.txt", "dims 3\nbatch 2\nin_channels 1\nimage_size 3 4 5\nroi_size 0 2 9\n"
+                             "predictor pair\nout_channels 1\noutputs 2\noutput0_shape 2 1 3 4 5\n"
+                             "output1_shape 2 2 3 4 5\nmode gaussian\nsigma_scale 0.3 1 2\n")
+    put(t, "bad_values.txt", "dims 3\nbatch 0\nimage_size -1 99999999999999999999 4\n"
+                             "overlap 1.0 nan 0.5\ncval inf\n")
+
+
+# ---- CLI options -------------------------------------------------------------------------
+
+def args(mode, *a):
+    return bytes([mode]) + b"\0".join(x.encode() for x in a)
+
+
+def cli_seeds():
+    t = "fuzz_cli_options"
+    put(t, "segment_min", args(0, "--model", "m.onnx", "--input", "a.nii.gz", "--output", "o.nii.gz"))
+    put(t, "segment_all", args(0, "--model=m.onnx", "--input", "a.nii", "--input", "b.nii",
+                               "--output", "o.nii", "--scores", "s.nii.gz", "--softmax", "--preview",
+                               "p.png", "--roi", "96,96,0", "--overlap", "0.5", "--mode", "gaussian",
+                               "--sigma-scale", "0.1,0.2,0.3", "--padding-mode", "reflect", "--cval",
+                               "-1e3", "--sw-batch", "4", "--threads", "2", "--max-memory", "1.5G",
+                               "--clip", "-175,250", "--scale", "-175,250,0,1", "--zscore", "--tta",
+                               "--force", "--device", "cpu", "--head", "1", "-q"))
+    put(t, "plan", args(1, "--model", "m.onnx", "--input", "x.nii.gz", "--max-memory", "512M"))
+    put(t, "bad", args(0, "--roi", "1,2", "--overlap", "1", "--threads", "-1", "--bogus", "extra"))
+    put(t, "numbers", args(2, "12", "-0", "1e308", "0x10", "64K", "4GiB", "1.5g", "3T", "nan", "1,2,3",
+                           " 7", "9223372036854775807", "18446744073709551616", "2.5,,1", "name.NII.GZ"))
+
+
+# ---- engine --------------------------------------------------------------------------------
+
+def engine_seeds():
+    t = "fuzz_engine"
+    rng = random.Random(6)
+    # Hand-picked headers: dims, batch, cin, then per dim (size, roi, overlap, sigma), blend/pad,
+    # cval, sw, threads, pipeline, order, budget, heads (1 + per head), outputs (1 + 2 per output),
+    # misbehaviour, its call; then voxels.
+    heads = [
+        [2, 0, 1, 8, 0x31, 1, 200, 9, 0x19, 2, 5, 4, 1, 1, 130, 0, 1, 0x0f, 0x1f, 3, 0x02, 1, 0x04, 2, 0x06, 3, 0x08, 0, 0],
+        [0, 1, 0, 30, 0x4a, 2, 0, 1, 128, 2, 2, 0, 0, 0, 0, 0, 0, 3, 0x02, 0, 0x00, 2, 0, 0],
+        [1, 0, 1, 6, 0x2b, 130, 201, 3, 0x00, 0, 0x05, 5, 0, 2, 1, 2, 250, 1, 0x03, 0x17, 1, 0x0a, 3, 0, 0],
+        [2, 1, 1, 4, 0x09, 0, 0, 4, 0x11, 0, 0, 9, 0x00, 0, 0, 0x0c, 64, 3, 1, 2, 5, 0, 1, 0x07, 0x15, 0, 0x02, 2, 200, 1],
+        [1, 0, 0, 9, 0x41, 1, 0, 6, 0x30, 2, 0, 0x0a, 90, 4, 2, 0, 0, 0, 1, 0x01, 0x11, 0, 0x0b, 0, 0x02, 3, 170, 2],
+    ]
+    for i, h in enumerate(heads):
+        put(t, "case%d" % i, bytes(h) + bytes(rng.randrange(256) for _ in range(600)))
+    for i in range(4):
+        put(t, "random%d" % i, bytes(rng.randrange(256) for _ in range(300 + 200 * i)))
+
+
+# ---- ONNX ----------------------------------------------------------------------------------
+
+def onnx_seeds():
+    try:
+        import onnx
+        from onnx import TensorProto, helper
+    except ImportError:
+        print("make_corpus: no onnx module (python3-onnx): ONNX seeds not written", file=sys.stderr)
+        return
+    t = "fuzz_onnx_export"
+
+    def model(dims, roi, classes, batch="n", dtype=TensorProto.FLOAT, opset=17, op="conv"):
+        shape_in = [batch, 1] + roi
+        shape_out = [batch, classes] + roi
+        x = helper.make_tensor_value_info("x", dtype, shape_in)
+        y = helper.make_tensor_value_info("y", dtype, shape_out)
+        inits, nodes = [], []
+        if op == "conv":
+            w = helper.make_tensor("w", dtype, [classes, 1] + [1] * dims,
+                                   [0.5 * (c + 1) for c in range(classes)])
+            inits.append(w)
+            nodes.append(helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[1] * dims))
+        else:
+            rep = helper.make_tensor("rep", TensorProto.INT64, [dims + 2], [1, classes] + [1] * dims)
+            inits.append(rep)
+            nodes.append(helper.make_node("Tile", ["x", "rep"], ["y"]))
+        g = helper.make_graph(nodes, "seed", [x], [y], initializer=inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="seed")
+        m.ir_version = 8
+        return m.SerializeToString()
+
+    # Sizes chosen so len % 4 spreads over the four option sets of the target.
+    seeds = {
+        "conv3d": model(3, [4, 4, 4], 2),
+        "conv2d_fixed_batch": model(2, [5, 3], 3, batch=1),
+        "tile1d": model(1, [6], 2, op="tile"),
+        "conv3d_f16": model(3, [2, 2, 2], 2, dtype=TensorProto.FLOAT16),
+        "conv2d_opset9": model(2, [4, 4], 2, opset=9),
+        "tile3d_dynroi": model(3, ["a", 4, 4], 2, op="tile"),
+    }
+    for name, data in seeds.items():
+        put(t, name + ".onnx", data)
+
+
+def main():
+    cases = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "shared", "golden", "cases")
+    nifti_seeds()
+    golden_seeds(cases)
+    cli_seeds()
+    engine_seeds()
+    onnx_seeds()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,373 @@
+#!/usr/bin/env bash
+# cli_faults.sh -- fault injection and hostile conditions for `swi segment`.
+#
+#   cli_faults.sh --list      the case names
+#   cli_faults.sh CASE        run one case (exit 0 pass, 1 fail, 77 skipped)
+#   cli_faults.sh all         every case, in order
+#
+# Environment (set by tests/fault/CMakeLists.txt): SWI (the binary, built with
+# SWI_FAULT_INJECTION, preferably SWI_SANITIZE too), SWI_FAULT_IO (the fault_io.so shim),
+# SWI_E2E (shared/golden/e2e), SWI_PYTHON (python3 with numpy, nibabel, onnx),
+# SWI_TEST_WORK (scratch).
+#
+# Every failing run must exit 1 with one line on stderr that says what went wrong, and
+# leave nothing in the output folder: no output, no temporary.
+set -u
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+CASES=(
+  alloc_walk            # every library allocation of a small run fails in turn
+  write_walk            # every write/fsync of the outputs fails in turn (ENOSPC)
+  write_full_fs         # a really full file system (tmpfs, needs root)
+  write_file_too_big    # RLIMIT_FSIZE: EFBIG with SIGXFSZ ignored; killed by it otherwise
+  write_dev_full        # the output path is /dev/full (through a symlink)
+  write_readonly_dir    # the output folder is read-only
+  write_vanished_dir    # the output folder is removed while swi runs
+  signal_twice          # SIGINT twice: immediate exit, temporaries removed
+  predictor_midway      # the network fails on a window late in the run
+  model_wrong_shape     # the network returns another window size than the roi
+  model_nan             # the network returns NaN
+  input_nan_voxels      # NaN / Inf voxels in the input
+  input_promises_too_much  # a tiny .nii.gz whose header promises 2^38 voxels
+  input_sibling_nii     # X.nii.gz read while a different X.nii lies beside it
+  concurrent_force      # two runs with --force writing one path
+)
+
+if [ "${1:-}" = --list ]; then
+  printf '%s\n' "${CASES[@]}" | sed 's/ *#.*//'
+  exit 0
+fi
+[ $# -eq 1 ] || { echo "usage: cli_faults.sh --list | CASE | all" >&2; exit 2; }
+
+SWI="${SWI:-}"
+IO_SHIM="${SWI_FAULT_IO:-}"
+E2E="${SWI_E2E:-}"
+PY="${SWI_PYTHON:-/usr/bin/python3}"
+WORK="${SWI_TEST_WORK:-${TMPDIR:-/tmp}/swi-fault-tests}"
+DATA="$WORK/data"
+[ -x "$SWI" ] || { echo "FAIL: SWI=$SWI is not an executable"; exit 1; }
+
+# Sanitizer builds: refused allocations come back as NULL (the code's own out-of-memory
+# path), ONNX Runtime's internal leak is suppressed, a report fails the run.
+export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+unset SWI_FAULT_ALLOC
+
+fail() { echo "FAIL: $*"; [ -f "$T/err" ] && { echo "--- stderr:"; head -c 3000 "$T/err"; }; exit 1; }
+skip() { echo "SKIPPED: $*"; exit 77; }
+
+data() {
+  [ -f "$DATA/.done" ] && return 0
+  "$PY" -c "import numpy, nibabel, onnx" 2>/dev/null ||
+    skip "$PY lacks numpy/nibabel/onnx (apt-get install python3-numpy python3-nibabel python3-onnx)"
+  mkdir -p "$WORK"
+  (
+    flock 9
+    [ -f "$DATA/.done" ] || { "$PY" "$here/make_data.py" "$DATA" && touch "$DATA/.done"; }
+  ) 9>"$WORK/.lock" || fail "could not make the test data"
+}
+need_swi_features() {
+  "$SWI" --version >"$T/ver" 2>&1 || fail "swi --version failed"
+  grep -q "ONNX Runtime: [0-9]" "$T/ver" || skip "swi built without ONNX Runtime"
+  grep -q "NIfTI (niftilib): yes" "$T/ver" || skip "swi built without NIfTI"
+}
+
+# run ARGS...: swi with stdout/stderr captured; sets rc
+run() { "$SWI" "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
+seg() { run segment -q "$@"; }
+no_sanitizer_report() {
+  ! grep -qE "Sanitizer|runtime error:" "$T/err" || fail "sanitizer report"
+}
+expect_rc() { [ "$rc" -eq "$1" ] || fail "exit status $rc, expected $1"; }
+expect_err() { grep -qE -- "$1" "$T/err" || fail "stderr does not match '$1'"; }
+one_line_err() {
+  no_sanitizer_report
+  [ "$(grep -c '' "$T/err")" -eq 1 ] || fail "stderr is not one line"
+}
+# nothing at all in folder $1 (outputs or .NAME.swi-XXXXXX temporaries)
+empty_dir() {
+  [ -z "$(ls -A "$1" 2>/dev/null)" ] || { ls -la "$1"; fail "left behind in $1: $(ls -A "$1" | tr '\n' ' ')"; }
+}
+# error_run DIR PATTERN ARGS...: exit 1, one line matching PATTERN, DIR empty
+error_run() {
+  local dir="$1" pat="$2"
+  shift 2
+  seg "$@"
+  expect_rc 1
+  one_line_err
+  expect_err "$pat"
+  empty_dir "$dir"
+}
+# same_labels A B: the two NIfTI files hold the same voxels (and shape)
+same_labels() {
+  "$PY" - "$1" "$2" <<'EOF' || fail "$1 and $2 differ"
+import sys, nibabel as nib, numpy as np
+a, b = (nib.load(p) for p in sys.argv[1:3])
+da, db = np.asanyarray(a.dataobj), np.asanyarray(b.dataobj)
+if da.shape != db.shape or not np.array_equal(da, db, equal_nan=True):
+    print("shapes %s %s, %d voxels differ" % (da.shape, db.shape,
+          -1 if da.shape != db.shape else int((da != db).sum())))
+    sys.exit(1)
+EOF
+}
+tiny_args() { echo --model "$DATA/tiny.onnx" --input "$DATA/vol.nii.gz" --threads 2 --sw-batch 3 --mode gaussian; }
+
+T="$WORK/$1"
+rm -rf "$T"
+mkdir -p "$T/o"
+
+# ---- allocation failures -----------------------------------------------------------------
+t_alloc_walk() {
+  data; need_swi_features
+  # reference: a fault-free run
+  seg $(tiny_args) --output "$T/ref.nii" --scores "$T/ref_scores.nii"
+  expect_rc 0; no_sanitizer_report
+  local n=1 limit=5000
+  while [ $n -le $limit ]; do
+    SWI_FAULT_ALLOC=$n "$SWI" segment -q $(tiny_args) --output "$T/o/l.nii" --scores "$T/o/s.nii" \
+      >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      break # past the last allocation
+    fi
+    [ $rc -eq 1 ] || fail "SWI_FAULT_ALLOC=$n: exit status $rc, expected 1"
+    one_line_err
+    expect_err "out of memory"
+    empty_dir "$T/o"
+    n=$((n + 1))
+  done
+  [ $n -le $limit ] || fail "still failing after $limit allocations"
+  [ $n -gt 1 ] || fail "no allocation was injected (is swi built with -DSWI_FAULT_INJECTION=ON?)"
+  no_sanitizer_report
+  cmp -s "$T/o/l.nii" "$T/ref.nii" || fail "labels differ from the fault-free run"
+  cmp -s "$T/o/s.nii" "$T/ref_scores.nii" || fail "scores differ from the fault-free run"
+  echo "PASS: $((n - 1)) allocation faults in swi segment, each a clean exit 1"
+}
+
+# ---- write failures --------------------------------------------------------------------
+t_write_walk() {
+  data; need_swi_features
+  [ -f "$IO_SHIM" ] || skip "no fault_io shim (SWI_FAULT_IO)"
+  local shim_env="verify_asan_link_order=0:$ASAN_OPTIONS"
+  ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_COUNT="$T/count" \
+    "$SWI" segment -q $(tiny_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii" >"$T/out" 2>"$T/err" </dev/null
+  rc=$?
+  expect_rc 0; no_sanitizer_report
+  mv "$T/o/l.nii.gz" "$T/ref.nii.gz"
+  mv "$T/o/s.nii" "$T/ref_s.nii"
+  local count
+  count=$(cat "$T/count")
+  [ "${count:-0}" -ge 3 ] || fail "the shim saw only ${count:-0} writes"
+  # every N is tried, so one report lists all the points that misbehave
+  local bad=""
+  for n in $(seq 1 "$count"); do
+    ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_AT=$n \
+      "$SWI" segment -q $(tiny_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii" >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    echo "write $n of $count fails: exit $rc: $(head -c 300 "$T/err" | tr '\n' ' ')"
+    if [ $rc -ne 1 ] || ! (one_line_err && expect_err "(write failed|cannot complete the output).*(No space left on device|Input/output error)") >/dev/null ||
+       [ -n "$(ls -A "$T/o")" ]; then
+      bad="$bad $n"
+      echo "    BAD: exit $rc, left behind: [$(ls -A "$T/o" | tr '\n' ' ')]"
+    fi
+    rm -rf "$T/o" && mkdir "$T/o"
+  done
+  [ -z "$bad" ] || fail "write failures$bad of $count misbehave (see above)"
+  echo "PASS: $count write/fsync failures, each a clean exit 1"
+}
+
+t_write_full_fs() {
+  data; need_swi_features
+  [ "$(id -u)" -eq 0 ] || skip "mounting a small tmpfs needs root"
+  mkdir -p "$T/full"
+  mount -t tmpfs -o size=16k swi-full "$T/full" 2>/dev/null || skip "cannot mount a tmpfs here"
+  trap 'umount "$T/full" 2>/dev/null' EXIT
+  error_run "$T/full" "s.nii: write failed: No space left on device" $(tiny_args) \
+    --output "$T/full/l.nii" --scores "$T/full/s.nii"
+}
+
+t_write_file_too_big() {
+  data; need_swi_features
+  # SIGXFSZ ignored: write() fails with EFBIG and swi says so
+  ( ulimit -f 8; trap '' XFSZ; exec "$SWI" segment -q $(tiny_args) --output "$T/o/l.nii" --scores "$T/o/s.nii" ) \
+    >"$T/out" 2>"$T/err" </dev/null
+  rc=$?
+  expect_rc 1; one_line_err; expect_err "s.nii: write failed: File too large"
+  empty_dir "$T/o"
+  # SIGXFSZ at its default: the kernel kills swi mid-write. No output may appear under its
+  # name (an interrupted temporary .s.nii.swi-* may remain: nothing runs after SIGKILL-like
+  # termination).
+  ( ulimit -f 8; trap - XFSZ; exec "$SWI" segment -q $(tiny_args) --output "$T/o/l.nii" --scores "$T/o/s.nii" ) \
+    >"$T/out" 2>"$T/err" </dev/null
+  rc=$?
+  [ $rc -ne 0 ] || fail "exit 0 although the file size limit was exceeded"
+  [ ! -e "$T/o/l.nii" ] && [ ! -e "$T/o/s.nii" ] || fail "an output appeared after SIGXFSZ"
+}
+
+t_write_dev_full() {
+  data; need_swi_features
+  ln -s /dev/full "$T/o/l.nii"
+  seg $(tiny_args) --output "$T/o/l.nii" --force
+  expect_rc 1; one_line_err; expect_err "l.nii: exists and is not a regular file"
+  [ -L "$T/o/l.nii" ] && [ "$(readlink "$T/o/l.nii")" = /dev/full ] || fail "the symlink was replaced"
+  [ "$(ls -A "$T/o")" = l.nii ] || fail "left behind: $(ls -A "$T/o")"
+  rm "$T/o/l.nii"
+  ln -s /dev/full "$T/o/s.nii"
+  seg $(tiny_args) --output "$T/o/l.nii" --scores "$T/o/s.nii"
+  expect_rc 1; one_line_err; expect_err "s.nii: exists and is not a regular file"
+  [ "$(ls -A "$T/o")" = s.nii ] || fail "left behind: $(ls -A "$T/o")"
+}
+
+t_write_readonly_dir() {
+  data; need_swi_features
+  local ro="$T/ro"
+  mkdir -p "$ro"
+  if [ "$(id -u)" -eq 0 ]; then
+    # root ignores permission bits: a read-only mount is what stops it
+    mount -t tmpfs -o ro,size=64k swi-ro "$ro" 2>/dev/null || skip "root, and cannot mount a read-only tmpfs"
+    trap 'umount "$ro" 2>/dev/null' EXIT
+    error_run "$ro" "cannot create the output in .*: Read-only file system" $(tiny_args) --output "$ro/l.nii.gz"
+  else
+    chmod 555 "$ro"
+    error_run "$ro" "cannot create the output in .*: Permission denied" $(tiny_args) --output "$ro/l.nii.gz"
+    chmod 755 "$ro"
+  fi
+}
+
+t_write_vanished_dir() {
+  data; need_swi_features
+  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  local d="$T/o/gone"
+  mkdir -p "$d"
+  "$SWI" segment -q --model "$E2E/unet.onnx" --input "$DATA/long.nii.gz" --output "$d/l.nii.gz" \
+    --scores "$d/s.nii" --tta --sw-batch 1 --threads 1 >"$T/out" 2>"$T/err" </dev/null &
+  local pid=$! i=0
+  while [ -z "$(ls -A "$d" 2>/dev/null)" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+  [ -n "$(ls -A "$d" 2>/dev/null)" ] || { kill -9 $pid; fail "the run never created its temporaries"; }
+  rm -rf "$d"
+  wait $pid
+  rc=$?
+  expect_rc 1; one_line_err
+  expect_err "(cannot move the output into place|cannot complete the output|write failed).*No such file or directory"
+  [ ! -e "$d" ] || fail "the removed folder was recreated: $(ls -A "$d")"
+  empty_dir "$T/o"
+}
+
+# ---- signals ---------------------------------------------------------------------------
+t_signal_twice() {
+  data; need_swi_features
+  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  "$SWI" segment -q --model "$E2E/unet.onnx" --input "$DATA/long.nii.gz" --output "$T/o/l.nii.gz" \
+    --scores "$T/o/s.nii" --tta --sw-batch 1 --threads 1 >"$T/out" 2>"$T/err" </dev/null &
+  local pid=$! i=0
+  while [ -z "$(ls -A "$T/o" 2>/dev/null)" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+  [ -n "$(ls -A "$T/o")" ] || { kill -9 $pid; fail "the run never created its temporaries"; }
+  sleep 0.5
+  local t0=$SECONDS
+  kill -INT $pid
+  kill -INT $pid
+  wait $pid
+  rc=$?
+  [ $((SECONDS - t0)) -le 5 ] || fail "took $((SECONDS - t0)) s to stop after two SIGINTs"
+  expect_rc 130
+  no_sanitizer_report
+  expect_err "interrupted"
+  empty_dir "$T/o"
+}
+
+# ---- the network misbehaves --------------------------------------------------------------
+t_predictor_midway() {
+  data; need_swi_features
+  # 8 windows without overlap, one per call; only the last reaches the hot block
+  seg --model "$DATA/midway.onnx" --input "$DATA/hot.nii.gz" --output "$T/o/l.nii.gz" \
+    --scores "$T/o/s.nii" --sw-batch 1 --threads 1 --overlap 0
+  expect_rc 1; one_line_err
+  expect_err "midway.onnx"
+  empty_dir "$T/o"
+}
+
+t_model_wrong_shape() {
+  data; need_swi_features
+  error_run "$T/o" "shrink.onnx" --model "$DATA/shrink.onnx" --input "$DATA/vol.nii.gz" \
+    --output "$T/o/l.nii.gz" --scores "$T/o/s.nii"
+}
+
+t_model_nan() {
+  data; need_swi_features
+  error_run "$T/o" "NaN" --model "$DATA/nan.onnx" --input "$DATA/vol.nii.gz" \
+    --output "$T/o/l.nii.gz" --scores "$T/o/s.nii"
+}
+
+# ---- hostile input files ------------------------------------------------------------------
+t_input_nan_voxels() {
+  data; need_swi_features
+  # niftilib replaces non-finite voxels by 0 while reading: the run succeeds and equals
+  # the run on the same volume with zeros there (documented in docs/robustness.md)
+  seg --model "$DATA/tiny.onnx" --input "$DATA/nanvox.nii.gz" --output "$T/o/a.nii" --scores "$T/o/as.nii"
+  expect_rc 0; no_sanitizer_report
+  seg --model "$DATA/tiny.onnx" --input "$DATA/nanvox_as_zero.nii.gz" --output "$T/o/b.nii" --scores "$T/o/bs.nii"
+  expect_rc 0
+  same_labels "$T/o/a.nii" "$T/o/b.nii"
+  same_labels "$T/o/as.nii" "$T/o/bs.nii"
+}
+
+t_input_promises_too_much() {
+  data; need_swi_features
+  local t0=$SECONDS
+  # refused before any voxel is read; the message may only say the memory is missing
+  error_run "$T/o" "(promise.nii.gz|out of memory)" --model "$DATA/tiny.onnx" --input "$DATA/promise.nii.gz" \
+    --output "$T/o/l.nii.gz"
+  [ $((SECONDS - t0)) -le 30 ] || fail "took $((SECONDS - t0)) s to refuse"
+}
+
+t_input_sibling_nii() {
+  data; need_swi_features
+  # scan.nii.gz and a different scan.nii in one folder: --input scan.nii.gz must read
+  # scan.nii.gz, not its sibling's voxels
+  seg --model "$DATA/tiny.onnx" --input "$DATA/sib/scan.nii.gz" --output "$T/o/a.nii" --scores "$T/o/as.nii"
+  expect_rc 0; no_sanitizer_report
+  seg --model "$DATA/tiny.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/b.nii" --scores "$T/o/bs.nii"
+  expect_rc 0
+  same_labels "$T/o/as.nii" "$T/o/bs.nii"
+  same_labels "$T/o/a.nii" "$T/o/b.nii"
+}
+
+# ---- two runs, one path ------------------------------------------------------------------
+t_concurrent_force() {
+  data; need_swi_features
+  seg $(tiny_args) --output "$T/ref.nii"
+  expect_rc 0
+  local pids=() k
+  for k in 1 2 3; do
+    "$SWI" segment -q $(tiny_args) --output "$T/o/l.nii" --force >"$T/out$k" 2>"$T/err$k" </dev/null &
+    pids+=($!)
+  done
+  for k in 0 1 2; do
+    wait "${pids[$k]}" || { cat "$T/err$((k + 1))"; fail "run $((k + 1)) failed"; }
+  done
+  cat "$T"/err? >"$T/err"
+  no_sanitizer_report
+  [ "$(ls -A "$T/o")" = l.nii ] || fail "left behind: $(ls -A "$T/o")"
+  cmp -s "$T/o/l.nii" "$T/ref.nii" || fail "the output is not one complete run's labels"
+}
+
+run_case() {
+  local c="$1"
+  declare -F "t_$c" >/dev/null || { echo "unknown case '$c'"; exit 2; }
+  "t_$c"
+}
+
+if [ "$1" = all ]; then
+  bad=0
+  for c in $("$0" --list); do
+    if (T="$WORK/$c"; rm -rf "$T"; mkdir -p "$T/o"; run_case "$c") >"$WORK/$c.log" 2>&1; then
+      echo "PASS $c"
+    else
+      r=$?
+      [ $r -eq 77 ] && echo "SKIP $c: $(tail -1 "$WORK/$c.log")" || { echo "FAIL $c"; sed 's/^/    /' "$WORK/$c.log"; bad=1; }
+    fi
+  done
+  exit $bad
+fi
+run_case "$1"
+echo "PASS"

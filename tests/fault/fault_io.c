@@ -1,0 +1,126 @@
+/*
+ * fault_io.c -- LD_PRELOAD shim: write failures on chosen files, one at a time.
+ *
+ * Counts write(), pwrite(), fsync() and fdatasync() calls on descriptors whose file lies
+ * under $SWI_FAULT_IO_DIR, and makes the $SWI_FAULT_IO_AT-th of them fail with errno
+ * $SWI_FAULT_IO_ERRNO (default ENOSPC, "no space left on device", what /dev/full and a
+ * full disk give). With $SWI_FAULT_IO_COUNT set to a file name, the number of counted
+ * calls is written there at exit, so a test can walk every one.
+ *
+ * Only calls that reach the dynamic symbols are seen: zlib's writes and the command's
+ * own are; stdio's internal writes (libpng's PNG output) are not.
+ * Under AddressSanitizer set ASAN_OPTIONS=verify_asan_link_order=0.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+static const char *dir;
+static size_t dir_len;
+static long long fail_at = -1;
+static int fail_errno = ENOSPC;
+static atomic_llong counted;
+static const char *count_file;
+
+static void report(void)
+{
+    if (!count_file)
+        return;
+    FILE *f = fopen(count_file, "w");
+    if (f) {
+        fprintf(f, "%lld\n", (long long)atomic_load(&counted));
+        fclose(f);
+    }
+}
+
+__attribute__((constructor)) static void init(void)
+{
+    dir = getenv("SWI_FAULT_IO_DIR");
+    dir_len = dir ? strlen(dir) : 0;
+    const char *s = getenv("SWI_FAULT_IO_AT");
+    fail_at = s && *s ? atoll(s) : -1;
+    s = getenv("SWI_FAULT_IO_ERRNO");
+    if (s && *s)
+        fail_errno = atoi(s);
+    count_file = getenv("SWI_FAULT_IO_COUNT");
+    if (count_file && *count_file)
+        atexit(report);
+    else
+        count_file = NULL;
+}
+
+/* Is fd a file under dir? Then count the call; 1 when it is the one to fail. */
+static int should_fail(int fd)
+{
+    if (!dir_len)
+        return 0;
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0)
+        return 0;
+    target[n] = '\0';
+    if (strncmp(target, dir, dir_len) != 0 || target[dir_len] != '/')
+        return 0;
+    long long k = atomic_fetch_add(&counted, 1) + 1;
+    return k == fail_at;
+}
+
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+typedef int (*sync_fn)(int);
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    static write_fn real;
+    if (!real)
+        real = (write_fn)dlsym(RTLD_NEXT, "write");
+    if (should_fail(fd)) {
+        errno = fail_errno;
+        return -1;
+    }
+    return real(fd, buf, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    static pwrite_fn real;
+    if (!real)
+        real = (pwrite_fn)dlsym(RTLD_NEXT, "pwrite");
+    if (should_fail(fd)) {
+        errno = fail_errno;
+        return -1;
+    }
+    return real(fd, buf, n, off);
+}
+
+/* fsync and fdatasync report a failed flush as EIO (ENOSPC shows up at write time) */
+static int sync_call(const char *name, sync_fn *real, int fd)
+{
+    if (!*real)
+        *real = (sync_fn)dlsym(RTLD_NEXT, name);
+    if (should_fail(fd)) {
+        errno = fail_errno == ENOSPC ? EIO : fail_errno;
+        return -1;
+    }
+    return (*real)(fd);
+}
+
+int fsync(int fd)
+{
+    static sync_fn real;
+    return sync_call("fsync", &real, fd);
+}
+
+int fdatasync(int fd)
+{
+    static sync_fn real;
+    return sync_call("fdatasync", &real, fd);
+}
