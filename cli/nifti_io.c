@@ -195,6 +195,7 @@ int nifti_vol_open(const char *path, nifti_vol *v, char *err)
     }
     v->version = version;
     memcpy(v->hdr, raw, version == 1 ? sizeof(nifti_1_header) : sizeof(nifti_2_header));
+    memcpy(v->raw, raw, sizeof v->raw);
 
     const char *magic;
     int64_t dim[8];
@@ -386,12 +387,24 @@ static void convert(const void *src, int datatype, const int64_t size[3], double
 int nifti_vol_load(const nifti_vol *v, float *dst, char *err)
 {
     quiet_niftilib();
-    nifti_image *nim = nifti_image_read(v->path, 0);
+    /* The image structure comes from the header we validated, not from nifti_image_read():
+     * niftilib finds files by their base name, and asked for X.nii.gz it would read the
+     * voxels of a sibling X.nii. The conversion also settles byte order and swapping. */
+    nifti_image *nim;
+    if (v->version == 1) {
+        nifti_1_header h;
+        memcpy(&h, v->raw, sizeof h);
+        nim = nifti_convert_n1hdr2nim(h, v->path);
+    } else {
+        nifti_2_header h;
+        memcpy(&h, v->raw, sizeof h);
+        nim = nifti_convert_n2hdr2nim(h, v->path);
+    }
     if (!nim) {
-        cli_err(err, "%s: niftilib could not read the header", v->path);
+        cli_err(err, "%s: niftilib could not use the header", v->path);
         return -1;
     }
-    /* niftilib must see what we validated (it decides byte order on its own). */
+    /* niftilib must see what we validated. */
     if (nim->nx != v->size[0] || nim->ny != v->size[1] || nim->nz != v->size[2] ||
         nim->nvox != v->size[0] * v->size[1] * v->size[2] || nim->datatype != v->datatype ||
         nim->nbyper != v->nbyper || nim->iname_offset != v->offset) {
@@ -406,13 +419,33 @@ int nifti_vol_load(const nifti_vol *v, float *dst, char *err)
         cli_err(err, "interrupted");
         return -1;
     }
-    if (nifti_image_load(nim) != 0 || !nim->data) {
-        cli_err(err, "%s: truncated or corrupt voxel data (could not read %lld bytes from offset "
-                "%lld)", v->path, (long long)(nim->nvox * nim->nbyper), (long long)v->offset);
+    const int64_t ntot = nim->nvox * nim->nbyper;
+    void *buf = malloc((size_t)ntot);
+    if (!buf) {
+        char b[32];
+        cli_err(err, "%s: out of memory reading %s of voxels", v->path,
+                cli_bytes((size_t)ntot, b));
         nifti_image_free(nim);
         return -1;
     }
-    convert(nim->data, v->datatype, v->size, v->slope, v->inter, dst);
+    /* Exactly this file, decompressed when it is gzip data whatever its name says (zlib
+     * reads plain files through the same path). */
+    znzFile fp = znzopen(v->path, "rb", 1);
+    int64_t got = -1;
+    if (!znz_isnull(fp)) {
+        if (znzseek(fp, (long)v->offset, SEEK_SET) >= 0)
+            got = nifti_read_buffer(fp, buf, ntot, nim); /* short read fails; swaps */
+        znzclose(fp);
+    }
+    if (got != ntot) {
+        cli_err(err, "%s: truncated or corrupt voxel data (could not read %lld bytes from "
+                "offset %lld)", v->path, (long long)ntot, (long long)v->offset);
+        free(buf);
+        nifti_image_free(nim);
+        return -1;
+    }
+    convert(buf, v->datatype, v->size, v->slope, v->inter, dst);
+    free(buf);
     nifti_image_free(nim);
     return 0;
 }

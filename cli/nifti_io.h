@@ -27,6 +27,7 @@ typedef struct nifti_vol {
     char path[4096];
     int version;               /**< 1 or 2 */
     unsigned char hdr[544];    /**< nifti_1_header (348 B) or nifti_2_header (540 B), native order */
+    unsigned char raw[544];    /**< the same header as stored in the file (its byte order) */
     int64_t size[3];           /**< ni, nj, nk */
     int datatype;              /**< NIfTI DT_* code */
     int nbyper;                /**< bytes per voxel */

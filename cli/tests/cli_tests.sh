@@ -33,6 +33,7 @@ CASES=(
   opt_clip_scale_zscore opt_multi_input opt_preview opt_force opt_head opt_uint16_labels
   opt_quiet opt_summary opt_progress_tty opt_device_cuda opt_nifti2 opt_big_endian
   opt_4d_singleton opt_dtypes opt_output_same_as_input
+  input_sibling_nii input_gzip_named_nii input_plain_named_gz
   # bad NIfTI input (exit 1, nothing written)
   bad_input_missing bad_input_directory bad_input_unreadable bad_input_empty
   bad_input_random bad_input_text_gz bad_input_truncated_header bad_input_truncated_data
@@ -449,6 +450,31 @@ t_opt_output_same_as_input() {
   cp "$DATA/vol.nii.gz" "$T/o/v.nii.gz"
   seg --model "$DATA/quant4.onnx" --input "$T/o/v.nii.gz" --output "$T/o/v.nii.gz" --force
   expect_rc 0; labels_ok "$T/o/v.nii.gz" "$DATA/vol.nii.gz"
+}
+
+# ---- file names that mislead niftilib ---------------------------------------------------
+t_input_sibling_nii() {
+  data; need onnxruntime
+  # scan.nii.gz beside a different scan.nii: the voxels must come from scan.nii.gz
+  mkdir -p "$T/in"
+  cp "$DATA/vol.nii.gz" "$T/in/scan.nii.gz"
+  gzip -dc "$DATA/vol2.nii.gz" >"$T/in/scan.nii"
+  seg --model "$DATA/quant4.onnx" --input "$T/in/scan.nii.gz" --output "$T/o/l.nii.gz"
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+  seg --model "$DATA/quant4.onnx" --input "$T/in/scan.nii" --output "$T/o/l2.nii.gz"
+  expect_rc 0; labels_ok "$T/o/l2.nii.gz" "$DATA/vol2.nii.gz"
+}
+t_input_gzip_named_nii() {
+  data; need onnxruntime
+  cp "$DATA/vol.nii.gz" "$T/g.nii"   # gzip data under a plain name
+  seg --model "$DATA/quant4.onnx" --input "$T/g.nii" --output "$T/o/l.nii.gz"
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_input_plain_named_gz() {
+  data; need onnxruntime
+  cp "$DATA/vol.nii" "$T/p.nii.gz"   # plain data under a gzip name
+  seg --model "$DATA/quant4.onnx" --input "$T/p.nii.gz" --output "$T/o/l.nii.gz"
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii"
 }
 
 # ---- bad NIfTI input -------------------------------------------------------------------
