@@ -711,9 +711,9 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep)
         status = fail(who, err);
         goto done;
     }
-    if ((o->output && cli_out_commit(&s->out_labels, o->force, err)) ||
-        (o->scores && cli_out_commit(&s->out_scores, o->force, err)) ||
-        (o->preview && cli_out_commit(&s->out_preview, o->force, err))) {
+    cli_out *all[3] = { o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
+                        o->preview ? &s->out_preview : NULL };
+    if (cli_out_commit_all(all, 3, o->force, err)) {
         status = cli_interrupted() ? interrupted_exit(who) : fail(who, err);
         goto done;
     }

@@ -191,7 +191,8 @@ int cli_out_take_fd(cli_out *o)
     return fd;
 }
 
-int cli_out_commit(cli_out *o, int force, char *err)
+/* Phase 1 of a commit: close, check for a signal, fsync. */
+static int out_sync(cli_out *o, char *err)
 {
     if (!o->active) {
         cli_err(err, "%s: nothing to commit", o->final);
@@ -214,10 +215,27 @@ int cli_out_commit(cli_out *o, int force, char *err)
         return -1;
     }
     close(fd);
+    return 0;
+}
+
+/* Phase 2: move into place. With force, an existing final is first hard-linked to
+ * `backup` (set to "" when there was nothing to keep) so that it can be restored. */
+static int out_move(cli_out *o, int force, char *backup, size_t bsize, char *err)
+{
+    backup[0] = '\0';
     pthread_mutex_lock(&g_lock);
     int rc;
     if (force) {
+        struct stat st;
+        if (lstat(o->final, &st) == 0 && S_ISREG(st.st_mode) &&
+            (size_t)snprintf(backup, bsize, "%s.old", o->tmp) < bsize &&
+            link(o->final, backup) != 0)
+            backup[0] = '\0';
         rc = rename(o->tmp, o->final);
+        if (rc != 0 && backup[0]) {
+            unlink(backup);
+            backup[0] = '\0';
+        }
     } else {
         /* link() fails if final appeared meanwhile: never clobber without --force. */
         rc = link(o->tmp, o->final);
@@ -246,15 +264,59 @@ int cli_out_commit(cli_out *o, int force, char *err)
             cli_err(err, "%s: cannot move the output into place: %s", o->final, strerror(e));
         return -1;
     }
-    /* Make the rename durable: fsync the directory (best effort). */
+    return 0;
+}
+
+static void sync_dir_of(const char *path)
+{
     char dirbuf[4096];
-    strcpy(dirbuf, o->final);
+    snprintf(dirbuf, sizeof dirbuf, "%s", path);
     int dfd = open(dirname(dirbuf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);
     }
+}
+
+int cli_out_commit_all(cli_out *const *outs, int n, int force, char *err)
+{
+    for (int i = 0; i < n; i++)
+        if (outs[i] && out_sync(outs[i], err))
+            return -1;
+    char backup[16][4200];
+    int moved = 0;
+    for (int i = 0; i < n && i < 16; i++, moved++) {
+        if (!outs[i]) {
+            backup[i][0] = '\0';
+            continue;
+        }
+        if (out_move(outs[i], force, backup[i], sizeof backup[i], err) == 0)
+            continue;
+        /* Take back what was already moved: restore replaced files, remove new ones. */
+        for (int j = 0; j < moved; j++) {
+            if (!outs[j])
+                continue;
+            if (backup[j][0])
+                rename(backup[j], outs[j]->final);
+            else
+                unlink(outs[j]->final);
+        }
+        return -1;
+    }
+    for (int i = 0; i < moved; i++) {
+        if (!outs[i])
+            continue;
+        if (backup[i][0])
+            unlink(backup[i]);
+        sync_dir_of(outs[i]->final);
+    }
     return 0;
+}
+
+int cli_out_commit(cli_out *o, int force, char *err)
+{
+    cli_out *one[1] = { o };
+    return cli_out_commit_all(one, 1, force, err);
 }
 
 void cli_out_abort(cli_out *o)

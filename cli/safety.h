@@ -49,6 +49,12 @@ int cli_out_take_fd(cli_out *o);
 /** fsync and move the temporary to the final path. */
 int cli_out_commit(cli_out *o, int force, char *err);
 
+/** Commit several outputs all or nothing: every temporary is fsync'ed first, then each
+ *  is moved into place; if a move fails, those already moved are taken back (a file they
+ *  replaced under --force is restored from a hard link kept until the end). NULL entries
+ *  are skipped. */
+int cli_out_commit_all(cli_out *const *outs, int n, int force, char *err);
+
 /** Remove the temporary (if any). Safe to call twice. */
 void cli_out_abort(cli_out *o);
 
