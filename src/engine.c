@@ -243,7 +243,7 @@ static swi_status fill_and_predict(run *r, slot *s, int64_t first, int n) {
     for (int j = 0; j < n; j++) {
         int64_t w = first + j;
         int64_t b = w / g->win_per_image, t[NDIM], start[NDIM];
-        swi__order_coords(g, r->choice.order, w % g->win_per_image, t);
+        swi__order_coords(g, &r->choice, w % g->win_per_image, t);
         s->image[j] = b;
         for (int a = 0; a < NDIM; a++) {
             s->t[j * NDIM + a] = t[a];

@@ -143,12 +143,16 @@ size_t swi__dtype_size(swi_dtype dt);
 /* ---- plan.c ---- */
 typedef struct plan_choice {
     int order[NDIM];  /* internal axes, outermost first */
+    int tail;         /* the last `tail` windows along the outermost axis are interleaved
+                         (that axis innermost within them): where the last window was moved
+                         back and overlaps more, this keeps its thick overlap from being
+                         open across the whole cross-section at once */
     int sw;
     int pipeline;
     size_t partial;   /* simulated peak of partial sums */
 } plan_choice;
-/* Window index (C order over the grid) of the i-th window of an image in `order`. */
-void swi__order_coords(const geom *g, const int order[NDIM], int64_t i, int64_t t[NDIM]);
+/* Grid coordinates of the i-th window of an image in the processing order `c`. */
+void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t[NDIM]);
 swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs,
                      int n_outs, swi_plan *plan, plan_choice *choice);
 /* Bytes of a cell's partial sums (channels + 1 planes). */

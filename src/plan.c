@@ -14,19 +14,28 @@ size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]) {
     return vox * (size_t)(hg->channels + 1) * sizeof(float);
 }
 
-void swi__order_coords(const geom *g, const int order[NDIM], int64_t i, int64_t t[NDIM]) {
-    for (int q = NDIM - 1; q >= 0; q--) {
-        int a = order[q];
-        t[a] = i % g->n_win[a];
-        i /= g->n_win[a];
+void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t[NDIM]) {
+    const int a0 = c->order[0], a1 = c->order[1], a2 = c->order[2];
+    const int64_t n0 = g->n_win[a0], inner = g->n_win[a1] * g->n_win[a2];
+    const int64_t tail = c->tail < 1 ? 1 : (c->tail > n0 ? n0 : c->tail);
+    const int64_t head = (n0 - tail) * inner;
+    int64_t rest;
+    if (i < head) {
+        t[a0] = i / inner;
+        rest = i % inner;
+    } else {
+        t[a0] = n0 - tail + (i - head) % tail;
+        rest = (i - head) / tail;
     }
+    t[a2] = rest % g->n_win[a2];
+    t[a1] = rest / g->n_win[a2];
 }
 
 /* Peak bytes of partial sums for one order and batch size: windows are taken in
  * batches; a batch allocates the cells it opens, and frees the cells it completes
  * only after it is done. Returns SIZE_MAX when the bookkeeping itself cannot be
  * allocated. */
-static size_t simulate(const geom *g, const int order[NDIM], int sw) {
+static size_t simulate(const geom *g, const plan_choice *order, int sw) {
     size_t live = 0, peak = 0, to_free = 0;
     int32_t *rem[SWI_MAX_HEADS] = {0};
     size_t result = 0;
@@ -189,20 +198,22 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     if ((int64_t)sw_req > total) sw_req = (int)total;
     int found = 0;
     size_t best_min = SIZE_MAX;
-    plan_choice best = {{0, 1, 2}, 1, 0, 0};
+    plan_choice best = {{0, 1, 2}, 1, 1, 0, 0};
     /* the first choice that fits wins; every smaller one is still planned for bytes_min */
     for (int sw = sw_req; sw >= 1; sw = sw > 1 ? sw / 2 : 0) {
-        int best_perm = 0;
+        plan_choice best_order = {{0, 1, 2}, 1, 1, 0, 0};
         size_t best_partial = SIZE_MAX;
-        for (int i = 0; i < n_perms; i++) {
-            size_t part = simulate(g, perms[i], sw);
-            if (part == SIZE_MAX)
-                return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
-            if (part < best_partial) {
-                best_partial = part;
-                best_perm = i;
+        for (int i = 0; i < n_perms; i++)
+            for (int tail = 1; tail <= 3; tail++) {
+                plan_choice c = {{perms[i][0], perms[i][1], perms[i][2]}, tail, sw, 0, 0};
+                if (tail > 1 && tail > g->n_win[c.order[0]]) break;
+                size_t part = simulate(g, &c, sw);
+                if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
+                if (part < best_partial) {
+                    best_partial = part;
+                    best_order = c;
+                }
             }
-        }
         size_t one_slot = 0, peak_serial = input;
         add_mul(&one_slot, (size_t)sw, per_window);
         add_mul(&peak_serial, one_slot, 1);
@@ -222,7 +233,8 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
             if (peak < best_min) best_min = peak;
             if (!found && (p->max_memory == 0 || peak <= p->max_memory)) {
                 found = 1;
-                memcpy(best.order, perms[best_perm], sizeof best.order);
+                memcpy(best.order, best_order.order, sizeof best.order);
+                best.tail = best_order.tail;
                 best.sw = sw;
                 best.pipeline = pipe;
                 best.partial = best_partial;
