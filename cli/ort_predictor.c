@@ -239,6 +239,26 @@ int ort_model_open(const char *path, const ort_opts *opts, ort_model **out, char
             goto fail;
         }
     }
+    {
+        /* Advanced: extra session config entries, "key=value;key=value" (see ONNX Runtime's
+         * onnxruntime_session_options_config_keys.h). */
+        const char *extra = getenv("SWI_ORT_CONFIG");
+        char buf[1024];
+        if (extra && strlen(extra) < sizeof buf) {
+            strcpy(buf, extra);
+            for (char *save = NULL, *kv = strtok_r(buf, ";", &save); kv;
+                 kv = strtok_r(NULL, ";", &save)) {
+                char *eq = strchr(kv, '=');
+                if (!eq)
+                    continue;
+                *eq = '\0';
+                if ((s = api->AddSessionConfigEntry(so, kv, eq + 1))) {
+                    st_fail(api, s, err, "%s: SWI_ORT_CONFIG", path);
+                    goto fail;
+                }
+            }
+        }
+    }
     if (opts->cuda) {
         char **prov = NULL;
         int np = 0, has = 0;

@@ -168,17 +168,27 @@ int preview_write_fd(int fd, const char *name, const int64_t size[3], const floa
         hmax = p[q].h > hmax ? p[q].h : hmax;
         wsum += p[q].w;
     }
-    int64_t scale = hmax >= 256 ? 1 : (256 + hmax - 1) / hmax;
-    if (scale > 16)
-        scale = 16;
-    const int64_t gap = 4;
-    int64_t W = wsum * scale + 2 * gap, H = hmax * scale;
-    if (W > 100000 || H > 100000 || W * H > ((int64_t)1 << 28)) {
-        close(fd);
-        cli_err(err, "%s: the preview would be %lldx%lld pixels; too large", name,
-                (long long)W, (long long)H);
-        return -1;
+    /* Pixels per voxel = up / down: small volumes enlarged to ~256 pixels, large ones
+     * sampled down to at most 2048 pixels high and 8192 wide. */
+    int64_t up = hmax >= 256 ? 1 : (256 + hmax - 1) / hmax;
+    if (up > 16)
+        up = 16;
+    if (wsum * up > 8192)
+        up = 8192 / wsum > 1 ? 8192 / wsum : 1;
+    int64_t down = 1;
+    if ((hmax + 2047) / 2048 > down)
+        down = (hmax + 2047) / 2048;
+    if ((wsum + 8191) / 8192 > down)
+        down = (wsum + 8191) / 8192;
+    if (down > 1)
+        up = 1;
+    int64_t pw[3], ph[3];
+    for (int q = 0; q < 3; q++) {
+        pw[q] = (p[q].w * up + down - 1) / down;
+        ph[q] = (p[q].h * up + down - 1) / down;
     }
+    const int64_t gap = 4;
+    int64_t W = pw[0] + pw[1] + pw[2] + 2 * gap, H = (hmax * up + down - 1) / down;
     float lo = 0, hi = 1;
     if (image)
         window_of(image, ni * nj * nk, &lo, &hi);
@@ -192,12 +202,13 @@ int preview_write_fd(int fd, const char *name, const int64_t size[3], const floa
     }
     int64_t x0 = 0;
     for (int q = 0; q < 3; q++) {
-        for (int64_t y = 0; y < H; y++) {
-            int64_t row = p[q].h - 1 - y / scale; /* bottom-up */
-            if (row < 0)
-                continue; /* panel shorter than the canvas: leave black */
-            for (int64_t x = 0; x < p[q].w * scale; x++) {
-                int64_t col = x / scale;
+        for (int64_t y = 0; y < ph[q]; y++) { /* a shorter panel leaves the rest black */
+            int64_t r = y * down / up;
+            int64_t row = p[q].h - 1 - (r < p[q].h ? r : p[q].h - 1); /* bottom-up */
+            for (int64_t x = 0; x < pw[q]; x++) {
+                int64_t col = x * down / up;
+                if (col >= p[q].w)
+                    col = p[q].w - 1;
                 int64_t idx[3] = { p[q].fixed[0], p[q].fixed[1], p[q].fixed[2] };
                 idx[p[q].ax_col] = col;
                 idx[p[q].ax_row] = row;
@@ -223,7 +234,7 @@ int preview_write_fd(int fd, const char *name, const int64_t size[3], const floa
                 }
             }
         }
-        x0 += p[q].w * scale + gap;
+        x0 += pw[q] + gap;
     }
 
     int rc = png_write_rgb(fd, name, rgb, W, H, err);

@@ -5,7 +5,8 @@
  * (columns i, rows k) and the i = ni/2 slice (columns j, rows k); rows run bottom-up.
  * The image is grey, windowed between its 0.5th and 99.5th percentiles; each label > 0 is
  * blended in its own colour. Small volumes are enlarged by an integer factor so the
- * preview is at least ~256 pixels tall.
+ * preview is at least ~256 pixels tall; large ones are sampled down to at most 2048
+ * pixels high and about 8192 wide, so any volume gets a preview.
  */
 #ifndef SWI_CLI_PREVIEW_H
 #define SWI_CLI_PREVIEW_H

@@ -30,7 +30,7 @@ CASES=(
   opt_default opt_uncompressed opt_roi_per_axis opt_roi_zero opt_overlap opt_mode_gaussian
   opt_sigma_scale opt_padding_modes opt_cval opt_sw_batch opt_fixed_batch opt_threads
   opt_max_memory opt_scores opt_softmax opt_tta opt_clip opt_scale opt_zscore
-  opt_clip_scale_zscore opt_multi_input opt_preview opt_force opt_head opt_uint16_labels
+  opt_clip_scale_zscore opt_multi_input opt_preview opt_preview_sizes opt_force opt_head opt_uint16_labels
   opt_quiet opt_summary opt_progress_tty opt_device_cuda opt_nifti2 opt_big_endian
   opt_4d_singleton opt_dtypes opt_output_same_as_input
   input_sibling_nii input_gzip_named_nii input_plain_named_gz
@@ -354,6 +354,22 @@ t_opt_preview() {
   wh=$("$PY" "$here/clitest.py" png "$T/o/p.png") || fail "preview is not a PNG"
   # panels 20x24, 20x16, 24x16 enlarged 11x: (20+20+24)*11 + 8 wide, 24*11 high
   [ "$wh" = "712 264" ] || fail "preview is $wh pixels, expected 712 264"
+}
+t_opt_preview_sizes() {
+  data; need onnxruntime; need png
+  # one voxel (enlarged), and 3000 x 6 x 4 (kept within 8192 pixels wide)
+  local f wh
+  for f in one long; do
+    seg --model "$DATA/quant4_dyn.onnx" --roi 8 --input "$DATA/$f.nii.gz" --output "$T/o/$f.nii.gz" \
+      --preview "$T/o/$f.png"
+    expect_rc 0
+    labels_ok "$T/o/$f.nii.gz" "$DATA/$f.nii.gz"
+    wh=$("$PY" "$here/clitest.py" png "$T/o/$f.png") || fail "$f.png is not a PNG"
+    case "$f:$wh" in
+      "one:56 16"|"long:6014 6") ;;
+      *) fail "$f.png is $wh pixels";;
+    esac
+  done
 }
 t_opt_force() {
   data; need onnxruntime

@@ -120,6 +120,8 @@ def make(d):
     v2 = volume(seed=1, hi=1.2)
     save(nib.Nifti1Image(v2, AFFINE), os.path.join(d, "vol2.nii.gz"))
     save(nib.Nifti1Image(volume((10, 12, 8), seed=2), AFFINE), os.path.join(d, "small.nii.gz"))
+    save(nib.Nifti1Image(volume((1, 1, 1), seed=4), AFFINE), os.path.join(d, "one.nii.gz"))
+    save(nib.Nifti1Image(volume((3000, 6, 4), seed=5), AFFINE), os.path.join(d, "long.nii.gz"))
     save(nib.Nifti2Image(v, AFFINE), os.path.join(d, "vol_n2.nii.gz"))
     h = nib.Nifti1Header(endianness=">")
     save(nib.Nifti1Image(v.astype(">f4"), AFFINE, header=h), os.path.join(d, "vol_be.nii"))
