@@ -7,8 +7,8 @@
  * zoomed shapes, sw_batch_size, threads, pipelining, loop order, memory budget, and up to
  * four outputs of any reduction going to library memory, a caller buffer or a region
  * callback) and, optionally, one misbehaviour (the predictor fails, changes shape or
- * returns NaN at some call, a region callback or the progress callback says stop). The
- * rest of the bytes are the voxels.
+ * returns NaN at some call, a region callback or the progress callback says stop, some
+ * input voxels are NaN). The rest of the bytes are the voxels.
  *
  * The predictor is a pure function of each window, so the expected result can be
  * recomputed here the simple way: pad the whole image, run the same function on every
@@ -17,8 +17,9 @@
  *   - succeed, or fail with exactly the status the parameters call for (reflect padding
  *     wider than the image, a zoom that does not place, a budget, an injected fault),
  *     with a message, and then report no result;
- *   - on success produce finite values matching the reference within the golden
- *     tolerance for every reduction, deliver every voxel of a streamed output exactly
+ *   - on success produce values matching the reference within the golden tolerance for
+ *     every reduction (finite for finite voxels; NaN exactly where the reference has NaN,
+ *     argmax = the first NaN channel, max = NaN), deliver every voxel of a streamed output exactly
  *     once, never write past a caller's buffer, and agree with swi_plan_run.
  */
 #include "swi.h"
@@ -54,7 +55,7 @@ static unsigned pick(bytes *b, unsigned n) { return n ? take(b) % n : 0; }
 
 /* ---- the configuration ----------------------------------------------------------- */
 
-enum { MISB_NONE, MISB_PRED_FAIL, MISB_PRED_SHAPE, MISB_PRED_NAN, MISB_CALLBACK, MISB_CANCEL };
+enum { MISB_NONE, MISB_PRED_FAIL, MISB_PRED_SHAPE, MISB_PRED_NAN, MISB_CALLBACK, MISB_CANCEL, MISB_INPUT_NAN };
 
 typedef struct cfg {
     int dims;                   /* user dims */
@@ -427,6 +428,41 @@ static int close_enough(double got, double want, double tol)
     return fabs(got - want) <= tol + tol * fabs(want);
 }
 
+/* A voxel whose blended scores include NaN (NaN input voxels under the window). */
+static void check_nan_voxel(const cfg *c, int idx, const void *data, swi_dtype dt, int64_t b, int64_t v,
+                            int64_t ov, const double *x, int64_t first_nan)
+{
+    const swi_output *o = &c->outs[idx];
+    const int64_t C = c->C[o->head];
+    switch (o->reduce) {
+    case SWI_REDUCE_NONE:
+    case SWI_REDUCE_CUSTOM:
+        for (int64_t ch = 0; ch < C; ch++) {
+            float got = ((const float *)data)[(b * C + ch) * ov + v];
+            if (isnan(x[ch * ov]))
+                CHECK(isnan(got), "output %d channel %lld voxel %lld: %g where the reference is NaN", idx,
+                      (long long)ch, (long long)v, got);
+            else
+                CHECK(close_enough(got, x[ch * ov], 1e-4), "output %d channel %lld voxel %lld: %.9g, expected %.9g",
+                      idx, (long long)ch, (long long)v, got, x[ch * ov]);
+        }
+        break;
+    case SWI_REDUCE_ARGMAX: {
+        int64_t got = dt == SWI_DTYPE_UINT8 ? ((const uint8_t *)data)[b * ov + v]
+                                            : ((const uint16_t *)data)[b * ov + v];
+        CHECK(got == first_nan, "output %d voxel %lld: label %lld, expected the first NaN channel %lld", idx,
+              (long long)v, (long long)got, (long long)first_nan);
+        break;
+    }
+    case SWI_REDUCE_MAX:
+        CHECK(isnan(((const float *)data)[b * ov + v]), "output %d voxel %lld: max of NaN scores is %g", idx,
+              (long long)v, ((const float *)data)[b * ov + v]);
+        break;
+    default:
+        break; /* confidence and entropy of NaN scores: not specified */
+    }
+}
+
 /* Check one stored result `data` ([batch][planes][out] of dtype) against the reference. */
 static void check_values(const cfg *c, int idx, const refhead *rh, const void *data, swi_dtype dt)
 {
@@ -435,6 +471,15 @@ static void check_values(const cfg *c, int idx, const refhead *rh, const void *d
     for (int64_t b = 0; b < c->batch; b++)
         for (int64_t v = 0; v < ov; v++) {
             const double *x = rh->scores + b * C * ov + v;
+            int64_t first_nan = -1;
+            for (int64_t ch = 0; ch < C && first_nan < 0; ch++)
+                if (isnan(x[ch * ov]))
+                    first_nan = ch;
+            if (first_nan >= 0) {
+                /* NaN ranks above every number; NONE keeps NaN where the reference has it */
+                check_nan_voxel(c, idx, data, dt, b, v, ov, x, first_nan);
+                continue;
+            }
             double mx = x[0], second = -INFINITY;
             int64_t arg = 0;
             for (int64_t ch = 1; ch < C; ch++) {
@@ -582,7 +627,7 @@ static int build(cfg *c, bytes *in)
         c->where[i] = o->reduce == SWI_REDUCE_CUSTOM ? 2 : (int)(wb % 4);
     }
     unsigned mb = take(in);
-    c->misb = mb < 160 ? MISB_NONE : 1 + (int)(mb % 5);
+    c->misb = mb < 160 ? MISB_NONE : 1 + (int)(mb % 6);
     c->misb_at = 1 + (int)pick(in, 4);
     /* a learned head takes its shape from the first call: a change shows from the second */
     if (c->misb == MISB_PRED_SHAPE && c->misb_at == 1 && !c->declare_c[c->n_heads - 1])
@@ -592,6 +637,10 @@ static int build(cfg *c, bytes *in)
     c->input = malloc((size_t)n * sizeof(float));
     for (int64_t i = 0; i < n; i++)
         c->input[i] = in->n ? (float)((int)take(in) - 128) / 16.0f : (float)((i * 7919) % 23) / 4.0f - 2.5f;
+    /* NaN voxels: they must propagate exactly as in the reference (MONAI's semantics) */
+    if (c->misb == MISB_INPUT_NAN)
+        for (int64_t i = c->misb_at - 1; i < n; i += 7 * c->misb_at + 3)
+            c->input[i] = NAN;
     return 0;
 }
 

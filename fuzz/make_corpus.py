@@ -92,6 +92,12 @@ def nifti_seeds():
     put(t, "two_file.nii", nifti1((2, 2, 1), "uint8", [1, 2, 3, 4], magic=b"ni1\0"))
     put(t, "dim5.nii", nifti1((2, 2, 2, 2, 2), "uint8", [1] * 32))
     put(t, "slope0.nii", nifti1((2, 1, 1), "uint32", [7, 8], slope=0.0, inter=5))
+    # fuzz_nifti picks its writer variant from the length mod 4: trailing bytes (ignored
+    # by readers) give every variant a seed
+    for extra in (1, 2, 3):
+        put(t, "f32_4x3x2_v%d.nii" % extra, nifti1((4, 3, 2), "float32", [i * 0.25 for i in range(24)])
+            + b"\0" * extra)
+        put(t, "nifti2_i16_v%d.nii" % extra, nifti2((3, 2, 2), "int32", list(range(-6, 6))) + b"\0" * extra)
 
 
 # ---- golden case.txt ----------------------------------------------------------------------

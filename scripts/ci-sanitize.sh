@@ -5,7 +5,7 @@
 #   scripts/ci-sanitize.sh            # from anywhere; exits non-zero on any failure
 #
 # Stage 1: build-asan   (-DSWI_SANITIZE=ON), every ctest test.
-# Stage 2: build-fault  (-DSWI_SANITIZE=ON -DSWI_FAULT_INJECTION=ON), the tests labelled
+# Stage 2: build-fault  (Debug, -DSWI_SANITIZE=ON -DSWI_FAULT_INJECTION=ON), the tests labelled
 #          `fault` (tests/fault: every allocation of core runs and of `swi segment`, write
 #          failures, signals, hostile inputs). Skip it with SWI_CI_FAULT=0.
 # Environment: SWI_ASAN_BUILD, SWI_FAULT_BUILD (build folders), JOBS (parallelism),
@@ -46,7 +46,8 @@ ctest --test-dir "$asan_build" --output-on-failure -j "$jobs" --timeout 1800
 
 if [ "${SWI_CI_FAULT:-1}" != 0 ]; then
   stage "ASan + UBSan + fault-injection build ($fault_build)"
-  configure_build "$fault_build" -DSWI_SANITIZE=ON -DSWI_FAULT_INJECTION=ON
+  # Debug: unoptimised, so fault_core can tell every allocation call site that got a fault
+  configure_build "$fault_build" -DSWI_SANITIZE=ON -DSWI_FAULT_INJECTION=ON -DCMAKE_BUILD_TYPE=Debug
   stage "fault-injection suite (ctest -L fault)"
   ctest --test-dir "$fault_build" --output-on-failure -j "$jobs" -L fault --timeout 1800
 fi

@@ -21,7 +21,8 @@
  *   - then succeed on the same context with the expected results (nothing left broken);
  *   - exit without crashing, hanging (30 s alarm) or leaking (run under ASan/LSan).
  * Finally it lists the library's allocation call sites (from SWI_SOURCE_DIR/src) that no
- * injected fault reached, and fails if there are any.
+ * injected fault reached, and fails if there are any (in unoptimised builds, where every
+ * site can be told; see SWI_FAULT_STRICT_SITES).
  *
  * Scenarios:
  *   full    2 heads (one learned, half resolution), reflect padding, gaussian, argmax +
@@ -56,6 +57,12 @@
 
 #ifndef SWI_SOURCE_DIR
 #define SWI_SOURCE_DIR "."
+#endif
+/* 1 when the library is built without optimisation (CMAKE_BUILD_TYPE=Debug): only then do
+ * return addresses name every call site (an optimised `return swi__calloc(...)` is a tail
+ * call whose site vanishes), so only then is the call-site coverage enforced. */
+#ifndef SWI_FAULT_STRICT_SITES
+#define SWI_FAULT_STRICT_SITES 0
 #endif
 
 /* Exported by src/alloc.c in SWI_FAULT_INJECTION builds; declared nowhere public. */
@@ -751,11 +758,15 @@ static int walk(const char *self, int nnames, char **names)
             if (disc)
                 *disc = '\0';
             file[strcspn(file, "\n")] = '\0';
+            int matched = 0;
             for (int i = 0; i < nsrc; i++)
                 if (!strcmp(src[i], file)) {
                     hit[i] = 1;
-                    resolved++;
+                    matched = 1;
                 }
+            resolved += matched;
+            if (!matched)
+                printf("(a fault site outside the list: %s)\n", line);
         }
         if (p)
             pclose(p);
@@ -770,9 +781,12 @@ static int walk(const char *self, int nnames, char **names)
     } else if (nnames >= 3) {
         for (int i = 0; i < nsrc; i++)
             if (!hit[i]) {
-                printf("NOT COVERED: src/%s\n", src[i]);
-                bad = 1;
+                printf("%s: src/%s\n", SWI_FAULT_STRICT_SITES ? "NOT COVERED" : "not seen", src[i]);
+                bad |= SWI_FAULT_STRICT_SITES;
             }
+        if (!SWI_FAULT_STRICT_SITES && covered < nsrc)
+            printf("(optimised library: tail calls hide some call sites, so coverage is not enforced; "
+                   "configure with -DCMAKE_BUILD_TYPE=Debug to check it)\n");
     }
     free(src);
     free(hit);
