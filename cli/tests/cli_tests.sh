@@ -613,14 +613,14 @@ signal_case() {
   "$SWI" segment --model "$E2E/unet.onnx" --input "$DATA/big.nii.gz" --output "$T/o/l.nii.gz" \
     --scores "$T/o/s.nii.gz" --tta --sw-batch 1 --threads 2 >"$T/out" 2>"$T/err" </dev/null &
   local pid=$! i=0
-  while [ -z "$(ls -A "$T/o" 2>/dev/null)" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+  while [ -z "$(ls -A "$T/o" 2>/dev/null)" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
   [ -n "$(ls -A "$T/o")" ] || { kill -9 $pid; fail "the run never created its temporary files"; }
   sleep 1
   local t0=$SECONDS
   kill -"$sig" $pid
   wait $pid
   rc=$?
-  [ $((SECONDS - t0)) -le 10 ] || fail "took $((SECONDS - t0)) s to stop after SIG$sig"
+  [ $((SECONDS - t0)) -le 30 ] || fail "took $((SECONDS - t0)) s to stop after SIG$sig"
   expect_rc "$want"
   expect_err "interrupted by SIG$sig"
   expect_nothing_written
