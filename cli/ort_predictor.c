@@ -239,6 +239,13 @@ int ort_model_open(const char *path, const ort_opts *opts, ort_model **out, char
             goto fail;
         }
     }
+    if (getenv("SWI_ORT_NO_ARENA") && *getenv("SWI_ORT_NO_ARENA") == '1') {
+        /* Lower peak memory, more allocation work: no CPU arena, no memory pattern. */
+        if ((s = api->DisableCpuMemArena(so)) || (s = api->DisableMemPattern(so))) {
+            st_fail(api, s, err, "%s: cannot set session options", path);
+            goto fail;
+        }
+    }
     {
         /* Advanced: extra session config entries, "key=value;key=value" (see ONNX Runtime's
          * onnxruntime_session_options_config_keys.h). */
