@@ -715,8 +715,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                            : SWI_DTYPE_FLOAT32;
         size_t es = dt == SWI_DTYPE_UINT8 ? 1 : dt == SWI_DTYPE_UINT16 ? 2 : 4;
         int64_t planes = (o->reduce == SWI_REDUCE_NONE || o->reduce == SWI_REDUCE_CUSTOM) ? c.C[h] : 1;
-        if (!placeable || reflect_bad)
-            ov = 1; /* the run fails before any output is touched */
+        if (!rh[h].placeable || reflect_bad) {
+            /* no grid, the run must fail; a buffer the size of the image (every head here
+             * is at most the image's resolution) leaves it no other reason than the real one */
+            ov = c.size[0] * c.size[1] * c.size[2];
+        }
         need[i] = (size_t)(c.batch * planes * ov) * es;
         if (c.where[i] & 1 && o->reduce != SWI_REDUCE_CUSTOM) {
             /* exactly the size needed: ASan catches a write past it */
