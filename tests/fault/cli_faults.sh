@@ -112,9 +112,19 @@ EOF
 }
 tiny_args() { echo --model "$DATA/tiny.onnx" --input "$DATA/vol.nii.gz" --threads 2 --sw-batch 3 --mode gaussian; }
 
+# a case folder from an earlier run: take down the tmpfs mounts a killed run may have left
+clean_case_dir() {
+  local m
+  if [ -d "$1" ] && [ "$(id -u)" -eq 0 ]; then
+    for m in "$1/ro" "$1/full"; do
+      while mountpoint -q "$m" 2>/dev/null; do umount "$m" 2>/dev/null || break; done
+    done
+  fi
+  rm -rf "$1"
+  mkdir -p "$1/o"
+}
 T="$WORK/$1"
-rm -rf "$T"
-mkdir -p "$T/o"
+clean_case_dir "$T"
 
 # ---- allocation failures -----------------------------------------------------------------
 t_alloc_walk() {
@@ -181,7 +191,7 @@ t_write_full_fs() {
   [ "$(id -u)" -eq 0 ] || skip "mounting a small tmpfs needs root"
   mkdir -p "$T/full"
   mount -t tmpfs -o size=16k swi-full "$T/full" 2>/dev/null || skip "cannot mount a tmpfs here"
-  trap 'umount "$T/full" 2>/dev/null' EXIT
+  trap "umount '$T/full' 2>/dev/null" EXIT
   error_run "$T/full" "s.nii: write failed: No space left on device" $(tiny_args) \
     --output "$T/full/l.nii" --scores "$T/full/s.nii"
 }
@@ -225,7 +235,7 @@ t_write_readonly_dir() {
   if [ "$(id -u)" -eq 0 ]; then
     # root ignores permission bits: a read-only mount is what stops it
     mount -t tmpfs -o ro,size=64k swi-ro "$ro" 2>/dev/null || skip "root, and cannot mount a read-only tmpfs"
-    trap 'umount "$ro" 2>/dev/null' EXIT
+    trap "umount '$ro' 2>/dev/null" EXIT  # expanded now: \$ro is local
     error_run "$ro" "cannot create the output in .*: Read-only file system" $(tiny_args) --output "$ro/l.nii.gz"
   else
     chmod 555 "$ro"
@@ -360,7 +370,7 @@ run_case() {
 if [ "$1" = all ]; then
   bad=0
   for c in $("$0" --list); do
-    if (T="$WORK/$c"; rm -rf "$T"; mkdir -p "$T/o"; run_case "$c") >"$WORK/$c.log" 2>&1; then
+    if (T="$WORK/$c"; clean_case_dir "$T"; run_case "$c") >"$WORK/$c.log" 2>&1; then
       echo "PASS $c"
     else
       r=$?
