@@ -277,7 +277,7 @@ typedef struct swi_plan {
     int64_t head_channels[SWI_MAX_HEADS];/**< 0 where still unknown */
     size_t bytes_input;                  /**< the caller's input tensor */
     size_t bytes_windows;                /**< window input + predictor output buffers */
-    size_t bytes_partial;                /**< peak of the partial sums of the open frontier */
+    size_t bytes_partial;                /**< partial sums of the open frontier at their peak, with the allocator's fragmentation allowance */
     size_t bytes_outputs;                /**< stored results (caller's or library's) */
     size_t bytes_scratch;                /**< per-thread scratch and bookkeeping */
     size_t bytes_peak;                   /**< sum of the above: the predicted peak */

@@ -16,10 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* voxel-planes of accumulation per parallel item */
-#define ACC_ITEM_TARGET 65536
-/* planes per accumulate item at least, so a weight row is reused from L1 */
-#define ACC_MIN_PLANES 8
+/* accumulate items per worker thread and batch (load balance) */
+#define ACC_ITEMS_PER_THREAD 8
 #define CHUNK_VOXELS 4096
 
 typedef struct cell_state {
@@ -42,7 +40,25 @@ typedef struct task {
     int32_t win_off, win_n; /* windows of this batch touching it, in batch order */
 } task;
 
-typedef struct acc_item { int32_t task, p0, p1; } acc_item;
+/* Accumulation item: planes [p0, p1) of head `head` (plane C is the weight sum) over
+ * the rows [i0lo, i0hi) of the cells in row `c0` along axis 0, for every window of the
+ * batch in batch order. Items never share a cell plane row, so they run in any order
+ * on any thread and each voxel still sums its windows in batch order. */
+typedef struct acc_item {
+    int32_t head, p0, p1;
+    int64_t c0, i0lo, i0hi;
+} acc_item;
+
+/* One cell of a window, as the accumulation walks it. */
+typedef struct acc_seg {
+    float *buf;     /* its partial sums, NULL if one window covers it (finished directly) */
+    int64_t vox;    /* voxels of the cell (the plane stride of buf) */
+    int64_t lo2;    /* its first column in the window, along the contiguous axis */
+    int64_t e2;     /* its extent along that axis */
+    int set;        /* this window is its first since buf was opened: store, not add */
+} acc_seg;
+_Static_assert(sizeof(acc_seg) <= SWI_ACC_SEG_BYTES, "plan.c counts SWI_ACC_SEG_BYTES per table entry");
+
 typedef struct fin_item { int32_t task; int64_t a0, a1, b0, b1; } fin_item;
 
 typedef struct slot {
@@ -58,6 +74,7 @@ typedef struct slot {
 } slot;
 
 typedef struct worker_scratch {
+    acc_seg *segs; /* [seg_cap] the cells of one window, one axis-0 row of cells */
     float *scores;
     reduce_scratch rs;
 } worker_scratch;
@@ -91,6 +108,7 @@ typedef struct run {
     swi_pool *pool;
     worker_scratch *ws;
     size_t chunk_cap;
+    size_t seg_cap;             /* acc_seg entries per worker */
     /* per-batch work lists */
     task *tasks;
     int32_t *pair_task, *task_wins;
@@ -278,45 +296,75 @@ static swi_status fill_and_predict(run *r, slot *s, int64_t first, int n) {
 /* ---------------------------------------------------------------- workers */
 
 SWI_KERNEL static void accumulate_item(void *arg, int64_t item, int worker) {
-    (void)worker;
     run *r = arg;
     const acc_item *it = &r->acc[item];
-    const task *T = &r->tasks[it->task];
-    const head_geom *hg = &r->g.heads[T->head];
+    const head_geom *hg = &r->g.heads[it->head];
+    const axis_grid *ax = hg->ax;
     const slot *s = r->cur;
-    const int64_t C = hg->channels, o1 = hg->win[1], o2 = hg->win[2];
-    const int64_t e0 = T->ext[0], e1 = T->ext[1], e2 = T->ext[2];
-    for (int32_t q = 0; q < T->win_n; q++) {
-        int32_t j = r->task_wins[T->win_off + q];
+    const int64_t C = hg->channels, o1 = hg->win[1], o2 = hg->win[2], c0 = it->c0;
+    acc_seg *seg = r->ws[worker].segs;
+    /* Plane-outer: for each plane the window's prediction, its weights and each cell's
+     * partial sums are read as long forward streams, which the prefetchers follow. A
+     * cell-by-cell walk (or plane-inner per row) jumps between ~2C streams of short rows
+     * and runs at half the bandwidth. */
+    for (int j = 0; j < s->n; j++) {
         const int64_t *t = &s->t[j * NDIM];
-        int64_t off[NDIM];
-        for (int a = 0; a < NDIM; a++) off[a] = hg->ax[a].cell_lo[T->cell[a]] - hg->ax[a].win_lo[t[a]];
-        const float *P = s->head[T->head] + (size_t)j * (size_t)(C * hg->win_vox);
-        int set = T->fresh && q == 0;
-        /* row-outer, plane-inner: the weight row stays in L1 across the item's planes */
-        const int32_t p0 = it->p0, p1 = it->p1 < C ? it->p1 : (int32_t)C;
-        const int wplane = it->p1 > C; /* this item also carries the weight-sum plane */
-        for (int64_t i0 = 0; i0 < e0; i0++)
-            for (int64_t i1 = 0; i1 < e1; i1++) {
-                size_t wi = (size_t)(((off[0] + i0) * o1 + off[1] + i1) * o2 + off[2]);
-                size_t ai = (size_t)((i0 * e1 + i1) * e2);
-                const float *restrict w = hg->weights + wi;
-                for (int32_t pl = p0; pl < p1; pl++) {
-                    float *restrict a = T->buf + (size_t)pl * (size_t)T->vox + ai;
-                    const float *restrict x = P + (size_t)pl * (size_t)hg->win_vox + wi;
-                    if (set)
-                        for (int64_t v = 0; v < e2; v++) a[v] = x[v] * w[v];
-                    else
-                        for (int64_t v = 0; v < e2; v++) a[v] += x[v] * w[v];
-                }
-                if (wplane) {
-                    float *restrict a = T->buf + (size_t)C * (size_t)T->vox + ai;
-                    if (set)
-                        for (int64_t v = 0; v < e2; v++) a[v] = w[v];
-                    else
-                        for (int64_t v = 0; v < e2; v++) a[v] += w[v];
+        if (c0 < ax[0].win_cfirst[t[0]] || c0 >= ax[0].win_cfirst[t[0]] + ax[0].win_ccount[t[0]]) continue;
+        const int64_t b = s->image[j];
+        const int64_t cf1 = ax[1].win_cfirst[t[1]], cc1 = ax[1].win_ccount[t[1]];
+        const int64_t cf2 = ax[2].win_cfirst[t[2]], cc2 = ax[2].win_ccount[t[2]];
+        const int64_t off0 = ax[0].cell_lo[c0] - ax[0].win_lo[t[0]];
+        int any = 0;
+        for (int64_t k1 = 0; k1 < cc1; k1++)
+            for (int64_t k2 = 0; k2 < cc2; k2++) {
+                int64_t c1 = cf1 + k1, c2 = cf2 + k2;
+                int64_t ci = (c0 * ax[1].n_cells + c1) * ax[2].n_cells + c2;
+                const cell_state *st = &r->state[it->head][b * hg->n_cells + ci];
+                acc_seg *q = &seg[k1 * cc2 + k2];
+                q->buf = st->buf;
+                q->vox = (ax[0].cell_hi[c0] - ax[0].cell_lo[c0]) * (ax[1].cell_hi[c1] - ax[1].cell_lo[c1]) *
+                         (ax[2].cell_hi[c2] - ax[2].cell_lo[c2]);
+                q->lo2 = ax[2].cell_lo[c2] - ax[2].win_lo[t[2]];
+                q->e2 = ax[2].cell_hi[c2] - ax[2].cell_lo[c2];
+                q->set = 0;
+                if (st->buf) {
+                    const task *T = &r->tasks[st->task];
+                    q->set = T->fresh && r->task_wins[T->win_off] == j;
+                    any = 1;
                 }
             }
+        if (!any) continue;
+        const float *P = s->head[it->head] + (size_t)j * (size_t)(C * hg->win_vox);
+        for (int32_t pl = it->p0; pl < it->p1; pl++) {
+            const float *xp = pl < C ? P + (size_t)pl * (size_t)hg->win_vox : NULL;
+            for (int64_t i0 = it->i0lo; i0 < it->i0hi; i0++)
+                for (int64_t k1 = 0; k1 < cc1; k1++) {
+                    const int64_t c1 = cf1 + k1, e1 = ax[1].cell_hi[c1] - ax[1].cell_lo[c1];
+                    const int64_t lo1 = ax[1].cell_lo[c1] - ax[1].win_lo[t[1]];
+                    const acc_seg *row = &seg[k1 * cc2];
+                    for (int64_t i1 = 0; i1 < e1; i1++) {
+                        const size_t wrow = (size_t)(((off0 + i0) * o1 + lo1 + i1) * o2);
+                        for (int64_t k2 = 0; k2 < cc2; k2++) {
+                            const acc_seg *q = &row[k2];
+                            if (!q->buf) continue;
+                            const int64_t e2 = q->e2;
+                            float *restrict a = q->buf + (size_t)pl * (size_t)q->vox + (size_t)((i0 * e1 + i1) * e2);
+                            const float *restrict w = hg->weights + wrow + q->lo2;
+                            if (xp) {
+                                const float *restrict x = xp + wrow + q->lo2;
+                                if (q->set)
+                                    for (int64_t v = 0; v < e2; v++) a[v] = x[v] * w[v];
+                                else
+                                    for (int64_t v = 0; v < e2; v++) a[v] += x[v] * w[v];
+                            } else if (q->set) {
+                                for (int64_t v = 0; v < e2; v++) a[v] = w[v];
+                            } else {
+                                for (int64_t v = 0; v < e2; v++) a[v] += w[v];
+                            }
+                        }
+                    }
+                }
+        }
     }
 }
 
@@ -507,24 +555,45 @@ static swi_status book_batch(run *r, const slot *s) {
             }
         }
     }
-    /* parallel items */
+    /* accumulation items: per head, every axis-0 row of cells the batch touches, split
+     * by planes (and, for few planes, by rows) into about ACC_ITEMS_PER_THREAD items per
+     * thread */
     r->n_acc = r->n_fin = 0;
+    for (int h = 0; h < g->n_heads; h++) {
+        const head_geom *hg = &g->heads[h];
+        const axis_grid *ax0 = &hg->ax[0];
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (int j = 0; j < s->n; j++) {
+            const int64_t *t = &s->t[j * NDIM];
+            if (ax0->win_ccount[t[0]] <= 0) continue;
+            if (ax0->win_cfirst[t[0]] < lo) lo = ax0->win_cfirst[t[0]];
+            if (ax0->win_cfirst[t[0]] + ax0->win_ccount[t[0]] > hi) hi = ax0->win_cfirst[t[0]] + ax0->win_ccount[t[0]];
+        }
+        if (lo >= hi) continue;
+        int64_t planes = hg->channels + 1, want = (int64_t)r->threads * ACC_ITEMS_PER_THREAD;
+        int64_t per_row = (want + (hi - lo) - 1) / (hi - lo);
+        int64_t groups = per_row < planes ? per_row : planes;
+        int64_t pp = (planes + groups - 1) / groups;
+        int64_t splits = (per_row + groups - 1) / groups;
+        for (int64_t c0 = lo; c0 < hi; c0++) {
+            int64_t e0 = ax0->cell_hi[c0] - ax0->cell_lo[c0];
+            int64_t rows = splits < e0 ? (e0 + splits - 1) / splits : 1;
+            for (int64_t p0 = 0; p0 < planes; p0 += pp)
+                for (int64_t i0 = 0; i0 < e0; i0 += rows) {
+                    if (!grow((void **)&r->acc, &r->acc_cap, (size_t)r->n_acc + 1, sizeof(acc_item)))
+                        return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
+                    acc_item *it = &r->acc[r->n_acc++];
+                    it->head = h;
+                    it->p0 = (int32_t)p0;
+                    it->p1 = (int32_t)(p0 + pp < planes ? p0 + pp : planes);
+                    it->c0 = c0;
+                    it->i0lo = i0;
+                    it->i0hi = i0 + rows < e0 ? i0 + rows : e0;
+                }
+        }
+    }
     for (int32_t i = 0; i < n_tasks; i++) {
         task *T = &r->tasks[i];
-        const head_geom *hg = &g->heads[T->head];
-        if (T->buf) {
-            int64_t planes = hg->channels + 1;
-            int64_t per = ACC_ITEM_TARGET / (T->vox * T->win_n);
-            if (per < ACC_MIN_PLANES) per = ACC_MIN_PLANES;
-            for (int64_t p0 = 0; p0 < planes; p0 += per) {
-                if (!grow((void **)&r->acc, &r->acc_cap, (size_t)r->n_acc + 1, sizeof(acc_item)))
-                    return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
-                acc_item *it = &r->acc[r->n_acc++];
-                it->task = i;
-                it->p0 = (int32_t)p0;
-                it->p1 = (int32_t)(p0 + per < planes ? p0 + per : planes);
-            }
-        }
         if (T->completes) {
             int64_t e0 = T->ext[0], e1 = T->ext[1], e2 = T->ext[2];
             int64_t rows = (int64_t)r->chunk_cap / e2;
@@ -692,11 +761,14 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
         for (int k = 0; k < g->user_dims; k++) r->ctx->out_size[h][k] = hg->out[swi__axis(g, k)];
     }
     r->chunk_cap = rowmax > CHUNK_VOXELS ? rowmax : CHUNK_VOXELS;
+    r->seg_cap = swi__seg_cap(g);
     r->ws = swi__calloc((size_t)r->threads, sizeof *r->ws);
     if (!r->ws) return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
     for (int i = 0; i < r->threads; i++) {
         worker_scratch *w = &r->ws[i];
         size_t n = r->chunk_cap;
+        w->segs = swi__calloc(r->seg_cap, sizeof(acc_seg));
+        if (!w->segs) return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
         w->scores = swi__malloc(n * cmax * sizeof(float));
         w->rs.best = swi__malloc(n * sizeof(float));
         w->rs.arg = swi__malloc(n * sizeof(int32_t));
@@ -757,7 +829,7 @@ static void free_run(run *r) {
                 c[1] = (ci / hg->ax[2].n_cells) % hg->ax[1].n_cells;
                 c[0] = ci / (hg->ax[2].n_cells * hg->ax[1].n_cells);
                 size_t bytes = swi__cell_bytes(hg, c);
-                swi__cellmem_release(r->state[h][i].buf, bytes);
+                swi__cellmem_release(&r->mem, r->state[h][i].buf, bytes);
             }
         swi__free(r->state[h]);
     }
@@ -772,6 +844,7 @@ static void free_run(run *r) {
     if (r->ws) {
         for (int i = 0; i < r->threads; i++) {
             worker_scratch *w = &r->ws[i];
+            swi__free(w->segs);
             swi__free(w->scores);
             swi__free(w->rs.best);
             swi__free(w->rs.arg);

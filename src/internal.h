@@ -155,23 +155,34 @@ typedef struct plan_choice {
 void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t[NDIM]);
 swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs,
                      int n_outs, swi_plan *plan, plan_choice *choice);
+/* Cells of one window in one axis-0 row of cells, at most, over all heads and windows:
+ * the entries of each worker's accumulation table (SWI_ACC_SEG_BYTES each). */
+size_t swi__seg_cap(const geom *g);
+#define SWI_ACC_SEG_BYTES 40
 /* Bytes of a cell's partial sums (channels + 1 planes). */
 size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]);
 
 /* ---- cellmem.c: partial-sum buffers, reused across cells within a byte limit ---- */
 #define CELLMEM_SLOTS 512
 typedef struct cellmem {
-    size_t limit;          /* live + kept never exceeds this through keeping */
-    size_t live, cached;
-    int n;
-    void *ptr[CELLMEM_SLOTS];
+    size_t limit;          /* the arena's size: swi__cellmem_bytes(planned peak) */
+    size_t live;           /* bytes handed out */
+    size_t outside;        /* of those, in mappings of their own (arena too fragmented) */
+    char *base;            /* the arena, or NULL */
+    size_t arena, touched; /* its size; high-water mark of what was handed out */
+    int tried;             /* the arena was reserved (or could not be) */
+    int n;                 /* free blocks, address-ordered, coalesced */
+    size_t off[CELLMEM_SLOTS];
     size_t size[CELLMEM_SLOTS];
 } cellmem;
+/* Bytes of the arena for partial sums that peak at `peak` (fragmentation allowance
+ * included; SIZE_MAX on overflow): what the planner counts and the engine reserves. */
+size_t swi__cellmem_bytes(size_t peak);
 void swi__cellmem_init(cellmem *m, size_t limit);
 void *swi__cellmem_get(cellmem *m, size_t bytes);
 void swi__cellmem_put(cellmem *m, void *p, size_t bytes);
 void swi__cellmem_free(cellmem *m);
-void swi__cellmem_release(void *p, size_t bytes);
+void swi__cellmem_release(cellmem *m, void *p, size_t bytes);
 
 /* ---- context ---- */
 typedef struct swi_result_buf {

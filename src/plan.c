@@ -14,6 +14,19 @@ size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]) {
     return vox * (size_t)(hg->channels + 1) * sizeof(float);
 }
 
+size_t swi__seg_cap(const geom *g) {
+    size_t cap = 1;
+    for (int h = 0; h < g->n_heads; h++) {
+        const head_geom *hg = &g->heads[h];
+        int64_t m[2] = {1, 1};
+        for (int a = 1; a < NDIM; a++)
+            for (int64_t t = 0; t < hg->ax[a].n_win; t++)
+                if (hg->ax[a].win_ccount[t] > m[a - 1]) m[a - 1] = hg->ax[a].win_ccount[t];
+        if ((size_t)(m[0] * m[1]) > cap) cap = (size_t)(m[0] * m[1]);
+    }
+    return cap;
+}
+
 void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t[NDIM]) {
     const int a0 = c->order[0], a1 = c->order[1], a2 = c->order[2];
     const int64_t n0 = g->n_win[a0], inner = g->n_win[a1] * g->n_win[a2];
@@ -170,6 +183,7 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     add_mul(&scratch, t, (size_t)threads * sizeof(float));
     add_mul(&scratch, book, 1);
     add_mul(&scratch, (size_t)g->roi_vox, sizeof(float));
+    add_mul(&scratch, swi__seg_cap(g) * (size_t)threads, SWI_ACC_SEG_BYTES);
     if (input == SIZE_MAX || outputs == SIZE_MAX || per_window == SIZE_MAX || scratch == SIZE_MAX)
         return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows (channels x window size)");
 
@@ -214,6 +228,8 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                     best_order = c;
                 }
             }
+        /* what the engine reserves for that frontier (fragmentation allowance included) */
+        best_partial = swi__cellmem_bytes(best_partial);
         size_t one_slot = 0, peak_serial = input;
         add_mul(&one_slot, (size_t)sw, per_window);
         add_mul(&peak_serial, one_slot, 1);
