@@ -100,7 +100,9 @@ static void reserve(cellmem *m) {
     give(m, 0, bytes);
 }
 
-/* Give back free arena pages that may be resident, worth `bytes` at least. */
+/* Give back free arena pages that may be resident, worth `bytes` at least. Pages
+ * given back earlier may be counted again (free blocks do not remember it), so this
+ * can give back less than asked: the fallback then costs memory, never correctness. */
 static void shed(cellmem *m, size_t bytes) {
     size_t done = 0;
     for (int i = 0; i < m->n && done < bytes; i++) {
