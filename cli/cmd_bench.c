@@ -160,16 +160,6 @@ static size_t bandwidth_elements(void) {
     return n;
 }
 
-static float *bw_array(size_t n) {
-    size_t bytes = n * sizeof(float);
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE); /* page faults are not what is measured */
-#endif
-    return p;
-}
-
 /* Let a large malloc'd buffer fault in huge pages, as a performance-minded caller's
  * allocator would: in virtual machines 4 KiB first-touch faults cost more than the
  * whole blending of a voxel. */
@@ -188,10 +178,12 @@ static void hint_huge(void *p, size_t bytes) {
 static double fused_bandwidth(int threads) {
     size_t n = bandwidth_elements();
     size_t wn = 4096;
-    float *acc = bw_array(n), *pred = bw_array(n), *w = malloc(wn * sizeof(float));
+    float *acc = malloc(n * sizeof(float)), *pred = malloc(n * sizeof(float)), *w = malloc(wn * sizeof(float));
+    hint_huge(acc, n * sizeof(float)); /* page faults are not what is measured */
+    hint_huge(pred, n * sizeof(float));
     if (!acc || !pred || !w) {
-        if (acc) munmap(acc, n * sizeof(float));
-        if (pred) munmap(pred, n * sizeof(float));
+        free(acc);
+        free(pred);
         free(w);
         return 0;
     }
@@ -221,8 +213,8 @@ static double fused_bandwidth(int threads) {
     }
     volatile float sink = acc[n / 2];
     (void)sink;
-    munmap(acc, n * sizeof(float));
-    munmap(pred, n * sizeof(float));
+    free(acc);
+    free(pred);
     free(w);
     return best;
 }

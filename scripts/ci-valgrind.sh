@@ -9,7 +9,7 @@
 # --error-exitcode=1`:
 #   - swi-golden over every case of SWI_GOLDEN_DIR/cases (default ../shared/golden beside
 #     the repository), blended scores and argmax labels, with 1 and 3 threads;
-#   - the unit tests test_case_file, test_layout and test_errors.
+#   - the unit tests test_case_file, test_layout, test_errors and test_cellmem.
 # Environment: SWI_GOLDEN_DIR, SWI_VALGRIND_BUILD, JOBS, VALGRIND (the valgrind binary).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,7 +27,7 @@ fi
 
 cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWI_SANITIZE=OFF \
       -DSWI_FAULT_INJECTION=OFF -DSWI_GOLDEN_DIR="$golden"
-cmake --build "$build" -j "$jobs" --target swi-golden test_case_file test_layout test_errors
+cmake --build "$build" -j "$jobs" --target swi-golden test_case_file test_layout test_errors test_cellmem
 
 logs="$build/valgrind"
 rm -rf "$logs"
@@ -58,4 +58,5 @@ memcheck golden_argmax "$build/swi-golden" --reduce argmax --threads 2 "${cases[
 memcheck test_case_file "$build/test_case_file"
 memcheck test_layout "$build/test_layout"
 memcheck test_errors "$build/test_errors"
+memcheck test_cellmem "$build/test_cellmem"
 exit $fail

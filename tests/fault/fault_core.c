@@ -10,14 +10,15 @@
  * the N-th library allocation of the process fail, and swi__alloc_count() says how many
  * there were. This program also wraps, at link time (-Wl,--wrap), the library's
  * allocation entry points (to learn which call site each N is), pthread_create
- * (SWI_FAULT_THREAD=N fails the N-th thread start) and mmap/munmap/mremap (to check that
+ * (SWI_FAULT_THREAD=N fails the N-th thread start) and mmap/munmap (to check that
  * every page-backed buffer is unmapped: LeakSanitizer sees only the heap).
  *
  * `walk` first runs each scenario in-process to count its allocations and thread starts
  * and to hash its results, then for every N runs `one` in a fresh process, which must:
  *   - fail with SWI_ERR_NOMEM (SWI_ERR_THREAD for a thread fault) and a message, report no
- *     result, and have unmapped everything -- or, where the engine absorbs the fault (an
- *     optional cache growth), succeed with exactly the expected results;
+ *     result, and have unmapped everything -- or, where the engine absorbs the fault (a
+ *     cell that cannot use the partial-sum arena maps its own), succeed with exactly the
+ *     expected results;
  *   - then succeed on the same context with the expected results (nothing left broken);
  *   - exit without crashing, hanging (30 s alarm) or leaking (run under ASan/LSan).
  * Finally it lists the library's allocation call sites (from SWI_SOURCE_DIR/src) that no
@@ -31,7 +32,7 @@
  *   stream  streaming only: argmax without scores into a region-callback sink, custom
  *           weight map, replicate padding, automatic pipelining
  *   big     buffers large enough for the page-backed paths (window batches >= 1 MiB,
- *           partial sums >= 64 KiB: mmap, cached and regrown cells)
+ *           partial sums >= 64 KiB: the arena, and cells in mappings of their own)
  * Predictor misbehaviour (a failure, a region-callback stop, a cancel at every call) is
  * walked in-process by `walk` too: each must stop the run with its status, free
  * everything, and leave the context usable.
@@ -146,11 +147,9 @@ int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(voi
 
 /* Mapped bytes the library holds (page-rounded). */
 static atomic_llong mapped;
-static atomic_int remaps; /* successful mremap calls: regrown partial-sum cells */
 static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
 void *__real_mmap(void *, size_t, int, int, int, off_t);
 int __real_munmap(void *, size_t);
-void *__real_mremap(void *, size_t, size_t, int, ...);
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     void *p = __real_mmap(addr, len, prot, flags, fd, off);
@@ -164,15 +163,6 @@ int __wrap_munmap(void *addr, size_t len)
     if (rc == 0)
         atomic_fetch_sub(&mapped, (long long)page_round(len));
     return rc;
-}
-void *__wrap_mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
-{
-    void *p = __real_mremap(old, old_len, new_len, flags);
-    if (p != MAP_FAILED) {
-        atomic_fetch_add(&mapped, (long long)page_round(new_len) - (long long)page_round(old_len));
-        atomic_fetch_add(&remaps, 1);
-    }
-    return p;
 }
 
 /* ---- the scenarios ------------------------------------------------------------------- */
@@ -378,7 +368,7 @@ static void make_scenario(scenario *sc, const char *name)
         memcpy(sc->size, size, sizeof size);
         swi_params_init(p, 3);
         memcpy(p->roi, roi, sizeof roi);
-        p->overlap[0] = p->overlap[1] = p->overlap[2] = 0.6; /* uneven cells: some regrow */
+        p->overlap[0] = p->overlap[1] = p->overlap[2] = 0.6; /* uneven cells: arena holes of many sizes */
         p->mode = SWI_BLEND_GAUSSIAN;
         p->sw_batch_size = 2;
         p->threads = 2;
@@ -710,13 +700,13 @@ static int walk(const char *self, int nnames, char **names)
         if (!ctx)
             die("swi_create");
         long long a0 = swi__alloc_count();
-        int t0 = atomic_load(&thread_starts), r0 = atomic_load(&remaps);
+        int t0 = atomic_load(&thread_starts);
         uint64_t hash;
         swi_status st = run_scenario(ctx, &sc, &hash);
         if (st != SWI_OK)
             die("%s: the fault-free run fails: %s: %s", names[s], swi_status_name(st), swi_last_error(ctx));
         long long allocs = swi__alloc_count() - a0 + 1; /* + swi_create */
-        int threads = atomic_load(&thread_starts) - t0, regrown = atomic_load(&remaps) - r0;
+        int threads = atomic_load(&thread_starts) - t0;
         int calls = sc.pred_calls;
         uint64_t h2;
         if (run_scenario(ctx, &sc, &h2) != SWI_OK || h2 != hash)
@@ -731,8 +721,8 @@ static int walk(const char *self, int nnames, char **names)
         for (int n = 1; n <= threads; n++)
             sbad |= spawn_one(self, names[s], hash, "SWI_FAULT_THREAD", n, &sites);
         sbad |= walk_stops(&sc, hash, calls);
-        printf("%s %s: %lld allocation faults, %d thread-start faults, %d predictor calls x 3 stops "
-               "(%d cells regrown)\n", sbad ? "FAIL" : "PASS", names[s], allocs, threads, calls, regrown);
+        printf("%s %s: %lld allocation faults, %d thread-start faults, %d predictor calls x 3 stops\n",
+               sbad ? "FAIL" : "PASS", names[s], allocs, threads, calls);
         fflush(stdout);
         points += allocs + threads;
         bad |= sbad;
@@ -810,13 +800,12 @@ int main(int argc, char **argv)
         make_scenario(&sc, argv[2]);
         swi_ctx *ctx = swi_create();
         long long a0 = swi__alloc_count();
-        int r0 = atomic_load(&remaps), t0 = atomic_load(&thread_starts);
+        int t0 = atomic_load(&thread_starts);
         uint64_t h = 0;
         swi_status st = run_scenario(ctx, &sc, &h);
-        printf("%s: %s, %lld allocations, %d thread starts, %d predictor calls, %d cells regrown, "
-               "hash %llu\n", argv[2], swi_status_name(st), swi__alloc_count() - a0 + 1,
-               atomic_load(&thread_starts) - t0, sc.pred_calls, atomic_load(&remaps) - r0,
-               (unsigned long long)h);
+        printf("%s: %s, %lld allocations, %d thread starts, %d predictor calls, hash %llu\n", argv[2],
+               swi_status_name(st), swi__alloc_count() - a0 + 1, atomic_load(&thread_starts) - t0,
+               sc.pred_calls, (unsigned long long)h);
         swi_free(ctx);
         free_scenario(&sc);
         return st != SWI_OK;
