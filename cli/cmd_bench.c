@@ -313,11 +313,14 @@ int swi_cmd_bench(int argc, char **argv) {
         p.overlap[k] = overlap;
         if (n_order) p.order[k] = (int)order[k];
     }
+    if (n_order) p.order_mode = SWI_ORDER_FIXED;
+    {
+    }
     p.mode = gaussian ? SWI_BLEND_GAUSSIAN : SWI_BLEND_CONSTANT;
     p.sw_batch_size = (int)sw;
     p.threads = (int)threads;
     p.max_memory = max_memory;
-    p.pipeline = pipeline;
+    p.pipeline = pipeline < 0 ? SWI_PIPELINE_AUTO : pipeline ? SWI_PIPELINE_ON : SWI_PIPELINE_OFF;
     p.heads[0].channels = classes;
     for (int k = 0; k < dims; k++) p.heads[0].spatial[k] = p.roi[k] > 0 ? p.roi[k] : shape[k];
 

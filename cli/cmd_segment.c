@@ -384,37 +384,6 @@ static void preprocess(const seg_opts *o, float *x, int64_t n)
     }
 }
 
-/* Softmax over classes of scores [C][n], in place. */
-static void softmax_inplace(float *s, int64_t classes, int64_t n)
-{
-    enum { B = 1024 };
-    float mx[B], sum[B];
-    for (int64_t v0 = 0; v0 < n; v0 += B) {
-        int64_t m = n - v0 < B ? n - v0 : B;
-        for (int64_t v = 0; v < m; v++) {
-            mx[v] = -INFINITY;
-            sum[v] = 0;
-        }
-        for (int64_t c = 0; c < classes; c++) {
-            const float *p = s + c * n + v0;
-            for (int64_t v = 0; v < m; v++)
-                mx[v] = p[v] > mx[v] ? p[v] : mx[v];
-        }
-        for (int64_t c = 0; c < classes; c++) {
-            float *p = s + c * n + v0;
-            for (int64_t v = 0; v < m; v++) {
-                p[v] = expf(p[v] - mx[v]);
-                sum[v] += p[v];
-            }
-        }
-        for (int64_t c = 0; c < classes; c++) {
-            float *p = s + c * n + v0;
-            for (int64_t v = 0; v < m; v++)
-                p[v] /= sum[v];
-        }
-    }
-}
-
 /* ---- the pipeline --------------------------------------------------------------------- */
 
 static int fail(const char *who, const char *msg)
@@ -513,7 +482,8 @@ static int setup(const seg_opts *o, const char *who, seg_state *s, swi_params *p
     swi_output_init(&outs[0], 0, SWI_REDUCE_ARGMAX);
     *n_outs = 1;
     if (o->scores) {
-        swi_output_init(&outs[1], 0, SWI_REDUCE_NONE);
+        /* softmax is streamed by the engine region by region, like the labels */
+        swi_output_init(&outs[1], 0, o->softmax ? SWI_REDUCE_SOFTMAX : SWI_REDUCE_NONE);
         *n_outs = 2;
     }
     return 0;
@@ -683,16 +653,14 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep)
         status = fail(who, "internal error: unexpected label map from the engine");
         goto done;
     }
-    float *scores = NULL;
+    const float *scores = NULL;
     if (o->scores) {
-        /* Library-owned, ours to read until swi_free; softmax rewrites it in place. */
-        scores = (float *)swi_result(s->ctx, 1, &sbytes);
+        /* library-owned, ours to read until swi_free */
+        scores = swi_result(s->ctx, 1, &sbytes);
         if (!scores || sbytes != (size_t)(classes * N) * sizeof(float)) {
             status = fail(who, "internal error: unexpected scores from the engine");
             goto done;
         }
-        if (o->softmax)
-            softmax_inplace(scores, classes, N);
     }
 
     /* Write, then commit everything. */

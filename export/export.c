@@ -631,10 +631,11 @@ static int plan_layout(X *x, layout *L) {
                             "--padding-mode reflect needs a pad smaller than the volume: dim %d has size %lld and "
                             "window %lld (pad %lld after)",
                             k, (long long)s, (long long)r, (long long)L->after[k]);
-            int64_t n = swi_window_starts(s, r, L->overlap[k], NULL, 0);
-            if (n < 1) return fail(x, 2, "invalid window layout along dim %d", k);
+            int64_t n = 0, m = 0;
+            if (swi_window_starts(NULL, s, r, L->overlap[k], NULL, 0, &n) != SWI_OK || n < 1)
+                return fail(x, 2, "invalid window layout along dim %d", k);
             L->starts[k] = arena_alloc(&x->A, (size_t)n * sizeof(int64_t));
-            if (swi_window_starts(s, r, L->overlap[k], L->starts[k], n) != n)
+            if (swi_window_starts(NULL, s, r, L->overlap[k], L->starts[k], n, &m) != SWI_OK || m != n)
                 return fail(x, 1, "swi_window_starts failed along dim %d", k);
             L->n_win[k] = n;
             if (L->W > ((int64_t)1 << 40) / n) return fail(x, 2, "too many windows");
@@ -648,7 +649,7 @@ static int plan_layout(X *x, layout *L) {
                     (double)count_vox(L) * 4.0);
     /* weights, in the library's exact float32 formula */
     L->wmap = arena_alloc(&x->A, (size_t)L->roi_vox * sizeof(float));
-    swi_status st = swi_weights((swi_blend)o->mode, d, L->roi, L->sigma, L->wmap);
+    swi_status st = swi_weights(NULL, (swi_blend)o->mode, d, L->roi, L->sigma, L->wmap);
     if (st != SWI_OK) return fail(x, 2, "swi_weights failed: %s", swi_status_name(st));
     return 0;
 }

@@ -660,15 +660,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p.roi[k] = c.roi_param[k];
         p.overlap[k] = c.overlap[k];
         p.sigma_scale[k] = c.sigma[k];
-        p.order[k] = c.auto_order ? -1 : c.order[k];
+        if (!c.auto_order) p.order[k] = c.order[k];
     }
+    p.order_mode = c.auto_order ? SWI_ORDER_AUTO : SWI_ORDER_FIXED;
     p.mode = c.mode;
     p.weight_map = c.weight_map;
     p.padding_mode = c.pad;
     p.cval = c.cval;
     p.sw_batch_size = c.sw;
     p.threads = c.threads;
-    p.pipeline = c.pipeline;
+    p.pipeline = c.pipeline < 0 ? SWI_PIPELINE_AUTO : c.pipeline ? SWI_PIPELINE_ON : SWI_PIPELINE_OFF;
     p.max_memory = c.max_memory;
     p.n_heads = c.n_heads;
     for (int h = 0; h < c.n_heads; h++) {
@@ -758,7 +759,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t st[64];
         int64_t n = starts_of(c.size[k], c.r[k], c.overlap[k], st);
         int64_t got[64];
-        int64_t m = swi_window_starts(c.size[k], c.r[k], c.overlap[k], got, 64);
+        int64_t m = -1;
+        CHECK(swi_window_starts(NULL, c.size[k], c.r[k], c.overlap[k], got, 64, &m) == SWI_OK,
+              "swi_window_starts dim %d failed", k);
         CHECK(m == n, "swi_window_starts dim %d: %lld starts, expected %lld", k, (long long)m, (long long)n);
         for (int64_t q = 0; q < n; q++)
             CHECK(got[q] == st[q], "swi_window_starts dim %d start %lld", k, (long long)q);

@@ -7,7 +7,8 @@
  * volume with overlapping windows, hands them to your predictor in batches,
  * blends the overlapping predictions with a weight map and delivers the
  * stitched result -- with exactly the semantics of MONAI 1.4's
- * sliding_window_inference (see shared/golden/README.md), but streamed: every
+ * sliding_window_inference (written out step by step in docs/semantics.md), but
+ * streamed: every
  * region is reduced (argmax, max, confidence, entropy, your own function) as
  * soon as the last window covering it has landed, so partial sums exist only
  * for the open frontier, never for the whole volume.
@@ -30,15 +31,27 @@
  * Conventions
  *  - Tensors are float32, C order (last index fastest): inputs
  *    [batch, channels, *spatial], predictor outputs [n, channels, *spatial].
- *  - Every function that can fail returns an swi_status; the context keeps a
- *    message naming the offending parameter (swi_last_error). The library never
- *    prints, never exits and never aborts.
+ *  - Every function that can fail returns an swi_status and, when given a context,
+ *    leaves there a message naming the offending parameter (swi_last_error). The
+ *    pure layout functions take the context as an optional first argument (NULL:
+ *    status only). The library never prints, never exits and never aborts.
  *  - Distinct contexts may be used on distinct threads at the same time; one
  *    context is not to be used by two threads at once.
  *  - Sizes are int64_t (element counts) or size_t (bytes) and every product is
  *    overflow-checked (SWI_ERR_OVERFLOW).
- *  - Stability: enums and structs only grow at their end; always fill structs
- *    through their *_init function (or zero them) before setting fields.
+ *  - Stability: the API (names, meanings, source compatibility) is stable within
+ *    a minor version; the ABI is not promised before 1.0: the caller-allocated
+ *    structs (swi_params, swi_output, swi_plan, ...) may grow between minor
+ *    versions, so a program is rebuilt against the header of the library it runs
+ *    with (the shared library's soname carries the major version). Always fill
+ *    structs through their *_init function (or zero them) before setting fields:
+ *    every zero field means "default".
+ *
+ * Limits (each checked, failing with a message that names it):
+ *    SWI_MAX_DIMS spatial dims, SWI_MAX_HEADS predictor heads, SWI_MAX_OUTPUTS
+ *    outputs per run, SWI_MAX_THREADS workers, SWI_MAX_AXIS voxels along any axis
+ *    (image or window), argmax labels over at most 65536 channels (uint16); every
+ *    byte size must fit in size_t and every element count in int64_t.
  */
 #ifndef SWI_H
 #define SWI_H
@@ -59,6 +72,12 @@ extern "C" {
 #define SWI_MAX_DIMS 3
 /** Largest number of predictor heads (outputs of one network call). */
 #define SWI_MAX_HEADS 8
+/** Largest number of swi_output entries in one run. */
+#define SWI_MAX_OUTPUTS 1024
+/** Largest number of worker threads (swi_params.threads). */
+#define SWI_MAX_THREADS 1024
+/** Largest size of one axis, image or window, in voxels (2^31). */
+#define SWI_MAX_AXIS ((int64_t)1 << 31)
 
 /* ------------------------------------------------------------------------- */
 /* Errors                                                                    */
@@ -102,6 +121,21 @@ typedef enum swi_pad {
     SWI_PAD_CIRCULAR = 3   /**< wrap around */
 } swi_pad;
 
+/** Whether the predictor call for batch k+1 overlaps the blending of batch k. */
+typedef enum swi_pipeline {
+    SWI_PIPELINE_AUTO = 0, /**< on when it fits max_memory and the second window buffer adds at
+                                most 1/8 to the planned peak (the default) */
+    SWI_PIPELINE_OFF = 1,  /**< never: one window buffer */
+    SWI_PIPELINE_ON = 2    /**< always: twice the window buffers */
+} swi_pipeline;
+
+/** How the window loop order is chosen. */
+typedef enum swi_order_mode {
+    SWI_ORDER_AUTO = 0, /**< the order with the smallest planned frontier (the default) */
+    SWI_ORDER_FIXED = 1 /**< swi_params.order, outermost axis first; {0, 1, ..., dims-1} is
+                             the reference's enumeration (last dim fastest) */
+} swi_order_mode;
+
 /** Declared shape of one predictor head. channels == 0 means "learn the whole shape from
  *  the first predictor call" (then checks that need it happen after that call). */
 typedef struct swi_head_spec {
@@ -121,13 +155,12 @@ typedef struct swi_params {
     swi_pad padding_mode;              /**< used where roi > image; default SWI_PAD_CONSTANT */
     float cval;                        /**< fill value of SWI_PAD_CONSTANT; default 0 */
     int sw_batch_size;                 /**< windows per predictor call (>= 1); default 1 */
-    int threads;                       /**< blending/reduction workers; 0 = number of cores */
-    int order[SWI_MAX_DIMS];           /**< window loop order, outermost axis first; order[0] < 0
-                                            means automatic (smallest planned frontier) */
-    int pipeline;                      /**< 1: predict batch k+1 while batch k is blended
-                                            (twice the window buffers); 0: never; -1 (default):
-                                            when it fits max_memory and the second window
-                                            buffer adds at most 1/8 to the peak */
+    int threads;                       /**< blending/reduction workers, 0..SWI_MAX_THREADS;
+                                            0 = number of cores */
+    swi_order_mode order_mode;         /**< default SWI_ORDER_AUTO */
+    int order[SWI_MAX_DIMS];           /**< SWI_ORDER_FIXED: window loop order, outermost axis
+                                            first, a permutation of 0..dims-1 */
+    swi_pipeline pipeline;             /**< default SWI_PIPELINE_AUTO */
     size_t max_memory;                 /**< peak-bytes budget for swi_run (input, window buffers,
                                             partial sums, outputs); 0 = unlimited. sw_batch_size and
                                             pipeline are lowered to fit, else SWI_ERR_BUDGET. */
@@ -200,7 +233,10 @@ typedef enum swi_reduce {
     SWI_REDUCE_MAX = 2,        /**< the largest blended score (float32; NaN if any is NaN) */
     SWI_REDUCE_CONFIDENCE = 3, /**< softmax probability of the winner, 1/sum exp(x - max) */
     SWI_REDUCE_ENTROPY = 4,    /**< softmax entropy -sum p ln p, in nats */
-    SWI_REDUCE_CUSTOM = 5      /**< nothing stored: on_region receives the blended scores */
+    SWI_REDUCE_CUSTOM = 5,     /**< nothing stored: on_region receives the blended scores */
+    SWI_REDUCE_SOFTMAX = 6     /**< softmax over channels of the blended scores [batch, channels,
+                                    *out], float32, exp(x - max) / sum exp(x - max), computed per
+                                    region as it completes; all NaN where any score is NaN */
 } swi_reduce;
 
 typedef enum swi_dtype {
@@ -219,7 +255,7 @@ typedef struct swi_region {
     int dims;
     int64_t lo[SWI_MAX_DIMS];
     int64_t hi[SWI_MAX_DIMS];
-    int64_t channels;          /**< planes in data: head channels (NONE, CUSTOM) or 1 */
+    int64_t channels;          /**< planes in data: head channels (NONE, SOFTMAX, CUSTOM) or 1 */
     swi_dtype dtype;           /**< of data */
     const void *data;          /**< [channels, *(hi - lo)] C order; valid during the call */
 } swi_region;
@@ -271,10 +307,13 @@ typedef struct swi_plan {
     int64_t windows_total;               /**< windows_per_image * batch */
     int64_t predictor_calls;
     int sw_batch_size;                   /**< after fitting the budget */
-    int pipeline;                        /**< 0 or 1, after fitting the budget */
+    int pipeline;                        /**< 0 or 1: pipelining chosen, after fitting the budget */
     int threads;
     int order[SWI_MAX_DIMS];             /**< window loop order chosen, outermost first */
     int64_t head_channels[SWI_MAX_HEADS];/**< 0 where still unknown */
+    swi_dtype label_dtype[SWI_MAX_HEADS];/**< what an SWI_DTYPE_AUTO argmax of each head stores:
+                                              UINT8 up to 256 channels, else UINT16; AUTO while
+                                              the head's channels are unknown */
     size_t bytes_input;                  /**< the caller's input tensor */
     size_t bytes_windows;                /**< window input + predictor output buffers */
     size_t bytes_partial;                /**< partial sums of the open frontier at their peak, with the allocator's fragmentation allowance */
@@ -297,8 +336,10 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
                    const swi_predictor *predictor, const swi_output *outputs, int n_outputs);
 
 /** Library-owned result of output `index` of the last successful run (its dst and
- *  on_region were NULL), or NULL. *bytes receives its size when bytes != NULL.
- *  Shape: [batch, channels, *out] for NONE, [batch, *out] otherwise; out = result_size. */
+ *  on_region were NULL), or NULL. *bytes receives its size when bytes != NULL. Read-only:
+ *  ask for SWI_REDUCE_SOFTMAX (or use on_region) rather than transforming it in place.
+ *  Shape: [batch, channels, *out] for NONE and SOFTMAX, [batch, *out] otherwise;
+ *  out = result_size. */
 const void *swi_result(const swi_ctx *ctx, int index, size_t *bytes);
 /** Output grid (cropped) of head `head` in the last plan or run; returns dims, 0 if unknown. */
 int swi_result_size(const swi_ctx *ctx, int head, int64_t size[SWI_MAX_DIMS]);
@@ -309,15 +350,25 @@ int64_t swi_result_channels(const swi_ctx *ctx, int head);
 /* Layout arithmetic (pure functions, exposed for exporters and tests)        */
 /* ------------------------------------------------------------------------- */
 
-/** Window starts along one axis of `size` voxels for window `roi` (> 0) and `overlap`, in
- *  padded coordinates (padded size max(size, roi)). Writes at most `cap` starts and returns
- *  how many there are (call with cap 0 to ask), or -1 on invalid arguments. */
-int64_t swi_window_starts(int64_t size, int64_t roi, double overlap, int64_t *starts,
-                          int64_t cap);
+/** Window starts along one axis of `size` voxels for window `roi` (> 0) and `overlap` in
+ *  [0, 1), in padded coordinates (padded size max(size, roi)): semantics steps 3-4. *count
+ *  receives how many there are; at most `cap` are written to `starts` (cap 0 and starts
+ *  NULL to ask for the count). ctx, if not NULL, receives the message of a failure. */
+swi_status swi_window_starts(swi_ctx *ctx, int64_t size, int64_t roi, double overlap, int64_t *starts,
+                             int64_t cap, int64_t *count);
 
-/** Importance map [*roi] for SWI_BLEND_CONSTANT or SWI_BLEND_GAUSSIAN, bit-exact with
- *  the blending weights swi_run uses (roi values must be > 0). */
-swi_status swi_weights(swi_blend mode, int dims, const int64_t *roi, const double *sigma_scale,
+/** Padding of one axis of `size` voxels for window `roi` (> 0), semantics step 2:
+ *  *padded = max(size, roi), *before = floor((padded - size) / 2), and map[j] for
+ *  j < min(cap, padded) = the input index that padded coordinate j reads under `mode`, or
+ *  -1 where SWI_PAD_CONSTANT fills cval. map may be NULL with cap 0; padded and before may
+ *  be NULL. Fails for reflect padding that is not smaller than the image, as swi_run does. */
+swi_status swi_pad_map(swi_ctx *ctx, swi_pad mode, int64_t size, int64_t roi, int64_t *map, int64_t cap,
+                       int64_t *padded, int64_t *before);
+
+/** Importance map [*roi] for SWI_BLEND_CONSTANT or SWI_BLEND_GAUSSIAN, bit-exact with the
+ *  blending weights swi_run uses (semantics step 5). roi values must be in 1..SWI_MAX_AXIS
+ *  and sigma_scale (gaussian) finite and > 0, as swi_run checks them. */
+swi_status swi_weights(swi_ctx *ctx, swi_blend mode, int dims, const int64_t *roi, const double *sigma_scale,
                        float *out);
 
 #ifdef __cplusplus

@@ -76,6 +76,7 @@ typedef struct slot {
 typedef struct worker_scratch {
     acc_seg *segs; /* [seg_cap] the cells of one window, one axis-0 row of cells */
     float *scores;
+    float *soft;   /* [C][chunk] softmax of scores, when an output asks for it */
     reduce_scratch rs;
 } worker_scratch;
 
@@ -442,7 +443,10 @@ SWI_KERNEL static void finish_item(void *arg, int64_t item, int worker) {
         if (os->o.head != T->head) continue;
         const void *vals = S;
         int64_t planes = C;
-        if (os->o.reduce != SWI_REDUCE_NONE && os->o.reduce != SWI_REDUCE_CUSTOM) {
+        if (os->o.reduce == SWI_REDUCE_SOFTMAX) {
+            vals = r->ws[worker].soft;
+            swi__softmax(S, C, n, &r->ws[worker].rs, r->ws[worker].soft);
+        } else if (os->o.reduce != SWI_REDUCE_NONE && os->o.reduce != SWI_REDUCE_CUSTOM) {
             swi__reduce(os->o.reduce, os->dtype, S, C, n, &r->ws[worker].rs, r->ws[worker].rs.out);
             vals = r->ws[worker].rs.out;
             planes = 1;
@@ -635,13 +639,14 @@ static void close_batch(run *r) {
 static swi_status check_outputs(swi_ctx *ctx, const swi_params *p, const swi_output *outs, int n_outs) {
     if (n_outs < 0 || (n_outs > 0 && !outs))
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "outputs is NULL or n_outputs = %d is negative", n_outs);
-    if (n_outs > 1024) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "n_outputs = %d: at most 1024", n_outs);
+    if (n_outs > SWI_MAX_OUTPUTS)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "n_outputs = %d: at most %d", n_outs, SWI_MAX_OUTPUTS);
     for (int i = 0; i < n_outs; i++) {
         const swi_output *o = &outs[i];
         if (o->head < 0 || o->head >= p->n_heads)
             return swi__fail(ctx, SWI_ERR_INVALID_ARG, "outputs[%d].head = %d: params.n_heads is %d", i, o->head,
                              p->n_heads);
-        if ((unsigned)o->reduce > SWI_REDUCE_CUSTOM)
+        if ((unsigned)o->reduce > SWI_REDUCE_SOFTMAX)
             return swi__fail(ctx, SWI_ERR_INVALID_ARG, "outputs[%d].reduce = %d: unknown reduction", i,
                              (int)o->reduce);
         if ((unsigned)o->dtype > SWI_DTYPE_UINT16)
@@ -693,7 +698,7 @@ static swi_status resolve_output(swi_ctx *ctx, const geom *g, const swi_output *
     for (int a = 0; a < NDIM; a++)
         if (!swi__mul_size(bytes, (size_t)hg->out[a], &bytes))
             return swi__fail(ctx, SWI_ERR_OVERFLOW, "outputs[%d]: result size overflows", i);
-    if (o->reduce == SWI_REDUCE_NONE && !swi__mul_size(bytes, (size_t)C, &bytes))
+    if ((o->reduce == SWI_REDUCE_NONE || o->reduce == SWI_REDUCE_SOFTMAX) && !swi__mul_size(bytes, (size_t)C, &bytes))
         return swi__fail(ctx, SWI_ERR_OVERFLOW, "outputs[%d]: result size overflows", i);
     if (o->dst && o->dst_bytes < bytes)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "outputs[%d].dst_bytes = %zu: the result needs %zu bytes", i,
@@ -762,6 +767,8 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     }
     r->chunk_cap = rowmax > CHUNK_VOXELS ? rowmax : CHUNK_VOXELS;
     r->seg_cap = swi__seg_cap(g);
+    int want_soft = 0;
+    for (int i = 0; i < r->n_outs; i++) want_soft |= outs[i].reduce == SWI_REDUCE_SOFTMAX;
     r->ws = swi__calloc((size_t)r->threads, sizeof *r->ws);
     if (!r->ws) return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
     for (int i = 0; i < r->threads; i++) {
@@ -770,6 +777,8 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
         w->segs = swi__calloc(r->seg_cap, sizeof(acc_seg));
         if (!w->segs) return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
         w->scores = swi__malloc(n * cmax * sizeof(float));
+        if (want_soft && !(w->soft = swi__malloc(n * cmax * sizeof(float))))
+            return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
         w->rs.best = swi__malloc(n * sizeof(float));
         w->rs.arg = swi__malloc(n * sizeof(int32_t));
         w->rs.aux = swi__malloc(n * sizeof(float));
@@ -789,8 +798,10 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
         int lead = NDIM - g->user_dims, k = 0;
         for (int i = 0; i < NDIM; i++)
             if (r->choice.order[i] >= lead) q.order[k++] = r->choice.order[i] - lead;
+        q.order_mode = SWI_ORDER_FIXED;
         q.sw_batch_size = r->sw;
-        q.pipeline = r->n_slots == 2 ? (r->p->pipeline == 1 ? 1 : -1) : 0;
+        q.pipeline = r->n_slots == 2 ? (r->p->pipeline == SWI_PIPELINE_ON ? SWI_PIPELINE_ON : SWI_PIPELINE_AUTO)
+                                     : SWI_PIPELINE_OFF;
         swi_plan plan;
         plan_choice c;
         st = swi__plan(r->ctx, &q, g, outs, r->n_outs, &plan, &c);
@@ -846,6 +857,7 @@ static void free_run(run *r) {
             worker_scratch *w = &r->ws[i];
             swi__free(w->segs);
             swi__free(w->scores);
+            swi__free(w->soft);
             swi__free(w->rs.best);
             swi__free(w->rs.arg);
             swi__free(w->rs.aux);

@@ -4,26 +4,6 @@
 
 #include <string.h>
 
-/* Input index of padded coordinate x along an axis of size s with `before` voxels of
- * padding, or -1 for "constant fill". Mirrors PyTorch's F.pad modes. */
-static int64_t map_index(int64_t x, int64_t s, int64_t before, swi_pad mode) {
-    int64_t i = x - before;
-    if (i >= 0 && i < s) return i;
-    switch (mode) {
-    case SWI_PAD_CONSTANT: return -1;
-    case SWI_PAD_REPLICATE: return i < 0 ? 0 : s - 1;
-    case SWI_PAD_REFLECT:
-        if (s == 1) return 0;
-        i = i < 0 ? -i : 2 * (s - 1) - i; /* pad < s: one reflection suffices */
-        return i;
-    case SWI_PAD_CIRCULAR: {
-        int64_t m = i % s;
-        return m < 0 ? m + s : m;
-    }
-    }
-    return -1;
-}
-
 void swi__gather(const geom *g, const swi_params *p, const float *input, int64_t image,
                  const int64_t start[NDIM], float *dst, int64_t *idx) {
     int64_t *map[NDIM];
@@ -31,7 +11,7 @@ void swi__gather(const geom *g, const swi_params *p, const float *input, int64_t
     for (int a = 0; a < NDIM; a++) {
         map[a] = idx + off;
         for (int64_t j = 0; j < g->roi[a]; j++)
-            map[a][j] = map_index(start[a] + j, g->size[a], g->before[a], p->padding_mode);
+            map[a][j] = swi__pad_index(start[a] + j, g->size[a], g->before[a], p->padding_mode);
         off += g->roi[a];
     }
     const int64_t r0 = g->roi[0], r1 = g->roi[1], r2 = g->roi[2];

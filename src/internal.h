@@ -107,6 +107,10 @@ swi_status swi__weights(swi_ctx *ctx, const swi_params *p, const int64_t roi[NDI
 /* Nearest-exact resize of the importance map to a head's window size. */
 void swi__weights_resize(const float *w, const int64_t roi[NDIM], const int64_t win[NDIM], float *out);
 
+/* Input index of padded coordinate x along an axis of size s with `before` voxels of
+ * padding, or -1 for "constant fill". Mirrors PyTorch's F.pad modes. */
+int64_t swi__pad_index(int64_t x, int64_t s, int64_t before, swi_pad mode);
+
 /* ---- gather.c ---- */
 /* Copy window(s) of the input through the padding into dst [cin, *roi]. */
 void swi__gather(const geom *g, const swi_params *p, const float *input, int64_t image,
@@ -138,6 +142,8 @@ typedef struct reduce_scratch {
 /* Reduce scores [C, n] into out (n values of dtype). */
 void swi__reduce(swi_reduce r, swi_dtype dt, const float *scores, int64_t channels, int64_t n,
                  reduce_scratch *rs, void *out);
+/* Softmax over channels of scores [C, n] into out [C, n]. */
+void swi__softmax(const float *scores, int64_t channels, int64_t n, reduce_scratch *rs, float *out);
 size_t swi__dtype_size(swi_dtype dt);
 
 /* ---- plan.c ---- */

@@ -1,14 +1,14 @@
 /* layout.c -- window layout: effective roi, padding, steps, starts, and each head's
  * cell grid (the partition of its output by every window boundary). Pure arithmetic
- * following the reference semantics (shared/golden/README.md, steps 1-4, 7, 8). */
+ * following the reference semantics (docs/semantics.md, steps 1-4, 7, 8). */
 #include "internal.h"
 
 #include <math.h>
 #include <string.h>
 
-/* Largest size of one axis we accept: keeps every product of three axes and the
- * channels far from int64 overflow checks failing late. */
-#define SWI_AXIS_MAX ((int64_t)1 << 31)
+/* SWI_MAX_AXIS keeps every product of three axes and the channels far from int64
+ * overflow checks failing late. */
+#define SWI_AXIS_MAX SWI_MAX_AXIS
 
 void swi_params_init(swi_params *p, int dims) {
     if (!p) return;
@@ -17,12 +17,13 @@ void swi_params_init(swi_params *p, int dims) {
     for (int k = 0; k < SWI_MAX_DIMS; k++) {
         p->overlap[k] = 0.25;
         p->sigma_scale[k] = 0.125;
-        p->order[k] = -1;
+        p->order[k] = k;
     }
     p->mode = SWI_BLEND_CONSTANT;
     p->padding_mode = SWI_PAD_CONSTANT;
     p->sw_batch_size = 1;
-    p->pipeline = -1;
+    p->pipeline = SWI_PIPELINE_AUTO;
+    p->order_mode = SWI_ORDER_AUTO;
     p->n_heads = 1;
 }
 
@@ -33,9 +34,19 @@ static int64_t axis_step(int64_t roi, int64_t padded, double overlap) {
     return s > 0 ? s : 1;
 }
 
-int64_t swi_window_starts(int64_t size, int64_t roi, double overlap, int64_t *starts, int64_t cap) {
-    if (size <= 0 || roi <= 0 || !(overlap >= 0.0 && overlap < 1.0) || cap < 0) return -1;
-    if (cap > 0 && !starts) return -1;
+swi_status swi_window_starts(swi_ctx *ctx, int64_t size, int64_t roi, double overlap, int64_t *starts,
+                             int64_t cap, int64_t *count) {
+    if (count) *count = 0;
+    if (size <= 0 || size > SWI_AXIS_MAX)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "size = %lld: must be 1..2^31", (long long)size);
+    if (roi <= 0 || roi > SWI_AXIS_MAX)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "roi = %lld: must be 1..2^31", (long long)roi);
+    if (!(overlap >= 0.0 && overlap < 1.0))
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "overlap = %g: must be in [0, 1)", overlap);
+    if (cap < 0 || (cap > 0 && !starts))
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "cap = %lld with starts %s: cap must be >= 0 and starts "
+                         "not NULL when cap > 0", (long long)cap, starts ? "set" : "NULL");
+    if (!count) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "count is NULL");
     int64_t padded = size > roi ? size : roi;
     int64_t step = axis_step(roi, padded, overlap);
     /* n = 1 + smallest t >= 0 with t*step + roi >= padded */
@@ -45,7 +56,48 @@ int64_t swi_window_starts(int64_t size, int64_t roi, double overlap, int64_t *st
         if (s + roi > padded) s = padded - roi;
         starts[t] = s;
     }
-    return n;
+    *count = n;
+    return SWI_OK;
+}
+
+int64_t swi__pad_index(int64_t x, int64_t s, int64_t before, swi_pad mode) {
+    int64_t i = x - before;
+    if (i >= 0 && i < s) return i;
+    switch (mode) {
+    case SWI_PAD_CONSTANT: return -1;
+    case SWI_PAD_REPLICATE: return i < 0 ? 0 : s - 1;
+    case SWI_PAD_REFLECT:
+        if (s == 1) return 0;
+        i = i < 0 ? -i : 2 * (s - 1) - i; /* pad < s: one reflection suffices */
+        return i;
+    case SWI_PAD_CIRCULAR: {
+        int64_t m = i % s;
+        return m < 0 ? m + s : m;
+    }
+    }
+    return -1;
+}
+
+swi_status swi_pad_map(swi_ctx *ctx, swi_pad mode, int64_t size, int64_t roi, int64_t *map, int64_t cap,
+                       int64_t *padded, int64_t *before) {
+    if (size <= 0 || size > SWI_AXIS_MAX)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "size = %lld: must be 1..2^31", (long long)size);
+    if (roi <= 0 || roi > SWI_AXIS_MAX)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "roi = %lld: must be 1..2^31", (long long)roi);
+    if ((unsigned)mode > SWI_PAD_CIRCULAR)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "mode = %d: unknown padding mode", (int)mode);
+    if (cap < 0 || (cap > 0 && !map))
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "cap = %lld with map %s: cap must be >= 0 and map not "
+                         "NULL when cap > 0", (long long)cap, map ? "set" : "NULL");
+    int64_t P = size > roi ? size : roi, pad = P - size, b = pad / 2;
+    if (mode == SWI_PAD_REFLECT && pad > 0 && pad - b >= size)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                         "reflect padding needs a pad smaller than the image: size %lld, roi %lld (pad %lld after)",
+                         (long long)size, (long long)roi, (long long)(pad - b));
+    for (int64_t j = 0; j < cap && j < P; j++) map[j] = swi__pad_index(j, size, b, mode);
+    if (padded) *padded = P;
+    if (before) *before = b;
+    return SWI_OK;
 }
 
 swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *in, geom *g) {
@@ -78,8 +130,12 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     if ((unsigned)p->padding_mode > SWI_PAD_CIRCULAR)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.padding_mode = %d: unknown padding mode",
                          (int)p->padding_mode);
-    if (p->pipeline < -1 || p->pipeline > 1)
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.pipeline = %d: must be -1, 0 or 1", p->pipeline);
+    if ((unsigned)p->pipeline > SWI_PIPELINE_ON)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.pipeline = %d: unknown swi_pipeline value",
+                         (int)p->pipeline);
+    if ((unsigned)p->order_mode > SWI_ORDER_FIXED)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.order_mode = %d: unknown swi_order_mode value",
+                         (int)p->order_mode);
     if (p->mode == SWI_BLEND_CUSTOM && !p->weight_map)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.weight_map is NULL but mode is SWI_BLEND_CUSTOM");
     if (!isfinite(p->cval))

@@ -149,7 +149,9 @@ static size_t output_bytes(const geom *g, const swi_output *o) {
     if (o->reduce == SWI_REDUCE_ARGMAX && dt == SWI_DTYPE_AUTO)
         dt = hg->channels > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8;
     size_t es = swi__dtype_size(dt == SWI_DTYPE_AUTO ? SWI_DTYPE_FLOAT32 : dt);
-    if (o->reduce == SWI_REDUCE_NONE && !swi__mul_size(vox, (size_t)hg->channels, &vox)) return SIZE_MAX;
+    if ((o->reduce == SWI_REDUCE_NONE || o->reduce == SWI_REDUCE_SOFTMAX) &&
+        !swi__mul_size(vox, (size_t)hg->channels, &vox))
+        return SIZE_MAX;
     return swi__mul_size(vox, es, &vox) ? vox : SIZE_MAX;
 }
 
@@ -179,7 +181,9 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
         add_mul(&book, (size_t)hg->win_vox, sizeof(float));
     }
     size_t chunk = rowmax > CHUNK_VOXELS ? rowmax : CHUNK_VOXELS, t = 0;
-    add_mul(&t, chunk, cmax + 5);
+    int soft = 0;
+    for (int i = 0; i < n_outs; i++) soft |= outs[i].reduce == SWI_REDUCE_SOFTMAX;
+    add_mul(&t, chunk, cmax * (soft ? 2 : 1) + 5);
     add_mul(&scratch, t, (size_t)threads * sizeof(float));
     add_mul(&scratch, book, 1);
     add_mul(&scratch, (size_t)g->roi_vox, sizeof(float));
@@ -189,7 +193,7 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
 
     /* user order (user axes) -> internal order */
     int fixed_order[NDIM];
-    int have_fixed = p->order[0] >= 0;
+    int have_fixed = p->order_mode == SWI_ORDER_FIXED;
     if (have_fixed) {
         int lead = NDIM - g->user_dims, seen[NDIM] = {0};
         for (int a = 0; a < lead; a++) fixed_order[a] = a;
@@ -239,10 +243,11 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
         if (peak_serial == SIZE_MAX)
             return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
         for (int pipe = 1; pipe >= 0; pipe--) {
-            if ((p->pipeline == 0 && pipe == 1) || (p->pipeline == 1 && pipe == 0)) continue;
+            if ((p->pipeline == SWI_PIPELINE_OFF && pipe == 1) || (p->pipeline == SWI_PIPELINE_ON && pipe == 0))
+                continue;
             /* automatic pipelining only where the second window slot is cheap (<= 1/8 of
              * the peak): with a many-class network it would double the largest buffers */
-            if (p->pipeline == -1 && pipe == 1 && one_slot > peak_serial / 8) continue;
+            if (p->pipeline == SWI_PIPELINE_AUTO && pipe == 1 && one_slot > peak_serial / 8) continue;
             size_t windows = one_slot * (size_t)(pipe ? 2 : 1);
             size_t peak = peak_serial + (pipe ? one_slot : 0);
             if (peak < peak_serial) return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
@@ -266,7 +271,7 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                          "params.max_memory = %s is below the smallest plan: at least %s (%zu bytes) is "
                          "needed (sw_batch_size 1%s)",
                          swi__fmt_bytes(p->max_memory, a, sizeof a), swi__fmt_bytes(best_min, b, sizeof b), best_min,
-                         p->pipeline == 1 ? ", pipelined" : ", no pipelining");
+                         p->pipeline == SWI_PIPELINE_ON ? ", pipelined" : ", no pipelining");
     }
     plan->dims = g->user_dims;
     plan->windows_per_image = g->win_per_image;
@@ -285,7 +290,11 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     int lead = NDIM - g->user_dims, q = 0;
     for (int i = 0; i < NDIM; i++)
         if (best.order[i] >= lead) plan->order[q++] = best.order[i] - lead;
-    for (int h = 0; h < g->n_heads; h++) plan->head_channels[h] = g->heads[h].channels;
+    for (int h = 0; h < g->n_heads; h++) {
+        int64_t C = g->heads[h].channels;
+        plan->head_channels[h] = C;
+        plan->label_dtype[h] = C <= 0 ? SWI_DTYPE_AUTO : (C > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8);
+    }
     plan->bytes_input = input;
     plan->bytes_partial = best.partial;
     plan->bytes_outputs = outputs;

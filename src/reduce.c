@@ -33,6 +33,24 @@ SWI_KERNEL static void running_max(const float *s, int64_t C, int64_t n, float *
     }
 }
 
+SWI_KERNEL void swi__softmax(const float *s, int64_t C, int64_t n, reduce_scratch *rs, float *out) {
+    float *best = rs->best, *z = rs->aux;
+    running_max(s, C, n, best, rs->arg);
+    for (int64_t v = 0; v < n; v++) z[v] = 0.0f;
+    for (int64_t c = 0; c < C; c++) {
+        const float *x = s + c * n;
+        float *e = out + c * n;
+        for (int64_t v = 0; v < n; v++) {
+            e[v] = expf(x[v] - best[v]);
+            z[v] += e[v];
+        }
+    }
+    for (int64_t c = 0; c < C; c++) {
+        float *e = out + c * n;
+        for (int64_t v = 0; v < n; v++) e[v] /= z[v];
+    }
+}
+
 SWI_KERNEL void swi__reduce(swi_reduce r, swi_dtype dt, const float *s, int64_t C, int64_t n, reduce_scratch *rs,
                  void *out) {
     float *best = rs->best;

@@ -64,25 +64,35 @@ swi_status swi__weights(swi_ctx *ctx, const swi_params *p, const int64_t roi[NDI
     return SWI_OK;
 }
 
-swi_status swi_weights(swi_blend mode, int dims, const int64_t *roi, const double *sigma_scale, float *out) {
-    if (dims < 1 || dims > SWI_MAX_DIMS || !roi || !out) return SWI_ERR_INVALID_ARG;
-    if (mode != SWI_BLEND_CONSTANT && mode != SWI_BLEND_GAUSSIAN) return SWI_ERR_INVALID_ARG;
+swi_status swi_weights(swi_ctx *ctx, swi_blend mode, int dims, const int64_t *roi, const double *sigma_scale,
+                       float *out) {
+    if (dims < 1 || dims > SWI_MAX_DIMS)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "dims = %d: must be 1, 2 or 3", dims);
+    if (!roi || !out) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "%s is NULL", roi ? "out" : "roi");
+    if (mode != SWI_BLEND_CONSTANT && mode != SWI_BLEND_GAUSSIAN)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "mode = %d: only SWI_BLEND_CONSTANT or SWI_BLEND_GAUSSIAN",
+                         (int)mode);
+    if (mode == SWI_BLEND_GAUSSIAN && !sigma_scale)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "sigma_scale is NULL (needed for SWI_BLEND_GAUSSIAN)");
     swi_params p;
     swi_params_init(&p, dims);
     p.mode = mode;
     int64_t r[NDIM] = {1, 1, 1};
     int64_t n = 1;
     for (int k = 0; k < dims; k++) {
-        if (roi[k] <= 0) return SWI_ERR_INVALID_ARG;
+        if (roi[k] <= 0 || roi[k] > SWI_MAX_AXIS)
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG, "roi[%d] = %lld: must be 1..2^31", k, (long long)roi[k]);
         r[NDIM - dims + k] = roi[k];
-        if (!swi__mul_i64(n, roi[k], &n)) return SWI_ERR_OVERFLOW;
+        if (!swi__mul_i64(n, roi[k], &n) || (uint64_t)n > SIZE_MAX / 8)
+            return swi__fail(ctx, SWI_ERR_OVERFLOW, "roi product overflows");
         if (mode == SWI_BLEND_GAUSSIAN) {
-            if (!sigma_scale || !(sigma_scale[k] > 0.0)) return SWI_ERR_INVALID_ARG;
+            if (!(sigma_scale[k] > 0.0 && isfinite(sigma_scale[k])))
+                return swi__fail(ctx, SWI_ERR_INVALID_ARG, "sigma_scale[%d] = %g: must be finite and > 0", k,
+                                 sigma_scale[k]);
             p.sigma_scale[k] = sigma_scale[k];
         }
     }
-    if ((uint64_t)n > SIZE_MAX / 8) return SWI_ERR_OVERFLOW;
-    return swi__weights(NULL, &p, r, out);
+    return swi__weights(ctx, &p, r, out);
 }
 
 void swi__weights_resize(const float *w, const int64_t roi[NDIM], const int64_t win[NDIM], float *out) {

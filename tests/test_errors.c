@@ -312,6 +312,7 @@ static void test_params(swi_ctx *ctx)
     s.p.n_heads = SWI_MAX_HEADS + 1;
     EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "n_heads", "n_heads 9");
     s.p.n_heads = 1;
+    s.p.order_mode = SWI_ORDER_FIXED;
     s.p.order[0] = 0;
     s.p.order[1] = 0;
     EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "order", "order {0, 0}");
@@ -320,10 +321,12 @@ static void test_params(swi_ctx *ctx)
     s.p.order[0] = 1;
     s.p.order[1] = 0;
     EXPECT_OK(ctx, run(ctx, &s), "order {1, 0}");
-    s.p.order[0] = -1;
-    s.p.pipeline = 2;
-    EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "pipeline", "pipeline 2");
-    s.p.pipeline = -1;
+    s.p.order_mode = (swi_order_mode)2;
+    EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "order_mode", "order_mode 2");
+    s.p.order_mode = SWI_ORDER_AUTO;
+    s.p.pipeline = (swi_pipeline)3;
+    EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "pipeline", "pipeline 3");
+    s.p.pipeline = SWI_PIPELINE_AUTO;
     s.p.heads[0].channels = -2;
     EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "channels", "declared channels -2");
     s.p.heads[0].channels = 0;
@@ -581,7 +584,7 @@ static void test_predictor_failure(swi_ctx *ctx)
 
     /* with threads and pipelining the failure must still stop everything cleanly */
     s.p.threads = 3;
-    s.p.pipeline = 1;
+    s.p.pipeline = SWI_PIPELINE_ON;
     s.tp.fail_at = 4;
     s.tp.fail_msg = "late failure";
     s.out.dst = s.dst;
@@ -676,7 +679,7 @@ static void test_progress(swi_ctx *ctx)
     memset(&ps, 0, sizeof(ps));
     ps.monotonic = 1;
     s.p.threads = 2;
-    s.p.pipeline = 1;
+    s.p.pipeline = SWI_PIPELINE_ON;
     s.out.dst = NULL;
     s.out.dst_bytes = 0;
     EXPECT(ctx, run(ctx, &s), SWI_ERR_CANCELLED, NULL, "progress cancels after batch 1");
@@ -734,7 +737,7 @@ static void test_budget(swi_ctx *ctx)
     /* bytes_min is the smallest peak of any choice, so no smaller than one window per call
      * without pipelining */
     s.p.sw_batch_size = 1;
-    s.p.pipeline = 0;
+    s.p.pipeline = SWI_PIPELINE_OFF;
     EXPECT_OK(ctx, swi_plan_run(ctx, &s.p, &s.in, &s.out, 1, &plan), "plan sw_batch 1, no pipeline");
     CHECK(min <= plan.bytes_peak,
           "bytes_min %zu (planned with sw_batch_size 8) exceeds the peak %zu of sw_batch_size 1 "
@@ -743,7 +746,7 @@ static void test_budget(swi_ctx *ctx)
     if (plan.bytes_peak < min)
         min = plan.bytes_peak;
     s.p.sw_batch_size = 8;
-    s.p.pipeline = -1;
+    s.p.pipeline = SWI_PIPELINE_AUTO;
 
     s.p.max_memory = min - 1;
     EXPECT(ctx, swi_plan_run(ctx, &s.p, &s.in, &s.out, 1, &plan), SWI_ERR_BUDGET, NULL,

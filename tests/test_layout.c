@@ -48,6 +48,18 @@ static const starts_case starts_table[] = {
     {9, 5, 0.5, 3, {0, 2, 4}, "int(2.5) = 2"},
 };
 
+/* swi_window_starts as a count (-1 on failure), to keep the tables short */
+static int64_t starts_of(int64_t size, int64_t roi, double overlap, int64_t *starts, int64_t cap)
+{
+    int64_t n = -2;
+    swi_status st = swi_window_starts(NULL, size, roi, overlap, starts, cap, &n);
+    if (st != SWI_OK) {
+        CHECK(n == 0, "a failing swi_window_starts must set the count to 0, not %lld", (long long)n);
+        return -1;
+    }
+    return n;
+}
+
 static void test_window_starts_table(void)
 {
     const int n_cases = (int)(sizeof(starts_table) / sizeof(starts_table[0]));
@@ -56,11 +68,11 @@ static void test_window_starts_table(void)
         int64_t got[MAX_STARTS];
         for (int j = 0; j < MAX_STARTS; j++)
             got[j] = SENTINEL;
-        int64_t asked = swi_window_starts(c->size, c->roi, c->overlap, NULL, 0);
+        int64_t asked = starts_of(c->size, c->roi, c->overlap, NULL, 0);
         CHECK(asked == c->n, "size %lld roi %lld overlap %g (%s): count %lld, expected %lld",
               (long long)c->size, (long long)c->roi, c->overlap, c->why, (long long)asked,
               (long long)c->n);
-        int64_t n = swi_window_starts(c->size, c->roi, c->overlap, got, MAX_STARTS);
+        int64_t n = starts_of(c->size, c->roi, c->overlap, got, MAX_STARTS);
         CHECK(n == c->n, "size %lld roi %lld overlap %g (%s): returned %lld, expected %lld",
               (long long)c->size, (long long)c->roi, c->overlap, c->why, (long long)n,
               (long long)c->n);
@@ -81,19 +93,19 @@ static void test_window_starts_cap(void)
     int64_t got[6];
     for (int j = 0; j < 6; j++)
         got[j] = SENTINEL;
-    int64_t n = swi_window_starts(11, 4, 0.25, got, 2);
+    int64_t n = starts_of(11, 4, 0.25, got, 2);
     CHECK(n == 4, "cap 2 must still return the full count 4, got %lld", (long long)n);
     CHECK(got[0] == 0 && got[1] == 3, "cap 2: first starts %lld %lld", (long long)got[0],
           (long long)got[1]);
     CHECK(got[2] == SENTINEL && got[3] == SENTINEL, "cap 2: wrote beyond the cap");
 
-    /* Only the count is computed for a huge axis: nothing is allocated or written. */
-    int64_t big = swi_window_starts((int64_t)1000000000000, 1, 0.0, NULL, 0);
-    CHECK(big == (int64_t)1000000000000, "1e12 voxels, roi 1: count %lld", (long long)big);
-    big = swi_window_starts((int64_t)1000000000000, 1000, 0.5, NULL, 0);
-    /* step 500: ceil((1e12 - 1000) / 500) + 1 = 1999999999 windows */
-    CHECK(big == (int64_t)1999999999, "1e12 voxels, roi 1000, overlap .5: count %lld",
-          (long long)big);
+    /* Only the count is computed for the longest axis: nothing is allocated or written. */
+    int64_t big = starts_of(SWI_MAX_AXIS, 1, 0.0, NULL, 0);
+    CHECK(big == SWI_MAX_AXIS, "2^31 voxels, roi 1: count %lld", (long long)big);
+    big = starts_of(SWI_MAX_AXIS, 1000, 0.5, NULL, 0);
+    /* step 500: ceil((2^31 - 1000) / 500) + 1 = 4294967 windows */
+    CHECK(big == (int64_t)4294967, "2^31 voxels, roi 1000, overlap .5: count %lld", (long long)big);
+    CHECK(starts_of(SWI_MAX_AXIS + 1, 4, 0.0, NULL, 0) == -1, "an axis past SWI_MAX_AXIS must be rejected");
 
     /* The starts returned for a grid are increasing, in range, and cover the axis. */
     for (int64_t size = 1; size <= 30; size++)
@@ -101,7 +113,7 @@ static void test_window_starts_cap(void)
             for (int o = 0; o < 10; o++) {
                 double ov = o / 10.0;
                 int64_t s[128];
-                int64_t cnt = swi_window_starts(size, roi, ov, s, 128);
+                int64_t cnt = starts_of(size, roi, ov, s, 128);
                 int64_t padded = size > roi ? size : roi;
                 int ok = cnt >= 1 && cnt <= 128 && s[0] == 0 && s[cnt - 1] == padded - roi;
                 for (int64_t j = 1; ok && j < cnt; j++)
@@ -114,16 +126,81 @@ static void test_window_starts_cap(void)
 static void test_window_starts_invalid(void)
 {
     int64_t s[4];
-    CHECK(swi_window_starts(10, 0, 0.25, s, 4) == -1, "roi 0 must be rejected");
-    CHECK(swi_window_starts(10, -3, 0.25, s, 4) == -1, "roi -3 must be rejected");
-    CHECK(swi_window_starts(0, 4, 0.25, s, 4) == -1, "size 0 must be rejected");
-    CHECK(swi_window_starts(-5, 4, 0.25, s, 4) == -1, "size -5 must be rejected");
-    CHECK(swi_window_starts(10, 4, 1.0, s, 4) == -1, "overlap 1 must be rejected");
-    CHECK(swi_window_starts(10, 4, 1.5, s, 4) == -1, "overlap 1.5 must be rejected");
-    CHECK(swi_window_starts(10, 4, -0.01, s, 4) == -1, "overlap -0.01 must be rejected");
-    CHECK(swi_window_starts(10, 4, NAN, s, 4) == -1, "overlap NaN must be rejected");
-    CHECK(swi_window_starts(10, 4, 0.25, NULL, 4) == -1, "NULL starts with cap 4 must be rejected");
-    CHECK(swi_window_starts(10, 4, 0.25, s, -1) == -1, "cap -1 must be rejected");
+    CHECK(starts_of(10, 0, 0.25, s, 4) == -1, "roi 0 must be rejected");
+    CHECK(starts_of(10, -3, 0.25, s, 4) == -1, "roi -3 must be rejected");
+    CHECK(starts_of(0, 4, 0.25, s, 4) == -1, "size 0 must be rejected");
+    CHECK(starts_of(-5, 4, 0.25, s, 4) == -1, "size -5 must be rejected");
+    CHECK(starts_of(10, 4, 1.0, s, 4) == -1, "overlap 1 must be rejected");
+    CHECK(starts_of(10, 4, 1.5, s, 4) == -1, "overlap 1.5 must be rejected");
+    CHECK(starts_of(10, 4, -0.01, s, 4) == -1, "overlap -0.01 must be rejected");
+    CHECK(starts_of(10, 4, NAN, s, 4) == -1, "overlap NaN must be rejected");
+    CHECK(starts_of(10, 4, 0.25, NULL, 4) == -1, "NULL starts with cap 4 must be rejected");
+    CHECK(starts_of(10, 4, 0.25, s, -1) == -1, "cap -1 must be rejected");
+    CHECK(swi_window_starts(NULL, 10, 4, 0.25, s, 4, NULL) == SWI_ERR_INVALID_ARG, "NULL count");
+
+    /* with a context, the message names the parameter */
+    swi_ctx *ctx = swi_create();
+    CHECK(ctx != NULL, "swi_create");
+    if (!ctx) return;
+    int64_t n;
+    CHECK(swi_window_starts(ctx, 10, 0, 0.25, s, 4, &n) == SWI_ERR_INVALID_ARG &&
+              strstr(swi_last_error(ctx), "roi"), "roi 0: message '%s'", swi_last_error(ctx));
+    CHECK(swi_window_starts(ctx, 10, 4, 1.0, s, 4, &n) == SWI_ERR_INVALID_ARG &&
+              strstr(swi_last_error(ctx), "overlap"), "overlap 1: message '%s'", swi_last_error(ctx));
+    CHECK(swi_window_starts(ctx, 0, 4, 0.5, s, 4, &n) == SWI_ERR_INVALID_ARG &&
+              strstr(swi_last_error(ctx), "size"), "size 0: message '%s'", swi_last_error(ctx));
+    swi_free(ctx);
+}
+
+/* ---- padding maps -------------------------------------------------------- */
+
+static void test_pad_map(void)
+{
+    /* size 3 padded to 8 by roi 8: 2 before, 3 after (F.pad semantics) */
+    static const struct {
+        swi_pad mode;
+        int64_t map[8];
+    } table[] = {
+        {SWI_PAD_CONSTANT, {-1, -1, 0, 1, 2, -1, -1, -1}},
+        {SWI_PAD_REPLICATE, {0, 0, 0, 1, 2, 2, 2, 2}},
+        {SWI_PAD_CIRCULAR, {1, 2, 0, 1, 2, 0, 1, 2}},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        int64_t map[8], padded = 0, before = 0;
+        swi_status st = swi_pad_map(NULL, table[i].mode, 3, 8, map, 8, &padded, &before);
+        CHECK(st == SWI_OK && padded == 8 && before == 2, "pad map mode %d: %s, padded %lld before %lld",
+              (int)table[i].mode, swi_status_name(st), (long long)padded, (long long)before);
+        for (int j = 0; j < 8 && st == SWI_OK; j++)
+            CHECK(map[j] == table[i].map[j], "pad map mode %d: map[%d] = %lld, expected %lld", (int)table[i].mode,
+                  j, (long long)map[j], (long long)table[i].map[j]);
+    }
+    /* reflect mirrors without repeating the edge: size 4, roi 8 -> 2 before, 2 after */
+    int64_t map[8], padded, before;
+    const int64_t reflect[8] = {2, 1, 0, 1, 2, 3, 2, 1};
+    CHECK(swi_pad_map(NULL, SWI_PAD_REFLECT, 4, 8, map, 8, &padded, &before) == SWI_OK, "reflect 4 -> 8");
+    for (int j = 0; j < 8; j++) CHECK(map[j] == reflect[j], "reflect map[%d] = %lld", j, (long long)map[j]);
+    /* no padding when the window fits: the identity */
+    CHECK(swi_pad_map(NULL, SWI_PAD_REFLECT, 6, 4, map, 8, &padded, &before) == SWI_OK && padded == 6 &&
+              before == 0 && map[0] == 0 && map[5] == 5,
+          "roi inside the image: identity map");
+    /* only `cap` entries are written */
+    for (int j = 0; j < 8; j++) map[j] = SENTINEL;
+    CHECK(swi_pad_map(NULL, SWI_PAD_CONSTANT, 3, 8, map, 3, NULL, NULL) == SWI_OK && map[2] == 0 &&
+              map[3] == SENTINEL,
+          "cap 3 writes 3 entries");
+    /* the reference refuses reflect pads not smaller than the image; so does swi_run */
+    swi_ctx *ctx = swi_create();
+    CHECK(ctx != NULL, "swi_create");
+    if (!ctx) return;
+    CHECK(swi_pad_map(ctx, SWI_PAD_REFLECT, 2, 8, map, 8, NULL, NULL) == SWI_ERR_INVALID_ARG &&
+              strstr(swi_last_error(ctx), "reflect"),
+          "reflect pad 3 after on size 2: message '%s'", swi_last_error(ctx));
+    CHECK(swi_pad_map(ctx, (swi_pad)9, 2, 8, map, 8, NULL, NULL) == SWI_ERR_INVALID_ARG &&
+              strstr(swi_last_error(ctx), "mode"),
+          "unknown mode: message '%s'", swi_last_error(ctx));
+    CHECK(swi_pad_map(ctx, SWI_PAD_CONSTANT, 2, 8, NULL, 8, NULL, NULL) == SWI_ERR_INVALID_ARG,
+          "NULL map with cap 8");
+    swi_free(ctx);
 }
 
 /* ---- weights ------------------------------------------------------------- */
@@ -148,7 +225,7 @@ static void test_weights_constant(void)
     for (int d = 1; d <= 3; d++) {
         for (int i = 0; i < 24; i++)
             w[i] = -1.0f;
-        swi_status st = swi_weights(SWI_BLEND_CONSTANT, d, roi, sig, w);
+        swi_status st = swi_weights(NULL, SWI_BLEND_CONSTANT, d, roi, sig, w);
         CHECK(st == SWI_OK, "constant dims %d: %s", d, swi_status_name(st));
         int64_t n = 1;
         for (int k = 0; k < d; k++)
@@ -174,7 +251,7 @@ static void test_weights_gaussian_by_hand(void)
         const double sig[1] = {0.125};
         const double exp5[5] = {0.005976022895005943, 0.27803730045319414, 1.0,
                                 0.27803730045319414, 0.005976022895005943};
-        st = swi_weights(SWI_BLEND_GAUSSIAN, 1, roi, sig, w);
+        st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, 1, roi, sig, w);
         CHECK(st == SWI_OK, "gaussian roi 5: %s", swi_status_name(st));
         check_map("gaussian roi 5", w, exp5, 5);
     }
@@ -184,7 +261,7 @@ static void test_weights_gaussian_by_hand(void)
         const double sig[1] = {0.125};
         const double exp6[6] = {0.0038659201394728076, 0.1353352832366127, 0.8007374029168081,
                                 0.8007374029168081,    0.1353352832366127, 0.0038659201394728076};
-        st = swi_weights(SWI_BLEND_GAUSSIAN, 1, roi, sig, w);
+        st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, 1, roi, sig, w);
         CHECK(st == SWI_OK, "gaussian roi 6: %s", swi_status_name(st));
         check_map("gaussian roi 6", w, exp6, 6);
     }
@@ -204,7 +281,7 @@ static void test_weights_gaussian_by_hand(void)
             }
         CHECK(exp16[0] == (double)1e-3f && exp16[1] > 6.7e-3 && exp16[1] < 6.8e-3,
               "hand values of the 4x4 map are off");
-        st = swi_weights(SWI_BLEND_GAUSSIAN, 2, roi, sig, w);
+        st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, 2, roi, sig, w);
         CHECK(st == SWI_OK, "gaussian 4x4: %s", swi_status_name(st));
         check_map("gaussian 4x4 (corners floored at 1e-3)", w, exp16, 16);
     }
@@ -218,7 +295,7 @@ static void test_weights_gaussian_by_hand(void)
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 2; j++)
                 exp6[i * 2 + j] = a[i] * b[j];
-        st = swi_weights(SWI_BLEND_GAUSSIAN, 2, roi, sig, w);
+        st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, 2, roi, sig, w);
         CHECK(st == SWI_OK, "gaussian 3x2: %s", swi_status_name(st));
         check_map("gaussian 3x2 sigma {0.5, 1}", w, exp6, 6);
     }
@@ -233,7 +310,7 @@ static void test_weights_gaussian_by_hand(void)
         for (int j = 0; j < 2; j++)
             for (int k = 0; k < 3; k++)
                 exp6[j * 3 + k] = b[j] * c[k];
-        st = swi_weights(SWI_BLEND_GAUSSIAN, 3, roi, sig, w);
+        st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, roi, sig, w);
         CHECK(st == SWI_OK, "gaussian 1x2x3: %s", swi_status_name(st));
         check_map("gaussian 1x2x3", w, exp6, 6);
     }
@@ -243,7 +320,7 @@ static void test_weights_gaussian_by_hand(void)
         const int64_t roi[1] = {4};
         const double sig[1] = {0.01};
         const double exp4[4] = {1e-3f, 1e-3f, 1e-3f, 1e-3f};
-        st = swi_weights(SWI_BLEND_GAUSSIAN, 1, roi, sig, w);
+        st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, 1, roi, sig, w);
         CHECK(st == SWI_OK, "gaussian roi 4 sigma 0.01: %s", swi_status_name(st));
         check_map("gaussian roi 4 sigma 0.01 (all floored)", w, exp4, 4);
     }
@@ -252,7 +329,7 @@ static void test_weights_gaussian_by_hand(void)
         const int64_t roi[3] = {1, 1, 1};
         const double sig[3] = {0.125, 0.125, 0.125};
         const double one[1] = {1.0};
-        st = swi_weights(SWI_BLEND_GAUSSIAN, 3, roi, sig, w);
+        st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, roi, sig, w);
         CHECK(st == SWI_OK, "gaussian 1x1x1: %s", swi_status_name(st));
         check_map("gaussian 1x1x1", w, one, 1);
     }
@@ -299,7 +376,7 @@ static void test_weights_gaussian_formula(void)
                 for (int64_t i = 0; i < n; i++)
                     if (e[i] < floor_w)
                         e[i] = floor_w;
-                swi_status st = swi_weights(SWI_BLEND_GAUSSIAN, d, roi, sig, w);
+                swi_status st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, d, roi, sig, w);
                 CHECK(st == SWI_OK, "gaussian dims %d roi %lld: %s", d, (long long)r,
                       swi_status_name(st));
                 if (st != SWI_OK)
@@ -333,21 +410,35 @@ static void test_weights_invalid(void)
     const double neg_sig[3] = {-0.1, 0.125, 0.125};
     const int64_t huge[3] = {(int64_t)1 << 40, (int64_t)1 << 40, (int64_t)1 << 40};
 
-    CHECK(swi_weights(SWI_BLEND_GAUSSIAN, 0, roi, sig, w) == SWI_ERR_INVALID_ARG, "dims 0");
-    CHECK(swi_weights(SWI_BLEND_GAUSSIAN, 4, roi, sig, w) == SWI_ERR_INVALID_ARG, "dims 4");
-    CHECK(swi_weights(SWI_BLEND_GAUSSIAN, 3, bad_roi, sig, w) == SWI_ERR_INVALID_ARG, "roi 0");
-    CHECK(swi_weights(SWI_BLEND_CONSTANT, 3, neg_roi, sig, w) == SWI_ERR_INVALID_ARG, "roi -1");
-    CHECK(swi_weights(SWI_BLEND_GAUSSIAN, 3, NULL, sig, w) == SWI_ERR_INVALID_ARG, "roi NULL");
-    CHECK(swi_weights(SWI_BLEND_GAUSSIAN, 3, roi, sig, NULL) == SWI_ERR_INVALID_ARG, "out NULL");
-    CHECK(swi_weights(SWI_BLEND_GAUSSIAN, 3, roi, zero_sig, w) == SWI_ERR_INVALID_ARG,
+    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 0, roi, sig, w) == SWI_ERR_INVALID_ARG, "dims 0");
+    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 4, roi, sig, w) == SWI_ERR_INVALID_ARG, "dims 4");
+    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, bad_roi, sig, w) == SWI_ERR_INVALID_ARG, "roi 0");
+    CHECK(swi_weights(NULL, SWI_BLEND_CONSTANT, 3, neg_roi, sig, w) == SWI_ERR_INVALID_ARG, "roi -1");
+    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, NULL, sig, w) == SWI_ERR_INVALID_ARG, "roi NULL");
+    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, roi, sig, NULL) == SWI_ERR_INVALID_ARG, "out NULL");
+    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, roi, zero_sig, w) == SWI_ERR_INVALID_ARG,
           "sigma_scale 0");
-    CHECK(swi_weights(SWI_BLEND_GAUSSIAN, 3, roi, neg_sig, w) == SWI_ERR_INVALID_ARG,
+    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, roi, neg_sig, w) == SWI_ERR_INVALID_ARG,
           "sigma_scale -0.1");
-    CHECK(swi_weights(SWI_BLEND_CUSTOM, 3, roi, sig, w) == SWI_ERR_INVALID_ARG,
+    CHECK(swi_weights(NULL, SWI_BLEND_CUSTOM, 3, roi, sig, w) == SWI_ERR_INVALID_ARG,
           "SWI_BLEND_CUSTOM has no computed map");
-    CHECK(swi_weights((swi_blend)42, 3, roi, sig, w) == SWI_ERR_INVALID_ARG, "mode 42");
-    CHECK(swi_weights(SWI_BLEND_CONSTANT, 3, huge, sig, w) == SWI_ERR_OVERFLOW,
-          "2^120 voxels must overflow");
+    CHECK(swi_weights(NULL, (swi_blend)42, 3, roi, sig, w) == SWI_ERR_INVALID_ARG, "mode 42");
+    CHECK(swi_weights(NULL, SWI_BLEND_CONSTANT, 3, huge, sig, w) == SWI_ERR_INVALID_ARG,
+          "roi past SWI_MAX_AXIS must be rejected");
+    const int64_t wide[3] = {SWI_MAX_AXIS, SWI_MAX_AXIS, SWI_MAX_AXIS};
+    CHECK(swi_weights(NULL, SWI_BLEND_CONSTANT, 3, wide, sig, w) == SWI_ERR_OVERFLOW, "2^93 voxels must overflow");
+    const double inf_sig[3] = {0.125, INFINITY, 0.125};
+    swi_ctx *ctx = swi_create();
+    CHECK(ctx != NULL, "swi_create");
+    if (ctx) {
+        CHECK(swi_weights(ctx, SWI_BLEND_GAUSSIAN, 3, roi, inf_sig, w) == SWI_ERR_INVALID_ARG &&
+                  strstr(swi_last_error(ctx), "sigma_scale[1]"),
+              "infinite sigma_scale: message '%s'", swi_last_error(ctx));
+        CHECK(swi_weights(ctx, SWI_BLEND_GAUSSIAN, 3, bad_roi, sig, w) == SWI_ERR_INVALID_ARG &&
+                  strstr(swi_last_error(ctx), "roi[1]"),
+              "roi 0: message '%s'", swi_last_error(ctx));
+        swi_free(ctx);
+    }
 }
 
 int main(void)
@@ -355,6 +446,7 @@ int main(void)
     test_window_starts_table();
     test_window_starts_cap();
     test_window_starts_invalid();
+    test_pad_map();
     test_weights_constant();
     test_weights_gaussian_by_hand();
     test_weights_gaussian_formula();

@@ -497,7 +497,7 @@ static voxel_red reduce_voxel(const float *x, int64_t C, int64_t stride)
 typedef enum sink_kind { SINK_DST = 0, SINK_LIB, SINK_REGION, SINK_DST_REGION } sink_kind;
 static const char *const sink_name[] = {"dst", "library", "regions", "dst+regions"};
 static const char *const reduce_name[] = {"none", "argmax", "max", "confidence", "entropy",
-                                          "custom"};
+                                          "custom", "softmax"};
 
 typedef struct out_spec {
     int head;
@@ -761,6 +761,28 @@ static void check_output(const config *c, const run_opts *ro, const naive *n, co
                 }
                 continue;
             }
+            if (os->reduce == SWI_REDUCE_SOFTMAX) {
+                /* against the reference's scores (loose: they differ by float rounding) and
+                 * against this run's own scores (tight: the same arithmetic on the same bits) */
+                for (int pass_ = 0; pass_ < (own_scores ? 2 : 1); pass_++) {
+                    const float *y = pass_ ? own_scores + b * C * vox + v : x;
+                    double mx = -INFINITY, z = 0.0;
+                    for (int64_t ch = 0; ch < C; ch++) mx = y[ch * vox] > mx ? y[ch * vox] : mx;
+                    for (int64_t ch = 0; ch < C; ch++) z += exp(y[ch * vox] - mx);
+                    for (int64_t ch = 0; ch < C; ch++) {
+                        double e = exp(y[ch * vox] - mx) / z;
+                        double g = ((const float *)data)[(b * C + ch) * vox + v];
+                        double tol = pass_ ? 1e-6 : 5e-4;
+                        t->values_checked++;
+                        if (!(fabs(g - e) <= tol) && (pass_ ? bad_self++ : bad++) == 0)
+                            snprintf(pass_ ? first_self : first, sizeof(first),
+                                     "image %lld channel %lld voxel %lld: softmax %.7g expected %.7g%s",
+                                     (long long)b, (long long)ch, (long long)v, g, e,
+                                     pass_ ? " (from the run's own scores)" : "");
+                    }
+                }
+                continue;
+            }
             voxel_red r = reduce_voxel(x, C, vox);
             double g = label_at(os, data, b * vox + v);
             double e = 0.0, tol = 0.0;
@@ -860,15 +882,16 @@ static void fill_params(const config *c, const run_opts *ro, swi_params *p, swi_
         p->roi[k] = c->roi_param[d3];
         p->overlap[k] = c->overlap[d3];
         p->sigma_scale[k] = c->sigma[d3];
-        p->order[k] = ro->order[k];
+        if (ro->order[0] >= 0) p->order[k] = ro->order[k];
     }
+    p->order_mode = ro->order[0] >= 0 ? SWI_ORDER_FIXED : SWI_ORDER_AUTO;
     p->mode = mode;
     p->weight_map = map;
     p->padding_mode = c->pad;
     p->cval = c->cval;
     p->sw_batch_size = ro->sw_batch;
     p->threads = ro->threads;
-    p->pipeline = ro->pipeline;
+    p->pipeline = ro->pipeline < 0 ? SWI_PIPELINE_AUTO : ro->pipeline ? SWI_PIPELINE_ON : SWI_PIPELINE_OFF;
     p->n_heads = c->n_heads;
     for (int h = 0; h < c->n_heads; h++) {
         int64_t o[3];
@@ -899,7 +922,7 @@ static int choose_outputs(const config *c, const naive *n, out_spec *os, int sim
     int extra = simple ? 0 : (int)rng_int(0, 3);
     for (int e = 0; e < extra; e++) {
         int h = (int)rng_int(0, c->n_heads - 1);
-        swi_reduce red = (swi_reduce)rng_int(1, 5);
+        swi_reduce red = (swi_reduce)rng_int(1, 6);
         sink_kind sk = red == SWI_REDUCE_CUSTOM ? SINK_REGION : (sink_kind)rng_int(0, 3);
         memset(&os[m], 0, sizeof(os[m]));
         os[m].head = h;
@@ -932,7 +955,8 @@ static int choose_outputs(const config *c, const naive *n, out_spec *os, int sim
         o->dims = c->dims;
         memcpy(o->out, n->out[o->head], sizeof(o->out));
         o->vox = prod3(o->out);
-        int none = o->reduce == SWI_REDUCE_NONE || o->reduce == SWI_REDUCE_CUSTOM;
+        int none = o->reduce == SWI_REDUCE_NONE || o->reduce == SWI_REDUCE_CUSTOM ||
+                   o->reduce == SWI_REDUCE_SOFTMAX;
         o->planes = none ? c->channels[o->head] : 1;
         if (o->reduce == SWI_REDUCE_ARGMAX)
             o->dtype = o->dtype_req == SWI_DTYPE_UINT16 ? SWI_DTYPE_UINT16
@@ -1400,7 +1424,7 @@ static void test_one_config(tally *t)
             sig[k] = c.sigma[D3(&c, k)];
         }
         float *map = malloc(sizeof(float) * (size_t)prod3(c.r));
-        swi_status st = map != NULL ? swi_weights(SWI_BLEND_GAUSSIAN, c.dims, roi, sig, map)
+        swi_status st = map != NULL ? swi_weights(NULL, SWI_BLEND_GAUSSIAN, c.dims, roi, sig, map)
                                     : SWI_ERR_NOMEM;
         if (st != SWI_OK) {
             report(&c, &a, "swi_weights: %s", swi_status_name(st));
@@ -1458,8 +1482,8 @@ static void test_hand_reductions(void)
     swi_tensor in = {input, 1, 1, 1, {5}};
     swi_predictor pred = {hand_predict, NULL};
     uint8_t labels[5];
-    float mx[5], conf[5], ent[5], scores[15];
-    swi_output o[5];
+    float mx[5], conf[5], ent[5], scores[15], soft[15];
+    swi_output o[6];
     swi_output_init(&o[0], 0, SWI_REDUCE_ARGMAX);
     o[0].dst = labels;
     o[0].dst_bytes = sizeof(labels);
@@ -1475,8 +1499,11 @@ static void test_hand_reductions(void)
     swi_output_init(&o[4], 0, SWI_REDUCE_NONE);
     o[4].dst = scores;
     o[4].dst_bytes = sizeof(scores);
+    swi_output_init(&o[5], 0, SWI_REDUCE_SOFTMAX);
+    o[5].dst = soft;
+    o[5].dst_bytes = sizeof(soft);
     swi_ctx *ctx = swi_create();
-    swi_status st = swi_run(ctx, &p, &in, &pred, o, 5);
+    swi_status st = swi_run(ctx, &p, &in, &pred, o, 6);
     CHECK(st == SWI_OK, "hand reductions: %s: %s", swi_status_name(st), swi_last_error(ctx));
     swi_free(ctx);
     if (st != SWI_OK)
@@ -1509,6 +1536,15 @@ static void test_hand_reductions(void)
           (double)conf[1]);
     CHECK(fabs(ent[0] - h0) < 1e-5, "entropy voxel 0: %.7g, expected %.7g", (double)ent[0], h0);
     CHECK(fabs(ent[3] - log(3.0)) < 1e-5, "entropy voxel 3: %.7g, expected ln 3", (double)ent[3]);
+    for (int c = 0; c < 3; c++) {
+        double e0 = exp((double)g_hand[0][c] - 3.0) / z0;
+        CHECK(fabs(soft[c * 5 + 0] - e0) < 1e-6, "softmax voxel 0 channel %d: %.7g, expected %.7g", c,
+              (double)soft[c * 5 + 0], e0);
+        CHECK(fabs(soft[c * 5 + 3] - 1.0 / 3.0) < 1e-6, "softmax voxel 3 channel %d: %.7g, expected 1/3", c,
+              (double)soft[c * 5 + 3]);
+        CHECK(isnan(soft[c * 5 + 2]), "softmax of a voxel with a NaN score is NaN (channel %d: %g)", c,
+              (double)soft[c * 5 + 2]);
+    }
 }
 
 int main(int argc, char **argv)

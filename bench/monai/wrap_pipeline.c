@@ -19,5 +19,5 @@ void __wrap_swi_params_init(swi_params *p, int dims)
     __real_swi_params_init(p, dims);
     const char *e = getenv("SWI_PIPELINE");
     if (e && (*e == '0' || *e == '1'))
-        p->pipeline = *e - '0';
+        p->pipeline = *e == '1' ? SWI_PIPELINE_ON : SWI_PIPELINE_OFF;
 }

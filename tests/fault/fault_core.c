@@ -327,7 +327,7 @@ static void make_scenario(scenario *sc, const char *name)
         p->padding_mode = SWI_PAD_REFLECT;
         p->sw_batch_size = 3;
         p->threads = 3;
-        p->pipeline = 1;
+        p->pipeline = SWI_PIPELINE_ON;
         p->n_heads = 2;
         p->heads[0].channels = 3;      /* declared (spatial 0 = the roi) */
         p->heads[1].channels = 0;      /* learned: 2 channels at half resolution */
@@ -356,7 +356,7 @@ static void make_scenario(scenario *sc, const char *name)
         p->padding_mode = SWI_PAD_REPLICATE;
         p->sw_batch_size = 2;
         p->threads = 2;
-        p->pipeline = -1;
+        p->pipeline = SWI_PIPELINE_AUTO;
         p->n_heads = 1;
         p->heads[0].channels = 4;
         add_output(sc, 0, SWI_REDUCE_ARGMAX, 0, 1, size, 4);
@@ -372,7 +372,7 @@ static void make_scenario(scenario *sc, const char *name)
         p->mode = SWI_BLEND_GAUSSIAN;
         p->sw_batch_size = 2;
         p->threads = 2;
-        p->pipeline = 1;
+        p->pipeline = SWI_PIPELINE_ON;
         p->n_heads = 1;
         p->heads[0].channels = 16;
         add_output(sc, 0, SWI_REDUCE_ARGMAX, 0, 0, size, 16);
@@ -417,9 +417,9 @@ static swi_status run_scenario(swi_ctx *ctx, scenario *sc, uint64_t *hash)
     swi_status st = swi_plan_run(ctx, &sc->p, &t, sc->outs, sc->n_outs, &plan);
     if (st != SWI_OK)
         return st;
-    /* swi_weights has no context: its failure is checked here, and the run goes on */
+    /* swi_weights is called without a context: its failure is checked here, and the run goes on */
     float *w = malloc((size_t)(sc->p.roi[0] * sc->p.roi[1] * sc->p.roi[2]) * sizeof(float));
-    st = swi_weights(SWI_BLEND_GAUSSIAN, sc->dims, sc->p.roi, sc->p.sigma_scale, w);
+    st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, sc->dims, sc->p.roi, sc->p.sigma_scale, w);
     free(w);
     if (st != SWI_OK && st != SWI_ERR_NOMEM)
         return st;
