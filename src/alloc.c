@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef SWI_FAULT_INJECTION
 #include <stdatomic.h>
@@ -95,3 +96,21 @@ void swi__big_free(void *p, size_t bytes) {
     swi__free(p);
 }
 #endif
+
+int swi__grow(void **arr, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 1;
+    size_t n = *cap ? *cap : 64;
+    while (n < need) {
+        if (n > SIZE_MAX / 2) return 0;
+        n *= 2;
+    }
+    size_t bytes;
+    if (!swi__mul_size(n, elem, &bytes)) return 0;
+    void *p = swi__malloc(bytes);
+    if (!p) return 0;
+    if (*arr) memcpy(p, *arr, *cap * elem); /* keep what is there: lists grow while filled */
+    swi__free(*arr);
+    *arr = p;
+    *cap = n;
+    return 1;
+}

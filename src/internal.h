@@ -41,6 +41,9 @@ void swi__big_free(void *p, size_t bytes);
 bool swi__mul_size(size_t a, size_t b, size_t *out);
 bool swi__add_size(size_t a, size_t b, size_t *out);
 bool swi__mul_i64(int64_t a, int64_t b, int64_t *out);
+/* Grow *arr (of *cap elements of `elem` bytes, contents kept) to hold at least `need`;
+ * returns 0 when out of memory (the array is then unchanged). */
+int swi__grow(void **arr, size_t *cap, size_t need, size_t elem);
 
 /* ---- status.c: the context's error message ---- */
 #define SWI_ERRMSG_LEN 512
@@ -155,18 +158,22 @@ typedef struct plan_choice {
                          open across the whole cross-section at once */
     int sw;
     int pipeline;
-    size_t partial;   /* simulated peak of partial sums */
+    size_t frontier;  /* simulated peak of the partial sums (frontier.c's count) */
+    size_t partial;   /* what the engine reserves for them: frontier + allocator allowance */
 } plan_choice;
 /* Grid coordinates of the i-th window of an image in the processing order `c`. */
 void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t[NDIM]);
+/* keep != NULL: plan only keep's window order and tail (a run re-planned after its first
+ * call goes on in the order it started with); its batch size and pipelining are chosen
+ * again. */
 swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs,
-                     int n_outs, swi_plan *plan, plan_choice *choice);
+                     int n_outs, swi_plan *plan, plan_choice *choice, const plan_choice *keep);
 /* Cells of one window in one axis-0 row of cells, at most, over all heads and windows:
  * the entries of each worker's accumulation table (SWI_ACC_SEG_BYTES each). */
 size_t swi__seg_cap(const geom *g);
 #define SWI_ACC_SEG_BYTES 40
-/* Bytes of a cell's partial sums (channels + 1 planes). */
-size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]);
+/* Voxels of each worker's finishing chunk (at least one row of a cell). */
+#define SWI_CHUNK_VOXELS 4096
 
 /* ---- cellmem.c: partial-sum buffers, reused across cells within a byte limit ---- */
 #define CELLMEM_SLOTS 512
@@ -190,6 +197,66 @@ void swi__cellmem_put(cellmem *m, void *p, size_t bytes);
 void swi__cellmem_free(cellmem *m);
 void swi__cellmem_release(cellmem *m, void *p, size_t bytes);
 
+/* ---- frontier.c: cell state, open and close; the planner dry-runs the same code ---- */
+/* Index of cell c in its head's cell table (C order over the three axes). */
+static inline int64_t swi__cell_index(const head_geom *hg, const int64_t c[NDIM]) {
+    return (c[0] * hg->ax[1].n_cells + c[1]) * hg->ax[2].n_cells + c[2];
+}
+/* Windows covering cell c. */
+static inline int64_t swi__cell_windows(const head_geom *hg, const int64_t c[NDIM]) {
+    return hg->ax[0].cell_wcount[c[0]] * hg->ax[1].cell_wcount[c[1]] * hg->ax[2].cell_wcount[c[2]];
+}
+/* The cells inside window t: first[a] .. first[a] + count[a] - 1 along each axis. */
+static inline void swi__window_cells(const head_geom *hg, const int64_t t[NDIM], int64_t first[NDIM],
+                                     int64_t count[NDIM]) {
+    for (int a = 0; a < NDIM; a++) {
+        first[a] = hg->ax[a].win_cfirst[t[a]];
+        count[a] = hg->ax[a].win_ccount[t[a]];
+    }
+}
+/* Bytes of a cell's partial sums (channels + 1 planes). */
+size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]);
+
+typedef struct cell_state {
+    float *buf;    /* partial sums [C+1][cell voxels], NULL unless open (or in a dry run) */
+    int32_t rem;   /* windows still to land */
+    int32_t stamp; /* engine: batch that last touched it */
+    int32_t task;  /* engine: its task in that batch */
+    int32_t pad;
+} cell_state;
+
+typedef struct frontier_done {
+    cell_state *state;
+    size_t bytes;
+} frontier_done;
+
+typedef struct frontier {
+    const geom *g;
+    cell_state *cells[SWI_MAX_HEADS]; /* [batch][n_cells] per head; NULL while channels are unknown */
+    cellmem *mem;                     /* NULL: dry run, bytes are counted and nothing allocated */
+    size_t live;                      /* bytes of the open cells */
+    size_t peak;                      /* largest `live` at the end of a batch */
+    size_t closing;                   /* bytes completed in this batch, released at its end */
+    frontier_done *done;              /* the cells to release at the end of the batch */
+    size_t n_done, done_cap;
+} frontier;
+
+#define SWI_LAND_OPENED 1    /* this landing opened the cell's partial sums */
+#define SWI_LAND_COMPLETED 2 /* this was the cell's last window */
+
+/* Cell tables of every head whose channels are known; mem NULL for a dry run.
+ * Returns SWI_ERR_NOMEM / SWI_ERR_OVERFLOW without a message. */
+swi_status swi__frontier_init(frontier *f, const geom *g, cellmem *mem);
+/* A window of image `image` lands on cell c of head h: *state is the cell, *flags says
+ * what happened (SWI_LAND_*). Fails (no message) when a buffer cannot be had, or with
+ * SWI_ERR_SHAPE when the cell has no window left to land (an engine bug). */
+swi_status swi__frontier_land(frontier *f, int h, int64_t image, const int64_t c[NDIM], cell_state **state,
+                              int *flags);
+/* The batch is blended: count its peak, release the cells it completed. */
+void swi__frontier_end_batch(frontier *f);
+/* Release every cell still open (a failed run) and the tables. */
+void swi__frontier_free(frontier *f);
+
 /* ---- context ---- */
 typedef struct swi_result_buf {
     void *data;
@@ -203,7 +270,14 @@ struct swi_ctx {
     int dims;
     int64_t out_size[SWI_MAX_HEADS][SWI_MAX_DIMS];
     int64_t out_channels[SWI_MAX_HEADS];
+    /* the last successful run's frontier: as planned, and as the engine counted it */
+    size_t frontier_planned, frontier_peak;
+    int frontier_comparable; /* 0 when the batch size was re-planned midway */
 };
+/* For tests: the last successful run's planned and measured frontier peaks (bytes of
+ * partial sums); returns 0 when they are not comparable (no run yet, or the batch size
+ * was re-planned after the first call). */
+int swi__frontier_stats(const swi_ctx *ctx, size_t *planned, size_t *measured);
 void swi__drop_results(swi_ctx *ctx);
 
 #endif

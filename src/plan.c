@@ -5,15 +5,6 @@
 
 #include <string.h>
 
-/* Voxels of the reduction scratch chunk per worker (at least one row of a cell). */
-#define CHUNK_VOXELS 4096
-
-size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]) {
-    size_t vox = 1;
-    for (int a = 0; a < NDIM; a++) vox *= (size_t)(hg->ax[a].cell_hi[cell[a]] - hg->ax[a].cell_lo[cell[a]]);
-    return vox * (size_t)(hg->channels + 1) * sizeof(float);
-}
-
 size_t swi__seg_cap(const geom *g) {
     size_t cap = 1;
     for (int h = 0; h < g->n_heads; h++) {
@@ -44,65 +35,35 @@ void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t
     t[a1] = rest / g->n_win[a2];
 }
 
-/* Peak bytes of partial sums for one order and batch size: windows are taken in
- * batches; a batch allocates the cells it opens, and frees the cells it completes
- * only after it is done. Returns SIZE_MAX when the bookkeeping itself cannot be
- * allocated. */
+/* Peak bytes of partial sums for one order and batch size: the frontier's own
+ * counting (frontier.c) in a dry run over the windows in that order, in batches.
+ * Returns SIZE_MAX when the bookkeeping itself cannot be allocated. */
 static size_t simulate(const geom *g, const plan_choice *order, int sw) {
-    size_t live = 0, peak = 0, to_free = 0;
-    int32_t *rem[SWI_MAX_HEADS] = {0};
-    size_t result = 0;
-    for (int h = 0; h < g->n_heads; h++) {
-        const head_geom *hg = &g->heads[h];
-        if (hg->channels <= 0 || hg->n_cells == 0) continue;
-        rem[h] = swi__malloc((size_t)(hg->n_cells * g->batch) * sizeof(int32_t));
-        if (!rem[h]) {
-            result = SIZE_MAX;
-            goto out;
-        }
-        for (int64_t b = 0; b < g->batch; b++) {
-            int64_t c[NDIM], idx = 0;
-            for (c[0] = 0; c[0] < hg->ax[0].n_cells; c[0]++)
-                for (c[1] = 0; c[1] < hg->ax[1].n_cells; c[1]++)
-                    for (c[2] = 0; c[2] < hg->ax[2].n_cells; c[2]++, idx++)
-                        rem[h][b * hg->n_cells + idx] = (int32_t)(hg->ax[0].cell_wcount[c[0]] *
-                                                                  hg->ax[1].cell_wcount[c[1]] *
-                                                                  hg->ax[2].cell_wcount[c[2]]);
-        }
-    }
+    frontier f;
+    size_t result = SIZE_MAX;
+    if (swi__frontier_init(&f, g, NULL) != SWI_OK) goto out;
     int64_t total = g->win_per_image * g->batch;
     for (int64_t w = 0; w < total; w++) {
         int64_t b = w / g->win_per_image, t[NDIM];
         swi__order_coords(g, order, w % g->win_per_image, t);
         for (int h = 0; h < g->n_heads; h++) {
-            if (!rem[h]) continue;
+            if (!f.cells[h]) continue;
             const head_geom *hg = &g->heads[h];
-            const axis_grid *ax = hg->ax;
-            int64_t c[NDIM];
-            for (c[0] = ax[0].win_cfirst[t[0]]; c[0] < ax[0].win_cfirst[t[0]] + ax[0].win_ccount[t[0]]; c[0]++)
-                for (c[1] = ax[1].win_cfirst[t[1]]; c[1] < ax[1].win_cfirst[t[1]] + ax[1].win_ccount[t[1]]; c[1]++)
-                    for (c[2] = ax[2].win_cfirst[t[2]]; c[2] < ax[2].win_cfirst[t[2]] + ax[2].win_ccount[t[2]];
-                         c[2]++) {
-                        int64_t ci = (c[0] * ax[1].n_cells + c[1]) * ax[2].n_cells + c[2];
-                        int32_t *r = &rem[h][b * hg->n_cells + ci];
-                        int32_t full = (int32_t)(ax[0].cell_wcount[c[0]] * ax[1].cell_wcount[c[1]] *
-                                                 ax[2].cell_wcount[c[2]]);
-                        --*r;
-                        if (full == 1) continue; /* single-window cells are never stored */
-                        size_t bytes = swi__cell_bytes(hg, c);
-                        if (*r == full - 1) live += bytes;
-                        if (*r == 0) to_free += bytes;
+            int64_t lo[NDIM], n[NDIM], c[NDIM];
+            swi__window_cells(hg, t, lo, n);
+            for (c[0] = lo[0]; c[0] < lo[0] + n[0]; c[0]++)
+                for (c[1] = lo[1]; c[1] < lo[1] + n[1]; c[1]++)
+                    for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) {
+                        cell_state *st;
+                        int flags;
+                        if (swi__frontier_land(&f, h, b, c, &st, &flags) != SWI_OK) goto out;
                     }
         }
-        if ((w + 1) % sw == 0 || w + 1 == total) {
-            if (live > peak) peak = live;
-            live -= to_free;
-            to_free = 0;
-        }
+        if ((w + 1) % sw == 0 || w + 1 == total) swi__frontier_end_batch(&f);
     }
-    result = peak;
+    result = f.peak;
 out:
-    for (int h = 0; h < SWI_MAX_HEADS; h++) swi__free(rem[h]);
+    swi__frontier_free(&f);
     return result;
 }
 
@@ -162,7 +123,7 @@ static void add_mul(size_t *a, size_t b, size_t c) {
 }
 
 swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs, int n_outs,
-                     swi_plan *plan, plan_choice *choice) {
+                     swi_plan *plan, plan_choice *choice, const plan_choice *keep) {
     memset(plan, 0, sizeof *plan);
     int threads = p->threads > 0 ? p->threads : swi__cpu_count();
     /* fixed parts */
@@ -180,7 +141,7 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
         add_mul(&book, (size_t)hg->n_cells * (size_t)g->batch, 24);
         add_mul(&book, (size_t)hg->win_vox, sizeof(float));
     }
-    size_t chunk = rowmax > CHUNK_VOXELS ? rowmax : CHUNK_VOXELS, t = 0;
+    size_t chunk = rowmax > SWI_CHUNK_VOXELS ? rowmax : SWI_CHUNK_VOXELS, t = 0;
     int soft = 0;
     for (int i = 0; i < n_outs; i++) soft |= outs[i].reduce == SWI_REDUCE_SOFTMAX;
     add_mul(&t, chunk, cmax * (soft ? 2 : 1) + 5);
@@ -208,23 +169,25 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
         }
     }
     int perms[6][NDIM];
-    int n_perms = have_fixed ? 1 : permutations(g, perms);
-    if (have_fixed) memcpy(perms[0], fixed_order, sizeof fixed_order);
+    int n_perms = have_fixed || keep ? 1 : permutations(g, perms);
+    if (keep) memcpy(perms[0], keep->order, sizeof keep->order);
+    else if (have_fixed) memcpy(perms[0], fixed_order, sizeof fixed_order);
+    const int tail_lo = keep ? keep->tail : 1, tail_hi = keep ? keep->tail : 3;
 
     int64_t total = g->win_per_image * g->batch;
     int sw_req = p->sw_batch_size;
     if ((int64_t)sw_req > total) sw_req = (int)total;
     int found = 0;
     size_t best_min = SIZE_MAX;
-    plan_choice best = {{0, 1, 2}, 1, 1, 0, 0};
+    plan_choice best = {{0, 1, 2}, 1, 1, 0, 0, 0};
     /* the first choice that fits wins; every smaller one is still planned for bytes_min */
     for (int sw = sw_req; sw >= 1; sw = sw > 1 ? sw / 2 : 0) {
-        plan_choice best_order = {{0, 1, 2}, 1, 1, 0, 0};
+        plan_choice best_order = {{0, 1, 2}, 1, 1, 0, 0, 0};
         size_t best_partial = SIZE_MAX;
         for (int i = 0; i < n_perms; i++)
-            for (int tail = 1; tail <= 3; tail++) {
-                plan_choice c = {{perms[i][0], perms[i][1], perms[i][2]}, tail, sw, 0, 0};
-                if (tail > 1 && tail > g->n_win[c.order[0]]) break;
+            for (int tail = tail_lo; tail <= tail_hi; tail++) {
+                plan_choice c = {{perms[i][0], perms[i][1], perms[i][2]}, tail, sw, 0, 0, 0};
+                if (!keep && tail > 1 && tail > g->n_win[c.order[0]]) break;
                 size_t part = simulate(g, &c, sw);
                 if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
                 if (part < best_partial) {
@@ -233,6 +196,7 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                 }
             }
         /* what the engine reserves for that frontier (fragmentation allowance included) */
+        size_t best_frontier = best_partial;
         best_partial = swi__cellmem_bytes(best_partial);
         size_t one_slot = 0, peak_serial = input;
         add_mul(&one_slot, (size_t)sw, per_window);
@@ -259,6 +223,7 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                 best.sw = sw;
                 best.pipeline = pipe;
                 best.partial = best_partial;
+                best.frontier = best_frontier;
                 plan->bytes_windows = windows;
                 plan->bytes_peak = peak;
             }

@@ -73,6 +73,12 @@ void swi_free(swi_ctx *ctx) {
     swi__free(ctx);
 }
 
+int swi__frontier_stats(const swi_ctx *ctx, size_t *planned, size_t *measured) {
+    *planned = ctx->frontier_planned;
+    *measured = ctx->frontier_peak;
+    return ctx->frontier_comparable;
+}
+
 const void *swi_result(const swi_ctx *ctx, int index, size_t *bytes) {
     if (bytes) *bytes = 0;
     if (!ctx || index < 0 || index >= ctx->n_results || !ctx->results[index].data) return NULL;

@@ -23,6 +23,9 @@
 #include "check.h"
 #include "swi.h"
 
+/* from src/internal.h: the last run's planned and measured frontier peaks */
+int swi__frontier_stats(const swi_ctx *ctx, size_t *planned, size_t *measured);
+
 #define ABS_TOL 1e-4
 #define REL_TOL 1e-4
 #define TIE_GAP 1e-4
@@ -689,6 +692,7 @@ static int random_predict(void *user, swi_batch *b)
 typedef struct tally {
     int64_t configs, runs, zoom_refused, empty_refused, failures;
     int64_t outputs_checked, values_checked;
+    int64_t frontier_compared; /* runs whose planned frontier peak was checked */
 } tally;
 
 static int g_details; /* details printed for the current config */
@@ -1056,6 +1060,18 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
     pass();
     if (ps.errors)
         report(c, ro, "predictor: %s", ps.error);
+
+    /* the planner's frontier is the engine's: the same peak of partial sums, to the byte */
+    {
+        size_t planned, measured;
+        if (swi__frontier_stats(ctx, &planned, &measured)) {
+            if (planned != measured)
+                report(c, ro, "frontier peak: planned %zu bytes, the run reached %zu", planned, measured);
+            else
+                pass();
+            t->frontier_compared++;
+        }
+    }
 
     /* every window exactly once */
     int64_t wrong = 0, first = -1;
@@ -1567,9 +1583,9 @@ int main(int argc, char **argv)
     }
     printf("test_random: %lld configs, %lld runs, %lld outputs and %lld values checked, "
            "%lld zoom runs refused (SWI_ERR_SHAPE on fractional placement), %lld empty zoomed "
-           "results refused, %lld configs failed\n",
+           "results refused, %lld planned frontier peaks checked, %lld configs failed\n",
            (long long)t.configs, (long long)t.runs, (long long)t.outputs_checked,
            (long long)t.values_checked, (long long)t.zoom_refused, (long long)t.empty_refused,
-           (long long)t.failures);
+           (long long)t.frontier_compared, (long long)t.failures);
     return check_report("test_random");
 }

@@ -48,6 +48,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,7 +290,7 @@ static void add_output(scenario *sc, int head, swi_reduce red, int to_dst, int t
     sink *s = &sc->sinks[sc->n_outs];
     swi_output_init(o, head, red);
     int64_t ov = out[0] * out[1] * out[2];
-    int64_t planes = (red == SWI_REDUCE_NONE || red == SWI_REDUCE_CUSTOM) ? C : 1;
+    int64_t planes = (red == SWI_REDUCE_NONE || red == SWI_REDUCE_CUSTOM || red == SWI_REDUCE_SOFTMAX) ? C : 1;
     size_t es = red == SWI_REDUCE_ARGMAX ? 1 : 4;
     size_t bytes = (size_t)(sc->batch * planes * ov) * es;
     if (to_dst) {
@@ -340,6 +341,7 @@ static void make_scenario(scenario *sc, const char *name)
         add_output(sc, 1, SWI_REDUCE_ENTROPY, 0, 1, o1, 2);
         add_output(sc, 0, SWI_REDUCE_CONFIDENCE, 1, 1, o0, 3);
         add_output(sc, 1, SWI_REDUCE_CUSTOM, 0, 1, o1, 2);
+        add_output(sc, 0, SWI_REDUCE_SOFTMAX, 1, 0, o0, 3);
     } else if (!strcmp(name, "stream")) {
         sc->dims = 3;
         sc->batch = 1;
@@ -660,16 +662,25 @@ static int walk_stops(scenario *sc, uint64_t want, int calls)
 }
 
 /* Allocation call sites in the library sources: "file:line" of each swi__malloc,
- * swi__calloc, swi__big_alloc and swi__fault_point call outside alloc.c. */
+ * swi__calloc, swi__big_alloc and swi__fault_point call in src/ outside alloc.c. */
 static int source_sites(char (*out)[128], int cap)
 {
-    static const char *files[] = { "cellmem.c", "engine.c", "gather.c", "layout.c", "plan.c",
-                                   "pool.c", "reduce.c", "status.c", "weights.c" };
     static const char *calls[] = { "swi__malloc(", "swi__calloc(", "swi__big_alloc(", "swi__fault_point(" };
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/src", SWI_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "FAIL: cannot list %s\n", dir);
+        return -1;
+    }
     int n = 0;
-    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/src/%s", SWI_SOURCE_DIR, files[f]);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 3 || strcmp(e->d_name + len - 2, ".c") != 0 || strcmp(e->d_name, "alloc.c") == 0)
+            continue;
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         FILE *fp = fopen(path, "r");
         if (!fp)
             continue;
@@ -679,12 +690,13 @@ static int source_sites(char (*out)[128], int cap)
             no++;
             for (size_t c = 0; c < sizeof calls / sizeof *calls; c++)
                 if (strstr(line, calls[c]) && n < cap) {
-                    snprintf(out[n++], 128, "%s:%d", files[f], no);
+                    snprintf(out[n++], 128, "%.100s:%d", e->d_name, no);
                     break;
                 }
         }
         fclose(fp);
     }
+    closedir(d);
     return n;
 }
 
@@ -732,6 +744,10 @@ static int walk(const char *self, int nnames, char **names)
     /* Which call sites got a fault: addr2line on the recorded return addresses. */
     char (*src)[128] = calloc(256, sizeof *src);
     int nsrc = source_sites(src, 256);
+    if (nsrc < 0) {
+        bad = 1;
+        nsrc = 0;
+    }
     int *hit = calloc((size_t)(nsrc > 0 ? nsrc : 1), sizeof(int));
     int resolved = 0;
     if (sites.n > 0) {

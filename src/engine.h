@@ -1,0 +1,148 @@
+/* engine.h -- the run's state, shared by the engine's modules (not installed):
+ * batch.c (what the predictor sees), blend.c (accumulation into open cells),
+ * finish.c (divide, reduce, hand to sinks), outputs.c (where results go) and run.c
+ * (the loop). The frontier (cell state) and the planner are in internal.h. */
+#ifndef SWI_ENGINE_H
+#define SWI_ENGINE_H
+
+#include "internal.h"
+
+#include <stdatomic.h>
+
+/* accumulate items per worker thread and batch (load balance) */
+#define ACC_ITEMS_PER_THREAD 8
+
+typedef struct task {
+    int head;
+    int fresh;      /* buf allocated in this batch: its first window sets instead of adds */
+    int completes;  /* last window lands in this batch */
+    int64_t image;
+    int64_t cell[NDIM];
+    int64_t ext[NDIM];
+    int64_t vox;
+    float *buf;
+    int32_t win_off, win_n; /* windows of this batch touching it, in batch order */
+} task;
+
+/* Accumulation item: planes [p0, p1) of head `head` (plane C is the weight sum) over
+ * the rows [i0lo, i0hi) of the cells in row `c0` along axis 0, for every window of the
+ * batch in batch order. Items never share a cell plane row, so they run in any order
+ * on any thread and each voxel still sums its windows in batch order. */
+typedef struct acc_item {
+    int32_t head, p0, p1;
+    int64_t c0, i0lo, i0hi;
+} acc_item;
+
+/* One cell of a window, as the accumulation walks it. */
+typedef struct acc_seg {
+    float *buf;     /* its partial sums, NULL if one window covers it (finished directly) */
+    int64_t vox;    /* voxels of the cell (the plane stride of buf) */
+    int64_t lo2;    /* its first column in the window, along the contiguous axis */
+    int64_t e2;     /* its extent along that axis */
+    int set;        /* this window is its first since buf was opened: store, not add */
+} acc_seg;
+_Static_assert(sizeof(acc_seg) <= SWI_ACC_SEG_BYTES, "plan.c counts SWI_ACC_SEG_BYTES per table entry");
+
+typedef struct fin_item { int32_t task; int64_t a0, a1, b0, b1; } fin_item;
+
+typedef struct slot {
+    float *input;                 /* [sw, cin, roi] */
+    size_t input_bytes;
+    float *head[SWI_MAX_HEADS];   /* [sw, C, win] */
+    size_t head_cap[SWI_MAX_HEADS];
+    int requested[SWI_MAX_HEADS];
+    int64_t *image;               /* [sw] */
+    int64_t *t;                   /* [sw][NDIM] window grid coords */
+    int64_t *ustart;              /* [sw][SWI_MAX_DIMS] start in image coords */
+    int n;
+} slot;
+
+typedef struct worker_scratch {
+    acc_seg *segs; /* [seg_cap] the cells of one window, one axis-0 row of cells */
+    float *scores;
+    float *soft;   /* [C][chunk] softmax of scores, when an output asks for it */
+    reduce_scratch rs;
+} worker_scratch;
+
+typedef struct out_spec {
+    swi_output o;
+    swi_dtype dtype;   /* resolved */
+    void *data;        /* where the whole result goes (dst or library-owned), or NULL */
+    int owned;
+} out_spec;
+
+typedef struct run {
+    swi_ctx *ctx;
+    const swi_params *p;
+    const swi_tensor *in;
+    const swi_predictor *pred;
+    geom g;
+    plan_choice choice;
+    int threads;
+    int known[SWI_MAX_HEADS];      /* head shape learned or declared */
+    int64_t shape_c[SWI_MAX_HEADS];
+    int64_t shape_s[SWI_MAX_HEADS][SWI_MAX_DIMS];
+    int setup_done;
+    int replanned_sw;              /* the batch size changed after the first call */
+    frontier front;             /* cell state: open/close (frontier.c) */
+    out_spec *outs;
+    int n_outs;
+    slot slots[2];
+    int n_slots;
+    int sw;
+    int64_t *idx_scratch;
+    swi_pool *pool;
+    worker_scratch *ws;
+    size_t chunk_cap;
+    size_t seg_cap;             /* acc_seg entries per worker */
+    /* per-batch work lists */
+    task *tasks;
+    int32_t *pair_task, *task_wins;
+    size_t tasks_cap, pairs_cap, task_wins_cap;
+    acc_item *acc;
+    fin_item *fin;
+    size_t acc_cap, fin_cap;
+    int64_t n_acc, n_fin;
+    int32_t n_tasks;
+    cellmem mem;                /* partial-sum buffers the frontier opens cells in */
+    const slot *cur;            /* slot being blended */
+    int32_t batch_id;
+    /* errors raised inside swi_batch_output or by workers */
+    swi_status shape_err;
+    atomic_int cb_failed;       /* 1 + index of the first failing output */
+    char pred_msg[SWI_ERRMSG_LEN];
+} run;
+
+struct swi_batch {
+    run *r;
+    slot *s;
+};
+
+
+/* ---- batch.c ---- */
+swi_status swi__slot_alloc(run *r, slot *s);
+void swi__slot_free(slot *s);
+/* Fill a slot with windows first..first+n-1 (gather) and run the predictor on it. */
+swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n);
+
+/* ---- blend.c ---- */
+/* The accumulation items of the booked batch in slot s (r->acc). */
+swi_status swi__blend_items(run *r, const slot *s);
+/* Worker: add one item's p*w and w into the open cells (a swi_item_fn). */
+void swi__blend_item(void *arg, int64_t item, int worker);
+
+/* ---- finish.c ---- */
+/* The finishing items of the cells the booked batch completes (r->fin). */
+swi_status swi__finish_items(run *r);
+/* Worker: divide, reduce and deliver one finished piece of a cell (a swi_item_fn). */
+void swi__finish_item(void *arg, int64_t item, int worker);
+
+/* ---- outputs.c ---- */
+swi_status swi__check_outputs(swi_ctx *ctx, const swi_params *p, const swi_output *outs, int n_outs);
+/* An output's element type and stored size, and whether dst can hold it. */
+swi_status swi__resolve_output(swi_ctx *ctx, const geom *g, const swi_output *o, int i, swi_dtype *dtype,
+                               size_t *bytes_out);
+/* Resolve output dtypes and destinations once every head's channels are known. */
+swi_status swi__setup_outputs(run *r, const swi_output *outs);
+
+#endif

@@ -1,0 +1,341 @@
+/* run.c -- the run, as the algorithm reads:
+ *
+ *   plan (order, batch size, memory)
+ *   for each batch of windows:
+ *       gather the windows through the padding, call the predictor      (batch.c)
+ *       book: the windows land on their cells; cells open               (frontier.c)
+ *       blend p*w and w into the open cells                             (blend.c)
+ *       finish every completed cell: divide, reduce, hand to the sinks  (finish.c)
+ *       release the completed cells
+ *
+ * with the predictor call of batch k+1 overlapping the blending of batch k when the
+ * plan pipelines. Where a voxel's value is computed: blend.c (the sums) and finish.c
+ * (the division and every reduction). */
+#include "engine.h"
+
+#include <string.h>
+
+/* Heads: build each head's grid from what is declared (or assumed: spatial = roi). */
+static swi_status build_heads(run *r) {
+    for (int h = 0; h < r->g.n_heads; h++) {
+        const swi_head_spec *d = &r->p->heads[h];
+        int64_t ch = r->known[h] ? r->shape_c[h] : (d->channels > 0 ? d->channels : 0);
+        const int64_t *sp = r->known[h] ? r->shape_s[h] : d->spatial;
+        swi_status st = swi__geom_head(r->ctx, &r->g, h, ch, sp);
+        if (st != SWI_OK) return st;
+    }
+    return SWI_OK;
+}
+
+/* Book the windows of slot s: each lands on the cells it covers (the frontier counts
+ * them down and opens the ones that need partial sums), grouped into one task per
+ * cell touched, then split into parallel blend and finish items. */
+static swi_status book_batch(run *r, const slot *s) {
+    const geom *g = &r->g;
+    r->batch_id++;
+    int32_t n_tasks = 0;
+    size_t n_pairs = 0;
+    for (int j = 0; j < s->n; j++) {
+        const int64_t *t = &s->t[j * NDIM];
+        int64_t b = s->image[j];
+        for (int h = 0; h < g->n_heads; h++) {
+            const head_geom *hg = &g->heads[h];
+            int64_t lo[NDIM], n[NDIM], c[NDIM];
+            swi__window_cells(hg, t, lo, n);
+            for (c[0] = lo[0]; c[0] < lo[0] + n[0]; c[0]++)
+                for (c[1] = lo[1]; c[1] < lo[1] + n[1]; c[1]++)
+                    for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) {
+                        cell_state *st;
+                        int flags;
+                        swi_status e = swi__frontier_land(&r->front, h, b, c, &st, &flags);
+                        if (e == SWI_ERR_SHAPE) return swi__fail(r->ctx, e, "internal: cell landed on twice");
+                        if (e != SWI_OK)
+                            return swi__fail(r->ctx, e, "out of memory for partial sums (%zu bytes)",
+                                             swi__cell_bytes(hg, c));
+                        if (!swi__grow((void **)&r->pair_task, &r->pairs_cap, n_pairs + 1, sizeof(int32_t)))
+                            return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
+                        if (st->stamp != r->batch_id) {
+                            if (!swi__grow((void **)&r->tasks, &r->tasks_cap, (size_t)n_tasks + 1, sizeof(task)))
+                                return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
+                            task *T = &r->tasks[n_tasks];
+                            memset(T, 0, sizeof *T);
+                            T->head = h;
+                            T->image = b;
+                            T->vox = 1;
+                            for (int a = 0; a < NDIM; a++) {
+                                T->cell[a] = c[a];
+                                T->ext[a] = hg->ax[a].cell_hi[c[a]] - hg->ax[a].cell_lo[c[a]];
+                                T->vox *= T->ext[a];
+                            }
+                            /* opened now: its first window stores instead of adding */
+                            T->fresh = (flags & SWI_LAND_OPENED) != 0;
+                            T->buf = st->buf;
+                            st->stamp = r->batch_id;
+                            st->task = n_tasks++;
+                        }
+                        if (flags & SWI_LAND_COMPLETED) r->tasks[st->task].completes = 1;
+                        r->tasks[st->task].win_n++;
+                        r->pair_task[n_pairs++] = st->task;
+                    }
+        }
+    }
+    /* windows of each task in batch order: counting sort of the (task, window) pairs */
+    if (!swi__grow((void **)&r->task_wins, &r->task_wins_cap, n_pairs, sizeof(int32_t)))
+        return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
+    int32_t off = 0;
+    for (int32_t i = 0; i < n_tasks; i++) {
+        r->tasks[i].win_off = off;
+        off += r->tasks[i].win_n;
+        r->tasks[i].win_n = 0;
+    }
+    /* replay the same loop order to recover each pair's window */
+    size_t q = 0;
+    for (int j = 0; j < s->n; j++) {
+        const int64_t *t = &s->t[j * NDIM];
+        for (int h = 0; h < g->n_heads; h++) {
+            int64_t lo[NDIM], n[NDIM];
+            swi__window_cells(&g->heads[h], t, lo, n);
+            for (int64_t k = 0; k < n[0] * n[1] * n[2]; k++, q++) {
+                task *T = &r->tasks[r->pair_task[q]];
+                r->task_wins[T->win_off + T->win_n++] = j;
+            }
+        }
+    }
+    r->n_tasks = n_tasks;
+    swi_status st = swi__blend_items(r, s);
+    return st == SWI_OK ? swi__finish_items(r) : st;
+}
+
+/* Everything that needs the heads' real shapes: called after the first predictor call. */
+static swi_status setup_after_first_call(run *r, const swi_output *outs) {
+    swi_status st = build_heads(r);
+    if (st != SWI_OK) return st;
+    const geom *g = &r->g;
+    st = swi__frontier_init(&r->front, g, &r->mem);
+    if (st != SWI_OK)
+        return swi__fail(r->ctx, st, st == SWI_ERR_NOMEM ? "out of memory for the cell tables"
+                                                         : "the cell tables' size overflows");
+    size_t cmax = 1, rowmax = 1;
+    for (int h = 0; h < g->n_heads; h++) {
+        const head_geom *hg = &g->heads[h];
+        if ((size_t)hg->channels > cmax) cmax = (size_t)hg->channels;
+        if ((size_t)hg->win[2] > rowmax) rowmax = (size_t)hg->win[2];
+        r->ctx->out_channels[h] = hg->channels;
+        for (int k = 0; k < g->user_dims; k++) r->ctx->out_size[h][k] = hg->out[swi__axis(g, k)];
+    }
+    r->chunk_cap = rowmax > SWI_CHUNK_VOXELS ? rowmax : SWI_CHUNK_VOXELS;
+    r->seg_cap = swi__seg_cap(g);
+    int want_soft = 0;
+    for (int i = 0; i < r->n_outs; i++) want_soft |= outs[i].reduce == SWI_REDUCE_SOFTMAX;
+    r->ws = swi__calloc((size_t)r->threads, sizeof *r->ws);
+    if (!r->ws) return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
+    for (int i = 0; i < r->threads; i++) {
+        worker_scratch *w = &r->ws[i];
+        size_t n = r->chunk_cap;
+        w->segs = swi__calloc(r->seg_cap, sizeof(acc_seg));
+        if (!w->segs) return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
+        w->scores = swi__malloc(n * cmax * sizeof(float));
+        if (want_soft && !(w->soft = swi__malloc(n * cmax * sizeof(float))))
+            return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
+        w->rs.best = swi__malloc(n * sizeof(float));
+        w->rs.arg = swi__malloc(n * sizeof(int32_t));
+        w->rs.aux = swi__malloc(n * sizeof(float));
+        w->rs.aux2 = swi__malloc(n * sizeof(float));
+        w->rs.out = swi__malloc(n * sizeof(float));
+        if (!w->scores || !w->rs.best || !w->rs.arg || !w->rs.aux || !w->rs.aux2 || !w->rs.out)
+            return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
+    }
+    st = swi__setup_outputs(r, outs);
+    if (st != SWI_OK) return st;
+    /* heads learned from this call: plan again with their real sizes, keeping the window
+     * order already used, so a budget is still honoured (or refused now, after one call) */
+    int learned = 0;
+    for (int h = 0; h < g->n_heads; h++) learned |= r->p->heads[h].channels <= 0;
+    if (learned) {
+        swi_params q = *r->p;
+        q.sw_batch_size = r->sw;
+        q.pipeline = r->n_slots == 2 ? (r->p->pipeline == SWI_PIPELINE_ON ? SWI_PIPELINE_ON : SWI_PIPELINE_AUTO)
+                                     : SWI_PIPELINE_OFF;
+        swi_plan plan;
+        plan_choice c;
+        st = swi__plan(r->ctx, &q, g, outs, r->n_outs, &plan, &c, &r->choice);
+        if (st != SWI_OK) return st;
+        r->replanned_sw = c.sw != r->sw;
+        r->sw = c.sw;
+        if (!c.pipeline) r->n_slots = 1;
+        r->mem.limit = c.partial;
+        r->choice.frontier = c.frontier;
+    }
+    r->setup_done = 1;
+    return SWI_OK;
+}
+
+
+static void free_run(run *r) {
+    if (r->pool) swi__pool_destroy(r->pool);
+    swi__frontier_free(&r->front);
+    for (int i = 0; i < 2; i++) swi__slot_free(&r->slots[i]);
+    if (r->ws) {
+        for (int i = 0; i < r->threads; i++) {
+            worker_scratch *w = &r->ws[i];
+            swi__free(w->segs);
+            swi__free(w->scores);
+            swi__free(w->soft);
+            swi__free(w->rs.best);
+            swi__free(w->rs.arg);
+            swi__free(w->rs.aux);
+            swi__free(w->rs.aux2);
+            swi__free(w->rs.out);
+        }
+        swi__free(r->ws);
+    }
+    swi__cellmem_free(&r->mem);
+    swi__free(r->outs);
+    swi__free(r->idx_scratch);
+    swi__free(r->tasks);
+    swi__free(r->pair_task);
+    swi__free(r->task_wins);
+    swi__free(r->acc);
+    swi__free(r->fin);
+    swi__geom_free(&r->g);
+}
+
+/* ---------------------------------------------------------------- public */
+
+static swi_status prepare(run *r, swi_ctx *ctx, const swi_params *p, const swi_tensor *in,
+                          const swi_output *outs, int n_outs, swi_plan *plan) {
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    r->p = p;
+    r->in = in;
+    atomic_init(&r->cb_failed, 0);
+    swi_status st = swi__geom_init(ctx, p, in, &r->g);
+    if (st != SWI_OK) return st;
+    st = swi__check_outputs(ctx, p, outs, n_outs);
+    if (st != SWI_OK) return st;
+    for (int h = 0; h < p->n_heads; h++) {
+        const swi_head_spec *d = &p->heads[h];
+        if (d->channels < 0) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.heads[%d].channels is negative", h);
+        for (int k = 0; k < p->dims; k++)
+            if (d->spatial[k] < 0)
+                return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.heads[%d].spatial[%d] is negative", h, k);
+    }
+    st = build_heads(r);
+    if (st != SWI_OK) return st;
+    /* outputs of fully declared heads are checked now, before any network call */
+    for (int i = 0; i < n_outs; i++) {
+        swi_dtype dt;
+        size_t bytes;
+        if (p->heads[outs[i].head].channels > 0 && (st = swi__resolve_output(ctx, &r->g, &outs[i], i, &dt, &bytes)) != SWI_OK)
+            return st;
+    }
+    return swi__plan(ctx, p, &r->g, outs, n_outs, plan, &r->choice, NULL);
+}
+
+swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *input,
+                        const swi_output *outputs, int n_outputs, swi_plan *plan) {
+    if (!ctx) return SWI_ERR_INVALID_ARG;
+    swi__clear_error(ctx);
+    if (!plan) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "plan is NULL");
+    run r;
+    swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, plan);
+    if (st == SWI_OK) {
+        ctx->dims = r.g.user_dims;
+        memset(ctx->out_size, 0, sizeof ctx->out_size);
+        memset(ctx->out_channels, 0, sizeof ctx->out_channels);
+        for (int h = 0; h < r.g.n_heads; h++) {
+            ctx->out_channels[h] = r.g.heads[h].channels;
+            for (int k = 0; k < r.g.user_dims; k++) ctx->out_size[h][k] = r.g.heads[h].out[swi__axis(&r.g, k)];
+        }
+    }
+    free_run(&r);
+    return st;
+}
+
+swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *input,
+                   const swi_predictor *predictor, const swi_output *outputs, int n_outputs) {
+    if (!ctx) return SWI_ERR_INVALID_ARG;
+    swi__clear_error(ctx);
+    swi__drop_results(ctx);
+    memset(ctx->out_size, 0, sizeof ctx->out_size);
+    memset(ctx->out_channels, 0, sizeof ctx->out_channels);
+    ctx->dims = 0;
+    ctx->frontier_comparable = 0;
+    if (!predictor || !predictor->predict)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "predictor is NULL or has no predict function");
+    if (input && !input->data) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.data is NULL");
+    run r;
+    swi_plan plan;
+    swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, &plan);
+    if (st != SWI_OK) goto done;
+    r.pred = predictor;
+    r.sw = r.choice.sw;
+    r.threads = plan.threads;
+    r.n_outs = n_outputs;
+    r.n_slots = r.choice.pipeline ? 2 : 1;
+    swi__cellmem_init(&r.mem, plan.bytes_partial);
+    r.outs = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(out_spec));
+    ctx->results = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(swi_result_buf));
+    r.idx_scratch = swi__malloc((size_t)(r.g.roi[0] + r.g.roi[1] + r.g.roi[2]) * sizeof(int64_t));
+    if (!r.outs || !ctx->results || !r.idx_scratch) {
+        st = swi__fail(ctx, SWI_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    ctx->n_results = n_outputs;
+    ctx->dims = r.g.user_dims;
+    for (int i = 0; i < r.n_slots && st == SWI_OK; i++) st = swi__slot_alloc(&r, &r.slots[i]);
+    if (st != SWI_OK) goto done;
+    st = swi__pool_create(&r.pool, r.threads);
+    if (st != SWI_OK) {
+        st = swi__fail(ctx, st, st == SWI_ERR_THREAD ? "could not start %d worker threads" : "out of memory",
+                       r.threads);
+        goto done;
+    }
+    int64_t total = r.g.win_per_image * r.g.batch, next = 0, done_w = 0;
+    int cur = 0;
+    int n = (int)(total - next < r.sw ? total - next : r.sw);
+    st = swi__fill_and_predict(&r, &r.slots[cur], next, n);
+    next += n;
+    if (st == SWI_OK) st = setup_after_first_call(&r, outputs);
+    while (st == SWI_OK) {
+        slot *s = &r.slots[cur];
+        st = book_batch(&r, s);
+        if (st != SWI_OK) break;
+        r.cur = s;
+        swi_phase phases[2] = {{swi__blend_item, &r, r.n_acc}, {swi__finish_item, &r, r.n_fin}};
+        swi__pool_submit(r.pool, phases, 2);
+        int other = r.n_slots == 2 ? 1 - cur : cur;
+        int more = next < total;
+        int pred_n = more ? (int)(total - next < r.sw ? total - next : r.sw) : 0;
+        if (more && r.n_slots == 2) st = swi__fill_and_predict(&r, &r.slots[other], next, pred_n);
+        swi__pool_wait(r.pool);
+        swi__frontier_end_batch(&r.front);
+        r.n_tasks = 0;
+        done_w += s->n;
+        int failed = atomic_load(&r.cb_failed);
+        if (failed && st == SWI_OK)
+            st = swi__fail(ctx, SWI_ERR_CALLBACK, "outputs[%d].on_region returned non-zero", failed - 1);
+        if (st != SWI_OK) break;
+        if (params->progress && params->progress(params->progress_user, done_w, total) != 0) {
+            st = swi__fail(ctx, SWI_ERR_CANCELLED, "cancelled by the progress callback after %lld of %lld windows",
+                           (long long)done_w, (long long)total);
+            break;
+        }
+        if (!more) break;
+        if (r.n_slots == 1) st = swi__fill_and_predict(&r, &r.slots[other], next, pred_n);
+        next += pred_n;
+        cur = other;
+    }
+done:
+    if (st == SWI_OK) {
+        ctx->frontier_planned = r.choice.frontier;
+        ctx->frontier_peak = r.front.peak;
+        ctx->frontier_comparable = !r.replanned_sw;
+    }
+    if (st != SWI_OK) {
+        swi__drop_results(ctx); /* nothing half-done is reported as a result */
+        memset(ctx->out_size, 0, sizeof ctx->out_size);
+    }
+    free_run(&r);
+    return st;
+}
