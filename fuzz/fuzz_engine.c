@@ -13,7 +13,7 @@
  * The predictor is a pure function of each window, so the expected result can be
  * recomputed here the simple way: pad the whole image, run the same function on every
  * window, accumulate pred * w and w over the padded grid, divide, crop
- * (shared/golden/README.md, "What the reference computes"). The run must:
+ * (tests/data/golden/README.md, "What the reference computes"). The run must:
  *   - succeed, or fail with exactly the status the parameters call for (reflect padding
  *     wider than the image, a zoom that does not place, a budget, an injected fault),
  *     with a message, and then report no result;

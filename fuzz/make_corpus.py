@@ -6,7 +6,7 @@
 The seeds are small and committed; rerun this only to change them. NIfTI, option and
 engine seeds need nothing but the standard library; the ONNX seeds need the `onnx`
 package (Debian: python3-onnx) and are skipped without it. GOLDEN_CASES_DIR (default
-../shared/golden/cases beside the repository) supplies real case.txt files.
+tests/data/golden/cases) supplies real case.txt files.
 """
 import gzip
 import os
@@ -104,12 +104,13 @@ def nifti_seeds():
 
 def golden_seeds(cases_dir):
     t = "fuzz_golden_case"
-    if os.path.isdir(cases_dir):
-        for name in sorted(os.listdir(cases_dir)):
-            p = os.path.join(cases_dir, name, "case.txt")
-            if os.path.isfile(p):
-                with open(p, "rb") as f:
-                    put(t, name + ".txt", f.read())
+    if not os.path.isdir(cases_dir):
+        sys.exit("make_corpus.py: no golden cases at %s" % cases_dir)
+    for name in sorted(os.listdir(cases_dir)):
+        p = os.path.join(cases_dir, name, "case.txt")
+        if os.path.isfile(p):
+            with open(p, "rb") as f:
+                put(t, name + ".txt", f.read())
     put(t, "minimal.txt", "dims 2\nbatch 1\nin_channels 1\nimage_size 7 5\nroi_size 4 4\n"
                           "predictor affine\nout_channels 2\n")
     put(t, "down2_odd.txt", "dims 1\nbatch 1\nin_channels 2\nimage_size 9\nroi_size 5\n"
@@ -209,7 +210,7 @@ def onnx_seeds():
 
 
 def main():
-    cases = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "shared", "golden", "cases")
+    cases = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "data", "golden", "cases")
     nifti_seeds()
     golden_seeds(cases)
     cli_seeds()

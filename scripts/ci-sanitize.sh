@@ -9,7 +9,7 @@
 #          `fault` (tests/fault: every allocation of core runs and of `swi segment`, write
 #          failures, signals, hostile inputs). Skip it with SWI_CI_FAULT=0.
 # Environment: SWI_ASAN_BUILD, SWI_FAULT_BUILD (build folders), JOBS (parallelism),
-# SWI_GOLDEN_DIR (golden cases; default ../shared/golden beside the repository).
+# SWI_GOLDEN_DIR (golden data; default tests/data/golden).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 asan_build="${SWI_ASAN_BUILD:-$root/build-asan}"

@@ -7,14 +7,14 @@
 # Builds a plain (unsanitized) RelWithDebInfo tree in SWI_VALGRIND_BUILD (default
 # build-valgrind), then runs under `valgrind --tool=memcheck --leak-check=full
 # --error-exitcode=1`:
-#   - swi-golden over every case of SWI_GOLDEN_DIR/cases (default ../shared/golden beside
-#     the repository), blended scores and argmax labels, with 1 and 3 threads;
+#   - swi-golden over every case of SWI_GOLDEN_DIR/cases (default tests/data/golden),
+#     blended scores and argmax labels, with 1 and 3 threads;
 #   - the unit tests test_case_file, test_layout, test_errors and test_cellmem.
 # Environment: SWI_GOLDEN_DIR, SWI_VALGRIND_BUILD, JOBS, VALGRIND (the valgrind binary).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${SWI_VALGRIND_BUILD:-$root/build-valgrind}"
-golden="${SWI_GOLDEN_DIR:-$root/../shared/golden}"
+golden="${SWI_GOLDEN_DIR:-$root/tests/data/golden}"
 jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 vg="${VALGRIND:-valgrind}"
 command -v "$vg" >/dev/null 2>&1 || { echo "ci-valgrind: valgrind not found (apt-get install valgrind)" >&2; exit 1; }

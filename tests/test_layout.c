@@ -1,6 +1,6 @@
 /*
  * test_layout.c -- table tests of the pure layout functions: swi_window_starts and
- * swi_weights, against values worked out by hand from shared/golden/README.md
+ * swi_weights, against values worked out by hand from tests/data/golden/README.md
  * (steps 3-5) and MONAI's arithmetic (int(roi * (1 - overlap)) in double precision).
  */
 #include <math.h>

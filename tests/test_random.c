@@ -4,7 +4,7 @@
  *
  *     test_random [SEED [CONFIGS]]
  *
- * The reference follows shared/golden/README.md step by step with nothing clever: a padded
+ * The reference follows tests/data/golden/README.md step by step with nothing clever: a padded
  * copy of the input, full-size accumulators, every window in turn, zoomed heads by the
  * nearest-exact rule, the crop at the end. The predictor is a deterministic function of a
  * window's contents, its position and its image, so both sides see the same predictions.

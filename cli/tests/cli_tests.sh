@@ -7,7 +7,7 @@
 #   cli_tests.sh all             run every case here, in order
 #
 # Environment (set by cli/tests/CMakeLists.txt): SWI (the binary), SWI_E2E
-# (shared/golden/e2e), SWI_PYTHON (python3 with numpy, nibabel, onnx), SWI_TEST_WORK
+# (tests/data/golden/e2e), SWI_PYTHON (python3 with numpy, nibabel, onnx), SWI_TEST_WORK
 # (scratch), SWI_FEATURES (onnxruntime,nifti,png as built).
 #
 # Each error case asserts the exit status, that stderr is one line naming the file or
@@ -78,6 +78,8 @@ skip() { echo "SKIPPED: $*"; exit 77; }
 need() {
   case ",$FEATURES," in *",$1,"*) ;; *) skip "swi built without $1";; esac
 }
+# the golden e2e case is committed (tests/data/golden/e2e): missing, it is a failure
+need_e2e() { [ -f "$E2E/unet.onnx" ] || fail "e2e model not found: $E2E/unet.onnx (SWI_E2E)"; }
 
 # make the shared test data once (volumes, broken files, ONNX models)
 data() {
@@ -609,7 +611,7 @@ t_safe_no_leftovers_after_error() {
 signal_case() {
   local sig="$1" want="$2"
   data; need onnxruntime
-  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  need_e2e
   "$SWI" segment --model "$E2E/unet.onnx" --input "$DATA/big.nii.gz" --output "$T/o/l.nii.gz" \
     --scores "$T/o/s.nii.gz" --tta --sw-batch 1 --threads 2 >"$T/out" 2>"$T/err" </dev/null &
   local pid=$! i=0
@@ -629,7 +631,7 @@ t_safe_sigint() { signal_case INT 130; }
 t_safe_sigterm() { signal_case TERM 143; }
 t_safe_concurrent_same_output() {
   data; need onnxruntime
-  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  need_e2e
   # two runs race for one output, neither with --force: exactly one may write it
   local a b
   "$SWI" segment -q --model "$E2E/unet.onnx" --input "$DATA/big.nii.gz" --output "$T/o/l.nii.gz" \
@@ -655,7 +657,7 @@ t_safe_budget_too_small() {
 # ---- plan ------------------------------------------------------------------------------
 t_plan_grid() {
   data; need onnxruntime
-  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  need_e2e
   run plan --model "$E2E/unet.onnx" --input "$E2E/volume.nii.gz" --roi 32 --overlap 0.25 --mode gaussian --sw-batch 4
   expect_rc 0
   expect_out "window +32 x 32 x 32"
@@ -690,7 +692,7 @@ t_plan_writes_nothing() {
 # ---- e2e extras, demo ------------------------------------------------------------------
 t_e2e_tta() {
   need onnxruntime; need nifti
-  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  need_e2e
   run segment -q --model "$E2E/unet.onnx" --input "$E2E/volume.nii.gz" --output "$T/o/l.nii.gz" \
     --mode gaussian --sw-batch 4 --tta
   expect_rc 0
@@ -698,7 +700,7 @@ t_e2e_tta() {
 }
 t_e2e_preview() {
   need onnxruntime; need nifti; need png
-  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  need_e2e
   run segment -q --model "$E2E/unet.onnx" --input "$E2E/volume.nii.gz" --output "$T/o/l.nii.gz" \
     --preview "$T/o/p.png"
   expect_rc 0
@@ -708,7 +710,7 @@ t_demo_run() {
   need onnxruntime; need nifti; need png
   local model
   model="$(cd "$here/../.." && pwd)/models/demo.onnx"
-  [ -f "$model" ] || skip "models/demo.onnx not trained yet"
+  [ -f "$model" ] || fail "models/demo.onnx not found"
   run demo --output-dir "$T/o" -q
   [ "$rc" -eq 0 ] || fail "swi demo exited $rc"
   for f in demo_image.nii.gz demo_truth.nii.gz demo_labels.nii.gz demo_preview.png; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e.sh SWI COMPARE E2E_DIR WORK -- the end-to-end test of issue 4:
+# e2e.sh SWI COMPARE E2E_DIR WORK -- the end-to-end test of the CLI:
 #   swi segment --model unet.onnx --input volume.nii.gz --output L.nii.gz --roi 32
 #       --overlap 0.25 --mode gaussian --sw-batch 4 --scores S.nii.gz
 # reproduces logits.f32 within 1e-4 + 1e-4|x| and labels.nii.gz under the tie rule,
@@ -10,8 +10,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan.supp:print_suppressions=0"
 swi="$1" compare="$2" e2e="$3" work="$4"
 if [ ! -f "$e2e/unet.onnx" ]; then
-  echo "SKIPPED: $e2e not found (set SWI_GOLDEN_DIR to shared/golden)"
-  exit 77
+  echo "FAIL: $e2e/unet.onnx not found (SWI_GOLDEN_DIR; the repository has tests/data/golden)"
+  exit 1
 fi
 rm -rf "$work" && mkdir -p "$work" || exit 1
 start=$(date +%s.%N)

@@ -6,7 +6,7 @@
  * SCORES (float32, [ni, nj, nk, classes] in NIfTI order) must match logits.f32
  * ([classes][ni][nj][nk], C order) within 1e-4 + 1e-4 |x|; LABELS must equal the argmax
  * of logits.f32 except where its two best classes are closer than 1e-4 (the tie rule of
- * shared/golden/README.md), and agree with labels.nii.gz the same way; both files must
+ * tests/data/golden/README.md), and agree with labels.nii.gz the same way; both files must
  * keep volume.nii.gz's qform, sform and pixdim exactly. Reads through niftilib directly,
  * independently of the reader under test.
  */

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Tests of `swi export` (export/tests/CMakeLists.txt runs each group as one ctest).
 
-    test_export.py GROUP --exporter swi-export --runner run_onnx --shared DIR --work DIR
+    test_export.py GROUP --exporter swi-export --runner run_onnx --golden DIR --work DIR
                    [--swi-ref swi_export_ref] [--swi-cli swi]
 
 GROUP: errors | golden | e2e | fp16 | compat | swi
 Exported models are checked with onnx.checker (full_check) and run in ONNX Runtime
 through the C runner; results are compared with MONAI's golden outputs
-(shared/golden) within |got - expected| <= 1e-4 + 1e-4 |expected|.
+(--golden: tests/data/golden, with cases/ and e2e/) within
+|got - expected| <= 1e-4 + 1e-4 |expected|. Missing golden data fail the group.
 Exit 0 when all checks pass, 1 otherwise, 77 when the group cannot run here.
 """
 import argparse
@@ -191,7 +192,7 @@ def read_case(path):
 
 
 def golden_cases():
-    root = os.path.join(args.shared, "golden", "cases")
+    root = os.path.join(args.golden, "cases")
     if not os.path.isdir(root):
         return []
     return sorted(os.path.join(root, d) for d in os.listdir(root))
@@ -242,8 +243,8 @@ def run_golden_case(path, dynamic=False, per_image=False, argmax=False, unroll=F
 def group_golden():
     cases = golden_cases()
     if not cases:
-        log("no golden cases under", args.shared)
-        return SKIP
+        log("FAIL: no golden cases under", args.golden)
+        return 1
     for path in cases:
         tags = read_case(path).get("tags", [])
         if "zoom" in tags:
@@ -262,16 +263,16 @@ def group_golden():
 # ---------------------------------------------------------------- e2e: the U-Net
 def load_volume():
     import nibabel as nib
-    img = nib.load(os.path.join(args.shared, "golden", "e2e", "volume.nii.gz"))
+    img = nib.load(os.path.join(args.golden, "e2e", "volume.nii.gz"))
     # nibabel indexes [i, j, k]; C order makes k fastest: the network's [.., i, j, k]
     return np.ascontiguousarray(np.asarray(img.dataobj, dtype=np.float32))
 
 
 def group_e2e():
-    e2e = os.path.join(args.shared, "golden", "e2e")
+    e2e = os.path.join(args.golden, "e2e")
     if not os.path.isdir(e2e):
-        log("no", e2e)
-        return SKIP
+        log("FAIL: no", e2e)
+        return 1
     import nibabel as nib
     net = os.path.join(e2e, "unet.onnx")
     vol = load_volume()
@@ -331,9 +332,11 @@ def group_e2e():
 # ---------------------------------------------------------------- float16 network
 def group_fp16():
     cases = {os.path.basename(p): p for p in golden_cases()}
-    todo = [c for c in ("3d_gauss_ov05_b2", "3d_pad_mixed", "2d_pad_constant", "2d_cin3_b3") if c in cases]
-    if not todo:
-        return SKIP
+    want = ("3d_gauss_ov05_b2", "3d_pad_mixed", "2d_pad_constant", "2d_cin3_b3")
+    todo = [c for c in want if c in cases]
+    if len(todo) != len(want):
+        log("FAIL: golden cases missing under", args.golden, [c for c in want if c not in cases])
+        return 1
     for name in todo:
         path = cases[name]
         kv = read_case(path)
@@ -377,9 +380,11 @@ def group_compat():
     inputs, float64, a subgraph (If) reading outer-scope names, names that collide with
     the pipeline's, the head chosen by index."""
     cases = {os.path.basename(p): p for p in golden_cases()}
-    todo = [c for c in ("3d_gauss_coord", "3d_pad_mixed") if c in cases]
-    if not todo:
-        return SKIP
+    want = ("3d_gauss_coord", "3d_pad_mixed")
+    todo = [c for c in want if c in cases]
+    if len(todo) != len(want):
+        log("FAIL: golden cases missing under", args.golden, [c for c in want if c not in cases])
+        return 1
 
     def opset11(m):
         return m
@@ -579,9 +584,10 @@ def group_swi():
     if not args.swi_ref and not args.swi_cli:
         log("neither swi_export_ref nor the swi CLI is built")
         return SKIP
-    e2e = os.path.join(args.shared, "golden", "e2e")
+    e2e = os.path.join(args.golden, "e2e")
     if not os.path.isdir(e2e):
-        return SKIP
+        log("FAIL: no", e2e)
+        return 1
     net = os.path.join(e2e, "unet.onnx")
     vol = load_volume()
     configs = [
@@ -675,7 +681,7 @@ def main():
     ap.add_argument("group", choices=["errors", "golden", "e2e", "fp16", "compat", "swi"])
     ap.add_argument("--exporter", required=True)
     ap.add_argument("--runner", required=True)
-    ap.add_argument("--shared", required=True)
+    ap.add_argument("--golden", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--swi-ref", default=None)
     ap.add_argument("--swi-cli", default=None)
@@ -689,7 +695,7 @@ def main():
         log("skipped")
         return SKIP
     log(f"{results['passed']} passed, {results['failed']} failed")
-    return 1 if results["failed"] else 0
+    return 1 if rc != 0 or results["failed"] else 0
 
 
 if __name__ == "__main__":

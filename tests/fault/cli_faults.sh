@@ -7,7 +7,7 @@
 #
 # Environment (set by tests/fault/CMakeLists.txt): SWI (the binary, built with
 # SWI_FAULT_INJECTION, preferably SWI_SANITIZE too), SWI_FAULT_IO (the fault_io.so shim),
-# SWI_E2E (shared/golden/e2e), SWI_PYTHON (python3 with numpy, nibabel, onnx),
+# SWI_E2E (tests/data/golden/e2e), SWI_PYTHON (python3 with numpy, nibabel, onnx),
 # SWI_TEST_WORK (scratch).
 #
 # Every failing run must exit 1 with one line on stderr that says what went wrong, and
@@ -55,6 +55,8 @@ unset SWI_FAULT_ALLOC
 
 fail() { echo "FAIL: $*"; [ -f "$T/err" ] && { echo "--- stderr:"; head -c 3000 "$T/err"; }; exit 1; }
 skip() { echo "SKIPPED: $*"; exit 77; }
+# the golden e2e case is committed (tests/data/golden/e2e): missing, it is a failure
+need_e2e() { [ -f "$E2E/unet.onnx" ] || fail "e2e model not found: $E2E/unet.onnx (SWI_E2E)"; }
 
 data() {
   [ -f "$DATA/.done" ] && return 0
@@ -246,7 +248,7 @@ t_write_readonly_dir() {
 
 t_write_vanished_dir() {
   data; need_swi_features
-  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  need_e2e
   local d="$T/o/gone"
   mkdir -p "$d"
   "$SWI" segment -q --model "$E2E/unet.onnx" --input "$DATA/long.nii.gz" --output "$d/l.nii.gz" \
@@ -266,7 +268,7 @@ t_write_vanished_dir() {
 # ---- signals ---------------------------------------------------------------------------
 t_signal_twice() {
   data; need_swi_features
-  [ -f "$E2E/unet.onnx" ] || skip "e2e model not found ($E2E)"
+  need_e2e
   "$SWI" segment -q --model "$E2E/unet.onnx" --input "$DATA/long.nii.gz" --output "$T/o/l.nii.gz" \
     --scores "$T/o/s.nii" --tta --sw-batch 1 --threads 1 >"$T/out" 2>"$T/err" </dev/null &
   local pid=$! i=0

@@ -1,5 +1,5 @@
 /*
- * case_file.h -- reading one golden case (shared/golden/README.md): case.txt and the
+ * case_file.h -- reading one golden case (tests/data/golden/README.md): case.txt and the
  * raw float32 tensors beside it.
  */
 #ifndef SWI_GOLDEN_CASE_FILE_H

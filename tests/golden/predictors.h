@@ -1,5 +1,5 @@
 /*
- * predictors.h -- the golden cases' synthetic networks (shared/golden/README.md,
+ * predictors.h -- the golden cases' synthetic networks (tests/data/golden/README.md,
  * "The predictors"), written against the swi_batch interface.
  */
 #ifndef SWI_GOLDEN_PREDICTORS_H

@@ -1,5 +1,5 @@
 /*
- * swi-golden -- run libswi on golden case folders (shared/golden/README.md) and compare
+ * swi-golden -- run libswi on golden case folders (tests/data/golden/README.md) and compare
  * with the reference outputs.
  *
  *     swi-golden [--reduce argmax] [--threads N] CASE_DIR...
