@@ -195,8 +195,17 @@ static void test_null_arguments(swi_ctx *ctx)
     EXPECT_OK(ctx, swi_plan_run(ctx, &s.p, &s.in, &s.out, 1, &plan), "plan with data NULL");
 
     CHECK(swi_status_name((swi_status)1234) != NULL, "swi_status_name of an unknown status");
-    CHECK(strcmp(swi_status_name(SWI_ERR_BUDGET), "SWI_ERR_BUDGET") == 0,
-          "swi_status_name(SWI_ERR_BUDGET) is \"%s\"", swi_status_name(SWI_ERR_BUDGET));
+    /* every status has its own name, spelled as in swi.h (callers log and match them) */
+    static const struct { swi_status st; const char *name; } names[] = {
+        {SWI_OK, "SWI_OK"}, {SWI_ERR_INVALID_ARG, "SWI_ERR_INVALID_ARG"},
+        {SWI_ERR_NOMEM, "SWI_ERR_NOMEM"}, {SWI_ERR_OVERFLOW, "SWI_ERR_OVERFLOW"},
+        {SWI_ERR_PREDICTOR, "SWI_ERR_PREDICTOR"}, {SWI_ERR_SHAPE, "SWI_ERR_SHAPE"},
+        {SWI_ERR_BUDGET, "SWI_ERR_BUDGET"}, {SWI_ERR_CALLBACK, "SWI_ERR_CALLBACK"},
+        {SWI_ERR_CANCELLED, "SWI_ERR_CANCELLED"}, {SWI_ERR_THREAD, "SWI_ERR_THREAD"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        CHECK(strcmp(swi_status_name(names[i].st), names[i].name) == 0, "swi_status_name(%d) is \"%s\"",
+              (int)names[i].st, swi_status_name(names[i].st));
     CHECK(swi_result(ctx, -1, NULL) == NULL, "swi_result(-1)");
     CHECK(swi_result(ctx, 99, NULL) == NULL, "swi_result(99)");
     int64_t size[SWI_MAX_DIMS];

@@ -193,7 +193,7 @@ t_usage_preview_ext() { seg_usage "--preview '.*p.jpg'" --preview "$T/o/p.jpg"; 
 t_usage_softmax_needs_scores() { seg_usage "--softmax applies to --scores" --softmax; }
 t_usage_same_output() { seg_usage "two different outputs" --scores "$T/o/l.nii.gz"; }
 t_usage_dynamic_roi_needed() {
-  data
+  data; need onnxruntime
   run segment --model "$DATA/quant4_dyn.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz"
   expect_rc 2; one_line_err; expect_err "dynamic"; expect_err "--roi"; expect_nothing_written
 }
@@ -504,12 +504,14 @@ bad_input() {
 t_bad_input_missing() { data; bad_input "$DATA/nope.nii.gz" "cannot open: No such file"; }
 t_bad_input_directory() { data; mkdir -p "$T/d.nii"; bad_input "$T/d.nii" "is a directory"; }
 t_bad_input_unreadable() {
-  data
+  data; need onnxruntime
   cp "$DATA/vol.nii.gz" "$T/u.nii.gz"; chmod 000 "$T/u.nii.gz"
   if [ "$(id -u)" -eq 0 ]; then
     command -v setpriv >/dev/null || skip "root, and no setpriv to drop privileges"
     chmod 777 "$T" "$T/o"; chmod o+x "$(dirname "$T")" 2>/dev/null
-    setpriv --reuid=65534 --regid=65534 --clear-groups "$SWI" segment -q --model "$DATA/quant4.onnx" \
+    # GCOV_PREFIX: a coverage build's counters are not writable by nobody; send them aside
+    setpriv --reuid=65534 --regid=65534 --clear-groups env GCOV_PREFIX="$T/gcov" \
+      "$SWI" segment -q --model "$DATA/quant4.onnx" \
       --input "$T/u.nii.gz" --output "$T/o/l.nii.gz" >"$T/out" 2>"$T/err" </dev/null
     rc=$?
     expect_rc 1; one_line_err; expect_err "u.nii.gz: cannot open: Permission denied"; expect_nothing_written
