@@ -1,39 +1,47 @@
 # libswi -- the two commands of the README, and the CI jobs.
 #   make demo   install what is needed, build, segment a fresh phantom, print Dice
 #   make test   install, build, run every test (ctest: unit, golden, CLI, export)
-#   make ci     what CI runs: make test, then ASan/UBSan, valgrind and the fuzzers
+#   make build  configure and build only (installs nothing)
+#   make ci     what CI runs: .ci/run (make test, then the scripts/ci-*.sh jobs)
 BUILD ?= build
 JOBS ?= 2
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build demo test test-asan valgrind fuzz ci bench train-demo clean
+.PHONY: all deps build demo test test-asan valgrind fuzz coverage ci bench train-demo clean
 
 all: build
 
 deps:
 	scripts/install-deps.sh
 
-build: deps
+build:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
 
-demo: build
+# deps, then build, in that order even under make -j
+demo: deps
+	$(MAKE) build
 	./$(BUILD)/swi demo --output-dir out
 
-test: build
+test: deps
+	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 test-asan: deps
 	scripts/ci-sanitize.sh
 
-valgrind: build
+valgrind: deps
 	scripts/ci-valgrind.sh
 
 fuzz: deps
 	scripts/ci-fuzz.sh $(FUZZ_SECONDS)
 
-ci: test test-asan valgrind fuzz
+coverage: deps
+	scripts/ci-coverage.sh
+
+ci:
+	.ci/run
 
 bench: build
 	bench/run.sh $(BUILD)
