@@ -15,7 +15,7 @@ run() {
   "$SWI" bench "$@" 2>/dev/null
 }
 
-# The seed case of issue 3: the reference peaked at 17.0 GB (181 s).
+# The seed case: the reference peaked at 17.0 GB (181 s).
 run "seed: argmax of 384x384x256, 100 classes" \
   --shape 384,384,256 --classes 100 --roi 128 --overlap 0.25 --mode gaussian --output argmax
 # A longer first axis must only add its larger input and label arrays to the peak.

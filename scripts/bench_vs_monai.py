@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: `swi segment` against MONAI's sliding_window_inference (issue 4, Speed).
+"""Benchmark: `swi segment` against MONAI's sliding_window_inference (the speed target).
 
 The same 14-class MONAI UNet(spatial_dims=3, in_channels=1, out_channels=14,
 channels=(16, 32, 64, 128), strides=(2, 2, 2), num_res_units=2), random weights (seed 0),
@@ -8,10 +8,11 @@ is run by MONAI 1.4 in PyTorch and, exported to ONNX (opset 17, batch dynamic), 
 sw_batch_size 2, 2 threads. Prints both times, both peak memories, the ratio (target
 <= 0.5) and how many labels agree.
 
-Needs Debian's python3-torch, python3-numpy, python3-nibabel and MONAI 1.4.0's source:
+Needs Debian's python3-torch, python3-numpy, python3-nibabel and MONAI 1.4.0's source
+in $MONAI_SRC (an empty folder):
     git clone https://github.com/Project-MONAI/MONAI && cd MONAI
-    git archive 1.4.0 monai | tar -x -C /tmp/monai-1.4.0
-    /usr/bin/python3 scripts/bench_vs_monai.py --swi build/swi --monai /tmp/monai-1.4.0
+    git archive 1.4.0 monai | tar -x -C "$MONAI_SRC"
+    /usr/bin/python3 scripts/bench_vs_monai.py --swi build/swi --monai "$MONAI_SRC"
 
 This is a benchmark, not a test: it takes about a minute and a half on 2 cores.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# swi segment vs MONAI sliding_window_inference: issue 4's speed comparison.
+# swi segment vs MONAI sliding_window_inference: the speed comparison.
 # A benchmark, not a test: it exits non-zero when something fails (a missing tool, a run
 # that errors, outputs that disagree), never because swi misses the 0.5x target.
 #
@@ -7,7 +7,7 @@
 #
 # Arguments or environment (arguments win):
 #   SWI        the swi binary                 (default: build-bench/swi, then build/swi)
-#   MONAI_SRC  a directory holding monai/ of MONAI 1.4.0's source (default /tmp/monai-1.4.0)
+#   MONAI_SRC  a directory holding monai/ of MONAI 1.4.0's source (required)
 #   WORK       scratch directory              (default /tmp/swi-bench-monai)
 #   RUNS       timed runs of each side        (default 2)
 #   THREADS    threads for both sides         (default 2)
@@ -26,7 +26,8 @@ if [ -z "$SWI" ]; then
         [ -x "$c" ] && { SWI=$c; break; }
     done
 fi
-MONAI_SRC=${2:-${MONAI_SRC:-/tmp/monai-1.4.0}}
+MONAI_SRC=${2:-${MONAI_SRC:-}}
+[ -n "$MONAI_SRC" ] || { echo "compare.sh: give MONAI 1.4.0's source folder (argument 2 or MONAI_SRC)" >&2; exit 2; }
 WORK=${WORK:-/tmp/swi-bench-monai}
 RUNS=${RUNS:-2}
 THREADS=${THREADS:-2}

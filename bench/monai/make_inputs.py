@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build the issue-4 network, export it to ONNX and make the benchmark volume.
+"""Build the benchmark network, export it to ONNX and make the benchmark volume.
 
 Writes into OUTDIR:
   unet.pt        the state_dict (random weights, torch.manual_seed(SEED))

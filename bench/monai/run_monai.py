@@ -6,7 +6,7 @@ monai.inferers.sliding_window_inference(roi 96, overlap 0.25, gaussian, sw_batch
 under torch.no_grad() with torch.set_num_threads(THREADS), writes the argmax label map
 as uint8 NIfTI (the input's affine) and prints one JSON line with the clocks:
   load_s   nibabel read + tensor
-  swi_s    the sliding_window_inference call alone (what the issue's 41.6 s measured)
+  swi_s    the sliding_window_inference call alone (what the 41.6 s baseline measured)
   post_s   argmax + label NIfTI write
   total_s  from the first line of this script (after the interpreter started) to the end
   peak_rss_mb  resource.getrusage(RUSAGE_SELF).ru_maxrss after the labels are written
