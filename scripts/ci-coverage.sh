@@ -3,7 +3,7 @@
 #
 #   scripts/ci-coverage.sh            # non-zero on a failing test or src/ under the floor
 #
-# Builds SWI_COVERAGE_BUILD (default build-coverage: Debug, -DSWI_COVERAGE=ON, i.e. gcc
+# Builds SWI_COVERAGE_BUILD afresh (default build-coverage: Debug, -DSWI_COVERAGE=ON, i.e. gcc
 # --coverage -O0), runs every ctest test, prints gcovr's per-file table for src/ and
 # fails when src/'s line coverage is below SWI_COVERAGE_MIN percent (default 90).
 # Only src/ is measured: the CLI, the exporter and the tests are clients of the library.
@@ -18,10 +18,8 @@ jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 command -v gcovr >/dev/null 2>&1 || { echo "ci-coverage: gcovr not found (apt-get install gcovr)" >&2; exit 1; }
 gen=()
 command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
-# a folder configured with another generator cannot be reused: start it afresh
-if [ -f "$build/CMakeCache.txt" ] && [ ${#gen[@]} -gt 0 ] && ! grep -q "CMAKE_GENERATOR:INTERNAL=Ninja" "$build/CMakeCache.txt"; then
-  rm -rf "$build"
-fi
+# always a fresh folder: the notes (.gcno) of a removed or renamed source would be counted
+rm -rf "$build"
 extra=()
 [ -n "${SWI_GOLDEN_DIR:-}" ] && extra+=("-DSWI_GOLDEN_DIR=$SWI_GOLDEN_DIR")
 
@@ -29,8 +27,6 @@ cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug -DSWI_COVERAGE
       -DSWI_SANITIZE=OFF -DSWI_FAULT_INJECTION=OFF "${extra[@]}"
 cmake --build "$build" -j "$jobs"
 
-# counts of an earlier run in the same folder would add up: start from zero
-find "$build" -name '*.gcda' -delete
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 1800
 
 echo "== line coverage of src/ (floor ${min} %)"
