@@ -136,6 +136,18 @@ typedef enum swi_order_mode {
                              the reference's enumeration (last dim fastest) */
 } swi_order_mode;
 
+/** Whether windows with bitwise-identical inputs may share one predictor output. */
+typedef enum swi_reuse {
+    SWI_REUSE_OFF = 0, /**< every window reaches the predictor (the default) */
+    SWI_REUSE_ON = 1   /**< the caller declares the predictor deterministic: the same window input
+                            gives bitwise the same output, whatever else is in its batch. A window
+                            equal (byte for byte) to an earlier one of its batch, or to one kept in
+                            the reuse cache, then gets that output without a predictor call, so
+                            batches reaching the predictor may hold fewer windows (a batch whose
+                            windows are all reused is not sent at all). Results are bitwise those
+                            of a run without reuse. */
+} swi_reuse;
+
 /** Declared shape of one predictor head. channels == 0 means "learn the whole shape from
  *  the first predictor call" (then checks that need it happen after that call). */
 typedef struct swi_head_spec {
@@ -161,6 +173,12 @@ typedef struct swi_params {
     int order[SWI_MAX_DIMS];           /**< SWI_ORDER_FIXED: window loop order, outermost axis
                                             first, a permutation of 0..dims-1 */
     swi_pipeline pipeline;             /**< default SWI_PIPELINE_AUTO */
+    swi_reuse reuse;                   /**< default SWI_REUSE_OFF */
+    int reuse_cache;                   /**< SWI_REUSE_ON: window outputs kept for reuse across
+                                            batches, 0..64; 0 = 1. A window is kept the second
+                                            time its input is seen, and each kept window costs
+                                            its input and all its head outputs (counted by the
+                                            planner; dropped to none to fit max_memory). */
     size_t max_memory;                 /**< peak-bytes budget for swi_run (input, window buffers,
                                             partial sums, outputs); 0 = unlimited. sw_batch_size and
                                             pipeline are lowered to fit, else SWI_ERR_BUDGET. */
@@ -319,9 +337,24 @@ typedef struct swi_plan {
     size_t bytes_partial;                /**< partial sums of the open frontier at their peak, with the allocator's fragmentation allowance */
     size_t bytes_outputs;                /**< stored results (caller's or library's) */
     size_t bytes_scratch;                /**< per-thread scratch and bookkeeping */
+    size_t bytes_reuse;                  /**< the reuse cache (SWI_REUSE_ON) */
     size_t bytes_peak;                   /**< sum of the above: the predicted peak */
     size_t bytes_min;                    /**< smallest peak any batch/pipeline choice gives */
+    int reuse_cache;                     /**< window outputs the reuse cache keeps, after fitting */
+    int64_t windows_reused;              /**< SWI_REUSE_ON with input->data given: windows that will
+                                              not reach the predictor (found by reading every
+                                              window once, as the run will); else 0 */
 } swi_plan;
+
+/** What the last swi_run did (also a failed or cancelled one: its counts so far). */
+typedef struct swi_stats {
+    int64_t windows_total;     /**< windows of the run */
+    int64_t windows_predicted; /**< windows that reached the predictor */
+    int64_t windows_reused;    /**< windows that took a reused output (SWI_REUSE_ON) */
+    int64_t predictor_calls;   /**< calls made */
+    size_t bytes_partial_peak; /**< largest bytes of partial sums held at once (the plan's
+                                    bytes_partial less the allocator's allowance) */
+} swi_stats;
 
 /** Plan a run of `input` with `params` and `outputs` (shapes only are read; input->data may be
  *  NULL). Head channels not declared in params are taken as unknown: their partial sums and
@@ -334,6 +367,9 @@ swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor
  *  complete: library-owned results are dropped (caller-owned dst may hold partial data). */
 swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *input,
                    const swi_predictor *predictor, const swi_output *outputs, int n_outputs);
+
+/** Counts of the last swi_run on ctx (zeros before any). */
+swi_status swi_run_stats(const swi_ctx *ctx, swi_stats *stats);
 
 /** Library-owned result of output `index` of the last successful run (its dst and
  *  on_region were NULL), or NULL. *bytes receives its size when bytes != NULL. Read-only:

@@ -5,7 +5,27 @@
 #include <stdio.h>
 #include <string.h>
 
-int swi_batch_count(const swi_batch *b) { return b ? b->s->n : 0; }
+/* Head h's buffer of the slot holds at least `bytes`. */
+static int head_buffer(slot *s, int h, size_t bytes) {
+    if (s->head_cap[h] >= bytes) return 1;
+    swi__big_free(s->head[h], s->head_cap[h]);
+    s->head[h] = swi__big_alloc(bytes);
+    s->head_cap[h] = s->head[h] ? bytes : 0;
+    return s->head[h] != NULL;
+}
+
+/* Floats of one window's output of head h, as the predictor gives it (known once the
+ * head was first filled). */
+static size_t head_floats(const run *r, int h) {
+    size_t n = (size_t)r->shape_c[h];
+    for (int k = 0; k < r->g.user_dims; k++) n *= (size_t)r->shape_s[h][k];
+    return n;
+}
+
+/* slot window of the predictor's window i */
+static int slot_index(const swi_batch *b, int i) { return b->s->run_idx ? b->s->run_idx[i] : i; }
+
+int swi_batch_count(const swi_batch *b) { return b ? b->s->n_run : 0; }
 int swi_batch_dims(const swi_batch *b) { return b ? b->r->g.user_dims : 0; }
 int64_t swi_batch_channels(const swi_batch *b) { return b ? b->r->g.cin : 0; }
 const int64_t *swi_batch_roi(const swi_batch *b) {
@@ -13,10 +33,10 @@ const int64_t *swi_batch_roi(const swi_batch *b) {
 }
 const float *swi_batch_input(const swi_batch *b) { return b ? b->s->input : NULL; }
 int64_t swi_batch_image(const swi_batch *b, int i) {
-    return (b && i >= 0 && i < b->s->n) ? b->s->image[i] : -1;
+    return (b && i >= 0 && i < b->s->n_run) ? b->s->image[slot_index(b, i)] : -1;
 }
 const int64_t *swi_batch_start(const swi_batch *b, int i) {
-    return (b && i >= 0 && i < b->s->n) ? &b->s->ustart[(size_t)i * SWI_MAX_DIMS] : NULL;
+    return (b && i >= 0 && i < b->s->n_run) ? &b->s->ustart[(size_t)slot_index(b, i) * SWI_MAX_DIMS] : NULL;
 }
 void swi_batch_set_error(swi_batch *b, const char *message) {
     if (!b || !message) return;
@@ -95,14 +115,9 @@ float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t 
         return NULL;
     }
     slot *s = b->s;
-    if (s->head_cap[head] < v) {
-        swi__big_free(s->head[head], s->head_cap[head]);
-        s->head[head] = swi__big_alloc(v);
-        s->head_cap[head] = s->head[head] ? v : 0;
-        if (!s->head[head]) {
-            r->shape_err = swi__fail(ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
-            return NULL;
-        }
+    if (!head_buffer(s, head, v)) {
+        r->shape_err = swi__fail(ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
+        return NULL;
     }
     s->requested[head] = 1;
     return s->head[head];
@@ -118,6 +133,13 @@ swi_status swi__slot_alloc(run *r, slot *s) {
     s->ustart = swi__malloc(n * SWI_MAX_DIMS * sizeof(int64_t));
     if (!s->input || !s->image || !s->t || !s->ustart)
         return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the window buffers");
+    if (r->reuse) {
+        s->run_idx = swi__malloc(n * sizeof(int32_t));
+        s->src = swi__malloc(n * sizeof(int32_t));
+        s->hash = swi__malloc(n * sizeof(uint64_t));
+        if (!s->run_idx || !s->src || !s->hash)
+            return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the window buffers");
+    }
     return SWI_OK;
 }
 
@@ -127,6 +149,66 @@ void swi__slot_free(slot *s) {
     swi__free(s->t);
     swi__free(s->ustart);
     for (int h = 0; h < SWI_MAX_HEADS; h++) swi__big_free(s->head[h], s->head_cap[h]);
+    swi__free(s->run_idx);
+    swi__free(s->src);
+    swi__free(s->hash);
+}
+
+/* Which windows of the slot must reach the predictor: the others repeat an earlier
+ * window of the slot or a cached one. The windows to run are moved to the front of
+ * the input (the others' inputs are not needed again). */
+static void choose_runs(run *r, slot *s) {
+    const size_t in_n = (size_t)(r->g.cin * r->g.roi_vox);
+    s->n_run = 0;
+    for (int j = 0; j < s->n; j++) {
+        const float *x = s->input + (size_t)j * in_n;
+        uint64_t h = swi__reuse_hash(x, in_n);
+        s->hash[j] = h;
+        s->src[j] = -1;
+        for (int i = 0; i < s->n_run && s->src[j] == -1; i++) {
+            int k = s->run_idx[i];
+            if (s->hash[k] == h && memcmp(s->input + (size_t)i * in_n, x, in_n * sizeof(float)) == 0) s->src[j] = k;
+        }
+        if (s->src[j] == -1 && r->cache_ready) {
+            int e = swi__reuse_find(&r->cache, h, x);
+            if (e >= 0) s->src[j] = -2 - e;
+        }
+        if (s->src[j] != -1) continue;
+        if (s->n_run != j) memmove(s->input + (size_t)s->n_run * in_n, x, in_n * sizeof(float));
+        s->run_idx[s->n_run++] = j;
+    }
+}
+
+/* Put every slot window's output in place: the predictor's (written for the windows it
+ * saw, in its order) moved to their slot positions, then the repeats copied. */
+static void place_outputs(run *r, slot *s) {
+    const geom *g = &r->g;
+    for (int h = 0; h < g->n_heads; h++) {
+        const size_t n = head_floats(r, h);
+        float *o = s->head[h];
+        for (int i = s->n_run - 1; i >= 0; i--) /* from the back: a slot index is >= its run index */
+            if (s->run_idx[i] != i) memmove(o + (size_t)s->run_idx[i] * n, o + (size_t)i * n, n * sizeof(float));
+        for (int j = 0; j < s->n; j++) {
+            if (s->src[j] >= 0) memcpy(o + (size_t)j * n, o + (size_t)s->src[j] * n, n * sizeof(float));
+            else if (s->src[j] <= -2) memcpy(o + (size_t)j * n, r->cache.e[-2 - s->src[j]].out[h], n * sizeof(float));
+        }
+    }
+}
+
+/* Keep the windows just run that were seen before (the cache admits on a second
+ * sighting). Their inputs are still at the front of the slot. */
+static void keep_runs(run *r, slot *s) {
+    const geom *g = &r->g;
+    const size_t in_n = (size_t)(g->cin * g->roi_vox);
+    for (int i = 0; i < s->n_run; i++) {
+        int j = s->run_idx[i];
+        int e = swi__reuse_admit(&r->cache, s->hash[j], s->input + (size_t)i * in_n);
+        if (e < 0) continue;
+        for (int h = 0; h < g->n_heads; h++) {
+            const size_t n = head_floats(r, h);
+            memcpy(r->cache.e[e].out[h], s->head[h] + (size_t)j * n, n * sizeof(float));
+        }
+    }
 }
 
 /* Fill a slot with the next windows (gather) and run the predictor on it. */
@@ -148,10 +230,22 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
         swi__gather(g, r->p, r->in->data, b, start, s->input + (size_t)j * (size_t)(g->cin * g->roi_vox),
                     r->idx_scratch);
     }
+    s->n_run = n;
+    if (r->reuse) choose_runs(r, s);
+    r->stats.windows_reused += n - s->n_run;
+    if (s->n_run == 0) { /* every window repeats one already predicted (never the first call) */
+        for (int h = 0; h < g->n_heads; h++)
+            if (!head_buffer(s, h, (size_t)r->sw * head_floats(r, h) * sizeof(float)))
+                return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", h);
+        place_outputs(r, s);
+        return SWI_OK;
+    }
     for (int h = 0; h < SWI_MAX_HEADS; h++) s->requested[h] = 0;
     r->pred_msg[0] = '\0';
     r->shape_err = SWI_OK;
     swi_batch b = {r, s};
+    r->stats.predictor_calls++;
+    r->stats.windows_predicted += s->n_run;
     int rc = r->pred->predict(r->pred->user, &b);
     if (r->shape_err != SWI_OK) return r->shape_err; /* message already set */
     if (rc != 0) {
@@ -165,6 +259,10 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
         if (!s->requested[h])
             return swi__fail(r->ctx, SWI_ERR_SHAPE,
                              "predictor returned 0 without filling head %d (swi_batch_output not called)", h);
+    if (r->reuse) {
+        place_outputs(r, s);
+        if (r->cache_ready) keep_runs(r, s);
+    }
     return SWI_OK;
 }
 

@@ -54,7 +54,13 @@ typedef struct slot {
     int64_t *image;               /* [sw] */
     int64_t *t;                   /* [sw][NDIM] window grid coords */
     int64_t *ustart;              /* [sw][SWI_MAX_DIMS] start in image coords */
-    int n;
+    int n;                        /* windows in the slot */
+    /* reuse (SWI_REUSE_ON): the predictor sees the n_run windows to run, run_idx[i] being
+     * the slot window of its window i; src[j] says where slot window j's output comes
+     * from: -1 the predictor, k >= 0 slot window k, -2 - e reuse cache entry e */
+    int n_run;
+    int32_t *run_idx, *src;
+    uint64_t *hash;
 } slot;
 
 typedef struct worker_scratch {
@@ -105,6 +111,10 @@ typedef struct run {
     int64_t n_acc, n_fin;
     int32_t n_tasks;
     cellmem mem;                /* partial-sum buffers the frontier opens cells in */
+    int reuse;                  /* SWI_REUSE_ON */
+    reuse_cache cache;          /* outputs kept for reuse across batches */
+    int cache_ready;            /* the cache knows the heads' output sizes */
+    swi_stats stats;
     const slot *cur;            /* slot being blended */
     int32_t batch_id;
     /* errors raised inside swi_batch_output or by workers */

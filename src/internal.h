@@ -160,6 +160,7 @@ typedef struct plan_choice {
     int pipeline;
     size_t frontier;  /* simulated peak of the partial sums (frontier.c's count) */
     size_t partial;   /* what the engine reserves for them: frontier + allocator allowance */
+    int reuse_cache;  /* window outputs kept for reuse (SWI_REUSE_ON) */
 } plan_choice;
 /* Grid coordinates of the i-th window of an image in the processing order `c`. */
 void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t[NDIM]);
@@ -257,6 +258,34 @@ void swi__frontier_end_batch(frontier *f);
 /* Release every cell still open (a failed run) and the tables. */
 void swi__frontier_free(frontier *f);
 
+/* ---- reuse.c: exact window reuse ---- */
+#define SWI_REUSE_SEEN 64 /* hashes of windows run once, remembered for admission */
+typedef struct reuse_entry {
+    uint64_t hash;
+    int64_t hits, stamp;
+    float *input;              /* [cin][roi] the window, for the byte comparison */
+    float *out[SWI_MAX_HEADS]; /* [C][win] per head (engine only) */
+} reuse_entry;
+typedef struct reuse_cache {
+    int cap, n;                /* entries allowed, entries held */
+    int with_outputs;          /* 0: the planner's dry run */
+    reuse_entry *e;
+    uint64_t seen[SWI_REUSE_SEEN];
+    int seen_n, seen_next;
+    int64_t clock;
+    size_t in_floats;
+    int n_heads;
+    size_t out_floats[SWI_MAX_HEADS];
+} reuse_cache;
+uint64_t swi__reuse_hash(const float *x, size_t n);
+/* out_floats NULL: a dry run that keeps inputs only. Fails only with SWI_ERR_NOMEM. */
+swi_status swi__reuse_init(reuse_cache *c, int cap, size_t in_floats, int n_heads, const size_t *out_floats);
+void swi__reuse_free(reuse_cache *c);
+/* The entry equal to `input` (a hit is counted), or -1. */
+int swi__reuse_find(reuse_cache *c, uint64_t hash, const float *input);
+/* A window that was run: the entry to store its outputs in, or -1. */
+int swi__reuse_admit(reuse_cache *c, uint64_t hash, const float *input);
+
 /* ---- context ---- */
 typedef struct swi_result_buf {
     void *data;
@@ -273,6 +302,7 @@ struct swi_ctx {
     /* the last successful run's frontier: as planned, and as the engine counted it */
     size_t frontier_planned, frontier_peak;
     int frontier_comparable; /* 0 when the batch size was re-planned midway */
+    swi_stats stats;         /* of the last run */
 };
 /* For tests: the last successful run's planned and measured frontier peaks (bytes of
  * partial sums); returns 0 when they are not comparable (no run yet, or the batch size

@@ -133,6 +133,10 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     if ((unsigned)p->pipeline > SWI_PIPELINE_ON)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.pipeline = %d: unknown swi_pipeline value",
                          (int)p->pipeline);
+    if ((unsigned)p->reuse > SWI_REUSE_ON)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.reuse = %d: unknown swi_reuse value", (int)p->reuse);
+    if (p->reuse_cache < 0 || p->reuse_cache > 64)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.reuse_cache = %d: must be 0..64", p->reuse_cache);
     if ((unsigned)p->order_mode > SWI_ORDER_FIXED)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.order_mode = %d: unknown swi_order_mode value",
                          (int)p->order_mode);

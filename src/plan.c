@@ -149,8 +149,18 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     add_mul(&scratch, book, 1);
     add_mul(&scratch, (size_t)g->roi_vox, sizeof(float));
     add_mul(&scratch, swi__seg_cap(g) * (size_t)threads, SWI_ACC_SEG_BYTES);
-    if (input == SIZE_MAX || outputs == SIZE_MAX || per_window == SIZE_MAX || scratch == SIZE_MAX)
+    /* the reuse cache: each kept window holds its input and every head's output */
+    const int want_cache = p->reuse == SWI_REUSE_ON ? (p->reuse_cache > 0 ? p->reuse_cache : 1) : 0;
+    size_t entry = 0;
+    add_mul(&entry, (size_t)g->cin, (size_t)g->roi_vox * sizeof(float));
+    for (int h = 0; h < g->n_heads; h++) add_mul(&entry, (size_t)g->heads[h].channels * sizeof(float),
+                                                 (size_t)g->heads[h].win_vox);
+    add_mul(&entry, 1, sizeof(reuse_entry));
+    if (input == SIZE_MAX || outputs == SIZE_MAX || per_window == SIZE_MAX || scratch == SIZE_MAX ||
+        entry == SIZE_MAX)
         return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows (channels x window size)");
+    /* the slot's reuse bookkeeping, per window */
+    if (want_cache) per_window += 2 * sizeof(int32_t) + sizeof(uint64_t);
 
     /* user order (user axes) -> internal order */
     int fixed_order[NDIM];
@@ -179,14 +189,14 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     if ((int64_t)sw_req > total) sw_req = (int)total;
     int found = 0;
     size_t best_min = SIZE_MAX;
-    plan_choice best = {{0, 1, 2}, 1, 1, 0, 0, 0};
+    plan_choice best = {{0, 1, 2}, 1, 1, 0, 0, 0, 0};
     /* the first choice that fits wins; every smaller one is still planned for bytes_min */
     for (int sw = sw_req; sw >= 1; sw = sw > 1 ? sw / 2 : 0) {
-        plan_choice best_order = {{0, 1, 2}, 1, 1, 0, 0, 0};
+        plan_choice best_order = {{0, 1, 2}, 1, 1, 0, 0, 0, 0};
         size_t best_partial = SIZE_MAX;
         for (int i = 0; i < n_perms; i++)
             for (int tail = tail_lo; tail <= tail_hi; tail++) {
-                plan_choice c = {{perms[i][0], perms[i][1], perms[i][2]}, tail, sw, 0, 0, 0};
+                plan_choice c = {{perms[i][0], perms[i][1], perms[i][2]}, tail, sw, 0, 0, 0, 0};
                 if (!keep && tail > 1 && tail > g->n_win[c.order[0]]) break;
                 size_t part = simulate(g, &c, sw);
                 if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
@@ -206,27 +216,38 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
         add_mul(&peak_serial, scratch, 1);
         if (peak_serial == SIZE_MAX)
             return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
-        for (int pipe = 1; pipe >= 0; pipe--) {
-            if ((p->pipeline == SWI_PIPELINE_OFF && pipe == 1) || (p->pipeline == SWI_PIPELINE_ON && pipe == 0))
-                continue;
-            /* automatic pipelining only where the second window slot is cheap (<= 1/8 of
-             * the peak): with a many-class network it would double the largest buffers */
-            if (p->pipeline == SWI_PIPELINE_AUTO && pipe == 1 && one_slot > peak_serial / 8) continue;
-            size_t windows = one_slot * (size_t)(pipe ? 2 : 1);
-            size_t peak = peak_serial + (pipe ? one_slot : 0);
-            if (peak < peak_serial) return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
-            if (peak < best_min) best_min = peak;
-            if (!found && (p->max_memory == 0 || peak <= p->max_memory)) {
-                found = 1;
-                memcpy(best.order, best_order.order, sizeof best.order);
-                best.tail = best_order.tail;
-                best.sw = sw;
-                best.pipeline = pipe;
-                best.partial = best_partial;
-                best.frontier = best_frontier;
-                plan->bytes_windows = windows;
-                plan->bytes_peak = peak;
+        /* the reuse cache is dropped before the batch size is lowered */
+        for (int cache = want_cache;; cache = 0) {
+            size_t reuse = 0, with_cache = peak_serial;
+            add_mul(&reuse, (size_t)cache, entry);
+            add_mul(&with_cache, reuse, 1);
+            if (with_cache == SIZE_MAX) return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
+            for (int pipe = 1; pipe >= 0; pipe--) {
+                if ((p->pipeline == SWI_PIPELINE_OFF && pipe == 1) ||
+                    (p->pipeline == SWI_PIPELINE_ON && pipe == 0))
+                    continue;
+                /* automatic pipelining only where the second window slot is cheap (<= 1/8 of
+                 * the peak): with a many-class network it would double the largest buffers */
+                if (p->pipeline == SWI_PIPELINE_AUTO && pipe == 1 && one_slot > with_cache / 8) continue;
+                size_t windows = one_slot * (size_t)(pipe ? 2 : 1);
+                size_t peak = with_cache + (pipe ? one_slot : 0);
+                if (peak < with_cache) return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
+                if (peak < best_min) best_min = peak;
+                if (!found && (p->max_memory == 0 || peak <= p->max_memory)) {
+                    found = 1;
+                    memcpy(best.order, best_order.order, sizeof best.order);
+                    best.tail = best_order.tail;
+                    best.sw = sw;
+                    best.pipeline = pipe;
+                    best.partial = best_partial;
+                    best.frontier = best_frontier;
+                    best.reuse_cache = cache;
+                    plan->bytes_windows = windows;
+                    plan->bytes_reuse = reuse;
+                    plan->bytes_peak = peak;
+                }
             }
+            if (cache == 0) break;
         }
     }
     plan->bytes_min = best_min;
@@ -264,6 +285,7 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     plan->bytes_partial = best.partial;
     plan->bytes_outputs = outputs;
     plan->bytes_scratch = scratch;
+    plan->reuse_cache = best.reuse_cache;
     if (choice) *choice = best;
     return SWI_OK;
 }

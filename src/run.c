@@ -165,6 +165,15 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
         if (!c.pipeline) r->n_slots = 1;
         r->mem.limit = c.partial;
         r->choice.frontier = c.frontier;
+        r->choice.reuse_cache = c.reuse_cache;
+    }
+    if (r->reuse) {
+        size_t out_floats[SWI_MAX_HEADS];
+        for (int h = 0; h < g->n_heads; h++) out_floats[h] = (size_t)(g->heads[h].channels * g->heads[h].win_vox);
+        if (swi__reuse_init(&r->cache, r->choice.reuse_cache, (size_t)(g->cin * g->roi_vox), g->n_heads,
+                            out_floats) != SWI_OK)
+            return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the reuse cache");
+        r->cache_ready = 1;
     }
     r->setup_done = 1;
     return SWI_OK;
@@ -190,6 +199,7 @@ static void free_run(run *r) {
         swi__free(r->ws);
     }
     swi__cellmem_free(&r->mem);
+    swi__reuse_free(&r->cache);
     swi__free(r->outs);
     swi__free(r->idx_scratch);
     swi__free(r->tasks);
@@ -232,6 +242,55 @@ static swi_status prepare(run *r, swi_ctx *ctx, const swi_params *p, const swi_t
     return swi__plan(ctx, p, &r->g, outs, n_outs, plan, &r->choice, NULL);
 }
 
+/* The windows a run will reuse: the run's own choice (batch.c), replayed on the input
+ * without a predictor -- the same batches, the first of which meets an empty cache. */
+static swi_status count_reuse(run *r, const swi_plan *plan, int64_t *reused) {
+    const geom *g = &r->g;
+    const size_t in_n = (size_t)(g->cin * g->roi_vox);
+    const int sw = plan->sw_batch_size;
+    const int64_t total = g->win_per_image * g->batch;
+    *reused = 0;
+    reuse_cache c;
+    size_t bytes;
+    if (!swi__mul_size((size_t)sw, in_n * sizeof(float), &bytes))
+        return swi__fail(r->ctx, SWI_ERR_OVERFLOW, "window buffer size overflows");
+    float *win = swi__big_alloc(bytes);
+    int64_t *idx = swi__malloc((size_t)(g->roi[0] + g->roi[1] + g->roi[2]) * sizeof(int64_t));
+    uint64_t *hash = swi__malloc((size_t)sw * sizeof(uint64_t));
+    swi_status st = swi__reuse_init(&c, plan->reuse_cache, in_n, g->n_heads, NULL);
+    if (!win || !idx || !hash || st != SWI_OK) {
+        st = swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory while counting reusable windows");
+        goto out;
+    }
+    for (int64_t first = 0; first < total; first += sw) {
+        int n = (int)(total - first < sw ? total - first : sw), n_run = 0;
+        for (int j = 0; j < n; j++) {
+            int64_t w = first + j, b = w / g->win_per_image, t[NDIM], start[NDIM];
+            swi__order_coords(g, &r->choice, w % g->win_per_image, t);
+            for (int a = 0; a < NDIM; a++) start[a] = g->starts[a][t[a]];
+            float *x = win + (size_t)n_run * in_n;
+            swi__gather(g, r->p, r->in->data, b, start, x, idx);
+            uint64_t h = swi__reuse_hash(x, in_n);
+            int dup = 0;
+            for (int i = 0; i < n_run && !dup; i++)
+                dup = hash[i] == h && memcmp(win + (size_t)i * in_n, x, in_n * sizeof(float)) == 0;
+            if (!dup && first > 0) dup = swi__reuse_find(&c, h, x) >= 0;
+            if (dup) {
+                (*reused)++;
+                continue;
+            }
+            hash[n_run++] = h;
+        }
+        for (int i = 0; first > 0 && i < n_run; i++) swi__reuse_admit(&c, hash[i], win + (size_t)i * in_n);
+    }
+out:
+    swi__reuse_free(&c);
+    swi__big_free(win, bytes);
+    swi__free(idx);
+    swi__free(hash);
+    return st;
+}
+
 swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *input,
                         const swi_output *outputs, int n_outputs, swi_plan *plan) {
     if (!ctx) return SWI_ERR_INVALID_ARG;
@@ -239,6 +298,8 @@ swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor
     if (!plan) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "plan is NULL");
     run r;
     swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, plan);
+    if (st == SWI_OK && params->reuse == SWI_REUSE_ON && input->data)
+        st = count_reuse(&r, plan, &plan->windows_reused);
     if (st == SWI_OK) {
         ctx->dims = r.g.user_dims;
         memset(ctx->out_size, 0, sizeof ctx->out_size);
@@ -261,6 +322,7 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     memset(ctx->out_channels, 0, sizeof ctx->out_channels);
     ctx->dims = 0;
     ctx->frontier_comparable = 0;
+    memset(&ctx->stats, 0, sizeof ctx->stats);
     if (!predictor || !predictor->predict)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "predictor is NULL or has no predict function");
     if (input && !input->data) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.data is NULL");
@@ -269,6 +331,8 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, &plan);
     if (st != SWI_OK) goto done;
     r.pred = predictor;
+    r.reuse = params->reuse == SWI_REUSE_ON;
+    r.stats.windows_total = r.g.win_per_image * r.g.batch;
     r.sw = r.choice.sw;
     r.threads = plan.threads;
     r.n_outs = n_outputs;
@@ -327,6 +391,8 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
         cur = other;
     }
 done:
+    ctx->stats = r.stats;
+    ctx->stats.bytes_partial_peak = r.front.peak;
     if (st == SWI_OK) {
         ctx->frontier_planned = r.choice.frontier;
         ctx->frontier_peak = r.front.peak;

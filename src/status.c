@@ -73,6 +73,12 @@ void swi_free(swi_ctx *ctx) {
     swi__free(ctx);
 }
 
+swi_status swi_run_stats(const swi_ctx *ctx, swi_stats *stats) {
+    if (!ctx || !stats) return SWI_ERR_INVALID_ARG;
+    *stats = ctx->stats;
+    return SWI_OK;
+}
+
 int swi__frontier_stats(const swi_ctx *ctx, size_t *planned, size_t *measured) {
     *planned = ctx->frontier_planned;
     *measured = ctx->frontier_peak;

@@ -740,7 +740,7 @@ static void test_budget(swi_ctx *ctx)
     CHECK(min > 0 && min <= plan.bytes_peak, "bytes_min %zu vs bytes_peak %zu", min,
           plan.bytes_peak);
     CHECK(plan.bytes_peak == plan.bytes_input + plan.bytes_windows + plan.bytes_partial +
-                                 plan.bytes_outputs + plan.bytes_scratch,
+                                 plan.bytes_outputs + plan.bytes_scratch + plan.bytes_reuse,
           "bytes_peak %zu is not the sum of its parts", plan.bytes_peak);
 
     /* bytes_min is the smallest peak of any choice, so no smaller than one window per call
