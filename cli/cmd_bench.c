@@ -326,7 +326,7 @@ int swi_cmd_bench(int argc, char **argv) {
 
     int64_t vox = 1;
     for (int k = 0; k < dims; k++) vox *= shape[k];
-    swi_tensor in = {NULL, 1, 1, dims, {shape[0], shape[1], shape[2]}};
+    swi_tensor in = {.data = NULL, .batch = 1, .channels = 1, .dims = dims, .size = {shape[0], shape[1], shape[2]}};
     swi_output out;
     swi_output_init(&out, 0, scores ? SWI_REDUCE_NONE : SWI_REDUCE_ARGMAX);
     size_t out_bytes = (size_t)vox * (scores ? (size_t)classes * sizeof(float) : (classes > 256 ? 2u : 1u));

@@ -682,7 +682,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.progress = progress_cb;
     p.progress_user = &progress_calls;
 
-    swi_tensor t = { c.input, c.batch, c.cin, c.dims, { 0 } };
+    swi_tensor t = {.data = c.input, .batch = c.batch, .channels = c.cin, .dims = c.dims, .size = { 0 }};
     for (int k = 0; k < c.dims; k++)
         t.size[k] = c.size[k];
 

@@ -80,7 +80,7 @@ static void run_case(const golden_case *gc, int shapes_computed)
         swi_output_init(&outs[h], h, SWI_REDUCE_NONE);
     swi_ctx *ctx = swi_create();
     CHECK(ctx != NULL, "swi_create");
-    swi_tensor in = { input, gc->batch, gc->in_channels, d, { 0 } };
+    swi_tensor in = {.data = input, .batch = gc->batch, .channels = gc->in_channels, .dims = d, .size = { 0 }};
     for (int k = 0; k < d; k++)
         in.size[k] = gc->image_size[k];
     golden_predictor gp = { gc->predictor, gc->out_channels };

@@ -20,7 +20,7 @@
  *     p.roi[0] = p.roi[1] = p.roi[2] = 96;
  *     p.mode = SWI_BLEND_GAUSSIAN;
  *     swi_ctx *ctx = swi_create();
- *     swi_tensor in = { volume, 1, 1, 3, { D, H, W } };
+ *     swi_tensor in = { .data = volume, .batch = 1, .channels = 1, .dims = 3, .size = { D, H, W } };
  *     swi_output out = { .head = 0, .reduce = SWI_REDUCE_ARGMAX,
  *                        .dst = labels, .dst_bytes = D * H * W };
  *     swi_predictor net = { my_predict, my_state };
@@ -94,7 +94,8 @@ typedef enum swi_status {
     SWI_ERR_BUDGET = 6,      /**< max_memory is below the smallest plan; the message says the minimum */
     SWI_ERR_CALLBACK = 7,    /**< a region callback returned non-zero */
     SWI_ERR_CANCELLED = 8,   /**< the progress callback asked to stop */
-    SWI_ERR_THREAD = 9       /**< a worker thread could not be started */
+    SWI_ERR_THREAD = 9,      /**< a worker thread could not be started */
+    SWI_ERR_READ = 10        /**< the input's reader reported failure */
 } swi_status;
 
 /** Short constant name of a status ("SWI_ERR_NOMEM"); never NULL. */
@@ -197,13 +198,29 @@ void swi_params_init(swi_params *p, int dims);
 /* Tensors, predictor                                                         */
 /* ------------------------------------------------------------------------- */
 
-/** A float32 input tensor [batch, channels, *size] in C order, caller-owned. */
+/** A source of input regions, for an input that is not held whole in memory (a chunked
+ *  store, a file read on demand). `read` fills dst [channels, *(hi - lo)] (float32, C order)
+ *  with the box [lo, hi) of image `image` (dims values each, in image coordinates, always
+ *  inside the image) and returns 0; or returns non-zero, optionally with a message in
+ *  `message` (message_size bytes), and the run stops with SWI_ERR_READ. It is called from
+ *  the thread that called swi_run (or swi_plan_run, counting reuse), one call at a time,
+ *  once per window: the box a window needs, clipped to the image, so at most one window of
+ *  input is held at a time. */
+typedef struct swi_reader {
+    int (*read)(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *message,
+                size_t message_size);
+    void *user;
+} swi_reader;
+
+/** A float32 input [batch, channels, *size]: either data, in C order and caller-owned, or
+ *  (data NULL) a reader that supplies the regions the run needs. */
 typedef struct swi_tensor {
     const float *data;
     int64_t batch;
     int64_t channels;
     int dims;                     /**< must equal swi_params.dims */
     int64_t size[SWI_MAX_DIMS];
+    const swi_reader *reader;     /**< used when data is NULL */
 } swi_tensor;
 
 /** One predictor call's windows; valid only during that call. */
@@ -332,7 +349,8 @@ typedef struct swi_plan {
     swi_dtype label_dtype[SWI_MAX_HEADS];/**< what an SWI_DTYPE_AUTO argmax of each head stores:
                                               UINT8 up to 256 channels, else UINT16; AUTO while
                                               the head's channels are unknown */
-    size_t bytes_input;                  /**< the caller's input tensor */
+    size_t bytes_input;                  /**< the caller's input tensor (0 for a reader: its window box
+                                              is counted in bytes_scratch) */
     size_t bytes_windows;                /**< window input + predictor output buffers */
     size_t bytes_partial;                /**< partial sums of the open frontier at their peak, with the allocator's fragmentation allowance */
     size_t bytes_outputs;                /**< stored results (caller's or library's) */

@@ -227,8 +227,11 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
         for (int k = 0; k < SWI_MAX_DIMS; k++)
             s->ustart[(size_t)j * SWI_MAX_DIMS + k] =
                 k < g->user_dims ? start[swi__axis(g, k)] - g->before[swi__axis(g, k)] : 0;
-        swi__gather(g, r->p, r->in->data, b, start, s->input + (size_t)j * (size_t)(g->cin * g->roi_vox),
-                    r->idx_scratch);
+        char msg[SWI_ERRMSG_LEN - 128];
+        if (swi__gather(g, r->p, r->in, b, start, s->input + (size_t)j * (size_t)(g->cin * g->roi_vox),
+                        r->idx_scratch, r->box, msg, sizeof msg) != 0)
+            return swi__fail(r->ctx, SWI_ERR_READ, "the input reader failed on image %lld, window %lld%s%s",
+                             (long long)b, (long long)w, msg[0] ? ": " : "", msg);
     }
     s->n_run = n;
     if (r->reuse) choose_runs(r, s);

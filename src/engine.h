@@ -97,6 +97,7 @@ typedef struct run {
     int n_slots;
     int sw;
     int64_t *idx_scratch;
+    float *box;                 /* a reader input: the box one window reads [cin, <= roi] */
     swi_pool *pool;
     worker_scratch *ws;
     size_t chunk_cap;

@@ -84,6 +84,7 @@ typedef struct head_geom {
 
 typedef struct geom {
     int user_dims;
+    int reader;                /* the input comes through a reader (data NULL) */
     int64_t batch, cin;
     int64_t size[NDIM], roi[NDIM], padded[NDIM], before[NDIM], step[NDIM];
     int64_t n_win[NDIM];
@@ -115,9 +116,11 @@ void swi__weights_resize(const float *w, const int64_t roi[NDIM], const int64_t 
 int64_t swi__pad_index(int64_t x, int64_t s, int64_t before, swi_pad mode);
 
 /* ---- gather.c ---- */
-/* Copy window(s) of the input through the padding into dst [cin, *roi]. */
-void swi__gather(const geom *g, const swi_params *p, const float *input, int64_t image,
-                 const int64_t start[NDIM], float *dst, int64_t *idx_scratch);
+/* Copy the window at `start` of image `image` through the padding into dst [cin, *roi].
+ * A reader input is read first into box (cin x roi floats). Returns non-zero when the
+ * reader failed (its message in msg). */
+int swi__gather(const geom *g, const swi_params *p, const swi_tensor *in, int64_t image, const int64_t start[NDIM],
+                float *dst, int64_t *idx_scratch, float *box, char *msg, size_t msg_len);
 
 /* ---- pool.c ---- */
 typedef struct swi_pool swi_pool;

@@ -147,6 +147,7 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
 
     g->user_dims = p->dims;
     g->batch = in->batch;
+    g->reader = in->data == NULL && in->reader != NULL;
     g->cin = in->channels;
     for (int a = 0; a < NDIM; a++) {
         g->size[a] = g->roi[a] = g->padded[a] = g->step[a] = g->n_win[a] = 1;

@@ -128,7 +128,7 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     int threads = p->threads > 0 ? p->threads : swi__cpu_count();
     /* fixed parts */
     size_t input = 0, outputs = 0, per_window = 0, cmax = 1, rowmax = 1, book = 0, scratch = 0;
-    add_mul(&input, (size_t)g->batch * (size_t)g->cin, (size_t)g->image_vox * sizeof(float));
+    if (!g->reader) add_mul(&input, (size_t)g->batch * (size_t)g->cin, (size_t)g->image_vox * sizeof(float));
     for (int i = 0; i < n_outs; i++) add_mul(&outputs, output_bytes(g, &outs[i]), 1);
     add_mul(&per_window, (size_t)g->cin, (size_t)g->roi_vox * sizeof(float));
     for (int h = 0; h < g->n_heads; h++) {
@@ -148,6 +148,7 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     add_mul(&scratch, t, (size_t)threads * sizeof(float));
     add_mul(&scratch, book, 1);
     add_mul(&scratch, (size_t)g->roi_vox, sizeof(float));
+    if (g->reader) add_mul(&scratch, (size_t)g->cin * (size_t)g->roi_vox, sizeof(float)); /* the read box */
     add_mul(&scratch, swi__seg_cap(g) * (size_t)threads, SWI_ACC_SEG_BYTES);
     /* the reuse cache: each kept window holds its input and every head's output */
     const int want_cache = p->reuse == SWI_REUSE_ON ? (p->reuse_cache > 0 ? p->reuse_cache : 1) : 0;

@@ -202,6 +202,7 @@ static void free_run(run *r) {
     swi__reuse_free(&r->cache);
     swi__free(r->outs);
     swi__free(r->idx_scratch);
+    swi__big_free(r->box, (size_t)(r->g.cin * r->g.roi_vox) * sizeof(float));
     swi__free(r->tasks);
     swi__free(r->pair_task);
     swi__free(r->task_wins);
@@ -256,9 +257,10 @@ static swi_status count_reuse(run *r, const swi_plan *plan, int64_t *reused) {
         return swi__fail(r->ctx, SWI_ERR_OVERFLOW, "window buffer size overflows");
     float *win = swi__big_alloc(bytes);
     int64_t *idx = swi__malloc((size_t)(g->roi[0] + g->roi[1] + g->roi[2]) * sizeof(int64_t));
+    float *box = r->in->data ? NULL : swi__big_alloc(in_n * sizeof(float));
     uint64_t *hash = swi__malloc((size_t)sw * sizeof(uint64_t));
     swi_status st = swi__reuse_init(&c, plan->reuse_cache, in_n, g->n_heads, NULL);
-    if (!win || !idx || !hash || st != SWI_OK) {
+    if (!win || !idx || !hash || st != SWI_OK || (!r->in->data && !box)) {
         st = swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory while counting reusable windows");
         goto out;
     }
@@ -269,7 +271,12 @@ static swi_status count_reuse(run *r, const swi_plan *plan, int64_t *reused) {
             swi__order_coords(g, &r->choice, w % g->win_per_image, t);
             for (int a = 0; a < NDIM; a++) start[a] = g->starts[a][t[a]];
             float *x = win + (size_t)n_run * in_n;
-            swi__gather(g, r->p, r->in->data, b, start, x, idx);
+            char msg[SWI_ERRMSG_LEN - 128];
+            if (swi__gather(g, r->p, r->in, b, start, x, idx, box, msg, sizeof msg) != 0) {
+                st = swi__fail(r->ctx, SWI_ERR_READ, "the input reader failed on image %lld, window %lld%s%s",
+                               (long long)b, (long long)w, msg[0] ? ": " : "", msg);
+                goto out;
+            }
             uint64_t h = swi__reuse_hash(x, in_n);
             int dup = 0;
             for (int i = 0; i < n_run && !dup; i++)
@@ -286,6 +293,7 @@ static swi_status count_reuse(run *r, const swi_plan *plan, int64_t *reused) {
 out:
     swi__reuse_free(&c);
     swi__big_free(win, bytes);
+    swi__big_free(box, in_n * sizeof(float));
     swi__free(idx);
     swi__free(hash);
     return st;
@@ -298,7 +306,7 @@ swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor
     if (!plan) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "plan is NULL");
     run r;
     swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, plan);
-    if (st == SWI_OK && params->reuse == SWI_REUSE_ON && input->data)
+    if (st == SWI_OK && params->reuse == SWI_REUSE_ON && (input->data || (input->reader && input->reader->read)))
         st = count_reuse(&r, plan, &plan->windows_reused);
     if (st == SWI_OK) {
         ctx->dims = r.g.user_dims;
@@ -325,7 +333,8 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     memset(&ctx->stats, 0, sizeof ctx->stats);
     if (!predictor || !predictor->predict)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "predictor is NULL or has no predict function");
-    if (input && !input->data) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.data is NULL");
+    if (input && !input->data && !(input->reader && input->reader->read))
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.data is NULL and input.reader has no read function");
     run r;
     swi_plan plan;
     swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, &plan);
@@ -341,7 +350,8 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     r.outs = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(out_spec));
     ctx->results = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(swi_result_buf));
     r.idx_scratch = swi__malloc((size_t)(r.g.roi[0] + r.g.roi[1] + r.g.roi[2]) * sizeof(int64_t));
-    if (!r.outs || !ctx->results || !r.idx_scratch) {
+    if (!input->data) r.box = swi__big_alloc((size_t)(r.g.cin * r.g.roi_vox) * sizeof(float));
+    if (!r.outs || !ctx->results || !r.idx_scratch || (!input->data && !r.box)) {
         st = swi__fail(ctx, SWI_ERR_NOMEM, "out of memory");
         goto done;
     }

@@ -1021,7 +1021,7 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
 
     swi_params p;
     fill_params(c, ro, &p, mode, map);
-    swi_tensor in = {c->input, c->batch, c->cin, c->dims, {0}};
+    swi_tensor in = {.data = c->input, .batch = c->batch, .channels = c->cin, .dims = c->dims, .size = {0}};
     for (int k = 0; k < c->dims; k++)
         in.size[k] = c->S[D3(c, k)];
 
@@ -1349,7 +1349,7 @@ static void run_expect_empty(const config *c, tally *t)
     random_run_opts(c, &ro);
     swi_params p;
     fill_params(c, &ro, &p, c->mode, c->custom_map);
-    swi_tensor in = {c->input, c->batch, c->cin, c->dims, {0}};
+    swi_tensor in = {.data = c->input, .batch = c->batch, .channels = c->cin, .dims = c->dims, .size = {0}};
     for (int k = 0; k < c->dims; k++)
         in.size[k] = c->S[D3(c, k)];
     swi_output outs[2];
@@ -1495,7 +1495,7 @@ static void test_hand_reductions(void)
     swi_params p;
     swi_params_init(&p, 1);
     p.roi[0] = 5;
-    swi_tensor in = {input, 1, 1, 1, {5}};
+    swi_tensor in = {.data = input, .batch = 1, .channels = 1, .dims = 1, .size = {5}};
     swi_predictor pred = {hand_predict, NULL};
     uint8_t labels[5];
     float mx[5], conf[5], ent[5], scores[15], soft[15];

@@ -154,7 +154,7 @@ static void sweep(int configs)
         int64_t C = rnd(1, 4);
         p.heads[0].channels = rnd(0, 1) ? C : 0; /* declared, or learned from the first call */
         int64_t batch = rnd(1, 2), cin = rnd(1, 2);
-        swi_tensor in = {NULL, batch, cin, dims, {0}};
+        swi_tensor in = {.data = NULL, .batch = batch, .channels = cin, .dims = dims, .size = {0}};
         for (int k = 0; k < dims; k++) in.size[k] = size[k];
         float *vol = malloc((size_t)(batch * cin * vox) * sizeof(float));
         CHECK(vol != NULL, "malloc");
@@ -230,7 +230,7 @@ static void test_background(void)
     p.sw_batch_size = 4;
     p.heads[0].channels = 3;
     p.reuse = SWI_REUSE_ON;
-    swi_tensor in = {vol, 1, 1, 3, {D, H, W}};
+    swi_tensor in = {.data = vol, .batch = 1, .channels = 1, .dims = 3, .size = {D, H, W}};
     result r;
     run_one(&p, &in, 3, D * H * W, &r);
     CHECK(r.st == SWI_OK, "background run: %s", swi_status_name(r.st));
@@ -269,7 +269,7 @@ static void test_params(void)
     swi_params_init(&p, 1);
     p.roi[0] = 8;
     p.heads[0].channels = 2;
-    swi_tensor in = {vol, 1, 1, 1, {64}};
+    swi_tensor in = {.data = vol, .batch = 1, .channels = 1, .dims = 1, .size = {64}};
     swi_output o;
     swi_output_init(&o, 0, SWI_REDUCE_ARGMAX);
     swi_ctx *ctx = swi_create();

@@ -163,7 +163,7 @@ int main(int argc, char **argv) {
     FILE *f = fopen(in_file, "rb");
     if (!f || fread(x, sizeof(float), elems, f) != elems) die("cannot read", in_file);
     fclose(f);
-    swi_tensor t = {x, shp[0], shp[1], d, {0}};
+    swi_tensor t = {.data = x, .batch = shp[0], .channels = shp[1], .dims = d, .size = {0}};
     for (int k = 0; k < d; k++) t.size[k] = shp[2 + k];
     swi_ctx *ctx = swi_create();
     swi_output out;

@@ -412,7 +412,7 @@ static swi_status run_scenario(swi_ctx *ctx, scenario *sc, uint64_t *hash)
         s->calls = 0;
     }
     sc->pred_calls = sc->progress_calls = 0;
-    swi_tensor t = { sc->input, sc->batch, sc->cin, sc->dims, { 0 } };
+    swi_tensor t = {.data = sc->input, .batch = sc->batch, .channels = sc->cin, .dims = sc->dims, .size = { 0 }};
     memcpy(t.size, sc->size, sizeof t.size);
     /* the other allocating entry points a caller uses */
     swi_plan plan;

@@ -254,7 +254,7 @@ static int run_case(const char *dir, const options *opt, case_result *res)
         fail(res, "swi_create failed");
         goto done;
     }
-    swi_tensor in = {input, gc.batch, gc.in_channels, d, {0}};
+    swi_tensor in = {.data = input, .batch = gc.batch, .channels = gc.in_channels, .dims = d, .size = {0}};
     for (int k = 0; k < d; k++)
         in.size[k] = gc.image_size[k];
     golden_predictor gp = {gc.predictor, gc.out_channels};
