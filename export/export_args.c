@@ -40,7 +40,8 @@ static const struct option LONG_OPTS[] = {
 
 static void usage(FILE *f, const char *prog) {
     fprintf(f,
-            "usage: %s --model NET.onnx --output PIPE.onnx (--size D,H,W | --dynamic) [options]\n"
+            "usage: %s --model NET.onnx --output PIPE.onnx --size D,H,W [options]\n"
+            "       %s --model NET.onnx --output PIPE.onnx --dynamic [options]\n"
             "\n"
             "Write the whole sliding-window pipeline (padding, windows, the network, blending,\n"
             "crop) as one ONNX model of standard operators: input `image` [N, C, D, H, W] in the\n"
@@ -55,8 +56,9 @@ static void usage(FILE *f, const char *prog) {
             "      --mode gaussian --argmax\n"
             "  # one file for every volume size: the window grid is computed in the graph\n"
             "  %s --model unet.onnx --output unet_any.onnx --dynamic --overlap 0.5\n"
-            "  # a 2-D network with a free input size: choose the window, mirror the borders\n"
-            "  %s --model fcn.onnx --output fcn_sw.onnx --size 512,512 --roi 128 \\\n"
+            "  # a 2-D network with a free input size: choose the window; the 100-pixel side\n"
+            "  # is padded to it by mirroring\n"
+            "  %s --model fcn.onnx --output fcn_sw.onnx --size 100,700 --roi 128 \\\n"
             "      --padding-mode reflect\n"
             "  # no Loop operators, for runtimes with weak Loop support (TensorRT)\n"
             "  %s --model unet.onnx --output unet_flat.onnx --size 128,128,64 --unroll\n"
@@ -90,7 +92,7 @@ static void usage(FILE *f, const char *prog) {
             "\n"
             "Exit status: 0 written, 1 failure (unreadable or unsupported network, I/O error),\n"
             "2 usage error (bad or missing option, options that do not fit the network).\n",
-            prog, prog, prog, prog, prog);
+            prog, prog, prog, prog, prog, prog);
 }
 
 /* "a[,b[,c]]" into out[0..*n), at most EXPORT_MAXD values. 0 or -1. */
