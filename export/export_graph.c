@@ -255,7 +255,8 @@ static Onnx__GraphProto *finish_graph(pipeline *p) {
     const export_network *net = &job->net;
     Onnx__GraphProto *ng = net->model->graph;
     int d = p->d;
-    for (size_t i = 0; i < ng->n_initializer; i++) arr_push(A, (void ***)&M->init, &M->n_init, &M->cap_init, ng->initializer[i]);
+    for (size_t i = 0; i < ng->n_initializer; i++)
+        arr_push(A, (void ***)&M->init, &M->n_init, &M->cap_init, ng->initializer[i]);
 
     static const char *const sp_names[3][3] = {{"W"}, {"H", "W"}, {"D", "H", "W"}};
     int64_t idims[EXPORT_MAXD + 2], odims[EXPORT_MAXD + 2], ldims[EXPORT_MAXD + 1];
@@ -316,7 +317,8 @@ static void add_metadata(export_job *job, Onnx__ModelProto *m) {
     snprintf(vals[5], sizeof vals[5], "%g", job->opt.cval);
     snprintf(vals[7], sizeof vals[7], "%s", net->graph->name ? net->graph->name : "");
     m->metadata_props = arena_alloc(A, (net->n_metadata_props + 8) * sizeof *m->metadata_props);
-    for (size_t i = 0; i < net->n_metadata_props; i++) m->metadata_props[m->n_metadata_props++] = net->metadata_props[i];
+    for (size_t i = 0; i < net->n_metadata_props; i++)
+        m->metadata_props[m->n_metadata_props++] = net->metadata_props[i];
     for (int i = 0; i < 8; i++) {
         Onnx__StringStringEntryProto *e = arena_alloc(A, sizeof *e);
         onnx__string_string_entry_proto__init(e);

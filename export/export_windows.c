@@ -47,7 +47,8 @@ static const char *pad_zeros(gbuild *g, const char *x, const char *pads) {
  * that inlines the network holds the same messages. */
 static const char *inline_network(window_loops *wl, gbuild *g) {
     arena *A = &wl->job->A;
-    for (size_t i = 0; i < wl->net->n_node; i++) arr_push(A, (void ***)&g->node, &g->n_node, &g->cap_node, wl->net->node[i]);
+    for (size_t i = 0; i < wl->net->n_node; i++)
+        arr_push(A, (void ***)&g->node, &g->n_node, &g->cap_node, wl->net->node[i]);
     for (size_t i = 0; i < wl->net->n_value_info; i++) gb_add_vi(g, wl->net->value_info[i]);
     const char *y = wl->net_out;
     if (wl->out_type != OX_FLOAT) y = op_cast(g, y, OX_FLOAT, NULL);
@@ -171,7 +172,8 @@ static const char *unroll_fold(unrolled *u, int k, int64_t w) {
     int d = wl->d;
     if (k == d) {
         if (L->windows == 1) return u->y;
-        const char *b = V(M, "Mul", const_i64_1(M, w), u->n_images), *e = V(M, "Mul", const_i64_1(M, w + 1), u->n_images);
+        const char *b = V(M, "Mul", const_i64_1(M, w), u->n_images);
+        const char *e = V(M, "Mul", const_i64_1(M, w + 1), u->n_images);
         return V(M, "Slice", u->y, b, e, wl->zero1);
     }
     const char *acc = NULL;
