@@ -3,8 +3,9 @@
  *
  * One export is one export_job: the options (export_args.c), what the network is
  * (export_inspect.c), the window layout libswi gives for it (export_layout.c) and the
- * graph built from them (export_graph.c, export_windows.c, export_ops.c). Everything
- * lives in the job's arena; an allocation failure longjmps to job->oom.
+ * graph built from them (export_graph.c, export_windows.c, export_ops.c). Everything but
+ * the libswi context lives in the job's arena; an arena allocation failure longjmps to
+ * job->oom.
  */
 #ifndef SWI_EXPORT_INTERNAL_H
 #define SWI_EXPORT_INTERNAL_H
