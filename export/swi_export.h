@@ -25,8 +25,9 @@ extern "C" {
  *
  * Messages go to stderr, a one-line summary to stdout (unless --quiet).
  * Returns the process exit status: 0 done, 1 failure (unreadable or unsupported
- * network, I/O error), 2 usage error (bad or missing option). Reentrant: keeps
- * no global state (no getopt).
+ * network, I/O error), 2 usage error (bad or missing option). Options are read
+ * with getopt_long (which may reorder argv): one call at a time; it resets
+ * getopt's state on entry, so it may be called any number of times.
  */
 int swi_cmd_export(int argc, char **argv);
 

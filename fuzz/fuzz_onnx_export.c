@@ -1,7 +1,7 @@
 /*
  * fuzz_onnx_export.c -- the ONNX graph reader of `swi export` (export/onnx_io.c
- * onnx_load, export/export.c inspect_network and what follows), through its one entry
- * point, swi_cmd_export.
+ * onnx_load, export/export_inspect.c export_inspect_network and what follows), through
+ * its one entry point, swi_cmd_export.
  *
  * Each input is a model file. The options come from the input's length (so mutating the
  * bytes never disturbs them): --dynamic, --dynamic --argmax, a static --size with a
