@@ -183,6 +183,15 @@ typedef struct swi_params {
     size_t max_memory;                 /**< peak-bytes budget for swi_run (input, window buffers,
                                             partial sums, outputs); 0 = unlimited. sw_batch_size and
                                             pipeline are lowered to fit, else SWI_ERR_BUDGET. */
+    int64_t part_lo, part_hi;          /**< part_hi > 0: compute only the output rows [part_lo,
+                                            part_hi) along the first spatial dim (input voxels).
+                                            Exactly the windows touching them run, in the order
+                                            the whole run takes them, so parts computed by
+                                            separate runs (processes, machines) together are
+                                            bitwise the whole run's result. Outputs keep the whole
+                                            grid; only the part's voxels are written, and regions
+                                            lie inside it. Heads must not be zoomed. Default 0, 0:
+                                            the whole output. */
     int n_heads;                       /**< predictor heads, 1..SWI_MAX_HEADS; default 1 */
     swi_head_spec heads[SWI_MAX_HEADS];/**< per-head declared shapes (zeros = learn) */
     /** Optional progress callback, called from the calling thread after each batch with the
@@ -339,7 +348,8 @@ typedef struct swi_plan {
     int64_t pad_before[SWI_MAX_DIMS];
     int64_t windows_per_axis[SWI_MAX_DIMS];
     int64_t windows_per_image;
-    int64_t windows_total;               /**< windows_per_image * batch */
+    int64_t windows_total;               /**< windows that run: windows_per_image * batch, or with
+                                              part_hi > 0 those touching the part */
     int64_t predictor_calls;
     int sw_batch_size;                   /**< after fitting the budget */
     int pipeline;                        /**< 0 or 1: pipelining chosen, after fitting the budget */

@@ -216,7 +216,7 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
     const geom *g = &r->g;
     s->n = n;
     for (int j = 0; j < n; j++) {
-        int64_t w = first + j;
+        int64_t w = swi__run_window(r, first + j);
         int64_t b = w / g->win_per_image, t[NDIM], start[NDIM];
         swi__order_coords(g, &r->choice, w % g->win_per_image, t);
         s->image[j] = b;

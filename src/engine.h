@@ -96,6 +96,8 @@ typedef struct run {
     slot slots[2];
     int n_slots;
     int sw;
+    int64_t n_windows;          /* windows that run */
+    int64_t *wlist;             /* with a part: the order positions of the windows that run */
     int64_t *idx_scratch;
     float *box;                 /* a reader input: the box one window reads [cin, <= roi] */
     swi_pool *pool;
@@ -129,6 +131,9 @@ struct swi_batch {
     slot *s;
 };
 
+
+/* Order position of the i-th window that runs. */
+static inline int64_t swi__run_window(const run *r, int64_t i) { return r->wlist ? r->wlist[i] : i; }
 
 /* ---- batch.c ---- */
 swi_status swi__slot_alloc(run *r, slot *s);

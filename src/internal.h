@@ -78,6 +78,7 @@ typedef struct head_geom {
     int64_t win_vox;      /* prod(win) */
     axis_grid ax[NDIM];
     int64_t n_cells;      /* prod(ax[k].n_cells) */
+    int64_t part_cell_lo, part_cell_hi; /* cells of the part along the part axis (all without one) */
     float *weights;       /* [win] blending weights of this head */
     void *block;          /* one allocation holding the axis arrays */
 } head_geom;
@@ -85,6 +86,8 @@ typedef struct head_geom {
 typedef struct geom {
     int user_dims;
     int reader;                /* the input comes through a reader (data NULL) */
+    int has_part;              /* only rows [part_lo, part_hi) of user axis 0 are computed */
+    int64_t part_lo, part_hi;
     int64_t batch, cin;
     int64_t size[NDIM], roi[NDIM], padded[NDIM], before[NDIM], step[NDIM];
     int64_t n_win[NDIM];
@@ -105,6 +108,19 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
 void swi__geom_free(geom *g);
 /* Internal axis of user axis k. */
 static inline int swi__axis(const geom *g, int k) { return NDIM - g->user_dims + k; }
+/* Cell c of head hg lies in the part being computed (the part's edges cut cells). */
+static inline int swi__cell_in_part(const geom *g, const head_geom *hg, const int64_t c[NDIM]) {
+    const int64_t x = c[NDIM - g->user_dims];
+    return x >= hg->part_cell_lo && x < hg->part_cell_hi;
+}
+/* Window t (grid coordinates) covers a cell of the part, so it runs. */
+static inline int swi__window_in_part(const geom *g, const int64_t t[NDIM]) {
+    if (!g->has_part) return 1;
+    const int a = NDIM - g->user_dims;
+    const head_geom *hg = &g->heads[0];
+    const int64_t lo = hg->ax[a].win_cfirst[t[a]], hi = lo + hg->ax[a].win_ccount[t[a]];
+    return lo < hg->part_cell_hi && hi > hg->part_cell_lo;
+}
 
 /* ---- weights.c ---- */
 swi_status swi__weights(swi_ctx *ctx, const swi_params *p, const int64_t roi[NDIM], float *out);

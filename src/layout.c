@@ -148,6 +148,16 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     g->user_dims = p->dims;
     g->batch = in->batch;
     g->reader = in->data == NULL && in->reader != NULL;
+    if (p->part_lo != 0 || p->part_hi != 0) {
+        if (!(p->part_lo >= 0 && p->part_lo < p->part_hi && p->part_hi <= in->size[0]))
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                             "params.part_lo = %lld, part_hi = %lld: the part must be rows 0 <= lo < hi <= %lld "
+                             "of the first spatial dim",
+                             (long long)p->part_lo, (long long)p->part_hi, (long long)in->size[0]);
+        g->has_part = 1;
+        g->part_lo = p->part_lo;
+        g->part_hi = p->part_hi;
+    }
     g->cin = in->channels;
     for (int a = 0; a < NDIM; a++) {
         g->size[a] = g->roi[a] = g->padded[a] = g->step[a] = g->n_win[a] = 1;
@@ -256,7 +266,7 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
         hg->win[a] = o;
     }
     size_t total = 0;
-    for (int a = 0; a < NDIM; a++) total += (size_t)g->n_win[a] * 3 + (size_t)(2 * g->n_win[a] + 2) * 4;
+    for (int a = 0; a < NDIM; a++) total += (size_t)g->n_win[a] * 3 + (size_t)(2 * g->n_win[a] + 4) * 4;
     hg->block = swi__malloc(total * sizeof(int64_t));
     int64_t wv = 1;
     for (int a = 0; a < NDIM; a++)
@@ -278,10 +288,10 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
         ax->win_lo = mem; mem += nw;
         ax->win_cfirst = mem; mem += nw;
         ax->win_ccount = mem; mem += nw;
-        ax->cell_lo = mem; mem += 2 * nw + 2;
-        ax->cell_hi = mem; mem += 2 * nw + 2;
-        ax->cell_wfirst = mem; mem += 2 * nw + 2;
-        ax->cell_wcount = mem; mem += 2 * nw + 2;
+        ax->cell_lo = mem; mem += 2 * nw + 4;
+        ax->cell_hi = mem; mem += 2 * nw + 4;
+        ax->cell_wfirst = mem; mem += 2 * nw + 4;
+        ax->cell_wcount = mem; mem += 2 * nw + 4;
         hg->full[a] = (int64_t)((double)g->padded[a] * z);
         if (o == r) {
             hg->crop_lo[a] = g->before[a];
@@ -311,7 +321,7 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
          * come from merging the starts and the ends. */
         int64_t c0 = hg->crop_lo[a], c1 = c0 + hg->out[a];
         int64_t nb = 0, i = 0, j = 0;
-        int64_t *b = ax->cell_wfirst; /* borrow as edge list, 2nw+2 long */
+        int64_t *b = ax->cell_wfirst; /* borrow as edge list, 2nw+4 long */
         b[nb++] = c0;
         while (i < nw || j < nw) {
             int64_t v;
@@ -320,6 +330,23 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
             if (v > c0 && v < c1 && v != b[nb - 1]) b[nb++] = v;
         }
         if (b[nb - 1] != c1) b[nb++] = c1;
+        /* a part's edges cut cells too, so every cell lies wholly inside or outside it */
+        const int part_axis = g->has_part && a == NDIM - g->user_dims;
+        if (part_axis) {
+            if (o != r)
+                return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                                 "params.part_lo/part_hi: head %d is zoomed (output %lld for roi %lld along dim "
+                                 "0); parts need heads at the window's resolution",
+                                 h, (long long)o, (long long)r);
+            const int64_t cut[2] = {g->part_lo + c0, g->part_hi + c0};
+            for (int q = 0; q < 2; q++) {
+                int64_t at = lower_bound(b, nb, cut[q]);
+                if (at < nb && b[at] == cut[q]) continue;
+                memmove(b + at + 1, b + at, (size_t)(nb - at) * sizeof *b);
+                b[at] = cut[q];
+                nb++;
+            }
+        }
         ax->n_cells = nb - 1;
         for (int64_t c = 0; c < ax->n_cells; c++) {
             ax->cell_lo[c] = b[c];
@@ -338,6 +365,13 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
             int64_t end = lower_bound(ax->cell_hi, ax->n_cells, ax->win_lo[t] + o + 1);
             ax->win_cfirst[t] = first;
             ax->win_ccount[t] = end > first ? end - first : 0;
+        }
+        if (part_axis) {
+            hg->part_cell_lo = lower_bound(ax->cell_lo, ax->n_cells, g->part_lo + c0);
+            hg->part_cell_hi = lower_bound(ax->cell_lo, ax->n_cells, g->part_hi + c0);
+        } else if (a == NDIM - g->user_dims) {
+            hg->part_cell_lo = 0;
+            hg->part_cell_hi = ax->n_cells;
         }
         if (!swi__mul_i64(ncells_total, ax->n_cells, &ncells_total))
             return swi__fail(ctx, SWI_ERR_OVERFLOW, "head %d: too many cells", h);

@@ -38,14 +38,16 @@ void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t
 /* Peak bytes of partial sums for one order and batch size: the frontier's own
  * counting (frontier.c) in a dry run over the windows in that order, in batches.
  * Returns SIZE_MAX when the bookkeeping itself cannot be allocated. */
-static size_t simulate(const geom *g, const plan_choice *order, int sw) {
+static size_t simulate(const geom *g, const plan_choice *order, int sw, int use_part) {
     frontier f;
     size_t result = SIZE_MAX;
     if (swi__frontier_init(&f, g, NULL) != SWI_OK) goto out;
-    int64_t total = g->win_per_image * g->batch;
+    const int part = use_part && g->has_part;
+    int64_t total = g->win_per_image * g->batch, done = 0;
     for (int64_t w = 0; w < total; w++) {
         int64_t b = w / g->win_per_image, t[NDIM];
         swi__order_coords(g, order, w % g->win_per_image, t);
+        if (part && !swi__window_in_part(g, t)) continue;
         for (int h = 0; h < g->n_heads; h++) {
             if (!f.cells[h]) continue;
             const head_geom *hg = &g->heads[h];
@@ -56,11 +58,13 @@ static size_t simulate(const geom *g, const plan_choice *order, int sw) {
                     for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) {
                         cell_state *st;
                         int flags;
+                        if (part && !swi__cell_in_part(g, hg, c)) continue;
                         if (swi__frontier_land(&f, h, b, c, &st, &flags) != SWI_OK) goto out;
                     }
         }
-        if ((w + 1) % sw == 0 || w + 1 == total) swi__frontier_end_batch(&f);
+        if (++done % sw == 0) swi__frontier_end_batch(&f);
     }
+    if (done % sw != 0) swi__frontier_end_batch(&f);
     result = f.peak;
 out:
     swi__frontier_free(&f);
@@ -183,11 +187,42 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     int n_perms = have_fixed || keep ? 1 : permutations(g, perms);
     if (keep) memcpy(perms[0], keep->order, sizeof keep->order);
     else if (have_fixed) memcpy(perms[0], fixed_order, sizeof fixed_order);
-    const int tail_lo = keep ? keep->tail : 1, tail_hi = keep ? keep->tail : 3;
+    int tail_lo = keep ? keep->tail : 1, tail_hi = keep ? keep->tail : 3;
 
+    /* windows that run: all, or those touching the part */
     int64_t total = g->win_per_image * g->batch;
+    if (g->has_part) {
+        const int a = NDIM - g->user_dims;
+        int64_t touching = 0, tw[NDIM] = {0, 0, 0};
+        for (tw[a] = 0; tw[a] < g->n_win[a]; tw[a]++) touching += swi__window_in_part(g, tw);
+        total = total / g->n_win[a] * touching;
+    }
+    if (total == 0) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.part_lo/part_hi: no window touches the part");
     int sw_req = p->sw_batch_size;
     if ((int64_t)sw_req > total) sw_req = (int)total;
+    if (g->has_part && !keep && !have_fixed) {
+        /* a part runs in the order the whole run would take at the requested batch size,
+         * whatever batch size the part's own budget leads to */
+        size_t best_rank = SIZE_MAX;
+        int best_i = 0, best_tail = 1;
+        int64_t whole = g->win_per_image * g->batch;
+        int sw_whole = (int64_t)p->sw_batch_size > whole ? (int)whole : p->sw_batch_size;
+        for (int i = 0; i < n_perms; i++)
+            for (int tail = 1; tail <= 3; tail++) {
+                plan_choice c = {{perms[i][0], perms[i][1], perms[i][2]}, tail, sw_whole, 0, 0, 0, 0};
+                if (tail > 1 && tail > g->n_win[c.order[0]]) break;
+                size_t part = simulate(g, &c, sw_whole, 0);
+                if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
+                if (part < best_rank) {
+                    best_rank = part;
+                    best_i = i;
+                    best_tail = tail;
+                }
+            }
+        memmove(perms[0], perms[best_i], sizeof perms[0]);
+        n_perms = 1;
+        tail_lo = tail_hi = best_tail;
+    }
     int found = 0;
     size_t best_min = SIZE_MAX;
     plan_choice best = {{0, 1, 2}, 1, 1, 0, 0, 0, 0};
@@ -198,14 +233,20 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
         for (int i = 0; i < n_perms; i++)
             for (int tail = tail_lo; tail <= tail_hi; tail++) {
                 plan_choice c = {{perms[i][0], perms[i][1], perms[i][2]}, tail, sw, 0, 0, 0, 0};
-                if (!keep && tail > 1 && tail > g->n_win[c.order[0]]) break;
-                size_t part = simulate(g, &c, sw);
+                if (!keep && tail_lo != tail_hi && tail > 1 && tail > g->n_win[c.order[0]]) break;
+                /* a part takes the whole run's order: the windows of each voxel are then
+                 * summed as the whole run sums them */
+                size_t part = simulate(g, &c, sw, 0);
                 if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
                 if (part < best_partial) {
                     best_partial = part;
                     best_order = c;
                 }
             }
+        if (g->has_part) {
+            best_partial = simulate(g, &best_order, sw, 1);
+            if (best_partial == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
+        }
         /* what the engine reserves for that frontier (fragmentation allowance included) */
         size_t best_frontier = best_partial;
         best_partial = swi__cellmem_bytes(best_partial);

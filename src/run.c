@@ -47,6 +47,7 @@ static swi_status book_batch(run *r, const slot *s) {
                     for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) {
                         cell_state *st;
                         int flags;
+                        if (g->has_part && !swi__cell_in_part(g, hg, c)) continue;
                         swi_status e = swi__frontier_land(&r->front, h, b, c, &st, &flags);
                         if (e == SWI_ERR_SHAPE) return swi__fail(r->ctx, e, "internal: cell landed on twice");
                         if (e != SWI_OK)
@@ -93,9 +94,17 @@ static swi_status book_batch(run *r, const slot *s) {
     for (int j = 0; j < s->n; j++) {
         const int64_t *t = &s->t[j * NDIM];
         for (int h = 0; h < g->n_heads; h++) {
-            int64_t lo[NDIM], n[NDIM];
-            swi__window_cells(&g->heads[h], t, lo, n);
-            for (int64_t k = 0; k < n[0] * n[1] * n[2]; k++, q++) {
+            const head_geom *hg = &g->heads[h];
+            int64_t lo[NDIM], n[NDIM], c[NDIM];
+            swi__window_cells(hg, t, lo, n);
+            int64_t k = n[0] * n[1] * n[2];
+            if (g->has_part) { /* the cells booked above: those of the part */
+                k = 0;
+                for (c[0] = lo[0]; c[0] < lo[0] + n[0]; c[0]++)
+                    for (c[1] = lo[1]; c[1] < lo[1] + n[1]; c[1]++)
+                        for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) k += swi__cell_in_part(g, hg, c);
+            }
+            for (; k > 0; k--, q++) {
                 task *T = &r->tasks[r->pair_task[q]];
                 r->task_wins[T->win_off + T->win_n++] = j;
             }
@@ -202,6 +211,7 @@ static void free_run(run *r) {
     swi__reuse_free(&r->cache);
     swi__free(r->outs);
     swi__free(r->idx_scratch);
+    swi__free(r->wlist);
     swi__big_free(r->box, (size_t)(r->g.cin * r->g.roi_vox) * sizeof(float));
     swi__free(r->tasks);
     swi__free(r->pair_task);
@@ -243,13 +253,30 @@ static swi_status prepare(run *r, swi_ctx *ctx, const swi_params *p, const swi_t
     return swi__plan(ctx, p, &r->g, outs, n_outs, plan, &r->choice, NULL);
 }
 
+/* The windows that run, in order: all of them, or (a part) those touching the part. */
+static swi_status window_list(run *r) {
+    const geom *g = &r->g;
+    const int64_t all = g->win_per_image * g->batch;
+    r->n_windows = all;
+    if (!g->has_part) return SWI_OK;
+    r->wlist = swi__malloc((size_t)all * sizeof(int64_t));
+    if (!r->wlist) return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the part's window list");
+    r->n_windows = 0;
+    for (int64_t w = 0; w < all; w++) {
+        int64_t t[NDIM];
+        swi__order_coords(g, &r->choice, w % g->win_per_image, t);
+        if (swi__window_in_part(g, t)) r->wlist[r->n_windows++] = w;
+    }
+    return SWI_OK;
+}
+
 /* The windows a run will reuse: the run's own choice (batch.c), replayed on the input
  * without a predictor -- the same batches, the first of which meets an empty cache. */
 static swi_status count_reuse(run *r, const swi_plan *plan, int64_t *reused) {
     const geom *g = &r->g;
     const size_t in_n = (size_t)(g->cin * g->roi_vox);
     const int sw = plan->sw_batch_size;
-    const int64_t total = g->win_per_image * g->batch;
+    const int64_t total = r->n_windows;
     *reused = 0;
     reuse_cache c;
     size_t bytes;
@@ -267,7 +294,7 @@ static swi_status count_reuse(run *r, const swi_plan *plan, int64_t *reused) {
     for (int64_t first = 0; first < total; first += sw) {
         int n = (int)(total - first < sw ? total - first : sw), n_run = 0;
         for (int j = 0; j < n; j++) {
-            int64_t w = first + j, b = w / g->win_per_image, t[NDIM], start[NDIM];
+            int64_t w = swi__run_window(r, first + j), b = w / g->win_per_image, t[NDIM], start[NDIM];
             swi__order_coords(g, &r->choice, w % g->win_per_image, t);
             for (int a = 0; a < NDIM; a++) start[a] = g->starts[a][t[a]];
             float *x = win + (size_t)n_run * in_n;
@@ -306,8 +333,10 @@ swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor
     if (!plan) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "plan is NULL");
     run r;
     swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, plan);
-    if (st == SWI_OK && params->reuse == SWI_REUSE_ON && (input->data || (input->reader && input->reader->read)))
-        st = count_reuse(&r, plan, &plan->windows_reused);
+    if (st == SWI_OK && params->reuse == SWI_REUSE_ON && (input->data || (input->reader && input->reader->read))) {
+        st = window_list(&r);
+        if (st == SWI_OK) st = count_reuse(&r, plan, &plan->windows_reused);
+    }
     if (st == SWI_OK) {
         ctx->dims = r.g.user_dims;
         memset(ctx->out_size, 0, sizeof ctx->out_size);
@@ -341,7 +370,9 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     if (st != SWI_OK) goto done;
     r.pred = predictor;
     r.reuse = params->reuse == SWI_REUSE_ON;
-    r.stats.windows_total = r.g.win_per_image * r.g.batch;
+    st = window_list(&r);
+    if (st != SWI_OK) goto done;
+    r.stats.windows_total = r.n_windows;
     r.sw = r.choice.sw;
     r.threads = plan.threads;
     r.n_outs = n_outputs;
@@ -365,7 +396,7 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
                        r.threads);
         goto done;
     }
-    int64_t total = r.g.win_per_image * r.g.batch, next = 0, done_w = 0;
+    int64_t total = r.n_windows, next = 0, done_w = 0;
     int cur = 0;
     int n = (int)(total - next < r.sw ? total - next : r.sw);
     st = swi__fill_and_predict(&r, &r.slots[cur], next, n);
