@@ -1,13 +1,11 @@
-/* nifti_io.c -- see nifti_io.h. */
-#include "nifti_io.h"
-
-#include "safety.h"
-#include "util.h"
+/* nifti.c -- NIfTI-1/-2 through niftilib: header validation, reading, writing. */
+#include "io_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,41 +14,46 @@
 
 #ifndef SWI_HAVE_NIFTI
 
-int nifti_available(void) { return 0; }
+int io__nifti_available(void) { return 0; }
 
-static int no_nifti(char *err, const char *path)
+static swi_status no_nifti(char *err, size_t n, const char *path)
 {
-    cli_err(err, "%s: swi was built without NIfTI support (install libnifti2-dev and rebuild)",
-            path ? path : "NIfTI");
-    return -1;
+    io__err(err, n, "%s: swi_io was built without NIfTI support (install libnifti2-dev and "
+            "rebuild)", path ? path : "NIfTI");
+    return SWI_ERR_INVALID_ARG;
 }
 
-int nifti_vol_open(const char *path, nifti_vol *v, char *err)
-{
-    (void)v;
-    return no_nifti(err, path);
-}
-
-int nifti_vol_load(const nifti_vol *v, float *dst, char *err)
-{
-    (void)dst;
-    return no_nifti(err, v->path);
-}
-
-void nifti_vol_make(nifti_vol *v, const int64_t size[3], const double spacing[3])
+swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
 {
     memset(v, 0, sizeof *v);
-    memcpy(v->size, size, sizeof v->size);
-    (void)spacing;
+    return no_nifti(err, n, path);
 }
 
-int nifti_write_fd(int fd, int gz, const char *name, const nifti_vol *like, const void *data,
-                   nifti_out_type type, nifti_out_kind kind, int64_t planes, int64_t classes,
-                   char *err)
+swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
+                          char *err, size_t n)
 {
-    (void)gz, (void)like, (void)data, (void)type, (void)kind, (void)planes, (void)classes;
-    close(fd);
-    return no_nifti(err, name);
+    (void)dst, (void)cancel;
+    return no_nifti(err, n, v->path);
+}
+
+swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3],
+                          char *err, size_t n)
+{
+    memset(v, 0, sizeof *v);
+    (void)size, (void)spacing;
+    return no_nifti(err, n, NULL);
+}
+
+swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume *like,
+                              const void *data, swi_dtype dtype, swi_io_kind kind,
+                              int64_t planes, int64_t classes, const swi_io_cancel *cancel,
+                              char *err, size_t n)
+{
+    (void)gz, (void)like, (void)data, (void)dtype, (void)kind, (void)planes, (void)classes;
+    (void)cancel;
+    if (fd >= 0)
+        close(fd);
+    return no_nifti(err, n, name);
 }
 
 #else /* SWI_HAVE_NIFTI */
@@ -58,20 +61,22 @@ int nifti_write_fd(int fd, int gz, const char *name, const nifti_vol *like, cons
 #include <nifti2_io.h>
 #include <zlib.h>
 
-int nifti_available(void) { return 1; }
+int io__nifti_available(void) { return 1; }
 
 /* Largest voxel count we accept: keeps every byte count (x 16 bytes per voxel, x channels)
  * far from overflowing int64_t/size_t. 2^40 voxels is 4 TB of float32. */
 #define MAX_VOXELS ((int64_t)1 << 40)
 
+static void quiet_once(void)
+{
+    nifti_set_debug_level(0); /* we report errors ourselves, in one line */
+    nifti_set_allow_upper_fext(1);
+}
+
 static void quiet_niftilib(void)
 {
-    static int done;
-    if (!done) {
-        nifti_set_debug_level(0); /* we report errors ourselves, in one line */
-        nifti_set_allow_upper_fext(1);
-        done = 1;
-    }
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, quiet_once);
 }
 
 /* Name and size of a scalar datatype; 0 for types swi does not read. */
@@ -112,46 +117,140 @@ static uint32_t bswap32(uint32_t x)
     return (x >> 24) | ((x >> 8) & 0xff00u) | ((x << 8) & 0xff0000u) | (x << 24);
 }
 
-static int has_suffix_nifti(const char *path)
+static swi_io_type io_type_of(int dt)
 {
-    return cli_ends_with(path, ".nii") || cli_ends_with(path, ".nii.gz");
+    switch (dt) {
+    case NIFTI_TYPE_UINT8: return SWI_IO_TYPE_UINT8;
+    case NIFTI_TYPE_INT8: return SWI_IO_TYPE_INT8;
+    case NIFTI_TYPE_UINT16: return SWI_IO_TYPE_UINT16;
+    case NIFTI_TYPE_INT16: return SWI_IO_TYPE_INT16;
+    case NIFTI_TYPE_UINT32: return SWI_IO_TYPE_UINT32;
+    case NIFTI_TYPE_INT32: return SWI_IO_TYPE_INT32;
+    case NIFTI_TYPE_UINT64: return SWI_IO_TYPE_UINT64;
+    case NIFTI_TYPE_INT64: return SWI_IO_TYPE_INT64;
+    case NIFTI_TYPE_FLOAT64: return SWI_IO_TYPE_FLOAT64;
+    case NIFTI_TYPE_FLOAT128: return SWI_IO_TYPE_FLOAT128;
+    default: return SWI_IO_TYPE_FLOAT32;
+    }
 }
 
-int nifti_vol_open(const char *path, nifti_vol *v, char *err)
+/* The header fields geometry is made of, from either version. */
+typedef struct geom_fields {
+    double pixdim[8];
+    int qform_code, sform_code;
+    double qb, qc, qd, qx, qy, qz;
+    double srow[3][4];
+} geom_fields;
+
+static void geom_of(const swi_volume *v, geom_fields *g)
+{
+    memset(g, 0, sizeof *g);
+    if (v->fmt.nifti.version == 1) {
+        const nifti_1_header *h = (const nifti_1_header *)v->fmt.nifti.hdr;
+        for (int i = 0; i < 8; i++)
+            g->pixdim[i] = h->pixdim[i];
+        g->qform_code = h->qform_code, g->sform_code = h->sform_code;
+        g->qb = h->quatern_b, g->qc = h->quatern_c, g->qd = h->quatern_d;
+        g->qx = h->qoffset_x, g->qy = h->qoffset_y, g->qz = h->qoffset_z;
+        for (int c = 0; c < 4; c++) {
+            g->srow[0][c] = h->srow_x[c];
+            g->srow[1][c] = h->srow_y[c];
+            g->srow[2][c] = h->srow_z[c];
+        }
+    } else {
+        const nifti_2_header *h = (const nifti_2_header *)v->fmt.nifti.hdr;
+        for (int i = 0; i < 8; i++)
+            g->pixdim[i] = h->pixdim[i];
+        g->qform_code = h->qform_code, g->sform_code = h->sform_code;
+        g->qb = h->quatern_b, g->qc = h->quatern_c, g->qd = h->quatern_d;
+        g->qx = h->qoffset_x, g->qy = h->qoffset_y, g->qz = h->qoffset_z;
+        for (int c = 0; c < 4; c++) {
+            g->srow[0][c] = h->srow_x[c];
+            g->srow[1][c] = h->srow_y[c];
+            g->srow[2][c] = h->srow_z[c];
+        }
+    }
+}
+
+/* spacing and affine as nibabel derives them (get_best_affine): sform if its code is set,
+ * else the qform (quaternion, pixdim, qfac), else pixdim with x flipped about the centre. */
+static void set_geometry(swi_volume *v)
+{
+    geom_fields g;
+    geom_of(v, &g);
+    double (*A)[4] = v->affine;
+    memset(v->affine, 0, sizeof v->affine);
+    A[3][3] = 1;
+    for (int a = 0; a < 3; a++)
+        v->spacing[a] = g.pixdim[a + 1];
+    if (g.sform_code > 0) {
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 4; c++)
+                A[r][c] = g.srow[r][c];
+    } else if (g.qform_code > 0) {
+        double b = g.qb, c = g.qc, d = g.qd;
+        double a2 = 1.0 - (b * b + c * c + d * d), a = 0;
+        if (a2 < 1e-7) { /* a 180-degree rotation: renormalise (b, c, d), a = 0 */
+            double s = 1.0 / sqrt(b * b + c * c + d * d);
+            b *= s, c *= s, d *= s;
+        } else {
+            a = sqrt(a2);
+        }
+        double qfac = g.pixdim[0] < 0 ? -1.0 : 1.0;
+        double R[3][3] = {
+            { a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c) },
+            { 2 * (b * c + a * d), a * a + c * c - b * b - d * d, 2 * (c * d - a * b) },
+            { 2 * (b * d - a * c), 2 * (c * d + a * b), a * a + d * d - c * c - b * b },
+        };
+        double z[3] = { g.pixdim[1], g.pixdim[2], qfac * g.pixdim[3] };
+        for (int r = 0; r < 3; r++)
+            for (int k = 0; k < 3; k++)
+                A[r][k] = R[r][k] * z[k];
+        A[0][3] = g.qx, A[1][3] = g.qy, A[2][3] = g.qz;
+    } else {
+        for (int k = 0; k < 3; k++) {
+            double z = k == 0 ? -g.pixdim[1] : g.pixdim[k + 1];
+            A[k][k] = z;
+            A[k][3] = -((double)v->size[k] - 1) / 2.0 * z;
+        }
+    }
+}
+
+swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
 {
     quiet_niftilib();
     memset(v, 0, sizeof *v);
     if (strlen(path) >= sizeof v->path) {
-        cli_err(err, "%.200s...: path too long", path);
-        return -1;
+        io__err(err, n, "%.200s...: path too long", path);
+        return SWI_ERR_INVALID_ARG;
     }
     strcpy(v->path, path);
 
     struct stat st;
     if (stat(path, &st) != 0) {
-        cli_err(err, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
+        io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
+        return SWI_ERR_INVALID_ARG;
     }
     if (S_ISDIR(st.st_mode)) {
-        cli_err(err, "%s: is a directory, not a NIfTI file", path);
-        return -1;
+        io__err(err, n, "%s: is a directory, not a NIfTI file", path);
+        return SWI_ERR_INVALID_ARG;
     }
-    if (!has_suffix_nifti(path)) {
-        cli_err(err, "%s: not a NIfTI file name (expected .nii or .nii.gz)", path);
-        return -1;
+    if (swi_io_format_of(path) != SWI_IO_NIFTI) {
+        io__err(err, n, "%s: not a NIfTI file name (expected .nii or .nii.gz)", path);
+        return SWI_ERR_INVALID_ARG;
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        cli_err(err, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
+        io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
+        return SWI_ERR_INVALID_ARG;
     }
     gzFile g = gzdopen(fd, "rb"); /* reads plain files too */
     if (!g) {
         close(fd);
-        cli_err(err, "%s: cannot open: out of memory", path);
-        return -1;
+        io__err(err, n, "%s: cannot open: out of memory", path);
+        return SWI_ERR_INVALID_ARG;
     }
-    unsigned char raw[sizeof v->hdr];
+    unsigned char raw[sizeof v->fmt.nifti.hdr];
     memset(raw, 0, sizeof raw);
     int got = 0;
     while (got < (int)sizeof raw) {
@@ -159,9 +258,9 @@ int nifti_vol_open(const char *path, nifti_vol *v, char *err)
         if (r < 0) {
             int zerr = 0;
             const char *zmsg = gzerror(g, &zerr);
-            cli_err(err, "%s: corrupt compressed data (%s)", path, zmsg ? zmsg : "gzip error");
+            io__err(err, n, "%s: corrupt compressed data (%s)", path, zmsg ? zmsg : "gzip error");
             gzclose(g);
-            return -1;
+            return SWI_ERR_INVALID_ARG;
         }
         if (r == 0)
             break;
@@ -171,9 +270,9 @@ int nifti_vol_open(const char *path, nifti_vol *v, char *err)
     gzclose(g);
 
     if (got < (int)sizeof(nifti_1_header)) {
-        cli_err(err, "%s: not a NIfTI file (%s%d bytes; a header alone has 348)", path,
+        io__err(err, n, "%s: not a NIfTI file (%s%d bytes; a header alone has 348)", path,
                 is_gz ? "decompresses to " : "", got);
-        return -1;
+        return SWI_ERR_INVALID_ARG;
     }
     uint32_t sh;
     memcpy(&sh, raw, 4);
@@ -185,24 +284,24 @@ int nifti_vol_open(const char *path, nifti_vol *v, char *err)
         version = 2;
         swap = sh != 540;
     } else {
-        cli_err(err, "%s: not a NIfTI file (header size field is %u; NIfTI-1 has 348, NIfTI-2 540)",
+        io__err(err, n, "%s: not a NIfTI file (header size field is %u; NIfTI-1 has 348, NIfTI-2 540)",
                 path, (unsigned)sh);
-        return -1;
+        return SWI_ERR_INVALID_ARG;
     }
     if (version == 2 && got < (int)sizeof(nifti_2_header)) {
-        cli_err(err, "%s: truncated NIfTI-2 header (%d of 540 bytes)", path, got);
-        return -1;
+        io__err(err, n, "%s: truncated NIfTI-2 header (%d of 540 bytes)", path, got);
+        return SWI_ERR_INVALID_ARG;
     }
-    v->version = version;
-    memcpy(v->hdr, raw, version == 1 ? sizeof(nifti_1_header) : sizeof(nifti_2_header));
-    memcpy(v->raw, raw, sizeof v->raw);
+    v->fmt.nifti.version = version;
+    memcpy(v->fmt.nifti.hdr, raw, version == 1 ? sizeof(nifti_1_header) : sizeof(nifti_2_header));
+    memcpy(v->fmt.nifti.raw, raw, sizeof v->fmt.nifti.raw);
 
     const char *magic;
     int64_t dim[8];
     double slope, inter, vox_offset;
     int datatype;
     if (version == 1) {
-        nifti_1_header *h = (nifti_1_header *)v->hdr;
+        nifti_1_header *h = (nifti_1_header *)v->fmt.nifti.hdr;
         if (swap)
             swap_nifti_header(h, 1);
         magic = h->magic;
@@ -213,7 +312,7 @@ int nifti_vol_open(const char *path, nifti_vol *v, char *err)
         vox_offset = h->vox_offset;
         datatype = h->datatype;
     } else {
-        nifti_2_header *h = (nifti_2_header *)v->hdr;
+        nifti_2_header *h = (nifti_2_header *)v->fmt.nifti.hdr;
         if (swap)
             swap_nifti_header(h, 2);
         magic = h->magic;
@@ -228,25 +327,25 @@ int nifti_vol_open(const char *path, nifti_vol *v, char *err)
     /* Magic: single-file NIfTI only. */
     if (magic[0] != 'n' || magic[3] != '\0' || magic[2] != (char)('0' + version) ||
         (magic[1] != '+' && magic[1] != 'i')) {
-        cli_err(err, "%s: not a NIfTI-%d file (no NIfTI magic; an Analyze 7.5 header?)", path,
+        io__err(err, n, "%s: not a NIfTI-%d file (no NIfTI magic; an Analyze 7.5 header?)", path,
                 version);
-        return -1;
+        return SWI_ERR_INVALID_ARG;
     }
     if (magic[1] == 'i') {
-        cli_err(err, "%s: two-file NIfTI (.hdr/.img) is not supported; convert it to .nii", path);
-        return -1;
+        io__err(err, n, "%s: two-file NIfTI (.hdr/.img) is not supported; convert it to .nii", path);
+        return SWI_ERR_INVALID_ARG;
     }
 
     /* Dimensions. */
     if (dim[0] < 1 || dim[0] > 7) {
-        cli_err(err, "%s: corrupt header: dim[0] = %lld (must be 1..7)", path, (long long)dim[0]);
-        return -1;
+        io__err(err, n, "%s: corrupt header: dim[0] = %lld (must be 1..7)", path, (long long)dim[0]);
+        return SWI_ERR_INVALID_ARG;
     }
     for (int i = 1; i <= dim[0]; i++) {
         if (dim[i] < 1) {
-            cli_err(err, "%s: corrupt header: dim[%d] = %lld (sizes must be >= 1)", path, i,
+            io__err(err, n, "%s: corrupt header: dim[%d] = %lld (sizes must be >= 1)", path, i,
                     (long long)dim[i]);
-            return -1;
+            return SWI_ERR_INVALID_ARG;
         }
     }
     int nd = (int)dim[0];
@@ -258,17 +357,17 @@ int nifti_vol_open(const char *path, nifti_vol *v, char *err)
         for (int i = 1; i <= dim[0] && len < sizeof shape - 24; i++)
             len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", i > 1 ? "x" : "",
                                     (long long)dim[i]);
-        cli_err(err, "%s: is a %d-D image (%s); swi segments 3-D volumes (4th dim 1 is fine)",
+        io__err(err, n, "%s: is a %d-D image (%s); swi segments 3-D volumes (4th dim 1 is fine)",
                 path, nd, shape);
-        return -1;
+        return SWI_ERR_INVALID_ARG;
     }
     int64_t nvox = 1;
     for (int i = 1; i <= 3; i++) {
         if (dim[i] > MAX_VOXELS / nvox) {
-            cli_err(err, "%s: header sizes overflow: %lld x %lld x %lld voxels is more than swi "
+            io__err(err, n, "%s: header sizes overflow: %lld x %lld x %lld voxels is more than swi "
                     "accepts (2^40)", path, (long long)dim[1], (long long)dim[2],
                     (long long)dim[3]);
-            return -1;
+            return SWI_ERR_INVALID_ARG;
         }
         nvox *= dim[i];
     }
@@ -277,19 +376,19 @@ int nifti_vol_open(const char *path, nifti_vol *v, char *err)
     int nbyper = scalar_size(datatype);
     if (nbyper == 0) {
         if (is_known_type(datatype))
-            cli_err(err, "%s: unsupported datatype %s (code %d); swi reads scalar voxels "
+            io__err(err, n, "%s: unsupported datatype %s (code %d); swi reads scalar voxels "
                     "(integers and floats)", path, nifti_datatype_string(datatype), datatype);
         else
-            cli_err(err, "%s: corrupt header: unknown datatype code %d", path, datatype);
-        return -1;
+            io__err(err, n, "%s: corrupt header: unknown datatype code %d", path, datatype);
+        return SWI_ERR_INVALID_ARG;
     }
 
     /* Data offset. */
     int64_t hsize = version == 1 ? 348 : 540;
     if (!isfinite(vox_offset) || vox_offset < 0 || vox_offset > (double)INT32_MAX ||
         vox_offset != floor(vox_offset)) {
-        cli_err(err, "%s: corrupt header: vox_offset = %g", path, vox_offset);
-        return -1;
+        io__err(err, n, "%s: corrupt header: vox_offset = %g", path, vox_offset);
+        return SWI_ERR_INVALID_ARG;
     }
     int64_t offset = (int64_t)vox_offset;
     if (offset < hsize)
@@ -298,11 +397,11 @@ int nifti_vol_open(const char *path, nifti_vol *v, char *err)
     if (!is_gz) {
         int64_t need = offset + bytes;
         if ((int64_t)st.st_size < need) {
-            cli_err(err, "%s: truncated: the header describes %lld x %lld x %lld voxels "
+            io__err(err, n, "%s: truncated: the header describes %lld x %lld x %lld voxels "
                     "(%lld bytes from offset %lld) but the file has %lld bytes", path,
                     (long long)dim[1], (long long)dim[2], (long long)dim[3], (long long)bytes,
                     (long long)offset, (long long)st.st_size);
-            return -1;
+            return SWI_ERR_INVALID_ARG;
         }
     }
 
@@ -314,15 +413,18 @@ int nifti_vol_open(const char *path, nifti_vol *v, char *err)
         inter = 0;
     }
 
+    v->format = SWI_IO_NIFTI;
     v->size[0] = dim[1];
     v->size[1] = dim[2];
     v->size[2] = dim[3];
-    v->datatype = datatype;
-    v->nbyper = nbyper;
+    v->fmt.nifti.datatype = datatype;
+    v->bytes_per_voxel = nbyper;
     v->slope = slope;
     v->inter = inter;
-    v->offset = offset;
-    return 0;
+    v->fmt.nifti.offset = offset;
+    v->type = io_type_of(datatype);
+    set_geometry(v);
+    return SWI_OK;
 }
 
 /* Convert + transpose: src is [nk][nj][ni] (file order), dst [ni][nj][nk]. Blocked along k so
@@ -384,77 +486,93 @@ static void convert(const void *src, int datatype, const int64_t size[3], double
     }
 }
 
-int nifti_vol_load(const nifti_vol *v, float *dst, char *err)
+swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
+                          char *err, size_t n)
 {
     quiet_niftilib();
     /* The image structure comes from the header we validated, not from nifti_image_read():
      * niftilib finds files by their base name, and asked for X.nii.gz it would read the
      * voxels of a sibling X.nii. The conversion also settles byte order and swapping. */
     nifti_image *nim;
-    if (v->version == 1) {
+    if (v->fmt.nifti.version == 1) {
         nifti_1_header h;
-        memcpy(&h, v->raw, sizeof h);
+        memcpy(&h, v->fmt.nifti.raw, sizeof h);
         nim = nifti_convert_n1hdr2nim(h, v->path);
     } else {
         nifti_2_header h;
-        memcpy(&h, v->raw, sizeof h);
+        memcpy(&h, v->fmt.nifti.raw, sizeof h);
         nim = nifti_convert_n2hdr2nim(h, v->path);
     }
     if (!nim) {
-        cli_err(err, "%s: niftilib could not use the header", v->path);
-        return -1;
+        io__err(err, n, "%s: niftilib could not use the header", v->path);
+        return SWI_ERR_INVALID_ARG;
     }
     /* niftilib must see what we validated. */
     if (nim->nx != v->size[0] || nim->ny != v->size[1] || nim->nz != v->size[2] ||
-        nim->nvox != v->size[0] * v->size[1] * v->size[2] || nim->datatype != v->datatype ||
-        nim->nbyper != v->nbyper || nim->iname_offset != v->offset) {
-        cli_err(err, "%s: inconsistent header (niftilib reads %lldx%lldx%lld of type %d)",
+        nim->nvox != v->size[0] * v->size[1] * v->size[2] || nim->datatype != v->fmt.nifti.datatype ||
+        nim->nbyper != v->bytes_per_voxel || nim->iname_offset != v->fmt.nifti.offset) {
+        io__err(err, n, "%s: inconsistent header (niftilib reads %lldx%lldx%lld of type %d)",
                 v->path, (long long)nim->nx, (long long)nim->ny, (long long)nim->nz,
                 nim->datatype);
         nifti_image_free(nim);
-        return -1;
+        return SWI_ERR_INVALID_ARG;
     }
-    if (cli_interrupted()) {
+    if (io__cancelled(cancel)) {
         nifti_image_free(nim);
-        cli_err(err, "interrupted");
-        return -1;
+        io__err(err, n, "interrupted");
+        return SWI_ERR_CANCELLED;
     }
     const int64_t ntot = nim->nvox * nim->nbyper;
     void *buf = malloc((size_t)ntot);
     if (!buf) {
         char b[32];
-        cli_err(err, "%s: out of memory reading %s of voxels", v->path,
-                cli_bytes((size_t)ntot, b));
+        io__err(err, n, "%s: out of memory reading %s of voxels", v->path,
+                io__bytes((size_t)ntot, b));
         nifti_image_free(nim);
-        return -1;
+        return SWI_ERR_NOMEM;
     }
     /* Exactly this file, decompressed when it is gzip data whatever its name says (zlib
      * reads plain files through the same path). */
     znzFile fp = znzopen(v->path, "rb", 1);
     int64_t got = -1;
     if (!znz_isnull(fp)) {
-        if (znzseek(fp, (long)v->offset, SEEK_SET) >= 0)
+        if (znzseek(fp, (long)v->fmt.nifti.offset, SEEK_SET) >= 0)
             got = nifti_read_buffer(fp, buf, ntot, nim); /* short read fails; swaps */
         znzclose(fp);
     }
     if (got != ntot) {
-        cli_err(err, "%s: truncated or corrupt voxel data (could not read %lld bytes from "
-                "offset %lld)", v->path, (long long)ntot, (long long)v->offset);
+        io__err(err, n, "%s: truncated or corrupt voxel data (could not read %lld bytes from "
+                "offset %lld)", v->path, (long long)ntot, (long long)v->fmt.nifti.offset);
         free(buf);
         nifti_image_free(nim);
-        return -1;
+        return SWI_ERR_INVALID_ARG;
     }
-    convert(buf, v->datatype, v->size, v->slope, v->inter, dst);
+    convert(buf, v->fmt.nifti.datatype, v->size, v->slope, v->inter, dst);
     free(buf);
     nifti_image_free(nim);
-    return 0;
+    return SWI_OK;
 }
 
-void nifti_vol_make(nifti_vol *v, const int64_t size[3], const double spacing[3])
+swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3],
+                          char *err, size_t n)
 {
     memset(v, 0, sizeof *v);
-    v->version = 1;
-    nifti_1_header *h = (nifti_1_header *)v->hdr;
+    for (int a = 0; a < 3; a++) {
+        if (size[a] < 1 || size[a] > 32767) {
+            io__err(err, n, "size[%d] = %lld (a NIfTI-1 volume has 1..32767 voxels per axis)", a,
+                    (long long)size[a]);
+            return SWI_ERR_INVALID_ARG;
+        }
+        if (!(spacing[a] > 0) || !isfinite(spacing[a]) || spacing[a] > 3.4e38) {
+            io__err(err, n, "spacing[%d] = %g (must be positive and finite)", a, spacing[a]);
+            return SWI_ERR_INVALID_ARG;
+        }
+    }
+    snprintf(v->path, sizeof v->path, "(generated)");
+    v->format = SWI_IO_NIFTI;
+    v->type = SWI_IO_TYPE_FLOAT32;
+    v->fmt.nifti.version = 1;
+    nifti_1_header *h = (nifti_1_header *)v->fmt.nifti.hdr;
     h->sizeof_hdr = 348;
     h->dim[0] = 3;
     for (int i = 0; i < 3; i++) {
@@ -478,10 +596,13 @@ void nifti_vol_make(nifti_vol *v, const int64_t size[3], const double spacing[3]
     h->srow_z[2] = (float)spacing[2];
     memcpy(h->magic, "n+1", 4);
     memcpy(v->size, size, sizeof v->size);
-    v->datatype = NIFTI_TYPE_FLOAT32;
-    v->nbyper = 4;
+    v->fmt.nifti.datatype = NIFTI_TYPE_FLOAT32;
+    v->bytes_per_voxel = 4;
     v->slope = 1;
-    v->offset = 352;
+    v->fmt.nifti.offset = 352;
+    memcpy(v->fmt.nifti.raw, v->fmt.nifti.hdr, sizeof v->fmt.nifti.raw);
+    set_geometry(v);
+    return SWI_OK;
 }
 
 /* ---- writing --------------------------------------------------------------- */
@@ -491,16 +612,18 @@ typedef struct sink {
     gzFile gz;
     const char *name;
     char *err;
-    int failed;
+    size_t errlen;
+    const swi_io_cancel *cancel;
+    swi_status failed; /* SWI_OK until the first failure */
 } sink;
 
 static int sink_write(sink *s, const void *buf, size_t n)
 {
     if (s->failed)
         return -1;
-    if (cli_interrupted()) {
-        cli_err(s->err, "interrupted");
-        s->failed = 1;
+    if (io__cancelled(s->cancel)) {
+        io__err(s->err, s->errlen, "interrupted");
+        s->failed = SWI_ERR_CANCELLED;
         return -1;
     }
     const unsigned char *p = buf;
@@ -511,9 +634,9 @@ static int sink_write(sink *s, const void *buf, size_t n)
             if (w <= 0) {
                 int zerr = 0;
                 const char *m = gzerror(s->gz, &zerr);
-                cli_err(s->err, "%s: write failed: %s", s->name,
+                io__err(s->err, s->errlen, "%s: write failed: %s", s->name,
                         zerr == Z_ERRNO ? strerror(errno) : (m ? m : "zlib error"));
-                s->failed = 1;
+                s->failed = SWI_ERR_INVALID_ARG;
                 return -1;
             }
             chunk = (size_t)w;
@@ -522,9 +645,9 @@ static int sink_write(sink *s, const void *buf, size_t n)
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {
-                cli_err(s->err, "%s: write failed: %s", s->name,
+                io__err(s->err, s->errlen, "%s: write failed: %s", s->name,
                         w < 0 ? strerror(errno) : "no progress");
-                s->failed = 1;
+                s->failed = SWI_ERR_INVALID_ARG;
                 return -1;
             }
             chunk = (size_t)w;
@@ -535,29 +658,29 @@ static int sink_write(sink *s, const void *buf, size_t n)
     return 0;
 }
 
-static int out_nbyper(nifti_out_type t)
+static int out_nbyper(swi_dtype t)
 {
-    return t == NIFTI_OUT_UINT8 ? 1 : t == NIFTI_OUT_UINT16 ? 2 : 4;
+    return t == SWI_DTYPE_UINT8 ? 1 : t == SWI_DTYPE_UINT16 ? 2 : 4;
 }
 
-static int out_datatype(nifti_out_type t)
+static int out_datatype(swi_dtype t)
 {
-    return t == NIFTI_OUT_UINT8 ? NIFTI_TYPE_UINT8
-         : t == NIFTI_OUT_UINT16 ? NIFTI_TYPE_UINT16 : NIFTI_TYPE_FLOAT32;
+    return t == SWI_DTYPE_UINT8 ? NIFTI_TYPE_UINT8
+         : t == SWI_DTYPE_UINT16 ? NIFTI_TYPE_UINT16 : NIFTI_TYPE_FLOAT32;
 }
 
 /* Fill the header of an output from the input's: only data-describing fields change. */
-static size_t make_header(const nifti_vol *like, nifti_out_type type, nifti_out_kind kind,
+static size_t make_header(const swi_volume *like, swi_dtype type, swi_io_kind kind,
                           int64_t channels, int64_t classes, unsigned char *out)
 {
     int dt = out_datatype(type);
     int bitpix = 8 * out_nbyper(type);
-    const char *intent_name = kind == NIFTI_OUT_LABELS ? "labels"
-                            : kind == NIFTI_OUT_SCORES ? "scores" : "";
-    int intent = kind == NIFTI_OUT_LABELS ? NIFTI_INTENT_LABEL : NIFTI_INTENT_NONE;
-    if (like->version == 2) {
+    const char *intent_name = kind == SWI_IO_LABELS ? "labels"
+                            : kind == SWI_IO_SCORES ? "scores" : "";
+    int intent = kind == SWI_IO_LABELS ? NIFTI_INTENT_LABEL : NIFTI_INTENT_NONE;
+    if (like->fmt.nifti.version == 2) {
         nifti_2_header h;
-        memcpy(&h, like->hdr, sizeof h);
+        memcpy(&h, like->fmt.nifti.hdr, sizeof h);
         h.sizeof_hdr = 540;
         memcpy(h.magic, "n+2\0\r\n\032\n", 8);
         h.datatype = (int16_t)dt;
@@ -572,7 +695,7 @@ static size_t make_header(const nifti_vol *like, nifti_out_type type, nifti_out_
         h.scl_slope = 1;
         h.scl_inter = 0;
         h.cal_min = 0;
-        h.cal_max = kind == NIFTI_OUT_LABELS ? (double)(classes - 1) : 0;
+        h.cal_max = kind == SWI_IO_LABELS ? (double)(classes - 1) : 0;
         h.intent_code = intent;
         h.intent_p1 = h.intent_p2 = h.intent_p3 = 0;
         memset(h.intent_name, 0, sizeof h.intent_name);
@@ -584,7 +707,7 @@ static size_t make_header(const nifti_vol *like, nifti_out_type type, nifti_out_
         return sizeof h + 4;
     } else {
         nifti_1_header h;
-        memcpy(&h, like->hdr, sizeof h);
+        memcpy(&h, like->fmt.nifti.hdr, sizeof h);
         h.sizeof_hdr = 348;
         memcpy(h.magic, "n+1", 4);
         h.datatype = (short)dt;
@@ -599,7 +722,7 @@ static size_t make_header(const nifti_vol *like, nifti_out_type type, nifti_out_
         h.scl_slope = 1;
         h.scl_inter = 0;
         h.cal_min = 0;
-        h.cal_max = kind == NIFTI_OUT_LABELS ? (float)(classes - 1) : 0;
+        h.cal_max = kind == SWI_IO_LABELS ? (float)(classes - 1) : 0;
         h.intent_code = (short)intent;
         h.intent_p1 = h.intent_p2 = h.intent_p3 = 0;
         memset(h.intent_name, 0, sizeof h.intent_name);
@@ -613,15 +736,36 @@ static size_t make_header(const nifti_vol *like, nifti_out_type type, nifti_out_
     }
 }
 
-int nifti_write_fd(int fd, int gz, const char *name, const nifti_vol *like, const void *data,
-                   nifti_out_type type, nifti_out_kind kind, int64_t channels, int64_t classes,
-                   char *err)
+swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume *like,
+                              const void *data, swi_dtype type, swi_io_kind kind,
+                              int64_t channels, int64_t classes, const swi_io_cancel *cancel,
+                              char *err, size_t n)
 {
     const int64_t ni = like->size[0], nj = like->size[1], nk = like->size[2];
-    if (like->version == 1 && (ni > 32767 || nj > 32767 || nk > 32767 || channels > 32767)) {
+    const char *bad = NULL;
+    if (fd < 0)
+        bad = "fd < 0";
+    else if (like->format != SWI_IO_NIFTI || (like->fmt.nifti.version != 1 &&
+                                              like->fmt.nifti.version != 2))
+        bad = "like is not an opened or made NIfTI volume";
+    else if (type != SWI_DTYPE_UINT8 && type != SWI_DTYPE_UINT16 && type != SWI_DTYPE_FLOAT32)
+        bad = "dtype must be SWI_DTYPE_UINT8, _UINT16 or _FLOAT32";
+    else if (kind != SWI_IO_IMAGE && kind != SWI_IO_LABELS && kind != SWI_IO_SCORES)
+        bad = "kind is not an swi_io_kind";
+    else if (channels < 1 || channels > ((int64_t)1 << 31))
+        bad = "planes must be 1..2^31";
+    else if (ni < 1 || nj < 1 || nk < 1 || ni > MAX_VOXELS / nj || ni * nj > MAX_VOXELS / nk)
+        bad = "like's sizes are not a volume";
+    if (bad) {
+        if (fd >= 0)
+            close(fd);
+        io__err(err, n, "%s: %s", name, bad);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (like->fmt.nifti.version == 1 && (ni > 32767 || nj > 32767 || nk > 32767 || channels > 32767)) {
         close(fd);
-        cli_err(err, "%s: a NIfTI-1 dimension cannot exceed 32767", name);
-        return -1;
+        io__err(err, n, "%s: a NIfTI-1 dimension cannot exceed 32767", name);
+        return SWI_ERR_INVALID_ARG;
     }
     const size_t nb = (size_t)out_nbyper(type);
     int64_t kb = KB < nk ? KB : nk;
@@ -629,21 +773,21 @@ int nifti_write_fd(int fd, int gz, const char *name, const nifti_vol *like, cons
     unsigned char *buf = malloc(slab);
     if (!buf) {
         close(fd);
-        cli_err(err, "%s: out of memory", name);
-        return -1;
+        io__err(err, n, "%s: out of memory", name);
+        return SWI_ERR_NOMEM;
     }
-    sink s = { fd, NULL, name, err, 0 };
+    sink s = { fd, NULL, name, err, n, cancel, SWI_OK };
     if (gz) {
         /* Label maps compress well at any level; float scores are large: favour speed. */
-        int level = type == NIFTI_OUT_FLOAT32 ? 1 : 6;
+        int level = type == SWI_DTYPE_FLOAT32 ? 1 : 6;
         char mode[8];
         snprintf(mode, sizeof mode, "wb%d", level);
         s.gz = gzdopen(fd, mode);
         if (!s.gz) {
             close(fd);
             free(buf);
-            cli_err(err, "%s: cannot start compression", name);
-            return -1;
+            io__err(err, n, "%s: cannot start compression", name);
+            return SWI_ERR_NOMEM;
         }
         gzbuffer(s.gz, 1u << 20);
     }
@@ -683,17 +827,17 @@ int nifti_write_fd(int fd, int gz, const char *name, const nifti_vol *like, cons
     if (s.gz) {
         int rc = gzclose(s.gz); /* closes fd */
         if (rc != Z_OK && !s.failed) {
-            cli_err(err, "%s: write failed: %s", name,
+            io__err(err, n, "%s: write failed: %s", name,
                     rc == Z_ERRNO ? strerror(errno) : "zlib error on close");
-            s.failed = 1;
+            s.failed = SWI_ERR_INVALID_ARG;
         }
     } else {
         if (close(fd) != 0 && !s.failed) {
-            cli_err(err, "%s: write failed: %s", name, strerror(errno));
-            s.failed = 1;
+            io__err(err, n, "%s: write failed: %s", name, strerror(errno));
+            s.failed = SWI_ERR_INVALID_ARG;
         }
     }
-    return s.failed ? -1 : 0;
+    return s.failed;
 }
 
 #endif /* SWI_HAVE_NIFTI */
