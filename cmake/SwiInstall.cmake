@@ -104,10 +104,16 @@ endif()
 # ---- install_consumer: a program outside the tree, built against the install -------
 if(BUILD_TESTING AND TARGET swi_ort_shared AND TARGET swi_io_shared AND SWI_NIFTI_FOUND)
   find_program(SWI_PKG_CONFIG NAMES pkg-config pkgconf)
+  # A sanitizer build's libraries need the sanitizer runtimes in the consumer too.
+  set(_consumer_flags "")
+  if(SWI_SANITIZE)
+    set(_consumer_flags "-fsanitize=address,undefined")
+  endif()
   if(SWI_PKG_CONFIG)
     add_test(NAME install_consumer
       COMMAND bash ${CMAKE_SOURCE_DIR}/tests/consumer/run.sh ${CMAKE_BINARY_DIR}
-              ${CMAKE_BINARY_DIR}/install_consumer ${SWI_GOLDEN_DIR}/e2e ${CMAKE_COMMAND} ${CMAKE_C_COMPILER})
+              ${CMAKE_BINARY_DIR}/install_consumer ${SWI_GOLDEN_DIR}/e2e ${CMAKE_COMMAND} ${CMAKE_C_COMPILER}
+              "${_consumer_flags}")
     set_tests_properties(install_consumer PROPERTIES TIMEOUT 600)
   else()
     message(STATUS "install_consumer: not registered (no pkg-config)")

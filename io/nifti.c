@@ -568,7 +568,6 @@ swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spa
             return SWI_ERR_INVALID_ARG;
         }
     }
-    snprintf(v->path, sizeof v->path, "(generated)");
     v->format = SWI_IO_NIFTI;
     v->type = SWI_IO_TYPE_FLOAT32;
     v->fmt.nifti.version = 1;

@@ -84,7 +84,7 @@ typedef struct swi_io_nifti {
 
 /** A volume's description: opened from a file, or made for generated data. */
 typedef struct swi_volume {
-    char path[4096];
+    char path[4096];           /**< the file opened ("" for a made volume) */
     swi_io_format format;
     int64_t size[3];           /**< voxels along i, j, k */
     swi_io_type type;          /**< stored element type */
@@ -116,8 +116,9 @@ typedef struct swi_io_cancel {
 swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
                            char *err, size_t errlen);
 
-/** Describe a generated volume of `size` voxels, `spacing` mm, axis-aligned (qform and
- *  sform = diag(spacing), scanner coordinates), float32, written as NIfTI-1. */
+/** Describe a generated volume of `size` voxels (1..32767 each), `spacing` mm,
+ *  axis-aligned (qform and sform = diag(spacing), scanner coordinates), to write as
+ *  NIfTI-1 with swi_volume_write_fd. It has no file (path ""), so nothing to read. */
 swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double spacing[3],
                            char *err, size_t errlen);
 

@@ -94,8 +94,9 @@ swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel 
         io__err(err, n, "swi_volume_read: %s is NULL", v ? "dst" : "v");
         return SWI_ERR_INVALID_ARG;
     }
-    if (v->format != SWI_IO_NIFTI) {
-        io__err(err, n, "%s: not an opened volume", v->path);
+    if (v->format != SWI_IO_NIFTI || !v->path[0]) {
+        io__err(err, n, "swi_volume_read: %s", v->path[0] ? "not an opened volume"
+                : "a made volume has no file to read");
         return SWI_ERR_INVALID_ARG;
     }
     return io__nifti_read(v, dst, cancel, err, n);

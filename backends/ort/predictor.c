@@ -372,6 +372,10 @@ int64_t swi_ort_calls_per_batch(const swi_ort_model *m, int64_t n)
 static int predict(void *user, swi_batch *b)
 {
     swi_ort_model *m = user;
+    if (!m->prepared) {
+        swi_batch_set_error(b, "swi_ort predictor: the model was not prepared (swi_ort_prepare)");
+        return 1;
+    }
     int64_t n = swi_batch_count(b);
     const float *in = swi_batch_input(b);
     float *out = swi_batch_output(b, 0, m->out_channels, m->out_spatial);

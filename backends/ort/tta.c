@@ -40,7 +40,7 @@ void ort__flip3_copy(const float *src, float *dst, int64_t planes, const int64_t
 }
 
 void ort__flip3_accumulate(const float *src, float *dst, int64_t planes, const int64_t s[3],
-                      int mask)
+                           int mask)
 {
     flip3(src, dst, planes, s, mask, 1);
 }
