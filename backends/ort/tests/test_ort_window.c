@@ -67,6 +67,57 @@ static float *read_f32(const char *path, size_t n)
     return d;
 }
 
+/* The error convention: a status and one line naming the file and the field. */
+static void check_errors(const char *model)
+{
+    char err[SWI_ERRLEN];
+    swi_ort_options opt;
+    swi_ort_options_init(&opt);
+    swi_ort_model *m = NULL;
+    CHECK(swi_ort_open("no/such.onnx", &opt, &m, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+          !m && strstr(err, "no/such.onnx: cannot open"), "missing model: %s", err);
+    CHECK(swi_ort_open("no/such.onnx", &opt, &m, NULL, 0) == SWI_ERR_INVALID_ARG,
+          "err may be NULL");
+    opt.graph_opt = (swi_ort_graph_opt)7;
+    CHECK(swi_ort_open(model, &opt, &m, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+          strstr(err, "graph_opt"), "bad graph_opt: %s", err);
+    swi_ort_options_init(&opt);
+    opt.config = "session.no_such_key_of_swi=1;no_equals_sign";
+    if (swi_ort_open(model, &opt, &m, err, sizeof err) != SWI_OK) {
+        fprintf(stderr, "%s\n", err);
+        failures++;
+        return;
+    }
+    CHECK(swi_ort_output_count(m) == 1, "outputs");
+    float x[1] = { 0 };
+    CHECK(swi_ort_run(m, x, 1, x, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+          strstr(err, "not prepared"), "run before prepare: %s", err);
+    swi_ort_window w;
+    swi_head_spec head;
+    swi_ort_window_init(&w, 2);
+    CHECK(swi_ort_prepare(m, &w, &head, err, sizeof err) == SWI_ERR_SHAPE &&
+          strstr(err, "expects 1 input channel"), "channels: %s", err);
+    swi_ort_window_init(&w, 1);
+    w.roi[0] = 16;
+    CHECK(swi_ort_prepare(m, &w, &head, err, sizeof err) == SWI_ERR_SHAPE &&
+          strstr(err, "fixed at"), "roi: %s", err);
+    swi_ort_window_init(&w, 1);
+    w.output = 1;
+    CHECK(swi_ort_prepare(m, &w, &head, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+          strstr(err, "output 1: the model has 1 output"), "output: %s", err);
+    swi_ort_tensor_info info;
+    CHECK(swi_ort_input_info(m, &info, err, sizeof err) == SWI_OK && info.rank == 5 &&
+          info.shape[0] == -1 && info.shape[1] == 1 && info.shape[2] == 32 &&
+          strcmp(info.type_name, "float32") == 0, "input info");
+    CHECK(swi_ort_output_info(m, 0, &info, err, sizeof err) == SWI_OK && info.shape[1] == 4,
+          "output info");
+    char desc[512];
+    swi_ort_describe(m, desc, sizeof desc);
+    CHECK(strstr(desc, "input 'image'") != NULL, "describe: %s", desc);
+    swi_ort_close(m);
+    swi_ort_close(NULL);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -94,6 +145,7 @@ int main(int argc, char **argv)
     }
 
     snprintf(path, sizeof path, "%s/unet.onnx", argv[1]);
+    check_errors(path);
     ort_opts o = { 2, 0, 0, 0 };
     swi_ort_model *m;
     int64_t roi[3] = { 0, 0, 0 };
