@@ -1,6 +1,6 @@
 /*
- * fuzz_nifti.c -- the NIfTI path of swi_io (io/nifti.c): header validation, voxel
- * reading through niftilib, and the writer, as one round trip.
+ * fuzz_nifti.c -- the NIfTI path of swi_io (io/nifti_read.c, io/nifti_write.c): header
+ * validation, voxel reading through niftilib, and the writer, as one round trip.
  *
  * Each input is a file: gzip data (it starts with 1f 8b) is stored as in.nii.gz, anything
  * else as in.nii. swi_volume_open must refuse it with a message or describe a volume that

@@ -6,6 +6,10 @@
 
 #include "swi_io.h"
 
+/* Largest voxel count accepted: keeps every byte count (x 16 bytes per voxel, x channels)
+ * far from overflowing int64_t/size_t. 2^40 voxels is 4 TB of float32. */
+#define IO_MAX_VOXELS ((int64_t)1 << 40)
+
 /* printf into err (n bytes, NULL = discard), folded onto one line. */
 void io__err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -21,7 +25,7 @@ static inline int io__cancelled(const swi_io_cancel *c)
     return c && c->cancelled && c->cancelled(c->user);
 }
 
-/* The NIfTI module (nifti.c). */
+/* The NIfTI module (nifti_read.c, nifti_write.c). */
 int io__nifti_available(void);
 swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n);
 swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
