@@ -28,16 +28,17 @@
  * scl_inter) applied; NaN/Inf voxels of float files read as 0, as niftilib does.
  *
  * Geometry. `affine` maps (i, j, k, 1) to scanner millimetres (RAS+, NIfTI's convention):
- * the sform when set, else the qform, else the pixdim diagonal -- nibabel's choice.
+ * the sform when its code is set, else the qform, else pixdim with i mirrored about the
+ * volume's centre -- nibabel's img.affine in every case.
  * Writing copies the input's header and changes only what describes the data (sizes,
  * type, scaling, intent), so qform, sform, pixdim, units and orientation are kept exactly.
  *
  * Errors follow swi.h: functions return an swi_status and write one line naming the file
  * into err (errlen bytes; NULL to discard). Nothing is printed. A file that cannot be read
  * or written is SWI_ERR_INVALID_ARG, a corrupt or unsupported one SWI_ERR_INVALID_ARG with
- * the field at fault, a stop asked by `cancel` SWI_ERR_CANCELLED. Headers are validated
- * before niftilib sees them (it trusts the sizes it reads): a hostile header is refused
- * with a message, never read past.
+ * the field at fault, a stop asked by `cancel` SWI_ERR_CANCELLED, memory that runs out
+ * SWI_ERR_NOMEM. Headers are validated before niftilib sees them (it trusts the sizes it
+ * reads): a hostile header is refused with a message, never read past.
  *
  * Writers take an open descriptor and close it in every case, so the caller picks the
  * commit policy (the swi command writes to a temporary file and renames it).
