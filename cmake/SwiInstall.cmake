@@ -104,11 +104,15 @@ endif()
 # ---- install_consumer: a program outside the tree, built against the install -------
 if(BUILD_TESTING AND TARGET swi_ort_shared AND TARGET swi_io_shared AND SWI_NIFTI_FOUND)
   find_program(SWI_PKG_CONFIG NAMES pkg-config pkgconf)
-  # A sanitizer build's libraries need the sanitizer runtimes in the consumer too.
+  # A sanitizer or coverage build's libraries need their runtimes in the consumer too.
   set(_consumer_flags "")
   if(SWI_SANITIZE)
-    set(_consumer_flags "-fsanitize=address,undefined")
+    string(APPEND _consumer_flags " -fsanitize=address,undefined")
   endif()
+  if(SWI_COVERAGE)
+    string(APPEND _consumer_flags " --coverage")
+  endif()
+  string(STRIP "${_consumer_flags}" _consumer_flags)
   if(SWI_PKG_CONFIG)
     add_test(NAME install_consumer
       COMMAND bash ${CMAKE_SOURCE_DIR}/tests/consumer/run.sh ${CMAKE_BINARY_DIR}
