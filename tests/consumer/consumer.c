@@ -121,7 +121,8 @@ int main(int argc, char **argv)
     p.sw_batch_size = 4;
     p.n_heads = 1;
     p.heads[0] = head;
-    swi_tensor in = { image, 1, 1, 3, { vol.size[0], vol.size[1], vol.size[2] } };
+    swi_tensor in = { .data = image, .batch = 1, .channels = 1, .dims = 3,
+                      .size = { vol.size[0], vol.size[1], vol.size[2] } };
     swi_output outs[2];
     swi_output_init(&outs[0], 0, SWI_REDUCE_ARGMAX);
     swi_output_init(&outs[1], 0, SWI_REDUCE_NONE);
