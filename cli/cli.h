@@ -17,6 +17,13 @@ int swi_cmd_demo(int argc, char **argv);
 int swi_cmd_bench(int argc, char **argv);  /* cli/cmd_bench.c (the lead's) */
 int swi_cmd_export(int argc, char **argv); /* export/ (when built) */
 
+/* Whether swi links the ONNX Runtime backend (else cli/ort_stub.c stands in for it). */
+#ifdef SWI_HAVE_ORT
+#define CLI_HAVE_ORT 1
+#else
+#define CLI_HAVE_ORT 0
+#endif
+
 #define SEG_MAX_INPUTS 16
 
 /** Everything `swi segment` and `swi plan` take on the command line. */

@@ -8,8 +8,8 @@
  */
 #include "cli.h"
 
-#include "nifti_io.h"
 #include "safety.h"
+#include "swi_io.h"
 #include "util.h"
 
 #include <errno.h>
@@ -67,14 +67,15 @@ int swi_cmd_demo(int argc, char **argv)
 #else
 
 /* Write a generated volume ([ni][nj][nk], C order) through the safe-output path. */
-static int write_volume(const char *path, const nifti_vol *like, const void *data,
-                        nifti_out_type type, nifti_out_kind kind, int64_t classes, char *err)
+static int write_volume(const char *path, const swi_volume *like, const void *data,
+                        swi_dtype type, swi_io_kind kind, int64_t classes, char *err)
 {
     cli_out o;
     if (cli_out_begin(&o, path, 1, err))
         return -1;
-    if (nifti_write_fd(cli_out_take_fd(&o), cli_ends_with(path, ".gz"), path, like, data, type,
-                       kind, 1, classes, err) ||
+    const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
+    if (swi_volume_write_fd(cli_out_take_fd(&o), path, like, data, type, kind, 1, classes,
+                            &cancel, err, SWI_ERRLEN) ||
         cli_out_commit(&o, 1, err)) {
         cli_out_abort(&o);
         return -1;
@@ -191,11 +192,11 @@ int swi_cmd_demo(int argc, char **argv)
                 (long long)size[0], (long long)size[1], (long long)size[2]);
         return 1;
     }
-    nifti_vol like;
+    swi_volume like;
     const double spacing[3] = { 1, 1, 1 };
-    nifti_vol_make(&like, size, spacing);
-    if (write_volume(img_path, &like, image, NIFTI_OUT_FLOAT32, NIFTI_OUT_IMAGE, 1, err) ||
-        write_volume(truth_path, &like, truth, NIFTI_OUT_UINT8, NIFTI_OUT_LABELS,
+    if (swi_volume_make(&like, size, spacing, err, SWI_ERRLEN) ||
+        write_volume(img_path, &like, image, SWI_DTYPE_FLOAT32, SWI_IO_IMAGE, 1, err) ||
+        write_volume(truth_path, &like, truth, SWI_DTYPE_UINT8, SWI_IO_LABELS,
                      SWI_PHANTOM_CLASSES, err)) {
         free(image), free(truth);
         fprintf(stderr, "%s: %s\n", who, err);

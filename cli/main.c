@@ -3,9 +3,8 @@
  */
 #include "cli.h"
 
-#include "nifti_io.h"
-#include "ort_predictor.h"
-#include "preview.h"
+#include "swi_io.h"
+#include "swi_ort.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -73,9 +72,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
         printf("swi %s (libswi %s)\n", SWI_VERSION_STRING, swi_version());
-        printf("  ONNX Runtime: %s\n", ort_available() ? ort_version() : "not built in");
-        printf("  NIfTI (niftilib): %s\n", nifti_available() ? "yes" : "not built in");
-        printf("  PNG (libpng): %s\n", preview_available() ? "yes" : "not built in");
+        printf("  ONNX Runtime: %s\n", CLI_HAVE_ORT ? swi_ort_version() : "not built in");
+        printf("  NIfTI (niftilib): %s\n", swi_io_available(SWI_IO_NIFTI) ? "yes" : "not built in");
+        printf("  PNG (libpng): %s\n", swi_io_available(SWI_IO_PNG) ? "yes" : "not built in");
 #ifdef SWI_HAVE_EXPORT
         printf("  export: yes\n");
 #else

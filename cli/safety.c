@@ -29,6 +29,12 @@ int cli_interrupted(void)
     return (int)g_signal;
 }
 
+int cli_interrupted_cb(void *unused)
+{
+    (void)unused;
+    return g_signal != 0;
+}
+
 int cli_interrupt_status(void)
 {
     return 128 + (g_signal ? (int)g_signal : SIGINT);

@@ -29,6 +29,9 @@ int cli_interrupted(void);
 /** Called (from the signal thread) on the first signal; NULL to clear. */
 void cli_set_cancel_hook(void (*hook)(void *user), void *user);
 
+/** cli_interrupted() != 0, as a stop test for library calls (swi_io_cancel). */
+int cli_interrupted_cb(void *unused);
+
 /** Exit status for an interruption: 128 + signal. */
 int cli_interrupt_status(void);
 

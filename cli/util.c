@@ -179,3 +179,14 @@ int cli_cpu_count(void)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? (int)n : 1;
 }
+
+void cli_shape_str(const int64_t *s, int rank, char *buf, size_t n)
+{
+    size_t len = 0;
+    len += (size_t)snprintf(buf + len, n - len, "[");
+    for (int i = 0; i < rank && i < 8 && len < n - 24; i++)
+        len += (size_t)(s[i] < 0 ? snprintf(buf + len, n - len, "%s?", i ? "," : "")
+                                 : snprintf(buf + len, n - len, "%s%lld", i ? "," : "",
+                                            (long long)s[i]));
+    snprintf(buf + len, n - len, "]");
+}

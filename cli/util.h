@@ -47,4 +47,7 @@ int cli_ends_with(const char *path, const char *suffix);
 /** Number of online CPUs (>= 1). */
 int cli_cpu_count(void);
 
+/** A tensor shape as "[?,1,32,32,32]" (negative sizes are dynamic: "?"). */
+void cli_shape_str(const int64_t *s, int rank, char *buf, size_t n);
+
 #endif

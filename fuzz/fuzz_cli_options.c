@@ -1,6 +1,6 @@
 /*
  * fuzz_cli_options.c -- the option parser of `swi segment` / `swi plan` (seg_parse in
- * cli/cmd_segment.c) and the number, list and size parsers under it (cli/util.c).
+ * cli/segment_options.c) and the number, list and size parsers under it (cli/util.c).
  *
  * Input layout: byte 0 selects what is parsed; the rest is split at NUL bytes into
  * arguments (at most 64). Mode 0/1: seg_parse for segment/plan, with argv[0] supplied.

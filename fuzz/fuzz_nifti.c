@@ -1,16 +1,15 @@
 /*
- * fuzz_nifti.c -- the NIfTI path of the swi command (cli/nifti_io.c): header validation,
- * voxel reading through niftilib, and the writer, as one round trip.
+ * fuzz_nifti.c -- the NIfTI path of swi_io (io/nifti_read.c, io/nifti_write.c): header
+ * validation, voxel reading through niftilib, and the writer, as one round trip.
  *
  * Each input is a file: gzip data (it starts with 1f 8b) is stored as in.nii.gz, anything
- * else as in.nii. nifti_vol_open must refuse it with a message or describe a volume that
- * is consistent with itself; a small accepted volume is then read (nifti_vol_load must
+ * else as in.nii. swi_volume_open must refuse it with a message or describe a volume that
+ * is consistent with itself; a small accepted volume is then read (swi_volume_read must
  * succeed or fail with a message), written back as float32 and as uint8 labels, plain or
- * gzipped (nifti_write_fd), and the written file must open and read back to exactly the
+ * gzipped (swi_volume_write_fd), and the written file must open and read back to exactly the
  * values written (non-finite values read back as 0: niftilib zeroes them on reading).
  */
-#include "nifti_io.h"
-#include "util.h"
+#include "swi_io.h"
 
 #include "fuzz_common.h"
 
@@ -18,6 +17,7 @@
 #include <zlib.h>
 
 #define CHECK(cond, ...) FUZZ_CHECK("fuzz_nifti", cond, __VA_ARGS__)
+#define SWI_ERRLEN 768
 
 /* Largest volume the target reads (the CLI itself reads up to 2^40 voxels). */
 #define MAX_READ_VOXELS (1 << 18)
@@ -56,7 +56,7 @@ static void plant_decoy(const char *name, int gz)
     }
 }
 
-static void round_trip(const nifti_vol *v, const float *vox, int64_t n, int gz, int labels)
+static void round_trip(const swi_volume *v, const float *vox, int64_t n, int gz, int labels)
 {
     char path[600], err[SWI_ERRLEN];
     /* A different volume lies beside the output under the sibling name (X.nii for
@@ -75,18 +75,21 @@ static void round_trip(const nifti_vol *v, const float *vox, int64_t n, int gz, 
         data = lab;
     }
     err[0] = '\0';
-    int rc = nifti_write_fd(fd, gz, path, v, data, labels ? NIFTI_OUT_UINT8 : NIFTI_OUT_FLOAT32,
-                            labels ? NIFTI_OUT_LABELS : NIFTI_OUT_IMAGE, 1, labels ? 7 : 1, err);
+    int rc = swi_volume_write_fd(fd, path, v, data, labels ? SWI_DTYPE_UINT8 : SWI_DTYPE_FLOAT32,
+                                 labels ? SWI_IO_LABELS : SWI_IO_IMAGE, 1, labels ? 7 : 1, NULL,
+                                 err, SWI_ERRLEN);
     CHECK(rc == 0, "writing a volume that was read: %s", err);
-    nifti_vol w;
-    rc = nifti_vol_open(path, &w, err);
+    swi_volume w;
+    rc = swi_volume_open(path, &w, err, SWI_ERRLEN);
     CHECK(rc == 0, "reopening what was written: %s", err);
     CHECK(w.size[0] == v->size[0] && w.size[1] == v->size[1] && w.size[2] == v->size[2],
           "size changed: %lldx%lldx%lld", (long long)w.size[0], (long long)w.size[1],
           (long long)w.size[2]);
-    CHECK(w.version == v->version, "version %d -> %d", v->version, w.version);
+    CHECK(w.fmt.nifti.version == v->fmt.nifti.version, "version %d -> %d", v->fmt.nifti.version,
+          w.fmt.nifti.version);
+    CHECK(memcmp(w.affine, v->affine, sizeof w.affine) == 0, "geometry changed");
     float *back = malloc((size_t)n * sizeof(float));
-    rc = nifti_vol_load(&w, back, err);
+    rc = swi_volume_read(&w, back, NULL, err, SWI_ERRLEN);
     CHECK(rc == 0, "reading back what was written: %s", err);
     for (int64_t i = 0; i < n; i++) {
         /* niftilib's reader turns non-finite floats into 0 (nifti_read_buffer), so an Inf
@@ -105,25 +108,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int gz = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
     char path[600], err[SWI_ERRLEN];
     fuzz_write_file(gz ? "in.nii.gz" : "in.nii", data, size, path, sizeof path);
-    nifti_vol v;
+    swi_volume v;
     err[0] = '\0';
-    if (nifti_vol_open(path, &v, err) != 0) {
+    if (swi_volume_open(path, &v, err, SWI_ERRLEN) != 0) {
         CHECK(err[0] != '\0', "refused without a message");
         return 0;
     }
-    CHECK(v.version == 1 || v.version == 2, "version %d", v.version);
+    CHECK(v.fmt.nifti.version == 1 || v.fmt.nifti.version == 2, "version %d", v.fmt.nifti.version);
     CHECK(v.size[0] >= 1 && v.size[1] >= 1 && v.size[2] >= 1, "size");
-    CHECK(v.nbyper == 1 || v.nbyper == 2 || v.nbyper == 4 || v.nbyper == 8 || v.nbyper == 16, "nbyper");
-    CHECK(v.offset >= (v.version == 1 ? 348 : 540), "offset %lld", (long long)v.offset);
+    CHECK(v.bytes_per_voxel == 1 || v.bytes_per_voxel == 2 || v.bytes_per_voxel == 4 ||
+          v.bytes_per_voxel == 8 || v.bytes_per_voxel == 16, "bytes_per_voxel");
+    CHECK(v.affine[3][0] == 0 && v.affine[3][1] == 0 && v.affine[3][2] == 0 &&
+          v.affine[3][3] == 1, "affine's last row");
+    CHECK(v.fmt.nifti.offset >= (v.fmt.nifti.version == 1 ? 348 : 540), "offset %lld",
+          (long long)v.fmt.nifti.offset);
     CHECK(isfinite(v.slope) && v.slope != 0 && isfinite(v.inter), "scaling");
     int64_t n = v.size[0] * v.size[1] * v.size[2];
     if (!gz)
-        CHECK(v.offset + n * v.nbyper <= (int64_t)size, "accepted a truncated file");
+        CHECK(v.fmt.nifti.offset + n * v.bytes_per_voxel <= (int64_t)size, "accepted a truncated file");
     if (n > MAX_READ_VOXELS)
         return 0;
     float *vox = malloc((size_t)n * sizeof(float));
     err[0] = '\0';
-    if (nifti_vol_load(&v, vox, err) != 0) {
+    if (swi_volume_read(&v, vox, NULL, err, SWI_ERRLEN) != 0) {
         CHECK(err[0] != '\0', "load failed without a message");
         free(vox);
         return 0;

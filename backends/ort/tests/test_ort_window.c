@@ -1,33 +1,46 @@
 /*
- * test_ort_window.c -- the ONNX Runtime predictor and the NIfTI reader, without the
- * engine: run the e2e U-Net on the corner window of the e2e volume and compare with the
- * reference logits where only that window covers the volume (there the blended result is
- * the window's own prediction). Also checks --tta against a hand-made average of mirrored
- * runs, and that a batch of several windows equals the windows run one by one.
+ * test_ort_window.c -- swi_ort and swi_io without the engine: run the e2e U-Net on the
+ * corner window of the e2e volume and compare with the reference logits where only that
+ * window covers the volume (there the blended result is the window's own prediction).
+ * Also checks tta against a hand-made average of mirrored runs, and that a batch of
+ * several windows equals the windows run one by one.
  *
  *   test_ort_window E2E_DIR
- *
- * It links ort_predictor.c, which calls swi_batch_*; the stand-ins below are never used.
  */
-#include "flip.h"
-#include "nifti_io.h"
-#include "ort_predictor.h"
-#include "util.h"
+#include "ort_internal.h"
+#include "swi_io.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int swi_batch_count(const swi_batch *b) { (void)b; return 0; }
-const float *swi_batch_input(const swi_batch *b) { (void)b; return NULL; }
-float *swi_batch_output(swi_batch *b, int h, int64_t c, const int64_t *s)
+#define SWI_ERRLEN 768
+
+/* The old shape of the calls, so the checks below read as before. */
+typedef struct ort_opts {
+    int threads, cuda, tta, head;
+} ort_opts;
+
+static int open_prepared(const char *path, const ort_opts *o, int64_t roi[3], int roi_given,
+                         swi_head_spec *head, swi_ort_model **m, char *err)
 {
-    (void)b, (void)h, (void)c, (void)s;
-    return NULL;
+    swi_ort_options opt;
+    swi_ort_options_init(&opt);
+    opt.threads = o->threads;
+    opt.tta = o->tta;
+    if (swi_ort_open(path, &opt, m, err, SWI_ERRLEN))
+        return -1;
+    swi_ort_window w;
+    swi_ort_window_init(&w, 1);
+    w.output = o->head;
+    if (roi_given)
+        memcpy(w.roi, roi, sizeof w.roi);
+    if (swi_ort_prepare(*m, &w, head, err, SWI_ERRLEN))
+        return -1;
+    memcpy(roi, w.roi, sizeof w.roi);
+    return 0;
 }
-void swi_batch_set_error(swi_batch *b, const char *m) { (void)b, (void)m; }
-const int64_t *swi_batch_start(const swi_batch *b, int i) { (void)b, (void)i; return NULL; }
 
 static int failures;
 #define CHECK(cond, ...)                                                                       \
@@ -54,6 +67,57 @@ static float *read_f32(const char *path, size_t n)
     return d;
 }
 
+/* The error convention: a status and one line naming the file and the field. */
+static void check_errors(const char *model)
+{
+    char err[SWI_ERRLEN];
+    swi_ort_options opt;
+    swi_ort_options_init(&opt);
+    swi_ort_model *m = NULL;
+    CHECK(swi_ort_open("no/such.onnx", &opt, &m, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+          !m && strstr(err, "no/such.onnx: cannot open"), "missing model: %s", err);
+    CHECK(swi_ort_open("no/such.onnx", &opt, &m, NULL, 0) == SWI_ERR_INVALID_ARG,
+          "err may be NULL");
+    opt.graph_opt = (swi_ort_graph_opt)7;
+    CHECK(swi_ort_open(model, &opt, &m, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+          strstr(err, "graph_opt"), "bad graph_opt: %s", err);
+    swi_ort_options_init(&opt);
+    opt.config = "session.no_such_key_of_swi=1;no_equals_sign";
+    if (swi_ort_open(model, &opt, &m, err, sizeof err) != SWI_OK) {
+        fprintf(stderr, "%s\n", err);
+        failures++;
+        return;
+    }
+    CHECK(swi_ort_output_count(m) == 1, "outputs");
+    float x[1] = { 0 };
+    CHECK(swi_ort_run(m, x, 1, x, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+          strstr(err, "not prepared"), "run before prepare: %s", err);
+    swi_ort_window w;
+    swi_head_spec head;
+    swi_ort_window_init(&w, 2);
+    CHECK(swi_ort_prepare(m, &w, &head, err, sizeof err) == SWI_ERR_SHAPE &&
+          strstr(err, "expects 1 input channel"), "channels: %s", err);
+    swi_ort_window_init(&w, 1);
+    w.roi[0] = 16;
+    CHECK(swi_ort_prepare(m, &w, &head, err, sizeof err) == SWI_ERR_SHAPE &&
+          strstr(err, "fixed at"), "roi: %s", err);
+    swi_ort_window_init(&w, 1);
+    w.output = 1;
+    CHECK(swi_ort_prepare(m, &w, &head, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+          strstr(err, "output 1: the model has 1 output"), "output: %s", err);
+    swi_ort_tensor_info info;
+    CHECK(swi_ort_input_info(m, &info, err, sizeof err) == SWI_OK && info.rank == 5 &&
+          info.shape[0] == -1 && info.shape[1] == 1 && info.shape[2] == 32 &&
+          strcmp(info.type_name, "float32") == 0, "input info");
+    CHECK(swi_ort_output_info(m, 0, &info, err, sizeof err) == SWI_OK && info.shape[1] == 4,
+          "output info");
+    char desc[512];
+    swi_ort_describe(m, desc, sizeof desc);
+    CHECK(strstr(desc, "input 'image'") != NULL, "describe: %s", desc);
+    swi_ort_close(m);
+    swi_ort_close(NULL);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -62,14 +126,14 @@ int main(int argc, char **argv)
     }
     char path[4096], err[SWI_ERRLEN];
     snprintf(path, sizeof path, "%s/volume.nii.gz", argv[1]);
-    nifti_vol v;
-    if (nifti_vol_open(path, &v, err)) {
+    swi_volume v;
+    if (swi_volume_open(path, &v, err, SWI_ERRLEN)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
     const int64_t ni = v.size[0], nj = v.size[1], nk = v.size[2], N = ni * nj * nk;
     float *vol = malloc((size_t)N * sizeof *vol);
-    if (!vol || nifti_vol_load(&v, vol, err)) {
+    if (!vol || swi_volume_read(&v, vol, NULL, err, SWI_ERRLEN)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -81,15 +145,12 @@ int main(int argc, char **argv)
     }
 
     snprintf(path, sizeof path, "%s/unet.onnx", argv[1]);
+    check_errors(path);
     ort_opts o = { 2, 0, 0, 0 };
-    ort_model *m;
-    if (ort_model_open(path, &o, &m, err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
+    swi_ort_model *m;
     int64_t roi[3] = { 0, 0, 0 };
     swi_head_spec head = { 0, { 0, 0, 0 } };
-    if (ort_model_prepare(m, 1, roi, 0, &head, err)) {
+    if (open_prepared(path, &o, roi, 0, &head, &m, err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -108,7 +169,7 @@ int main(int argc, char **argv)
                 for (int64_t k = 0; k < R; k++)
                     win[w * W + (i * R + j) * R + k] =
                         vol[((starts[w][0] + i) * nj + starts[w][1] + j) * nk + starts[w][2] + k];
-    if (ort_model_run(m, win, 2, out, err)) {
+    if (swi_ort_run(m, win, 2, out, err, SWI_ERRLEN)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -131,7 +192,7 @@ int main(int argc, char **argv)
     printf("corner window vs logits.f32: max abs error %.3g\n", maxerr);
 
     /* Batch of 2 == two runs of 1. */
-    if (ort_model_run(m, win + W, 1, one, err)) {
+    if (swi_ort_run(m, win + W, 1, one, err, SWI_ERRLEN)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -139,46 +200,46 @@ int main(int argc, char **argv)
     for (int64_t x = 0; x < 4 * W; x++)
         d = fmax(d, fabs((double)one[x] - out[4 * W + x]));
     CHECK(d < 1e-4, "batch of 2 vs single run differ by %g", d);
-    ort_model_free(m);
+    swi_ort_close(m);
 
     /* TTA == average of the 8 mirrored runs, done by hand. */
     o.tta = 1;
-    if (ort_model_open(path, &o, &m, err) || ort_model_prepare(m, 1, roi, 1, &head, err)) {
+    if (open_prepared(path, &o, roi, 1, &head, &m, err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    if (ort_model_run(m, win, 1, out, err)) {
+    if (swi_ort_run(m, win, 1, out, err, SWI_ERRLEN)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    ort_model_free(m);
+    swi_ort_close(m);
     o.tta = 0;
-    if (ort_model_open(path, &o, &m, err) || ort_model_prepare(m, 1, roi, 1, &head, err)) {
+    if (open_prepared(path, &o, roi, 1, &head, &m, err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
     float *acc = calloc((size_t)(4 * W), sizeof *acc);
     float *fw = malloc((size_t)W * sizeof *fw);
     for (int mask = 0; mask < 8; mask++) {
-        flip3_copy(win, fw, 1, roi, mask);
-        if (ort_model_run(m, fw, 1, one, err)) {
+        ort__flip3_copy(win, fw, 1, roi, mask);
+        if (swi_ort_run(m, fw, 1, one, err, SWI_ERRLEN)) {
             fprintf(stderr, "%s\n", err);
             return 1;
         }
-        flip3_accumulate(one, acc, 4, roi, mask);
+        ort__flip3_accumulate(one, acc, 4, roi, mask);
     }
     d = 0;
     for (int64_t x = 0; x < 4 * W; x++) {
         d = fmax(d, fabs((double)acc[x] / 8 - out[x]));
     }
     CHECK(d < 1e-5, "tta differs from the hand-made average by %g", d);
-    ort_model_free(m);
+    swi_ort_close(m);
 
     /* flip3 is an involution. */
     float *back = malloc((size_t)W * sizeof *back);
     for (int mask = 0; mask < 8; mask++) {
-        flip3_copy(win, fw, 1, roi, mask);
-        flip3_copy(fw, back, 1, roi, mask);
+        ort__flip3_copy(win, fw, 1, roi, mask);
+        ort__flip3_copy(fw, back, 1, roi, mask);
         CHECK(memcmp(back, win, (size_t)W * sizeof *win) == 0, "flip %d twice", mask);
     }
     free(back), free(acc), free(fw), free(one), free(out), free(win), free(ref), free(vol);

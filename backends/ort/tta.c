@@ -1,5 +1,5 @@
-/* flip.c -- see flip.h. */
-#include "flip.h"
+/* tta.c -- the mirroring of window batches that test-time augmentation needs. */
+#include "ort_internal.h"
 
 #include <string.h>
 
@@ -34,13 +34,13 @@ static void flip3(const float *src, float *dst, int64_t planes, const int64_t s[
     }
 }
 
-void flip3_copy(const float *src, float *dst, int64_t planes, const int64_t s[3], int mask)
+void ort__flip3_copy(const float *src, float *dst, int64_t planes, const int64_t s[3], int mask)
 {
     flip3(src, dst, planes, s, mask, 0);
 }
 
-void flip3_accumulate(const float *src, float *dst, int64_t planes, const int64_t s[3],
-                      int mask)
+void ort__flip3_accumulate(const float *src, float *dst, int64_t planes, const int64_t s[3],
+                           int mask)
 {
     flip3(src, dst, planes, s, mask, 1);
 }

@@ -1,7 +1,5 @@
-/* preview.c -- see preview.h. */
-#include "preview.h"
-
-#include "util.h"
+/* preview.c -- PNG previews: three orthogonal mid-slices, labels overlaid (libpng). */
+#include "io_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -9,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void preview_label_color(int64_t l, unsigned char rgb[3])
+void swi_io_label_color(int64_t l, unsigned char rgb[3])
 {
     static const unsigned char pal[12][3] = {
         { 230, 25, 75 },  { 60, 180, 75 },  { 255, 225, 25 }, { 0, 130, 200 },
@@ -39,22 +37,25 @@ void preview_label_color(int64_t l, unsigned char rgb[3])
 
 #ifndef SWI_HAVE_PNG
 
-int preview_available(void) { return 0; }
+int io__png_available(void) { return 0; }
 
-int preview_write_fd(int fd, const char *name, const int64_t size[3], const float *image,
-                     const void *labels, int label_bytes, char *err)
+swi_status swi_io_preview_write_fd(int fd, const char *name, const int64_t size[3],
+                                   const float *image, const void *labels, int label_bytes,
+                                   char *err, size_t n)
 {
     (void)size, (void)image, (void)labels, (void)label_bytes;
-    close(fd);
-    cli_err(err, "%s: swi was built without PNG support (install libpng-dev and rebuild)", name);
-    return -1;
+    if (fd >= 0)
+        close(fd);
+    io__err(err, n, "%s: swi_io was built without PNG support (install libpng-dev and rebuild)",
+            name ? name : "preview");
+    return SWI_ERR_INVALID_ARG;
 }
 
 #else
 
 #include <png.h>
 
-int preview_available(void) { return 1; }
+int io__png_available(void) { return 1; }
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -94,13 +95,14 @@ typedef struct panel {
 
 struct png_ctx {
     char *err;
+    size_t errlen;
     const char *name;
 };
 
 static void on_png_error(png_structp png, png_const_charp msg)
 {
     struct png_ctx *c = png_get_error_ptr(png);
-    cli_err(c->err, "%s: cannot write the PNG: %s", c->name, msg);
+    io__err(c->err, c->errlen, "%s: cannot write the PNG: %s", c->name, msg);
     png_longjmp(png, 1);
 }
 
@@ -110,29 +112,29 @@ static void on_png_warning(png_structp png, png_const_charp msg)
 }
 
 /* Write W x H RGB pixels as a PNG to fd (closed in every case). */
-static int png_write_rgb(int fd, const char *name, const unsigned char *rgb, int64_t W,
-                         int64_t H, char *err)
+static swi_status png_write_rgb(int fd, const char *name, const unsigned char *rgb, int64_t W,
+                                int64_t H, char *err, size_t n)
 {
     FILE *f = fdopen(fd, "wb");
     if (!f) {
         close(fd);
-        cli_err(err, "%s: cannot write: out of memory", name);
-        return -1;
+        io__err(err, n, "%s: cannot write: out of memory", name);
+        return SWI_ERR_NOMEM;
     }
-    struct png_ctx ctx = { err, name };
+    struct png_ctx ctx = { err, n, name };
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, on_png_error,
                                               on_png_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!png || !info) {
         png_destroy_write_struct(&png, NULL);
         fclose(f);
-        cli_err(err, "%s: out of memory", name);
-        return -1;
+        io__err(err, n, "%s: out of memory", name);
+        return SWI_ERR_NOMEM;
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         fclose(f);
-        return -1;
+        return SWI_ERR_INVALID_ARG;
     }
     png_init_io(png, f);
     png_set_IHDR(png, info, (png_uint_32)W, (png_uint_32)H, 8, PNG_COLOR_TYPE_RGB,
@@ -144,19 +146,31 @@ static int png_write_rgb(int fd, const char *name, const unsigned char *rgb, int
     png_destroy_write_struct(&png, &info);
     if (fflush(f) != 0 || ferror(f)) {
         fclose(f);
-        cli_err(err, "%s: write failed", name);
-        return -1;
+        io__err(err, n, "%s: write failed", name);
+        return SWI_ERR_INVALID_ARG;
     }
     if (fclose(f) != 0) {
-        cli_err(err, "%s: write failed", name);
-        return -1;
+        io__err(err, n, "%s: write failed", name);
+        return SWI_ERR_INVALID_ARG;
     }
-    return 0;
+    return SWI_OK;
 }
 
-int preview_write_fd(int fd, const char *name, const int64_t size[3], const float *image,
-                     const void *labels, int label_bytes, char *err)
+swi_status swi_io_preview_write_fd(int fd, const char *name, const int64_t size[3],
+                                   const float *image, const void *labels, int label_bytes,
+                                   char *err, size_t n)
 {
+    if (fd < 0 || !name || !size || (labels && label_bytes != 1 && label_bytes != 2) ||
+        size[0] < 1 || size[1] < 1 || size[2] < 1 || size[0] > ((int64_t)1 << 40) / size[1] ||
+        size[0] * size[1] > ((int64_t)1 << 40) / size[2]) {
+        if (fd >= 0)
+            close(fd);
+        io__err(err, n, "%s: swi_io_preview_write_fd: %s", name ? name : "preview",
+                fd < 0 ? "fd < 0" : !size ? "size is NULL"
+                : (labels && label_bytes != 1 && label_bytes != 2) ? "label_bytes must be 1 or 2"
+                : "size is not a volume");
+        return SWI_ERR_INVALID_ARG;
+    }
     const int64_t ni = size[0], nj = size[1], nk = size[2];
     panel p[3] = {
         { ni, nj, 0, 1, { 0, 0, nk / 2 } },
@@ -197,8 +211,8 @@ int preview_write_fd(int fd, const char *name, const int64_t size[3], const floa
     unsigned char *rgb = calloc((size_t)(W * H), 3);
     if (!rgb) {
         close(fd);
-        cli_err(err, "%s: out of memory", name);
-        return -1;
+        io__err(err, n, "%s: out of memory", name);
+        return SWI_ERR_NOMEM;
     }
     int64_t x0 = 0;
     for (int q = 0; q < 3; q++) {
@@ -227,7 +241,7 @@ int preview_write_fd(int fd, const char *name, const int64_t size[3], const floa
                                                  : ((const uint16_t *)labels)[v];
                     if (l > 0) {
                         unsigned char c[3];
-                        preview_label_color(l, c);
+                        swi_io_label_color(l, c);
                         for (int ch = 0; ch < 3; ch++)
                             px[ch] = (unsigned char)(0.45f * g + 0.55f * (float)c[ch]);
                     }
@@ -237,7 +251,7 @@ int preview_write_fd(int fd, const char *name, const int64_t size[3], const floa
         x0 += pw[q] + gap;
     }
 
-    int rc = png_write_rgb(fd, name, rgb, W, H, err);
+    swi_status rc = png_write_rgb(fd, name, rgb, W, H, err, n);
     free(rgb);
     return rc;
 }

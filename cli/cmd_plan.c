@@ -1,0 +1,97 @@
+/*
+ * cmd_plan.c -- `swi plan`: what `swi segment` would do with the same options (the window
+ * grid, the network calls, the predicted memory), without reading a voxel or running the
+ * network.
+ */
+#include "segment.h"
+
+#include "util.h"
+
+#include <stdio.h>
+
+static const char *pad_name(swi_pad p)
+{
+    static const char *n[] = { "constant", "reflect", "replicate", "circular" };
+    return (unsigned)p < 4 ? n[p] : "?";
+}
+
+int swi_cmd_plan(int argc, char **argv)
+{
+    const char *who = "swi plan";
+    seg_opts o;
+    int rc = seg_parse(argc, argv, &o, 1);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    char err[SWI_ERRLEN];
+    seg_state *s = seg_state_new();
+    if (!s)
+        return seg_fail(who, "out of memory");
+    swi_params p;
+    swi_tensor in;
+    swi_output outs[2];
+    int n_outs = 0, status = 1;
+    rc = seg_setup(&o, s, &p, &in, outs, &n_outs, err);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", who, err);
+        status = rc;
+        goto done;
+    }
+    s->ctx = swi_create();
+    if (!s->ctx) {
+        status = seg_fail(who, "out of memory");
+        goto done;
+    }
+    swi_plan plan;
+    swi_status st = swi_plan_run(s->ctx, &p, &in, outs, n_outs, &plan);
+    if (st != SWI_OK) {
+        seg_engine_error(who, &o, st, s->ctx);
+        goto done;
+    }
+    char desc[1024], b[6][32];
+    swi_ort_describe(s->model, desc, sizeof desc);
+    const int64_t *sz = in.size;
+    size_t vol_native = (size_t)(sz[0] * sz[1] * sz[2]) * (size_t)s->vols[0].bytes_per_voxel;
+    int64_t per_batch = swi_ort_calls_per_batch(s->model, plan.sw_batch_size);
+    printf("model    %s\n", o.model);
+    printf("         %s\n", desc);
+    for (int c = 0; c < o.n_inputs; c++)
+        printf("input    %s: %lld x %lld x %lld voxels, %s\n", o.inputs[c], (long long)sz[0],
+               (long long)sz[1], (long long)sz[2], c == 0 ? "channel 0" : "next channel");
+    printf("window   %lld x %lld x %lld, overlap %g,%g,%g, %s blending", (long long)plan.roi[0],
+           (long long)plan.roi[1], (long long)plan.roi[2], o.overlap[0], o.overlap[1],
+           o.overlap[2], o.mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant");
+    if (o.mode == SWI_BLEND_GAUSSIAN)
+        printf(" (sigma %g,%g,%g x roi)", o.sigma_scale[0], o.sigma_scale[1], o.sigma_scale[2]);
+    printf(", %s padding\n", pad_name(o.padding));
+    printf("padded   %lld x %lld x %lld (before: %lld,%lld,%lld)\n", (long long)plan.padded[0],
+           (long long)plan.padded[1], (long long)plan.padded[2], (long long)plan.pad_before[0],
+           (long long)plan.pad_before[1], (long long)plan.pad_before[2]);
+    printf("grid     %lld x %lld x %lld = %lld windows, order %c,%c,%c (outermost first)\n",
+           (long long)plan.windows_per_axis[0], (long long)plan.windows_per_axis[1],
+           (long long)plan.windows_per_axis[2], (long long)plan.windows_total,
+           "ijk"[plan.order[0] % 3], "ijk"[plan.order[1] % 3], "ijk"[plan.order[2] % 3]);
+    printf("calls    %lld engine batches of up to %d windows -> %lld network runs%s\n",
+           (long long)plan.predictor_calls, plan.sw_batch_size,
+           (long long)(plan.predictor_calls * per_batch), o.tta ? " (x8 for --tta)" : "");
+    printf("threads  %d blending, %d network; pipeline %s\n", plan.threads,
+           o.threads > 0 ? o.threads : cli_cpu_count(), plan.pipeline ? "on" : "off");
+    printf("classes  %lld%s\n", (long long)plan.head_channels[0],
+           plan.head_channels[0] > 256 ? " (uint16 labels)" : " (uint8 labels)");
+    printf("memory   predicted peak %s%s\n", cli_bytes(plan.bytes_peak, b[0]),
+           o.max_memory ? "" : "");
+    printf("  input         %12s\n", cli_bytes(plan.bytes_input, b[0]));
+    printf("  windows       %12s   (window inputs and network outputs)\n",
+           cli_bytes(plan.bytes_windows, b[1]));
+    printf("  partial sums  %12s   (open frontier)\n", cli_bytes(plan.bytes_partial, b[2]));
+    printf("  outputs       %12s   (labels%s)\n", cli_bytes(plan.bytes_outputs, b[3]),
+           o.scores ? " + scores" : "");
+    printf("  scratch       %12s\n", cli_bytes(plan.bytes_scratch, b[4]));
+    printf("  smallest plan %12s   (any batch size / pipeline)\n",
+           cli_bytes(plan.bytes_min, b[5]));
+    printf("not counted: the file's own voxels while reading (%s), ONNX Runtime's "
+           "working memory\n", cli_bytes(vol_native, b[0]));
+    status = 0;
+done:
+    seg_state_free(s);
+    return status;
+}

@@ -1,0 +1,248 @@
+/*
+ * segment.c -- `swi segment`: the run, from checked options to committed files.
+ *
+ * Every input header and the model are validated before any voxel is read (bad input
+ * fails within seconds, segment_setup.c), the engine plans (a budget that cannot be met
+ * fails before the network runs), the temporary outputs are created (an unwritable
+ * directory fails early), the channels are read and preprocessed, the engine runs with
+ * the ONNX Runtime predictor, streaming the blended scores into an argmax label map (and
+ * the full scores only when --scores asks), then everything is written and committed
+ * together.
+ */
+#include "segment.h"
+
+#include "preprocess.h"
+#include "progress.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int interrupted_exit(const char *who)
+{
+    int sig = cli_interrupted();
+    fprintf(stderr, "%s: interrupted by %s; no output written\n", who,
+            sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : sig == 1 ? "SIGHUP" : "a signal");
+    return cli_interrupt_status();
+}
+
+/* The exit status for a failed step: the interruption if that is why, else the error. */
+static int step_failed(const char *who, const char *err)
+{
+    return cli_interrupted() ? interrupted_exit(who) : seg_fail(who, err);
+}
+
+static void cancel_model(void *model)
+{
+    swi_ort_cancel(model);
+}
+
+static int same_grid(const char *who, const seg_opts *o, const int64_t osz[3],
+                     const int64_t size[3])
+{
+    if (osz[0] == size[0] && osz[1] == size[1] && osz[2] == size[2])
+        return 0;
+    char err[SWI_ERRLEN];
+    cli_err(err, "%s: the model's output grid %lldx%lldx%lld differs from the volume's "
+            "%lldx%lldx%lld (a zoomed output); swi segment writes labels on the input grid",
+            o->model, (long long)osz[0], (long long)osz[1], (long long)osz[2],
+            (long long)size[0], (long long)size[1], (long long)size[2]);
+    return seg_fail(who, err);
+}
+
+/* Read and preprocess every channel into s->input. Returns an exit status. */
+static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in)
+{
+    char err[SWI_ERRLEN];
+    const int64_t N = in->size[0] * in->size[1] * in->size[2];
+    s->input = malloc((size_t)(N * in->channels) * sizeof(float));
+    if (!s->input) {
+        char b[32];
+        cli_err(err, "%s: out of memory reading the volume (%s)", o->inputs[0],
+                cli_bytes((size_t)(N * in->channels) * sizeof(float), b));
+        return seg_fail(who, err);
+    }
+    const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
+    for (int c = 0; c < o->n_inputs; c++) {
+        if (swi_volume_read(&s->vols[c], s->input + c * N, &cancel, err, SWI_ERRLEN))
+            return step_failed(who, err);
+        if (cli_interrupted())
+            return interrupted_exit(who);
+        seg_preprocess(o, s->input + c * N, N);
+    }
+    return 0;
+}
+
+/* The results as the engine left them. */
+typedef struct seg_results {
+    int64_t classes;
+    const void *labels;
+    size_t label_size;  /* bytes */
+    int label_bytes;    /* per voxel */
+    const float *scores; /* or NULL */
+} seg_results;
+
+static int take_results(const seg_opts *o, const char *who, const seg_state *s, int64_t N,
+                        seg_results *r)
+{
+    memset(r, 0, sizeof *r);
+    r->classes = swi_result_channels(s->ctx, 0);
+    r->labels = swi_result(s->ctx, 0, &r->label_size);
+    r->label_bytes = N > 0 ? (int)(r->label_size / (size_t)N) : 0;
+    if (!r->labels || (r->label_bytes != 1 && r->label_bytes != 2) ||
+        r->label_size != (size_t)N * r->label_bytes)
+        return seg_fail(who, "internal error: unexpected label map from the engine");
+    if (o->scores) {
+        /* library-owned, ours to read until swi_free */
+        size_t sbytes = 0;
+        r->scores = swi_result(s->ctx, 1, &sbytes);
+        if (!r->scores || sbytes != (size_t)(r->classes * N) * sizeof(float))
+            return seg_fail(who, "internal error: unexpected scores from the engine");
+    }
+    return 0;
+}
+
+/* Write every output into its temporary file, then commit them all or none. */
+static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in,
+                         const seg_results *r)
+{
+    char err[SWI_ERRLEN];
+    const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
+    if (o->output &&
+        swi_volume_write_fd(cli_out_take_fd(&s->out_labels), o->output, &s->vols[0], r->labels,
+                            r->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16,
+                            SWI_IO_LABELS, 1, r->classes, &cancel, err, SWI_ERRLEN))
+        return step_failed(who, err);
+    if (o->scores &&
+        swi_volume_write_fd(cli_out_take_fd(&s->out_scores), o->scores, &s->vols[0], r->scores,
+                            SWI_DTYPE_FLOAT32, SWI_IO_SCORES, r->classes, r->classes, &cancel,
+                            err, SWI_ERRLEN))
+        return step_failed(who, err);
+    if (o->preview &&
+        swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview, in->size,
+                                s->input, r->labels, r->label_bytes, err, SWI_ERRLEN))
+        return seg_fail(who, err);
+    cli_out *all[3] = { o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
+                        o->preview ? &s->out_preview : NULL };
+    if (cli_out_commit_all(all, 3, o->force, err))
+        return step_failed(who, err);
+    return 0;
+}
+
+/* The body of seg_run; s is freed by the caller. */
+static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *keep)
+{
+    char err[SWI_ERRLEN];
+    double t0 = cli_now();
+    if (cli_signals_start() != 0)
+        return seg_fail(who, "cannot set up signal handling");
+    if (o->preview && !swi_io_available(SWI_IO_PNG)) {
+        cli_err(err, "%s: swi was built without PNG support (install libpng-dev and rebuild)",
+                o->preview);
+        return seg_fail(who, err);
+    }
+    /* Existing outputs are refused before anything else happens. */
+    const char *finals[3] = { o->output, o->scores, o->preview };
+    for (int i = 0; i < 3; i++)
+        if (finals[i] && cli_out_check(finals[i], o->force, err))
+            return seg_fail(who, err);
+
+    swi_params p;
+    swi_tensor in;
+    swi_output outs[2];
+    int n_outs = 0;
+    int rc = seg_setup(o, s, &p, &in, outs, &n_outs, err);
+    if (rc)
+        return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
+    /* Plan before anything big happens: a budget that cannot be met, or an output grid
+     * other than the volume's, fails now rather than after the network ran. */
+    s->ctx = swi_create();
+    if (!s->ctx)
+        return seg_fail(who, "out of memory");
+    swi_plan plan;
+    swi_status st = swi_plan_run(s->ctx, &p, &in, outs, n_outs, &plan);
+    if (st != SWI_OK) {
+        seg_engine_error(who, o, st, s->ctx);
+        return 1;
+    }
+    int64_t osz[SWI_MAX_DIMS] = { 0 };
+    if (swi_result_size(s->ctx, 0, osz) == 3 && same_grid(who, o, osz, in.size))
+        return 1;
+
+    if ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
+        (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
+        (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)))
+        return seg_fail(who, err);
+
+    if ((rc = read_inputs(o, who, s, &in)))
+        return rc;
+    in.data = s->input;
+
+    progress prog;
+    progress_init(&prog, !o->quiet);
+    p.progress = progress_update;
+    p.progress_user = &prog;
+    swi_predictor net = swi_ort_predictor(s->model);
+    cli_set_cancel_hook(cancel_model, s->model);
+    if (cli_interrupted())
+        return interrupted_exit(who);
+    st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);
+    cli_set_cancel_hook(NULL, NULL);
+    progress_clear(&prog);
+    double t_run = progress_elapsed(&prog);
+    if (cli_interrupted())
+        return interrupted_exit(who);
+    if (st != SWI_OK) {
+        seg_engine_error(who, o, st, s->ctx);
+        return 1;
+    }
+
+    /* The label grid must be the input grid (zoomed heads are not written). */
+    swi_result_size(s->ctx, 0, osz);
+    if (same_grid(who, o, osz, in.size))
+        return 1;
+    seg_results r;
+    const int64_t N = in.size[0] * in.size[1] * in.size[2];
+    if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &in, &r)))
+        return rc;
+    if (keep) {
+        keep->labels = malloc(r.label_size);
+        if (keep->labels)
+            memcpy(keep->labels, r.labels, r.label_size);
+        keep->label_bytes = r.label_bytes;
+        memcpy(keep->size, in.size, sizeof keep->size);
+        keep->classes = r.classes;
+    }
+    if (!o->quiet) {
+        int64_t windows = plan.windows_total, calls = plan.predictor_calls;
+        char rss[32];
+        fprintf(stderr, "%s: %lldx%lldx%lld voxels, %lld classes, %lld windows in %lld calls: "
+                "%.2f s (network+blending %.2f s, %.1f windows/s), peak RSS %s -> %s\n", who,
+                (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
+                (long long)r.classes, (long long)windows,
+                (long long)(calls * swi_ort_calls_per_batch(s->model, plan.sw_batch_size)),
+                cli_now() - t0, t_run, t_run > 0 ? (double)windows / t_run : 0.0,
+                cli_bytes(cli_peak_rss(), rss), o->output ? o->output : "-");
+    }
+    return 0;
+}
+
+int seg_run(const seg_opts *o, const char *who, seg_result *keep)
+{
+    seg_state *s = seg_state_new();
+    if (!s)
+        return seg_fail(who, "out of memory");
+    int status = run(o, who, s, keep);
+    seg_state_free(s);
+    return status;
+}
+
+int swi_cmd_segment(int argc, char **argv)
+{
+    seg_opts o;
+    int rc = seg_parse(argc, argv, &o, 0);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    return seg_run(&o, "swi segment", NULL);
+}

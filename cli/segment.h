@@ -1,0 +1,39 @@
+/*
+ * segment.h -- what the parts of `swi segment` and `swi plan` share (segment_setup.c,
+ * segment.c, cmd_plan.c): the state of one run and the steps before the engine runs.
+ */
+#ifndef SWI_CLI_SEGMENT_H
+#define SWI_CLI_SEGMENT_H
+
+#include "cli.h"
+#include "safety.h"
+#include "swi_io.h"
+#include "swi_ort.h"
+
+/* Everything a run holds, so one cleanup path frees it. */
+typedef struct seg_state {
+    swi_volume vols[SEG_MAX_INPUTS];
+    swi_ort_model *model;
+    swi_ctx *ctx;
+    float *input;
+    cli_out out_labels, out_scores, out_preview;
+} seg_state;
+
+/* A zeroed state with no outputs begun; NULL when out of memory. */
+seg_state *seg_state_new(void);
+
+/* Abort the outputs not committed, free everything and the state itself. */
+void seg_state_free(seg_state *s);
+
+/* Validate every input header and the model, settle the window; fill p, in (data NULL)
+ * and the outputs. Returns 0, 1 (runtime error) or 2 (usage error), the message in err. */
+int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs,
+              int *n_outs, char *err);
+
+/* Print an engine failure as one line, worded for the command line. */
+void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const swi_ctx *ctx);
+
+/* Print "who: msg" and return 1. */
+int seg_fail(const char *who, const char *msg);
+
+#endif

@@ -1,0 +1,342 @@
+/*
+ * segment_options.c -- the command line of `swi segment` and `swi plan`: help texts,
+ * defaults and the parser (seg_parse). It checks the options alone; files and the model
+ * are checked by segment_setup.c.
+ */
+#include "cli.h"
+
+#include "util.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char SEGMENT_HELP[] =
+"usage: swi segment --model M.onnx --input IN.nii.gz --output LABELS.nii.gz [options]\n"
+"\n"
+"Segment a 3-D NIfTI volume with an ONNX network by sliding-window inference\n"
+"(MONAI's sliding_window_inference, streamed). The volume is tiled with overlapping\n"
+"windows; the network sees each as [1, channels, i, j, k] (NIfTI voxel indices, k\n"
+"fastest, as nibabel/MONAI load it); the blended scores become a label map (argmax)\n"
+"with the input's qform/sform, so it overlays the image exactly.\n"
+"\n"
+"Examples:\n"
+"  # the model's own window, 25% overlap, gaussian blending, 4 windows per call\n"
+"  swi segment --model unet.onnx --input ct.nii.gz --output labels.nii.gz \\\n"
+"      --mode gaussian --sw-batch 4\n"
+"\n"
+"  # CT preprocessing like MONAI ScaleIntensityRange(-175, 250, 0, 1, clip=True)\n"
+"  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
+"      --clip -175,250 --scale -175,250,0,1\n"
+"\n"
+"  # two MR contrasts as two channels, z-scored, mirror test-time augmentation\n"
+"  swi segment --model m.onnx --input t1.nii.gz --input flair.nii.gz \\\n"
+"      --output seg.nii.gz --zscore --tta\n"
+"\n"
+"  # keep the probabilities and a picture, within 4 GB of engine memory\n"
+"  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
+"      --scores prob.nii.gz --softmax --preview seg.png --max-memory 4G\n"
+"\n"
+"  # see the window grid and the memory first: swi plan takes the same options\n"
+"  swi plan --model m.onnx --input ct.nii.gz --roi 96 --sw-batch 2\n"
+"\n"
+"Input and output:\n"
+"  --model FILE         ONNX model, one float32 input [batch, channels, i, j, k]\n"
+"  --input FILE         NIfTI-1/-2 volume (.nii, .nii.gz), any scalar type,\n"
+"                       scl_slope/scl_inter applied (NaN/Inf voxels read as 0);\n"
+"                       repeat for more channels, in order\n"
+"  --output FILE        label map (.nii, .nii.gz): uint8, uint16 above 256 classes\n"
+"  --scores FILE        also write the blended scores: float32, classes along dim 4\n"
+"  --softmax            apply softmax over the classes to --scores\n"
+"  --preview FILE.png   three orthogonal mid-slices with the labels overlaid\n"
+"  --force              overwrite existing output files\n"
+"  --head N             use the model's output N (default 0, the first)\n"
+"\n"
+"Sliding window (MONAI's meaning and defaults):\n"
+"  --roi N | I,J,K      window size (default: the model's static input size;\n"
+"                       0 = the whole volume along that axis)\n"
+"  --overlap F | F,F,F  overlap fraction in [0, 1) (default 0.25)\n"
+"  --mode constant|gaussian      blending weights (default constant)\n"
+"  --sigma-scale F | F,F,F       gaussian sigma / roi (default 0.125)\n"
+"  --padding-mode constant|reflect|replicate|circular\n"
+"                       padding where the window exceeds the volume (default constant)\n"
+"  --cval V             value of constant padding (default 0)\n"
+"  --sw-batch N         windows per network call (default 1)\n"
+"\n"
+"Intensity preprocessing, applied per channel in this order:\n"
+"  --clip A,B           clamp the intensities to [A, B]\n"
+"  --scale A,B,C,D      map [A, B] linearly onto [C, D] (ScaleIntensityRange, no clip)\n"
+"  --zscore             subtract the mean, divide by the standard deviation\n"
+"\n"
+"  --tta                test-time augmentation as nnU-Net does it: every window is also\n"
+"                       predicted mirrored along each subset of the axes, mirrored back,\n"
+"                       and the 8 predictions averaged before blending (8x the work)\n"
+"\n"
+"Resources:\n"
+"  --threads N          threads for the network and the blending (default: all cores)\n"
+"  --max-memory SIZE    budget for the engine's buffers: 512M, 4G, 1.5G... (default:\n"
+"                       none); the batch is lowered to fit, or swi stops at once and\n"
+"                       says the smallest budget that works\n"
+"  --device cpu|cuda    ONNX Runtime execution provider (default cpu)\n"
+"  -q, --quiet          no progress bar and no summary line\n"
+"\n"
+"Environment (advanced): SWI_ORT_CONFIG=\"key=value;...\" adds ONNX Runtime session\n"
+"config entries; SWI_ORT_SPIN=1 lets its threads spin (off: they would take the cores\n"
+"the blending needs); SWI_ORT_NO_ARENA=1 turns off its memory arena (about 25% less\n"
+"peak memory for a 3-D U-Net, about 40% more CPU time).\n"
+"\n"
+"Outputs appear only when complete: they are written to a hidden temporary file in\n"
+"the same directory and renamed; after an error, Ctrl-C or SIGTERM nothing is left.\n"
+"Exit status: 0 done, 1 error (one line on stderr), 2 usage error, 128+N signal N.\n";
+
+static const char PLAN_HELP[] =
+"usage: swi plan --model M.onnx --input IN.nii.gz [segment options]\n"
+"\n"
+"Show what `swi segment` would do with the same options, without running the\n"
+"network or reading the voxels: the window grid, the number of network calls and\n"
+"the predicted peak memory, split into input, window buffers, partial sums (the open\n"
+"frontier of the streaming reduction) and outputs.\n"
+"\n"
+"Examples:\n"
+"  swi plan --model unet.onnx --input ct.nii.gz\n"
+"  swi plan --model unet.onnx --input ct.nii.gz --roi 96 --overlap 0.5 --sw-batch 4\n"
+"  # does it fit in 2 GB? (the batch is lowered to fit, or the minimum is printed)\n"
+"  swi plan --model unet.onnx --input ct.nii.gz --max-memory 2G --scores s.nii.gz\n"
+"\n"
+"Options: those of `swi segment` (see swi segment --help); --output is optional,\n"
+"--scores counts the full-scores output in the memory.\n"
+"Exit status: 0 done, 1 error, 2 usage error.\n";
+
+void seg_opts_init(seg_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    for (int a = 0; a < 3; a++) {
+        o->overlap[a] = 0.25;
+        o->sigma_scale[a] = 0.125;
+    }
+    o->mode = SWI_BLEND_CONSTANT;
+    o->padding = SWI_PAD_CONSTANT;
+    o->sw_batch = 1;
+}
+
+enum {
+    OPT_MODEL = 256, OPT_INPUT, OPT_OUTPUT, OPT_SCORES, OPT_PREVIEW, OPT_ROI, OPT_OVERLAP,
+    OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
+    OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
+    OPT_HELP
+};
+
+static const struct option LONG_OPTS[] = {
+    { "model", required_argument, NULL, OPT_MODEL },
+    { "input", required_argument, NULL, OPT_INPUT },
+    { "output", required_argument, NULL, OPT_OUTPUT },
+    { "scores", required_argument, NULL, OPT_SCORES },
+    { "preview", required_argument, NULL, OPT_PREVIEW },
+    { "roi", required_argument, NULL, OPT_ROI },
+    { "overlap", required_argument, NULL, OPT_OVERLAP },
+    { "mode", required_argument, NULL, OPT_MODE },
+    { "sigma-scale", required_argument, NULL, OPT_SIGMA },
+    { "padding-mode", required_argument, NULL, OPT_PADDING },
+    { "cval", required_argument, NULL, OPT_CVAL },
+    { "sw-batch", required_argument, NULL, OPT_SWBATCH },
+    { "threads", required_argument, NULL, OPT_THREADS },
+    { "max-memory", required_argument, NULL, OPT_MAXMEM },
+    { "softmax", no_argument, NULL, OPT_SOFTMAX },
+    { "tta", no_argument, NULL, OPT_TTA },
+    { "clip", required_argument, NULL, OPT_CLIP },
+    { "scale", required_argument, NULL, OPT_SCALE },
+    { "zscore", no_argument, NULL, OPT_ZSCORE },
+    { "force", no_argument, NULL, OPT_FORCE },
+    { "device", required_argument, NULL, OPT_DEVICE },
+    { "head", required_argument, NULL, OPT_HEAD },
+    { "quiet", no_argument, NULL, 'q' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
+static int usage(const char *who, const char *fmt, const char *a, const char *b)
+{
+    char msg[SWI_ERRLEN];
+    snprintf(msg, sizeof msg, fmt, a ? a : "", b ? b : "");
+    cli_one_line(msg);
+    fprintf(stderr, "%s: %s (see '%s --help')\n", who, msg, who);
+    return 2;
+}
+
+/* One value for all axes, or one per axis. */
+static int three_doubles(const char *s, double out[3])
+{
+    double v[3];
+    int n = cli_parse_double_list(s, v, 3);
+    if (n == 1)
+        v[1] = v[2] = v[0];
+    else if (n != 3)
+        return -1;
+    memcpy(out, v, sizeof v);
+    return 0;
+}
+
+static int is_nifti_name(const char *p)
+{
+    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz");
+}
+
+int seg_parse(int argc, char **argv, seg_opts *o, int plan)
+{
+    const char *who = plan ? "swi plan" : "swi segment";
+    seg_opts_init(o);
+    opterr = 0;
+    optind = 0; /* full re-initialisation (GNU): seg_parse may run more than once */
+    int c;
+    while ((c = getopt_long(argc, argv, ":qh", LONG_OPTS, NULL)) != -1) {
+        const char *arg = optarg;
+        switch (c) {
+        case 'h':
+            fputs(plan ? PLAN_HELP : SEGMENT_HELP, stdout);
+            return -1;
+        case 'q': o->quiet = 1; break;
+        case OPT_MODEL: o->model = arg; break;
+        case OPT_INPUT:
+            if (o->n_inputs >= SEG_MAX_INPUTS)
+                return usage(who, "too many --input files (at most 16)", NULL, NULL);
+            o->inputs[o->n_inputs++] = arg;
+            break;
+        case OPT_OUTPUT: o->output = arg; break;
+        case OPT_SCORES: o->scores = arg; break;
+        case OPT_PREVIEW: o->preview = arg; break;
+        case OPT_ROI: {
+            int64_t v[3];
+            int n = cli_parse_i64_list(arg, v, 3);
+            if (n == 1)
+                v[1] = v[2] = v[0];
+            if ((n != 1 && n != 3) || v[0] < 0 || v[1] < 0 || v[2] < 0)
+                return usage(who, "--roi '%s': give one size or three (I,J,K), each >= 0", arg,
+                             NULL);
+            memcpy(o->roi, v, sizeof v);
+            o->roi_given = 1;
+            break;
+        }
+        case OPT_OVERLAP:
+            if (three_doubles(arg, o->overlap) || o->overlap[0] < 0 || o->overlap[0] >= 1 ||
+                o->overlap[1] < 0 || o->overlap[1] >= 1 || o->overlap[2] < 0 ||
+                o->overlap[2] >= 1)
+                return usage(who, "--overlap '%s': give one fraction or three, each in [0, 1)",
+                             arg, NULL);
+            break;
+        case OPT_MODE:
+            if (strcmp(arg, "constant") == 0)
+                o->mode = SWI_BLEND_CONSTANT;
+            else if (strcmp(arg, "gaussian") == 0)
+                o->mode = SWI_BLEND_GAUSSIAN;
+            else
+                return usage(who, "--mode '%s': use constant or gaussian", arg, NULL);
+            break;
+        case OPT_SIGMA:
+            if (three_doubles(arg, o->sigma_scale) || !(o->sigma_scale[0] > 0) ||
+                !(o->sigma_scale[1] > 0) || !(o->sigma_scale[2] > 0))
+                return usage(who, "--sigma-scale '%s': give one value or three, each > 0", arg,
+                             NULL);
+            break;
+        case OPT_PADDING:
+            if (strcmp(arg, "constant") == 0)
+                o->padding = SWI_PAD_CONSTANT;
+            else if (strcmp(arg, "reflect") == 0)
+                o->padding = SWI_PAD_REFLECT;
+            else if (strcmp(arg, "replicate") == 0)
+                o->padding = SWI_PAD_REPLICATE;
+            else if (strcmp(arg, "circular") == 0)
+                o->padding = SWI_PAD_CIRCULAR;
+            else
+                return usage(who, "--padding-mode '%s': use constant, reflect, replicate or "
+                             "circular", arg, NULL);
+            break;
+        case OPT_CVAL: {
+            double v;
+            if (cli_parse_double(arg, &v) || fabs(v) > 3.4e38)
+                return usage(who, "--cval '%s': not a number", arg, NULL);
+            o->cval = (float)v;
+            break;
+        }
+        case OPT_SWBATCH: {
+            int64_t v;
+            if (cli_parse_i64(arg, 1, 65536, &v))
+                return usage(who, "--sw-batch '%s': give a whole number from 1 to 65536", arg,
+                             NULL);
+            o->sw_batch = (int)v;
+            break;
+        }
+        case OPT_THREADS: {
+            int64_t v;
+            if (cli_parse_i64(arg, 0, 1024, &v))
+                return usage(who, "--threads '%s': give a whole number from 0 (all cores) to "
+                             "1024", arg, NULL);
+            o->threads = (int)v;
+            break;
+        }
+        case OPT_MAXMEM:
+            if (cli_parse_size(arg, &o->max_memory) || o->max_memory == 0)
+                return usage(who, "--max-memory '%s': give a size such as 512M, 4G or 1.5G",
+                             arg, NULL);
+            break;
+        case OPT_SOFTMAX: o->softmax = 1; break;
+        case OPT_TTA: o->tta = 1; break;
+        case OPT_ZSCORE: o->zscore = 1; break;
+        case OPT_FORCE: o->force = 1; break;
+        case OPT_CLIP:
+            if (cli_parse_double_list(arg, o->clip, 2) != 2 || o->clip[0] > o->clip[1])
+                return usage(who, "--clip '%s': give A,B with A <= B", arg, NULL);
+            o->clip_given = 1;
+            break;
+        case OPT_SCALE:
+            if (cli_parse_double_list(arg, o->scale, 4) != 4 || o->scale[0] == o->scale[1])
+                return usage(who, "--scale '%s': give A,B,C,D (maps [A,B] onto [C,D]; A != B)",
+                             arg, NULL);
+            o->scale_given = 1;
+            break;
+        case OPT_DEVICE:
+            if (strcmp(arg, "cpu") == 0)
+                o->cuda = 0;
+            else if (strcmp(arg, "cuda") == 0)
+                o->cuda = 1;
+            else
+                return usage(who, "--device '%s': use cpu or cuda", arg, NULL);
+            break;
+        case OPT_HEAD: {
+            int64_t v;
+            if (cli_parse_i64(arg, 0, 1000, &v))
+                return usage(who, "--head '%s': give an output index (0 = the first)", arg,
+                             NULL);
+            o->head = (int)v;
+            break;
+        }
+        case ':':
+            return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);
+        default:
+            return usage(who, "unknown option '%s'", argv[optind - 1], NULL);
+        }
+    }
+    if (optind < argc)
+        return usage(who, "unexpected argument '%s'", argv[optind], NULL);
+    if (!o->model)
+        return usage(who, "--model is required", NULL, NULL);
+    if (o->n_inputs == 0)
+        return usage(who, "--input is required", NULL, NULL);
+    if (!plan && !o->output)
+        return usage(who, "--output is required", NULL, NULL);
+    if (o->output && !is_nifti_name(o->output))
+        return usage(who, "--output '%s': the name must end in .nii or .nii.gz", o->output, NULL);
+    if (o->scores && !is_nifti_name(o->scores))
+        return usage(who, "--scores '%s': the name must end in .nii or .nii.gz", o->scores, NULL);
+    if (o->preview && !cli_ends_with(o->preview, ".png"))
+        return usage(who, "--preview '%s': the name must end in .png", o->preview, NULL);
+    if (o->softmax && !o->scores)
+        return usage(who, "--softmax applies to --scores; give --scores FILE too", NULL, NULL);
+    const char *outs[3] = { o->output, o->scores, o->preview };
+    for (int a = 0; a < 3; a++)
+        for (int b = a + 1; b < 3; b++)
+            if (outs[a] && outs[b] && strcmp(outs[a], outs[b]) == 0)
+                return usage(who, "'%s' is given as two different outputs", outs[a], NULL);
+    return 0;
+}

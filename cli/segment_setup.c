@@ -1,0 +1,215 @@
+/*
+ * segment_setup.c -- the checks `swi segment` and `swi plan` make before any voxel is
+ * read: every input header, the model (with the messages worded for the command line:
+ * --head, --input, --roi, --device), the window; then the engine's parameters.
+ */
+#include "segment.h"
+
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int seg_fail(const char *who, const char *msg)
+{
+    fprintf(stderr, "%s: %s\n", who, msg);
+    return 1;
+}
+
+seg_state *seg_state_new(void)
+{
+    seg_state *s = calloc(1, sizeof *s);
+    if (s)
+        s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = -1;
+    return s;
+}
+
+void seg_state_free(seg_state *s)
+{
+    if (!s)
+        return;
+    cli_set_cancel_hook(NULL, NULL);
+    cli_out_abort(&s->out_labels);
+    cli_out_abort(&s->out_scores);
+    cli_out_abort(&s->out_preview);
+    swi_free(s->ctx);
+    swi_ort_close(s->model);
+    free(s->input);
+    free(s);
+}
+
+/* The session settings: the options, and the advanced ones from the environment. */
+static void session_options(const seg_opts *o, swi_ort_options *oo)
+{
+    swi_ort_options_init(oo);
+    oo->threads = o->threads;
+    oo->device = o->cuda ? SWI_ORT_CUDA : SWI_ORT_CPU;
+    oo->tta = o->tta;
+    const char *spin = getenv("SWI_ORT_SPIN");
+    oo->spin = spin && *spin == '1';
+    const char *no_arena = getenv("SWI_ORT_NO_ARENA");
+    oo->memory_arena = !(no_arena && *no_arena == '1');
+    /* A config too long to be meant is ignored, as it always was. */
+    const char *extra = getenv("SWI_ORT_CONFIG");
+    oo->config = extra && strlen(extra) < 1024 ? extra : NULL;
+}
+
+/* Open the model and settle the window: roi[] in, the window used out (roi_given as
+ * parsed). Returns 0, 1 or 2 like seg_setup. */
+static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_spec *head,
+                      char *err)
+{
+    if (o->cuda) {
+        char list[256];
+        int has = 0;
+        if (swi_ort_providers(list, sizeof list, &has, err, SWI_ERRLEN))
+            return 1;
+        if (!has) {
+            cli_err(err, "--device cuda: this ONNX Runtime (%s) has no CUDA execution provider "
+                    "(it has: %s); use --device cpu", swi_ort_version(), list);
+            return 1;
+        }
+    }
+    swi_ort_options oo;
+    session_options(o, &oo);
+    if (swi_ort_open(o->model, &oo, &s->model, err, SWI_ERRLEN))
+        return 1;
+    int n_out = swi_ort_output_count(s->model);
+    if (o->head >= n_out) {
+        cli_err(err, "%s: --head %d: the model has %d output%s", o->model, o->head, n_out,
+                n_out == 1 ? "" : "s");
+        return 1;
+    }
+    swi_ort_tensor_info in;
+    if (swi_ort_input_info(s->model, &in, err, SWI_ERRLEN))
+        return 1;
+    char shp[160];
+    cli_shape_str(in.shape, in.rank, shp, sizeof shp);
+    const int64_t channels = o->n_inputs;
+    if (in.rank == 5 && in.elem_type == 1 && in.shape[1] > 0 && in.shape[1] != channels) {
+        cli_err(err, "%s: the model expects %lld input channel%s %s, but %lld --input file%s "
+                "given", o->model, (long long)in.shape[1], in.shape[1] == 1 ? "" : "s", shp,
+                (long long)channels, channels == 1 ? " was" : "s were");
+        return 1;
+    }
+    if (swi_ort_check(s->model, o->head, err, SWI_ERRLEN))
+        return 1;
+    for (int a = 0; a < 3; a++) {
+        int64_t fixed = in.shape[2 + a];
+        if (o->roi_given) {
+            if (fixed > 0 && roi[a] != fixed) {
+                cli_err(err, "%s: the model's window is fixed at %s; --roi %lld,%lld,%lld does "
+                        "not fit (leave --roi out to use the model's)", o->model, shp,
+                        (long long)roi[0], (long long)roi[1], (long long)roi[2]);
+                return 1;
+            }
+            if (roi[a] <= 0) {
+                cli_err(err, "--roi must be positive for an ONNX model (got %lld)",
+                        (long long)roi[a]);
+                return 2;
+            }
+        } else if (fixed <= 0) {
+            cli_err(err, "%s: the model's window size is dynamic %s; give one with --roi",
+                    o->model, shp);
+            return 2;
+        }
+    }
+    swi_ort_window w;
+    swi_ort_window_init(&w, channels);
+    w.output = o->head;
+    if (o->roi_given)
+        memcpy(w.roi, roi, sizeof w.roi);
+    if (swi_ort_prepare(s->model, &w, head, err, SWI_ERRLEN))
+        return 1;
+    memcpy(roi, w.roi, sizeof w.roi);
+    return 0;
+}
+
+int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs,
+              int *n_outs, char *err)
+{
+    if (!swi_io_available(SWI_IO_NIFTI)) {
+        cli_err(err, "swi was built without NIfTI support (install libnifti2-dev and rebuild)");
+        return 1;
+    }
+    if (!CLI_HAVE_ORT) {
+        cli_err(err, "swi was built without ONNX Runtime (run scripts/install-deps.sh and "
+                "rebuild)");
+        return 1;
+    }
+    for (int c = 0; c < o->n_inputs; c++) {
+        if (swi_volume_open(o->inputs[c], &s->vols[c], err, SWI_ERRLEN))
+            return 1;
+        const int64_t *a = s->vols[0].size, *b = s->vols[c].size;
+        if (c > 0 && (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])) {
+            cli_err(err, "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels "
+                    "must share one grid", o->inputs[c], (long long)b[0], (long long)b[1],
+                    (long long)b[2], o->inputs[0], (long long)a[0], (long long)a[1],
+                    (long long)a[2]);
+            return 1;
+        }
+    }
+    const int64_t *size = s->vols[0].size;
+    int64_t roi[3];
+    for (int a = 0; a < 3; a++)
+        roi[a] = o->roi_given && o->roi[a] == 0 ? size[a] : o->roi[a];
+    swi_head_spec head;
+    memset(&head, 0, sizeof head);
+    int rc = open_model(o, s, roi, &head, err);
+    if (rc)
+        return rc;
+
+    swi_params_init(p, 3);
+    for (int a = 0; a < 3; a++) {
+        p->roi[a] = roi[a];
+        p->overlap[a] = o->overlap[a];
+        p->sigma_scale[a] = o->sigma_scale[a];
+    }
+    p->mode = o->mode;
+    p->padding_mode = o->padding;
+    p->cval = o->cval;
+    p->sw_batch_size = o->sw_batch;
+    p->threads = o->threads;
+    p->max_memory = o->max_memory;
+    p->n_heads = 1;
+    p->heads[0] = head;
+
+    memset(in, 0, sizeof *in);
+    in->data = NULL;
+    in->batch = 1;
+    in->channels = o->n_inputs;
+    in->dims = 3;
+    memcpy(in->size, size, sizeof in->size);
+
+    swi_output_init(&outs[0], 0, SWI_REDUCE_ARGMAX);
+    *n_outs = 1;
+    if (o->scores) {
+        /* softmax is streamed by the engine region by region, like the labels */
+        swi_output_init(&outs[1], 0, o->softmax ? SWI_REDUCE_SOFTMAX : SWI_REDUCE_NONE);
+        *n_outs = 2;
+    }
+    return 0;
+}
+
+void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const swi_ctx *ctx)
+{
+    const char *msg = swi_last_error(ctx);
+    switch (st) {
+    case SWI_ERR_BUDGET:
+        fprintf(stderr, "%s: --max-memory is too small: %s\n", who, msg);
+        break;
+    case SWI_ERR_SHAPE:
+        fprintf(stderr, "%s: %s: the model's output cannot be placed: %s\n", who, o->model, msg);
+        break;
+    case SWI_ERR_NOMEM:
+        fprintf(stderr, "%s: out of memory: %s\n", who, msg);
+        break;
+    case SWI_ERR_PREDICTOR:
+        fprintf(stderr, "%s: %s\n", who, msg);
+        break;
+    default:
+        fprintf(stderr, "%s: %s (%s)\n", who, msg, swi_status_name(st));
+        break;
+    }
+}

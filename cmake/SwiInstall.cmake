@@ -1,0 +1,125 @@
+# SwiInstall.cmake -- what `cmake --install` puts under the prefix.
+#
+#   lib/libswi.{a,so}, lib/libswi_io.{a,so}, lib/libswi_ort.{a,so} (when built)
+#   include/swi.h, include/swi_io.h, include/swi_ort.h
+#   lib/cmake/swi/swiConfig.cmake (+ version file, exported targets per component):
+#       find_package(swi REQUIRED COMPONENTS ort io)
+#       target_link_libraries(app PRIVATE swi::ort swi::io)   # or swi::swi alone
+#     targets swi::swi, swi::io, swi::ort (shared) and swi::swi_static, swi::io_static,
+#     swi::ort_static; a component this build lacks fails find_package with a message.
+#   lib/pkgconfig/swi.pc, swi-io.pc, swi-ort.pc (pkg-config --static lists the private
+#     dependencies of the static libraries)
+#
+# ONNX Runtime is not installed: swiConfig.cmake and swi-ort.pc record where it was found
+# at build time (SWI_ORT_LIBRARY), and a consumer may point elsewhere with ORT_ROOT.
+
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+set(_cfgdir ${CMAKE_INSTALL_LIBDIR}/cmake/swi)
+
+install(TARGETS swi_static swi_shared EXPORT swiTargets)
+install(FILES ${CMAKE_SOURCE_DIR}/include/swi.h TYPE INCLUDE)
+install(EXPORT swiTargets NAMESPACE swi:: DESTINATION ${_cfgdir})
+
+set(SWI_HAVE_IO_COMPONENT FALSE)
+if(TARGET swi_io_shared)
+  set(SWI_HAVE_IO_COMPONENT TRUE)
+  install(TARGETS swi_io_static swi_io_shared EXPORT swiIoTargets)
+  install(FILES ${CMAKE_SOURCE_DIR}/io/swi_io.h TYPE INCLUDE)
+  install(EXPORT swiIoTargets NAMESPACE swi:: DESTINATION ${_cfgdir})
+  if(SWI_NIFTI_FOUND)
+    install(FILES ${CMAKE_SOURCE_DIR}/cmake/SwiNifti.cmake DESTINATION ${_cfgdir})
+  endif()
+endif()
+
+set(SWI_HAVE_ORT_COMPONENT FALSE)
+if(TARGET swi_ort_shared)
+  set(SWI_HAVE_ORT_COMPONENT TRUE)
+  install(TARGETS swi_ort_static swi_ort_shared EXPORT swiOrtTargets)
+  install(FILES ${CMAKE_SOURCE_DIR}/backends/ort/swi_ort.h TYPE INCLUDE)
+  install(EXPORT swiOrtTargets NAMESPACE swi:: DESTINATION ${_cfgdir})
+endif()
+
+# ---- CMake package ------------------------------------------------------------------
+configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/swiConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/pkg/swiConfig.cmake INSTALL_DESTINATION ${_cfgdir})
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/pkg/swiConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/pkg/swiConfig.cmake ${CMAKE_BINARY_DIR}/pkg/swiConfigVersion.cmake
+  DESTINATION ${_cfgdir})
+
+# ---- pkg-config ---------------------------------------------------------------------
+# Private dependencies as linker flags: full library paths become -L/-l pairs.
+function(_swi_pc_libs out)
+  set(flags "")
+  foreach(lib IN LISTS ARGN)
+    if(lib MATCHES "^/")
+      get_filename_component(d "${lib}" DIRECTORY)
+      get_filename_component(n "${lib}" NAME_WE)
+      string(REGEX REPLACE "^lib" "" n "${n}")
+      list(APPEND flags "-L${d}" "-l${n}")
+    elseif(lib MATCHES "^-")
+      list(APPEND flags "${lib}")
+    elseif(lib)
+      list(APPEND flags "-l${lib}")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES flags)
+  string(REPLACE ";" " " flags "${flags}")
+  set(${out} "${flags}" PARENT_SCOPE)
+endfunction()
+
+# The prefix is found from the .pc file's own place, so `cmake --install --prefix P`
+# anywhere gives working files.
+file(RELATIVE_PATH _pc_up "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+string(REGEX REPLACE "/$" "" _pc_up "${_pc_up}")
+set(SWI_PC_PREFIX "\${pcfiledir}/${_pc_up}")
+set(SWI_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
+set(SWI_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+set(SWI_PC_VERSION "${PROJECT_VERSION}")
+configure_file(${CMAKE_SOURCE_DIR}/cmake/swi.pc.in ${CMAKE_BINARY_DIR}/pkg/swi.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/pkg/swi.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+if(SWI_HAVE_IO_COMPONENT)
+  set(SWI_PC_IO_REQUIRES_PRIVATE "")
+  set(_io_private "")
+  if(SWI_NIFTI_FOUND)
+    list(APPEND _io_private ${SWI_NIFTI2_LIBRARY} ${SWI_ZNZ_LIBRARY} z)
+  endif()
+  if(SWI_PNG_FOUND)
+    set(SWI_PC_IO_REQUIRES_PRIVATE "libpng")
+  endif()
+  list(APPEND _io_private m)
+  _swi_pc_libs(SWI_PC_IO_LIBS_PRIVATE ${_io_private})
+  configure_file(${CMAKE_SOURCE_DIR}/cmake/swi-io.pc.in ${CMAKE_BINARY_DIR}/pkg/swi-io.pc @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/pkg/swi-io.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
+
+if(SWI_HAVE_ORT_COMPONENT)
+  _swi_pc_libs(SWI_PC_ORT_LIBS_PRIVATE ${SWI_ORT_LIBRARY})
+  configure_file(${CMAKE_SOURCE_DIR}/cmake/swi-ort.pc.in ${CMAKE_BINARY_DIR}/pkg/swi-ort.pc @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/pkg/swi-ort.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
+
+# ---- install_consumer: a program outside the tree, built against the install -------
+if(BUILD_TESTING AND TARGET swi_ort_shared AND TARGET swi_io_shared AND SWI_NIFTI_FOUND)
+  find_program(SWI_PKG_CONFIG NAMES pkg-config pkgconf)
+  # A sanitizer or coverage build's libraries need their runtimes in the consumer too.
+  set(_consumer_flags "")
+  if(SWI_SANITIZE)
+    string(APPEND _consumer_flags " -fsanitize=address,undefined")
+  endif()
+  if(SWI_COVERAGE)
+    string(APPEND _consumer_flags " --coverage")
+  endif()
+  string(STRIP "${_consumer_flags}" _consumer_flags)
+  if(SWI_PKG_CONFIG)
+    add_test(NAME install_consumer
+      COMMAND bash ${CMAKE_SOURCE_DIR}/tests/consumer/run.sh ${CMAKE_BINARY_DIR}
+              ${CMAKE_BINARY_DIR}/install_consumer ${SWI_GOLDEN_DIR}/e2e ${CMAKE_COMMAND} ${CMAKE_C_COMPILER}
+              "${_consumer_flags}")
+    set_tests_properties(install_consumer PROPERTIES TIMEOUT 600)
+  else()
+    message(STATUS "install_consumer: not registered (no pkg-config)")
+  endif()
+endif()

@@ -1,0 +1,160 @@
+/*
+ * swi_io.h -- volumes in and out of libswi with their geometry, and previews.
+ *
+ * Link swi_io (CMake: swi::io; pkg-config: swi-io). This header includes only swi.h; the
+ * format libraries (niftilib + zlib for NIfTI, libpng for previews) are optional at build
+ * time: swi_io_available() says which are in.
+ *
+ *     swi_volume v;
+ *     char err[512];
+ *     if (swi_volume_open("ct.nii.gz", &v, err, sizeof err) != SWI_OK) { ... }
+ *     float *x = malloc(swi_volume_voxels(&v) * sizeof *x);   // check it
+ *     if (swi_volume_read(&v, x, NULL, err, sizeof err) != SWI_OK) { ... }
+ *     // x is [size[0]][size[1]][size[2]], last index fastest: an swi_tensor as is
+ *     ...
+ *     int fd = open("labels.nii.gz", O_WRONLY | O_CREAT | O_TRUNC, 0666);
+ *     swi_volume_write_fd(fd, "labels.nii.gz", &v, labels, SWI_DTYPE_UINT8, SWI_IO_LABELS,
+ *                         1, classes, NULL, err, sizeof err);
+ *
+ * Formats are chosen by file name (swi_io_format_of): ".nii" and ".nii.gz" are NIfTI-1/-2
+ * (read: any scalar type, either byte order, gzip whatever the name says; 3-D, or 4-D with
+ * a 4th size of 1), ".png" is a preview. More readers (NRRD, MetaImage, DICOM, Zarr) fit
+ * behind the same swi_volume: a format fills the common fields and keeps its own in its
+ * member of the `fmt` union.
+ *
+ * Axes. Voxel (i, j, k) is element (i * size[1] + j) * size[2] + k of every buffer here:
+ * the layout nibabel hands to MONAI/PyTorch. (A NIfTI file stores i fastest; reading and
+ * writing transpose.) Intensities are float32 with the file's scaling (scl_slope,
+ * scl_inter) applied; NaN/Inf voxels of float files read as 0, as niftilib does.
+ *
+ * Geometry. `affine` maps (i, j, k, 1) to scanner millimetres (RAS+, NIfTI's convention):
+ * the sform when its code is set, else the qform, else pixdim with i mirrored about the
+ * volume's centre -- nibabel's img.affine in every case.
+ * Writing copies the input's header and changes only what describes the data (sizes,
+ * type, scaling, intent), so qform, sform, pixdim, units and orientation are kept exactly.
+ *
+ * Errors follow swi.h: functions return an swi_status and write one line naming the file
+ * into err (errlen bytes; NULL to discard). Nothing is printed. A file that cannot be read
+ * or written is SWI_ERR_INVALID_ARG, a corrupt or unsupported one SWI_ERR_INVALID_ARG with
+ * the field at fault, a stop asked by `cancel` SWI_ERR_CANCELLED, memory that runs out
+ * SWI_ERR_NOMEM. Headers are validated before niftilib sees them (it trusts the sizes it
+ * reads): a hostile header is refused with a message, never read past.
+ *
+ * Writers take an open descriptor and close it in every case, so the caller picks the
+ * commit policy (the swi command writes to a temporary file and renames it).
+ */
+#ifndef SWI_IO_H
+#define SWI_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum swi_io_format {
+    SWI_IO_UNKNOWN = 0,
+    SWI_IO_NIFTI = 1,  /**< .nii, .nii.gz (niftilib) */
+    SWI_IO_PNG = 2     /**< .png previews (libpng; write only) */
+} swi_io_format;
+
+/** Is support for `format` compiled in? */
+int swi_io_available(swi_io_format format);
+
+/** The format a file name asks for (case-insensitive suffix), SWI_IO_UNKNOWN if none. */
+swi_io_format swi_io_format_of(const char *path);
+
+/** Element types of stored voxels. */
+typedef enum swi_io_type {
+    SWI_IO_TYPE_UINT8 = 0, SWI_IO_TYPE_INT8, SWI_IO_TYPE_UINT16, SWI_IO_TYPE_INT16,
+    SWI_IO_TYPE_UINT32, SWI_IO_TYPE_INT32, SWI_IO_TYPE_UINT64, SWI_IO_TYPE_INT64,
+    SWI_IO_TYPE_FLOAT32, SWI_IO_TYPE_FLOAT64, SWI_IO_TYPE_FLOAT128
+} swi_io_type;
+
+/** NIfTI's own fields: the header as validated (native byte order) and as stored. */
+typedef struct swi_io_nifti {
+    int64_t offset;            /**< byte offset of the voxel data (first: hdr is 8-aligned) */
+    unsigned char hdr[544];    /**< nifti_1_header (348 B) or nifti_2_header (540 B) */
+    unsigned char raw[544];    /**< the same bytes in the file's byte order */
+    int version;               /**< 1 or 2 */
+    int datatype;              /**< NIfTI DT_* code */
+} swi_io_nifti;
+
+/** A volume's description: opened from a file, or made for generated data. */
+typedef struct swi_volume {
+    char path[4096];           /**< the file opened ("" for a made volume) */
+    swi_io_format format;
+    int64_t size[3];           /**< voxels along i, j, k */
+    swi_io_type type;          /**< stored element type */
+    int bytes_per_voxel;       /**< stored bytes per voxel */
+    double slope, inter;       /**< scaling applied on read (1 and 0 when none) */
+    double spacing[3];         /**< voxel size along i, j, k (millimetres; pixdim) */
+    double affine[4][4];       /**< voxel (i, j, k, 1) -> scanner mm (see above) */
+    union {
+        swi_io_nifti nifti;
+    } fmt;                     /**< the format's own fields, by `format` */
+} swi_volume;
+
+/** Voxels of a volume (size[0] * size[1] * size[2]; below 2^40 for any opened volume). */
+int64_t swi_volume_voxels(const swi_volume *v);
+
+/** Open `path` and validate its header (existence, format, version, dims, sizes that
+ *  overflow, datatype, data offset, and for uncompressed files that the file holds all the
+ *  voxels). Reads no voxel data. */
+swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t errlen);
+
+/** Stop test for long reads and writes: return non-zero to stop (SWI_ERR_CANCELLED). */
+typedef struct swi_io_cancel {
+    int (*cancelled)(void *user);
+    void *user;
+} swi_io_cancel;
+
+/** Read the voxels of an opened volume as float32 into dst (swi_volume_voxels(v) floats),
+ *  scaling applied. Fails cleanly on truncated or corrupt data. cancel may be NULL. */
+swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
+                           char *err, size_t errlen);
+
+/** Describe a generated volume of `size` voxels (1..32767 each), `spacing` mm,
+ *  axis-aligned (qform and sform = diag(spacing), scanner coordinates), to write as
+ *  NIfTI-1 with swi_volume_write_fd. It has no file (path ""), so nothing to read. */
+swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double spacing[3],
+                           char *err, size_t errlen);
+
+/** What a written volume holds (sets the intent and display range). */
+typedef enum swi_io_kind {
+    SWI_IO_IMAGE = 0,   /**< plain image */
+    SWI_IO_LABELS = 1,  /**< a label map: intent LABEL, display range [0, classes - 1] */
+    SWI_IO_SCORES = 2   /**< per-class scores, classes along the 4th dimension */
+} swi_io_kind;
+
+/** Write data ([planes][size[0]][size[1]][size[2]] of `dtype`: SWI_DTYPE_UINT8, _UINT16 or
+ *  _FLOAT32) to the open descriptor fd in the format `name` asks for (".nii.gz" gzip-
+ *  compressed), with like's geometry and size like->size x planes (planes along the 4th
+ *  dimension when > 1). `name` is also the file named in messages. Closes fd in every
+ *  case. cancel may be NULL. */
+swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
+                               const void *data, swi_dtype dtype, swi_io_kind kind,
+                               int64_t planes, int64_t classes, const swi_io_cancel *cancel,
+                               char *err, size_t errlen);
+
+/** Write a PNG of three orthogonal mid-slices to the open descriptor fd (closed in every
+ *  case). Panels, left to right: the k = nk/2 slice (columns i, rows j), the j = nj/2 slice
+ *  (columns i, rows k) and the i = ni/2 slice (columns j, rows k), rows bottom-up. image
+ *  ([ni][nj][nk] float32, or NULL: labels only) is grey, windowed between its 0.5th and
+ *  99.5th percentiles; each label > 0 of labels ([ni][nj][nk], label_bytes 1 or 2 per
+ *  voxel, or NULL) is blended in its own colour. Small volumes are enlarged so the picture
+ *  is ~256 pixels tall; large ones sampled down to at most 2048 high and ~8192 wide. */
+swi_status swi_io_preview_write_fd(int fd, const char *name, const int64_t size[3],
+                                   const float *image, const void *labels, int label_bytes,
+                                   char *err, size_t errlen);
+
+/** RGB colour of label l (l >= 1) in previews. */
+void swi_io_label_color(int64_t l, unsigned char rgb[3]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWI_IO_H */
