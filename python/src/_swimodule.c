@@ -45,16 +45,16 @@ typedef struct {
 
 static int result_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     ResultObject *r = (ResultObject *)self;
-    (void)flags; /* shape, strides and format are always supplied */
+    /* C-contiguous, so every request level can be served; give only what was asked */
     view->buf = r->ptr;
     view->obj = Py_NewRef(self);
     view->len = r->len;
     view->readonly = 0;
     view->itemsize = r->itemsize;
-    view->format = r->format;
-    view->ndim = r->ndim;
-    view->shape = r->shape;
-    view->strides = r->strides;
+    view->format = (flags & PyBUF_FORMAT) ? r->format : NULL;
+    view->ndim = (flags & PyBUF_ND) ? r->ndim : 1;
+    view->shape = (flags & PyBUF_ND) ? r->shape : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? r->strides : NULL;
     view->suboffsets = NULL;
     view->internal = NULL;
     return 0;

@@ -428,14 +428,14 @@ def _keys_msg(keys):
 
 
 class _Progress:
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
+    """A tqdm bar over windows when tqdm imports, else one rewritten line on stderr."""
+
+    def __init__(self):
         self.bar = None
         self.last = 0
+        self.total = 0
 
     def __call__(self, done, total):
-        if not self.enabled:
-            return
         if self.bar is None:
             try:
                 from tqdm import tqdm
@@ -443,9 +443,9 @@ class _Progress:
                 self.bar = tqdm(total=total, unit="win", desc="swi")
             except ImportError:
                 self.bar = False
+        self.total = total
         if self.bar is False:
-            end = "\n" if done == total else ""
-            sys.stderr.write(f"\rswi: {done}/{total} windows{end}")
+            sys.stderr.write(f"\rswi: {done}/{total} windows")
             sys.stderr.flush()
         else:
             self.bar.update(done - self.last)
@@ -454,8 +454,8 @@ class _Progress:
     def close(self):
         if self.bar:
             self.bar.close()
-        elif self.bar is False and 0 < self.last:
-            sys.stderr.write("\n" if not self.enabled else "")
+        elif self.bar is False:
+            sys.stderr.write("\n")
 
 
 class _CustomRegion:
@@ -556,7 +556,7 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
         out_device = None
     kinds, single = _reduce_spec(reduce)
     pred = _Predictor(setup, predictor, sw_device, with_coord, process_fn, args, kwargs)
-    prog = _Progress(bool(progress))
+    prog = _Progress() if progress else None
     heads = None
     try:
         while True:
@@ -575,7 +575,8 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
                     raise ValueError(f"the predictor returned {len(heads)} outputs; swi supports up to "
                                      f"{_swi.MAX_HEADS}") from None
     finally:
-        prog.close()
+        if prog is not None:
+            prog.close()
         pred.cache.clear()
     per_head = []
     i = 0
