@@ -72,8 +72,6 @@ def _rep(v, n: int, what: str) -> tuple:
     if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
         return (v,) * n
     v = tuple(v)
-    if len(v) == 1 and n > 1:
-        return v * n
     if len(v) != n:
         raise ValueError(f"{what} must have {n} values (one per spatial dim), got {len(v)}")
     return v
@@ -119,8 +117,17 @@ def _reduce_spec(reduce):
     return out, single
 
 
-def _reduce_key(r) -> str:
-    return r if isinstance(r, str) else getattr(r, "__name__", "custom")
+def _reduce_keys(kinds) -> list:
+    """Result names: the reduction's name, a callable's __name__; repeats get a suffix."""
+    keys = []
+    for r in kinds:
+        k = r if isinstance(r, str) else getattr(r, "__name__", "custom")
+        base, i = k, 1
+        while k in keys:
+            i += 1
+            k = f"{base}_{i}"
+        keys.append(k)
+    return keys
 
 
 def _schedule(order, dims: int):
@@ -322,6 +329,7 @@ class _Predictor:
         new = [i for i in range(count) if not hit[i]]
         fresh = self._predict(x[new], [images[i] for i in new], [starts[i] for i in new])
         fresh = [_to_numpy32(h) for h in fresh]
+        cached = {i: self.cache.pop((images[i], starts[i])) for i in range(count) if hit[i]}
         out = []
         for h in range(len(self.first)):
             c, sp = self.first[h]
@@ -329,7 +337,7 @@ class _Predictor:
             j = 0
             for i in range(count):
                 if hit[i]:
-                    a[i] = self.cache.pop((images[i], starts[i]))[h]
+                    a[i] = cached[i][h]
                 else:
                     a[i] = fresh[h][j]
                     j += 1
@@ -364,7 +372,8 @@ class _Predictor:
         if self.first is None:
             self.first = [(h.shape[1], tuple(h.shape[2:])) for h in heads]
             self.keys, self.kind = keys, kind
-            if len(heads) > 1:
+            # several heads must be declared; the planner's order needs the real sizes
+            if len(heads) > 1 or self.s.order is None:
                 self.restart = True
         elif len(heads) != len(self.first) or keys != self.keys:
             raise ValueError(f"the predictor returned {len(heads)} outputs{_keys_msg(keys)}; its first call "
@@ -570,7 +579,12 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
                 if heads is not None:
                     raise RuntimeError("internal: the run was set up twice") from None
                 pred.restart = False
-                heads = pred.first
+                if setup.order is None:
+                    heads = pred.first
+                else:
+                    # learned shapes keep the plain loop order (MONAI's): a fully declared
+                    # run lets the planner reorder the last slabs to shrink the frontier
+                    heads = [(0, (0,) * setup.dims)] * len(pred.first)
                 if len(heads) > _swi.MAX_HEADS:
                     raise ValueError(f"the predictor returned {len(heads)} outputs; swi supports up to "
                                      f"{_swi.MAX_HEADS}") from None
@@ -580,10 +594,11 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
         pred.cache.clear()
     per_head = []
     i = 0
+    names = _reduce_keys(kinds)
     for _h in range(len(pred.first)):
         vals = {}
-        for r in kinds:
-            vals[_reduce_key(r)] = _finish(results[i], "none" if r == "none" else "reduced", setup, out_device)
+        for name, r in zip(names, kinds):
+            vals[name] = _finish(results[i], "none" if r == "none" else "reduced", setup, out_device)
             i += 1
         per_head.append(next(iter(vals.values())) if single else vals)
     if all(callable(r) for r in kinds) and single:

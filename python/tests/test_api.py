@@ -75,9 +75,11 @@ def test_random_sweep_vs_reference(seed):
         np.testing.assert_allclose(red[k], ref[k], rtol=1e-4, atol=1e-4, err_msg=k)
 
 
-def test_windows_in_monai_order_and_chunks():
-    """Fixed order: C order over the start grid, then the batch, in sw_batch_size chunks."""
-    g = np.random.default_rng(7)
+@pytest.mark.parametrize("heads", [1, 2])
+def test_windows_in_monai_order_and_chunks(heads):
+    """Fixed order: C order over the start grid, then the batch, in sw_batch_size chunks
+    (also with several heads, whose run is set up again after the first call)."""
+    g = np.random.default_rng(7 + heads)
     for _ in range(60):
         d = int(g.integers(1, 4))
         S = [int(v) for v in g.integers(3, 30, size=d)]
@@ -88,7 +90,7 @@ def test_windows_in_monai_order_and_chunks():
 
         def f(w, coords):
             seen.append([(c[0].start,) + tuple(s.start for s in c[2:]) for c in coords])
-            return w
+            return w if heads == 1 else (w, w * 2)
 
         swi.sliding_window_inference(np.zeros((B, 1, *S), np.float32), roi, sw, f, ov, with_coord=True)
         import itertools
