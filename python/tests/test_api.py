@@ -463,3 +463,28 @@ def test_results_outlive_nothing_else():
     t = torch.from_numpy(swi.sliding_window_inference(np.ones((1, 1, 8, 8), np.float32), 4, 1, lambda d: d))
     gc.collect()
     assert float(r.sum()) == 5 * 64 and float(t.sum()) == 64
+
+
+def test_ctrl_c_from_outside_stops_the_run():
+    """SIGINT arriving while the engine works (GIL released) ends the run promptly."""
+    import os
+    import time
+
+    calls = {"n": 0}
+
+    def slow(d):
+        calls["n"] += 1
+        time.sleep(0.02)
+        return d.repeat(1, 8, 1, 1)
+
+    x = torch.rand(1, 1, 200, 200)
+    total = len(starts(200, 16, 0.5)) ** 2
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            swi.sliding_window_inference(x, 16, 1, slow, 0.5, reduce="argmax", threads=2)
+    finally:
+        timer.cancel()
+    assert calls["n"] < total and time.monotonic() - t0 < 5
