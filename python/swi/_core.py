@@ -316,8 +316,12 @@ class _Predictor:
         x = np.frombuffer(win, dtype=np.float32).reshape((count, s.shape[1]) + s.roi)
         heads = self._predict(x, images, starts)
         if self.restart:
-            for i, k in enumerate(keys):
-                self.cache[k] = [_to_numpy32(h[i]) for h in heads]
+            # MONAI's order replays these outputs, so every window is predicted once. The
+            # planner's order starts elsewhere: holding them would cost more memory than
+            # calling the predictor on them again.
+            if s.order is not None:
+                for i, k in enumerate(keys):
+                    self.cache[k] = [_to_numpy32(h[i]) for h in heads]
             raise _Restart()
         return [(h.shape[1], tuple(h.shape[2:]), h) for h in heads]
 
@@ -554,7 +558,9 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
       max_memory: peak-bytes budget (int or "4G"); BudgetError names the minimum.
       threads: blending workers (default: all cores).
       order: "monai" (default: windows reach the predictor in MONAI's order and chunks),
-        "auto" (the planner's memory-optimal order) or a permutation of the spatial axes.
+        "auto" (the planner's memory-optimal order, planned with the real output size
+        after the first call, whose windows are predicted again), or a permutation of the
+        spatial axes (plain loop order in that permutation).
     """
     del buffer_steps, buffer_dim  # the streaming engine needs no buffering knobs
     setup = _Setup(inputs, roi_size, sw_batch_size, overlap, mode, sigma_scale, padding_mode, cval,
