@@ -376,8 +376,9 @@ class _Predictor:
         if self.first is None:
             self.first = [(h.shape[1], tuple(h.shape[2:])) for h in heads]
             self.keys, self.kind = keys, kind
-            # several heads must be declared; the planner's order needs the real sizes
-            if len(heads) > 1 or self.s.order is None:
+            # several heads must be declared; the planner's order and a budget need the
+            # real sizes (a plan made with learned sizes under-counts the frontier)
+            if len(heads) > 1 or self.s.order is None or self.s.max_memory:
                 self.restart = True
         elif len(heads) != len(self.first) or keys != self.keys:
             raise ValueError(f"the predictor returned {len(heads)} outputs{_keys_msg(keys)}; its first call "
@@ -585,7 +586,7 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
                 if heads is not None:
                     raise RuntimeError("internal: the run was set up twice") from None
                 pred.restart = False
-                if setup.order is None:
+                if setup.order is None or setup.max_memory:
                     heads = pred.first
                 else:
                     # learned shapes keep the plain loop order (MONAI's): a fully declared

@@ -488,3 +488,21 @@ def test_ctrl_c_from_outside_stops_the_run():
     finally:
         timer.cancel()
     assert calls["n"] < total and time.monotonic() - t0 < 5
+
+
+def test_budget_run_predicts_every_window_once():
+    x = torch.rand(2, 1, 40, 36, 20)
+    seen = []
+
+    def f(d, coords):
+        seen.extend((c[0].start,) + tuple(s.start for s in c[2:]) for c in coords)
+        return torch.cat([d * (k + 1) + k for k in range(6)], 1)
+
+    p = swi.plan(x, 16, 5, mode="gaussian", reduce="argmax", out_channels=6, threads=2)
+    free = swi.sliding_window_inference(x, 16, 5, f, 0.25, "gaussian", with_coord=True, reduce="max")
+    n = len(seen)
+    seen.clear()
+    tight = swi.sliding_window_inference(x, 16, 5, f, 0.25, "gaussian", with_coord=True, reduce="max",
+                                         threads=2, max_memory=p["bytes_min"] + 4096)
+    assert len(seen) == n == len(set(seen)) == p["windows_total"]
+    torch.testing.assert_close(tight, free, rtol=1e-5, atol=1e-5)
