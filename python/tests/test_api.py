@@ -498,7 +498,7 @@ def test_budget_run_predicts_every_window_once():
         seen.extend((c[0].start,) + tuple(s.start for s in c[2:]) for c in coords)
         return torch.cat([d * (k + 1) + k for k in range(6)], 1)
 
-    p = swi.plan(x, 16, 5, mode="gaussian", reduce="argmax", out_channels=6, threads=2)
+    p = swi.plan(x, 16, 5, mode="gaussian", reduce="max", out_channels=6, threads=2)
     free = swi.sliding_window_inference(x, 16, 5, f, 0.25, "gaussian", with_coord=True, reduce="max")
     n = len(seen)
     seen.clear()
