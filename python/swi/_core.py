@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable
 
 import numpy as np
 
@@ -447,7 +446,6 @@ class _Progress:
     def __init__(self):
         self.bar = None
         self.last = 0
-        self.total = 0
 
     def __call__(self, done, total):
         if self.bar is None:
@@ -457,7 +455,6 @@ class _Progress:
                 self.bar = tqdm(total=total, unit="win", desc="swi")
             except ImportError:
                 self.bar = False
-        self.total = total
         if self.bar is False:
             sys.stderr.write(f"\rswi: {done}/{total} windows")
             sys.stderr.flush()
@@ -488,7 +485,7 @@ class _CustomRegion:
 
 
 def _outputs(kinds, n_heads, setup, device):
-    outs, fns = [], []
+    outs = []
     for h in range(n_heads):
         for r in kinds:
             if callable(r):
