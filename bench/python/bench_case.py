@@ -8,7 +8,8 @@ The network is `x * w[c]` in torch (w: C fixed random weights), argmax wanted:
   swi        swi.sliding_window_inference(..., reduce="argmax")
   monai      MONAI 1.4's sliding_window_inference, then argmax (PYTHONPATH=<MONAI source>)
   predictor  the network alone on the same windows in the same chunks (no stitching)
-Reported: the call's wall time, the predictor's share, and the process's peak RSS.
+Reported: the call's wall and CPU time (all threads), the predictor's share, and the
+process's peak RSS.
 """
 
 import argparse
@@ -48,6 +49,7 @@ def main():
         return y
 
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    c0 = time.process_time()
     t0 = time.perf_counter()
     labels = None
     with torch.no_grad():
@@ -69,6 +71,7 @@ def main():
             import itertools
 
             wins = list(itertools.product(*starts))
+            c0 = time.process_time()
             t0 = time.perf_counter()
             gather = 0.0
             for i in range(0, len(wins), a.sw_batch):
@@ -78,12 +81,13 @@ def main():
                 gather += time.perf_counter() - tg
                 net(batch)
     dt = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if a.labels and labels is not None:
         import numpy as np
 
         np.save(a.labels, labels.numpy())
-    print(json.dumps({"impl": a.impl, "seconds": round(dt, 3), "predictor_seconds": round(pred_s[0], 3),
+    print(json.dumps({"impl": a.impl, "seconds": round(dt, 3), "cpu_seconds": round(cpu, 3), "predictor_seconds": round(pred_s[0], 3),
                       "predictor_calls": pred_s[1], "peak_rss_mb": round(peak / 1024, 1),
                       "rss_before_call_mb": round(rss0 / 1024, 1), "shape": shape, "classes": a.classes,
                       "roi": a.roi, "sw_batch": a.sw_batch, "threads": a.threads}))
