@@ -374,17 +374,23 @@ static int fill_head(run_state *rs, swi_batch *b, int h, PyObject *item, int cou
     PyObject *mv = PyMemoryView_FromMemory((char *)dst, (Py_ssize_t)n, PyBUF_WRITE);
     if (!mv) return -1;
     PyObject *r = PyObject_CallFunctionObjArgs(rs->copy_into, mv, obj, NULL);
-    /* the buffer is the engine's: no Python object may keep a view of it */
+    /* the buffer is the engine's: no Python object may keep a view of it. The call's
+     * exception (if any) is set aside meanwhile: no API call with one pending. */
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
     PyObject *rel = PyObject_CallMethod(mv, "release", NULL);
     Py_DECREF(mv);
-    if (!r) {
+    if (et) {
         Py_XDECREF(rel);
+        PyErr_Clear();
+        PyErr_Restore(et, ev, etb);
+        Py_XDECREF(r);
         return -1;
     }
-    Py_DECREF(r);
+    Py_XDECREF(r);
     if (!rel) return -1;
     Py_DECREF(rel);
-    return 0;
+    return r ? 0 : -1;
 }
 
 static int predict_cb(void *user, swi_batch *b) {

@@ -506,3 +506,11 @@ def test_budget_run_predicts_every_window_once():
                                          threads=2, max_memory=p["bytes_min"] + 4096)
     assert len(seen) == n == len(set(seen)) == p["windows_total"]
     torch.testing.assert_close(tight, free, rtol=1e-5, atol=1e-5)
+
+
+def test_copy_failure_propagates():
+    """An output that cannot be copied (a meta tensor has no data) fails the run cleanly."""
+    with pytest.raises((RuntimeError, NotImplementedError, ValueError)):
+        swi.sliding_window_inference(torch.rand(1, 1, 12, 12), 6, 2, lambda d: torch.empty_like(d, device="meta"))
+    r = swi.sliding_window_inference(torch.rand(1, 1, 12, 12), 6, 2, lambda d: d)  # still usable
+    assert r.shape == (1, 1, 12, 12)
