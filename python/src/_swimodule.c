@@ -23,14 +23,15 @@
 #include "swi.h"
 
 #define NDIM_MAX SWI_MAX_DIMS
-#define MAX_OUTPUTS 16
+#define MAX_OUTPUTS 64 /* 8 heads x every reduction, with room */
 
 static PyObject *BudgetError; /* swi.BudgetError, a MemoryError */
 
 /* ------------------------------------------------------------------ Result */
 
-/* A read-write buffer over a result the context owns. The capsule holds the context,
- * so the memory lives as long as any array made from it. */
+/* A buffer over a result the context owns. The capsule holds the context, so the memory
+ * lives as long as any array made from it. It is exported writable (MONAI's results are):
+ * the context runs nothing more, so nothing else reads or writes that memory. */
 typedef struct {
     PyObject_HEAD
     PyObject *owner; /* capsule of the swi_ctx */
@@ -165,13 +166,14 @@ static void config_release(config *c) {
  * (order: None = automatic, else a permutation; pipeline: -1 auto, 0 off, 1 on). */
 static int set_schedule(swi_params *p, PyObject *order, int pipeline) {
     if (order == Py_None) {
-        for (int k = 0; k < SWI_MAX_DIMS; k++) p->order[k] = -1;
+        p->order_mode = SWI_ORDER_AUTO;
     } else {
         int64_t o[NDIM_MAX];
         if (parse_int64_seq(order, p->dims, o, "order") < 0) return -1;
+        p->order_mode = SWI_ORDER_FIXED;
         for (int k = 0; k < p->dims; k++) p->order[k] = (int)o[k];
     }
-    p->pipeline = pipeline;
+    p->pipeline = pipeline < 0 ? SWI_PIPELINE_AUTO : pipeline ? SWI_PIPELINE_ON : SWI_PIPELINE_OFF;
     return 0;
 }
 
@@ -514,7 +516,7 @@ static PyObject *result_for(PyObject *owner, swi_ctx *ctx, const config *c, int 
     int64_t shape[NDIM_MAX + 2];
     int nd = 0;
     shape[nd++] = c->in.batch;
-    shape[nd++] = o->reduce == SWI_REDUCE_NONE ? ch : 1;
+    shape[nd++] = (o->reduce == SWI_REDUCE_NONE || o->reduce == SWI_REDUCE_SOFTMAX) ? ch : 1;
     for (int k = 0; k < dims; k++) shape[nd++] = size[k];
     char fmt = 'f';
     Py_ssize_t itemsize = 4;
@@ -717,14 +719,19 @@ static PyObject *swi_py_window_starts(PyObject *self, PyObject *args) {
     long long size, roi;
     double overlap;
     if (!PyArg_ParseTuple(args, "LLd:window_starts", &size, &roi, &overlap)) return NULL;
-    int64_t n = swi_window_starts(size, roi, overlap, NULL, 0);
-    if (n < 0) {
+    int64_t n = 0;
+    swi_status st = swi_window_starts(NULL, size, roi, overlap, NULL, 0, &n);
+    if (st != SWI_OK) {
         PyErr_Format(PyExc_ValueError, "invalid window layout (size %lld, roi %lld, overlap %g)", size, roi, overlap);
         return NULL;
     }
     int64_t *v = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     if (!v) return PyErr_NoMemory();
-    swi_window_starts(size, roi, overlap, v, n);
+    st = swi_window_starts(NULL, size, roi, overlap, v, n, &n);
+    if (st != SWI_OK) {
+        PyMem_Free(v);
+        return raise_status(st, "swi_window_starts failed");
+    }
     PyObject *t = n <= INT_MAX ? int64_tuple(v, (int)n) : PyErr_NoMemory();
     PyMem_Free(v);
     return t;
@@ -758,7 +765,7 @@ static PyObject *swi_py_weights(PyObject *self, PyObject *args) {
     }
     PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
     if (!b) return NULL;
-    swi_status st = swi_weights((swi_blend)mode, (int)dims, roi, sigma, (float *)PyBytes_AS_STRING(b));
+    swi_status st = swi_weights(NULL, (swi_blend)mode, (int)dims, roi, sigma, (float *)PyBytes_AS_STRING(b));
     if (st != SWI_OK) {
         Py_DECREF(b);
         return raise_status(st, "swi_weights failed");

@@ -27,7 +27,7 @@ MAX_DIMS = _swi.MAX_DIMS
 
 _BLEND = {"constant": 0, "gaussian": 1}
 _PAD = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
-_REDUCE = {"none": 0, "argmax": 1, "max": 2, "confidence": 3, "entropy": 4}
+_REDUCE = {"none": 0, "argmax": 1, "max": 2, "confidence": 3, "entropy": 4, "softmax": 6}
 _CUSTOM = 5
 _DTYPE_AUTO, _DTYPE_FLOAT32 = 0, 1
 
@@ -555,7 +555,8 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
 
     Keyword-only extras:
       reduce: None, "argmax" (labels [B, 1, *spatial], uint8; above 256 classes uint16 for
-        numpy, int32 for torch), "max", "confidence", "entropy" (float32 [B, 1, *spatial]), a
+        numpy, int32 for torch), "max", "confidence", "entropy" (float32 [B, 1, *spatial]),
+        "softmax" (float32 probabilities [B, C, *spatial], computed region by region), a
         list of those (a dict out), or a callable ``fn(scores, region)`` called with each
         completed region of blended scores ([1, C, *region], see `Region`); it returns None.
       max_memory: peak-bytes budget (int or "4G"); BudgetError names the minimum.

@@ -75,6 +75,16 @@ def test_random_sweep_vs_reference(seed):
         np.testing.assert_allclose(red[k], ref[k], rtol=1e-4, atol=1e-4, err_msg=k)
 
 
+def test_softmax_reduction():
+    x = np.random.default_rng(3).standard_normal((2, 1, 30, 21)).astype(np.float32)
+    f = noisy(5)
+    full = swi.sliding_window_inference(x, 8, 3, f, 0.5, "gaussian")
+    sm = swi.sliding_window_inference(x, 8, 3, f, 0.5, "gaussian", reduce="softmax", threads=2)
+    e = np.exp(full - full.max(1, keepdims=True))
+    assert sm.shape == full.shape and sm.dtype == np.float32
+    np.testing.assert_allclose(sm, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("heads", [1, 2])
 def test_windows_in_monai_order_and_chunks(heads):
     """Fixed order: C order over the start grid, then the batch, in sw_batch_size chunks
