@@ -13,11 +13,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def golden_dir() -> Path:
-    """tests/data/golden/cases in the repository, else shared/golden/cases next to it
-    (or above it), else $SWI_GOLDEN_DIR. Missing cases are a failure, not a skip."""
+    """$SWI_GOLDEN_DIR/cases (the CMake setting of that name), else tests/data/golden/cases
+    in the repository, else shared/golden/cases above it. Missing cases are a failure,
+    not a skip."""
     cands = []
     if os.environ.get("SWI_GOLDEN_DIR"):
-        cands.append(Path(os.environ["SWI_GOLDEN_DIR"]))
+        cands.append(Path(os.environ["SWI_GOLDEN_DIR"]) / "cases")
     cands.append(REPO / "tests" / "data" / "golden" / "cases")
     cands += [p / "shared" / "golden" / "cases" for p in REPO.parents]
     for c in cands:
