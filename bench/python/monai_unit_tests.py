@@ -1,7 +1,7 @@
 """Run MONAI 1.4's tests/test_sliding_window_inference.py with swi.sliding_window_inference
 in place of MONAI's, and report every test that does not pass with its reason.
 
-    PYTHONPATH=/tmp/monai-1.4.0 /usr/bin/python3 bench/python/monai_unit_tests.py [--quick]
+    PYTHONPATH=$MONAI_SRC /usr/bin/python3 bench/python/monai_unit_tests.py [--quick]
 
 MONAI's source is fetched, never committed (see bench/monai/README.md). Exits 0 when the
 run completed (failures are reported, not fatal), 2 when MONAI is not importable.
