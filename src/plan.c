@@ -187,7 +187,9 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     int n_perms = have_fixed || keep ? 1 : permutations(g, perms);
     if (keep) memcpy(perms[0], keep->order, sizeof keep->order);
     else if (have_fixed) memcpy(perms[0], fixed_order, sizeof fixed_order);
-    int tail_lo = keep ? keep->tail : 1, tail_hi = keep ? keep->tail : 3;
+    /* a fixed order is the plain loop nest (with {0, 1, ..} the reference's enumeration):
+     * no interleaving of the last windows */
+    int tail_lo = keep ? keep->tail : 1, tail_hi = keep ? keep->tail : (have_fixed ? 1 : 3);
 
     /* windows that run: all, or those touching the part */
     int64_t total = g->win_per_image * g->batch;
