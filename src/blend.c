@@ -86,7 +86,7 @@ SWI_KERNEL void swi__blend_item(void *arg, int64_t item, int worker) {
                 }
             }
         if (!any) continue;
-        const float *P = s->head[it->head] + (size_t)j * (size_t)(C * hg->win_vox);
+        const float *P = swi__slot_out(s, it->head) + (size_t)j * (size_t)(C * hg->win_vox);
         for (int32_t pl = it->p0; pl < it->p1; pl++) {
             const float *xp = pl < C ? P + (size_t)pl * (size_t)hg->win_vox : NULL;
             for (int64_t i0 = it->i0lo; i0 < it->i0hi; i0++)

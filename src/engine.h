@@ -51,10 +51,16 @@ typedef struct slot {
     float *head[SWI_MAX_HEADS];   /* [sw, C, win] */
     size_t head_cap[SWI_MAX_HEADS];
     int requested[SWI_MAX_HEADS];
+    /* outputs the predictor handed over (swi_batch_set_output): read in place of head[],
+     * released once the batch is blended */
+    const float *adopt[SWI_MAX_HEADS];
+    void (*release[SWI_MAX_HEADS])(void *user, const float *data);
+    void *release_user[SWI_MAX_HEADS];
     int64_t *image;               /* [sw] */
     int64_t *t;                   /* [sw][NDIM] window grid coords */
     int64_t *ustart;              /* [sw][SWI_MAX_DIMS] start in image coords */
     int n;                        /* windows in the slot */
+    int cap;                      /* windows its buffers hold (0: not allocated yet) */
     /* reuse (SWI_REUSE_ON): the predictor sees the n_run windows to run, run_idx[i] being
      * the slot window of its window i; src[j] says where slot window j's output comes
      * from: -1 the predictor, k >= 0 slot window k, -2 - e reuse cache entry e */
@@ -132,12 +138,17 @@ struct swi_batch {
 };
 
 
+/* Head h's outputs of the slot's windows, [n, C, win]. */
+static inline const float *swi__slot_out(const slot *s, int h) { return s->adopt[h] ? s->adopt[h] : s->head[h]; }
+
 /* Order position of the i-th window that runs. */
 static inline int64_t swi__run_window(const run *r, int64_t i) { return r->wlist ? r->wlist[i] : i; }
 
 /* ---- batch.c ---- */
 swi_status swi__slot_alloc(run *r, slot *s);
 void swi__slot_free(slot *s);
+/* Give back the outputs the predictor handed over (their batch is blended). */
+void swi__slot_release(slot *s);
 /* Fill a slot with windows first..first+n-1 (gather) and run the predictor on it. */
 swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n);
 

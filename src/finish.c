@@ -81,7 +81,7 @@ SWI_KERNEL void swi__finish_item(void *arg, int64_t item, int worker) {
         const int64_t *t = &s->t[j * NDIM];
         int64_t off[NDIM];
         for (int a = 0; a < NDIM; a++) off[a] = hg->ax[a].cell_lo[T->cell[a]] - hg->ax[a].win_lo[t[a]];
-        const float *P = s->head[T->head] + (size_t)j * (size_t)(C * hg->win_vox);
+        const float *P = swi__slot_out(s, T->head) + (size_t)j * (size_t)(C * hg->win_vox);
         for (int64_t c = 0; c < C; c++) {
             float *dst = S + (size_t)(c * n);
             for (int64_t i0 = it->a0; i0 < it->a1; i0++)

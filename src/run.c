@@ -161,17 +161,15 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     int learned = 0;
     for (int h = 0; h < g->n_heads; h++) learned |= r->p->heads[h].channels <= 0;
     if (learned) {
-        swi_params q = *r->p;
-        q.sw_batch_size = r->sw;
-        q.pipeline = r->n_slots == 2 ? (r->p->pipeline == SWI_PIPELINE_ON ? SWI_PIPELINE_ON : SWI_PIPELINE_AUTO)
-                                     : SWI_PIPELINE_OFF;
+        /* the batch size and pipelining are chosen again from what was asked for (the
+         * second slot is allocated at its first use) */
         swi_plan plan;
         plan_choice c;
-        st = swi__plan(r->ctx, &q, g, outs, r->n_outs, &plan, &c, &r->choice);
+        st = swi__plan(r->ctx, r->p, g, outs, r->n_outs, &plan, &c, &r->choice);
         if (st != SWI_OK) return st;
         r->replanned_sw = c.sw != r->sw;
         r->sw = c.sw;
-        if (!c.pipeline) r->n_slots = 1;
+        r->n_slots = c.pipeline ? 2 : 1;
         r->mem.limit = c.partial;
         r->choice.frontier = c.frontier;
         r->choice.reuse_cache = c.reuse_cache;
@@ -373,10 +371,15 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     st = window_list(&r);
     if (st != SWI_OK) goto done;
     r.stats.windows_total = r.n_windows;
-    r.sw = r.choice.sw;
+    /* With a budget and head shapes still to learn, the first call takes one window: its
+     * buffers are sized before the heads are known, and one window is within any plan
+     * made once they are. */
+    int learned = 0;
+    for (int h = 0; h < r.g.n_heads; h++) learned |= params->heads[h].channels <= 0;
+    r.sw = learned && params->max_memory > 0 ? 1 : r.choice.sw;
     r.threads = plan.threads;
     r.n_outs = n_outputs;
-    r.n_slots = r.choice.pipeline ? 2 : 1;
+    r.n_slots = r.choice.pipeline && r.sw == r.choice.sw ? 2 : 1;
     swi__cellmem_init(&r.mem, plan.bytes_partial);
     r.outs = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(out_spec));
     ctx->results = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(swi_result_buf));
@@ -388,7 +391,7 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     }
     ctx->n_results = n_outputs;
     ctx->dims = r.g.user_dims;
-    for (int i = 0; i < r.n_slots && st == SWI_OK; i++) st = swi__slot_alloc(&r, &r.slots[i]);
+    st = swi__slot_alloc(&r, &r.slots[0]); /* the second, when pipelining, at its first use */
     if (st != SWI_OK) goto done;
     st = swi__pool_create(&r.pool, r.threads);
     if (st != SWI_OK) {
@@ -414,6 +417,7 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
         int pred_n = more ? (int)(total - next < r.sw ? total - next : r.sw) : 0;
         if (more && r.n_slots == 2) st = swi__fill_and_predict(&r, &r.slots[other], next, pred_n);
         swi__pool_wait(r.pool);
+        swi__slot_release(s);
         swi__frontier_end_batch(&r.front);
         r.n_tasks = 0;
         done_w += s->n;
