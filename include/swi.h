@@ -257,13 +257,14 @@ const int64_t *swi_batch_start(const swi_batch *b, int i);
 float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial);
 /** Instead of filling swi_batch_output's buffer, hand the engine head `head`'s finished
  *  output: data [count, channels, *spatial] float32, the same shape rules as
- *  swi_batch_output. The engine reads it in place (no copy) and calls release(user, data)
- *  once it no longer needs it: after the batch is blended, or when the run stops -- from
- *  the thread that called swi_run, before swi_run returns. Until then data must stay
- *  valid and unchanged. (When some windows of the batch reuse outputs, the values are
- *  copied and release is called at once.) Returns 0; or non-zero on a shape mismatch or a
- *  NULL data, and then release is not called and the predictor must return non-zero.
- *  Each head is given once per call, by this or by swi_batch_output. */
+ *  swi_batch_output. The engine reads it in place (no copy, no second buffer) and calls
+ *  release(user, data) once it no longer needs it: after the batch is blended, before the
+ *  next predictor call, or when the run stops -- from the thread that called swi_run.
+ *  Until then data must stay valid and unchanged. When the run pipelines (the next call
+ *  overlaps this batch's blending) or some windows of the batch reuse outputs, the values
+ *  are copied instead and release is called at once. Returns 0; or non-zero on a shape
+ *  mismatch or a NULL data, and then release is not called and the predictor must return
+ *  non-zero. Each head is given once per call, by this or by swi_batch_output. */
 int swi_batch_set_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial, const float *data,
                          void (*release)(void *user, const float *data), void *user);
 /** Record why the predictor fails (copied; shown by swi_last_error). */

@@ -142,8 +142,9 @@ int swi_batch_set_output(swi_batch *b, int head, int64_t channels, const int64_t
     size_t v = head_request(b, head, channels, spatial);
     if (!v) return 1;
     slot *s = b->s;
-    if (s->n_run < s->n) {
-        /* windows reusing outputs are placed among these: they go into the slot's buffer */
+    if (s->n_run < s->n || b->r->n_slots == 2) {
+        /* windows reusing outputs are placed among these, or the next call overlaps this
+         * batch's blending (the caller may then reuse data): they go into the slot's buffer */
         if (!head_buffer(s, head, v)) {
             b->r->shape_err = swi__fail(b->r->ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
             return 1;
@@ -177,6 +178,18 @@ swi_status swi__slot_alloc(run *r, slot *s) {
         if (!s->run_idx || !s->src || !s->hash)
             return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the window buffers");
     }
+    return SWI_OK;
+}
+
+swi_status swi__slot_own(run *r, slot *s) {
+    for (int h = 0; h < r->g.n_heads; h++) {
+        if (!s->adopt[h]) continue;
+        size_t n = (size_t)s->n * head_floats(r, h) * sizeof(float);
+        if (!head_buffer(s, h, (size_t)r->sw * head_floats(r, h) * sizeof(float)) && !head_buffer(s, h, n))
+            return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", h);
+        memcpy(s->head[h], s->adopt[h], n);
+    }
+    swi__slot_release(s);
     return SWI_OK;
 }
 

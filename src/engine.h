@@ -147,6 +147,9 @@ static inline int64_t swi__run_window(const run *r, int64_t i) { return r->wlist
 /* ---- batch.c ---- */
 swi_status swi__slot_alloc(run *r, slot *s);
 void swi__slot_free(slot *s);
+/* Copy the outputs the predictor handed over into the slot's own buffers, and give them
+ * back (the next call is about to overlap this slot's blending). */
+swi_status swi__slot_own(run *r, slot *s);
 /* Give back the outputs the predictor handed over (their batch is blended). */
 void swi__slot_release(slot *s);
 /* Fill a slot with windows first..first+n-1 (gather) and run the predictor on it. */

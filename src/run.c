@@ -170,6 +170,8 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
         r->replanned_sw = c.sw != r->sw;
         r->sw = c.sw;
         r->n_slots = c.pipeline ? 2 : 1;
+        /* the next call will overlap the first batch's blending: its outputs must be ours */
+        if (r->n_slots == 2 && (st = swi__slot_own(r, &r->slots[0])) != SWI_OK) return st;
         r->mem.limit = c.partial;
         r->choice.frontier = c.frontier;
         r->choice.reuse_cache = c.reuse_cache;

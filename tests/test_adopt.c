@@ -22,6 +22,7 @@ typedef struct pred_state {
     int heads;
     int64_t handed, released, calls;
     int fail_at;        /* fail on this call, after handing head 0 over */
+    int64_t unreleased_at_call; /* calls that began with a buffer not yet given back */
 } pred_state;
 
 static void release(void *user, const float *data)
@@ -46,6 +47,9 @@ static int predict(void *user, swi_batch *b)
 {
     pred_state *ps = user;
     ps->calls++;
+    /* every buffer handed over is given back before the next call (so a predictor may
+     * reuse its buffers from call to call) */
+    ps->unreleased_at_call += ps->handed != ps->released;
     int n = swi_batch_count(b), d = swi_batch_dims(b);
     const int64_t *roi = swi_batch_roi(b);
     int64_t vox = 1;
@@ -116,7 +120,7 @@ int main(void)
         p.threads = (int)rnd(1, 3);
         p.pipeline = (swi_pipeline)rnd(0, 2);
         p.reuse = rnd(0, 1) ? SWI_REUSE_ON : SWI_REUSE_OFF;
-        pred_state ps = {0, {rnd(1, 4), rnd(1, 3)}, (int)rnd(1, 2), 0, 0, 0, 0};
+        pred_state ps = {0, {rnd(1, 4), rnd(1, 3)}, (int)rnd(1, 2), 0, 0, 0, 0, 0};
         p.n_heads = ps.heads;
         for (int h = 0; h < ps.heads; h++) p.heads[h].channels = rnd(0, 1) ? ps.C[h] : 0;
         int64_t batch = rnd(1, 2);
@@ -146,6 +150,8 @@ int main(void)
         CHECK(memcmp(a, b, bytes) == 0, "config %d: results with handed-over outputs differ", t);
         CHECK(ps.handed == ps.released && ps.handed > 0, "config %d: %lld buffers handed over, %lld released", t,
               (long long)ps.handed, (long long)ps.released);
+        CHECK(ps.unreleased_at_call == 0, "config %d: %lld calls began before an earlier buffer was given back", t,
+              (long long)ps.unreleased_at_call);
         handed += ps.handed;
         /* a failure on a later call, after handing head 0 over */
         pred_state pf = ps;
