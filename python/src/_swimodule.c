@@ -348,7 +348,53 @@ static PyObject *int64_tuple(const int64_t *v, int n) {
     return t;
 }
 
-/* Hand one head's result to copy_into, which writes it into the engine's buffer. */
+/* A predictor output the engine reads in place (swi_batch_set_output) until it gives it
+ * back, which may happen on the run's thread without the GIL. */
+typedef struct adopted {
+    Py_buffer view;
+} adopted;
+
+static void release_adopted(void *user, const float *data) {
+    (void)data;
+    adopted *a = user;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyBuffer_Release(&a->view);
+    PyGILState_Release(gil);
+    PyMem_RawFree(a);
+}
+
+/* Hand obj to the engine without a copy when it is a C-contiguous float32 buffer of n
+ * bytes. Returns 1 when handed over, 0 when not applicable, -1 on an error. */
+static int adopt_head(swi_batch *b, int h, int64_t ch, const int64_t *sp, PyObject *obj, size_t n) {
+    if (!PyObject_CheckBuffer(obj)) return 0;
+    adopted *a = PyMem_RawMalloc(sizeof *a);
+    if (!a) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear(); /* not a contiguous buffer: the copy path handles it */
+        PyMem_RawFree(a);
+        return 0;
+    }
+    const char *f = a->view.format ? a->view.format : "B";
+    int is_f32 = a->view.itemsize == 4 && (!strcmp(f, "f") || !strcmp(f, "<f") || !strcmp(f, "=f"));
+    if (!is_f32 || a->view.len != (Py_ssize_t)n) {
+        PyBuffer_Release(&a->view);
+        PyMem_RawFree(a);
+        return 0;
+    }
+    if (swi_batch_set_output(b, h, ch, sp, (const float *)a->view.buf, release_adopted, a) != 0) {
+        PyBuffer_Release(&a->view);
+        PyMem_RawFree(a);
+        PyErr_Format(PyExc_ValueError, "output %d of the predictor does not match the shape the run expects", h);
+        return -1;
+    }
+    return 1;
+}
+
+/* Hand one head's result to the engine: in place when it is float32 and contiguous,
+ * else through copy_into, which writes it into the engine's buffer. */
 static int fill_head(run_state *rs, swi_batch *b, int h, PyObject *item, int count) {
     long long ch;
     PyObject *sp_obj, *obj;
@@ -358,6 +404,12 @@ static int fill_head(run_state *rs, swi_batch *b, int h, PyObject *item, int cou
     }
     int64_t sp[NDIM_MAX];
     if (parse_int64_seq(sp_obj, rs->dims, sp, "head spatial size") < 0) return -1;
+    {
+        size_t bytes = (size_t)count * (size_t)ch * sizeof(float);
+        for (int k = 0; k < rs->dims; k++) bytes *= (size_t)sp[k];
+        int a = adopt_head(b, h, (int64_t)ch, sp, obj, bytes);
+        if (a != 0) return a < 0 ? -1 : 0;
+    }
     float *dst = swi_batch_output(b, h, (int64_t)ch, sp);
     if (!dst) {
         /* the wrapper has checked the shape against the first call already */

@@ -259,6 +259,17 @@ def _to_numpy32(x) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
+def _engine_ready(h):
+    """h as a float32 C-order numpy array sharing its memory, when it has one (the engine
+    then reads it in place, no copy); else h itself, copied by _copy_into."""
+    if _is_torch(h):
+        t = h.detach()
+        if t.device.type == "cpu" and t.dtype == torch.float32 and t.is_contiguous():
+            return t.numpy()
+        return h
+    return h
+
+
 def _copy_into(mv, obj):
     """Write one head of a predictor call into the engine's buffer (float32, C order)."""
     dst = np.frombuffer(mv, dtype=np.float32).reshape(tuple(obj.shape))
@@ -327,7 +338,7 @@ class _Predictor:
                 for i, k in enumerate(keys):
                     self.cache[k] = [_to_numpy32(h[i]) for h in heads]
             raise _Restart()
-        return [(h.shape[1], tuple(h.shape[2:]), h) for h in heads]
+        return [(h.shape[1], tuple(h.shape[2:]), _engine_ready(h)) for h in heads]
 
     def _mixed(self, win, images, starts, hit):
         """A batch partly served from the cache (the budget changed the batch size)."""
