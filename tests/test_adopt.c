@@ -83,14 +83,6 @@ static int predict(void *user, swi_batch *b)
     return 0;
 }
 
-static uint64_t rng = 0xC0FFEE123456789ull;
-static int64_t rnd(int64_t lo, int64_t hi)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
-}
 
 static int cancel_at;
 static int progress(void *user, int64_t done, int64_t total)
@@ -103,6 +95,7 @@ static int progress(void *user, int64_t done, int64_t total)
 
 int main(void)
 {
+    check_rng_state = 0xC0FFEE123456789ull;
     int64_t handed = 0;
     for (int t = 0; t < 150; t++) {
         int dims = (int)rnd(1, 3);

@@ -63,14 +63,6 @@ static int pure_predict(void *user, swi_batch *b)
     return 0;
 }
 
-static uint64_t rng = 88172645463325252ull;
-static int64_t rnd(int64_t lo, int64_t hi)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
-}
 
 typedef struct result {
     float *scores;
@@ -307,6 +299,7 @@ static void test_params(void)
 
 int main(void)
 {
+    check_rng_state = 88172645463325252ull;
     test_params();
     test_background();
     sweep(150);
