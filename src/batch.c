@@ -155,6 +155,10 @@ int swi_batch_set_output(swi_batch *b, int head, int64_t channels, const int64_t
         s->adopt[head] = data;
         s->release[head] = release;
         s->release_user[head] = user;
+        /* a buffer of ours from an earlier call is not needed while outputs are handed over */
+        swi__big_free(s->head[head], s->head_cap[head]);
+        s->head[head] = NULL;
+        s->head_cap[head] = 0;
     }
     s->requested[head] = 1;
     return 0;
