@@ -95,7 +95,8 @@ typedef enum swi_status {
     SWI_ERR_CALLBACK = 7,    /**< a region callback returned non-zero */
     SWI_ERR_CANCELLED = 8,   /**< the progress callback asked to stop */
     SWI_ERR_THREAD = 9,      /**< a worker thread could not be started */
-    SWI_ERR_READ = 10        /**< the input's reader reported failure */
+    SWI_ERR_READ = 10,       /**< the input's reader reported failure */
+    SWI_ERR_IO = 11          /**< a file could not be read or written (the I/O and backend libraries) */
 } swi_status;
 
 /** Short constant name of a status ("SWI_ERR_NOMEM"); never NULL. */

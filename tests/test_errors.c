@@ -202,6 +202,7 @@ static void test_null_arguments(swi_ctx *ctx)
         {SWI_ERR_PREDICTOR, "SWI_ERR_PREDICTOR"}, {SWI_ERR_SHAPE, "SWI_ERR_SHAPE"},
         {SWI_ERR_BUDGET, "SWI_ERR_BUDGET"}, {SWI_ERR_CALLBACK, "SWI_ERR_CALLBACK"},
         {SWI_ERR_CANCELLED, "SWI_ERR_CANCELLED"}, {SWI_ERR_THREAD, "SWI_ERR_THREAD"}, {SWI_ERR_READ, "SWI_ERR_READ"},
+        {SWI_ERR_IO, "SWI_ERR_IO"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         CHECK(strcmp(swi_status_name(names[i].st), names[i].name) == 0, "swi_status_name(%d) is \"%s\"",
