@@ -13,6 +13,7 @@
 
 #include "preprocess.h"
 #include "progress.h"
+#include "samefile.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -142,6 +143,14 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
                 o->preview);
         return seg_fail(who, err);
     }
+    /* An output that is an input under another name is refused first, --force or not. */
+    cli_named_path ins[SEG_MAX_INPUTS + 1] = { { "--model", o->model } };
+    for (int c = 0; c < o->n_inputs; c++)
+        ins[1 + c] = (cli_named_path){ "--input", o->inputs[c] };
+    const cli_named_path outp[3] = { { "--output", o->output }, { "--scores", o->scores },
+                                     { "--preview", o->preview } };
+    if (cli_check_outputs_apart(ins, 1 + o->n_inputs, outp, 3, err))
+        return seg_fail(who, err);
     /* Existing outputs are refused before anything else happens. */
     const char *finals[3] = { o->output, o->scores, o->preview };
     for (int i = 0; i < 3; i++)
