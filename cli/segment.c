@@ -52,6 +52,26 @@ static int same_grid(const char *who, const seg_opts *o, const int64_t osz[3],
     return seg_fail(who, err);
 }
 
+/* NaN/Inf voxels of one input (read as 0): a warning, or with --nonfinite fail the error.
+ * Returns 1 when the run must stop. */
+static int nonfinite_report(const seg_opts *o, const char *who, const char *path, int64_t bad,
+                            int64_t voxels)
+{
+    char err[SWI_ERRLEN];
+    double pct = 100.0 * (double)bad / (double)voxels;
+    if (o->nonfinite_fail) {
+        cli_err(err, "%s: %lld of %lld voxels are NaN or infinite (%.3g%%); refused "
+                "(--nonfinite fail)", path, (long long)bad, (long long)voxels, pct);
+        seg_fail(who, err);
+        return 1;
+    }
+    cli_err(err, "warning: %s: %lld of %lld voxels are NaN or infinite (%.3g%%); read as 0 "
+            "(--nonfinite fail refuses such inputs)", path, (long long)bad, (long long)voxels,
+            pct);
+    fprintf(stderr, "%s: %s\n", who, err);
+    return 0;
+}
+
 /* Read and preprocess every channel into s->input. Returns an exit status. */
 static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in)
 {
@@ -66,10 +86,14 @@ static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const s
     }
     const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
     for (int c = 0; c < o->n_inputs; c++) {
-        if (swi_volume_read(&s->vols[c], s->input + c * N, &cancel, err, SWI_ERRLEN))
+        int64_t bad = 0;
+        if (swi_volume_read_counted(&s->vols[c], s->input + c * N, &cancel, &bad, err,
+                                    SWI_ERRLEN))
             return step_failed(who, err);
         if (cli_interrupted())
             return interrupted_exit(who);
+        if (bad && nonfinite_report(o, who, o->inputs[c], bad, N))
+            return 1;
         seg_preprocess(o, s->input + c * N, N);
     }
     return 0;

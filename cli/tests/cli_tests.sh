@@ -34,6 +34,8 @@ CASES=(
   opt_quiet opt_summary opt_progress_tty opt_device_cuda opt_nifti2 opt_big_endian
   opt_4d_singleton opt_dtypes
   input_sibling_nii input_gzip_named_nii input_plain_named_gz
+  nonfinite_warn nonfinite_fail nonfinite_big_endian nonfinite_float64 nonfinite_second_channel
+  usage_nonfinite
   # bad NIfTI input (exit 1, nothing written)
   bad_input_missing bad_input_directory bad_input_unreadable bad_input_empty
   bad_input_random bad_input_text_gz bad_input_truncated_header bad_input_truncated_data
@@ -652,6 +654,53 @@ t_safe_budget_too_small() {
   data; need onnxruntime
   error_case "--max-memory is too small" segment $(quant_args) --output "$T/o/l.nii.gz" --max-memory 1K
 }
+
+# ---- NaN / Inf voxels ---------------------------------------------------------------------
+# nonfinite_ok IN ZEROED COUNT: the run warns once with the count and the file, and its labels
+# and scores are those of the run on ZEROED (the same volume with 0 there)
+nonfinite_ok() {
+  seg --model "$DATA/quant4.onnx" --input "$1" --output "$T/o/a.nii" --scores "$T/o/as.nii"
+  expect_rc 0; one_line_err
+  expect_err "warning: .*$(basename "$1"): $3 of 7680 voxels are NaN or infinite .*; read as 0"
+  seg --model "$DATA/quant4.onnx" --input "$2" --output "$T/o/b.nii" --scores "$T/o/bs.nii"
+  expect_rc 0
+  [ ! -s "$T/err" ] || fail "a warning for a finite volume"
+  cmp -s "$T/o/a.nii" "$T/o/b.nii" || fail "labels differ from the zeroed volume's"
+  cmp -s "$T/o/as.nii" "$T/o/bs.nii" || fail "scores differ from the zeroed volume's"
+  labels_ok "$T/o/a.nii" "$2"
+}
+t_nonfinite_warn() {
+  data; need onnxruntime
+  nonfinite_ok "$DATA/nonfinite.nii.gz" "$DATA/nonfinite_zero.nii.gz" 5
+  # the warning is not progress: -q keeps it (checked above), --nonfinite zero is the default
+  seg --model "$DATA/quant4.onnx" --input "$DATA/nonfinite.nii.gz" --output "$T/o/c.nii" --nonfinite zero
+  expect_rc 0; one_line_err; expect_err "5 of 7680 voxels"
+  cmp -s "$T/o/a.nii" "$T/o/c.nii" || fail "--nonfinite zero differs from the default"
+}
+t_nonfinite_fail() {
+  data; need onnxruntime
+  error_case "nonfinite.nii.gz: 5 of 7680 voxels are NaN or infinite .*refused \(--nonfinite fail\)" \
+    segment -q --model "$DATA/quant4.onnx" --input "$DATA/nonfinite.nii.gz" --output "$T/o/l.nii.gz" \
+    --scores "$T/o/s.nii" --preview "$T/o/p.png" --nonfinite fail
+  # a finite volume passes
+  seg $(quant_args) --output "$T/o/l.nii.gz" --nonfinite fail
+  expect_rc 0; [ ! -s "$T/err" ] || fail "stderr not empty"
+}
+t_nonfinite_big_endian() {
+  data; need onnxruntime
+  nonfinite_ok "$DATA/nonfinite_be.nii" "$DATA/nonfinite_zero.nii.gz" 5
+}
+t_nonfinite_float64() {
+  data; need onnxruntime
+  # +-1e300 is finite in the file and infinite as float32: counted with the NaN
+  nonfinite_ok "$DATA/nonfinite_f64.nii.gz" "$DATA/nonfinite_f64_zero.nii.gz" 3
+}
+t_nonfinite_second_channel() {
+  data; need onnxruntime
+  error_case "nonfinite.nii.gz: 5 of 7680 voxels" segment -q --model "$DATA/quant4_c2.onnx" \
+    --input "$DATA/vol.nii.gz" --input "$DATA/nonfinite.nii.gz" --output "$T/o/l.nii.gz" --nonfinite fail
+}
+t_usage_nonfinite() { seg_usage "--nonfinite 'keep'" --nonfinite keep; }
 
 # ---- the same file under two names ---------------------------------------------------------
 # same_case PATTERN ARGS...: with and without --force, exit 1 with one line matching PATTERN
