@@ -11,6 +11,7 @@
  */
 #include "segment.h"
 
+#include "alloc.h"
 #include "preprocess.h"
 #include "progress.h"
 #include "samefile.h"
@@ -77,7 +78,7 @@ static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const s
 {
     char err[SWI_ERRLEN];
     const int64_t N = in->size[0] * in->size[1] * in->size[2];
-    s->input = malloc((size_t)(N * in->channels) * sizeof(float));
+    s->input = cli_malloc((size_t)(N * in->channels) * sizeof(float));
     if (!s->input) {
         char b[32];
         cli_err(err, "%s: out of memory reading the volume (%s)", o->inputs[0],
@@ -240,7 +241,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &in, &r)))
         return rc;
     if (keep) {
-        keep->labels = malloc(r.label_size);
+        keep->labels = cli_malloc(r.label_size);
         if (keep->labels)
             memcpy(keep->labels, r.labels, r.label_size);
         keep->label_bytes = r.label_bytes;

@@ -538,7 +538,7 @@ swi_status io__nifti_read_counted(const swi_volume *v, float *dst, const swi_io_
         return SWI_ERR_CANCELLED;
     }
     const int64_t ntot = nim->nvox * nim->nbyper;
-    void *buf = malloc((size_t)ntot);
+    void *buf = io__malloc((size_t)ntot);
     if (!buf) {
         char b[32];
         io__err(err, n, "%s: out of memory reading %s of voxels", v->path,
