@@ -39,6 +39,11 @@
  *    context is not to be used by two threads at once.
  *  - Sizes are int64_t (element counts) or size_t (bytes) and every product is
  *    overflow-checked (SWI_ERR_OVERFLOW).
+ *  - NaN and Inf are data, not errors: input values reach the predictor as given
+ *    (padding uses cval), predictor outputs are blended as the reference blends them (a
+ *    NaN output makes its voxel's blended score NaN), ARGMAX ranks NaN above every number
+ *    (the first NaN wins) and MAX / SOFTMAX are NaN there. The library never replaces or
+ *    judges values; check inputs first where that matters.
  *  - Stability: the API (names, meanings, source compatibility) is stable within
  *    a minor version; the ABI is not promised before 1.0: the caller-allocated
  *    structs (swi_params, swi_output, swi_plan, ...) may grow between minor
