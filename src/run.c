@@ -350,6 +350,41 @@ swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor
     return st;
 }
 
+/* Everything a run holds before its first predictor call. */
+static swi_status start_run(run *r, swi_ctx *ctx, const swi_params *params, const swi_tensor *input,
+                            const swi_predictor *predictor, int n_outputs, const swi_plan *plan) {
+    r->pred = predictor;
+    r->reuse = params->reuse == SWI_REUSE_ON;
+    swi_status st = window_list(r);
+    if (st != SWI_OK) return st;
+    r->stats.windows_total = r->n_windows;
+    /* With a budget and head shapes still to learn, the first call takes one window: its
+     * buffers are sized before the heads are known, and one window is within any plan
+     * made once they are. */
+    int learned = 0;
+    for (int h = 0; h < r->g.n_heads; h++) learned |= params->heads[h].channels <= 0;
+    r->sw = learned && params->max_memory > 0 ? 1 : r->choice.sw;
+    r->threads = plan->threads;
+    r->n_outs = n_outputs;
+    r->n_slots = r->choice.pipeline && r->sw == r->choice.sw ? 2 : 1;
+    swi__cellmem_init(&r->mem, plan->bytes_partial);
+    r->outs = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(out_spec));
+    ctx->results = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(swi_result_buf));
+    r->idx_scratch = swi__malloc((size_t)(r->g.roi[0] + r->g.roi[1] + r->g.roi[2]) * sizeof(int64_t));
+    if (!input->data) r->box = swi__big_alloc((size_t)(r->g.cin * r->g.roi_vox) * sizeof(float));
+    if (!r->outs || !ctx->results || !r->idx_scratch || (!input->data && !r->box))
+        return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory");
+    ctx->n_results = n_outputs;
+    ctx->dims = r->g.user_dims;
+    st = swi__slot_alloc(r, &r->slots[0]); /* the second, when pipelining, at its first use */
+    if (st != SWI_OK) return st;
+    st = swi__pool_create(&r->pool, r->threads);
+    if (st != SWI_OK)
+        return swi__fail(ctx, st, st == SWI_ERR_THREAD ? "could not start %d worker threads" : "out of memory",
+                         r->threads);
+    return SWI_OK;
+}
+
 swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *input,
                    const swi_predictor *predictor, const swi_output *outputs, int n_outputs) {
     if (!ctx) return SWI_ERR_INVALID_ARG;
@@ -368,39 +403,8 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     swi_plan plan;
     swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, &plan);
     if (st != SWI_OK) goto done;
-    r.pred = predictor;
-    r.reuse = params->reuse == SWI_REUSE_ON;
-    st = window_list(&r);
+    st = start_run(&r, ctx, params, input, predictor, n_outputs, &plan);
     if (st != SWI_OK) goto done;
-    r.stats.windows_total = r.n_windows;
-    /* With a budget and head shapes still to learn, the first call takes one window: its
-     * buffers are sized before the heads are known, and one window is within any plan
-     * made once they are. */
-    int learned = 0;
-    for (int h = 0; h < r.g.n_heads; h++) learned |= params->heads[h].channels <= 0;
-    r.sw = learned && params->max_memory > 0 ? 1 : r.choice.sw;
-    r.threads = plan.threads;
-    r.n_outs = n_outputs;
-    r.n_slots = r.choice.pipeline && r.sw == r.choice.sw ? 2 : 1;
-    swi__cellmem_init(&r.mem, plan.bytes_partial);
-    r.outs = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(out_spec));
-    ctx->results = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(swi_result_buf));
-    r.idx_scratch = swi__malloc((size_t)(r.g.roi[0] + r.g.roi[1] + r.g.roi[2]) * sizeof(int64_t));
-    if (!input->data) r.box = swi__big_alloc((size_t)(r.g.cin * r.g.roi_vox) * sizeof(float));
-    if (!r.outs || !ctx->results || !r.idx_scratch || (!input->data && !r.box)) {
-        st = swi__fail(ctx, SWI_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    ctx->n_results = n_outputs;
-    ctx->dims = r.g.user_dims;
-    st = swi__slot_alloc(&r, &r.slots[0]); /* the second, when pipelining, at its first use */
-    if (st != SWI_OK) goto done;
-    st = swi__pool_create(&r.pool, r.threads);
-    if (st != SWI_OK) {
-        st = swi__fail(ctx, st, st == SWI_ERR_THREAD ? "could not start %d worker threads" : "out of memory",
-                       r.threads);
-        goto done;
-    }
     int64_t total = r.n_windows, next = 0, done_w = 0;
     int cur = 0;
     int n = (int)(total - next < r.sw ? total - next : r.sw);
