@@ -73,8 +73,8 @@ extern "C" {
 #define SWI_VERSION_PATCH 0
 #define SWI_VERSION_STRING "0.1.0"
 
-/** Largest number of spatial dims (1, 2 or 3 are supported). */
-#define SWI_MAX_DIMS 3
+/** Largest number of spatial dims (1 to 4 are supported). */
+#define SWI_MAX_DIMS 4
 /** Largest number of predictor heads (outputs of one network call). */
 #define SWI_MAX_HEADS 8
 /** Largest number of swi_output entries in one run. */
@@ -165,7 +165,7 @@ typedef struct swi_head_spec {
 } swi_head_spec;
 
 typedef struct swi_params {
-    int dims;                          /**< spatial dims: 1, 2 or 3 */
+    int dims;                          /**< spatial dims: 1 to SWI_MAX_DIMS */
     int64_t roi[SWI_MAX_DIMS];         /**< window size; <= 0 means the whole image along that dim */
     double overlap[SWI_MAX_DIMS];      /**< fraction of overlap in [0, 1); default 0.25 */
     swi_blend mode;                    /**< default SWI_BLEND_CONSTANT */

@@ -25,25 +25,31 @@ typedef struct task {
 } task;
 
 /* Accumulation item: planes [p0, p1) of head `head` (plane C is the weight sum) over
- * the rows [i0lo, i0hi) of the cells in row `c0` along axis 0, for every window of the
- * batch in batch order. Items never share a cell plane row, so they run in any order
+ * the rows [i1lo, i1hi) along axis 1 of the cells (c0, c1) of axes 0 and 1, for every
+ * window of the batch in batch order. (Inputs of fewer than 4 dims have a unit axis 0,
+ * so axis 1 is their first.) Items never share a cell plane row, so they run in any order
  * on any thread and each voxel still sums its windows in batch order. */
 typedef struct acc_item {
     int32_t head, p0, p1;
-    int64_t c0, i0lo, i0hi;
+    int64_t c0, c1, i1lo, i1hi;
 } acc_item;
 
 /* One cell of a window, as the accumulation walks it. */
 typedef struct acc_seg {
     float *buf;     /* its partial sums, NULL if one window covers it (finished directly) */
     int64_t vox;    /* voxels of the cell (the plane stride of buf) */
-    int64_t lo2;    /* its first column in the window, along the contiguous axis */
-    int64_t e2;     /* its extent along that axis */
+    int64_t lo3;    /* its first column in the window, along the contiguous axis 3 */
+    int64_t e3;     /* its extent along that axis */
     int set;        /* this window is its first since buf was opened: store, not add */
 } acc_seg;
 _Static_assert(sizeof(acc_seg) <= SWI_ACC_SEG_BYTES, "plan.c counts SWI_ACC_SEG_BYTES per table entry");
 
-typedef struct fin_item { int32_t task; int64_t a0, a1, b0, b1; } fin_item;
+/* Finishing item: rows [lo[a], hi[a]) of axes 0..2 of a task's cell, the contiguous axis
+ * 3 whole; small enough for a worker's chunk. */
+typedef struct fin_item {
+    int32_t task;
+    int64_t lo[NDIM - 1], hi[NDIM - 1];
+} fin_item;
 
 typedef struct slot {
     float *input;                 /* [sw, cin, roi] */

@@ -9,18 +9,20 @@ size_t swi__seg_cap(const geom *g) {
     size_t cap = 1;
     for (int h = 0; h < g->n_heads; h++) {
         const head_geom *hg = &g->heads[h];
-        int64_t m[2] = {1, 1};
-        for (int a = 1; a < NDIM; a++)
+        int64_t m[2] = {1, 1}; /* the table holds the cells of axes 2 and 3 (blend.c) */
+        for (int a = NDIM - 2; a < NDIM; a++)
             for (int64_t t = 0; t < hg->ax[a].n_win; t++)
-                if (hg->ax[a].win_ccount[t] > m[a - 1]) m[a - 1] = hg->ax[a].win_ccount[t];
+                if (hg->ax[a].win_ccount[t] > m[a - (NDIM - 2)]) m[a - (NDIM - 2)] = hg->ax[a].win_ccount[t];
         if ((size_t)(m[0] * m[1]) > cap) cap = (size_t)(m[0] * m[1]);
     }
     return cap;
 }
 
 void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t[NDIM]) {
-    const int a0 = c->order[0], a1 = c->order[1], a2 = c->order[2];
-    const int64_t n0 = g->n_win[a0], inner = g->n_win[a1] * g->n_win[a2];
+    const int a0 = c->order[0];
+    int64_t inner = 1;
+    for (int k = 1; k < NDIM; k++) inner *= g->n_win[c->order[k]];
+    const int64_t n0 = g->n_win[a0];
     const int64_t tail = c->tail < 1 ? 1 : (c->tail > n0 ? n0 : c->tail);
     const int64_t head = (n0 - tail) * inner;
     int64_t rest;
@@ -31,8 +33,11 @@ void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t
         t[a0] = n0 - tail + (i - head) % tail;
         rest = (i - head) / tail;
     }
-    t[a2] = rest % g->n_win[a2];
-    t[a1] = rest / g->n_win[a2];
+    for (int k = NDIM - 1; k >= 1; k--) {
+        const int a = c->order[k];
+        t[a] = rest % g->n_win[a];
+        rest /= g->n_win[a];
+    }
 }
 
 /* Peak bytes of partial sums for one order and batch size: the frontier's own
@@ -53,9 +58,7 @@ static size_t simulate(const geom *g, const plan_choice *order, int sw, int use_
             const head_geom *hg = &g->heads[h];
             int64_t lo[NDIM], n[NDIM], c[NDIM];
             swi__window_cells(hg, t, lo, n);
-            for (c[0] = lo[0]; c[0] < lo[0] + n[0]; c[0]++)
-                for (c[1] = lo[1]; c[1] < lo[1] + n[1]; c[1]++)
-                    for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) {
+            for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) {
                         cell_state *st;
                         int flags;
                         if (part && !swi__cell_in_part(g, hg, c)) continue;
@@ -73,30 +76,45 @@ out:
 
 /* Orders to try: every permutation of the internal axes, preferring (on ties) the
  * longest padded axis outermost. */
-static int permutations(const geom *g, int perms[6][NDIM]) {
-    static const int all[6][NDIM] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-    int n = 0;
-    for (int i = 0; i < 6; i++) {
-        memcpy(perms[n], all[i], sizeof all[i]);
-        n++;
+static int permutations(const geom *g, int perms[SWI_PERMS][NDIM]) {
+    /* every order of the image's own axes (lexicographic), the unit axes after them */
+    const int lead = NDIM - g->user_dims;
+    int cur[NDIM], n = 0;
+    for (int k = 0; k < NDIM; k++) cur[k] = k < g->user_dims ? lead + k : k - g->user_dims;
+    for (;;) {
+        memcpy(perms[n++], cur, sizeof cur);
+        /* next permutation of cur[0 .. user_dims) */
+        int i = g->user_dims - 2;
+        while (i >= 0 && cur[i] > cur[i + 1]) i--;
+        if (i < 0) break;
+        int j = g->user_dims - 1;
+        while (cur[j] < cur[i]) j--;
+        int tmp = cur[i];
+        cur[i] = cur[j];
+        cur[j] = tmp;
+        for (int a = i + 1, b = g->user_dims - 1; a < b; a++, b--) {
+            tmp = cur[a];
+            cur[a] = cur[b];
+            cur[b] = tmp;
+        }
     }
     /* sort by preference: lexicographically larger (padded[order[0]], padded[order[1]]) first,
      * stable on the natural order */
     for (int i = 1; i < n; i++) {
-        int cur[NDIM];
-        memcpy(cur, perms[i], sizeof cur);
+        int pi[NDIM];
+        memcpy(pi, perms[i], sizeof pi);
         int j = i - 1;
         while (j >= 0) {
-            int64_t a0 = g->padded[cur[0]], b0 = g->padded[perms[j][0]];
-            int64_t a1 = g->padded[cur[1]], b1 = g->padded[perms[j][1]];
+            int64_t a0 = g->padded[pi[0]], b0 = g->padded[perms[j][0]];
+            int64_t a1 = g->padded[pi[1]], b1 = g->padded[perms[j][1]];
             if (a0 > b0 || (a0 == b0 && a1 > b1)) {
-                memcpy(perms[j + 1], perms[j], sizeof cur);
+                memcpy(perms[j + 1], perms[j], sizeof pi);
                 j--;
             } else {
                 break;
             }
         }
-        memcpy(perms[j + 1], cur, sizeof cur);
+        memcpy(perms[j + 1], pi, sizeof pi);
     }
     return n;
 }
@@ -147,7 +165,7 @@ static swi_status plan_costs(swi_ctx *ctx, const swi_params *p, const geom *g, c
         add_mul(&t, (size_t)hg->channels, (size_t)hg->win_vox);
         add_mul(&k->per_window, t, sizeof(float));
         if ((size_t)hg->channels > cmax) cmax = (size_t)hg->channels;
-        if ((size_t)hg->win[2] > rowmax) rowmax = (size_t)hg->win[2];
+        if ((size_t)hg->win[NDIM - 1] > rowmax) rowmax = (size_t)hg->win[NDIM - 1];
         add_mul(&book, (size_t)hg->n_cells * (size_t)g->batch, sizeof(cell_state));
         add_mul(&book, (size_t)hg->win_vox, sizeof(float));
     }
@@ -177,7 +195,7 @@ static swi_status plan_costs(swi_ctx *ctx, const swi_params *p, const geom *g, c
  * run would take at the requested batch size, so each voxel sums its windows in the
  * same order as the whole run does. */
 typedef struct orders {
-    int perms[6][NDIM];
+    int perms[SWI_PERMS][NDIM];
     int n_perms, tail_lo, tail_hi;
 } orders;
 
@@ -213,7 +231,8 @@ static swi_status plan_orders(swi_ctx *ctx, const swi_params *p, const geom *g, 
     int sw_whole = (int64_t)p->sw_batch_size > whole ? (int)whole : p->sw_batch_size;
     for (int i = 0; i < o->n_perms; i++)
         for (int tail = 1; tail <= 3; tail++) {
-            plan_choice c = {{o->perms[i][0], o->perms[i][1], o->perms[i][2]}, tail, sw_whole, 0, 0, 0, 0};
+            plan_choice c = {{0}, tail, sw_whole, 0, 0, 0, 0};
+            memcpy(c.order, o->perms[i], sizeof c.order);
             if (tail > 1 && tail > g->n_win[c.order[0]]) break;
             size_t part = simulate(g, &c, sw_whole, 0);
             if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
@@ -245,7 +264,8 @@ static swi_status best_order(swi_ctx *ctx, const geom *g, const orders *o, int s
     *peak = SIZE_MAX;
     for (int i = 0; i < o->n_perms; i++)
         for (int tail = o->tail_lo; tail <= o->tail_hi; tail++) {
-            plan_choice c = {{o->perms[i][0], o->perms[i][1], o->perms[i][2]}, tail, sw, 0, 0, 0, 0};
+            plan_choice c = {{0}, tail, sw, 0, 0, 0, 0};
+            memcpy(c.order, o->perms[i], sizeof c.order);
             if (!keep && o->tail_lo != o->tail_hi && tail > 1 && tail > g->n_win[c.order[0]]) break;
             size_t part = simulate(g, &c, sw, 0);
             if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
@@ -310,9 +330,9 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
      * then pipelining; every smaller choice is still planned for bytes_min. */
     int found = 0;
     size_t best_min = SIZE_MAX;
-    plan_choice best = {{0, 1, 2}, 1, 1, 0, 0, 0, 0};
+    plan_choice best = {{0, 1, 2, 3}, 1, 1, 0, 0, 0, 0};
     for (int sw = sw_req; sw >= 1; sw = sw > 1 ? sw / 2 : 0) {
-        plan_choice order = {{0, 1, 2}, 1, 1, 0, 0, 0, 0};
+        plan_choice order = {{0, 1, 2, 3}, 1, 1, 0, 0, 0, 0};
         size_t front;
         if ((st = best_order(ctx, g, &o, sw, keep != NULL, &order, &front)) != SWI_OK) return st;
         /* what the engine reserves for that frontier (fragmentation allowance included) */

@@ -42,9 +42,7 @@ static swi_status book_batch(run *r, const slot *s) {
             const head_geom *hg = &g->heads[h];
             int64_t lo[NDIM], n[NDIM], c[NDIM];
             swi__window_cells(hg, t, lo, n);
-            for (c[0] = lo[0]; c[0] < lo[0] + n[0]; c[0]++)
-                for (c[1] = lo[1]; c[1] < lo[1] + n[1]; c[1]++)
-                    for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) {
+            for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) {
                         cell_state *st;
                         int flags;
                         if (g->has_part && !swi__cell_in_part(g, hg, c)) continue;
@@ -97,12 +95,10 @@ static swi_status book_batch(run *r, const slot *s) {
             const head_geom *hg = &g->heads[h];
             int64_t lo[NDIM], n[NDIM], c[NDIM];
             swi__window_cells(hg, t, lo, n);
-            int64_t k = n[0] * n[1] * n[2];
+            int64_t k = n[0] * n[1] * n[2] * n[3];
             if (g->has_part) { /* the cells booked above: those of the part */
                 k = 0;
-                for (c[0] = lo[0]; c[0] < lo[0] + n[0]; c[0]++)
-                    for (c[1] = lo[1]; c[1] < lo[1] + n[1]; c[1]++)
-                        for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) k += swi__cell_in_part(g, hg, c);
+                for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) k += swi__cell_in_part(g, hg, c);
             }
             for (; k > 0; k--, q++) {
                 task *T = &r->tasks[r->pair_task[q]];
@@ -128,7 +124,7 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     for (int h = 0; h < g->n_heads; h++) {
         const head_geom *hg = &g->heads[h];
         if ((size_t)hg->channels > cmax) cmax = (size_t)hg->channels;
-        if ((size_t)hg->win[2] > rowmax) rowmax = (size_t)hg->win[2];
+        if ((size_t)hg->win[NDIM - 1] > rowmax) rowmax = (size_t)hg->win[NDIM - 1];
         r->ctx->out_channels[h] = hg->channels;
         for (int k = 0; k < g->user_dims; k++) r->ctx->out_size[h][k] = hg->out[swi__axis(g, k)];
     }
@@ -283,7 +279,7 @@ static swi_status count_reuse(run *r, const swi_plan *plan, int64_t *reused) {
     if (!swi__mul_size((size_t)sw, in_n * sizeof(float), &bytes))
         return swi__fail(r->ctx, SWI_ERR_OVERFLOW, "window buffer size overflows");
     float *win = swi__big_alloc(bytes);
-    int64_t *idx = swi__malloc((size_t)(g->roi[0] + g->roi[1] + g->roi[2]) * sizeof(int64_t));
+    int64_t *idx = swi__malloc((size_t)(g->roi[0] + g->roi[1] + g->roi[2] + g->roi[3]) * sizeof(int64_t));
     float *box = r->in->data ? NULL : swi__big_alloc(in_n * sizeof(float));
     uint64_t *hash = swi__malloc((size_t)sw * sizeof(uint64_t));
     swi_status st = swi__reuse_init(&c, plan->reuse_cache, in_n, g->n_heads, NULL);
@@ -370,7 +366,7 @@ static swi_status start_run(run *r, swi_ctx *ctx, const swi_params *params, cons
     swi__cellmem_init(&r->mem, plan->bytes_partial);
     r->outs = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(out_spec));
     ctx->results = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(swi_result_buf));
-    r->idx_scratch = swi__malloc((size_t)(r->g.roi[0] + r->g.roi[1] + r->g.roi[2]) * sizeof(int64_t));
+    r->idx_scratch = swi__malloc((size_t)(r->g.roi[0] + r->g.roi[1] + r->g.roi[2] + r->g.roi[3]) * sizeof(int64_t));
     if (!input->data) r->box = swi__big_alloc((size_t)(r->g.cin * r->g.roi_vox) * sizeof(float));
     if (!r->outs || !ctx->results || !r->idx_scratch || (!input->data && !r->box))
         return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory");

@@ -98,12 +98,12 @@ int main(void)
     check_rng_state = 0xC0FFEE123456789ull;
     int64_t handed = 0;
     for (int t = 0; t < 150; t++) {
-        int dims = (int)rnd(1, 3);
+        int dims = (int)rnd(1, 4);
         swi_params p;
         swi_params_init(&p, dims);
         int64_t size[SWI_MAX_DIMS], vox = 1;
         for (int k = 0; k < dims; k++) {
-            size[k] = rnd(1, dims == 3 ? 14 : 40);
+            size[k] = rnd(1, dims == 4 ? 8 : dims == 3 ? 14 : 40);
             p.roi[k] = rnd(1, 8);
             p.overlap[k] = (double)rnd(0, 3) / 4.0;
             vox *= size[k];

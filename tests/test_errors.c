@@ -231,8 +231,10 @@ static void test_params(swi_ctx *ctx)
     setup_init(&s);
     s.p.dims = 0;
     EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "dims", "params dims 0");
-    s.p.dims = 4;
-    EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "dims", "params dims 4");
+    s.p.dims = SWI_MAX_DIMS + 1;
+    s.in.dims = SWI_MAX_DIMS + 1;
+    EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "params.dims", "params dims 5");
+    s.in.dims = 2;
     s.p.dims = 2;
     s.in.dims = 3;
     s.in.size[2] = 5;

@@ -125,12 +125,12 @@ static int64_t g_reused_total;
 static void sweep(int configs)
 {
     for (int t = 0; t < configs; t++) {
-        int dims = (int)rnd(1, 3);
+        int dims = (int)rnd(1, 4);
         int64_t size[SWI_MAX_DIMS], vox = 1;
         swi_params p;
         swi_params_init(&p, dims);
         for (int k = 0; k < dims; k++) {
-            size[k] = rnd(dims == 3 ? 6 : 10, dims == 3 ? 24 : 60);
+            size[k] = rnd(dims >= 3 ? 6 : 10, dims == 4 ? 10 : dims == 3 ? 24 : 60);
             p.roi[k] = rnd(2, size[k] > 8 ? 8 : size[k] + 2); /* some windows larger than the image */
             p.overlap[k] = (double)rnd(0, 3) / 4.0;
             vox *= size[k];

@@ -37,9 +37,9 @@ def noisy(C, seed=0):
 # ---- the random sweep against the reference semantics ----------------------------------
 def _sweep_params(seed):
     g = np.random.default_rng(seed)
-    d = int(g.integers(1, 4))
-    S = [int(v) for v in g.integers(3, 24 if d == 3 else 40, size=d)]
-    roi = [int(v) for v in g.integers(1, 18, size=d)]
+    d = int(g.integers(1, 5))  # 1 to 4 spatial dims, as MONAI allows
+    S = [int(v) for v in g.integers(3, {4: 11, 3: 24}.get(d, 40), size=d)]
+    roi = [int(v) for v in g.integers(1, 8 if d == 4 else 18, size=d)]
     if g.random() < 0.2:
         roi[int(g.integers(0, d))] = -1
     return dict(shape=(int(g.integers(1, 3)), int(g.integers(1, 3)), *S), roi=roi, sw=int(g.integers(1, 6)),
@@ -91,9 +91,9 @@ def test_windows_in_monai_order_and_chunks(heads):
     (also with several heads, whose run is set up again after the first call)."""
     g = np.random.default_rng(7 + heads)
     for _ in range(60):
-        d = int(g.integers(1, 4))
-        S = [int(v) for v in g.integers(3, 30, size=d)]
-        roi = [int(v) for v in g.integers(2, 16, size=d)]
+        d = int(g.integers(1, 5))
+        S = [int(v) for v in g.integers(3, 12 if d == 4 else 30, size=d)]
+        roi = [int(v) for v in g.integers(2, 8 if d == 4 else 16, size=d)]
         ov = float(g.choice([0.0, 0.25, 0.5, 0.8]))
         B, sw = int(g.integers(1, 4)), int(g.integers(1, 8))
         seen = []
@@ -381,7 +381,7 @@ def test_argument_errors():
     with pytest.raises(ValueError, match="mode"):
         swi.sliding_window_inference(x, 4, 1, lambda d: d, mode="bilinear")
     with pytest.raises(ValueError, match="spatial dims"):
-        swi.sliding_window_inference(torch.rand(1, 1, 4, 4, 4, 4), 2, 1, lambda d: d)
+        swi.sliding_window_inference(torch.rand(1, 1, 4, 4, 4, 4, 4), 2, 1, lambda d: d)
     with pytest.raises(ValueError, match="reduce"):
         swi.sliding_window_inference(x, 4, 1, lambda d: d, reduce="median")
     xg = torch.rand(1, 1, 8, 8, requires_grad=True)
