@@ -1,0 +1,138 @@
+/*
+ * swi_resample.h -- bringing a scan to a model's grid and results back: orientation by
+ * axis permutation and flips (MONAI's Orientationd), and voxel spacing (MONAI's Spacingd
+ * geometry, trilinear sampling with border clamping).
+ *
+ * Link swi_resample (CMake: swi::resample). A client of swi.h only (libm, no I/O).
+ *
+ *     swi_orientation o;
+ *     char err[256];
+ *     if (swi_orientation_make(affine, size, "RAS", &o, err, sizeof err) != SWI_OK) { ... }
+ *     // voxel (i, j, k) of the input is voxel swi_orient_index(&o, i, j, k) of the RAS grid;
+ *     // o.size and o.affine describe that grid.
+ *
+ *     swi_spacing_grid g;
+ *     swi_spacing_grid_make(o.affine, o.size, (double[3]){ 1.5, 1.5, 1.5 }, &g, err, sizeof err);
+ *     swi_resample_trilinear(src, o.size, dst, g.size, g.to_src, 1, 0, g.size[0]);
+ *
+ * Geometry follows MONAI 1.4 (monai/data/utils.py, monai/transforms/spatial) and nibabel:
+ *  - orientation: the input's axis codes are nibabel's io_orientation of the affine (the
+ *    nearest orthogonal matrix of its direction cosines, each voxel axis given the world
+ *    axis it is most parallel to, greedily in axis order); the target codes are letters of
+ *    L/R, P/A, I/S, one per world axis. Oriented axis j is input axis src_axis[j], read
+ *    backwards where flip[j]. The oriented affine is affine @ inv_ornt_aff (exact).
+ *  - spacing: Spacingd(pixdim, diagonal=False, scale_extent=False): a target spacing within
+ *    1e-3 of the input's keeps the input's; the new directions are the rotation part of
+ *    the affine's QR factorisation (shear dropped); the shape is round(extent / pixdim + 1)
+ *    of the input's corners (round half to even, as numpy); the grid starts at the input
+ *    corner that is smallest along every new axis (within 1e-8), or, when no corner is
+ *    (oblique or float32 affines), it is centred: offset = A (n / 2) + t - R (m / 2).
+ *  - sampling: value at the continuous source index inv(src) @ dst @ (i, j, k), voxel
+ *    centres at integers (align_corners=False), coordinates clamped to [0, n - 1] (padding
+ *    "border", Spacingd's default), trilinear. Back to the input grid the same map runs
+ *    the other way (Invertd).
+ *
+ * Errors follow swi.h: an swi_status, and a one-line message in err (errlen bytes, may be
+ * NULL) naming what is wrong. Nothing is printed.
+ */
+#ifndef SWI_RESAMPLE_H
+#define SWI_RESAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- orientation ---------------------------------------------------------------- */
+
+/** Parse three axis codes ("RAS", "LPS", "PIR", case-insensitive): world[j] is the world
+ *  axis (0 = L/R, 1 = P/A, 2 = I/S) of axis j, sign[j] +1 towards R/A/S, -1 towards
+ *  L/P/I. Fails on anything but three letters naming three distinct world axes. */
+swi_status swi_axcodes_parse(const char *codes, int world[3], int sign[3], char *err,
+                             size_t errlen);
+
+/** The axis codes of an affine (nibabel's aff2axcodes), e.g. "LPS"; codes gets 4 bytes.
+ *  Fails when the direction part is singular. */
+swi_status swi_affine_axcodes(const double affine[4][4], char codes[4], char *err, size_t errlen);
+
+/** How a grid is brought to target axis codes. */
+typedef struct swi_orientation {
+    int src_axis[3];      /**< oriented axis j is input axis src_axis[j] */
+    int flip[3];          /**< 1 where oriented axis j runs backwards along it */
+    int64_t in_size[3];   /**< the input grid */
+    int64_t size[3];      /**< the oriented grid: in_size[src_axis[j]] */
+    double affine[4][4];  /**< the oriented grid's voxel -> world map */
+} swi_orientation;
+
+/** Orientation of a grid (affine, size) to `codes` (see swi_axcodes_parse). */
+swi_status swi_orientation_make(const double affine[4][4], const int64_t size[3], const char *codes,
+                                swi_orientation *o, char *err, size_t errlen);
+
+/** 1 when the orientation changes nothing. */
+int swi_orientation_is_identity(const swi_orientation *o);
+
+/** Input voxel (x[0], x[1], x[2]) -> its index along each oriented axis (y). */
+void swi_orient_point(const swi_orientation *o, const int64_t x[3], int64_t y[3]);
+
+/** Copy `planes` volumes of elem_bytes elements from the input grid (src) to the oriented
+ *  grid (dst, inverse = 0), or back (inverse = 1). src and dst must not overlap. */
+void swi_orient_copy(const swi_orientation *o, const void *src, void *dst, size_t elem_bytes,
+                     int64_t planes, int inverse);
+
+/** Read the box [lo, hi) of the oriented grid from the input grid: dst is
+ *  [planes, *(hi - lo)], src [planes, *in_size]; floats. For swi_reader callbacks. */
+void swi_orient_read_box(const swi_orientation *o, const float *src, int64_t planes,
+                         const int64_t lo[3], const int64_t hi[3], float *dst);
+
+/** Write a region [lo, hi) of the oriented grid (src [planes, *(hi - lo)]) into the input
+ *  grid (dst [planes, *in_size]). Distinct regions write distinct voxels, so region
+ *  callbacks on several threads may call it at once. */
+void swi_orient_write_box(const swi_orientation *o, const void *src, size_t elem_bytes,
+                          int64_t planes, const int64_t lo[3], const int64_t hi[3], void *dst);
+
+/* ---- spacing -------------------------------------------------------------------- */
+
+/** Largest number of voxels a resampled grid may have (2^40, as swi_io). */
+#define SWI_RESAMPLE_MAX_VOXELS ((int64_t)1 << 40)
+
+/** The grid Spacingd makes, and the voxel maps between it and the input grid. */
+typedef struct swi_spacing_grid {
+    int64_t size[3];       /**< voxels of the new grid */
+    double affine[4][4];   /**< its voxel -> world map */
+    double pixdim[3];      /**< its spacing (the target, or the input's where within 1e-3) */
+    int centred;           /**< 1: no input corner passed the corner test; the grid is centred */
+    int identity;          /**< 1: the maps are the identity within 1e-3 and the shape is the
+                                input's; MONAI then leaves the volume as it is, and so should
+                                the caller */
+    double to_src[3][4];   /**< new voxel -> continuous input index (inv(src) @ new) */
+    double to_new[3][4];   /**< input voxel -> continuous new index (inv(new) @ src) */
+} swi_spacing_grid;
+
+/** The grid of an input (affine, size) resampled to pixdim (mm, each > 0 and finite).
+ *  Fails on bad spacings, singular affines and grids over SWI_RESAMPLE_MAX_VOXELS or an
+ *  axis over SWI_MAX_AXIS (the message names the spacing and the size). */
+swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3],
+                                 const double pixdim[3], swi_spacing_grid *g, char *err,
+                                 size_t errlen);
+
+/** Trilinear resampling with border clamping: dst voxel (i, j, k) of plane p, for rows
+ *  i in [row_lo, row_hi) of dst's first axis, is src plane p sampled at map @ (i, j, k, 1).
+ *  src [planes, *src_size], dst [planes, row_hi - row_lo, dst_size[1], dst_size[2]]. */
+void swi_resample_trilinear(const float *src, const int64_t src_size[3], float *dst,
+                            const int64_t dst_size[3], const double map[3][4], int64_t planes,
+                            int64_t row_lo, int64_t row_hi);
+
+/** The rows [*lo, *hi) of src's first axis that dst rows [row_lo, row_hi) read (clamped to
+ *  the source), for holding only a band of the source. */
+void swi_resample_rows_needed(const int64_t src_size[3], const int64_t dst_size[3],
+                              const double map[3][4], int64_t row_lo, int64_t row_hi,
+                              int64_t *lo, int64_t *hi);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWI_RESAMPLE_H */

@@ -1,0 +1,393 @@
+/*
+ * test_resample.c -- swi_resample against naive implementations: axis codes, the
+ * orientation round trip (exact), boxes read and written through an orientation, the
+ * Spacingd grid (shape, start, the centred fallback) and trilinear sampling.
+ */
+#include "swi_resample.h"
+
+#include "check.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 88172645463325252ull;
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static void eye(double a[4][4])
+{
+    memset(a, 0, 16 * sizeof(double));
+    for (int i = 0; i < 4; i++)
+        a[i][i] = 1;
+}
+
+static void world(const double a[4][4], double x, double y, double z, double w[3])
+{
+    for (int r = 0; r < 3; r++)
+        w[r] = a[r][0] * x + a[r][1] * y + a[r][2] * z + a[r][3];
+}
+
+static void test_axcodes(void)
+{
+    int w[3], s[3];
+    char err[256];
+    CHECK(swi_axcodes_parse("RAS", w, s, err, sizeof err) == SWI_OK && w[0] == 0 && s[0] == 1 &&
+          w[1] == 1 && s[1] == 1 && w[2] == 2 && s[2] == 1, "RAS");
+    CHECK(swi_axcodes_parse("pil", w, s, err, sizeof err) == SWI_OK && w[0] == 1 && s[0] == -1 &&
+          w[1] == 2 && s[1] == -1 && w[2] == 0 && s[2] == -1, "pil");
+    const char *bad[] = { "RA", "RASS", "RAX", "RRS", "LRS", "", "R S" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = 0;
+        CHECK(swi_axcodes_parse(bad[i], w, s, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+              strstr(err, "axis codes"), "'%s' refused: %s", bad[i], err);
+    }
+    CHECK(swi_axcodes_parse(NULL, w, s, NULL, 0) == SWI_ERR_INVALID_ARG, "NULL refused");
+
+    double a[4][4];
+    char codes[4];
+    eye(a);
+    a[0][0] = -0.7;
+    a[1][1] = -0.7;
+    a[2][2] = 5;
+    CHECK(swi_affine_axcodes(a, codes, err, sizeof err) == SWI_OK && strcmp(codes, "LPS") == 0,
+          "LPS: %s", codes);
+    /* voxel axes along S, L, A, slightly oblique */
+    memset(a, 0, sizeof a);
+    a[2][0] = 2;
+    a[0][1] = -1;
+    a[1][1] = 0.1;
+    a[1][2] = 1.5;
+    a[0][2] = 0.2;
+    a[3][3] = 1;
+    CHECK(swi_affine_axcodes(a, codes, err, sizeof err) == SWI_OK && strcmp(codes, "SLA") == 0,
+          "SLA: %s", codes);
+    memset(a, 0, sizeof a);
+    a[3][3] = 1;
+    CHECK(swi_affine_axcodes(a, codes, err, sizeof err) == SWI_ERR_INVALID_ARG, "singular");
+}
+
+/* A random oblique affine whose axes are a random permutation with random signs. */
+static void random_affine(double a[4][4])
+{
+    static const int perms[6][3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 },
+                                     { 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 } };
+    const int *p = perms[(int)(urand() * 6) % 6];
+    memset(a, 0, 16 * sizeof(double));
+    for (int c = 0; c < 3; c++) {
+        double sp = 0.5 + 3 * urand();
+        a[p[c]][c] = (urand() < 0.5 ? -1 : 1) * sp;
+        for (int r = 0; r < 3; r++)
+            if (r != p[c])
+                a[r][c] += 0.2 * sp * (urand() - 0.5); /* oblique, never past 45 degrees */
+        a[c][3] = 100 * (urand() - 0.5);
+    }
+    a[3][3] = 1;
+}
+
+static void test_orientation_round_trip(void)
+{
+    const char *targets[] = { "RAS", "LPS", "PIR", "SAL", "ILP", "ASR" };
+    for (int t = 0; t < 60; t++) {
+        double a[4][4];
+        random_affine(a);
+        int64_t size[3] = { 2 + (int64_t)(urand() * 7), 2 + (int64_t)(urand() * 7),
+                            2 + (int64_t)(urand() * 7) };
+        const char *codes = targets[t % 6];
+        swi_orientation o;
+        char err[256];
+        CHECK(swi_orientation_make(a, size, codes, &o, err, sizeof err) == SWI_OK, "%s", err);
+        char got[4];
+        CHECK(swi_affine_axcodes(o.affine, got, err, sizeof err) == SWI_OK &&
+              strcmp(got, codes) == 0, "oriented codes %s, want %s", got, codes);
+        const int64_t n = size[0] * size[1] * size[2];
+        CHECK(o.size[0] * o.size[1] * o.size[2] == n, "voxels kept");
+        float *x = malloc((size_t)n * 2 * sizeof *x), *y = malloc((size_t)n * 2 * sizeof *y),
+              *z = malloc((size_t)n * 2 * sizeof *z);
+        if (!x || !y || !z) {
+            CHECK(0, "out of memory");
+            return;
+        }
+        for (int64_t i = 0; i < 2 * n; i++)
+            x[i] = (float)urand();
+        swi_orient_copy(&o, x, y, sizeof(float), 2, 0);
+        swi_orient_copy(&o, y, z, sizeof(float), 2, 1);
+        CHECK(memcmp(x, z, (size_t)n * 2 * sizeof *x) == 0, "round trip exact (%s)", codes);
+        /* every voxel keeps its world position and its value */
+        int bad = 0;
+        for (int64_t i = 0; i < size[0]; i++)
+            for (int64_t j = 0; j < size[1]; j++)
+                for (int64_t k = 0; k < size[2]; k++) {
+                    int64_t v[3] = { i, j, k }, q[3];
+                    swi_orient_point(&o, v, q);
+                    double w0[3], w1[3];
+                    world(a, (double)i, (double)j, (double)k, w0);
+                    world(o.affine, (double)q[0], (double)q[1], (double)q[2], w1);
+                    for (int r = 0; r < 3; r++)
+                        bad += fabs(w0[r] - w1[r]) > 1e-9;
+                    bad += y[(q[0] * o.size[1] + q[1]) * o.size[2] + q[2]] !=
+                           x[(i * size[1] + j) * size[2] + k];
+                }
+        CHECK(bad == 0, "%d voxels moved (%s)", bad, codes);
+        /* a box read through the orientation equals the box of the oriented copy, and
+         * written back lands where it came from */
+        int64_t lo[3], hi[3];
+        for (int r = 0; r < 3; r++) {
+            lo[r] = (int64_t)(urand() * (double)o.size[r]);
+            hi[r] = lo[r] + 1 + (int64_t)(urand() * (double)(o.size[r] - lo[r]));
+        }
+        const int64_t nb = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+        float *box = malloc((size_t)nb * 2 * sizeof *box);
+        if (!box) {
+            CHECK(0, "out of memory");
+            return;
+        }
+        swi_orient_read_box(&o, x, 2, lo, hi, box);
+        memset(z, 0, (size_t)n * 2 * sizeof *z);
+        swi_orient_write_box(&o, box, sizeof(float), 2, lo, hi, z);
+        int64_t b = 0;
+        bad = 0;
+        for (int p = 0; p < 2; p++)
+            for (int64_t i = lo[0]; i < hi[0]; i++)
+                for (int64_t j = lo[1]; j < hi[1]; j++)
+                    for (int64_t k = lo[2]; k < hi[2]; k++, b++)
+                        bad += box[b] != y[p * n + (i * o.size[1] + j) * o.size[2] + k];
+        CHECK(bad == 0, "box read: %d wrong", bad);
+        float *yz = malloc((size_t)n * 2 * sizeof *yz);
+        if (yz) {
+            swi_orient_copy(&o, z, yz, sizeof(float), 2, 0);
+            int64_t written = 0;
+            for (int64_t i = 0; i < 2 * n; i++)
+                written += yz[i] != 0;
+            CHECK(written == 2 * nb, "box write touched %lld voxels, want %lld",
+                  (long long)written, (long long)(2 * nb));
+            free(yz);
+        }
+        free(box);
+        free(x);
+        free(y);
+        free(z);
+    }
+    /* an identity and a plain LPS -> RAS flip */
+    double a[4][4];
+    eye(a);
+    swi_orientation o;
+    const int64_t size[3] = { 3, 4, 5 };
+    CHECK(swi_orientation_make(a, size, "RAS", &o, NULL, 0) == SWI_OK &&
+          swi_orientation_is_identity(&o), "RAS to RAS is the identity");
+    a[0][0] = a[1][1] = -2;
+    CHECK(swi_orientation_make(a, size, "RAS", &o, NULL, 0) == SWI_OK && o.flip[0] && o.flip[1] &&
+          !o.flip[2] && o.affine[0][0] == 2 && o.affine[0][3] == -4 && o.affine[1][3] == -6,
+          "LPS to RAS flips i and j");
+    char err[256];
+    CHECK(swi_orientation_make(a, size, "RAX", &o, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+          strstr(err, "'X'"), "bad codes: %s", err);
+}
+
+static void test_spacing_grid(void)
+{
+    char err[256];
+    swi_spacing_grid g;
+    double a[4][4];
+    eye(a);
+    a[0][0] = 0.8;
+    a[1][1] = 0.8;
+    a[2][2] = 1.0;
+    a[0][3] = 10;
+    a[1][3] = 20;
+    a[2][3] = 30;
+    const int64_t size[3] = { 11, 11, 5 };
+    const double pix[3] = { 1.6, 1.6, 1.6 };
+    CHECK(swi_spacing_grid_make(a, size, pix, &g, err, sizeof err) == SWI_OK, "%s", err);
+    /* extent 8 mm / 1.6 + 1 = 6; 4 mm / 1.6 + 1 = 3.5, numpy rounds half to even: 4 */
+    CHECK(g.size[0] == 6 && g.size[1] == 6 && g.size[2] == 4, "shape %lldx%lldx%lld",
+          (long long)g.size[0], (long long)g.size[1], (long long)g.size[2]);
+    CHECK(!g.centred && g.affine[0][3] == 10 && g.affine[1][3] == 20 && g.affine[2][3] == 30,
+          "starts at the first corner");
+    CHECK(fabs(g.affine[0][0] - 1.6) < 1e-12 && fabs(g.to_src[0][0] - 2.0) < 1e-12 &&
+          fabs(g.to_src[2][2] - 1.6) < 1e-12 && fabs(g.to_new[2][2] - 0.625) < 1e-12, "maps");
+    CHECK(!g.identity, "not the identity");
+    /* a spacing within 1e-3 of the input's keeps it: the identity */
+    const double same[3] = { 0.8005, 0.8, 0.9995 };
+    CHECK(swi_spacing_grid_make(a, size, same, &g, err, sizeof err) == SWI_OK && g.identity &&
+          g.pixdim[0] == 0.8 && g.size[0] == 11 && g.size[2] == 5, "identity");
+    /* flipped axis: the grid starts at the corner smallest along the new axes */
+    a[0][0] = -0.8;
+    CHECK(swi_spacing_grid_make(a, size, pix, &g, err, sizeof err) == SWI_OK && !g.centred &&
+          g.affine[0][0] < 0 && g.affine[0][3] == 10, "flipped");
+    /* sheared: no corner is smallest along every new axis, the grid is centred */
+    a[0][0] = 0.8;
+    a[0][1] = -0.3;
+    CHECK(swi_spacing_grid_make(a, size, pix, &g, err, sizeof err) == SWI_OK && g.centred,
+          "sheared affine centred");
+    double c_in[3], c_new[3];
+    world(a, size[0] / 2.0, size[1] / 2.0, size[2] / 2.0, c_in);
+    world(g.affine, (double)g.size[0] / 2.0, (double)g.size[1] / 2.0, (double)g.size[2] / 2.0,
+          c_new);
+    CHECK(fabs(c_in[0] - c_new[0]) < 1e-9 && fabs(c_in[1] - c_new[1]) < 1e-9 &&
+          fabs(c_in[2] - c_new[2]) < 1e-9, "centres coincide");
+    /* bad spacings and overflowing grids */
+    const double zero[3] = { 1, 0, 1 }, neg[3] = { 1, 1, -2 }, nan_[3] = { NAN, 1, 1 };
+    const double tiny[3] = { 1e-7, 1e-7, 1e-7 };
+    CHECK(swi_spacing_grid_make(a, size, zero, &g, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+          strstr(err, "axis 1"), "zero spacing: %s", err);
+    CHECK(swi_spacing_grid_make(a, size, neg, &g, err, sizeof err) == SWI_ERR_INVALID_ARG, "neg");
+    CHECK(swi_spacing_grid_make(a, size, nan_, &g, err, sizeof err) == SWI_ERR_INVALID_ARG, "nan");
+    CHECK(swi_spacing_grid_make(a, size, tiny, &g, err, sizeof err) == SWI_ERR_OVERFLOW &&
+          strstr(err, "2^40"), "overflow: %s", err);
+}
+
+/* the naive sampler: clamp, then the eight neighbours in double */
+static double naive_at(const float *x, const int64_t n[3], double s[3])
+{
+    int64_t i0[3];
+    double f[3];
+    for (int r = 0; r < 3; r++) {
+        double v = s[r] < 0 ? 0 : s[r] > (double)(n[r] - 1) ? (double)(n[r] - 1) : s[r];
+        i0[r] = (int64_t)floor(v);
+        f[r] = v - (double)i0[r];
+    }
+    double sum = 0;
+    for (int c = 0; c < 8; c++) {
+        int64_t q[3];
+        double w = 1;
+        for (int r = 0; r < 3; r++) {
+            int up = (c >> (2 - r)) & 1;
+            q[r] = i0[r] + up;
+            if (q[r] > n[r] - 1)
+                q[r] = n[r] - 1;
+            w *= up ? f[r] : 1 - f[r];
+        }
+        sum += w * x[(q[0] * n[1] + q[1]) * n[2] + q[2]];
+    }
+    return sum;
+}
+
+static void test_trilinear(void)
+{
+    for (int t = 0; t < 20; t++) {
+        double a[4][4];
+        random_affine(a);
+        int64_t size[3] = { 3 + (int64_t)(urand() * 9), 3 + (int64_t)(urand() * 9),
+                            3 + (int64_t)(urand() * 9) };
+        double pix[3] = { 0.4 + 2 * urand(), 0.4 + 2 * urand(), 0.4 + 2 * urand() };
+        swi_spacing_grid g;
+        char err[256];
+        if (swi_spacing_grid_make(a, size, pix, &g, err, sizeof err) != SWI_OK) {
+            CHECK(0, "%s", err);
+            continue;
+        }
+        const int64_t ns = size[0] * size[1] * size[2];
+        const int64_t nd = g.size[0] * g.size[1] * g.size[2];
+        float *x = malloc((size_t)ns * 2 * sizeof *x), *y = malloc((size_t)nd * 2 * sizeof *y);
+        float *back = malloc((size_t)ns * 2 * sizeof *back);
+        if (!x || !y || !back) {
+            CHECK(0, "out of memory");
+            return;
+        }
+        for (int64_t i = 0; i < 2 * ns; i++)
+            x[i] = (float)(urand() * 10 - 5);
+        /* in two bands of rows, as a streaming caller does */
+        int64_t mid = g.size[0] / 2;
+        swi_resample_trilinear(x, size, y, g.size, g.to_src, 2, 0, mid);
+        float *y2 = malloc((size_t)((g.size[0] - mid) * g.size[1] * g.size[2]) * 2 * sizeof *y2);
+        if (!y2) {
+            CHECK(0, "out of memory");
+            return;
+        }
+        swi_resample_trilinear(x, size, y2, g.size, g.to_src, 2, mid, g.size[0]);
+        double worst = 0;
+        int outside_band = 0;
+        int64_t blo, bhi;
+        swi_resample_rows_needed(size, g.size, g.to_src, mid, g.size[0], &blo, &bhi);
+        for (int p = 0; p < 2; p++)
+            for (int64_t i = 0; i < g.size[0]; i++)
+                for (int64_t j = 0; j < g.size[1]; j++)
+                    for (int64_t k = 0; k < g.size[2]; k++) {
+                        double s[3];
+                        for (int r = 0; r < 3; r++)
+                            s[r] = g.to_src[r][0] * (double)i + g.to_src[r][1] * (double)j +
+                                   g.to_src[r][2] * (double)k + g.to_src[r][3];
+                        double want = naive_at(x + p * ns, size, s);
+                        float got = i < mid
+                            ? y[(size_t)p * (size_t)(mid * g.size[1] * g.size[2]) +
+                                (size_t)((i * g.size[1] + j) * g.size[2] + k)]
+                            : y2[(size_t)p * (size_t)((g.size[0] - mid) * g.size[1] * g.size[2]) +
+                                 (size_t)(((i - mid) * g.size[1] + j) * g.size[2] + k)];
+                        worst = fmax(worst, fabs(got - want));
+                        if (i >= mid) {
+                            double v = s[0] < 0 ? 0 : s[0] > (double)(size[0] - 1)
+                                ? (double)(size[0] - 1) : s[0];
+                            int64_t r0 = (int64_t)floor(v), r1 = r0 + 1 < size[0] ? r0 + 1 : r0;
+                            outside_band += r0 < blo || r1 >= bhi;
+                        }
+                    }
+        CHECK(worst < 1e-5, "trilinear vs naive: %g", worst);
+        CHECK(outside_band == 0, "%d voxels read outside the band [%lld, %lld)", outside_band,
+              (long long)blo, (long long)bhi);
+        /* and back (Invertd's map), whole: sampled at to_new of every input voxel */
+        swi_resample_trilinear(y, g.size, back, size, g.to_new, 1, 0, size[0]);
+        double worst_back = 0;
+        for (int64_t i = 0; i < size[0]; i++)
+            for (int64_t j = 0; j < size[1]; j++)
+                for (int64_t k = 0; k < size[2]; k++) {
+                    double s[3];
+                    for (int r = 0; r < 3; r++)
+                        s[r] = g.to_new[r][0] * (double)i + g.to_new[r][1] * (double)j +
+                               g.to_new[r][2] * (double)k + g.to_new[r][3];
+                    worst_back = fmax(worst_back, fabs(back[(i * size[1] + j) * size[2] + k] -
+                                                       naive_at(y, g.size, s)));
+                }
+        CHECK(worst_back < 1e-5, "back vs naive: %g", worst_back);
+        free(y2);
+        free(back);
+        free(x);
+        free(y);
+    }
+    /* a linear function is reproduced exactly where no clamping happens */
+    double a[4][4];
+    eye(a);
+    const int64_t size[3] = { 9, 8, 7 };
+    const double pix[3] = { 0.5, 0.75, 1.5 };
+    swi_spacing_grid g;
+    CHECK(swi_spacing_grid_make(a, size, pix, &g, NULL, 0) == SWI_OK, "grid");
+    float x[9 * 8 * 7];
+    for (int i = 0; i < 9; i++)
+        for (int j = 0; j < 8; j++)
+            for (int k = 0; k < 7; k++)
+                x[(i * 8 + j) * 7 + k] = (float)(i + 2 * j - 3 * k);
+    const int64_t nd = g.size[0] * g.size[1] * g.size[2];
+    float *y = malloc((size_t)nd * sizeof *y);
+    if (!y) {
+        CHECK(0, "out of memory");
+        return;
+    }
+    swi_resample_trilinear(x, size, y, g.size, g.to_src, 1, 0, g.size[0]);
+    double worst = 0;
+    for (int64_t i = 0; i < g.size[0]; i++)
+        for (int64_t j = 0; j < g.size[1]; j++)
+            for (int64_t k = 0; k < g.size[2]; k++) {
+                double s0 = g.to_src[0][0] * (double)i + g.to_src[0][3];
+                double s1 = g.to_src[1][1] * (double)j + g.to_src[1][3];
+                double s2 = g.to_src[2][2] * (double)k + g.to_src[2][3];
+                worst = fmax(worst, fabs(y[(i * g.size[1] + j) * g.size[2] + k] -
+                                         (s0 + 2 * s1 - 3 * s2)));
+            }
+    CHECK(worst < 1e-5, "ramp: %g", worst);
+    free(y);
+}
+
+int main(void)
+{
+    test_axcodes();
+    test_orientation_round_trip();
+    test_spacing_grid();
+    test_trilinear();
+    return check_report("test_resample");
+}
