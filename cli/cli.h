@@ -25,6 +25,7 @@ int swi_cmd_export(int argc, char **argv); /* export/ (when built) */
 #endif
 
 #define SEG_MAX_INPUTS 16
+#define SEG_MAX_MODELS 16
 
 /** Everything `swi segment` and `swi plan` take on the command line. */
 typedef struct seg_opts {
@@ -49,6 +50,11 @@ typedef struct seg_opts {
     double clip[2];
     int scale_given;
     double scale[4];
+    const char *models[SEG_MAX_MODELS]; /**< every --model (models[0] == model): an ensemble */
+    int n_models;
+    const char *orientation; /**< --orientation: the model's axis codes ("RAS"), or NULL */
+    int spacing_given;
+    double spacing[3];       /**< --spacing: the model's voxel size (mm, after orientation) */
 } seg_opts;
 
 void seg_opts_init(seg_opts *o);

@@ -33,9 +33,11 @@ static int step_failed(const char *who, const char *err)
     return cli_interrupted() ? interrupted_exit(who) : seg_fail(who, err);
 }
 
-static void cancel_model(void *model)
+static void cancel_model(void *state)
 {
-    swi_ort_cancel(model);
+    const seg_state *s = state;
+    for (int m = 0; m < s->n_members; m++)
+        swi_ort_cancel(s->members[m]);
 }
 
 static int same_grid(const char *who, const seg_opts *o, const int64_t osz[3],
@@ -87,6 +89,15 @@ static int take_results(const seg_opts *o, const char *who, const seg_state *s, 
                         seg_results *r)
 {
     memset(r, 0, sizeof *r);
+    if (s->grid.active) {
+        /* brought back to the input grid by the grid's callbacks (realscan.c) */
+        r->classes = s->grid.classes;
+        r->labels = s->grid.labels;
+        r->label_bytes = s->grid.label_bytes;
+        r->label_size = (size_t)N * (size_t)r->label_bytes;
+        r->scores = s->grid.scores;
+        return 0;
+    }
     r->classes = swi_result_channels(s->ctx, 0);
     r->labels = swi_result(s->ctx, 0, &r->label_size);
     r->label_bytes = N > 0 ? (int)(r->label_size / (size_t)N) : 0;
@@ -104,8 +115,7 @@ static int take_results(const seg_opts *o, const char *who, const seg_state *s, 
 }
 
 /* Write every output into its temporary file, then commit them all or none. */
-static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in,
-                         const seg_results *r)
+static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const seg_results *r)
 {
     char err[SWI_ERRLEN];
     const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
@@ -120,7 +130,7 @@ static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const
                             err, SWI_ERRLEN))
         return step_failed(who, err);
     if (o->preview &&
-        swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview, in->size,
+        swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview, s->vols[0].size,
                                 s->input, r->labels, r->label_bytes, err, SWI_ERRLEN))
         return seg_fail(who, err);
     cli_out *all[3] = { o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
@@ -178,13 +188,22 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if ((rc = read_inputs(o, who, s, &in)))
         return rc;
     in.data = s->input;
+    if (s->grid.active) {
+        if (seg_grid_begin(&s->grid, s->input, in.channels, plan.head_channels[0],
+                           o->scores != NULL, err))
+            return seg_fail(who, err);
+        /* the model grid: read through the orientation, or the resampled copy */
+        in.data = s->grid.resampled ? s->grid.model_input : NULL;
+        in.reader = s->grid.resampled ? NULL : &s->grid.reader;
+    }
 
     progress prog;
     progress_init(&prog, !o->quiet);
     p.progress = progress_update;
     p.progress_user = &prog;
-    swi_predictor net = swi_ort_predictor(s->model);
-    cli_set_cancel_hook(cancel_model, s->model);
+    swi_predictor net = s->n_members > 1 ? seg_ensemble_predictor(&s->ensemble)
+                                          : swi_ort_predictor(s->model);
+    cli_set_cancel_hook(cancel_model, s);
     if (cli_interrupted())
         return interrupted_exit(who);
     st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);
@@ -202,16 +221,19 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     swi_result_size(s->ctx, 0, osz);
     if (same_grid(who, o, osz, in.size))
         return 1;
+    if (seg_grid_finish(&s->grid, err))
+        return seg_fail(who, err);
     seg_results r;
-    const int64_t N = in.size[0] * in.size[1] * in.size[2];
-    if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &in, &r)))
+    const int64_t *isz = s->vols[0].size; /* outputs are on the input's own grid */
+    const int64_t N = isz[0] * isz[1] * isz[2];
+    if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &r)))
         return rc;
     if (keep) {
         keep->labels = malloc(r.label_size);
         if (keep->labels)
             memcpy(keep->labels, r.labels, r.label_size);
         keep->label_bytes = r.label_bytes;
-        memcpy(keep->size, in.size, sizeof keep->size);
+        memcpy(keep->size, isz, sizeof keep->size);
         keep->classes = r.classes;
     }
     if (!o->quiet) {

@@ -6,6 +6,8 @@
 #define SWI_CLI_SEGMENT_H
 
 #include "cli.h"
+#include "ensemble.h"
+#include "realscan.h"
 #include "safety.h"
 #include "swi_io.h"
 #include "swi_ort.h"
@@ -14,6 +16,10 @@
 typedef struct seg_state {
     swi_volume vols[SEG_MAX_INPUTS];
     swi_ort_model *model;
+    swi_ort_model *members[SEG_MAX_MODELS]; /* the ensemble: members[0] == model */
+    int n_members;
+    seg_ensemble ensemble;
+    seg_grid grid;           /* the model's grid (--orientation, --spacing) */
     swi_ctx *ctx;
     float *input;
     cli_out out_labels, out_scores, out_preview;

@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include "swi_resample.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -39,6 +40,10 @@ static const char SEGMENT_HELP[] =
 "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
 "      --scores prob.nii.gz --softmax --preview seg.png --max-memory 4G\n"
 "\n"
+"  # a model trained on 1.5 mm RAS, an ensemble of two folds, any scan\n"
+"  swi segment --model fold0.onnx --model fold1.onnx --input ct.nii.gz \\\n"
+"      --output seg.nii.gz --orientation RAS --spacing 1.5,1.5,1.5\n"
+"\n"
 "  # see the window grid and the memory first: swi plan takes the same options\n"
 "  swi plan --model m.onnx --input ct.nii.gz --roi 96 --sw-batch 2\n"
 "\n"
@@ -53,6 +58,15 @@ static const char SEGMENT_HELP[] =
 "  --preview FILE.png   three orthogonal mid-slices with the labels overlaid\n"
 "  --force              overwrite existing output files\n"
 "  --head N             use the model's output N (default 0, the first)\n"
+"\n"
+"Real scans: the model's grid (outputs always come back on the input's own grid):\n"
+"  --orientation CODES  bring the volume to the model's axis codes first (RAS, LPS,\n"
+"                       ...): axes permuted and flipped only, as MONAI's Orientationd\n"
+"  --spacing X,Y,Z      resample to the model's voxel size in mm (after orientation),\n"
+"                       trilinear, on MONAI Spacingd's grid; the blended scores are\n"
+"                       resampled back (trilinear) before the argmax, as Invertd does\n"
+"  --model FILE         given again: an ensemble (e.g. five folds); each window runs\n"
+"                       through every model and their mean is blended\n"
 "\n"
 "Sliding window (MONAI's meaning and defaults):\n"
 "  --roi N | I,J,K      window size (default: the model's static input size;\n"
@@ -125,7 +139,7 @@ enum {
     OPT_MODEL = 256, OPT_INPUT, OPT_OUTPUT, OPT_SCORES, OPT_PREVIEW, OPT_ROI, OPT_OVERLAP,
     OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
     OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
-    OPT_HELP
+    OPT_ORIENTATION, OPT_SPACING, OPT_HELP
 };
 
 static const struct option LONG_OPTS[] = {
@@ -151,6 +165,8 @@ static const struct option LONG_OPTS[] = {
     { "force", no_argument, NULL, OPT_FORCE },
     { "device", required_argument, NULL, OPT_DEVICE },
     { "head", required_argument, NULL, OPT_HEAD },
+    { "orientation", required_argument, NULL, OPT_ORIENTATION },
+    { "spacing", required_argument, NULL, OPT_SPACING },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -197,7 +213,27 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             fputs(plan ? PLAN_HELP : SEGMENT_HELP, stdout);
             return -1;
         case 'q': o->quiet = 1; break;
-        case OPT_MODEL: o->model = arg; break;
+        case OPT_MODEL:
+            if (o->n_models >= SEG_MAX_MODELS)
+                return usage(who, "too many --model files (at most 16)", NULL, NULL);
+            o->models[o->n_models++] = arg;
+            o->model = o->models[0];
+            break;
+        case OPT_ORIENTATION: {
+            int w[3], sg[3];
+            char msg[256];
+            if (swi_axcodes_parse(arg, w, sg, msg, sizeof msg) != SWI_OK)
+                return usage(who, "--orientation: %s", msg, NULL);
+            o->orientation = arg;
+            break;
+        }
+        case OPT_SPACING:
+            if (three_doubles(arg, o->spacing) || !(o->spacing[0] > 0) || !(o->spacing[1] > 0) ||
+                !(o->spacing[2] > 0) || !isfinite(o->spacing[0] + o->spacing[1] + o->spacing[2]))
+                return usage(who, "--spacing '%s': give one size or three (X,Y,Z) in mm, each > 0",
+                             arg, NULL);
+            o->spacing_given = 1;
+            break;
         case OPT_INPUT:
             if (o->n_inputs >= SEG_MAX_INPUTS)
                 return usage(who, "too many --input files (at most 16)", NULL, NULL);

@@ -230,3 +230,30 @@ void swi_orient_copy(const swi_orientation *o, const void *src, void *dst, size_
     const int64_t lo[3] = { 0, 0, 0 };
     walk_box(o, src, dst, elem_bytes, planes, lo, o->size, inverse);
 }
+
+void swi_orient_map_to_input(const swi_orientation *o, const double map[3][4], double out[3][4])
+{
+    /* x_i = y_j, or n_i - 1 - y_j where flipped (i = src_axis[j]) */
+    for (int j = 0; j < 3; j++) {
+        int i = o->src_axis[j];
+        for (int c = 0; c < 4; c++)
+            out[i][c] = o->flip[j] ? -map[j][c] : map[j][c];
+        if (o->flip[j])
+            out[i][3] += (double)(o->in_size[i] - 1);
+    }
+}
+
+void swi_orient_map_from_input(const swi_orientation *o, const double map[3][4],
+                               double out[3][4])
+{
+    /* map @ y with y_j = x_i or n_i - 1 - x_i: column j of map lands in column i */
+    for (int r = 0; r < 3; r++) {
+        out[r][3] = map[r][3];
+        for (int j = 0; j < 3; j++) {
+            int i = o->src_axis[j];
+            out[r][i] = o->flip[j] ? -map[r][j] : map[r][j];
+            if (o->flip[j])
+                out[r][3] += map[r][j] * (double)(o->in_size[i] - 1);
+        }
+    }
+}

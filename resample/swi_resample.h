@@ -94,6 +94,13 @@ void swi_orient_read_box(const swi_orientation *o, const float *src, int64_t pla
 void swi_orient_write_box(const swi_orientation *o, const void *src, size_t elem_bytes,
                           int64_t planes, const int64_t lo[3], const int64_t hi[3], void *dst);
 
+/** map sends points to oriented indices; out sends the same points to input indices. */
+void swi_orient_map_to_input(const swi_orientation *o, const double map[3][4], double out[3][4]);
+
+/** map takes oriented indices; out takes input indices to the same place. */
+void swi_orient_map_from_input(const swi_orientation *o, const double map[3][4],
+                               double out[3][4]);
+
 /* ---- spacing -------------------------------------------------------------------- */
 
 /** Largest number of voxels a resampled grid may have (2^40, as swi_io). */

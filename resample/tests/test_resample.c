@@ -383,8 +383,59 @@ static void test_trilinear(void)
     free(y);
 }
 
+/* composing with an orientation: resampling the oriented copy equals resampling the
+ * input through the composed maps */
+static void test_composed_maps(void)
+{
+    for (int t = 0; t < 10; t++) {
+        double a[4][4];
+        random_affine(a);
+        int64_t size[3] = { 3 + (int64_t)(urand() * 6), 3 + (int64_t)(urand() * 6),
+                            3 + (int64_t)(urand() * 6) };
+        swi_orientation o;
+        swi_spacing_grid g;
+        const double pix[3] = { 1.3, 0.9, 2.1 };
+        if (swi_orientation_make(a, size, "RAS", &o, NULL, 0) != SWI_OK ||
+            swi_spacing_grid_make(o.affine, o.size, pix, &g, NULL, 0) != SWI_OK) {
+            CHECK(0, "grids");
+            continue;
+        }
+        const int64_t n = size[0] * size[1] * size[2];
+        const int64_t nd = g.size[0] * g.size[1] * g.size[2];
+        float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+        float *r1 = malloc((size_t)nd * sizeof *r1), *r2 = malloc((size_t)nd * sizeof *r2);
+        float *b1 = malloc((size_t)n * sizeof *b1), *b2 = malloc((size_t)n * sizeof *b2);
+        float *b1i = malloc((size_t)n * sizeof *b1i);
+        if (!x || !y || !r1 || !r2 || !b1 || !b2 || !b1i) {
+            CHECK(0, "out of memory");
+            return;
+        }
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (float)urand();
+        swi_orient_copy(&o, x, y, sizeof(float), 1, 0);
+        swi_resample_trilinear(y, o.size, r1, g.size, g.to_src, 1, 0, g.size[0]);
+        double m[3][4], back[3][4];
+        swi_orient_map_to_input(&o, g.to_src, m);
+        swi_resample_trilinear(x, size, r2, g.size, m, 1, 0, g.size[0]);
+        double worst = 0;
+        for (int64_t i = 0; i < nd; i++)
+            worst = fmax(worst, fabs(r1[i] - r2[i]));
+        CHECK(worst < 1e-6, "composed forward map: %g", worst);
+        swi_resample_trilinear(r1, g.size, b1, o.size, g.to_new, 1, 0, o.size[0]);
+        swi_orient_copy(&o, b1, b1i, sizeof(float), 1, 1);
+        swi_orient_map_from_input(&o, g.to_new, back);
+        swi_resample_trilinear(r1, g.size, b2, size, back, 1, 0, size[0]);
+        worst = 0;
+        for (int64_t i = 0; i < n; i++)
+            worst = fmax(worst, fabs(b1i[i] - b2[i]));
+        CHECK(worst < 1e-6, "composed back map: %g", worst);
+        free(x); free(y); free(r1); free(r2); free(b1); free(b2); free(b1i);
+    }
+}
+
 int main(void)
 {
+    test_composed_maps();
     test_axcodes();
     test_orientation_round_trip();
     test_spacing_grid();
