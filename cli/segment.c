@@ -57,7 +57,8 @@ static int same_grid(const char *who, const seg_opts *o, const int64_t osz[3],
 static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in)
 {
     char err[SWI_ERRLEN];
-    const int64_t N = in->size[0] * in->size[1] * in->size[2];
+    const int64_t *isz = s->vols[0].size; /* the input's grid (in->size is the model's) */
+    const int64_t N = isz[0] * isz[1] * isz[2];
     s->input = malloc((size_t)(N * in->channels) * sizeof(float));
     if (!s->input) {
         char b[32];
@@ -66,12 +67,15 @@ static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const s
         return seg_fail(who, err);
     }
     const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
+    float *dst = s->input;
     for (int c = 0; c < o->n_inputs; c++) {
-        if (swi_volume_read(&s->vols[c], s->input + c * N, &cancel, err, SWI_ERRLEN))
+        /* every frame of a 4-D file is a channel, each preprocessed on its own */
+        if (swi_volume_read_frames(&s->vols[c], dst, &cancel, err, SWI_ERRLEN))
             return step_failed(who, err);
         if (cli_interrupted())
             return interrupted_exit(who);
-        seg_preprocess(o, s->input + c * N, N);
+        for (int64_t f = 0; f < (s->vols[c].frames > 1 ? s->vols[c].frames : 1); f++, dst += N)
+            seg_preprocess(o, dst, N);
     }
     return 0;
 }

@@ -18,6 +18,7 @@ typedef struct seg_state {
     swi_ort_model *model;
     swi_ort_model *members[SEG_MAX_MODELS]; /* the ensemble: members[0] == model */
     int n_members;
+    int64_t channels;        /* input channels: every frame of every --input */
     seg_ensemble ensemble;
     seg_grid grid;           /* the model's grid (--orientation, --spacing) */
     swi_ctx *ctx;

@@ -146,7 +146,17 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
         return 1;
     char shp[160];
     cli_shape_str(in.shape, in.rank, shp, sizeof shp);
-    const int64_t channels = o->n_inputs;
+    const int64_t channels = s->channels;
+    const swi_volume *v0 = &s->vols[0];
+    if (in.rank == 5 && in.elem_type == 1 && in.shape[1] > 0 && in.shape[1] != channels &&
+        o->n_inputs == 1 && v0->frames > 1) {
+        cli_err(err, "%s: a 4-D image (%lldx%lldx%lldx%lld) holds %lld channels along its 4th "
+                "axis, but %s expects %lld input channel%s %s", o->inputs[0],
+                (long long)v0->size[0], (long long)v0->size[1], (long long)v0->size[2],
+                (long long)v0->frames, (long long)v0->frames, o->model, (long long)in.shape[1],
+                in.shape[1] == 1 ? "" : "s", shp);
+        return 1;
+    }
     if (in.rank == 5 && in.elem_type == 1 && in.shape[1] > 0 && in.shape[1] != channels) {
         cli_err(err, "%s: the model expects %lld input channel%s %s, but %lld --input file%s "
                 "given", o->model, (long long)in.shape[1], in.shape[1] == 1 ? "" : "s", shp,
@@ -203,6 +213,7 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     for (int c = 0; c < o->n_inputs; c++) {
         if (swi_volume_open(o->inputs[c], &s->vols[c], err, SWI_ERRLEN))
             return 1;
+        s->channels += s->vols[c].frames > 1 ? s->vols[c].frames : 1;
         const int64_t *a = s->vols[0].size, *b = s->vols[c].size;
         if (c > 0 && (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])) {
             cli_err(err, "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels "
@@ -242,7 +253,7 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     memset(in, 0, sizeof *in);
     in->data = NULL;
     in->batch = 1;
-    in->channels = o->n_inputs;
+    in->channels = s->channels;
     in->dims = 3;
     memcpy(in->size, size, sizeof in->size);
 

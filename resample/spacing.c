@@ -157,18 +157,16 @@ swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3
         }
         out_shape[r] = nearbyint(hi - lo + 1.0); /* np.round: half to even */
         if (!isfinite(out_shape[r]) || out_shape[r] < 1 || out_shape[r] > (double)SWI_MAX_AXIS) {
-            rs__err(err, errlen, "spacing %g,%g,%g: the resampled grid would have %.0f voxels "
-                    "along axis %d (at most %lld)", pixdim[0], pixdim[1], pixdim[2],
-                    out_shape[r], r, (long long)SWI_MAX_AXIS);
+            rs__err(err, errlen, "the resampled grid would have %.0f voxels along axis %d (at "
+                    "most %lld)", out_shape[r], r, (long long)SWI_MAX_AXIS);
             return SWI_ERR_OVERFLOW;
         }
         g->size[r] = (int64_t)out_shape[r];
     }
     if (g->size[0] > SWI_RESAMPLE_MAX_VOXELS / g->size[1] ||
         g->size[0] * g->size[1] > SWI_RESAMPLE_MAX_VOXELS / g->size[2]) {
-        rs__err(err, errlen, "spacing %g,%g,%g: the resampled grid %lldx%lldx%lld is more than "
-                "2^40 voxels", pixdim[0], pixdim[1], pixdim[2], (long long)g->size[0],
-                (long long)g->size[1], (long long)g->size[2]);
+        rs__err(err, errlen, "the resampled grid %lldx%lldx%lld would be more than 2^40 voxels",
+                (long long)g->size[0], (long long)g->size[1], (long long)g->size[2]);
         return SWI_ERR_OVERFLOW;
     }
     int found = -1;
