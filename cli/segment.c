@@ -11,6 +11,7 @@
  */
 #include "segment.h"
 
+#include "card.h"
 #include "preprocess.h"
 #include "progress.h"
 #include "util.h"
@@ -137,9 +138,14 @@ static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const
         swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview, s->vols[0].size,
                                 s->input, r->labels, r->label_bytes, err, SWI_ERRLEN))
         return seg_fail(who, err);
-    cli_out *all[3] = { o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
-                        o->preview ? &s->out_preview : NULL };
-    if (cli_out_commit_all(all, 3, o->force, err))
+    const int names = s->itk_path[0] != '\0';
+    if (names && (card_write_labels(o->card, cli_out_take_fd(&s->out_itk), 1, s->itk_path, err) ||
+                  card_write_labels(o->card, cli_out_take_fd(&s->out_ctbl), 0, s->ctbl_path, err)))
+        return step_failed(who, err);
+    cli_out *all[5] = { o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
+                        o->preview ? &s->out_preview : NULL, names ? &s->out_itk : NULL,
+                        names ? &s->out_ctbl : NULL };
+    if (cli_out_commit_all(all, 5, o->force, err))
         return step_failed(who, err);
     return 0;
 }
@@ -156,9 +162,20 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
                 o->preview);
         return seg_fail(who, err);
     }
+    /* The card's class names go beside the label map: OUT.label.txt and OUT.ctbl. */
+    if (o->output && o->card && o->card->n_classes > 0) {
+        size_t n = strlen(o->output);
+        size_t cut = cli_ends_with(o->output, ".nii.gz") ? 7 : 4;
+        if (n + 16 > sizeof s->itk_path)
+            return seg_fail(who, "output path too long");
+        snprintf(s->itk_path, sizeof s->itk_path, "%.*s.label.txt", (int)(n - cut), o->output);
+        snprintf(s->ctbl_path, sizeof s->ctbl_path, "%.*s.ctbl", (int)(n - cut), o->output);
+    }
     /* Existing outputs are refused before anything else happens. */
-    const char *finals[3] = { o->output, o->scores, o->preview };
-    for (int i = 0; i < 3; i++)
+    const char *finals[5] = { o->output, o->scores, o->preview,
+                              s->itk_path[0] ? s->itk_path : NULL,
+                              s->ctbl_path[0] ? s->ctbl_path : NULL };
+    for (int i = 0; i < 5; i++)
         if (finals[i] && cli_out_check(finals[i], o->force, err))
             return seg_fail(who, err);
 
@@ -186,7 +203,9 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
 
     if ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
         (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
-        (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)))
+        (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)) ||
+        (s->itk_path[0] && cli_out_begin(&s->out_itk, s->itk_path, o->force, err)) ||
+        (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err)))
         return seg_fail(who, err);
 
     if ((rc = read_inputs(o, who, s, &in)))

@@ -24,6 +24,8 @@ typedef struct seg_state {
     swi_ctx *ctx;
     float *input;
     cli_out out_labels, out_scores, out_preview;
+    cli_out out_itk, out_ctbl;  /* the card's class names beside the labels */
+    char itk_path[4200], ctbl_path[4200];
 } seg_state;
 
 /* A zeroed state with no outputs begun; NULL when out of memory. */

@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include "card.h"
 #include "swi_resample.h"
 #include "util.h"
 
@@ -67,6 +68,13 @@ static const char SEGMENT_HELP[] =
 "                       resampled back (trilinear) before the argmax, as Invertd does\n"
 "  --model FILE         given again: an ensemble (e.g. five folds); each window runs\n"
 "                       through every model and their mean is blended\n"
+"\n"
+"Model card: M.json beside M.onnx (or embedded by swi export --card) gives the roi,\n"
+"overlap, blending, padding, orientation, spacing, preprocessing, channel and class\n"
+"names and the ensemble's members; flags override it (swi info --model M.onnx shows\n"
+"it). With class names, OUT.label.txt (ITK-SNAP) and OUT.ctbl (3D Slicer) are written\n"
+"beside the label map.\n"
+"  --no-card            ignore the model's card\n"
 "\n"
 "Sliding window (MONAI's meaning and defaults):\n"
 "  --roi N | I,J,K      window size (default: the model's static input size;\n"
@@ -139,7 +147,7 @@ enum {
     OPT_MODEL = 256, OPT_INPUT, OPT_OUTPUT, OPT_SCORES, OPT_PREVIEW, OPT_ROI, OPT_OVERLAP,
     OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
     OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
-    OPT_ORIENTATION, OPT_SPACING, OPT_HELP
+    OPT_ORIENTATION, OPT_SPACING, OPT_NO_CARD, OPT_HELP
 };
 
 static const struct option LONG_OPTS[] = {
@@ -167,6 +175,7 @@ static const struct option LONG_OPTS[] = {
     { "head", required_argument, NULL, OPT_HEAD },
     { "orientation", required_argument, NULL, OPT_ORIENTATION },
     { "spacing", required_argument, NULL, OPT_SPACING },
+    { "no-card", no_argument, NULL, OPT_NO_CARD },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -197,6 +206,22 @@ static int three_doubles(const char *s, double out[3])
 static int is_nifti_name(const char *p)
 {
     return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz");
+}
+
+/* The model's card fills what the flags leave unset (one card per process: the CLI's). */
+static int load_card(const char *who, seg_opts *o)
+{
+    static seg_card card;
+    card_free(&card);
+    if (o->no_card)
+        return 0;
+    char err[SWI_ERRLEN];
+    int found = 0;
+    if (card_load(o->model, &card, &found, err) || (found && card_apply(&card, o, err))) {
+        fprintf(stderr, "%s: %s\n", who, err);
+        return 1;
+    }
+    return 0;
 }
 
 int seg_parse(int argc, char **argv, seg_opts *o, int plan)
@@ -254,7 +279,9 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             o->roi_given = 1;
             break;
         }
+        case OPT_NO_CARD: o->no_card = 1; break;
         case OPT_OVERLAP:
+            o->given |= SEG_GIVEN_OVERLAP;
             if (three_doubles(arg, o->overlap) || o->overlap[0] < 0 || o->overlap[0] >= 1 ||
                 o->overlap[1] < 0 || o->overlap[1] >= 1 || o->overlap[2] < 0 ||
                 o->overlap[2] >= 1)
@@ -262,6 +289,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
                              arg, NULL);
             break;
         case OPT_MODE:
+            o->given |= SEG_GIVEN_MODE;
             if (strcmp(arg, "constant") == 0)
                 o->mode = SWI_BLEND_CONSTANT;
             else if (strcmp(arg, "gaussian") == 0)
@@ -270,12 +298,14 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
                 return usage(who, "--mode '%s': use constant or gaussian", arg, NULL);
             break;
         case OPT_SIGMA:
+            o->given |= SEG_GIVEN_SIGMA;
             if (three_doubles(arg, o->sigma_scale) || !(o->sigma_scale[0] > 0) ||
                 !(o->sigma_scale[1] > 0) || !(o->sigma_scale[2] > 0))
                 return usage(who, "--sigma-scale '%s': give one value or three, each > 0", arg,
                              NULL);
             break;
         case OPT_PADDING:
+            o->given |= SEG_GIVEN_PADDING;
             if (strcmp(arg, "constant") == 0)
                 o->padding = SWI_PAD_CONSTANT;
             else if (strcmp(arg, "reflect") == 0)
@@ -289,6 +319,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
                              "circular", arg, NULL);
             break;
         case OPT_CVAL: {
+            o->given |= SEG_GIVEN_CVAL;
             double v;
             if (cli_parse_double(arg, &v) || fabs(v) > 3.4e38)
                 return usage(who, "--cval '%s': not a number", arg, NULL);
@@ -374,5 +405,5 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         for (int b = a + 1; b < 3; b++)
             if (outs[a] && outs[b] && strcmp(outs[a], outs[b]) == 0)
                 return usage(who, "'%s' is given as two different outputs", outs[a], NULL);
-    return 0;
+    return load_card(who, o);
 }

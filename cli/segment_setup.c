@@ -5,6 +5,7 @@
  */
 #include "segment.h"
 
+#include "card.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -21,7 +22,8 @@ seg_state *seg_state_new(void)
 {
     seg_state *s = calloc(1, sizeof *s);
     if (s)
-        s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = -1;
+        s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = s->out_itk.fd =
+            s->out_ctbl.fd = -1;
     return s;
 }
 
@@ -33,6 +35,8 @@ void seg_state_free(seg_state *s)
     cli_out_abort(&s->out_labels);
     cli_out_abort(&s->out_scores);
     cli_out_abort(&s->out_preview);
+    cli_out_abort(&s->out_itk);
+    cli_out_abort(&s->out_ctbl);
     swi_free(s->ctx);
     for (int m = 1; m < s->n_members; m++)
         swi_ort_close(s->members[m]);
@@ -168,6 +172,12 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
     for (int a = 0; a < 3; a++) {
         int64_t fixed = in.shape[2 + a];
         if (o->roi_given) {
+            if (fixed > 0 && roi[a] != fixed && o->roi_from_card) {
+                cli_err(err, "%s: \"roi\": %lld,%lld,%lld does not fit %s, whose window is "
+                        "fixed at %s", o->card->source, (long long)roi[0], (long long)roi[1],
+                        (long long)roi[2], o->model, shp);
+                return 1;
+            }
             if (fixed > 0 && roi[a] != fixed) {
                 cli_err(err, "%s: the model's window is fixed at %s; --roi %lld,%lld,%lld does "
                         "not fit (leave --roi out to use the model's)", o->model, shp,
@@ -192,6 +202,11 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
         memcpy(w.roi, roi, sizeof w.roi);
     if (swi_ort_prepare(s->model, &w, head, err, SWI_ERRLEN))
         return 1;
+    if (o->card && o->card->n_classes > 0 && o->card->n_classes != head->channels) {
+        cli_err(err, "%s: \"classes\": names %d classes, but %s gives %lld", o->card->source,
+                o->card->n_classes, o->model, (long long)head->channels);
+        return 1;
+    }
     memcpy(roi, w.roi, sizeof w.roi);
     s->members[0] = s->model;
     s->n_members = 1;
@@ -222,6 +237,11 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
                     (long long)a[2]);
             return 1;
         }
+    }
+    if (o->card && o->card->n_channels > 0 && o->card->n_channels != s->channels) {
+        cli_err(err, "%s: \"channels\": names %d channel%s, but the input has %lld", o->card->source,
+                o->card->n_channels, o->card->n_channels == 1 ? "" : "s", (long long)s->channels);
+        return 1;
     }
     if (seg_grid_setup(o, &s->vols[0], &s->grid, err))
         return 1;

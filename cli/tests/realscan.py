@@ -56,6 +56,12 @@ def make(d):
          [helper.make_tensor("axes", TensorProto.INT64, [1], [1]),
           helper.make_tensor("c", f, [1, 5, 1, 1, 1], list(range(5)))],
          ["n", 1, 8, 8, 8], ["n", 5, 8, 8, 8])
+    # quant4 with a card in its metadata_props
+    m = onnx.load(os.path.join(d, "quant4.onnx"))
+    e = m.metadata_props.add()
+    e.key = "swi.card"
+    e.value = '{"orientation": "PIR", "overlap": 0.5, "classes": ["bg", "one", "two", "three"]}'
+    onnx.save(m, os.path.join(d, "quant4_embedded.onnx"))
     v = np.asarray(nib.load(os.path.join(d, "vol.nii.gz")).dataobj)
     diag = np.diag([0.8, 0.8, 2.5, 1.0])
     diag[:3, 3] = [10, -20, 30]

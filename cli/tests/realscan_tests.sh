@@ -17,6 +17,7 @@ CASES=(
   spacing_geometry spacing_identity spacing_plan usage_spacing spacing_overflow
   ensemble_mean ensemble_plan ensemble_mismatch_input ensemble_mismatch_output
   channels_4d channels_4d_mismatch
+  card_applied card_flags_override card_embedded card_members card_bad card_no_card info_model
 )
 if [ "${1:-}" = --list ]; then printf '%s\n' "${CASES[@]}"; exit 0; fi
 [ $# -eq 1 ] || { echo "usage: realscan_tests.sh --list | CASE | all" >&2; exit 2; }
@@ -200,6 +201,90 @@ t_channels_4d_mismatch() {
   data
   error_case 1 "vol_4d3.nii.gz: a 4-D image \\(20x24x16x3\\) holds 3 channels .* expects 2 input channels" \
     segment -q --model "$DATA/quant4_c2.onnx" --input "$DATA/vol_4d3.nii.gz" --output "$T/o/l.nii.gz"
+}
+
+# ---- model cards ------------------------------------------------------------------------
+# copy a model into $T/m with the card text $2 beside it: card_model NAME JSON
+card_model() {
+  mkdir -p "$T/m"
+  cp "$DATA/$1.onnx" "$T/m/$1.onnx"
+  [ -n "$2" ] && printf '%s\n' "$2" >"$T/m/$1.json"
+  return 0
+}
+t_card_applied() {
+  data; need json
+  card_model quant4 '{"orientation": "PIR", "overlap": 0.5, "blending": "gaussian",
+    "classes": ["background", "low", "mid", "high"], "channels": ["CT"]}'
+  seg --model "$T/m/quant4.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz"
+  expect_rc 0
+  check clitest.py labels "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+  grep -q '"mid"' "$T/o/l.label.txt" || fail "no ITK-SNAP label description"
+  grep -q 'ITK-SnAP Label Description File' "$T/o/l.label.txt" || fail "not ITK-SNAP's header"
+  grep -q '^3 high 255 225 25 255$' "$T/o/l.ctbl" || fail "no Slicer color table"
+  run plan --model "$T/m/quant4.onnx" --input "$DATA/vol.nii.gz"
+  expect_rc 0; expect_out "overlap 0.5,0.5,0.5, gaussian"; expect_out "model +grid .* PIR"
+}
+t_card_flags_override() {
+  data; need json
+  card_model quant4 '{"overlap": 0.5, "blending": "gaussian", "orientation": "PIR"}'
+  run plan --model "$T/m/quant4.onnx" --input "$DATA/vol.nii.gz" --overlap 0.25 --mode constant \
+    --orientation RAS
+  expect_rc 0; expect_out "overlap 0.25,0.25,0.25, constant"; expect_out "model +grid .* RAS"
+}
+t_card_embedded() {
+  data; need json
+  run info --model "$DATA/quant4_embedded.onnx"
+  expect_rc 0; expect_out "card +.*quant4_embedded.onnx \(metadata_props swi.card\)"
+  expect_out "orientation +PIR"; expect_out "class 3 +three"; expect_out "output +#0 'logits'"
+  seg --model "$DATA/quant4_embedded.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii"
+  expect_rc 0
+  check clitest.py labels "$T/o/l.nii" "$DATA/vol.nii.gz"
+  grep -q '"three"' "$T/o/l.label.txt" || fail "no label description from the embedded card"
+}
+t_card_members() {
+  data; need json
+  card_model quant4 '{"members": ["quant4_shift.onnx"]}'
+  cp "$DATA/quant4_shift.onnx" "$T/m/"
+  seg --model "$T/m/quant4.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz"
+  expect_rc 0
+  check realscan.py ensemble-labels "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_card_bad() {
+  data; need json
+  local cases=(
+    '{"roi": 8, "colour": 1}|"colour": unknown key'
+    '{"roi": "eight"}|"roi": must be a number or an array of 3 numbers'
+    '{"roi": 16}|"roi": 16,16,16 does not fit .*quant4.onnx, whose window is fixed at'
+    '{"spacing": [1, 0, 1]}|"spacing": must be millimetres > 0'
+    '{"spacing": -2}|"spacing": must be millimetres > 0'
+    '{"orientation": "RAX"}|"orientation": axis codes .RAX.: unknown code .X.'
+    '{"orientation": 3}|"orientation": must be a string'
+    '{"classes": ["a", "b", "c"]}|"classes": names 3 classes, but .*quant4.onnx gives 4'
+    '{"channels": ["t1", "t2"]}|"channels": names 2 channels, but the input has 1'
+    '{"preprocessing": {"zscore": 1}}|"preprocessing.zscore": must be true or false'
+    '{"preprocessing": {"gamma": 2}}|"preprocessing.gamma": unknown key'
+    '{"overlap": 1.5}|"overlap": must be in \[0, 1\)'
+    '{"roi": 8,|not valid JSON'
+    '[8, 8, 8]|a model card must be a JSON object'
+  )
+  for c in "${cases[@]}"; do
+    card_model quant4 "${c%%|*}"
+    error_case 1 "quant4.json: ${c#*|}" segment -q --model "$T/m/quant4.onnx" \
+      --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz"
+  done
+}
+t_card_no_card() {
+  data; need json
+  card_model quant4 '{"bogus": 1}'
+  seg --model "$T/m/quant4.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz" --no-card
+  expect_rc 0
+  [ ! -e "$T/o/l.label.txt" ] || fail "label description without a card"
+}
+t_info_model() {
+  data
+  run info --model "$DATA/quant4.onnx"
+  expect_rc 0; expect_out "input +#0 'image' \[\?,1,8,8,8\] float32"; expect_out "card +none"
+  error_case 2 "--model is required" info
 }
 
 run_case() {
