@@ -23,6 +23,8 @@ APT_PACKAGES=(
   python3 python3-numpy python3-nibabel python3-onnx
   # swi export: ONNX read/written with protobuf-c and the onnx.proto libonnx-dev ships
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev
+  # swi segment/plan/info/export: model cards are JSON (optional: cards refused without it)
+  libjansson-dev
 )
 
 ORT_NPM_PACKAGE="com.github.asus4.onnxruntime"

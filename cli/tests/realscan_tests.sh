@@ -18,6 +18,7 @@ CASES=(
   ensemble_mean ensemble_plan ensemble_mismatch_input ensemble_mismatch_output
   channels_4d channels_4d_mismatch
   card_applied card_flags_override card_embedded card_members card_bad card_no_card info_model
+  export_card
 )
 if [ "${1:-}" = --list ]; then printf '%s\n' "${CASES[@]}"; exit 0; fi
 [ $# -eq 1 ] || { echo "usage: realscan_tests.sh --list | CASE | all" >&2; exit 2; }
@@ -285,6 +286,21 @@ t_info_model() {
   run info --model "$DATA/quant4.onnx"
   expect_rc 0; expect_out "input +#0 'image' \[\?,1,8,8,8\] float32"; expect_out "card +none"
   error_case 2 "--model is required" info
+}
+t_export_card() {
+  data; need json
+  "$SWI" --version | grep -q "export: yes" || skip "swi built without export"
+  mkdir -p "$T/m"
+  printf '{"orientation": "LPS", "classes": ["a", "b", "c", "d"]}\n' >"$T/m/card.json"
+  run export --model "$DATA/quant4.onnx" --output "$T/m/pipe.onnx" --size 20,24,16 \
+    --card "$T/m/card.json" --quiet
+  expect_rc 0
+  run info --model "$T/m/pipe.onnx"
+  expect_rc 0; expect_out "metadata_props swi.card"; expect_out "orientation +LPS"
+  expect_out "class 3 +d"
+  printf '[1, 2]\n' >"$T/m/bad.json"
+  error_case 1 "--card .*bad.json: a model card is a JSON object" export \
+    --model "$DATA/quant4.onnx" --output "$T/o/pipe.onnx" --size 20,24,16 --card "$T/m/bad.json"
 }
 
 run_case() {
