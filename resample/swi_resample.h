@@ -139,6 +139,52 @@ void swi_resample_rows_needed(const int64_t src_size[3], const int64_t dst_size[
                               const double map[3][4], int64_t row_lo, int64_t row_hi,
                               int64_t *lo, int64_t *hi);
 
+/* ---- streaming back to the input grid ------------------------------------------------ */
+
+/** Receives a completed region [lo, hi) of the output grid: data [channels, *(hi - lo)],
+ *  valid during the call. Called from the threads that feed the sink, concurrently for
+ *  distinct regions. Return non-zero to fail the feed. */
+typedef int (*swi_sink_emit_fn)(void *user, const int64_t lo[3], const int64_t hi[3],
+                                int64_t channels, const float *data);
+
+/** Trilinear resampling of a grid that arrives region by region, in any order, from any
+ *  number of threads (swi_run's on_region of an SWI_REDUCE_CUSTOM output): every output
+ *  voxel x is the source sampled at map @ x (border clamping), as swi_resample_trilinear.
+ *  The output grid is cut into tiles; a tile is computed and emitted as soon as every
+ *  source voxel it reads has arrived, and source voxels are kept (in small blocks) only
+ *  while a pending tile still reads them: the band, never the whole source. */
+typedef struct swi_resample_sink swi_resample_sink;
+
+/** A sink from a source grid (src_size, channels planes) to an output grid (out_size);
+ *  map sends output indices to source indices. tile: output tile edge (0 = 8). */
+swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
+                                    const double map[3][4], int64_t channels, int tile,
+                                    swi_sink_emit_fn emit, void *user, swi_resample_sink **out,
+                                    char *err, size_t errlen);
+
+/** Feed the completed source region [lo, hi), data [channels, *(hi - lo)]. Thread-safe.
+ *  Returns 0, or non-zero when emit failed or memory ran out (the sink is then failed). */
+int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
+                           const float *data);
+
+/** After the last region: SWI_OK when every output tile was emitted. */
+swi_status swi_resample_sink_finish(swi_resample_sink *s, char *err, size_t errlen);
+
+/** Largest bytes of source voxels the sink held at once, so far. */
+size_t swi_resample_sink_peak_bytes(const swi_resample_sink *s);
+
+/** The sink's own bookkeeping (tiles, blocks, indexes): fixed at creation. */
+size_t swi_resample_sink_fixed_bytes(const swi_resample_sink *s);
+
+/** A prediction of the band for a source that completes in sweeps along source axis
+ *  `outer` (swi_plan.order[0]): the slabs of blocks the tiles straddling a sweep's edge hold,
+ *  plus the bookkeeping. */
+size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out_size[3],
+                                    const double map[3][4], int64_t channels, int tile,
+                                    int outer);
+
+void swi_resample_sink_free(swi_resample_sink *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
 #include "check.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +333,7 @@ static void test_trilinear(void)
         CHECK(outside_band == 0, "%d voxels read outside the band [%lld, %lld)", outside_band,
               (long long)blo, (long long)bhi);
         /* and back (Invertd's map), whole: sampled at to_new of every input voxel */
+        swi_resample_trilinear(x, size, y, g.size, g.to_src, 2, 0, g.size[0]);
         swi_resample_trilinear(y, g.size, back, size, g.to_new, 1, 0, size[0]);
         double worst_back = 0;
         for (int64_t i = 0; i < size[0]; i++)
@@ -433,8 +435,292 @@ static void test_composed_maps(void)
     }
 }
 
+/* ---- the streaming sink against whole-volume resampling ---------------------------- */
+
+typedef struct sink_out {
+    float *dst; /* [channels, *size] */
+    int64_t size[3];
+    int64_t emits, voxels;
+    pthread_mutex_t lock;
+} sink_out;
+
+static int collect(void *user, const int64_t lo[3], const int64_t hi[3], int64_t channels,
+                   const float *data)
+{
+    sink_out *o = user;
+    const int64_t n[3] = { hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2] };
+    const int64_t nv = n[0] * n[1] * n[2], v = o->size[0] * o->size[1] * o->size[2];
+    int64_t b = 0;
+    for (int64_t c = 0; c < channels; c++)
+        for (int64_t i = lo[0]; i < hi[0]; i++)
+            for (int64_t j = lo[1]; j < hi[1]; j++)
+                for (int64_t k = lo[2]; k < hi[2]; k++, b++)
+                    o->dst[c * v + (i * o->size[1] + j) * o->size[2] + k] = data[b];
+    pthread_mutex_lock(&o->lock);
+    o->emits++;
+    o->voxels += nv;
+    pthread_mutex_unlock(&o->lock);
+    return 0;
+}
+
+typedef struct feeder {
+    swi_resample_sink *sink;
+    const float *src;
+    int64_t size[3], channels;
+    const int64_t (*boxes)[6];
+    int64_t first, n, step;
+    int failed;
+} feeder;
+
+static void *feed_boxes(void *arg)
+{
+    feeder *f = arg;
+    const int64_t v = f->size[0] * f->size[1] * f->size[2];
+    for (int64_t r = f->first; r < f->n; r += f->step) {
+        const int64_t *b = f->boxes[r];
+        const int64_t n[3] = { b[3] - b[0], b[4] - b[1], b[5] - b[2] };
+        float *buf = malloc((size_t)(n[0] * n[1] * n[2] * f->channels) * sizeof *buf);
+        if (!buf) {
+            f->failed = 1;
+            return NULL;
+        }
+        int64_t o = 0;
+        for (int64_t c = 0; c < f->channels; c++)
+            for (int64_t i = b[0]; i < b[3]; i++)
+                for (int64_t j = b[1]; j < b[4]; j++)
+                    for (int64_t k = b[2]; k < b[5]; k++)
+                        buf[o++] = f->src[c * v + (i * f->size[1] + j) * f->size[2] + k];
+        if (swi_resample_sink_feed(f->sink, b, b + 3, buf) != 0)
+            f->failed = 1;
+        free(buf);
+    }
+    return NULL;
+}
+
+/* boxes cutting a grid along random planes, shuffled */
+static int64_t random_boxes(const int64_t size[3], int64_t (*boxes)[6], int64_t cap)
+{
+    int64_t cuts[3][9], nc[3];
+    for (int a = 0; a < 3; a++) {
+        nc[a] = 0;
+        cuts[a][nc[a]++] = 0;
+        for (int64_t x = 1 + (int64_t)(urand() * 5); x < size[a] && nc[a] < 8;
+             x += 1 + (int64_t)(urand() * 9))
+            cuts[a][nc[a]++] = x;
+        cuts[a][nc[a]++] = size[a];
+    }
+    int64_t n = 0;
+    for (int64_t x = 0; x + 1 < nc[0]; x++)
+        for (int64_t y = 0; y + 1 < nc[1]; y++)
+            for (int64_t z = 0; z + 1 < nc[2] && n < cap; z++, n++) {
+                int64_t b[6] = { cuts[0][x], cuts[1][y], cuts[2][z], cuts[0][x + 1],
+                                 cuts[1][y + 1], cuts[2][z + 1] };
+                memcpy(boxes[n], b, sizeof b);
+            }
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(urand() * (double)(i + 1));
+        int64_t t[6];
+        memcpy(t, boxes[i], sizeof t);
+        memcpy(boxes[i], boxes[j], sizeof t);
+        memcpy(boxes[j], t, sizeof t);
+    }
+    return n;
+}
+
+static void test_sink(void)
+{
+    for (int t = 0; t < 12; t++) {
+        double a[4][4];
+        random_affine(a);
+        int64_t size[3] = { 4 + (int64_t)(urand() * 30), 4 + (int64_t)(urand() * 20),
+                            4 + (int64_t)(urand() * 20) };
+        const double pix[3] = { 0.6 + 2 * urand(), 0.6 + 2 * urand(), 0.6 + 2 * urand() };
+        swi_orientation o;
+        swi_spacing_grid g;
+        if (swi_orientation_make(a, size, "RAS", &o, NULL, 0) != SWI_OK ||
+            swi_spacing_grid_make(o.affine, o.size, pix, &g, NULL, 0) != SWI_OK) {
+            CHECK(0, "grids");
+            continue;
+        }
+        /* the model grid (src) -> the input grid (out), through the orientation */
+        double back[3][4];
+        swi_orient_map_from_input(&o, g.to_new, back);
+        const int64_t C = 1 + t % 3;
+        const int64_t vs = g.size[0] * g.size[1] * g.size[2], vo = size[0] * size[1] * size[2];
+        float *src = malloc((size_t)(vs * C) * sizeof *src);
+        float *want = malloc((size_t)(vo * C) * sizeof *want);
+        sink_out so = { .dst = calloc((size_t)(vo * C), sizeof(float)) };
+        memcpy(so.size, size, sizeof so.size);
+        pthread_mutex_init(&so.lock, NULL);
+        int64_t (*boxes)[6] = malloc(512 * sizeof *boxes);
+        if (!src || !want || !so.dst || !boxes) {
+            CHECK(0, "out of memory");
+            return;
+        }
+        for (int64_t i = 0; i < vs * C; i++)
+            src[i] = (float)(urand() * 4 - 2);
+        swi_resample_trilinear(src, g.size, want, size, back, C, 0, size[0]);
+        swi_resample_sink *sink;
+        char err[256];
+        CHECK(swi_resample_sink_create(g.size, size, back, C, 1 + t % 8, collect, &so, &sink,
+                                       err, sizeof err) == SWI_OK, "%s", err);
+        int64_t nbox = random_boxes(g.size, boxes, 512);
+        pthread_t th[3];
+        feeder fd[3];
+        for (int k = 0; k < 3; k++) {
+            fd[k] = (feeder){ sink, src, { g.size[0], g.size[1], g.size[2] }, C,
+                              (const int64_t(*)[6])boxes, k, nbox, 3, 0 };
+            pthread_create(&th[k], NULL, feed_boxes, &fd[k]);
+        }
+        for (int k = 0; k < 3; k++) {
+            pthread_join(th[k], NULL);
+            CHECK(!fd[k].failed, "feed failed");
+        }
+        CHECK(swi_resample_sink_finish(sink, err, sizeof err) == SWI_OK, "finish: %s", err);
+        CHECK(so.voxels == vo, "emitted %lld voxels of %lld", (long long)so.voxels, (long long)vo);
+        double worst = 0;
+        for (int64_t i = 0; i < vo * C; i++)
+            worst = fmax(worst, fabs(so.dst[i] - want[i]));
+        CHECK(worst == 0, "streamed vs whole: %g", worst);
+        swi_resample_sink_free(sink);
+        pthread_mutex_destroy(&so.lock);
+        free(src);
+        free(want);
+        free(so.dst);
+        free(boxes);
+    }
+    /* the band: a long grid fed in order keeps a few slabs, not the whole source */
+    const int64_t src[3] = { 200, 20, 20 }, out[3] = { 300, 30, 30 };
+    double m[3][4] = { { 2.0 / 3, 0, 0, 0 }, { 0, 2.0 / 3, 0, 0 }, { 0, 0, 2.0 / 3, 0 } };
+    sink_out so = { .dst = calloc(300 * 30 * 30, sizeof(float)) };
+    memcpy(so.size, out, sizeof so.size);
+    pthread_mutex_init(&so.lock, NULL);
+    swi_resample_sink *sink;
+    float *slab = malloc(10 * 20 * 20 * sizeof *slab);
+    if (!so.dst || !slab || swi_resample_sink_create(src, out, m, 1, 0, collect, &so, &sink, NULL,
+                                                    0) != SWI_OK) {
+        CHECK(0, "sink");
+        return;
+    }
+    for (int i = 0; i < 10 * 20 * 20; i++)
+        slab[i] = 1.0f;
+    for (int64_t x = 0; x < 200; x += 10) {
+        const int64_t lo[3] = { x, 0, 0 }, hi[3] = { x + 10, 20, 20 };
+        CHECK(swi_resample_sink_feed(sink, lo, hi, slab) == 0, "feed");
+    }
+    CHECK(swi_resample_sink_finish(sink, NULL, 0) == SWI_OK, "finish");
+    size_t whole = 200 * 20 * 20 * sizeof(float);
+    CHECK(swi_resample_sink_peak_bytes(sink) < whole / 4, "band %zu of %zu bytes",
+          swi_resample_sink_peak_bytes(sink), whole);
+    CHECK(swi_resample_sink_peak_bytes(sink) <=
+          swi_resample_sink_plan_bytes(src, out, m, 1, 0, 0), "planned band below the peak");
+    int64_t off = 0, first = -1;
+    for (int64_t i = 0; i < 300 * 30 * 30; i++)
+        if (fabsf(so.dst[i] - 1.0f) > 1e-6f) {
+            off++;
+            if (first < 0)
+                first = i;
+        }
+    CHECK(off == 0, "a constant stays constant: %lld voxels off, the first %lld (%g)",
+          (long long)off, (long long)first, first >= 0 ? so.dst[first] : 0.0);
+    /* a region outside the grid is refused */
+    const int64_t blo[3] = { 0, 0, 0 }, bhi[3] = { 1, 1, 21 };
+    CHECK(swi_resample_sink_feed(sink, blo, bhi, slab) != 0, "region outside refused");
+    swi_resample_sink_free(sink);
+    pthread_mutex_destroy(&so.lock);
+    free(so.dst);
+    free(slab);
+}
+
+/* ---- the sink fed by the engine ------------------------------------------------------ */
+
+static int synth_predict(void *user, swi_batch *b)
+{
+    const int64_t C = *(const int64_t *)user;
+    const int64_t *roi = swi_batch_roi(b);
+    int64_t sp[3] = { roi[0], roi[1], roi[2] };
+    float *out = swi_batch_output(b, 0, C, sp);
+    if (!out)
+        return 1;
+    const float *in = swi_batch_input(b);
+    const int64_t rv = roi[0] * roi[1] * roi[2];
+    for (int w = 0; w < swi_batch_count(b); w++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t v = 0; v < rv; v++)
+                out[(w * C + c) * rv + v] = in[w * rv + v] * (float)(c + 1) - (float)c;
+    return 0;
+}
+
+static int to_sink(void *user, const swi_region *r)
+{
+    return swi_resample_sink_feed(user, r->lo, r->hi, r->data);
+}
+
+static void test_sink_engine(void)
+{
+    const int64_t C = 3, m[3] = { 37, 23, 29 }, out[3] = { 50, 31, 19 };
+    double map[3][4] = { { 0.73, 0.02, 0, 0.1 }, { -0.01, 0.74, 0, -0.2 }, { 0, 0, 1.52, 0.3 } };
+    const int64_t vm = m[0] * m[1] * m[2], vo = out[0] * out[1] * out[2];
+    float *x = malloc((size_t)vm * sizeof *x), *want = malloc((size_t)(vo * C) * sizeof *want);
+    sink_out so = { .dst = calloc((size_t)(vo * C), sizeof(float)) };
+    if (!x || !want || !so.dst) {
+        CHECK(0, "out of memory");
+        return;
+    }
+    memcpy(so.size, out, sizeof so.size);
+    pthread_mutex_init(&so.lock, NULL);
+    for (int64_t i = 0; i < vm; i++)
+        x[i] = (float)urand();
+    swi_params p;
+    swi_params_init(&p, 3);
+    p.roi[0] = p.roi[1] = p.roi[2] = 12;
+    p.mode = SWI_BLEND_GAUSSIAN;
+    p.threads = 2;
+    p.n_heads = 1;
+    p.heads[0].channels = C;
+    swi_tensor in = { .data = x, .batch = 1, .channels = 1, .dims = 3, .size = { m[0], m[1], m[2] } };
+    swi_predictor net = { synth_predict, (void *)&C };
+    swi_ctx *ctx = swi_create();
+    swi_output whole;
+    swi_output_init(&whole, 0, SWI_REDUCE_NONE);
+    CHECK(ctx && swi_run(ctx, &p, &in, &net, &whole, 1) == SWI_OK, "whole run");
+    const float *scores = swi_result(ctx, 0, NULL);
+    if (!scores) {
+        CHECK(0, "no scores");
+        return;
+    }
+    swi_resample_trilinear(scores, m, want, out, map, C, 0, out[0]);
+    swi_resample_sink *sink;
+    CHECK(swi_resample_sink_create(m, out, map, C, 5, collect, &so, &sink, NULL, 0) == SWI_OK,
+          "sink");
+    swi_output streamed;
+    swi_output_init(&streamed, 0, SWI_REDUCE_CUSTOM);
+    streamed.on_region = to_sink;
+    streamed.user = sink;
+    swi_ctx *ctx2 = swi_create();
+    CHECK(ctx2 && swi_run(ctx2, &p, &in, &net, &streamed, 1) == SWI_OK, "streamed run: %s",
+          ctx2 ? swi_last_error(ctx2) : "");
+    CHECK(swi_resample_sink_finish(sink, NULL, 0) == SWI_OK, "finish");
+    double worst = 0;
+    for (int64_t i = 0; i < vo * C; i++)
+        worst = fmax(worst, fabs(so.dst[i] - want[i]));
+    CHECK(worst == 0, "engine + sink vs whole scores resampled: %g", worst);
+    CHECK(swi_resample_sink_peak_bytes(sink) < (size_t)(vm * C) * sizeof(float),
+          "the sink held %zu bytes of %zu", swi_resample_sink_peak_bytes(sink),
+          (size_t)(vm * C) * sizeof(float));
+    swi_resample_sink_free(sink);
+    swi_free(ctx);
+    swi_free(ctx2);
+    pthread_mutex_destroy(&so.lock);
+    free(x);
+    free(want);
+    free(so.dst);
+}
+
 int main(void)
 {
+    test_sink_engine();
+    test_sink();
     test_composed_maps();
     test_axcodes();
     test_orientation_round_trip();

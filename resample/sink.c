@@ -1,0 +1,438 @@
+/* sink.c -- resampling a grid that arrives region by region (swi_resample.h).
+ *
+ * The output grid is cut into tiles of `tile` voxels a side. Each tile reads a box of the
+ * source (its corners through the map, one voxel of margin for rounding and the upper
+ * trilinear tap); it is ready when every voxel of that box has arrived, counted down as
+ * regions are fed. Source voxels are stored in blocks of BLK^3, each allocated when a
+ * region first reaches it and freed when the last tile reading it is emitted; blocks no
+ * tile reads are never stored. A coarse grid over the source lists the tiles whose box
+ * touches each of its cells, so a region visits only the tiles it can complete. */
+#include "swi_resample.h"
+
+#include "resample_internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLK 4
+#define BLK3 (BLK * BLK * BLK)
+#define CELL 16
+
+struct swi_resample_sink {
+    int64_t src[3], out[3], channels;
+    double map[3][4];
+    int tile;
+    swi_sink_emit_fn emit;
+    void *user;
+    pthread_mutex_t lock;
+    int failed;
+    int64_t nt[3], ntiles, emitted, region_id;
+    int64_t *tbox;          /* per tile: source box lo[3], hi[3] */
+    int64_t *missing;       /* per tile: voxels of its box not yet fed */
+    int64_t *stamp;         /* per tile: the last region that counted it */
+    unsigned char *done;
+    int64_t nb[3], nblocks;
+    float **blk;
+    int32_t *refs;          /* per block: tiles not yet emitted that read it */
+    int64_t ng[3], ncells;
+    int64_t *cell_start, *cell_tiles;
+    size_t held, peak, fixed;
+};
+
+static void tile_out_box(const swi_resample_sink *s, int64_t t, int64_t lo[3], int64_t hi[3])
+{
+    int64_t q[3] = { t / (s->nt[1] * s->nt[2]), (t / s->nt[2]) % s->nt[1], t % s->nt[2] };
+    for (int a = 0; a < 3; a++) {
+        lo[a] = q[a] * s->tile;
+        hi[a] = lo[a] + s->tile < s->out[a] ? lo[a] + s->tile : s->out[a];
+    }
+}
+
+/* the source box an output box reads, with a voxel of margin, clamped */
+static void read_box(const int64_t src[3], const double m[3][4], const int64_t lo[3],
+                     const int64_t hi[3], int64_t blo[3], int64_t bhi[3])
+{
+    for (int r = 0; r < 3; r++) {
+        double mn = INFINITY, mx = -INFINITY;
+        for (int c = 0; c < 8; c++) {
+            double i = (double)((c & 4) ? hi[0] - 1 : lo[0]);
+            double j = (double)((c & 2) ? hi[1] - 1 : lo[1]);
+            double k = (double)((c & 1) ? hi[2] - 1 : lo[2]);
+            double v = m[r][0] * i + m[r][1] * j + m[r][2] * k + m[r][3];
+            mn = fmin(mn, v);
+            mx = fmax(mx, v);
+        }
+        double top = (double)(src[r] - 1);
+        mn = fmin(fmax(mn, 0), top);
+        mx = fmin(fmax(mx, 0), top);
+        blo[r] = (int64_t)floor(mn) - 1;
+        bhi[r] = (int64_t)floor(mx) + 3;
+        if (blo[r] < 0)
+            blo[r] = 0;
+        if (bhi[r] > src[r])
+            bhi[r] = src[r];
+    }
+}
+
+static int64_t overlap_voxels(const int64_t *a, const int64_t *blo, const int64_t *bhi)
+{
+    int64_t n = 1;
+    for (int r = 0; r < 3; r++) {
+        int64_t lo = a[r] > blo[r] ? a[r] : blo[r];
+        int64_t hi = a[3 + r] < bhi[r] ? a[3 + r] : bhi[r];
+        if (hi <= lo)
+            return 0;
+        n *= hi - lo;
+    }
+    return n;
+}
+
+void swi_resample_sink_free(swi_resample_sink *s)
+{
+    if (!s)
+        return;
+    if (s->blk)
+        for (int64_t b = 0; b < s->nblocks; b++)
+            free(s->blk[b]);
+    free(s->blk);
+    free(s->refs);
+    free(s->tbox);
+    free(s->missing);
+    free(s->stamp);
+    free(s->done);
+    free(s->cell_start);
+    free(s->cell_tiles);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
+                                    const double map[3][4], int64_t channels, int tile,
+                                    swi_sink_emit_fn emit, void *user, swi_resample_sink **out,
+                                    char *err, size_t errlen)
+{
+    *out = NULL;
+    if (channels < 1 || !emit || tile < 0 || tile > 1024) {
+        rs__err(err, errlen, "swi_resample_sink_create: %s", channels < 1 ? "channels < 1"
+                : !emit ? "emit is NULL" : "tile must be 0..1024");
+        return SWI_ERR_INVALID_ARG;
+    }
+    for (int a = 0; a < 3; a++)
+        if (src_size[a] < 1 || out_size[a] < 1 || src_size[a] > SWI_MAX_AXIS ||
+            out_size[a] > SWI_MAX_AXIS) {
+            rs__err(err, errlen, "swi_resample_sink_create: grid sizes must be 1..2^31");
+            return SWI_ERR_INVALID_ARG;
+        }
+    swi_resample_sink *s = calloc(1, sizeof *s);
+    if (!s) {
+        rs__err(err, errlen, "out of memory for the resampling sink");
+        return SWI_ERR_NOMEM;
+    }
+    if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        free(s);
+        rs__err(err, errlen, "cannot create the resampling sink's lock");
+        return SWI_ERR_THREAD;
+    }
+    memcpy(s->src, src_size, sizeof s->src);
+    memcpy(s->out, out_size, sizeof s->out);
+    memcpy(s->map, map, sizeof s->map);
+    s->channels = channels;
+    s->tile = tile ? tile : 8;
+    s->emit = emit;
+    s->user = user;
+    s->ntiles = s->nblocks = s->ncells = 1;
+    for (int a = 0; a < 3; a++) {
+        s->nt[a] = ceil_div(out_size[a], s->tile);
+        s->nb[a] = ceil_div(src_size[a], BLK);
+        s->ng[a] = ceil_div(src_size[a], CELL);
+        s->ntiles *= s->nt[a];
+        s->nblocks *= s->nb[a];
+        s->ncells *= s->ng[a];
+    }
+    if (s->ntiles > ((int64_t)1 << 40) / 64 || s->nblocks > ((int64_t)1 << 40) / 16 ||
+        (size_t)channels > SIZE_MAX / (BLK3 * sizeof(float))) {
+        swi_resample_sink_free(s);
+        rs__err(err, errlen, "the resampling sink's grids are too large");
+        return SWI_ERR_OVERFLOW;
+    }
+    s->tbox = malloc((size_t)s->ntiles * 6 * sizeof *s->tbox);
+    s->missing = malloc((size_t)s->ntiles * sizeof *s->missing);
+    s->stamp = calloc((size_t)s->ntiles, sizeof *s->stamp);
+    s->done = calloc((size_t)s->ntiles, 1);
+    s->blk = calloc((size_t)s->nblocks, sizeof *s->blk);
+    s->refs = calloc((size_t)s->nblocks, sizeof *s->refs);
+    s->cell_start = calloc((size_t)s->ncells + 1, sizeof *s->cell_start);
+    if (!s->tbox || !s->missing || !s->stamp || !s->done || !s->blk || !s->refs ||
+        !s->cell_start) {
+        swi_resample_sink_free(s);
+        rs__err(err, errlen, "out of memory for the resampling sink's tiles");
+        return SWI_ERR_NOMEM;
+    }
+    /* tiles: their boxes, what they wait for, the blocks they read, the cells they touch */
+    int64_t entries = 0;
+    for (int64_t t = 0; t < s->ntiles; t++) {
+        int64_t lo[3], hi[3], *b = s->tbox + 6 * t;
+        tile_out_box(s, t, lo, hi);
+        read_box(s->src, s->map, lo, hi, b, b + 3);
+        s->missing[t] = (b[3] - b[0]) * (b[4] - b[1]) * (b[5] - b[2]);
+        for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
+            for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
+                for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++)
+                    s->refs[(x * s->nb[1] + y) * s->nb[2] + z]++;
+        for (int64_t x = b[0] / CELL; x <= (b[3] - 1) / CELL; x++)
+            for (int64_t y = b[1] / CELL; y <= (b[4] - 1) / CELL; y++)
+                for (int64_t z = b[2] / CELL; z <= (b[5] - 1) / CELL; z++) {
+                    s->cell_start[(x * s->ng[1] + y) * s->ng[2] + z + 1]++;
+                    entries++;
+                }
+    }
+    for (int64_t c = 0; c < s->ncells; c++)
+        s->cell_start[c + 1] += s->cell_start[c];
+    s->cell_tiles = malloc((size_t)(entries > 0 ? entries : 1) * sizeof *s->cell_tiles);
+    int64_t *fill = calloc((size_t)s->ncells, sizeof *fill);
+    if (!s->cell_tiles || !fill) {
+        free(fill);
+        swi_resample_sink_free(s);
+        rs__err(err, errlen, "out of memory for the resampling sink's index");
+        return SWI_ERR_NOMEM;
+    }
+    for (int64_t t = 0; t < s->ntiles; t++) {
+        const int64_t *b = s->tbox + 6 * t;
+        for (int64_t x = b[0] / CELL; x <= (b[3] - 1) / CELL; x++)
+            for (int64_t y = b[1] / CELL; y <= (b[4] - 1) / CELL; y++)
+                for (int64_t z = b[2] / CELL; z <= (b[5] - 1) / CELL; z++) {
+                    int64_t c = (x * s->ng[1] + y) * s->ng[2] + z;
+                    s->cell_tiles[s->cell_start[c] + fill[c]++] = t;
+                }
+    }
+    free(fill);
+    s->fixed = sizeof *s + (size_t)s->ntiles * (8 * sizeof(int64_t) + 1) +
+               (size_t)s->nblocks * (sizeof(float *) + sizeof(int32_t)) +
+               ((size_t)s->ncells + 1 + (size_t)entries) * sizeof(int64_t);
+    *out = s;
+    return SWI_OK;
+}
+
+/* Resample tile t into buf [channels, *box] and emit it. */
+static int emit_tile(const swi_resample_sink *s, int64_t t, float *buf)
+{
+    int64_t lo[3], hi[3];
+    tile_out_box(s, t, lo, hi);
+    const int64_t n0 = s->src[0], n1 = s->src[1], n2 = s->src[2];
+    const int64_t nv = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+    int64_t o = 0;
+    for (int64_t i = lo[0]; i < hi[0]; i++)
+        for (int64_t j = lo[1]; j < hi[1]; j++)
+            for (int64_t k = lo[2]; k < hi[2]; k++, o++) {
+                double p[3];
+                for (int r = 0; r < 3; r++)
+                    p[r] = s->map[r][0] * (double)i + s->map[r][1] * (double)j +
+                           s->map[r][2] * (double)k + s->map[r][3];
+                int64_t a[2], b[2], c[2];
+                float fa, fb, fc;
+                const int64_t n[3] = { n0, n1, n2 };
+                int64_t *taps[3] = { a, b, c };
+                float *fs[3] = { &fa, &fb, &fc };
+                for (int r = 0; r < 3; r++) {
+                    double v = p[r];
+                    if (!(v > 0))
+                        v = 0;
+                    if (v > (double)(n[r] - 1))
+                        v = (double)(n[r] - 1);
+                    double fl = floor(v);
+                    taps[r][0] = (int64_t)fl;
+                    taps[r][1] = taps[r][0] + 1 < n[r] ? taps[r][0] + 1 : taps[r][0];
+                    *fs[r] = (float)(v - fl);
+                }
+                /* the same weights and order of terms as swi_resample_trilinear */
+                const float w[8] = { (1 - fa) * (1 - fb) * (1 - fc), (1 - fa) * (1 - fb) * fc,
+                                     (1 - fa) * fb * (1 - fc), (1 - fa) * fb * fc,
+                                     fa * (1 - fb) * (1 - fc), fa * (1 - fb) * fc,
+                                     fa * fb * (1 - fc), fa * fb * fc };
+                const float *q[8];
+                for (int m = 0; m < 8; m++) {
+                    int64_t x = a[(m >> 2) & 1], y = b[(m >> 1) & 1], z = c[m & 1];
+                    int64_t bi = ((x / BLK) * s->nb[1] + y / BLK) * s->nb[2] + z / BLK;
+                    q[m] = s->blk[bi] + ((x % BLK) * BLK + y % BLK) * BLK + z % BLK;
+                }
+                for (int64_t ch = 0; ch < s->channels; ch++) {
+                    const int64_t d = ch * BLK3;
+                    buf[ch * nv + o] = w[0] * q[0][d] + w[1] * q[1][d] + w[2] * q[2][d] +
+                                       w[3] * q[3][d] + w[4] * q[4][d] + w[5] * q[5][d] +
+                                       w[6] * q[6][d] + w[7] * q[7][d];
+                }
+            }
+    return s->emit(s->user, lo, hi, s->channels, buf);
+}
+
+int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
+                           const float *data)
+{
+    for (int a = 0; a < 3; a++)
+        if (lo[a] < 0 || hi[a] > s->src[a] || lo[a] >= hi[a])
+            return 1;
+    const int64_t rn[3] = { hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2] };
+    const int64_t rv = rn[0] * rn[1] * rn[2];
+    int64_t cap = 0, nready = 0, *ready = NULL;
+    const size_t bbytes = (size_t)s->channels * BLK3 * sizeof(float);
+    pthread_mutex_lock(&s->lock);
+    if (s->failed)
+        goto fail_locked;
+    /* 1. into the blocks some tile still reads */
+    for (int64_t x = lo[0] / BLK; x <= (hi[0] - 1) / BLK; x++)
+        for (int64_t y = lo[1] / BLK; y <= (hi[1] - 1) / BLK; y++)
+            for (int64_t z = lo[2] / BLK; z <= (hi[2] - 1) / BLK; z++) {
+                int64_t bi = (x * s->nb[1] + y) * s->nb[2] + z;
+                if (s->refs[bi] <= 0)
+                    continue;
+                if (!s->blk[bi]) {
+                    s->blk[bi] = malloc(bbytes);
+                    if (!s->blk[bi])
+                        goto fail_locked;
+                    s->held += bbytes;
+                    if (s->held > s->peak)
+                        s->peak = s->held;
+                }
+                float *dst = s->blk[bi];
+                int64_t x0 = x * BLK > lo[0] ? x * BLK : lo[0], x1 = (x + 1) * BLK < hi[0] ? (x + 1) * BLK : hi[0];
+                int64_t y0 = y * BLK > lo[1] ? y * BLK : lo[1], y1 = (y + 1) * BLK < hi[1] ? (y + 1) * BLK : hi[1];
+                int64_t z0 = z * BLK > lo[2] ? z * BLK : lo[2], z1 = (z + 1) * BLK < hi[2] ? (z + 1) * BLK : hi[2];
+                for (int64_t ch = 0; ch < s->channels; ch++)
+                    for (int64_t i = x0; i < x1; i++)
+                        for (int64_t j = y0; j < y1; j++)
+                            memcpy(dst + ch * BLK3 + ((i % BLK) * BLK + j % BLK) * BLK + z0 % BLK,
+                                   data + ch * rv + ((i - lo[0]) * rn[1] + (j - lo[1])) * rn[2] +
+                                       (z0 - lo[2]),
+                                   (size_t)(z1 - z0) * sizeof(float));
+            }
+    /* 2. count down the tiles it reaches */
+    const int64_t rid = ++s->region_id;
+    for (int64_t x = lo[0] / CELL; x <= (hi[0] - 1) / CELL; x++)
+        for (int64_t y = lo[1] / CELL; y <= (hi[1] - 1) / CELL; y++)
+            for (int64_t z = lo[2] / CELL; z <= (hi[2] - 1) / CELL; z++) {
+                int64_t c = (x * s->ng[1] + y) * s->ng[2] + z;
+                for (int64_t e = s->cell_start[c]; e < s->cell_start[c + 1]; e++) {
+                    int64_t t = s->cell_tiles[e];
+                    if (s->stamp[t] == rid || s->done[t])
+                        continue;
+                    s->stamp[t] = rid;
+                    int64_t got = overlap_voxels(s->tbox + 6 * t, lo, hi);
+                    if (got == 0)
+                        continue;
+                    s->missing[t] -= got;
+                    if (s->missing[t] == 0) {
+                        if (nready == cap) {
+                            cap = cap ? 2 * cap : 64;
+                            int64_t *r = realloc(ready, (size_t)cap * sizeof *r);
+                            if (!r)
+                                goto fail_locked;
+                            ready = r;
+                        }
+                        ready[nready++] = t;
+                    }
+                }
+            }
+    pthread_mutex_unlock(&s->lock);
+
+    /* 3. the tiles it completed, outside the lock: their blocks are whole and stay */
+    int failed = 0;
+    if (nready > 0) {
+        const size_t tv = (size_t)s->tile * (size_t)s->tile * (size_t)s->tile;
+        float *buf = malloc(tv * (size_t)s->channels * sizeof *buf);
+        if (!buf)
+            failed = 1;
+        for (int64_t r = 0; r < nready && !failed; r++)
+            failed = emit_tile(s, ready[r], buf) != 0;
+        free(buf);
+    }
+    /* 4. release what they read */
+    pthread_mutex_lock(&s->lock);
+    for (int64_t r = 0; r < nready; r++) {
+        int64_t t = ready[r];
+        const int64_t *b = s->tbox + 6 * t;
+        s->done[t] = 1;
+        s->emitted++;
+        for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
+            for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
+                for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++) {
+                    int64_t bi = (x * s->nb[1] + y) * s->nb[2] + z;
+                    if (--s->refs[bi] == 0 && s->blk[bi]) {
+                        free(s->blk[bi]);
+                        s->blk[bi] = NULL;
+                        s->held -= bbytes;
+                    }
+                }
+    }
+    if (failed)
+        s->failed = 1;
+    pthread_mutex_unlock(&s->lock);
+    free(ready);
+    return failed;
+
+fail_locked:
+    s->failed = 1;
+    pthread_mutex_unlock(&s->lock);
+    free(ready);
+    return 1;
+}
+
+swi_status swi_resample_sink_finish(swi_resample_sink *s, char *err, size_t errlen)
+{
+    if (s->failed) {
+        rs__err(err, errlen, "resampling back to the input grid failed");
+        return SWI_ERR_CALLBACK;
+    }
+    if (s->emitted != s->ntiles) {
+        rs__err(err, errlen, "resampling back: %lld of %lld output tiles never had their inputs",
+                (long long)(s->ntiles - s->emitted), (long long)s->ntiles);
+        return SWI_ERR_INVALID_ARG;
+    }
+    return SWI_OK;
+}
+
+size_t swi_resample_sink_peak_bytes(const swi_resample_sink *s)
+{
+    return s->peak;
+}
+
+size_t swi_resample_sink_fixed_bytes(const swi_resample_sink *s)
+{
+    return s->fixed;
+}
+
+size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out_size[3],
+                                    const double map[3][4], int64_t channels, int tile,
+                                    int outer)
+{
+    if (tile <= 0)
+        tile = 8;
+    if (outer < 0 || outer > 2)
+        outer = 0;
+    /* a tile's box along the outer axis, with its margins, in whole blocks, twice: the
+     * tiles straddling the edge of a sweep hold a slab that thick until the next sweep */
+    double ext = 0;
+    for (int k = 0; k < 3; k++)
+        ext += fabs(map[outer][k]) * (double)(tile - 1);
+    int64_t slab = (ceil_div((int64_t)ceil(ext) + 4, BLK) + 1) * BLK;
+    if (slab > src_size[outer])
+        slab = src_size[outer];
+    size_t plane = 1;
+    for (int a = 0; a < 3; a++)
+        if (a != outer)
+            plane *= (size_t)(ceil_div(src_size[a], BLK) * BLK);
+    size_t tiles = 1, blocks = 1;
+    for (int a = 0; a < 3; a++) {
+        tiles *= (size_t)ceil_div(out_size[a], tile);
+        blocks *= (size_t)ceil_div(src_size[a], BLK);
+    }
+    return 2 * (size_t)slab * plane * (size_t)channels * sizeof(float) +
+           tiles * (8 * sizeof(int64_t) + 1 + 8 * sizeof(int64_t)) +
+           blocks * (sizeof(float *) + sizeof(int32_t));
+}
