@@ -98,12 +98,16 @@ int swi_cmd_plan(int argc, char **argv)
     printf("  smallest plan %12s   (any batch size / pipeline)\n",
            cli_bytes(plan.bytes_min, b[5]));
     if (s->grid.active || s->n_members > 1) {
-        size_t gb = seg_grid_bytes(&s->grid, plan.head_channels[0], o.scores != NULL);
+        size_t gb = seg_grid_bytes(&s->grid, plan.head_channels[0], o.scores != NULL,
+                                   plan.order[0]);
+        size_t band = seg_grid_band_bytes(&s->grid, plan.head_channels[0], plan.order[0]);
         size_t eb = seg_ensemble_bytes(s->n_members, &p.heads[0], plan.sw_batch_size);
         printf("beside the engine: %s (%s)\n", cli_bytes(gb + eb, b[0]),
-               s->grid.resampled ? "results on the input grid; the input and the blended scores "
-               "on the model grid, held whole: resampling is not yet streamed"
-               : s->grid.active ? "results on the input grid" : "the ensemble's window buffer");
+               s->grid.active ? "results on the input grid, the input on the model grid"
+                              : "the ensemble's window buffer");
+        if (band)
+            printf("  resampling band %10s   (model-grid scores kept until the input-grid "
+                   "voxels that read them are done)\n", cli_bytes(band, b[2]));
         printf("total    predicted peak %s\n", cli_bytes(plan.bytes_peak + gb + eb, b[1]));
     }
     printf("not counted: the file's own voxels while reading (%s), ONNX Runtime's "

@@ -67,18 +67,6 @@ static int read_oriented(void *user, int64_t image, const int64_t *lo, const int
     return 0;
 }
 
-/* copy a region [planes, *(hi - lo)] into a whole grid [planes, *size] */
-static void put_box(const float *src, int64_t planes, const int64_t lo[3], const int64_t hi[3],
-                    const int64_t size[3], float *dst)
-{
-    const int64_t nk = hi[2] - lo[2], v = size[0] * size[1] * size[2];
-    for (int64_t p = 0; p < planes; p++)
-        for (int64_t i = lo[0]; i < hi[0]; i++)
-            for (int64_t j = lo[1]; j < hi[1]; j++, src += nk)
-                memcpy(dst + p * v + (i * size[1] + j) * size[2] + lo[2], src,
-                       (size_t)nk * sizeof *src);
-}
-
 static int labels_region(void *user, const swi_region *r)
 {
     seg_grid *g = user;
@@ -103,8 +91,7 @@ static int model_scores_region(void *user, const swi_region *r)
     seg_grid *g = user;
     if (r->channels != g->classes)
         return 1;
-    put_box(r->data, r->channels, r->lo, r->hi, g->size, g->model_scores);
-    return 0;
+    return swi_resample_sink_feed(g->sink, r->lo, r->hi, r->data);
 }
 
 void seg_grid_outputs(seg_grid *g, int want_scores, int softmax, swi_output *outs, int *n_outs)
@@ -135,7 +122,15 @@ static size_t voxels(const int64_t s[3])
     return (size_t)s[0] * (size_t)s[1] * (size_t)s[2];
 }
 
-size_t seg_grid_bytes(const seg_grid *g, int64_t classes, int want_scores)
+size_t seg_grid_band_bytes(const seg_grid *g, int64_t classes, int outer)
+{
+    if (!g->resampled || classes < 1)
+        return 0;
+    /* the sink's source is the model grid, its output the input grid */
+    return swi_resample_sink_plan_bytes(g->size, g->in_size, g->to_model, classes, 0, outer);
+}
+
+size_t seg_grid_bytes(const seg_grid *g, int64_t classes, int want_scores, int outer)
 {
     if (!g->active)
         return 0;
@@ -143,8 +138,64 @@ size_t seg_grid_bytes(const seg_grid *g, int64_t classes, int want_scores)
     if (want_scores)
         n += voxels(g->in_size) * (size_t)classes * sizeof(float);
     if (g->resampled)
-        n += voxels(g->size) * ((size_t)g->channels + (size_t)classes) * sizeof(float);
+        n += voxels(g->size) * (size_t)g->channels * sizeof(float) +
+             seg_grid_band_bytes(g, classes, outer);
     return n;
+}
+
+/* One input-grid tile of resampled scores [classes, box]: argmax (lowest index wins ties,
+ * the first NaN wins, as the engine's) into the labels, and the scores (softmax when
+ * asked) into --scores. Tiles are distinct, so threads may emit at once. */
+static int emit_tile(void *user, const int64_t lo[3], const int64_t hi[3], int64_t classes,
+                     const float *x)
+{
+    seg_grid *g = user;
+    const int64_t *n = g->in_size;
+    const int64_t nv = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]), N = n[0] * n[1] * n[2];
+    int64_t v = 0;
+    for (int64_t i = lo[0]; i < hi[0]; i++)
+        for (int64_t j = lo[1]; j < hi[1]; j++)
+            for (int64_t k = lo[2]; k < hi[2]; k++, v++) {
+                const int64_t at = (i * n[1] + j) * n[2] + k;
+                int64_t best = 0;
+                float bx = x[v];
+                for (int64_t c = 1; c < classes && !isnan(bx); c++) {
+                    float y = x[c * nv + v];
+                    if (isnan(y) || y > bx) {
+                        bx = y;
+                        best = c;
+                    }
+                }
+                if (g->label_bytes == 1)
+                    ((uint8_t *)g->labels)[at] = (uint8_t)best;
+                else
+                    ((uint16_t *)g->labels)[at] = (uint16_t)best;
+                if (!g->scores)
+                    continue;
+                if (!g->softmax || isnan(bx)) {
+                    for (int64_t c = 0; c < classes; c++)
+                        g->scores[c * N + at] = g->softmax ? NAN : x[c * nv + v];
+                    continue;
+                }
+                double sum = 0;
+                for (int64_t c = 0; c < classes; c++)
+                    sum += exp((double)x[c * nv + v] - bx);
+                for (int64_t c = 0; c < classes; c++)
+                    g->scores[c * N + at] = (float)(exp((double)x[c * nv + v] - bx) / sum);
+            }
+    return 0;
+}
+
+int seg_grid_finish(seg_grid *g, char *err)
+{
+    if (!g->resampled)
+        return 0;
+    char msg[256];
+    if (swi_resample_sink_finish(g->sink, msg, sizeof msg) != SWI_OK) {
+        cli_err(err, "internal error: %s", msg);
+        return 1;
+    }
+    return 0;
 }
 
 int seg_grid_begin(seg_grid *g, const float *input, int64_t channels, int64_t classes,
@@ -173,91 +224,22 @@ int seg_grid_begin(seg_grid *g, const float *input, int64_t channels, int64_t cl
     }
     if (g->resampled) {
         size_t ni = voxels(g->size) * (size_t)channels * sizeof(float);
-        size_t ns = voxels(g->size) * (size_t)classes * sizeof(float);
         g->model_input = malloc(ni);
-        g->model_scores = malloc(ns);
-        if (!g->model_input || !g->model_scores) {
-            cli_err(err, "out of memory for the resampled grid %lldx%lldx%lld (%s of input, %s "
-                    "of scores)", (long long)g->size[0], (long long)g->size[1],
-                    (long long)g->size[2], cli_bytes(ni, b), cli_bytes(ns, (char[32]){ 0 }));
+        if (!g->model_input) {
+            cli_err(err, "out of memory for the input resampled to %lldx%lldx%lld (%s)",
+                    (long long)g->size[0], (long long)g->size[1], (long long)g->size[2],
+                    cli_bytes(ni, b));
+            return 1;
+        }
+        char msg[256];
+        if (swi_resample_sink_create(g->size, g->in_size, g->to_model, classes, 0, emit_tile, g,
+                                     &g->sink, msg, sizeof msg) != SWI_OK) {
+            cli_err(err, "resampling back to the input grid: %s", msg);
             return 1;
         }
         swi_resample_trilinear(input, g->in_size, g->model_input, g->size, g->to_input, channels,
                                0, g->size[0]);
     }
-    return 0;
-}
-
-/* argmax (lowest index wins ties, the first NaN wins) and softmax of [classes, n] */
-static void reduce_band(const float *x, int64_t classes, int64_t n, int label_bytes, void *labels,
-                        float *scores, int softmax)
-{
-    for (int64_t v = 0; v < n; v++) {
-        int64_t best = 0;
-        float bx = x[v];
-        for (int64_t c = 1; c < classes && !isnan(bx); c++) {
-            float y = x[c * n + v];
-            if (isnan(y) || y > bx) {
-                bx = y;
-                best = c;
-            }
-        }
-        if (label_bytes == 1)
-            ((uint8_t *)labels)[v] = (uint8_t)best;
-        else
-            ((uint16_t *)labels)[v] = (uint16_t)best;
-        if (!scores)
-            continue;
-        if (!softmax) {
-            for (int64_t c = 0; c < classes; c++)
-                scores[c * n + v] = x[c * n + v];
-            continue;
-        }
-        if (isnan(bx)) {
-            for (int64_t c = 0; c < classes; c++)
-                scores[c * n + v] = NAN;
-            continue;
-        }
-        double sum = 0;
-        for (int64_t c = 0; c < classes; c++)
-            sum += exp((double)x[c * n + v] - bx);
-        for (int64_t c = 0; c < classes; c++)
-            scores[c * n + v] = (float)(exp((double)x[c * n + v] - bx) / sum);
-    }
-}
-
-int seg_grid_finish(seg_grid *g, char *err)
-{
-    if (!g->resampled)
-        return 0;
-    /* bands of input rows: the scores brought back, then reduced */
-    const int64_t plane = g->in_size[1] * g->in_size[2];
-    int64_t rows = plane > 0 ? (int64_t)((8u << 20) / ((size_t)plane * (size_t)g->classes * 4)) : 1;
-    if (rows < 1)
-        rows = 1;
-    float *band = malloc((size_t)(rows * plane * g->classes) * sizeof(float));
-    float *sband = g->scores ? malloc((size_t)(rows * plane * g->classes) * sizeof(float)) : NULL;
-    if (!band || (g->scores && !sband)) {
-        free(band);
-        free(sband);
-        cli_err(err, "out of memory resampling the scores back");
-        return 1;
-    }
-    const int64_t N = plane * g->in_size[0];
-    for (int64_t r0 = 0; r0 < g->in_size[0]; r0 += rows) {
-        int64_t r1 = r0 + rows < g->in_size[0] ? r0 + rows : g->in_size[0];
-        int64_t n = (r1 - r0) * plane;
-        swi_resample_trilinear(g->model_scores, g->size, band, g->in_size, g->to_model, g->classes,
-                               r0, r1);
-        reduce_band(band, g->classes, n, g->label_bytes,
-                    (char *)g->labels + (size_t)(r0 * plane) * (size_t)g->label_bytes, sband,
-                    g->softmax);
-        if (sband)
-            for (int64_t c = 0; c < g->classes; c++)
-                memcpy(g->scores + c * N + r0 * plane, sband + c * n, (size_t)n * sizeof(float));
-    }
-    free(band);
-    free(sband);
     return 0;
 }
 
@@ -270,8 +252,8 @@ void seg_grid_describe(const seg_grid *g, char *buf, size_t n)
     if (len < 0 || (size_t)len >= n)
         return;
     if (g->resampled)
-        snprintf(buf + len, n - (size_t)len, ", %g x %g x %g mm%s (resampled whole: not yet "
-                 "streamed)", g->spacing.pixdim[0], g->spacing.pixdim[1], g->spacing.pixdim[2],
+        snprintf(buf + len, n - (size_t)len, ", %g x %g x %g mm%s (scores resampled back as they "
+                 "complete)", g->spacing.pixdim[0], g->spacing.pixdim[1], g->spacing.pixdim[2],
                  g->spacing.centred ? ", centred on the input" : "");
     else if (!g->active)
         snprintf(buf + len, n - (size_t)len, " (the input's own grid)");
@@ -284,6 +266,7 @@ void seg_grid_free(seg_grid *g)
     free(g->labels);
     free(g->scores);
     free(g->model_input);
-    free(g->model_scores);
-    g->labels = g->scores = g->model_input = g->model_scores = NULL;
+    swi_resample_sink_free(g->sink);
+    g->sink = NULL;
+    g->labels = g->scores = g->model_input = NULL;
 }

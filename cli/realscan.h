@@ -5,10 +5,11 @@
  *
  * Orientation alone is streamed both ways: the engine reads its windows through the
  * orientation (an swi_reader over the input) and its label and score regions are written
- * straight to their place on the input grid. With --spacing the input is resampled whole
- * onto the model grid, and the blended scores of the model grid are held whole until the
- * run ends, then resampled back and reduced band by band of the input grid: that step is
- * not yet streamed (the plan counts those buffers).
+ * straight to their place on the input grid. With --spacing the input (its channels, not
+ * the scores) is resampled whole onto the model grid; the blended scores of the model grid
+ * stream into an swi_resample_sink, which emits input-grid tiles as soon as the scores
+ * they read are complete, reduced (argmax, softmax) at once: the scores are never held
+ * whole on either grid (unless --scores asks for them on the input grid).
  */
 #ifndef SWI_CLI_REALSCAN_H
 #define SWI_CLI_REALSCAN_H
@@ -35,7 +36,7 @@ typedef struct seg_grid {
     void *labels;            /* on the input grid */
     float *scores;           /* on the input grid, when asked */
     int softmax;
-    float *model_scores;     /* resampled: the blended scores [classes, *size] */
+    swi_resample_sink *sink; /* resampled: model-grid scores -> input-grid tiles */
 } seg_grid;
 
 /* Settle the model grid of volume v (whose file is `path`) for o's --orientation and
@@ -45,15 +46,19 @@ int seg_grid_setup(const seg_opts *o, const swi_volume *v, seg_grid *g, char *er
 /* The engine's outputs with a grid: written through the grid's callbacks. Sets *n_outs. */
 void seg_grid_outputs(seg_grid *g, int want_scores, int softmax, swi_output *outs, int *n_outs);
 
-/* Bytes the grid holds beside the engine: the input's copy on the model grid, the model-grid
- * scores and the results on the input grid. */
-size_t seg_grid_bytes(const seg_grid *g, int64_t classes, int want_scores);
+/* Bytes the grid holds beside the engine: the input's copy on the model grid, the results
+ * on the input grid and the resampling sink's band, for an engine whose outermost window
+ * loop runs along model axis `outer` (swi_plan.order[0]). */
+size_t seg_grid_bytes(const seg_grid *g, int64_t classes, int want_scores, int outer);
+
+/* The sink's band: the part of seg_grid_bytes the resampling back keeps (0 if none). */
+size_t seg_grid_band_bytes(const seg_grid *g, int64_t classes, int outer);
 
 /* Allocate the results and bind the input (read, preprocessed). Returns 0 or 1 (err). */
 int seg_grid_begin(seg_grid *g, const float *input, int64_t channels, int64_t classes,
                    int want_scores, char *err);
 
-/* After a successful run: bring the resampled scores back (resampled runs). */
+/* After a successful run: check that every input voxel came back (resampled runs). */
 int seg_grid_finish(seg_grid *g, char *err);
 
 /* Describe the grid in one line for swi plan. */
