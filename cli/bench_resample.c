@@ -18,28 +18,28 @@ int bench_rs_setup(bench_rs *r, const int64_t shape[3], const double in_spacing[
     return swi_spacing_grid_make(a, shape, spacing, &r->grid, err, errlen) == SWI_OK ? 0 : -1;
 }
 
-static int emit_labels(void *user, const int64_t lo[3], const int64_t hi[3], int64_t classes,
+/* never called: the sink runs in its argmax mode */
+static int emit_scores(void *user, const int64_t lo[3], const int64_t hi[3], int64_t classes,
                        const float *x)
+{
+    (void)user, (void)lo, (void)hi, (void)classes, (void)x;
+    return 1;
+}
+
+static int emit_labels(void *user, const int64_t lo[3], const int64_t hi[3],
+                       const uint16_t *labels)
 {
     bench_rs *r = user;
     const int64_t *n = r->in_size;
-    const int64_t nv = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
     int64_t v = 0;
     for (int64_t i = lo[0]; i < hi[0]; i++)
         for (int64_t j = lo[1]; j < hi[1]; j++)
             for (int64_t k = lo[2]; k < hi[2]; k++, v++) {
-                int64_t best = 0;
-                float bx = x[v];
-                for (int64_t c = 1; c < classes && !isnan(bx); c++)
-                    if (isnan(x[c * nv + v]) || x[c * nv + v] > bx) {
-                        bx = x[c * nv + v];
-                        best = c;
-                    }
                 const int64_t at = (i * n[1] + j) * n[2] + k;
                 if (r->label_bytes == 1)
-                    ((uint8_t *)r->labels)[at] = (uint8_t)best;
+                    ((uint8_t *)r->labels)[at] = (uint8_t)labels[v];
                 else
-                    ((uint16_t *)r->labels)[at] = (uint16_t)best;
+                    ((uint16_t *)r->labels)[at] = labels[v];
             }
     return 0;
 }
@@ -52,8 +52,10 @@ int bench_rs_begin(bench_rs *r, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory for the input-grid labels");
         return -1;
     }
-    return swi_resample_sink_create(r->grid.size, r->in_size, r->grid.to_new, r->classes, 0,
-                                    emit_labels, r, &r->sink, err, errlen) == SWI_OK ? 0 : -1;
+    if (swi_resample_sink_create(r->grid.size, r->in_size, r->grid.to_new, r->classes, 0,
+                                 emit_scores, r, &r->sink, err, errlen) != SWI_OK)
+        return -1;
+    return swi_resample_sink_argmax(r->sink, emit_labels, r) == SWI_OK ? 0 : -1;
 }
 
 int bench_rs_region(void *user, const swi_region *region)

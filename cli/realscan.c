@@ -186,6 +186,25 @@ static int emit_tile(void *user, const int64_t lo[3], const int64_t hi[3], int64
     return 0;
 }
 
+/* Labels alone: the sink's argmax (only the classes that can win are interpolated). */
+static int emit_labels(void *user, const int64_t lo[3], const int64_t hi[3],
+                       const uint16_t *labels)
+{
+    seg_grid *g = user;
+    const int64_t *n = g->in_size;
+    int64_t v = 0;
+    for (int64_t i = lo[0]; i < hi[0]; i++)
+        for (int64_t j = lo[1]; j < hi[1]; j++)
+            for (int64_t k = lo[2]; k < hi[2]; k++, v++) {
+                const int64_t at = (i * n[1] + j) * n[2] + k;
+                if (g->label_bytes == 1)
+                    ((uint8_t *)g->labels)[at] = (uint8_t)labels[v];
+                else
+                    ((uint16_t *)g->labels)[at] = labels[v];
+            }
+    return 0;
+}
+
 int seg_grid_finish(seg_grid *g, char *err)
 {
     if (!g->resampled)
@@ -235,6 +254,11 @@ int seg_grid_begin(seg_grid *g, const float *input, int64_t channels, int64_t cl
         if (swi_resample_sink_create(g->size, g->in_size, g->to_model, classes, 0, emit_tile, g,
                                      &g->sink, msg, sizeof msg) != SWI_OK) {
             cli_err(err, "resampling back to the input grid: %s", msg);
+            return 1;
+        }
+        if (!want_scores && classes <= 65536 &&
+            swi_resample_sink_argmax(g->sink, emit_labels, g) != SWI_OK) {
+            cli_err(err, "internal error: the resampling sink refused its argmax mode");
             return 1;
         }
         swi_resample_trilinear(input, g->in_size, g->model_input, g->size, g->to_input, channels,

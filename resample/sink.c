@@ -26,6 +26,8 @@ struct swi_resample_sink {
     int tile;
     swi_sink_emit_fn emit;
     void *user;
+    swi_sink_labels_fn labels_fn; /* argmax mode */
+    void *labels_user;
     pthread_mutex_t lock;
     int failed;
     int64_t nt[3], ntiles, emitted, region_id;
@@ -67,8 +69,9 @@ static void read_box(const int64_t src[3], const double m[3][4], const int64_t l
         double top = (double)(src[r] - 1);
         mn = fmin(fmax(mn, 0), top);
         mx = fmin(fmax(mx, 0), top);
-        blo[r] = (int64_t)floor(mn) - 1;
-        bhi[r] = (int64_t)floor(mx) + 3;
+        /* a margin for the rounding of interior voxels' positions, and the upper tap */
+        blo[r] = (int64_t)floor(mn - 1e-7);
+        bhi[r] = (int64_t)floor(mx + 1e-7) + 2;
         if (blo[r] < 0)
             blo[r] = 0;
         if (bhi[r] > src[r])
@@ -220,56 +223,160 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
     return SWI_OK;
 }
 
-/* Resample tile t into buf [channels, *box] and emit it. */
-static int emit_tile(const swi_resample_sink *s, int64_t t, float *buf)
+/* A block: channels x BLK3 scores; in argmax mode then each class's largest score fed so far
+ * (NaN when one is NaN) and a flag: 1 once a non-finite score was fed. */
+static size_t block_floats(const swi_resample_sink *s)
 {
-    int64_t lo[3], hi[3];
+    return (size_t)s->channels * BLK3 + (s->labels_fn ? (size_t)s->channels + 1 : 0);
+}
+
+swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_sink_labels_fn fn, void *user)
+{
+    if (!fn || s->channels > 65536 || s->region_id != 0)
+        return SWI_ERR_INVALID_ARG;
+    s->labels_fn = fn;
+    s->labels_user = user;
+    return SWI_OK;
+}
+
+/* the tile's bound per class: the largest score of its blocks (under the lock); returns 1
+ * when a block held a NaN or an infinity */
+static int tile_bounds(const swi_resample_sink *s, int64_t t, float *ub)
+{
+    const int64_t *b = s->tbox + 6 * t;
+    int wild = 0;
+    for (int64_t c = 0; c < s->channels; c++)
+        ub[c] = -INFINITY;
+    for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
+        for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
+            for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++) {
+                const float *m = s->blk[(x * s->nb[1] + y) * s->nb[2] + z] + s->channels * BLK3;
+                for (int64_t c = 0; c < s->channels; c++)
+                    if (!isnan(ub[c]) && (isnan(m[c]) || m[c] > ub[c]))
+                        ub[c] = m[c];
+                wild |= m[s->channels] != 0;
+            }
+    for (int64_t c = 0; c < s->channels; c++)
+        wild |= isnan(ub[c]);
+    return wild;
+}
+
+typedef struct tap8 {
+    float w[8];
+    const float *q[8];
+} tap8;
+
+/* classes by bound, largest first (insertion sort: a few hundred at most, mostly in order) */
+static void sort_by_bound(int32_t *order, int64_t n, const float *ub)
+{
+    for (int64_t i = 1; i < n; i++) {
+        int32_t c = order[i];
+        int64_t j = i;
+        while (j > 0 && ub[order[j - 1]] < ub[c]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = c;
+    }
+}
+
+/* Resample tile t into buf [channels, *box] and emit it. */
+/* the eight taps of every voxel of tile t (lo, hi) */
+static int64_t tile_taps(const swi_resample_sink *s, int64_t t, int64_t lo[3], int64_t hi[3],
+                         tap8 *taps)
+{
     tile_out_box(s, t, lo, hi);
-    const int64_t n0 = s->src[0], n1 = s->src[1], n2 = s->src[2];
-    const int64_t nv = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+    const int64_t n[3] = { s->src[0], s->src[1], s->src[2] };
     int64_t o = 0;
     for (int64_t i = lo[0]; i < hi[0]; i++)
         for (int64_t j = lo[1]; j < hi[1]; j++)
             for (int64_t k = lo[2]; k < hi[2]; k++, o++) {
-                double p[3];
-                for (int r = 0; r < 3; r++)
-                    p[r] = s->map[r][0] * (double)i + s->map[r][1] * (double)j +
-                           s->map[r][2] * (double)k + s->map[r][3];
-                int64_t a[2], b[2], c[2];
-                float fa, fb, fc;
-                const int64_t n[3] = { n0, n1, n2 };
-                int64_t *taps[3] = { a, b, c };
-                float *fs[3] = { &fa, &fb, &fc };
+                int64_t tp[3][2];
+                float f[3];
                 for (int r = 0; r < 3; r++) {
-                    double v = p[r];
+                    double v = s->map[r][0] * (double)i + s->map[r][1] * (double)j +
+                               s->map[r][2] * (double)k + s->map[r][3];
                     if (!(v > 0))
                         v = 0;
                     if (v > (double)(n[r] - 1))
                         v = (double)(n[r] - 1);
                     double fl = floor(v);
-                    taps[r][0] = (int64_t)fl;
-                    taps[r][1] = taps[r][0] + 1 < n[r] ? taps[r][0] + 1 : taps[r][0];
-                    *fs[r] = (float)(v - fl);
+                    tp[r][0] = (int64_t)fl;
+                    tp[r][1] = tp[r][0] + 1 < n[r] ? tp[r][0] + 1 : tp[r][0];
+                    f[r] = (float)(v - fl);
                 }
+                const float fa = f[0], fb = f[1], fc = f[2];
                 /* the same weights and order of terms as swi_resample_trilinear */
                 const float w[8] = { (1 - fa) * (1 - fb) * (1 - fc), (1 - fa) * (1 - fb) * fc,
                                      (1 - fa) * fb * (1 - fc), (1 - fa) * fb * fc,
                                      fa * (1 - fb) * (1 - fc), fa * (1 - fb) * fc,
                                      fa * fb * (1 - fc), fa * fb * fc };
-                const float *q[8];
                 for (int m = 0; m < 8; m++) {
-                    int64_t x = a[(m >> 2) & 1], y = b[(m >> 1) & 1], z = c[m & 1];
+                    int64_t x = tp[0][(m >> 2) & 1], y = tp[1][(m >> 1) & 1], z = tp[2][m & 1];
                     int64_t bi = ((x / BLK) * s->nb[1] + y / BLK) * s->nb[2] + z / BLK;
-                    q[m] = s->blk[bi] + ((x % BLK) * BLK + y % BLK) * BLK + z % BLK;
-                }
-                for (int64_t ch = 0; ch < s->channels; ch++) {
-                    const int64_t d = ch * BLK3;
-                    buf[ch * nv + o] = w[0] * q[0][d] + w[1] * q[1][d] + w[2] * q[2][d] +
-                                       w[3] * q[3][d] + w[4] * q[4][d] + w[5] * q[5][d] +
-                                       w[6] * q[6][d] + w[7] * q[7][d];
+                    taps[o].w[m] = w[m];
+                    taps[o].q[m] = s->blk[bi] + ((x % BLK) * BLK + y % BLK) * BLK + z % BLK;
                 }
             }
-    return s->emit(s->user, lo, hi, s->channels, buf);
+    return o;
+}
+
+static inline float tap_value(const tap8 *p, int64_t d)
+{
+    return p->w[0] * p->q[0][d] + p->w[1] * p->q[1][d] + p->w[2] * p->q[2][d] +
+           p->w[3] * p->q[3][d] + p->w[4] * p->q[4][d] + p->w[5] * p->q[5][d] +
+           p->w[6] * p->q[6][d] + p->w[7] * p->q[7][d];
+}
+
+typedef struct tile_work {
+    tap8 *taps;
+    float *buf, *best;      /* scores [channels, nv]; argmax: the best value per voxel */
+    uint16_t *label;
+    int32_t *order;
+} tile_work;
+
+static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, tile_work *w)
+{
+    int64_t lo[3], hi[3];
+    const int64_t nv = tile_taps(s, t, lo, hi, w->taps);
+    if (!s->labels_fn) {
+        for (int64_t v = 0; v < nv; v++)
+            for (int64_t ch = 0; ch < s->channels; ch++)
+                w->buf[ch * nv + v] = tap_value(&w->taps[v], ch * BLK3);
+        return s->emit(s->user, lo, hi, s->channels, w->buf);
+    }
+    /* argmax: classes by their bound, largest first, until none can win anywhere */
+    const int wild = ub == NULL;
+    int64_t nord = s->channels;
+    for (int64_t c = 0; c < s->channels; c++)
+        w->order[c] = (int32_t)c;
+    if (!wild)
+        sort_by_bound(w->order, s->channels, ub);
+    float floor_best = -INFINITY;
+    for (int64_t r = 0; r < nord; r++) {
+        const int64_t c = w->order[r];
+        if (!wild && r > 0 && ub[c] < floor_best)
+            break; /* below every voxel's best: neither this class nor a later one wins */
+        floor_best = INFINITY;
+        for (int64_t v = 0; v < nv; v++) {
+            float x = tap_value(&w->taps[v], c * BLK3);
+            if (r == 0) {
+                w->best[v] = x;
+                w->label[v] = (uint16_t)c;
+            } else if (wild) {
+                /* index order, as the engine: the first NaN wins, then the first largest */
+                if (!isnan(w->best[v]) && (isnan(x) || x > w->best[v])) {
+                    w->best[v] = x;
+                    w->label[v] = (uint16_t)c;
+                }
+            } else if (x > w->best[v] || (x == w->best[v] && c < w->label[v])) {
+                w->best[v] = x;
+                w->label[v] = (uint16_t)c;
+            }
+            floor_best = w->best[v] < floor_best ? w->best[v] : floor_best;
+        }
+    }
+    return s->labels_fn(s->labels_user, lo, hi, w->label);
 }
 
 int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
@@ -281,7 +388,9 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
     const int64_t rn[3] = { hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2] };
     const int64_t rv = rn[0] * rn[1] * rn[2];
     int64_t cap = 0, nready = 0, *ready = NULL;
-    const size_t bbytes = (size_t)s->channels * BLK3 * sizeof(float);
+    float *bounds = NULL;    /* argmax: C per ready tile; NaN first where the tile is wild */
+    const size_t bbytes = block_floats(s) * sizeof(float);
+    const int amax = s->labels_fn != NULL;
     pthread_mutex_lock(&s->lock);
     if (s->failed)
         goto fail_locked;
@@ -299,18 +408,36 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
                     s->held += bbytes;
                     if (s->held > s->peak)
                         s->peak = s->held;
+                    if (amax) {
+                        float *m = s->blk[bi] + s->channels * BLK3;
+                        for (int64_t c = 0; c < s->channels; c++)
+                            m[c] = -INFINITY;
+                        m[s->channels] = 0;
+                    }
                 }
                 float *dst = s->blk[bi];
                 int64_t x0 = x * BLK > lo[0] ? x * BLK : lo[0], x1 = (x + 1) * BLK < hi[0] ? (x + 1) * BLK : hi[0];
                 int64_t y0 = y * BLK > lo[1] ? y * BLK : lo[1], y1 = (y + 1) * BLK < hi[1] ? (y + 1) * BLK : hi[1];
                 int64_t z0 = z * BLK > lo[2] ? z * BLK : lo[2], z1 = (z + 1) * BLK < hi[2] ? (z + 1) * BLK : hi[2];
+                float *mx = dst + s->channels * BLK3;
                 for (int64_t ch = 0; ch < s->channels; ch++)
                     for (int64_t i = x0; i < x1; i++)
-                        for (int64_t j = y0; j < y1; j++)
+                        for (int64_t j = y0; j < y1; j++) {
+                            const float *from = data + ch * rv +
+                                                ((i - lo[0]) * rn[1] + (j - lo[1])) * rn[2] +
+                                                (z0 - lo[2]);
                             memcpy(dst + ch * BLK3 + ((i % BLK) * BLK + j % BLK) * BLK + z0 % BLK,
-                                   data + ch * rv + ((i - lo[0]) * rn[1] + (j - lo[1])) * rn[2] +
-                                       (z0 - lo[2]),
-                                   (size_t)(z1 - z0) * sizeof(float));
+                                   from, (size_t)(z1 - z0) * sizeof(float));
+                            if (!amax)
+                                continue;
+                            for (int64_t zz = 0; zz < z1 - z0; zz++) {
+                                float v = from[zz];
+                                if (!isnan(mx[ch]) && (isnan(v) || v > mx[ch]))
+                                    mx[ch] = v;
+                                if (!isfinite(v))
+                                    mx[s->channels] = 1;
+                            }
+                        }
             }
     /* 2. count down the tiles it reaches */
     const int64_t rid = ++s->region_id;
@@ -334,7 +461,16 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
                             if (!r)
                                 goto fail_locked;
                             ready = r;
+                            if (amax) {
+                                float *b = realloc(bounds, (size_t)cap * (size_t)s->channels *
+                                                               sizeof *b);
+                                if (!b)
+                                    goto fail_locked;
+                                bounds = b;
+                            }
                         }
+                        if (amax && tile_bounds(s, t, bounds + nready * s->channels))
+                            bounds[nready * s->channels] = NAN;
                         ready[nready++] = t;
                     }
                 }
@@ -345,12 +481,24 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
     int failed = 0;
     if (nready > 0) {
         const size_t tv = (size_t)s->tile * (size_t)s->tile * (size_t)s->tile;
-        float *buf = malloc(tv * (size_t)s->channels * sizeof *buf);
-        if (!buf)
+        tile_work w = { malloc(tv * sizeof(tap8)),
+                        amax ? NULL : malloc(tv * (size_t)s->channels * sizeof(float)),
+                        amax ? malloc(tv * sizeof(float)) : NULL,
+                        amax ? malloc(tv * sizeof(uint16_t)) : NULL,
+                        amax ? malloc((size_t)s->channels * sizeof(int32_t)) : NULL };
+        if (!w.taps || (amax ? !w.best || !w.label || !w.order : !w.buf))
             failed = 1;
-        for (int64_t r = 0; r < nready && !failed; r++)
-            failed = emit_tile(s, ready[r], buf) != 0;
-        free(buf);
+        for (int64_t r = 0; r < nready && !failed; r++) {
+            const float *ub = amax ? bounds + r * s->channels : NULL;
+            if (ub && isnan(ub[0]))
+                ub = NULL; /* wild: every class, in index order */
+            failed = emit_tile(s, ready[r], ub, &w) != 0;
+        }
+        free(w.taps);
+        free(w.buf);
+        free(w.best);
+        free(w.label);
+        free(w.order);
     }
     /* 4. release what they read */
     pthread_mutex_lock(&s->lock);
@@ -374,12 +522,14 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
         s->failed = 1;
     pthread_mutex_unlock(&s->lock);
     free(ready);
+    free(bounds);
     return failed;
 
 fail_locked:
     s->failed = 1;
     pthread_mutex_unlock(&s->lock);
     free(ready);
+    free(bounds);
     return 1;
 }
 

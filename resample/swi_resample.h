@@ -162,6 +162,18 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
                                     swi_sink_emit_fn emit, void *user, swi_resample_sink **out,
                                     char *err, size_t errlen);
 
+/** Receives the argmax labels of a completed output region [lo, hi): [*(hi - lo)]. */
+typedef int (*swi_sink_labels_fn)(void *user, const int64_t lo[3], const int64_t hi[3],
+                                  const uint16_t *labels);
+
+/** Emit labels instead of scores (before the first feed; channels <= 65536): the argmax of
+ *  the resampled scores (lowest index wins ties, the first NaN wins), equal to the argmax
+ *  of what the scores mode emits. Only the classes that can win in a tile are
+ *  interpolated: a class whose largest source score within the tile's reach is below
+ *  every voxel's best so far cannot win there (classes are tried from the largest such
+ *  bound down; a tile whose sources hold a NaN or an infinity takes every class). */
+swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_sink_labels_fn fn, void *user);
+
 /** Feed the completed source region [lo, hi), data [channels, *(hi - lo)]. Thread-safe.
  *  Returns 0, or non-zero when emit failed or memory ran out (the sink is then failed). */
 int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],

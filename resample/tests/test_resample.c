@@ -717,8 +717,102 @@ static void test_sink_engine(void)
     free(so.dst);
 }
 
+/* ---- argmax mode against the argmax of whole resampled scores ------------------------- */
+
+typedef struct label_out {
+    uint16_t *dst;
+    int64_t size[3];
+} label_out;
+
+static int collect_labels(void *user, const int64_t lo[3], const int64_t hi[3],
+                          const uint16_t *labels)
+{
+    label_out *o = user;
+    int64_t b = 0;
+    for (int64_t i = lo[0]; i < hi[0]; i++)
+        for (int64_t j = lo[1]; j < hi[1]; j++)
+            for (int64_t k = lo[2]; k < hi[2]; k++)
+                o->dst[(i * o->size[1] + j) * o->size[2] + k] = labels[b++];
+    return 0;
+}
+
+static void test_sink_argmax(void)
+{
+    for (int t = 0; t < 16; t++) {
+        double a[4][4];
+        random_affine(a);
+        int64_t size[3] = { 4 + (int64_t)(urand() * 24), 4 + (int64_t)(urand() * 16),
+                            4 + (int64_t)(urand() * 16) };
+        const double pix[3] = { 0.6 + 2 * urand(), 0.6 + 2 * urand(), 0.6 + 2 * urand() };
+        swi_orientation o;
+        swi_spacing_grid g;
+        if (swi_orientation_make(a, size, "RAS", &o, NULL, 0) != SWI_OK ||
+            swi_spacing_grid_make(o.affine, o.size, pix, &g, NULL, 0) != SWI_OK) {
+            CHECK(0, "grids");
+            continue;
+        }
+        double back[3][4];
+        swi_orient_map_from_input(&o, g.to_new, back);
+        const int64_t C = 2 + t % 9;
+        const int64_t vs = g.size[0] * g.size[1] * g.size[2], vo = size[0] * size[1] * size[2];
+        float *src = malloc((size_t)(vs * C) * sizeof *src);
+        float *whole = malloc((size_t)(vo * C) * sizeof *whole);
+        label_out lo = { calloc((size_t)vo, sizeof(uint16_t)), { size[0], size[1], size[2] } };
+        int64_t (*boxes)[6] = malloc(512 * sizeof *boxes);
+        if (!src || !whole || !lo.dst || !boxes) {
+            CHECK(0, "out of memory");
+            return;
+        }
+        /* few distinct values: ties everywhere; a class that dominates in places; and in
+         * some cases a NaN and infinities */
+        for (int64_t i = 0; i < vs * C; i++)
+            src[i] = (float)(int)(urand() * 4) + ((i / vs) == (i % vs) % C ? 2.0f : 0.0f);
+        if (t % 4 == 3) {
+            src[(int64_t)(urand() * (double)(vs * C))] = NAN;
+            src[(int64_t)(urand() * (double)(vs * C))] = INFINITY;
+            src[(int64_t)(urand() * (double)(vs * C))] = -INFINITY;
+        }
+        swi_resample_trilinear(src, g.size, whole, size, back, C, 0, size[0]);
+        swi_resample_sink *sink;
+        CHECK(swi_resample_sink_create(g.size, size, back, C, 1 + t % 8, collect, NULL, &sink,
+                                       NULL, 0) == SWI_OK, "sink");
+        CHECK(swi_resample_sink_argmax(sink, collect_labels, &lo) == SWI_OK, "argmax mode");
+        int64_t nbox = random_boxes(g.size, boxes, 512);
+        pthread_t th[2];
+        feeder fd[2];
+        for (int k = 0; k < 2; k++) {
+            fd[k] = (feeder){ sink, src, { g.size[0], g.size[1], g.size[2] }, C,
+                              (const int64_t(*)[6])boxes, k, nbox, 2, 0 };
+            pthread_create(&th[k], NULL, feed_boxes, &fd[k]);
+        }
+        for (int k = 0; k < 2; k++)
+            pthread_join(th[k], NULL);
+        CHECK(!fd[0].failed && !fd[1].failed, "feed");
+        CHECK(swi_resample_sink_finish(sink, NULL, 0) == SWI_OK, "finish");
+        int64_t bad = 0;
+        for (int64_t v = 0; v < vo; v++) {
+            int64_t best = 0;
+            float bx = whole[v];
+            for (int64_t c = 1; c < C && !isnan(bx); c++)
+                if (isnan(whole[c * vo + v]) || whole[c * vo + v] > bx) {
+                    bx = whole[c * vo + v];
+                    best = c;
+                }
+            bad += lo.dst[v] != best;
+        }
+        CHECK(bad == 0, "case %d: %lld labels differ from the argmax of the whole scores", t,
+              (long long)bad);
+        swi_resample_sink_free(sink);
+        free(src);
+        free(whole);
+        free(lo.dst);
+        free(boxes);
+    }
+}
+
 int main(void)
 {
+    test_sink_argmax();
     test_sink_engine();
     test_sink();
     test_composed_maps();
