@@ -41,6 +41,7 @@ struct swi_resample_sink {
     int64_t ng[3], ncells;
     int64_t *cell_start, *cell_tiles;
     size_t held, peak, fixed;
+    int64_t maxbox[3];      /* the largest tile source box, per axis */
 };
 
 static void tile_out_box(const swi_resample_sink *s, int64_t t, int64_t lo[3], int64_t hi[3])
@@ -185,6 +186,9 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
         tile_out_box(s, t, lo, hi);
         read_box(s->src, s->map, lo, hi, b, b + 3);
         s->missing[t] = (b[3] - b[0]) * (b[4] - b[1]) * (b[5] - b[2]);
+        for (int a = 0; a < 3; a++)
+            if (b[3 + a] - b[a] > s->maxbox[a])
+                s->maxbox[a] = b[3 + a] - b[a];
         for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
             for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
                 for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++)
@@ -261,9 +265,10 @@ static int tile_bounds(const swi_resample_sink *s, int64_t t, float *ub)
     return wild;
 }
 
+/* The eight source voxels and the three weights of an output voxel (general maps). */
 typedef struct tap8 {
-    float w[8];
-    const float *q[8];
+    float f[3];
+    const float *q[8];  /* corner (a, b, c) at q[4a + 2b + c] */
 } tap8;
 
 /* classes by bound, largest first (insertion sort: a few hundred at most, mostly in order) */
@@ -280,41 +285,22 @@ static void sort_by_bound(int32_t *order, int64_t n, const float *ub)
     }
 }
 
-/* Resample tile t into buf [channels, *box] and emit it. */
-/* the eight taps of every voxel of tile t (lo, hi) */
-static int64_t tile_taps(const swi_resample_sink *s, int64_t t, int64_t lo[3], int64_t hi[3],
+/* the taps of every voxel of tile t (lo, hi) */
+static int64_t tile_taps(const swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
                          tap8 *taps)
 {
-    tile_out_box(s, t, lo, hi);
-    const int64_t n[3] = { s->src[0], s->src[1], s->src[2] };
     int64_t o = 0;
     for (int64_t i = lo[0]; i < hi[0]; i++)
         for (int64_t j = lo[1]; j < hi[1]; j++)
             for (int64_t k = lo[2]; k < hi[2]; k++, o++) {
                 int64_t tp[3][2];
-                float f[3];
-                for (int r = 0; r < 3; r++) {
-                    double v = s->map[r][0] * (double)i + s->map[r][1] * (double)j +
-                               s->map[r][2] * (double)k + s->map[r][3];
-                    if (!(v > 0))
-                        v = 0;
-                    if (v > (double)(n[r] - 1))
-                        v = (double)(n[r] - 1);
-                    double fl = floor(v);
-                    tp[r][0] = (int64_t)fl;
-                    tp[r][1] = tp[r][0] + 1 < n[r] ? tp[r][0] + 1 : tp[r][0];
-                    f[r] = (float)(v - fl);
-                }
-                const float fa = f[0], fb = f[1], fc = f[2];
-                /* the same weights and order of terms as swi_resample_trilinear */
-                const float w[8] = { (1 - fa) * (1 - fb) * (1 - fc), (1 - fa) * (1 - fb) * fc,
-                                     (1 - fa) * fb * (1 - fc), (1 - fa) * fb * fc,
-                                     fa * (1 - fb) * (1 - fc), fa * (1 - fb) * fc,
-                                     fa * fb * (1 - fc), fa * fb * fc };
+                for (int r = 0; r < 3; r++)
+                    rs__tap(s->map[r][0] * (double)i + s->map[r][1] * (double)j +
+                                s->map[r][2] * (double)k + s->map[r][3],
+                            s->src[r], &tp[r][0], &tp[r][1], &taps[o].f[r]);
                 for (int m = 0; m < 8; m++) {
                     int64_t x = tp[0][(m >> 2) & 1], y = tp[1][(m >> 1) & 1], z = tp[2][m & 1];
                     int64_t bi = ((x / BLK) * s->nb[1] + y / BLK) * s->nb[2] + z / BLK;
-                    taps[o].w[m] = w[m];
                     taps[o].q[m] = s->blk[bi] + ((x % BLK) * BLK + y % BLK) * BLK + z % BLK;
                 }
             }
@@ -323,43 +309,147 @@ static int64_t tile_taps(const swi_resample_sink *s, int64_t t, int64_t lo[3], i
 
 static inline float tap_value(const tap8 *p, int64_t d)
 {
-    return p->w[0] * p->q[0][d] + p->w[1] * p->q[1][d] + p->w[2] * p->q[2][d] +
-           p->w[3] * p->q[3][d] + p->w[4] * p->q[4][d] + p->w[5] * p->q[5][d] +
-           p->w[6] * p->q[6][d] + p->w[7] * p->q[7][d];
+    const float *const *q = p->q;
+    return rs__trilerp(q[0][d], q[1][d], q[2][d], q[3][d], q[4][d], q[5][d], q[6][d], q[7][d],
+                       p->f[0], p->f[1], p->f[2]);
 }
+
+/* Axis-aligned maps: each output axis reads one source axis, so the tile is interpolated in
+ * three passes (k, then j, then i) over its source box, the same operations per voxel as
+ * rs__trilerp with the intermediate lerps shared between neighbours. */
+typedef struct sep_taps {
+    int64_t n[3], box_lo[3], box_n[3];
+    int64_t *t0[3], *t1[3]; /* per output coordinate: taps relative to the box */
+    float *f[3];
+} sep_taps;
 
 typedef struct tile_work {
     tap8 *taps;
     float *buf, *best;      /* scores [channels, nv]; argmax: the best value per voxel */
     uint16_t *label;
     int32_t *order;
+    float *g, *p1, *p2, *out; /* separable: the box, the two passes, one class's values */
+    int64_t *ti;            /* 6 * tile taps */
+    float *tf;              /* 3 * tile weights */
 } tile_work;
+
+static int separable(const double m[3][4])
+{
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+            if (r != c && m[r][c] != 0)
+                return 0;
+    return 1;
+}
+
+static void sep_setup(const swi_resample_sink *s, int64_t t, const int64_t lo[3],
+                      const int64_t hi[3], tile_work *w, sep_taps *st)
+{
+    const int64_t *b = s->tbox + 6 * t;
+    const int64_t tl = s->tile;
+    for (int r = 0; r < 3; r++) {
+        st->n[r] = hi[r] - lo[r];
+        st->box_lo[r] = b[r];
+        st->box_n[r] = b[3 + r] - b[r];
+        st->t0[r] = w->ti + (2 * r) * tl;
+        st->t1[r] = w->ti + (2 * r + 1) * tl;
+        st->f[r] = w->tf + r * tl;
+        for (int64_t o = 0; o < st->n[r]; o++) {
+            int64_t a0, a1;
+            rs__tap(s->map[r][r] * (double)(lo[r] + o) + s->map[r][3], s->src[r], &a0, &a1,
+                    &st->f[r][o]);
+            st->t0[r][o] = a0 - b[r];
+            st->t1[r][o] = a1 - b[r];
+        }
+    }
+}
+
+/* class c of tile t, separably, into w->out [nv] */
+static void sep_class(const swi_resample_sink *s, const sep_taps *st, int64_t c, tile_work *w)
+{
+    const int64_t B0 = st->box_n[0], B1 = st->box_n[1], B2 = st->box_n[2];
+    const int64_t N0 = st->n[0], N1 = st->n[1], N2 = st->n[2];
+    /* gather the box from the blocks */
+    for (int64_t x = 0; x < B0; x++)
+        for (int64_t y = 0; y < B1; y++) {
+            const int64_t sx = st->box_lo[0] + x, sy = st->box_lo[1] + y;
+            for (int64_t z = 0; z < B2; z++) {
+                const int64_t sz = st->box_lo[2] + z;
+                const float *blk = s->blk[((sx / BLK) * s->nb[1] + sy / BLK) * s->nb[2] + sz / BLK];
+                w->g[(x * B1 + y) * B2 + z] =
+                    blk[c * BLK3 + ((sx % BLK) * BLK + sy % BLK) * BLK + sz % BLK];
+            }
+        }
+    for (int64_t xy = 0; xy < B0 * B1; xy++)
+        for (int64_t k = 0; k < N2; k++) {
+            const float *g = w->g + xy * B2;
+            w->p1[xy * N2 + k] = rs__lerp(g[st->t0[2][k]], g[st->t1[2][k]], st->f[2][k]);
+        }
+    for (int64_t x = 0; x < B0; x++)
+        for (int64_t j = 0; j < N1; j++) {
+            const float *a = w->p1 + (x * B1 + st->t0[1][j]) * N2;
+            const float *bb = w->p1 + (x * B1 + st->t1[1][j]) * N2;
+            const float f = st->f[1][j];
+            float *d = w->p2 + (x * N1 + j) * N2;
+            for (int64_t k = 0; k < N2; k++)
+                d[k] = rs__lerp(a[k], bb[k], f);
+        }
+    for (int64_t i = 0; i < N0; i++) {
+        const float *a = w->p2 + st->t0[0][i] * N1 * N2;
+        const float *bb = w->p2 + st->t1[0][i] * N1 * N2;
+        const float f = st->f[0][i];
+        float *d = w->out + i * N1 * N2;
+        for (int64_t jk = 0; jk < N1 * N2; jk++)
+            d[jk] = rs__lerp(a[jk], bb[jk], f);
+    }
+}
+
+/* the values of class c at every voxel of the tile, into out [nv] */
+static void class_values(const swi_resample_sink *s, int sep, const sep_taps *st,
+                         const tap8 *taps, int64_t nv, int64_t c, tile_work *w, float *out)
+{
+    if (sep) {
+        float *keep = w->out;
+        w->out = out;
+        sep_class(s, st, c, w);
+        w->out = keep;
+        return;
+    }
+    for (int64_t v = 0; v < nv; v++)
+        out[v] = tap_value(&taps[v], c * BLK3);
+}
 
 static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, tile_work *w)
 {
     int64_t lo[3], hi[3];
-    const int64_t nv = tile_taps(s, t, lo, hi, w->taps);
+    tile_out_box(s, t, lo, hi);
+    const int64_t nv = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+    const int sep = separable(s->map);
+    sep_taps st;
+    if (sep)
+        sep_setup(s, t, lo, hi, w, &st);
+    else
+        tile_taps(s, lo, hi, w->taps);
     if (!s->labels_fn) {
-        for (int64_t v = 0; v < nv; v++)
-            for (int64_t ch = 0; ch < s->channels; ch++)
-                w->buf[ch * nv + v] = tap_value(&w->taps[v], ch * BLK3);
+        for (int64_t ch = 0; ch < s->channels; ch++)
+            class_values(s, sep, &st, w->taps, nv, ch, w, w->buf + ch * nv);
         return s->emit(s->user, lo, hi, s->channels, w->buf);
     }
     /* argmax: classes by their bound, largest first, until none can win anywhere */
     const int wild = ub == NULL;
-    int64_t nord = s->channels;
     for (int64_t c = 0; c < s->channels; c++)
         w->order[c] = (int32_t)c;
     if (!wild)
         sort_by_bound(w->order, s->channels, ub);
     float floor_best = -INFINITY;
-    for (int64_t r = 0; r < nord; r++) {
+    for (int64_t r = 0; r < s->channels; r++) {
         const int64_t c = w->order[r];
         if (!wild && r > 0 && ub[c] < floor_best)
             break; /* below every voxel's best: neither this class nor a later one wins */
+        class_values(s, sep, &st, w->taps, nv, c, w, w->out);
         floor_best = INFINITY;
         for (int64_t v = 0; v < nv; v++) {
-            float x = tap_value(&w->taps[v], c * BLK3);
+            const float x = w->out[v];
             if (r == 0) {
                 w->best[v] = x;
                 w->label[v] = (uint16_t)c;
@@ -481,12 +571,24 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
     int failed = 0;
     if (nready > 0) {
         const size_t tv = (size_t)s->tile * (size_t)s->tile * (size_t)s->tile;
-        tile_work w = { malloc(tv * sizeof(tap8)),
-                        amax ? NULL : malloc(tv * (size_t)s->channels * sizeof(float)),
-                        amax ? malloc(tv * sizeof(float)) : NULL,
-                        amax ? malloc(tv * sizeof(uint16_t)) : NULL,
-                        amax ? malloc((size_t)s->channels * sizeof(int32_t)) : NULL };
-        if (!w.taps || (amax ? !w.best || !w.label || !w.order : !w.buf))
+        /* the largest source box of a tile: its margins and taps on either side */
+        size_t box = 1;
+        for (int a = 0; a < 3; a++)
+            box *= (size_t)s->maxbox[a];
+        tile_work w = { 0 };
+        w.taps = malloc(tv * sizeof(tap8));
+        w.buf = amax ? NULL : malloc(tv * (size_t)s->channels * sizeof(float));
+        w.best = amax ? malloc(tv * sizeof(float)) : NULL;
+        w.label = amax ? malloc(tv * sizeof(uint16_t)) : NULL;
+        w.order = amax ? malloc((size_t)s->channels * sizeof(int32_t)) : NULL;
+        w.g = malloc(box * sizeof(float));
+        w.p1 = malloc(box / (size_t)s->maxbox[2] * (size_t)s->tile * sizeof(float));
+        w.p2 = malloc((size_t)s->maxbox[0] * (size_t)s->tile * (size_t)s->tile * sizeof(float));
+        w.out = malloc(tv * sizeof(float));
+        w.ti = malloc(6 * (size_t)s->tile * sizeof(int64_t));
+        w.tf = malloc(3 * (size_t)s->tile * sizeof(float));
+        if (!w.taps || !w.g || !w.p1 || !w.p2 || !w.out || !w.ti || !w.tf ||
+            (amax ? !w.best || !w.label || !w.order : !w.buf))
             failed = 1;
         for (int64_t r = 0; r < nready && !failed; r++) {
             const float *ub = amax ? bounds + r * s->channels : NULL;
@@ -499,6 +601,12 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
         free(w.best);
         free(w.label);
         free(w.order);
+        free(w.g);
+        free(w.p1);
+        free(w.p2);
+        free(w.out);
+        free(w.ti);
+        free(w.tf);
     }
     /* 4. release what they read */
     pthread_mutex_lock(&s->lock);

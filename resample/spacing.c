@@ -216,19 +216,6 @@ swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3
     return SWI_OK;
 }
 
-/* clamp to [0, n - 1], then the lower neighbour, the upper one and the weight of the upper */
-static inline void axis_taps(double s, int64_t n, int64_t *i0, int64_t *i1, float *f)
-{
-    if (!(s > 0))
-        s = 0; /* also NaN */
-    if (s > (double)(n - 1))
-        s = (double)(n - 1);
-    double fl = floor(s);
-    *i0 = (int64_t)fl;
-    *i1 = *i0 + 1 < n ? *i0 + 1 : *i0;
-    *f = (float)(s - fl);
-}
-
 void swi_resample_trilinear(const float *src, const int64_t src_size[3], float *dst,
                             const int64_t dst_size[3], const double map[3][4], int64_t planes,
                             int64_t row_lo, int64_t row_hi)
@@ -240,26 +227,20 @@ void swi_resample_trilinear(const float *src, const int64_t src_size[3], float *
     for (int64_t i = row_lo; i < row_hi; i++)
         for (int64_t j = 0; j < dst_size[1]; j++)
             for (int64_t k = 0; k < dst_size[2]; k++, o++) {
-                double s[3];
+                int64_t t[3][2];
+                float f[3];
                 for (int r = 0; r < 3; r++)
-                    s[r] = map[r][0] * (double)i + map[r][1] * (double)j + map[r][2] * (double)k +
-                           map[r][3];
-                int64_t a0, a1, b0, b1, c0, c1;
-                float fa, fb, fc;
-                axis_taps(s[0], n0, &a0, &a1, &fa);
-                axis_taps(s[1], n1, &b0, &b1, &fb);
-                axis_taps(s[2], n2, &c0, &c1, &fc);
-                const int64_t r00 = (a0 * n1 + b0) * n2, r01 = (a0 * n1 + b1) * n2;
-                const int64_t r10 = (a1 * n1 + b0) * n2, r11 = (a1 * n1 + b1) * n2;
-                const float w000 = (1 - fa) * (1 - fb) * (1 - fc), w001 = (1 - fa) * (1 - fb) * fc;
-                const float w010 = (1 - fa) * fb * (1 - fc), w011 = (1 - fa) * fb * fc;
-                const float w100 = fa * (1 - fb) * (1 - fc), w101 = fa * (1 - fb) * fc;
-                const float w110 = fa * fb * (1 - fc), w111 = fa * fb * fc;
+                    rs__tap(map[r][0] * (double)i + map[r][1] * (double)j + map[r][2] * (double)k +
+                                map[r][3],
+                            src_size[r], &t[r][0], &t[r][1], &f[r]);
+                const int64_t r00 = (t[0][0] * n1 + t[1][0]) * n2, r01 = (t[0][0] * n1 + t[1][1]) * n2;
+                const int64_t r10 = (t[0][1] * n1 + t[1][0]) * n2, r11 = (t[0][1] * n1 + t[1][1]) * n2;
+                const int64_t c0 = t[2][0], c1 = t[2][1];
                 for (int64_t p = 0; p < planes; p++) {
                     const float *x = src + p * vs;
-                    dst[p * vd + o] = w000 * x[r00 + c0] + w001 * x[r00 + c1] + w010 * x[r01 + c0] +
-                                      w011 * x[r01 + c1] + w100 * x[r10 + c0] + w101 * x[r10 + c1] +
-                                      w110 * x[r11 + c0] + w111 * x[r11 + c1];
+                    dst[p * vd + o] = rs__trilerp(x[r00 + c0], x[r00 + c1], x[r01 + c0], x[r01 + c1],
+                                                  x[r10 + c0], x[r10 + c1], x[r11 + c0], x[r11 + c1],
+                                                  f[0], f[1], f[2]);
                 }
             }
 }
