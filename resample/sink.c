@@ -256,12 +256,9 @@ static int tile_bounds(const swi_resample_sink *s, int64_t t, float *ub)
             for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++) {
                 const float *m = s->blk[(x * s->nb[1] + y) * s->nb[2] + z] + s->channels * BLK3;
                 for (int64_t c = 0; c < s->channels; c++)
-                    if (!isnan(ub[c]) && (isnan(m[c]) || m[c] > ub[c]))
-                        ub[c] = m[c];
+                    ub[c] = m[c] > ub[c] ? m[c] : ub[c];
                 wild |= m[s->channels] != 0;
             }
-    for (int64_t c = 0; c < s->channels; c++)
-        wild |= isnan(ub[c]);
     return wild;
 }
 
@@ -327,8 +324,9 @@ typedef struct tile_work {
     tap8 *taps;
     float *buf, *best;      /* scores [channels, nv]; argmax: the best value per voxel */
     uint16_t *label;
-    int32_t *order;
+    int32_t *order, *lab;   /* argmax: labels while classes are tried (int32: vectorised) */
     float *g, *p1, *p2, *out; /* separable: the box, the two passes, one class's values */
+    const float **gp;       /* separable: where each box voxel lies in the blocks */
     int64_t *ti;            /* 6 * tile taps */
     float *tf;              /* 3 * tile weights */
 } tile_work;
@@ -362,24 +360,24 @@ static void sep_setup(const swi_resample_sink *s, int64_t t, const int64_t lo[3]
             st->t1[r][o] = a1 - b[r];
         }
     }
+    /* the box's voxels in the blocks, once for all classes */
+    int64_t v = 0;
+    for (int64_t x = b[0]; x < b[3]; x++)
+        for (int64_t y = b[1]; y < b[4]; y++)
+            for (int64_t z = b[2]; z < b[5]; z++, v++)
+                w->gp[v] = s->blk[((x / BLK) * s->nb[1] + y / BLK) * s->nb[2] + z / BLK] +
+                           ((x % BLK) * BLK + y % BLK) * BLK + z % BLK;
 }
 
 /* class c of tile t, separably, into w->out [nv] */
-static void sep_class(const swi_resample_sink *s, const sep_taps *st, int64_t c, tile_work *w)
+static void sep_class(const sep_taps *st, int64_t c, tile_work *w)
 {
     const int64_t B0 = st->box_n[0], B1 = st->box_n[1], B2 = st->box_n[2];
     const int64_t N0 = st->n[0], N1 = st->n[1], N2 = st->n[2];
     /* gather the box from the blocks */
-    for (int64_t x = 0; x < B0; x++)
-        for (int64_t y = 0; y < B1; y++) {
-            const int64_t sx = st->box_lo[0] + x, sy = st->box_lo[1] + y;
-            for (int64_t z = 0; z < B2; z++) {
-                const int64_t sz = st->box_lo[2] + z;
-                const float *blk = s->blk[((sx / BLK) * s->nb[1] + sy / BLK) * s->nb[2] + sz / BLK];
-                w->g[(x * B1 + y) * B2 + z] =
-                    blk[c * BLK3 + ((sx % BLK) * BLK + sy % BLK) * BLK + sz % BLK];
-            }
-        }
+    const int64_t off = c * BLK3;
+    for (int64_t v = 0; v < B0 * B1 * B2; v++)
+        w->g[v] = w->gp[v][off];
     for (int64_t xy = 0; xy < B0 * B1; xy++)
         for (int64_t k = 0; k < N2; k++) {
             const float *g = w->g + xy * B2;
@@ -405,13 +403,13 @@ static void sep_class(const swi_resample_sink *s, const sep_taps *st, int64_t c,
 }
 
 /* the values of class c at every voxel of the tile, into out [nv] */
-static void class_values(const swi_resample_sink *s, int sep, const sep_taps *st,
+static void class_values(int sep, const sep_taps *st,
                          const tap8 *taps, int64_t nv, int64_t c, tile_work *w, float *out)
 {
     if (sep) {
         float *keep = w->out;
         w->out = out;
-        sep_class(s, st, c, w);
+        sep_class(st, c, w);
         w->out = keep;
         return;
     }
@@ -432,7 +430,7 @@ static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, til
         tile_taps(s, lo, hi, w->taps);
     if (!s->labels_fn) {
         for (int64_t ch = 0; ch < s->channels; ch++)
-            class_values(s, sep, &st, w->taps, nv, ch, w, w->buf + ch * nv);
+            class_values(sep, &st, w->taps, nv, ch, w, w->buf + ch * nv);
         return s->emit(s->user, lo, hi, s->channels, w->buf);
     }
     /* argmax: classes by their bound, largest first, until none can win anywhere */
@@ -441,31 +439,44 @@ static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, til
         w->order[c] = (int32_t)c;
     if (!wild)
         sort_by_bound(w->order, s->channels, ub);
-    float floor_best = -INFINITY;
+    float *best = w->best;
+    int32_t *lab = w->lab;
     for (int64_t r = 0; r < s->channels; r++) {
-        const int64_t c = w->order[r];
-        if (!wild && r > 0 && ub[c] < floor_best)
-            break; /* below every voxel's best: neither this class nor a later one wins */
-        class_values(s, sep, &st, w->taps, nv, c, w, w->out);
-        floor_best = INFINITY;
-        for (int64_t v = 0; v < nv; v++) {
-            const float x = w->out[v];
-            if (r == 0) {
-                w->best[v] = x;
-                w->label[v] = (uint16_t)c;
-            } else if (wild) {
-                /* index order, as the engine: the first NaN wins, then the first largest */
-                if (!isnan(w->best[v]) && (isnan(x) || x > w->best[v])) {
-                    w->best[v] = x;
-                    w->label[v] = (uint16_t)c;
-                }
-            } else if (x > w->best[v] || (x == w->best[v] && c < w->label[v])) {
-                w->best[v] = x;
-                w->label[v] = (uint16_t)c;
+        const int32_t c = w->order[r];
+        if (!wild && r > 0 && r % 4 == 0) {
+            /* below every voxel's best: neither this class nor a later one can win (checked
+             * every fourth class: the minimum costs as much as a class) */
+            float floor_best = best[0];
+            for (int64_t v = 1; v < nv; v++)
+                floor_best = best[v] < floor_best ? best[v] : floor_best;
+            if (ub[c] < floor_best)
+                break;
+        }
+        class_values(sep, &st, w->taps, nv, c, w, w->out);
+        const float *x = w->out;
+        if (r == 0) {
+            for (int64_t v = 0; v < nv; v++) {
+                best[v] = x[v];
+                lab[v] = c;
             }
-            floor_best = w->best[v] < floor_best ? w->best[v] : floor_best;
+        } else if (!wild) {
+            /* finite scores, classes out of index order: the lower index wins a tie */
+            for (int64_t v = 0; v < nv; v++) {
+                const int take = (x[v] > best[v]) | ((x[v] == best[v]) & (c < lab[v]));
+                best[v] = take ? x[v] : best[v];
+                lab[v] = take ? c : lab[v];
+            }
+        } else {
+            /* index order, as the engine: the first NaN wins, then the first largest */
+            for (int64_t v = 0; v < nv; v++)
+                if (!isnan(best[v]) && (isnan(x[v]) || x[v] > best[v])) {
+                    best[v] = x[v];
+                    lab[v] = c;
+                }
         }
     }
+    for (int64_t v = 0; v < nv; v++)
+        w->label[v] = (uint16_t)lab[v];
     return s->labels_fn(s->labels_user, lo, hi, w->label);
 }
 
@@ -520,13 +531,17 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
                                    from, (size_t)(z1 - z0) * sizeof(float));
                             if (!amax)
                                 continue;
+                            /* a NaN or an infinity makes the tiles reading it take every
+                             * class, so the bound may ignore them (v - v is 0 for finite v) */
+                            float m = mx[ch], wild = 0;
                             for (int64_t zz = 0; zz < z1 - z0; zz++) {
-                                float v = from[zz];
-                                if (!isnan(mx[ch]) && (isnan(v) || v > mx[ch]))
-                                    mx[ch] = v;
-                                if (!isfinite(v))
-                                    mx[s->channels] = 1;
+                                const float v = from[zz];
+                                m = v > m ? v : m;
+                                wild += v - v != 0;
                             }
+                            mx[ch] = m;
+                            if (wild != 0)
+                                mx[s->channels] = 1;
                         }
             }
     /* 2. count down the tiles it reaches */
@@ -581,14 +596,16 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
         w.best = amax ? malloc(tv * sizeof(float)) : NULL;
         w.label = amax ? malloc(tv * sizeof(uint16_t)) : NULL;
         w.order = amax ? malloc((size_t)s->channels * sizeof(int32_t)) : NULL;
+        w.lab = amax ? malloc(tv * sizeof(int32_t)) : NULL;
         w.g = malloc(box * sizeof(float));
+        w.gp = malloc(box * sizeof(*w.gp));
         w.p1 = malloc(box / (size_t)s->maxbox[2] * (size_t)s->tile * sizeof(float));
         w.p2 = malloc((size_t)s->maxbox[0] * (size_t)s->tile * (size_t)s->tile * sizeof(float));
         w.out = malloc(tv * sizeof(float));
         w.ti = malloc(6 * (size_t)s->tile * sizeof(int64_t));
         w.tf = malloc(3 * (size_t)s->tile * sizeof(float));
-        if (!w.taps || !w.g || !w.p1 || !w.p2 || !w.out || !w.ti || !w.tf ||
-            (amax ? !w.best || !w.label || !w.order : !w.buf))
+        if (!w.taps || !w.g || !w.gp || !w.p1 || !w.p2 || !w.out || !w.ti || !w.tf ||
+            (amax ? !w.best || !w.label || !w.order || !w.lab : !w.buf))
             failed = 1;
         for (int64_t r = 0; r < nready && !failed; r++) {
             const float *ub = amax ? bounds + r * s->channels : NULL;
@@ -601,7 +618,9 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
         free(w.best);
         free(w.label);
         free(w.order);
+        free(w.lab);
         free(w.g);
+        free(w.gp);
         free(w.p1);
         free(w.p2);
         free(w.out);
