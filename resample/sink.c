@@ -692,12 +692,12 @@ size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out
         tile = 8;
     if (outer < 0 || outer > 2)
         outer = 0;
-    /* a tile's box along the outer axis, with its margins, in whole blocks, twice: the
-     * tiles straddling the edge of a sweep hold a slab that thick until the next sweep */
+    /* a tile's box along the outer axis (its extent and the upper tap), in whole blocks:
+     * the tiles straddling the edge of a sweep hold a slab that thick until the next one */
     double ext = 0;
     for (int k = 0; k < 3; k++)
         ext += fabs(map[outer][k]) * (double)(tile - 1);
-    int64_t slab = (ceil_div((int64_t)ceil(ext) + 4, BLK) + 1) * BLK;
+    int64_t slab = (ceil_div((int64_t)ceil(ext) + 2, BLK) + 1) * BLK;
     if (slab > src_size[outer])
         slab = src_size[outer];
     size_t plane = 1;
@@ -709,7 +709,7 @@ size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out
         tiles *= (size_t)ceil_div(out_size[a], tile);
         blocks *= (size_t)ceil_div(src_size[a], BLK);
     }
-    return 2 * (size_t)slab * plane * (size_t)channels * sizeof(float) +
+    return (size_t)slab * plane * (size_t)(channels + 1) * sizeof(float) +
            tiles * (8 * sizeof(int64_t) + 1 + 8 * sizeof(int64_t)) +
            blocks * (sizeof(float *) + sizeof(int32_t));
 }

@@ -189,8 +189,9 @@ size_t swi_resample_sink_peak_bytes(const swi_resample_sink *s);
 size_t swi_resample_sink_fixed_bytes(const swi_resample_sink *s);
 
 /** A prediction of the band for a source that completes in sweeps along source axis
- *  `outer` (swi_plan.order[0]): the slabs of blocks the tiles straddling a sweep's edge hold,
- *  plus the bookkeeping. */
+ *  `outer` (swi_plan.order[0]): the slab of blocks the tiles straddling a sweep's edge hold
+ *  until the next sweep, plus the bookkeeping. An estimate, not a bound: the regions within
+ *  a sweep hold smaller slabs of their own meanwhile. */
 size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out_size[3],
                                     const double map[3][4], int64_t channels, int tile,
                                     int outer);
