@@ -16,6 +16,7 @@ int swi_cmd_plan(int argc, char **argv);
 int swi_cmd_demo(int argc, char **argv);
 int swi_cmd_bench(int argc, char **argv);  /* cli/cmd_bench.c (the lead's) */
 int swi_cmd_export(int argc, char **argv); /* export/ (when built) */
+int swi_cmd_info(int argc, char **argv);   /* cli/cmd_info.c: a model and its card */
 
 /* Whether swi links the ONNX Runtime backend (else cli/ort_stub.c stands in for it). */
 #ifdef SWI_HAVE_ORT
@@ -25,6 +26,7 @@ int swi_cmd_export(int argc, char **argv); /* export/ (when built) */
 #endif
 
 #define SEG_MAX_INPUTS 16
+#define SEG_MAX_MODELS 16
 
 /** Everything `swi segment` and `swi plan` take on the command line. */
 typedef struct seg_opts {
@@ -50,7 +52,22 @@ typedef struct seg_opts {
     double clip[2];
     int scale_given;
     double scale[4];
+    const char *models[SEG_MAX_MODELS]; /**< every --model (models[0] == model): an ensemble */
+    int n_models;
+    const char *orientation; /**< --orientation: the model's axis codes ("RAS"), or NULL */
+    int spacing_given;
+    double spacing[3];       /**< --spacing: the model's voxel size (mm, after orientation) */
+    unsigned given;          /**< SEG_GIVEN_*: flags given on the command line (a card yields) */
+    int roi_from_card;       /**< the roi came from the model card */
+    int no_card;             /**< --no-card */
+    const struct seg_card *card; /**< the model's card (card.h), or NULL */
 } seg_opts;
+
+#define SEG_GIVEN_OVERLAP 1u
+#define SEG_GIVEN_SIGMA 2u
+#define SEG_GIVEN_MODE 4u
+#define SEG_GIVEN_PADDING 8u
+#define SEG_GIVEN_CVAL 16u
 
 void seg_opts_init(seg_opts *o);
 

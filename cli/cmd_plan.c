@@ -49,14 +49,23 @@ int swi_cmd_plan(int argc, char **argv)
     }
     char desc[1024], b[6][32];
     swi_ort_describe(s->model, desc, sizeof desc);
-    const int64_t *sz = in.size;
-    size_t vol_native = (size_t)(sz[0] * sz[1] * sz[2]) * (size_t)s->vols[0].bytes_per_voxel;
+    const int64_t *isz = s->vols[0].size;
+    size_t vol_native = (size_t)(isz[0] * isz[1] * isz[2]) * (size_t)s->vols[0].bytes_per_voxel;
     int64_t per_batch = swi_ort_calls_per_batch(s->model, plan.sw_batch_size);
     printf("model    %s\n", o.model);
     printf("         %s\n", desc);
     for (int c = 0; c < o.n_inputs; c++)
-        printf("input    %s: %lld x %lld x %lld voxels, %s\n", o.inputs[c], (long long)sz[0],
-               (long long)sz[1], (long long)sz[2], c == 0 ? "channel 0" : "next channel");
+        printf("input    %s: %lld x %lld x %lld voxels%s, %s\n", o.inputs[c],
+               (long long)s->vols[c].size[0], (long long)s->vols[c].size[1],
+               (long long)s->vols[c].size[2], s->vols[c].frames > 1 ? " x channels" : "",
+               c == 0 ? "channel 0" : "next channel");
+    if (s->grid.active) {
+        char g[256];
+        seg_grid_describe(&s->grid, g, sizeof g);
+        printf("model    grid %s\n", g);
+    }
+    if (s->n_members > 1)
+        printf("ensemble %d models, their mean blended\n", s->n_members);
     printf("window   %lld x %lld x %lld, overlap %g,%g,%g, %s blending", (long long)plan.roi[0],
            (long long)plan.roi[1], (long long)plan.roi[2], o.overlap[0], o.overlap[1],
            o.overlap[2], o.mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant");
@@ -88,6 +97,19 @@ int swi_cmd_plan(int argc, char **argv)
     printf("  scratch       %12s\n", cli_bytes(plan.bytes_scratch, b[4]));
     printf("  smallest plan %12s   (any batch size / pipeline)\n",
            cli_bytes(plan.bytes_min, b[5]));
+    if (s->grid.active || s->n_members > 1) {
+        size_t gb = seg_grid_bytes(&s->grid, plan.head_channels[0], o.scores != NULL,
+                                   plan.order[0]);
+        size_t band = seg_grid_band_bytes(&s->grid, plan.head_channels[0], plan.order[0]);
+        size_t eb = seg_ensemble_bytes(s->n_members, &p.heads[0], plan.sw_batch_size);
+        printf("beside the engine: %s (%s)\n", cli_bytes(gb + eb, b[0]),
+               s->grid.active ? "results on the input grid, the input on the model grid"
+                              : "the ensemble's window buffer");
+        if (band)
+            printf("  resampling band %10s   (model-grid scores kept until the input-grid "
+                   "voxels that read them are done)\n", cli_bytes(band, b[2]));
+        printf("total    predicted peak %s\n", cli_bytes(plan.bytes_peak + gb + eb, b[1]));
+    }
     printf("not counted: the file's own voxels while reading (%s), ONNX Runtime's "
            "working memory\n", cli_bytes(vol_native, b[0]));
     status = 0;

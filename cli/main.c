@@ -21,6 +21,7 @@ static const char MAIN_HELP[] =
 "  bench     time the engine on a synthetic predictor, no model needed\n"
 "  demo      segment a generated phantom with the bundled model and score it (Dice)\n"
 "  export    export sliding-window inference as an ONNX graph\n"
+"  info      show a model's inputs, outputs and model card\n"
 "\n"
 "Examples:\n"
 "  swi demo                                     # try it: writes out/demo_*.nii.gz, .png\n"
@@ -96,6 +97,8 @@ dispatch:
         return swi_cmd_demo(argc, argv);
     if (strcmp(cmd, "export") == 0)
         return swi_cmd_export(argc, argv);
+    if (strcmp(cmd, "info") == 0)
+        return swi_cmd_info(argc, argv);
     fprintf(stderr, "swi: unknown command '%s' (see 'swi --help')\n", cmd);
     return 2;
 }

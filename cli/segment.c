@@ -12,6 +12,7 @@
 #include "segment.h"
 
 #include "alloc.h"
+#include "card.h"
 #include "preprocess.h"
 #include "progress.h"
 #include "samefile.h"
@@ -35,9 +36,11 @@ static int step_failed(const char *who, const char *err)
     return cli_interrupted() ? interrupted_exit(who) : seg_fail(who, err);
 }
 
-static void cancel_model(void *model)
+static void cancel_model(void *state)
 {
-    swi_ort_cancel(model);
+    const seg_state *s = state;
+    for (int m = 0; m < s->n_members; m++)
+        swi_ort_cancel(s->members[m]);
 }
 
 static int same_grid(const char *who, const seg_opts *o, const int64_t osz[3],
@@ -77,7 +80,8 @@ static int nonfinite_report(const seg_opts *o, const char *who, const char *path
 static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in)
 {
     char err[SWI_ERRLEN];
-    const int64_t N = in->size[0] * in->size[1] * in->size[2];
+    const int64_t *isz = s->vols[0].size; /* the input's grid (in->size is the model's) */
+    const int64_t N = isz[0] * isz[1] * isz[2];
     s->input = cli_malloc((size_t)(N * in->channels) * sizeof(float));
     if (!s->input) {
         char b[32];
@@ -86,16 +90,18 @@ static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const s
         return seg_fail(who, err);
     }
     const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
+    float *dst = s->input;
     for (int c = 0; c < o->n_inputs; c++) {
-        int64_t bad = 0;
-        if (swi_volume_read_counted(&s->vols[c], s->input + c * N, &cancel, &bad, err,
-                                    SWI_ERRLEN))
+        /* every frame of a 4-D file is a channel, each preprocessed on its own */
+        int64_t bad = 0, frames = s->vols[c].frames > 1 ? s->vols[c].frames : 1;
+        if (swi_volume_read_frames(&s->vols[c], dst, &cancel, &bad, err, SWI_ERRLEN))
             return step_failed(who, err);
         if (cli_interrupted())
             return interrupted_exit(who);
-        if (bad && nonfinite_report(o, who, o->inputs[c], bad, N))
+        if (bad && nonfinite_report(o, who, o->inputs[c], bad, N * frames))
             return 1;
-        seg_preprocess(o, s->input + c * N, N);
+        for (int64_t f = 0; f < frames; f++, dst += N)
+            seg_preprocess(o, dst, N);
     }
     return 0;
 }
@@ -113,6 +119,15 @@ static int take_results(const seg_opts *o, const char *who, const seg_state *s, 
                         seg_results *r)
 {
     memset(r, 0, sizeof *r);
+    if (s->grid.active) {
+        /* brought back to the input grid by the grid's callbacks (realscan.c) */
+        r->classes = s->grid.classes;
+        r->labels = s->grid.labels;
+        r->label_bytes = s->grid.label_bytes;
+        r->label_size = (size_t)N * (size_t)r->label_bytes;
+        r->scores = s->grid.scores;
+        return 0;
+    }
     r->classes = swi_result_channels(s->ctx, 0);
     r->labels = swi_result(s->ctx, 0, &r->label_size);
     r->label_bytes = N > 0 ? (int)(r->label_size / (size_t)N) : 0;
@@ -130,8 +145,7 @@ static int take_results(const seg_opts *o, const char *who, const seg_state *s, 
 }
 
 /* Write every output into its temporary file, then commit them all or none. */
-static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in,
-                         const seg_results *r)
+static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const seg_results *r)
 {
     char err[SWI_ERRLEN];
     const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
@@ -146,12 +160,17 @@ static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const
                             err, SWI_ERRLEN))
         return step_failed(who, err);
     if (o->preview &&
-        swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview, in->size,
+        swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview, s->vols[0].size,
                                 s->input, r->labels, r->label_bytes, err, SWI_ERRLEN))
         return seg_fail(who, err);
-    cli_out *all[3] = { o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
-                        o->preview ? &s->out_preview : NULL };
-    if (cli_out_commit_all(all, 3, o->force, err))
+    const int names = s->itk_path[0] != '\0';
+    if (names && (card_write_labels(o->card, cli_out_take_fd(&s->out_itk), 1, s->itk_path, err) ||
+                  card_write_labels(o->card, cli_out_take_fd(&s->out_ctbl), 0, s->ctbl_path, err)))
+        return step_failed(who, err);
+    cli_out *all[5] = { o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
+                        o->preview ? &s->out_preview : NULL, names ? &s->out_itk : NULL,
+                        names ? &s->out_ctbl : NULL };
+    if (cli_out_commit_all(all, 5, o->force, err))
         return step_failed(who, err);
     return 0;
 }
@@ -176,9 +195,20 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
                                      { "--preview", o->preview } };
     if (cli_check_outputs_apart(ins, 1 + o->n_inputs, outp, 3, err))
         return seg_fail(who, err);
+    /* The card's class names go beside the label map: OUT.label.txt and OUT.ctbl. */
+    if (o->output && o->card && o->card->n_classes > 0) {
+        size_t n = strlen(o->output);
+        size_t cut = cli_ends_with(o->output, ".nii.gz") ? 7 : 4;
+        if (n + 16 > sizeof s->itk_path)
+            return seg_fail(who, "output path too long");
+        snprintf(s->itk_path, sizeof s->itk_path, "%.*s.label.txt", (int)(n - cut), o->output);
+        snprintf(s->ctbl_path, sizeof s->ctbl_path, "%.*s.ctbl", (int)(n - cut), o->output);
+    }
     /* Existing outputs are refused before anything else happens. */
-    const char *finals[3] = { o->output, o->scores, o->preview };
-    for (int i = 0; i < 3; i++)
+    const char *finals[5] = { o->output, o->scores, o->preview,
+                              s->itk_path[0] ? s->itk_path : NULL,
+                              s->ctbl_path[0] ? s->ctbl_path : NULL };
+    for (int i = 0; i < 5; i++)
         if (finals[i] && cli_out_check(finals[i], o->force, err))
             return seg_fail(who, err);
 
@@ -206,19 +236,30 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
 
     if ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
         (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
-        (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)))
+        (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)) ||
+        (s->itk_path[0] && cli_out_begin(&s->out_itk, s->itk_path, o->force, err)) ||
+        (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err)))
         return seg_fail(who, err);
 
     if ((rc = read_inputs(o, who, s, &in)))
         return rc;
     in.data = s->input;
+    if (s->grid.active) {
+        if (seg_grid_begin(&s->grid, s->input, in.channels, plan.head_channels[0],
+                           o->scores != NULL, err))
+            return seg_fail(who, err);
+        /* the model grid: read through the orientation, or the resampled copy */
+        in.data = s->grid.resampled ? s->grid.model_input : NULL;
+        in.reader = s->grid.resampled ? NULL : &s->grid.reader;
+    }
 
     progress prog;
     progress_init(&prog, !o->quiet);
     p.progress = progress_update;
     p.progress_user = &prog;
-    swi_predictor net = swi_ort_predictor(s->model);
-    cli_set_cancel_hook(cancel_model, s->model);
+    swi_predictor net = s->n_members > 1 ? seg_ensemble_predictor(&s->ensemble)
+                                          : swi_ort_predictor(s->model);
+    cli_set_cancel_hook(cancel_model, s);
     if (cli_interrupted())
         return interrupted_exit(who);
     st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);
@@ -236,16 +277,19 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     swi_result_size(s->ctx, 0, osz);
     if (same_grid(who, o, osz, in.size))
         return 1;
+    if (seg_grid_finish(&s->grid, err))
+        return seg_fail(who, err);
     seg_results r;
-    const int64_t N = in.size[0] * in.size[1] * in.size[2];
-    if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &in, &r)))
+    const int64_t *isz = s->vols[0].size; /* outputs are on the input's own grid */
+    const int64_t N = isz[0] * isz[1] * isz[2];
+    if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &r)))
         return rc;
     if (keep) {
         keep->labels = cli_malloc(r.label_size);
         if (keep->labels)
             memcpy(keep->labels, r.labels, r.label_size);
         keep->label_bytes = r.label_bytes;
-        memcpy(keep->size, in.size, sizeof keep->size);
+        memcpy(keep->size, isz, sizeof keep->size);
         keep->classes = r.classes;
     }
     if (!o->quiet) {

@@ -6,6 +6,8 @@
 #define SWI_CLI_SEGMENT_H
 
 #include "cli.h"
+#include "ensemble.h"
+#include "realscan.h"
 #include "safety.h"
 #include "swi_io.h"
 #include "swi_ort.h"
@@ -14,9 +16,16 @@
 typedef struct seg_state {
     swi_volume vols[SEG_MAX_INPUTS];
     swi_ort_model *model;
+    swi_ort_model *members[SEG_MAX_MODELS]; /* the ensemble: members[0] == model */
+    int n_members;
+    int64_t channels;        /* input channels: every frame of every --input */
+    seg_ensemble ensemble;
+    seg_grid grid;           /* the model's grid (--orientation, --spacing) */
     swi_ctx *ctx;
     float *input;
     cli_out out_labels, out_scores, out_preview;
+    cli_out out_itk, out_ctbl;  /* the card's class names beside the labels */
+    char itk_path[4200], ctbl_path[4200];
 } seg_state;
 
 /* A zeroed state with no outputs begun; NULL when out of memory. */

@@ -5,6 +5,8 @@
  */
 #include "cli.h"
 
+#include "card.h"
+#include "swi_resample.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -41,6 +43,12 @@ static const char SEGMENT_HELP[] =
 "\n"
 "  # in a pipeline: refuse scans with NaN or Inf voxels instead of zeroing them\n"
 "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --nonfinite fail\n"
+"  # a model that carries its card (m.json beside m.onnx): its own pipeline\n"
+"  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz\n"
+"\n"
+"  # a model trained on 1.5 mm RAS, an ensemble of two folds, any scan\n"
+"  swi segment --model fold0.onnx --model fold1.onnx --input ct.nii.gz \\\n"
+"      --output seg.nii.gz --orientation RAS --spacing 1.5,1.5,1.5\n"
 "\n"
 "  # see the window grid and the memory first: swi plan takes the same options\n"
 "  swi plan --model m.onnx --input ct.nii.gz --roi 96 --sw-batch 2\n"
@@ -49,7 +57,8 @@ static const char SEGMENT_HELP[] =
 "  --model FILE         ONNX model, one float32 input [batch, channels, i, j, k]\n"
 "  --input FILE         NIfTI-1/-2 volume (.nii, .nii.gz), any scalar type,\n"
 "                       scl_slope/scl_inter applied; repeat for more channels, in\n"
-"                       order\n"
+"                       order; a 4-D file's frames are channels (the Decathlon's\n"
+"                       multi-modal images)\n"
 "  --nonfinite zero|fail  NaN/Inf voxels in an input: read as 0 with a warning that\n"
 "                       counts them (zero, the default), or refused (fail: exit 1,\n"
 "                       nothing written)\n"
@@ -60,6 +69,22 @@ static const char SEGMENT_HELP[] =
 "  --force              overwrite existing output files (never an input: an output\n"
 "                       that is an input or the model under any name is refused)\n"
 "  --head N             use the model's output N (default 0, the first)\n"
+"\n"
+"Real scans: the model's grid (outputs always come back on the input's own grid):\n"
+"  --orientation CODES  bring the volume to the model's axis codes first (RAS, LPS,\n"
+"                       ...): axes permuted and flipped only, as MONAI's Orientationd\n"
+"  --spacing X,Y,Z      resample to the model's voxel size in mm (after orientation),\n"
+"                       trilinear, on MONAI Spacingd's grid; the blended scores are\n"
+"                       resampled back (trilinear) before the argmax, as Invertd does\n"
+"  --model FILE         given again: an ensemble (e.g. five folds); each window runs\n"
+"                       through every model and their mean is blended\n"
+"\n"
+"Model card: M.json beside M.onnx (or embedded by swi export --card) gives the roi,\n"
+"overlap, blending, padding, orientation, spacing, preprocessing, channel and class\n"
+"names and the ensemble's members; flags override it (swi info --model M.onnx shows\n"
+"it). With class names, OUT.label.txt (ITK-SNAP) and OUT.ctbl (3D Slicer) are written\n"
+"beside the label map.\n"
+"  --no-card            ignore the model's card\n"
 "\n"
 "Sliding window (MONAI's meaning and defaults):\n"
 "  --roi N | I,J,K      window size (default: the model's static input size;\n"
@@ -132,7 +157,7 @@ enum {
     OPT_MODEL = 256, OPT_INPUT, OPT_OUTPUT, OPT_SCORES, OPT_PREVIEW, OPT_ROI, OPT_OVERLAP,
     OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
     OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
-    OPT_HELP, OPT_NONFINITE
+    OPT_ORIENTATION, OPT_SPACING, OPT_NO_CARD, OPT_HELP, OPT_NONFINITE
 };
 
 static const struct option LONG_OPTS[] = {
@@ -159,6 +184,9 @@ static const struct option LONG_OPTS[] = {
     { "device", required_argument, NULL, OPT_DEVICE },
     { "head", required_argument, NULL, OPT_HEAD },
     { "nonfinite", required_argument, NULL, OPT_NONFINITE },
+    { "orientation", required_argument, NULL, OPT_ORIENTATION },
+    { "spacing", required_argument, NULL, OPT_SPACING },
+    { "no-card", no_argument, NULL, OPT_NO_CARD },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -191,6 +219,22 @@ static int is_nifti_name(const char *p)
     return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz");
 }
 
+/* The model's card fills what the flags leave unset (one card per process: the CLI's). */
+static int load_card(const char *who, seg_opts *o)
+{
+    static seg_card card;
+    card_free(&card);
+    if (o->no_card)
+        return 0;
+    char err[SWI_ERRLEN];
+    int found = 0;
+    if (card_load(o->model, &card, &found, err) || (found && card_apply(&card, o, err))) {
+        fprintf(stderr, "%s: %s\n", who, err);
+        return 1;
+    }
+    return 0;
+}
+
 int seg_parse(int argc, char **argv, seg_opts *o, int plan)
 {
     const char *who = plan ? "swi plan" : "swi segment";
@@ -205,7 +249,27 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             fputs(plan ? PLAN_HELP : SEGMENT_HELP, stdout);
             return -1;
         case 'q': o->quiet = 1; break;
-        case OPT_MODEL: o->model = arg; break;
+        case OPT_MODEL:
+            if (o->n_models >= SEG_MAX_MODELS)
+                return usage(who, "too many --model files (at most 16)", NULL, NULL);
+            o->models[o->n_models++] = arg;
+            o->model = o->models[0];
+            break;
+        case OPT_ORIENTATION: {
+            int w[3], sg[3];
+            char msg[256];
+            if (swi_axcodes_parse(arg, w, sg, msg, sizeof msg) != SWI_OK)
+                return usage(who, "--orientation: %s", msg, NULL);
+            o->orientation = arg;
+            break;
+        }
+        case OPT_SPACING:
+            if (three_doubles(arg, o->spacing) || !(o->spacing[0] > 0) || !(o->spacing[1] > 0) ||
+                !(o->spacing[2] > 0) || !isfinite(o->spacing[0] + o->spacing[1] + o->spacing[2]))
+                return usage(who, "--spacing '%s': give one size or three (X,Y,Z) in mm, each > 0",
+                             arg, NULL);
+            o->spacing_given = 1;
+            break;
         case OPT_INPUT:
             if (o->n_inputs >= SEG_MAX_INPUTS)
                 return usage(who, "too many --input files (at most 16)", NULL, NULL);
@@ -226,7 +290,9 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             o->roi_given = 1;
             break;
         }
+        case OPT_NO_CARD: o->no_card = 1; break;
         case OPT_OVERLAP:
+            o->given |= SEG_GIVEN_OVERLAP;
             if (three_doubles(arg, o->overlap) || o->overlap[0] < 0 || o->overlap[0] >= 1 ||
                 o->overlap[1] < 0 || o->overlap[1] >= 1 || o->overlap[2] < 0 ||
                 o->overlap[2] >= 1)
@@ -234,6 +300,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
                              arg, NULL);
             break;
         case OPT_MODE:
+            o->given |= SEG_GIVEN_MODE;
             if (strcmp(arg, "constant") == 0)
                 o->mode = SWI_BLEND_CONSTANT;
             else if (strcmp(arg, "gaussian") == 0)
@@ -242,12 +309,14 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
                 return usage(who, "--mode '%s': use constant or gaussian", arg, NULL);
             break;
         case OPT_SIGMA:
+            o->given |= SEG_GIVEN_SIGMA;
             if (three_doubles(arg, o->sigma_scale) || !(o->sigma_scale[0] > 0) ||
                 !(o->sigma_scale[1] > 0) || !(o->sigma_scale[2] > 0))
                 return usage(who, "--sigma-scale '%s': give one value or three, each > 0", arg,
                              NULL);
             break;
         case OPT_PADDING:
+            o->given |= SEG_GIVEN_PADDING;
             if (strcmp(arg, "constant") == 0)
                 o->padding = SWI_PAD_CONSTANT;
             else if (strcmp(arg, "reflect") == 0)
@@ -261,6 +330,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
                              "circular", arg, NULL);
             break;
         case OPT_CVAL: {
+            o->given |= SEG_GIVEN_CVAL;
             double v;
             if (cli_parse_double(arg, &v) || fabs(v) > 3.4e38)
                 return usage(who, "--cval '%s': not a number", arg, NULL);
@@ -354,5 +424,5 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         for (int b = a + 1; b < 3; b++)
             if (outs[a] && outs[b] && strcmp(outs[a], outs[b]) == 0)
                 return usage(who, "'%s' is given as two different outputs", outs[a], NULL);
-    return 0;
+    return load_card(who, o);
 }

@@ -6,6 +6,7 @@
 #include "segment.h"
 
 #include "alloc.h"
+#include "card.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -22,7 +23,8 @@ seg_state *seg_state_new(void)
 {
     seg_state *s = cli_calloc(1, sizeof *s);
     if (s)
-        s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = -1;
+        s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = s->out_itk.fd =
+            s->out_ctbl.fd = -1;
     return s;
 }
 
@@ -34,7 +36,13 @@ void seg_state_free(seg_state *s)
     cli_out_abort(&s->out_labels);
     cli_out_abort(&s->out_scores);
     cli_out_abort(&s->out_preview);
+    cli_out_abort(&s->out_itk);
+    cli_out_abort(&s->out_ctbl);
     swi_free(s->ctx);
+    for (int m = 1; m < s->n_members; m++)
+        swi_ort_close(s->members[m]);
+    seg_ensemble_free(&s->ensemble);
+    seg_grid_free(&s->grid);
     swi_ort_close(s->model);
     free(s->input);
     free(s);
@@ -54,6 +62,62 @@ static void session_options(const seg_opts *o, swi_ort_options *oo)
     /* A config too long to be meant is ignored, as it always was. */
     const char *extra = getenv("SWI_ORT_CONFIG");
     oo->config = extra && strlen(extra) < 1024 ? extra : NULL;
+}
+
+static int same_shape(const swi_ort_tensor_info *a, const swi_ort_tensor_info *b)
+{
+    if (a->rank != b->rank || a->elem_type != b->elem_type)
+        return 0;
+    for (int d = 1; d < a->rank && d < 8; d++)
+        if (a->shape[d] != b->shape[d])
+            return 0;
+    return 1;
+}
+
+/* The other models of an ensemble: each must take the input and give the output the first
+ * one does (the batch size may differ), prepared on the same window. */
+static int open_members(const seg_opts *o, seg_state *s, const swi_ort_options *oo,
+                        const swi_ort_tensor_info *in0, const swi_ort_window *w0,
+                        const swi_head_spec *head0, char *err)
+{
+    for (int m = 1; m < o->n_models; m++) {
+        const char *path = o->models[m];
+        if (swi_ort_open(path, oo, &s->members[m], err, SWI_ERRLEN))
+            return 1;
+        s->n_members = m + 1;
+        swi_ort_tensor_info in;
+        char a[160], b[160];
+        if (swi_ort_input_info(s->members[m], &in, err, SWI_ERRLEN))
+            return 1;
+        if (!same_shape(&in, in0)) {
+            cli_shape_str(in0->shape, in0->rank, a, sizeof a);
+            cli_shape_str(in.shape, in.rank, b, sizeof b);
+            cli_err(err, "%s and %s disagree: input %s %s vs %s %s; an ensemble's models take "
+                    "one input shape", o->models[0], path, a, in0->type_name, b, in.type_name);
+            return 1;
+        }
+        if (o->head >= swi_ort_output_count(s->members[m])) {
+            cli_err(err, "%s: --head %d: the model has %d output%s", path, o->head,
+                    swi_ort_output_count(s->members[m]),
+                    swi_ort_output_count(s->members[m]) == 1 ? "" : "s");
+            return 1;
+        }
+        swi_ort_window w = *w0;
+        swi_head_spec head;
+        if (swi_ort_prepare(s->members[m], &w, &head, err, SWI_ERRLEN))
+            return 1;
+        if (head.channels != head0->channels || memcmp(head.spatial, head0->spatial,
+                                                       sizeof head.spatial) != 0) {
+            cli_err(err, "%s and %s disagree: output [%lld, %lld x %lld x %lld] vs [%lld, %lld x "
+                    "%lld x %lld] (classes, window); an ensemble's models give one output shape",
+                    o->models[0], path, (long long)head0->channels, (long long)head0->spatial[0],
+                    (long long)head0->spatial[1], (long long)head0->spatial[2],
+                    (long long)head.channels, (long long)head.spatial[0],
+                    (long long)head.spatial[1], (long long)head.spatial[2]);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Open the model and settle the window: roi[] in, the window used out (roi_given as
@@ -87,7 +151,17 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
         return 1;
     char shp[160];
     cli_shape_str(in.shape, in.rank, shp, sizeof shp);
-    const int64_t channels = o->n_inputs;
+    const int64_t channels = s->channels;
+    const swi_volume *v0 = &s->vols[0];
+    if (in.rank == 5 && in.elem_type == 1 && in.shape[1] > 0 && in.shape[1] != channels &&
+        o->n_inputs == 1 && v0->frames > 1) {
+        cli_err(err, "%s: a 4-D image (%lldx%lldx%lldx%lld) holds %lld channels along its 4th "
+                "axis, but %s expects %lld input channel%s %s", o->inputs[0],
+                (long long)v0->size[0], (long long)v0->size[1], (long long)v0->size[2],
+                (long long)v0->frames, (long long)v0->frames, o->model, (long long)in.shape[1],
+                in.shape[1] == 1 ? "" : "s", shp);
+        return 1;
+    }
     if (in.rank == 5 && in.elem_type == 1 && in.shape[1] > 0 && in.shape[1] != channels) {
         cli_err(err, "%s: the model expects %lld input channel%s %s, but %lld --input file%s "
                 "given", o->model, (long long)in.shape[1], in.shape[1] == 1 ? "" : "s", shp,
@@ -99,6 +173,12 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
     for (int a = 0; a < 3; a++) {
         int64_t fixed = in.shape[2 + a];
         if (o->roi_given) {
+            if (fixed > 0 && roi[a] != fixed && o->roi_from_card) {
+                cli_err(err, "%s: \"roi\": %lld,%lld,%lld does not fit %s, whose window is "
+                        "fixed at %s", o->card->source, (long long)roi[0], (long long)roi[1],
+                        (long long)roi[2], o->model, shp);
+                return 1;
+            }
             if (fixed > 0 && roi[a] != fixed) {
                 cli_err(err, "%s: the model's window is fixed at %s; --roi %lld,%lld,%lld does "
                         "not fit (leave --roi out to use the model's)", o->model, shp,
@@ -123,8 +203,15 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
         memcpy(w.roi, roi, sizeof w.roi);
     if (swi_ort_prepare(s->model, &w, head, err, SWI_ERRLEN))
         return 1;
+    if (o->card && o->card->n_classes > 0 && o->card->n_classes != head->channels) {
+        cli_err(err, "%s: \"classes\": names %d classes, but %s gives %lld", o->card->source,
+                o->card->n_classes, o->model, (long long)head->channels);
+        return 1;
+    }
     memcpy(roi, w.roi, sizeof w.roi);
-    return 0;
+    s->members[0] = s->model;
+    s->n_members = 1;
+    return open_members(o, s, &oo, &in, &w, head, err);
 }
 
 int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs,
@@ -142,6 +229,7 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     for (int c = 0; c < o->n_inputs; c++) {
         if (swi_volume_open(o->inputs[c], &s->vols[c], err, SWI_ERRLEN))
             return 1;
+        s->channels += s->vols[c].frames > 1 ? s->vols[c].frames : 1;
         const int64_t *a = s->vols[0].size, *b = s->vols[c].size;
         if (c > 0 && (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])) {
             cli_err(err, "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels "
@@ -151,7 +239,14 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
             return 1;
         }
     }
-    const int64_t *size = s->vols[0].size;
+    if (o->card && o->card->n_channels > 0 && o->card->n_channels != s->channels) {
+        cli_err(err, "%s: \"channels\": names %d channel%s, but the input has %lld", o->card->source,
+                o->card->n_channels, o->card->n_channels == 1 ? "" : "s", (long long)s->channels);
+        return 1;
+    }
+    if (seg_grid_setup(o, &s->vols[0], &s->grid, err))
+        return 1;
+    const int64_t *size = s->grid.size; /* the model's grid: the windows run there */
     int64_t roi[3];
     for (int a = 0; a < 3; a++)
         roi[a] = o->roi_given && o->roi[a] == 0 ? size[a] : o->roi[a];
@@ -179,10 +274,19 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     memset(in, 0, sizeof *in);
     in->data = NULL;
     in->batch = 1;
-    in->channels = o->n_inputs;
+    in->channels = s->channels;
     in->dims = 3;
     memcpy(in->size, size, sizeof in->size);
 
+    if (s->n_members > 1 &&
+        seg_ensemble_init(&s->ensemble, s->members, s->n_members, &head, o->sw_batch)) {
+        cli_err(err, "out of memory for the ensemble's window buffer");
+        return 1;
+    }
+    if (s->grid.active) {
+        seg_grid_outputs(&s->grid, o->scores != NULL, o->softmax, outs, n_outs);
+        return 0;
+    }
     swi_output_init(&outs[0], 0, SWI_REDUCE_ARGMAX);
     *n_outs = 1;
     if (o->scores) {

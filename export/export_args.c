@@ -14,7 +14,8 @@ const char *export_mode_name(swi_blend mode) { return mode == SWI_BLEND_GAUSSIAN
 
 enum {
     OPT_MODEL = 256, OPT_OUTPUT, OPT_SIZE, OPT_DYNAMIC, OPT_ROI, OPT_OVERLAP, OPT_MODE, OPT_SIGMA,
-    OPT_PADDING, OPT_CVAL, OPT_ARGMAX, OPT_HEAD, OPT_PER_IMAGE, OPT_UNROLL, OPT_FORCE, OPT_QUIET
+    OPT_PADDING, OPT_CVAL, OPT_ARGMAX, OPT_HEAD, OPT_PER_IMAGE, OPT_UNROLL, OPT_FORCE, OPT_QUIET,
+    OPT_CARD
 };
 
 static const struct option LONG_OPTS[] = {
@@ -34,6 +35,7 @@ static const struct option LONG_OPTS[] = {
     {"unroll", no_argument, NULL, OPT_UNROLL},
     {"force", no_argument, NULL, OPT_FORCE},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"card", required_argument, NULL, OPT_CARD},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -87,6 +89,8 @@ static void usage(FILE *f, const char *prog) {
             "                        all N x windows go through the network as one batch, the\n"
             "                        blending is unrolled; needs --size and a dynamic batch;\n"
             "                        memory grows with the number of windows\n"
+            "  --card FILE           embed this model card (JSON, see swi segment --help) in the\n"
+            "                        output's metadata_props as swi.card; swi info shows it\n"
             "  --force               overwrite --output\n"
             "  --quiet               no summary line\n"
             "\n"
@@ -243,6 +247,7 @@ static int apply_option(export_job *job, int c, const char *val, char **argv) {
     case OPT_UNROLL: o->unroll = 1; return 0;
     case OPT_FORCE: o->force = 1; return 0;
     case OPT_QUIET: o->quiet = 1; return 0;
+    case OPT_CARD: o->card = val; return 0;
     default: return bad_option(job, c, argv);
     }
 }
@@ -274,6 +279,26 @@ static int check_combination(export_job *job) {
     return 0;
 }
 
+/* --card: a JSON object of at most 1 MB (swi info and swi segment check its keys). */
+static int read_card(export_job *job) {
+    const char *path = job->opt.card;
+    FILE *f = fopen(path, "rb");
+    if (!f) return export_fail(job, 1, "--card %s: %s", path, strerror(errno));
+    char *text = arena_alloc(&job->A, (1 << 20) + 1);
+    size_t n = fread(text, 1, 1 << 20, f);
+    int bad = ferror(f), more = fgetc(f) != EOF;
+    fclose(f);
+    if (bad) return export_fail(job, 1, "--card %s: cannot read it", path);
+    if (more) return export_fail(job, 1, "--card %s: larger than 1 MB", path);
+    text[n] = '\0';
+    if (strlen(text) != n) return export_fail(job, 1, "--card %s: not a text file", path);
+    size_t i = strspn(text, " \t\r\n");
+    if (text[i] != '{' || !strrchr(text, '}'))
+        return export_fail(job, 1, "--card %s: a model card is a JSON object ({...})", path);
+    job->opt.card_text = text;
+    return 0;
+}
+
 int export_parse_args(export_job *job, int argc, char **argv) {
     options_init(&job->opt, argc > 0 && argv[0] ? argv[0] : "swi export");
     opterr = 0;  /* our messages, not getopt's */
@@ -285,5 +310,6 @@ int export_parse_args(export_job *job, int argc, char **argv) {
     }
     if (optind < argc)
         return export_fail(job, 2, "unexpected argument '%s' (options start with --; see --help)", argv[optind]);
+    if (job->opt.card && read_card(job) != 0) return -1;
     return check_combination(job);
 }

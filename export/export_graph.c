@@ -316,9 +316,18 @@ static void add_metadata(export_job *job, Onnx__ModelProto *m) {
     snprintf(vals[4], sizeof vals[4], "%s", export_pad_names[job->opt.pad_mode]);
     snprintf(vals[5], sizeof vals[5], "%g", job->opt.cval);
     snprintf(vals[7], sizeof vals[7], "%s", net->graph->name ? net->graph->name : "");
-    m->metadata_props = arena_alloc(A, (net->n_metadata_props + 8) * sizeof *m->metadata_props);
+    m->metadata_props = arena_alloc(A, (net->n_metadata_props + 9) * sizeof *m->metadata_props);
     for (size_t i = 0; i < net->n_metadata_props; i++)
-        m->metadata_props[m->n_metadata_props++] = net->metadata_props[i];
+        if (!job->opt.card_text || !net->metadata_props[i]->key ||
+            strcmp(net->metadata_props[i]->key, "swi.card") != 0) /* a new card replaces it */
+            m->metadata_props[m->n_metadata_props++] = net->metadata_props[i];
+    if (job->opt.card_text) {
+        Onnx__StringStringEntryProto *e = arena_alloc(A, sizeof *e);
+        onnx__string_string_entry_proto__init(e);
+        e->key = (char *)"swi.card";
+        e->value = job->opt.card_text;
+        m->metadata_props[m->n_metadata_props++] = e;
+    }
     for (int i = 0; i < 8; i++) {
         Onnx__StringStringEntryProto *e = arena_alloc(A, sizeof *e);
         onnx__string_string_entry_proto__init(e);

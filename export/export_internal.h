@@ -36,6 +36,8 @@ typedef struct export_options {
     double cval;                    /* double, not swi_params' float: a float64 network pads with
                                        the value as given */
     int argmax, force, quiet, per_image, unroll;
+    const char *card;               /* --card FILE: a model card to embed (metadata swi.card) */
+    char *card_text;                /* its text, in the job's arena */
 } export_options;
 
 /* ---- what the network is (export_inspect.c) ------------------------------------------- */

@@ -47,11 +47,10 @@ static inline void *io__calloc(size_t n, size_t size)
 /* The NIfTI module (nifti_read.c, nifti_write.c). */
 int io__nifti_available(void);
 swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n);
-swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                          char *err, size_t n);
-/* io__nifti_read, also counting the non-finite voxels it stored as 0 (NULL: not wanted). */
-swi_status io__nifti_read_counted(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                                  int64_t *nonfinite, char *err, size_t n);
+/* frames: how many of the 4th axis to read (1, or v->frames), one after the other in dst;
+ * non-finite voxels are stored as 0 and counted in *nonfinite (NULL: not wanted). */
+swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const swi_io_cancel *cancel,
+                          int64_t *nonfinite, char *err, size_t n);
 swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3],
                           char *err, size_t n);
 swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume *like,

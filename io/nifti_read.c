@@ -29,17 +29,10 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
     return no_nifti(err, n, path);
 }
 
-swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                          char *err, size_t n)
+swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const swi_io_cancel *cancel,
+                          int64_t *nonfinite, char *err, size_t n)
 {
-    (void)dst, (void)cancel;
-    return no_nifti(err, n, v->path);
-}
-
-swi_status io__nifti_read_counted(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                                  int64_t *nonfinite, char *err, size_t n)
-{
-    (void)dst, (void)cancel;
+    (void)dst, (void)cancel, (void)frames;
     if (nonfinite)
         *nonfinite = 0;
     return no_nifti(err, n, v->path);
@@ -345,7 +338,9 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
     int nd = (int)dim[0];
     while (nd > 3 && dim[nd] == 1)
         nd--;
-    if (nd != 3) {
+    /* a 4th axis holds channels (the Decathlon's multi-modal images) */
+    int64_t frames = nd == 4 ? dim[4] : 1;
+    if (nd != 3 && nd != 4) {
         char shape[160] = "";
         size_t len = 0;
         for (int i = 1; i <= dim[0] && len < sizeof shape - 24; i++)
@@ -364,6 +359,12 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
             return SWI_ERR_INVALID_ARG;
         }
         nvox *= dim[i];
+    }
+    if (frames > IO_MAX_VOXELS / nvox) {
+        io__err(err, n, "%s: header sizes overflow: %lld x %lld x %lld x %lld voxels is more "
+                "than swi accepts (2^40)", path, (long long)dim[1], (long long)dim[2],
+                (long long)dim[3], (long long)frames);
+        return SWI_ERR_INVALID_ARG;
     }
 
     /* Datatype. */
@@ -387,7 +388,7 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
     int64_t offset = (int64_t)vox_offset;
     if (offset < hsize)
         offset = hsize; /* as niftilib does */
-    int64_t bytes = nvox * nbyper;
+    int64_t bytes = nvox * frames * nbyper;
     if (!is_gz) {
         int64_t need = offset + bytes;
         if ((int64_t)st.st_size < need) {
@@ -411,6 +412,7 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
     v->size[0] = dim[1];
     v->size[1] = dim[2];
     v->size[2] = dim[3];
+    v->frames = frames;
     v->fmt.nifti.datatype = datatype;
     v->bytes_per_voxel = nbyper;
     v->slope = slope;
@@ -493,14 +495,8 @@ static int64_t zero_nonfinite(float *x, int64_t count)
     return bad;
 }
 
-swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                          char *err, size_t n)
-{
-    return io__nifti_read_counted(v, dst, cancel, NULL, err, n);
-}
-
-swi_status io__nifti_read_counted(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                                  int64_t *nonfinite, char *err, size_t n)
+swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const swi_io_cancel *cancel,
+                          int64_t *nonfinite, char *err, size_t n)
 {
     if (nonfinite)
         *nonfinite = 0;
@@ -524,7 +520,8 @@ swi_status io__nifti_read_counted(const swi_volume *v, float *dst, const swi_io_
     }
     /* niftilib must see what we validated. */
     if (nim->nx != v->size[0] || nim->ny != v->size[1] || nim->nz != v->size[2] ||
-        nim->nvox != v->size[0] * v->size[1] * v->size[2] || nim->datatype != v->fmt.nifti.datatype ||
+        nim->nvox != v->size[0] * v->size[1] * v->size[2] * (v->frames > 1 ? v->frames : 1) ||
+        nim->datatype != v->fmt.nifti.datatype ||
         nim->nbyper != v->bytes_per_voxel || nim->iname_offset != v->fmt.nifti.offset) {
         io__err(err, n, "%s: inconsistent header (niftilib reads %lldx%lldx%lld of type %d)",
                 v->path, (long long)nim->nx, (long long)nim->ny, (long long)nim->nz,
@@ -537,7 +534,15 @@ swi_status io__nifti_read_counted(const swi_volume *v, float *dst, const swi_io_
         io__err(err, n, "interrupted");
         return SWI_ERR_CANCELLED;
     }
-    const int64_t ntot = nim->nvox * nim->nbyper;
+    /* the frames asked for: a prefix of the data (frames follow one another in the file) */
+    const int64_t nvox3 = v->size[0] * v->size[1] * v->size[2];
+    if (frames < 1 || frames > (v->frames > 1 ? v->frames : 1)) {
+        io__err(err, n, "%s: %lld frames asked, the file has %lld", v->path, (long long)frames,
+                (long long)v->frames);
+        nifti_image_free(nim);
+        return SWI_ERR_INVALID_ARG;
+    }
+    const int64_t ntot = nvox3 * frames * nim->nbyper;
     void *buf = io__malloc((size_t)ntot);
     if (!buf) {
         char b[32];
@@ -566,14 +571,16 @@ swi_status io__nifti_read_counted(const swi_volume *v, float *dst, const swi_io_
         nifti_image_free(nim);
         return SWI_ERR_INVALID_ARG;
     }
-    convert(buf, v->fmt.nifti.datatype, v->size, v->slope, v->inter, dst);
+    for (int64_t f = 0; f < frames; f++)
+        convert((const char *)buf + f * nvox3 * nim->nbyper, v->fmt.nifti.datatype, v->size,
+                v->slope, v->inter, dst + f * nvox3);
     free(buf);
     /* Integers convert to finite floats unless scaled (uint64's largest is far below
      * FLT_MAX); floats and scaled values are checked. */
     const int dt = v->fmt.nifti.datatype;
     if (dt == NIFTI_TYPE_FLOAT32 || dt == NIFTI_TYPE_FLOAT64 || dt == NIFTI_TYPE_FLOAT128 ||
         !(v->slope == 1 && v->inter == 0)) {
-        int64_t bad = zero_nonfinite(dst, nim->nvox);
+        int64_t bad = zero_nonfinite(dst, nvox3 * frames);
         if (nonfinite)
             *nonfinite = bad;
     }
@@ -623,6 +630,7 @@ swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spa
     h->srow_z[2] = (float)spacing[2];
     memcpy(h->magic, "n+1", 4);
     memcpy(v->size, size, sizeof v->size);
+    v->frames = 1;
     v->fmt.nifti.datatype = NIFTI_TYPE_FLOAT32;
     v->bytes_per_voxel = 4;
     v->slope = 1;

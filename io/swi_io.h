@@ -17,8 +17,8 @@
  *                         1, classes, NULL, err, sizeof err);
  *
  * Formats are chosen by file name (swi_io_format_of): ".nii" and ".nii.gz" are NIfTI-1/-2
- * (read: any scalar type, either byte order, gzip whatever the name says; 3-D, or 4-D with
- * a 4th size of 1), ".png" is a preview. More readers (NRRD, MetaImage, DICOM, Zarr) fit
+ * (read: any scalar type, either byte order, gzip whatever the name says; 3-D, or 4-D
+ * whose 4th axis holds channels: swi_volume.frames), ".png" is a preview. More readers (NRRD, MetaImage, DICOM, Zarr) fit
  * behind the same swi_volume: a format fills the common fields and keeps its own in its
  * member of the `fmt` union.
  *
@@ -98,6 +98,7 @@ typedef struct swi_volume {
     union {
         swi_io_nifti nifti;
     } fmt;                     /**< the format's own fields, by `format` */
+    int64_t frames;            /**< size of a 4th axis (channels of a 4-D file), else 1 */
 } swi_volume;
 
 /** Voxels of a volume (size[0] * size[1] * size[2]; below 2^40 for any opened volume). */
@@ -115,7 +116,8 @@ typedef struct swi_io_cancel {
 } swi_io_cancel;
 
 /** Read the voxels of an opened volume as float32 into dst (swi_volume_voxels(v) floats),
- *  scaling applied. Fails cleanly on truncated or corrupt data. cancel may be NULL. */
+ *  scaling applied; of a 4-D file, the first frame. Fails cleanly on truncated or corrupt
+ *  data. cancel may be NULL. */
 swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
                            char *err, size_t errlen);
 
@@ -124,6 +126,11 @@ swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel 
  *  the read fails. A caller can warn about them or refuse the volume. */
 swi_status swi_volume_read_counted(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
                                    int64_t *nonfinite, char *err, size_t errlen);
+/** Read every frame of the 4th axis (v->frames of them, 1 for a 3-D file), one volume after
+ *  the other: dst holds v->frames * swi_volume_voxels(v) floats. Non-finite voxels are read
+ *  as 0 and counted in *nonfinite (may be NULL), as swi_volume_read_counted does. */
+swi_status swi_volume_read_frames(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
+                                  int64_t *nonfinite, char *err, size_t errlen);
 
 /** Describe a generated volume of `size` voxels (1..32767 each), `spacing` mm,
  *  axis-aligned (qform and sform = diag(spacing), scanner coordinates), to write as

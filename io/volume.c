@@ -107,7 +107,24 @@ swi_status swi_volume_read_counted(const swi_volume *v, float *dst, const swi_io
                 : "a made volume has no file to read");
         return SWI_ERR_INVALID_ARG;
     }
-    return io__nifti_read_counted(v, dst, cancel, nonfinite, err, n);
+    return io__nifti_read(v, dst, 1, cancel, nonfinite, err, n);
+}
+
+swi_status swi_volume_read_frames(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
+                                  int64_t *nonfinite, char *err, size_t n)
+{
+    if (nonfinite)
+        *nonfinite = 0;
+    if (!v || !dst) {
+        io__err(err, n, "swi_volume_read_frames: %s is NULL", v ? "dst" : "v");
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (v->format != SWI_IO_NIFTI || !v->path[0]) {
+        io__err(err, n, "swi_volume_read_frames: %s", v->path[0] ? "not an opened volume"
+                : "a made volume has no file to read");
+        return SWI_ERR_INVALID_ARG;
+    }
+    return io__nifti_read(v, dst, v->frames > 1 ? v->frames : 1, cancel, nonfinite, err, n);
 }
 
 swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double spacing[3],

@@ -1,0 +1,76 @@
+/*
+ * card.h -- a model card: what a run of a model needs to be right, kept with the model.
+ *
+ * Found as m.json beside m.onnx, else as the value of the key "swi.card" in the ONNX
+ * model's metadata_props (swi export --card embeds it there). A JSON object; every key is
+ * optional, an unknown key or a value of the wrong type is an error naming the file and
+ * the key:
+ *
+ *   {
+ *     "roi": [96, 96, 96],            window (or one number)
+ *     "overlap": 0.5,                 fraction in [0, 1) (or three)
+ *     "blending": "gaussian",         constant | gaussian
+ *     "sigma_scale": 0.125,           gaussian sigma / roi (or three)
+ *     "padding": "constant",          constant | reflect | replicate | circular
+ *     "cval": 0,                      constant padding value
+ *     "orientation": "RAS",           the model's axis codes
+ *     "spacing": [1.5, 1.5, 1.5],     the model's voxel size, mm (or one number)
+ *     "preprocessing": { "clip": [-175, 250], "scale": [-175, 250, 0, 1], "zscore": false },
+ *     "channels": ["CT"],             input channel names: as many as the model's inputs
+ *     "classes": ["background", "liver"],   class names: as many as the model's outputs
+ *     "members": ["fold1.onnx"]       the ensemble's other models, relative to the card
+ *   }
+ *
+ * Command-line flags override the card, key by key; any of --clip, --scale, --zscore
+ * replaces the card's whole preprocessing.
+ */
+#ifndef SWI_CLI_CARD_H
+#define SWI_CLI_CARD_H
+
+#include "cli.h"
+
+#include <stdio.h>
+
+#define CARD_MAX_NAMES 1024
+
+typedef struct seg_card {
+    char source[4200];           /* the card's file, or "MODEL (metadata_props swi.card)" */
+    char *json;                  /* the card's text */
+    int has_roi, has_overlap, has_blending, has_sigma, has_padding, has_cval;
+    int has_orientation, has_spacing, has_clip, has_scale, has_zscore;
+    int64_t roi[3];
+    double overlap[3], sigma_scale[3], spacing[3], clip[2], scale[4];
+    swi_blend blending;
+    swi_pad padding;
+    double cval;
+    char orientation[4];
+    int zscore;
+    int n_channels, n_classes, n_members;
+    char *channels[CARD_MAX_NAMES];
+    char *classes[CARD_MAX_NAMES];
+    char *members[SEG_MAX_MODELS];   /* resolved against the card's directory */
+} seg_card;
+
+/* Whether swi was built with a JSON library (cards need one). */
+int card_available(void);
+
+/* The card of model `model`, if it has one: returns 0 with *found = 0 (no card), 0 with the
+ * card parsed and checked into c, or 1 with err naming the file and the key. */
+int card_load(const char *model, seg_card *c, int *found, char *err);
+
+/* Parse and check the JSON text of a card (`source` names it in messages). */
+int card_parse(const char *text, const char *source, const char *dir, seg_card *c, char *err);
+
+/* Fill the options o does not set from the card (flags win). Returns 0, or 2 (usage). */
+int card_apply(const seg_card *c, seg_opts *o, char *err);
+
+/* Print the card, one field a line. */
+void card_print(const seg_card *c, FILE *f);
+
+/* Write the class names as an ITK-SNAP label description (itksnap = 1) or a 3D Slicer
+ * color table (itksnap = 0) to fd (closed in every case). Returns 0, or 1 with err. */
+int card_write_labels(const seg_card *c, int fd, int itksnap, const char *name, char *err);
+
+void card_free(seg_card *c);
+
+#endif

@@ -1,0 +1,715 @@
+/* sink.c -- resampling a grid that arrives region by region (swi_resample.h).
+ *
+ * The output grid is cut into tiles of `tile` voxels a side. Each tile reads a box of the
+ * source (its corners through the map, one voxel of margin for rounding and the upper
+ * trilinear tap); it is ready when every voxel of that box has arrived, counted down as
+ * regions are fed. Source voxels are stored in blocks of BLK^3, each allocated when a
+ * region first reaches it and freed when the last tile reading it is emitted; blocks no
+ * tile reads are never stored. A coarse grid over the source lists the tiles whose box
+ * touches each of its cells, so a region visits only the tiles it can complete. */
+#include "swi_resample.h"
+
+#include "resample_internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLK 4
+#define BLK3 (BLK * BLK * BLK)
+#define CELL 16
+
+struct swi_resample_sink {
+    int64_t src[3], out[3], channels;
+    double map[3][4];
+    int tile;
+    swi_sink_emit_fn emit;
+    void *user;
+    swi_sink_labels_fn labels_fn; /* argmax mode */
+    void *labels_user;
+    pthread_mutex_t lock;
+    int failed;
+    int64_t nt[3], ntiles, emitted, region_id;
+    int64_t *tbox;          /* per tile: source box lo[3], hi[3] */
+    int64_t *missing;       /* per tile: voxels of its box not yet fed */
+    int64_t *stamp;         /* per tile: the last region that counted it */
+    unsigned char *done;
+    int64_t nb[3], nblocks;
+    float **blk;
+    int32_t *refs;          /* per block: tiles not yet emitted that read it */
+    int64_t ng[3], ncells;
+    int64_t *cell_start, *cell_tiles;
+    size_t held, peak, fixed;
+    int64_t maxbox[3];      /* the largest tile source box, per axis */
+};
+
+static void tile_out_box(const swi_resample_sink *s, int64_t t, int64_t lo[3], int64_t hi[3])
+{
+    int64_t q[3] = { t / (s->nt[1] * s->nt[2]), (t / s->nt[2]) % s->nt[1], t % s->nt[2] };
+    for (int a = 0; a < 3; a++) {
+        lo[a] = q[a] * s->tile;
+        hi[a] = lo[a] + s->tile < s->out[a] ? lo[a] + s->tile : s->out[a];
+    }
+}
+
+/* the source box an output box reads, with a voxel of margin, clamped */
+static void read_box(const int64_t src[3], const double m[3][4], const int64_t lo[3],
+                     const int64_t hi[3], int64_t blo[3], int64_t bhi[3])
+{
+    for (int r = 0; r < 3; r++) {
+        double mn = INFINITY, mx = -INFINITY;
+        for (int c = 0; c < 8; c++) {
+            double i = (double)((c & 4) ? hi[0] - 1 : lo[0]);
+            double j = (double)((c & 2) ? hi[1] - 1 : lo[1]);
+            double k = (double)((c & 1) ? hi[2] - 1 : lo[2]);
+            double v = m[r][0] * i + m[r][1] * j + m[r][2] * k + m[r][3];
+            mn = fmin(mn, v);
+            mx = fmax(mx, v);
+        }
+        double top = (double)(src[r] - 1);
+        mn = fmin(fmax(mn, 0), top);
+        mx = fmin(fmax(mx, 0), top);
+        /* a margin for the rounding of interior voxels' positions, and the upper tap */
+        blo[r] = (int64_t)floor(mn - 1e-7);
+        bhi[r] = (int64_t)floor(mx + 1e-7) + 2;
+        if (blo[r] < 0)
+            blo[r] = 0;
+        if (bhi[r] > src[r])
+            bhi[r] = src[r];
+    }
+}
+
+static int64_t overlap_voxels(const int64_t *a, const int64_t *blo, const int64_t *bhi)
+{
+    int64_t n = 1;
+    for (int r = 0; r < 3; r++) {
+        int64_t lo = a[r] > blo[r] ? a[r] : blo[r];
+        int64_t hi = a[3 + r] < bhi[r] ? a[3 + r] : bhi[r];
+        if (hi <= lo)
+            return 0;
+        n *= hi - lo;
+    }
+    return n;
+}
+
+void swi_resample_sink_free(swi_resample_sink *s)
+{
+    if (!s)
+        return;
+    if (s->blk)
+        for (int64_t b = 0; b < s->nblocks; b++)
+            free(s->blk[b]);
+    free(s->blk);
+    free(s->refs);
+    free(s->tbox);
+    free(s->missing);
+    free(s->stamp);
+    free(s->done);
+    free(s->cell_start);
+    free(s->cell_tiles);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
+                                    const double map[3][4], int64_t channels, int tile,
+                                    swi_sink_emit_fn emit, void *user, swi_resample_sink **out,
+                                    char *err, size_t errlen)
+{
+    *out = NULL;
+    if (channels < 1 || !emit || tile < 0 || tile > 1024) {
+        rs__err(err, errlen, "swi_resample_sink_create: %s", channels < 1 ? "channels < 1"
+                : !emit ? "emit is NULL" : "tile must be 0..1024");
+        return SWI_ERR_INVALID_ARG;
+    }
+    for (int a = 0; a < 3; a++)
+        if (src_size[a] < 1 || out_size[a] < 1 || src_size[a] > SWI_MAX_AXIS ||
+            out_size[a] > SWI_MAX_AXIS) {
+            rs__err(err, errlen, "swi_resample_sink_create: grid sizes must be 1..2^31");
+            return SWI_ERR_INVALID_ARG;
+        }
+    swi_resample_sink *s = calloc(1, sizeof *s);
+    if (!s) {
+        rs__err(err, errlen, "out of memory for the resampling sink");
+        return SWI_ERR_NOMEM;
+    }
+    if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        free(s);
+        rs__err(err, errlen, "cannot create the resampling sink's lock");
+        return SWI_ERR_THREAD;
+    }
+    memcpy(s->src, src_size, sizeof s->src);
+    memcpy(s->out, out_size, sizeof s->out);
+    memcpy(s->map, map, sizeof s->map);
+    s->channels = channels;
+    s->tile = tile ? tile : 8;
+    s->emit = emit;
+    s->user = user;
+    s->ntiles = s->nblocks = s->ncells = 1;
+    for (int a = 0; a < 3; a++) {
+        s->nt[a] = ceil_div(out_size[a], s->tile);
+        s->nb[a] = ceil_div(src_size[a], BLK);
+        s->ng[a] = ceil_div(src_size[a], CELL);
+        s->ntiles *= s->nt[a];
+        s->nblocks *= s->nb[a];
+        s->ncells *= s->ng[a];
+    }
+    if (s->ntiles > ((int64_t)1 << 40) / 64 || s->nblocks > ((int64_t)1 << 40) / 16 ||
+        (size_t)channels > SIZE_MAX / (BLK3 * sizeof(float))) {
+        swi_resample_sink_free(s);
+        rs__err(err, errlen, "the resampling sink's grids are too large");
+        return SWI_ERR_OVERFLOW;
+    }
+    s->tbox = malloc((size_t)s->ntiles * 6 * sizeof *s->tbox);
+    s->missing = malloc((size_t)s->ntiles * sizeof *s->missing);
+    s->stamp = calloc((size_t)s->ntiles, sizeof *s->stamp);
+    s->done = calloc((size_t)s->ntiles, 1);
+    s->blk = calloc((size_t)s->nblocks, sizeof *s->blk);
+    s->refs = calloc((size_t)s->nblocks, sizeof *s->refs);
+    s->cell_start = calloc((size_t)s->ncells + 1, sizeof *s->cell_start);
+    if (!s->tbox || !s->missing || !s->stamp || !s->done || !s->blk || !s->refs ||
+        !s->cell_start) {
+        swi_resample_sink_free(s);
+        rs__err(err, errlen, "out of memory for the resampling sink's tiles");
+        return SWI_ERR_NOMEM;
+    }
+    /* tiles: their boxes, what they wait for, the blocks they read, the cells they touch */
+    int64_t entries = 0;
+    for (int64_t t = 0; t < s->ntiles; t++) {
+        int64_t lo[3], hi[3], *b = s->tbox + 6 * t;
+        tile_out_box(s, t, lo, hi);
+        read_box(s->src, s->map, lo, hi, b, b + 3);
+        s->missing[t] = (b[3] - b[0]) * (b[4] - b[1]) * (b[5] - b[2]);
+        for (int a = 0; a < 3; a++)
+            if (b[3 + a] - b[a] > s->maxbox[a])
+                s->maxbox[a] = b[3 + a] - b[a];
+        for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
+            for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
+                for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++)
+                    s->refs[(x * s->nb[1] + y) * s->nb[2] + z]++;
+        for (int64_t x = b[0] / CELL; x <= (b[3] - 1) / CELL; x++)
+            for (int64_t y = b[1] / CELL; y <= (b[4] - 1) / CELL; y++)
+                for (int64_t z = b[2] / CELL; z <= (b[5] - 1) / CELL; z++) {
+                    s->cell_start[(x * s->ng[1] + y) * s->ng[2] + z + 1]++;
+                    entries++;
+                }
+    }
+    for (int64_t c = 0; c < s->ncells; c++)
+        s->cell_start[c + 1] += s->cell_start[c];
+    s->cell_tiles = malloc((size_t)(entries > 0 ? entries : 1) * sizeof *s->cell_tiles);
+    int64_t *fill = calloc((size_t)s->ncells, sizeof *fill);
+    if (!s->cell_tiles || !fill) {
+        free(fill);
+        swi_resample_sink_free(s);
+        rs__err(err, errlen, "out of memory for the resampling sink's index");
+        return SWI_ERR_NOMEM;
+    }
+    for (int64_t t = 0; t < s->ntiles; t++) {
+        const int64_t *b = s->tbox + 6 * t;
+        for (int64_t x = b[0] / CELL; x <= (b[3] - 1) / CELL; x++)
+            for (int64_t y = b[1] / CELL; y <= (b[4] - 1) / CELL; y++)
+                for (int64_t z = b[2] / CELL; z <= (b[5] - 1) / CELL; z++) {
+                    int64_t c = (x * s->ng[1] + y) * s->ng[2] + z;
+                    s->cell_tiles[s->cell_start[c] + fill[c]++] = t;
+                }
+    }
+    free(fill);
+    s->fixed = sizeof *s + (size_t)s->ntiles * (8 * sizeof(int64_t) + 1) +
+               (size_t)s->nblocks * (sizeof(float *) + sizeof(int32_t)) +
+               ((size_t)s->ncells + 1 + (size_t)entries) * sizeof(int64_t);
+    *out = s;
+    return SWI_OK;
+}
+
+/* A block: channels x BLK3 scores; in argmax mode then each class's largest score fed so far
+ * (NaN when one is NaN) and a flag: 1 once a non-finite score was fed. */
+static size_t block_floats(const swi_resample_sink *s)
+{
+    return (size_t)s->channels * BLK3 + (s->labels_fn ? (size_t)s->channels + 1 : 0);
+}
+
+swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_sink_labels_fn fn, void *user)
+{
+    if (!fn || s->channels > 65536 || s->region_id != 0)
+        return SWI_ERR_INVALID_ARG;
+    s->labels_fn = fn;
+    s->labels_user = user;
+    return SWI_OK;
+}
+
+/* the tile's bound per class: the largest score of its blocks (under the lock); returns 1
+ * when a block held a NaN or an infinity */
+static int tile_bounds(const swi_resample_sink *s, int64_t t, float *ub)
+{
+    const int64_t *b = s->tbox + 6 * t;
+    int wild = 0;
+    for (int64_t c = 0; c < s->channels; c++)
+        ub[c] = -INFINITY;
+    for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
+        for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
+            for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++) {
+                const float *m = s->blk[(x * s->nb[1] + y) * s->nb[2] + z] + s->channels * BLK3;
+                for (int64_t c = 0; c < s->channels; c++)
+                    ub[c] = m[c] > ub[c] ? m[c] : ub[c];
+                wild |= m[s->channels] != 0;
+            }
+    return wild;
+}
+
+/* The eight source voxels and the three weights of an output voxel (general maps). */
+typedef struct tap8 {
+    float f[3];
+    const float *q[8];  /* corner (a, b, c) at q[4a + 2b + c] */
+} tap8;
+
+/* classes by bound, largest first (insertion sort: a few hundred at most, mostly in order) */
+static void sort_by_bound(int32_t *order, int64_t n, const float *ub)
+{
+    for (int64_t i = 1; i < n; i++) {
+        int32_t c = order[i];
+        int64_t j = i;
+        while (j > 0 && ub[order[j - 1]] < ub[c]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = c;
+    }
+}
+
+/* the taps of every voxel of tile t (lo, hi) */
+static int64_t tile_taps(const swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
+                         tap8 *taps)
+{
+    int64_t o = 0;
+    for (int64_t i = lo[0]; i < hi[0]; i++)
+        for (int64_t j = lo[1]; j < hi[1]; j++)
+            for (int64_t k = lo[2]; k < hi[2]; k++, o++) {
+                int64_t tp[3][2];
+                for (int r = 0; r < 3; r++)
+                    rs__tap(s->map[r][0] * (double)i + s->map[r][1] * (double)j +
+                                s->map[r][2] * (double)k + s->map[r][3],
+                            s->src[r], &tp[r][0], &tp[r][1], &taps[o].f[r]);
+                for (int m = 0; m < 8; m++) {
+                    int64_t x = tp[0][(m >> 2) & 1], y = tp[1][(m >> 1) & 1], z = tp[2][m & 1];
+                    int64_t bi = ((x / BLK) * s->nb[1] + y / BLK) * s->nb[2] + z / BLK;
+                    taps[o].q[m] = s->blk[bi] + ((x % BLK) * BLK + y % BLK) * BLK + z % BLK;
+                }
+            }
+    return o;
+}
+
+static inline float tap_value(const tap8 *p, int64_t d)
+{
+    const float *const *q = p->q;
+    return rs__trilerp(q[0][d], q[1][d], q[2][d], q[3][d], q[4][d], q[5][d], q[6][d], q[7][d],
+                       p->f[0], p->f[1], p->f[2]);
+}
+
+/* Axis-aligned maps: each output axis reads one source axis, so the tile is interpolated in
+ * three passes (k, then j, then i) over its source box, the same operations per voxel as
+ * rs__trilerp with the intermediate lerps shared between neighbours. */
+typedef struct sep_taps {
+    int64_t n[3], box_lo[3], box_n[3];
+    int64_t *t0[3], *t1[3]; /* per output coordinate: taps relative to the box */
+    float *f[3];
+} sep_taps;
+
+typedef struct tile_work {
+    tap8 *taps;
+    float *buf, *best;      /* scores [channels, nv]; argmax: the best value per voxel */
+    uint16_t *label;
+    int32_t *order, *lab;   /* argmax: labels while classes are tried (int32: vectorised) */
+    float *g, *p1, *p2, *out; /* separable: the box, the two passes, one class's values */
+    const float **gp;       /* separable: where each box voxel lies in the blocks */
+    int64_t *ti;            /* 6 * tile taps */
+    float *tf;              /* 3 * tile weights */
+} tile_work;
+
+static int separable(const double m[3][4])
+{
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+            if (r != c && m[r][c] != 0)
+                return 0;
+    return 1;
+}
+
+static void sep_setup(const swi_resample_sink *s, int64_t t, const int64_t lo[3],
+                      const int64_t hi[3], tile_work *w, sep_taps *st)
+{
+    const int64_t *b = s->tbox + 6 * t;
+    const int64_t tl = s->tile;
+    for (int r = 0; r < 3; r++) {
+        st->n[r] = hi[r] - lo[r];
+        st->box_lo[r] = b[r];
+        st->box_n[r] = b[3 + r] - b[r];
+        st->t0[r] = w->ti + (2 * r) * tl;
+        st->t1[r] = w->ti + (2 * r + 1) * tl;
+        st->f[r] = w->tf + r * tl;
+        for (int64_t o = 0; o < st->n[r]; o++) {
+            int64_t a0, a1;
+            rs__tap(s->map[r][r] * (double)(lo[r] + o) + s->map[r][3], s->src[r], &a0, &a1,
+                    &st->f[r][o]);
+            st->t0[r][o] = a0 - b[r];
+            st->t1[r][o] = a1 - b[r];
+        }
+    }
+    /* the box's voxels in the blocks, once for all classes */
+    int64_t v = 0;
+    for (int64_t x = b[0]; x < b[3]; x++)
+        for (int64_t y = b[1]; y < b[4]; y++)
+            for (int64_t z = b[2]; z < b[5]; z++, v++)
+                w->gp[v] = s->blk[((x / BLK) * s->nb[1] + y / BLK) * s->nb[2] + z / BLK] +
+                           ((x % BLK) * BLK + y % BLK) * BLK + z % BLK;
+}
+
+/* class c of tile t, separably, into w->out [nv] */
+static void sep_class(const sep_taps *st, int64_t c, tile_work *w)
+{
+    const int64_t B0 = st->box_n[0], B1 = st->box_n[1], B2 = st->box_n[2];
+    const int64_t N0 = st->n[0], N1 = st->n[1], N2 = st->n[2];
+    /* gather the box from the blocks */
+    const int64_t off = c * BLK3;
+    for (int64_t v = 0; v < B0 * B1 * B2; v++)
+        w->g[v] = w->gp[v][off];
+    for (int64_t xy = 0; xy < B0 * B1; xy++)
+        for (int64_t k = 0; k < N2; k++) {
+            const float *g = w->g + xy * B2;
+            w->p1[xy * N2 + k] = rs__lerp(g[st->t0[2][k]], g[st->t1[2][k]], st->f[2][k]);
+        }
+    for (int64_t x = 0; x < B0; x++)
+        for (int64_t j = 0; j < N1; j++) {
+            const float *a = w->p1 + (x * B1 + st->t0[1][j]) * N2;
+            const float *bb = w->p1 + (x * B1 + st->t1[1][j]) * N2;
+            const float f = st->f[1][j];
+            float *d = w->p2 + (x * N1 + j) * N2;
+            for (int64_t k = 0; k < N2; k++)
+                d[k] = rs__lerp(a[k], bb[k], f);
+        }
+    for (int64_t i = 0; i < N0; i++) {
+        const float *a = w->p2 + st->t0[0][i] * N1 * N2;
+        const float *bb = w->p2 + st->t1[0][i] * N1 * N2;
+        const float f = st->f[0][i];
+        float *d = w->out + i * N1 * N2;
+        for (int64_t jk = 0; jk < N1 * N2; jk++)
+            d[jk] = rs__lerp(a[jk], bb[jk], f);
+    }
+}
+
+/* the values of class c at every voxel of the tile, into out [nv] */
+static void class_values(int sep, const sep_taps *st,
+                         const tap8 *taps, int64_t nv, int64_t c, tile_work *w, float *out)
+{
+    if (sep) {
+        float *keep = w->out;
+        w->out = out;
+        sep_class(st, c, w);
+        w->out = keep;
+        return;
+    }
+    for (int64_t v = 0; v < nv; v++)
+        out[v] = tap_value(&taps[v], c * BLK3);
+}
+
+static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, tile_work *w)
+{
+    int64_t lo[3], hi[3];
+    tile_out_box(s, t, lo, hi);
+    const int64_t nv = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+    const int sep = separable(s->map);
+    sep_taps st;
+    if (sep)
+        sep_setup(s, t, lo, hi, w, &st);
+    else
+        tile_taps(s, lo, hi, w->taps);
+    if (!s->labels_fn) {
+        for (int64_t ch = 0; ch < s->channels; ch++)
+            class_values(sep, &st, w->taps, nv, ch, w, w->buf + ch * nv);
+        return s->emit(s->user, lo, hi, s->channels, w->buf);
+    }
+    /* argmax: classes by their bound, largest first, until none can win anywhere */
+    const int wild = ub == NULL;
+    for (int64_t c = 0; c < s->channels; c++)
+        w->order[c] = (int32_t)c;
+    if (!wild)
+        sort_by_bound(w->order, s->channels, ub);
+    float *best = w->best;
+    int32_t *lab = w->lab;
+    for (int64_t r = 0; r < s->channels; r++) {
+        const int32_t c = w->order[r];
+        if (!wild && r > 0 && r % 4 == 0) {
+            /* below every voxel's best: neither this class nor a later one can win (checked
+             * every fourth class: the minimum costs as much as a class) */
+            float floor_best = best[0];
+            for (int64_t v = 1; v < nv; v++)
+                floor_best = best[v] < floor_best ? best[v] : floor_best;
+            if (ub[c] < floor_best)
+                break;
+        }
+        class_values(sep, &st, w->taps, nv, c, w, w->out);
+        const float *x = w->out;
+        if (r == 0) {
+            for (int64_t v = 0; v < nv; v++) {
+                best[v] = x[v];
+                lab[v] = c;
+            }
+        } else if (!wild) {
+            /* finite scores, classes out of index order: the lower index wins a tie */
+            for (int64_t v = 0; v < nv; v++) {
+                const int take = (x[v] > best[v]) | ((x[v] == best[v]) & (c < lab[v]));
+                best[v] = take ? x[v] : best[v];
+                lab[v] = take ? c : lab[v];
+            }
+        } else {
+            /* index order, as the engine: the first NaN wins, then the first largest */
+            for (int64_t v = 0; v < nv; v++)
+                if (!isnan(best[v]) && (isnan(x[v]) || x[v] > best[v])) {
+                    best[v] = x[v];
+                    lab[v] = c;
+                }
+        }
+    }
+    for (int64_t v = 0; v < nv; v++)
+        w->label[v] = (uint16_t)lab[v];
+    return s->labels_fn(s->labels_user, lo, hi, w->label);
+}
+
+int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
+                           const float *data)
+{
+    for (int a = 0; a < 3; a++)
+        if (lo[a] < 0 || hi[a] > s->src[a] || lo[a] >= hi[a])
+            return 1;
+    const int64_t rn[3] = { hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2] };
+    const int64_t rv = rn[0] * rn[1] * rn[2];
+    int64_t cap = 0, nready = 0, *ready = NULL;
+    float *bounds = NULL;    /* argmax: C per ready tile; NaN first where the tile is wild */
+    const size_t bbytes = block_floats(s) * sizeof(float);
+    const int amax = s->labels_fn != NULL;
+    pthread_mutex_lock(&s->lock);
+    if (s->failed)
+        goto fail_locked;
+    /* 1. into the blocks some tile still reads */
+    for (int64_t x = lo[0] / BLK; x <= (hi[0] - 1) / BLK; x++)
+        for (int64_t y = lo[1] / BLK; y <= (hi[1] - 1) / BLK; y++)
+            for (int64_t z = lo[2] / BLK; z <= (hi[2] - 1) / BLK; z++) {
+                int64_t bi = (x * s->nb[1] + y) * s->nb[2] + z;
+                if (s->refs[bi] <= 0)
+                    continue;
+                if (!s->blk[bi]) {
+                    s->blk[bi] = malloc(bbytes);
+                    if (!s->blk[bi])
+                        goto fail_locked;
+                    s->held += bbytes;
+                    if (s->held > s->peak)
+                        s->peak = s->held;
+                    if (amax) {
+                        float *m = s->blk[bi] + s->channels * BLK3;
+                        for (int64_t c = 0; c < s->channels; c++)
+                            m[c] = -INFINITY;
+                        m[s->channels] = 0;
+                    }
+                }
+                float *dst = s->blk[bi];
+                int64_t x0 = x * BLK > lo[0] ? x * BLK : lo[0], x1 = (x + 1) * BLK < hi[0] ? (x + 1) * BLK : hi[0];
+                int64_t y0 = y * BLK > lo[1] ? y * BLK : lo[1], y1 = (y + 1) * BLK < hi[1] ? (y + 1) * BLK : hi[1];
+                int64_t z0 = z * BLK > lo[2] ? z * BLK : lo[2], z1 = (z + 1) * BLK < hi[2] ? (z + 1) * BLK : hi[2];
+                float *mx = dst + s->channels * BLK3;
+                for (int64_t ch = 0; ch < s->channels; ch++)
+                    for (int64_t i = x0; i < x1; i++)
+                        for (int64_t j = y0; j < y1; j++) {
+                            const float *from = data + ch * rv +
+                                                ((i - lo[0]) * rn[1] + (j - lo[1])) * rn[2] +
+                                                (z0 - lo[2]);
+                            memcpy(dst + ch * BLK3 + ((i % BLK) * BLK + j % BLK) * BLK + z0 % BLK,
+                                   from, (size_t)(z1 - z0) * sizeof(float));
+                            if (!amax)
+                                continue;
+                            /* a NaN or an infinity makes the tiles reading it take every
+                             * class, so the bound may ignore them (v - v is 0 for finite v) */
+                            float m = mx[ch], wild = 0;
+                            for (int64_t zz = 0; zz < z1 - z0; zz++) {
+                                const float v = from[zz];
+                                m = v > m ? v : m;
+                                wild += v - v != 0;
+                            }
+                            mx[ch] = m;
+                            if (wild != 0)
+                                mx[s->channels] = 1;
+                        }
+            }
+    /* 2. count down the tiles it reaches */
+    const int64_t rid = ++s->region_id;
+    for (int64_t x = lo[0] / CELL; x <= (hi[0] - 1) / CELL; x++)
+        for (int64_t y = lo[1] / CELL; y <= (hi[1] - 1) / CELL; y++)
+            for (int64_t z = lo[2] / CELL; z <= (hi[2] - 1) / CELL; z++) {
+                int64_t c = (x * s->ng[1] + y) * s->ng[2] + z;
+                for (int64_t e = s->cell_start[c]; e < s->cell_start[c + 1]; e++) {
+                    int64_t t = s->cell_tiles[e];
+                    if (s->stamp[t] == rid || s->done[t])
+                        continue;
+                    s->stamp[t] = rid;
+                    int64_t got = overlap_voxels(s->tbox + 6 * t, lo, hi);
+                    if (got == 0)
+                        continue;
+                    s->missing[t] -= got;
+                    if (s->missing[t] == 0) {
+                        if (nready == cap) {
+                            cap = cap ? 2 * cap : 64;
+                            int64_t *r = realloc(ready, (size_t)cap * sizeof *r);
+                            if (!r)
+                                goto fail_locked;
+                            ready = r;
+                            if (amax) {
+                                float *b = realloc(bounds, (size_t)cap * (size_t)s->channels *
+                                                               sizeof *b);
+                                if (!b)
+                                    goto fail_locked;
+                                bounds = b;
+                            }
+                        }
+                        if (amax && tile_bounds(s, t, bounds + nready * s->channels))
+                            bounds[nready * s->channels] = NAN;
+                        ready[nready++] = t;
+                    }
+                }
+            }
+    pthread_mutex_unlock(&s->lock);
+
+    /* 3. the tiles it completed, outside the lock: their blocks are whole and stay */
+    int failed = 0;
+    if (nready > 0) {
+        const size_t tv = (size_t)s->tile * (size_t)s->tile * (size_t)s->tile;
+        /* the largest source box of a tile: its margins and taps on either side */
+        size_t box = 1;
+        for (int a = 0; a < 3; a++)
+            box *= (size_t)s->maxbox[a];
+        tile_work w = { 0 };
+        w.taps = malloc(tv * sizeof(tap8));
+        w.buf = amax ? NULL : malloc(tv * (size_t)s->channels * sizeof(float));
+        w.best = amax ? malloc(tv * sizeof(float)) : NULL;
+        w.label = amax ? malloc(tv * sizeof(uint16_t)) : NULL;
+        w.order = amax ? malloc((size_t)s->channels * sizeof(int32_t)) : NULL;
+        w.lab = amax ? malloc(tv * sizeof(int32_t)) : NULL;
+        w.g = malloc(box * sizeof(float));
+        w.gp = malloc(box * sizeof(*w.gp));
+        w.p1 = malloc(box / (size_t)s->maxbox[2] * (size_t)s->tile * sizeof(float));
+        w.p2 = malloc((size_t)s->maxbox[0] * (size_t)s->tile * (size_t)s->tile * sizeof(float));
+        w.out = malloc(tv * sizeof(float));
+        w.ti = malloc(6 * (size_t)s->tile * sizeof(int64_t));
+        w.tf = malloc(3 * (size_t)s->tile * sizeof(float));
+        if (!w.taps || !w.g || !w.gp || !w.p1 || !w.p2 || !w.out || !w.ti || !w.tf ||
+            (amax ? !w.best || !w.label || !w.order || !w.lab : !w.buf))
+            failed = 1;
+        for (int64_t r = 0; r < nready && !failed; r++) {
+            const float *ub = amax ? bounds + r * s->channels : NULL;
+            if (ub && isnan(ub[0]))
+                ub = NULL; /* wild: every class, in index order */
+            failed = emit_tile(s, ready[r], ub, &w) != 0;
+        }
+        free(w.taps);
+        free(w.buf);
+        free(w.best);
+        free(w.label);
+        free(w.order);
+        free(w.lab);
+        free(w.g);
+        free(w.gp);
+        free(w.p1);
+        free(w.p2);
+        free(w.out);
+        free(w.ti);
+        free(w.tf);
+    }
+    /* 4. release what they read */
+    pthread_mutex_lock(&s->lock);
+    for (int64_t r = 0; r < nready; r++) {
+        int64_t t = ready[r];
+        const int64_t *b = s->tbox + 6 * t;
+        s->done[t] = 1;
+        s->emitted++;
+        for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
+            for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
+                for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++) {
+                    int64_t bi = (x * s->nb[1] + y) * s->nb[2] + z;
+                    if (--s->refs[bi] == 0 && s->blk[bi]) {
+                        free(s->blk[bi]);
+                        s->blk[bi] = NULL;
+                        s->held -= bbytes;
+                    }
+                }
+    }
+    if (failed)
+        s->failed = 1;
+    pthread_mutex_unlock(&s->lock);
+    free(ready);
+    free(bounds);
+    return failed;
+
+fail_locked:
+    s->failed = 1;
+    pthread_mutex_unlock(&s->lock);
+    free(ready);
+    free(bounds);
+    return 1;
+}
+
+swi_status swi_resample_sink_finish(swi_resample_sink *s, char *err, size_t errlen)
+{
+    if (s->failed) {
+        rs__err(err, errlen, "resampling back to the input grid failed");
+        return SWI_ERR_CALLBACK;
+    }
+    if (s->emitted != s->ntiles) {
+        rs__err(err, errlen, "resampling back: %lld of %lld output tiles never had their inputs",
+                (long long)(s->ntiles - s->emitted), (long long)s->ntiles);
+        return SWI_ERR_INVALID_ARG;
+    }
+    return SWI_OK;
+}
+
+size_t swi_resample_sink_peak_bytes(const swi_resample_sink *s)
+{
+    return s->peak;
+}
+
+size_t swi_resample_sink_fixed_bytes(const swi_resample_sink *s)
+{
+    return s->fixed;
+}
+
+size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out_size[3],
+                                    const double map[3][4], int64_t channels, int tile,
+                                    int outer)
+{
+    if (tile <= 0)
+        tile = 8;
+    if (outer < 0 || outer > 2)
+        outer = 0;
+    /* a tile's box along the outer axis (its extent and the upper tap), in whole blocks:
+     * the tiles straddling the edge of a sweep hold a slab that thick until the next one */
+    double ext = 0;
+    for (int k = 0; k < 3; k++)
+        ext += fabs(map[outer][k]) * (double)(tile - 1);
+    int64_t slab = (ceil_div((int64_t)ceil(ext) + 2, BLK) + 1) * BLK;
+    if (slab > src_size[outer])
+        slab = src_size[outer];
+    size_t plane = 1;
+    for (int a = 0; a < 3; a++)
+        if (a != outer)
+            plane *= (size_t)(ceil_div(src_size[a], BLK) * BLK);
+    size_t tiles = 1, blocks = 1;
+    for (int a = 0; a < 3; a++) {
+        tiles *= (size_t)ceil_div(out_size[a], tile);
+        blocks *= (size_t)ceil_div(src_size[a], BLK);
+    }
+    return (size_t)slab * plane * (size_t)(channels + 1) * sizeof(float) +
+           tiles * (8 * sizeof(int64_t) + 1 + 8 * sizeof(int64_t)) +
+           blocks * (sizeof(float *) + sizeof(int32_t));
+}

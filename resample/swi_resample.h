@@ -1,0 +1,204 @@
+/*
+ * swi_resample.h -- bringing a scan to a model's grid and results back: orientation by
+ * axis permutation and flips (MONAI's Orientationd), and voxel spacing (MONAI's Spacingd
+ * geometry, trilinear sampling with border clamping).
+ *
+ * Link swi_resample (CMake: swi::resample). A client of swi.h only (libm, no I/O).
+ *
+ *     swi_orientation o;
+ *     char err[256];
+ *     if (swi_orientation_make(affine, size, "RAS", &o, err, sizeof err) != SWI_OK) { ... }
+ *     // voxel (i, j, k) of the input is voxel swi_orient_index(&o, i, j, k) of the RAS grid;
+ *     // o.size and o.affine describe that grid.
+ *
+ *     swi_spacing_grid g;
+ *     swi_spacing_grid_make(o.affine, o.size, (double[3]){ 1.5, 1.5, 1.5 }, &g, err, sizeof err);
+ *     swi_resample_trilinear(src, o.size, dst, g.size, g.to_src, 1, 0, g.size[0]);
+ *
+ * Geometry follows MONAI 1.4 (monai/data/utils.py, monai/transforms/spatial) and nibabel:
+ *  - orientation: the input's axis codes are nibabel's io_orientation of the affine (the
+ *    nearest orthogonal matrix of its direction cosines, each voxel axis given the world
+ *    axis it is most parallel to, greedily in axis order); the target codes are letters of
+ *    L/R, P/A, I/S, one per world axis. Oriented axis j is input axis src_axis[j], read
+ *    backwards where flip[j]. The oriented affine is affine @ inv_ornt_aff (exact).
+ *  - spacing: Spacingd(pixdim, diagonal=False, scale_extent=False): a target spacing within
+ *    1e-3 of the input's keeps the input's; the new directions are the rotation part of
+ *    the affine's QR factorisation (shear dropped); the shape is round(extent / pixdim + 1)
+ *    of the input's corners (round half to even, as numpy); the grid starts at the input
+ *    corner that is smallest along every new axis (within 1e-8), or, when no corner is
+ *    (oblique or float32 affines), it is centred: offset = A (n / 2) + t - R (m / 2).
+ *  - sampling: value at the continuous source index inv(src) @ dst @ (i, j, k), voxel
+ *    centres at integers (align_corners=False), coordinates clamped to [0, n - 1] (padding
+ *    "border", Spacingd's default), trilinear. Back to the input grid the same map runs
+ *    the other way (Invertd).
+ *
+ * Errors follow swi.h: an swi_status, and a one-line message in err (errlen bytes, may be
+ * NULL) naming what is wrong. Nothing is printed.
+ */
+#ifndef SWI_RESAMPLE_H
+#define SWI_RESAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- orientation ---------------------------------------------------------------- */
+
+/** Parse three axis codes ("RAS", "LPS", "PIR", case-insensitive): world[j] is the world
+ *  axis (0 = L/R, 1 = P/A, 2 = I/S) of axis j, sign[j] +1 towards R/A/S, -1 towards
+ *  L/P/I. Fails on anything but three letters naming three distinct world axes. */
+swi_status swi_axcodes_parse(const char *codes, int world[3], int sign[3], char *err,
+                             size_t errlen);
+
+/** The axis codes of an affine (nibabel's aff2axcodes), e.g. "LPS"; codes gets 4 bytes.
+ *  Fails when the direction part is singular. */
+swi_status swi_affine_axcodes(const double affine[4][4], char codes[4], char *err, size_t errlen);
+
+/** How a grid is brought to target axis codes. */
+typedef struct swi_orientation {
+    int src_axis[3];      /**< oriented axis j is input axis src_axis[j] */
+    int flip[3];          /**< 1 where oriented axis j runs backwards along it */
+    int64_t in_size[3];   /**< the input grid */
+    int64_t size[3];      /**< the oriented grid: in_size[src_axis[j]] */
+    double affine[4][4];  /**< the oriented grid's voxel -> world map */
+} swi_orientation;
+
+/** Orientation of a grid (affine, size) to `codes` (see swi_axcodes_parse). */
+swi_status swi_orientation_make(const double affine[4][4], const int64_t size[3], const char *codes,
+                                swi_orientation *o, char *err, size_t errlen);
+
+/** 1 when the orientation changes nothing. */
+int swi_orientation_is_identity(const swi_orientation *o);
+
+/** Input voxel (x[0], x[1], x[2]) -> its index along each oriented axis (y). */
+void swi_orient_point(const swi_orientation *o, const int64_t x[3], int64_t y[3]);
+
+/** Copy `planes` volumes of elem_bytes elements from the input grid (src) to the oriented
+ *  grid (dst, inverse = 0), or back (inverse = 1). src and dst must not overlap. */
+void swi_orient_copy(const swi_orientation *o, const void *src, void *dst, size_t elem_bytes,
+                     int64_t planes, int inverse);
+
+/** Read the box [lo, hi) of the oriented grid from the input grid: dst is
+ *  [planes, *(hi - lo)], src [planes, *in_size]; floats. For swi_reader callbacks. */
+void swi_orient_read_box(const swi_orientation *o, const float *src, int64_t planes,
+                         const int64_t lo[3], const int64_t hi[3], float *dst);
+
+/** Write a region [lo, hi) of the oriented grid (src [planes, *(hi - lo)]) into the input
+ *  grid (dst [planes, *in_size]). Distinct regions write distinct voxels, so region
+ *  callbacks on several threads may call it at once. */
+void swi_orient_write_box(const swi_orientation *o, const void *src, size_t elem_bytes,
+                          int64_t planes, const int64_t lo[3], const int64_t hi[3], void *dst);
+
+/** map sends points to oriented indices; out sends the same points to input indices. */
+void swi_orient_map_to_input(const swi_orientation *o, const double map[3][4], double out[3][4]);
+
+/** map takes oriented indices; out takes input indices to the same place. */
+void swi_orient_map_from_input(const swi_orientation *o, const double map[3][4],
+                               double out[3][4]);
+
+/* ---- spacing -------------------------------------------------------------------- */
+
+/** Largest number of voxels a resampled grid may have (2^40, as swi_io). */
+#define SWI_RESAMPLE_MAX_VOXELS ((int64_t)1 << 40)
+
+/** The grid Spacingd makes, and the voxel maps between it and the input grid. */
+typedef struct swi_spacing_grid {
+    int64_t size[3];       /**< voxels of the new grid */
+    double affine[4][4];   /**< its voxel -> world map */
+    double pixdim[3];      /**< its spacing (the target, or the input's where within 1e-3) */
+    int centred;           /**< 1: no input corner passed the corner test; the grid is centred */
+    int identity;          /**< 1: the maps are the identity within 1e-3 and the shape is the
+                                input's; MONAI then leaves the volume as it is, and so should
+                                the caller */
+    double to_src[3][4];   /**< new voxel -> continuous input index (inv(src) @ new) */
+    double to_new[3][4];   /**< input voxel -> continuous new index (inv(new) @ src) */
+} swi_spacing_grid;
+
+/** The grid of an input (affine, size) resampled to pixdim (mm, each > 0 and finite).
+ *  Fails on bad spacings, singular affines and grids over SWI_RESAMPLE_MAX_VOXELS or an
+ *  axis over SWI_MAX_AXIS (the message names the spacing and the size). */
+swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3],
+                                 const double pixdim[3], swi_spacing_grid *g, char *err,
+                                 size_t errlen);
+
+/** Trilinear resampling with border clamping: dst voxel (i, j, k) of plane p, for rows
+ *  i in [row_lo, row_hi) of dst's first axis, is src plane p sampled at map @ (i, j, k, 1).
+ *  src [planes, *src_size], dst [planes, row_hi - row_lo, dst_size[1], dst_size[2]]. */
+void swi_resample_trilinear(const float *src, const int64_t src_size[3], float *dst,
+                            const int64_t dst_size[3], const double map[3][4], int64_t planes,
+                            int64_t row_lo, int64_t row_hi);
+
+/** The rows [*lo, *hi) of src's first axis that dst rows [row_lo, row_hi) read (clamped to
+ *  the source), for holding only a band of the source. */
+void swi_resample_rows_needed(const int64_t src_size[3], const int64_t dst_size[3],
+                              const double map[3][4], int64_t row_lo, int64_t row_hi,
+                              int64_t *lo, int64_t *hi);
+
+/* ---- streaming back to the input grid ------------------------------------------------ */
+
+/** Receives a completed region [lo, hi) of the output grid: data [channels, *(hi - lo)],
+ *  valid during the call. Called from the threads that feed the sink, concurrently for
+ *  distinct regions. Return non-zero to fail the feed. */
+typedef int (*swi_sink_emit_fn)(void *user, const int64_t lo[3], const int64_t hi[3],
+                                int64_t channels, const float *data);
+
+/** Trilinear resampling of a grid that arrives region by region, in any order, from any
+ *  number of threads (swi_run's on_region of an SWI_REDUCE_CUSTOM output): every output
+ *  voxel x is the source sampled at map @ x (border clamping), as swi_resample_trilinear.
+ *  The output grid is cut into tiles; a tile is computed and emitted as soon as every
+ *  source voxel it reads has arrived, and source voxels are kept (in small blocks) only
+ *  while a pending tile still reads them: the band, never the whole source. */
+typedef struct swi_resample_sink swi_resample_sink;
+
+/** A sink from a source grid (src_size, channels planes) to an output grid (out_size);
+ *  map sends output indices to source indices. tile: output tile edge (0 = 8). */
+swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
+                                    const double map[3][4], int64_t channels, int tile,
+                                    swi_sink_emit_fn emit, void *user, swi_resample_sink **out,
+                                    char *err, size_t errlen);
+
+/** Receives the argmax labels of a completed output region [lo, hi): [*(hi - lo)]. */
+typedef int (*swi_sink_labels_fn)(void *user, const int64_t lo[3], const int64_t hi[3],
+                                  const uint16_t *labels);
+
+/** Emit labels instead of scores (before the first feed; channels <= 65536): the argmax of
+ *  the resampled scores (lowest index wins ties, the first NaN wins), equal to the argmax
+ *  of what the scores mode emits. Only the classes that can win in a tile are
+ *  interpolated: a class whose largest source score within the tile's reach is below
+ *  every voxel's best so far cannot win there (classes are tried from the largest such
+ *  bound down; a tile whose sources hold a NaN or an infinity takes every class). */
+swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_sink_labels_fn fn, void *user);
+
+/** Feed the completed source region [lo, hi), data [channels, *(hi - lo)]. Thread-safe.
+ *  Returns 0, or non-zero when emit failed or memory ran out (the sink is then failed). */
+int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
+                           const float *data);
+
+/** After the last region: SWI_OK when every output tile was emitted. */
+swi_status swi_resample_sink_finish(swi_resample_sink *s, char *err, size_t errlen);
+
+/** Largest bytes of source voxels the sink held at once, so far. */
+size_t swi_resample_sink_peak_bytes(const swi_resample_sink *s);
+
+/** The sink's own bookkeeping (tiles, blocks, indexes): fixed at creation. */
+size_t swi_resample_sink_fixed_bytes(const swi_resample_sink *s);
+
+/** A prediction of the band for a source that completes in sweeps along source axis
+ *  `outer` (swi_plan.order[0]): the slab of blocks the tiles straddling a sweep's edge hold
+ *  until the next sweep, plus the bookkeeping. An estimate, not a bound: the regions within
+ *  a sweep hold smaller slabs of their own meanwhile. */
+size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out_size[3],
+                                    const double map[3][4], int64_t channels, int tile,
+                                    int outer);
+
+void swi_resample_sink_free(swi_resample_sink *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWI_RESAMPLE_H */
