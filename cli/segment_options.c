@@ -16,11 +16,13 @@
 static const char SEGMENT_HELP[] =
 "usage: swi segment --model M.onnx --input IN.nii.gz --output LABELS.nii.gz [options]\n"
 "\n"
-"Segment a 3-D NIfTI volume with an ONNX network by sliding-window inference\n"
+"Segment a 3-D volume (NIfTI, NRRD, MetaImage or a DICOM series) with an ONNX\n"
+"network by sliding-window inference\n"
 "(MONAI's sliding_window_inference, streamed). The volume is tiled with overlapping\n"
-"windows; the network sees each as [1, channels, i, j, k] (NIfTI voxel indices, k\n"
-"fastest, as nibabel/MONAI load it); the blended scores become a label map (argmax)\n"
-"with the input's qform/sform, so it overlays the image exactly.\n"
+"windows; the network sees each as [1, channels, i, j, k] (voxel indices, k fastest,\n"
+"as nibabel/MONAI load a NIfTI file; i, j, k as ITK indexes the other formats); the\n"
+"blended scores become a label map (argmax) with the input's geometry (qform/sform,\n"
+"or origin, spacing and direction), so it overlays the image exactly.\n"
 "\n"
 "Examples:\n"
 "  # the model's own window, 25% overlap, gaussian blending, 4 windows per call\n"
@@ -30,6 +32,9 @@ static const char SEGMENT_HELP[] =
 "  # CT preprocessing like MONAI ScaleIntensityRange(-175, 250, 0, 1, clip=True)\n"
 "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
 "      --clip -175,250 --scale -175,250,0,1\n"
+"\n"
+"  # a DICOM series (a directory of slices) -> labels for 3D Slicer, as NRRD\n"
+"  swi segment --model m.onnx --input CT_SERIES/ --output labels.nrrd\n"
 "\n"
 "  # two MR contrasts as two channels, z-scored, mirror test-time augmentation\n"
 "  swi segment --model m.onnx --input t1.nii.gz --input flair.nii.gz \\\n"
@@ -44,11 +49,15 @@ static const char SEGMENT_HELP[] =
 "\n"
 "Input and output:\n"
 "  --model FILE         ONNX model, one float32 input [batch, channels, i, j, k]\n"
-"  --input FILE         NIfTI-1/-2 volume (.nii, .nii.gz), any scalar type,\n"
-"                       scl_slope/scl_inter applied (NaN/Inf voxels read as 0);\n"
-"                       repeat for more channels, in order\n"
-"  --output FILE        label map (.nii, .nii.gz): uint8, uint16 above 256 classes\n"
+"  --input FILE|DIR     NIfTI-1/-2 (.nii, .nii.gz; scl_slope/scl_inter applied,\n"
+"                       NaN/Inf voxels read as 0), NRRD (.nrrd, .nhdr), MetaImage\n"
+"                       (.mha, .mhd), or a directory holding one DICOM series\n"
+"                       (sorted by slice position, rescale slope/intercept applied);\n"
+"                       any scalar type; repeat for more channels, in order\n"
+"  --output FILE        label map (.nii, .nii.gz, .nrrd, .mha, by the name): uint8,\n"
+"                       uint16 above 256 classes, with the input's geometry\n"
 "  --scores FILE        also write the blended scores: float32, classes along dim 4\n"
+"                       (.nii, .nii.gz, .nrrd, .mha)\n"
 "  --softmax            apply softmax over the classes to --scores\n"
 "  --preview FILE.png   three orthogonal mid-slices with the labels overlaid\n"
 "  --force              overwrite existing output files\n"
@@ -178,9 +187,11 @@ static int three_doubles(const char *s, double out[3])
     return 0;
 }
 
-static int is_nifti_name(const char *p)
+/* The names swi_io writes volumes to. */
+static int is_volume_name(const char *p)
 {
-    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz");
+    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz") || cli_ends_with(p, ".nrrd") ||
+           cli_ends_with(p, ".mha");
 }
 
 int seg_parse(int argc, char **argv, seg_opts *o, int plan)
@@ -325,10 +336,12 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         return usage(who, "--input is required", NULL, NULL);
     if (!plan && !o->output)
         return usage(who, "--output is required", NULL, NULL);
-    if (o->output && !is_nifti_name(o->output))
-        return usage(who, "--output '%s': the name must end in .nii or .nii.gz", o->output, NULL);
-    if (o->scores && !is_nifti_name(o->scores))
-        return usage(who, "--scores '%s': the name must end in .nii or .nii.gz", o->scores, NULL);
+    if (o->output && !is_volume_name(o->output))
+        return usage(who, "--output '%s': the name must end in .nii, .nii.gz, .nrrd or .mha",
+                     o->output, NULL);
+    if (o->scores && !is_volume_name(o->scores))
+        return usage(who, "--scores '%s': the name must end in .nii, .nii.gz, .nrrd or .mha",
+                     o->scores, NULL);
     if (o->preview && !cli_ends_with(o->preview, ".png"))
         return usage(who, "--preview '%s': the name must end in .png", o->preview, NULL);
     if (o->softmax && !o->scores)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void io__err(char *err, size_t n, const char *fmt, ...)
@@ -56,6 +57,9 @@ int swi_io_available(swi_io_format format)
     switch (format) {
     case SWI_IO_NIFTI: return io__nifti_available();
     case SWI_IO_PNG: return io__png_available();
+    case SWI_IO_NRRD:
+    case SWI_IO_METAIMAGE:
+    case SWI_IO_DICOM: return io__itk_available();
     default: return 0;
     }
 }
@@ -68,6 +72,10 @@ swi_io_format swi_io_format_of(const char *path)
         return SWI_IO_NIFTI;
     if (io__ends_with(path, ".png"))
         return SWI_IO_PNG;
+    if (io__ends_with(path, ".nrrd") || io__ends_with(path, ".nhdr"))
+        return SWI_IO_NRRD;
+    if (io__ends_with(path, ".mha") || io__ends_with(path, ".mhd"))
+        return SWI_IO_METAIMAGE;
     return SWI_IO_UNKNOWN;
 }
 
@@ -82,8 +90,14 @@ swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t n)
         io__err(err, n, "swi_volume_open: %s is NULL", path ? "v" : "path");
         return SWI_ERR_INVALID_ARG;
     }
-    /* The only reader so far; it explains a wrong name itself, after checking the file
-     * exists (a missing file is the likelier mistake). */
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return io__dicom_open(path, v, err, n);
+    swi_io_format f = swi_io_format_of(path);
+    if (f == SWI_IO_NRRD || f == SWI_IO_METAIMAGE)
+        return io__itk_open(path, f, v, err, n);
+    /* NIfTI explains a wrong name itself, after checking the file exists (a missing file
+     * is the likelier mistake). */
     return io__nifti_open(path, v, err, n);
 }
 
@@ -94,12 +108,19 @@ swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel 
         io__err(err, n, "swi_volume_read: %s is NULL", v ? "dst" : "v");
         return SWI_ERR_INVALID_ARG;
     }
-    if (v->format != SWI_IO_NIFTI || !v->path[0]) {
-        io__err(err, n, "swi_volume_read: %s", v->path[0] ? "not an opened volume"
-                : "a made volume has no file to read");
+    if (!v->path[0]) {
+        io__err(err, n, "swi_volume_read: a made volume has no file to read");
         return SWI_ERR_INVALID_ARG;
     }
-    return io__nifti_read(v, dst, cancel, err, n);
+    switch (v->format) {
+    case SWI_IO_NIFTI: return io__nifti_read(v, dst, cancel, err, n);
+    case SWI_IO_NRRD:
+    case SWI_IO_METAIMAGE: return io__itk_read(v, dst, cancel, err, n);
+    case SWI_IO_DICOM: return io__dicom_read(v, dst, cancel, err, n);
+    default:
+        io__err(err, n, "swi_volume_read: not an opened volume");
+        return SWI_ERR_INVALID_ARG;
+    }
 }
 
 swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double spacing[3],
@@ -124,11 +145,28 @@ swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
                                                                           : "data");
         return SWI_ERR_INVALID_ARG;
     }
-    if (swi_io_format_of(name) != SWI_IO_NIFTI) {
+    swi_io_format f = swi_io_format_of(name);
+    if (f == SWI_IO_NRRD && io__ends_with(name, ".nrrd"))
+        return io__itk_write_fd(fd, name, f, like, data, dtype, planes, cancel, err, n);
+    if (f == SWI_IO_METAIMAGE && io__ends_with(name, ".mha"))
+        return io__itk_write_fd(fd, name, f, like, data, dtype, planes, cancel, err, n);
+    if (f != SWI_IO_NIFTI) {
         if (fd >= 0)
             close(fd);
-        io__err(err, n, "%s: no volume format for this name (NIfTI: .nii, .nii.gz)", name);
+        io__err(err, n, "%s: no volume format for this name (.nii, .nii.gz, .nrrd, .mha)", name);
         return SWI_ERR_INVALID_ARG;
+    }
+    if (like->format != SWI_IO_NIFTI) {
+        /* another format's geometry, in a NIfTI header */
+        swi_volume nl;
+        swi_status st = io__nifti_like(like, &nl, err, n);
+        if (st != SWI_OK) {
+            if (fd >= 0)
+                close(fd);
+            return st;
+        }
+        return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, &nl, data, dtype, kind,
+                                  planes, classes, cancel, err, n);
     }
     return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, like, data, dtype, kind,
                               planes, classes, cancel, err, n);

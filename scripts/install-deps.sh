@@ -23,6 +23,9 @@ APT_PACKAGES=(
   python3 python3-numpy python3-nibabel python3-onnx
   # swi export: ONNX read/written with protobuf-c and the onnx.proto libonnx-dev ships
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev
+  # swi_io: NRRD, MetaImage and DICOM series through ITK's image I/O (brings GDCM; optional,
+  # detected at configure time); its tests make DICOM series with pydicom
+  libinsighttoolkit5-dev python3-pydicom
 )
 
 ORT_NPM_PACKAGE="com.github.asus4.onnxruntime"
