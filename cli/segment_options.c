@@ -15,6 +15,7 @@
 
 static const char SEGMENT_HELP[] =
 "usage: swi segment --model M.onnx --input IN.nii.gz --output LABELS.nii.gz [options]\n"
+"       swi segment --model M.onnx --input-dir IN/ --output-dir OUT/ [options]\n"
 "\n"
 "Segment a 3-D volume (NIfTI, NRRD, MetaImage or a DICOM series) with an ONNX\n"
 "network by sliding-window inference\n"
@@ -44,6 +45,14 @@ static const char SEGMENT_HELP[] =
 "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
 "      --scores prob.nii.gz --softmax --preview seg.png --max-memory 4G\n"
 "\n"
+"  # a whole folder, the model loaded once: every volume file and every DICOM series\n"
+"  # directory of scans/ -> out/<case>.nii.gz; finished cases are skipped on a rerun\n"
+"  swi segment --model m.onnx --input-dir scans/ --output-dir out/\n"
+"\n"
+"  # two machines share a folder: each takes every 2nd case\n"
+"  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 0/2   # one\n"
+"  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 1/2   # other\n"
+"\n"
 "  # see the window grid and the memory first: swi plan takes the same options\n"
 "  swi plan --model m.onnx --input ct.nii.gz --roi 96 --sw-batch 2\n"
 "\n"
@@ -62,6 +71,19 @@ static const char SEGMENT_HELP[] =
 "  --preview FILE.png   three orthogonal mid-slices with the labels overlaid\n"
 "  --force              overwrite existing output files\n"
 "  --head N             use the model's output N (default 0, the first)\n"
+"\n"
+"Folder mode (instead of --input/--output):\n"
+"  --input-dir DIR      segment every case in DIR: each volume file (.nii, .nii.gz,\n"
+"                       .nrrd, .nhdr, .mha, .mhd) and each subdirectory holding a DICOM\n"
+"                       series; nnU-Net's naming makes channels: case_0000.nii.gz,\n"
+"                       case_0001.nii.gz, ... are the channels of case\n"
+"  --output-dir DIR     where OUT/<case>.<format> go (made if missing; not DIR itself);\n"
+"                       cases whose output exists are skipped unless --force\n"
+"  --output-format F    nii.gz (default), nii, nrrd or mha\n"
+"  --part I/N           only cases I, I+N, I+2N, ... of the sorted list (0 <= I < N)\n"
+"                       The model is loaded once and the next case read while one is\n"
+"                       segmented; a failed case is reported and the rest go on (exit\n"
+"                       status 1 at the end); a table of the cases ends the run.\n"
 "\n"
 "Sliding window (MONAI's meaning and defaults):\n"
 "  --roi N | I,J,K      window size (default: the model's static input size;\n"
@@ -134,7 +156,7 @@ enum {
     OPT_MODEL = 256, OPT_INPUT, OPT_OUTPUT, OPT_SCORES, OPT_PREVIEW, OPT_ROI, OPT_OVERLAP,
     OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
     OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
-    OPT_HELP
+    OPT_HELP, OPT_INPUT_DIR, OPT_OUTPUT_DIR, OPT_OUTPUT_FORMAT, OPT_PART
 };
 
 static const struct option LONG_OPTS[] = {
@@ -160,6 +182,10 @@ static const struct option LONG_OPTS[] = {
     { "force", no_argument, NULL, OPT_FORCE },
     { "device", required_argument, NULL, OPT_DEVICE },
     { "head", required_argument, NULL, OPT_HEAD },
+    { "input-dir", required_argument, NULL, OPT_INPUT_DIR },
+    { "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+    { "output-format", required_argument, NULL, OPT_OUTPUT_FORMAT },
+    { "part", required_argument, NULL, OPT_PART },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -322,6 +348,31 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             o->head = (int)v;
             break;
         }
+        case OPT_INPUT_DIR: o->input_dir = arg; break;
+        case OPT_OUTPUT_DIR: o->output_dir = arg; break;
+        case OPT_OUTPUT_FORMAT:
+            if (strcmp(arg, "nii.gz") != 0 && strcmp(arg, "nii") != 0 && strcmp(arg, "nrrd") != 0 &&
+                strcmp(arg, "mha") != 0)
+                return usage(who, "--output-format '%s': use nii.gz, nii, nrrd or mha", arg, NULL);
+            o->output_format = arg;
+            break;
+        case OPT_PART: {
+            int64_t v[2];
+            const char *slash = strchr(arg, '/');
+            char first[32];
+            if (!slash || (size_t)(slash - arg) >= sizeof first)
+                return usage(who, "--part '%s': give I/N (cases I, I+N, ...; 0 <= I < N)", arg,
+                             NULL);
+            memcpy(first, arg, (size_t)(slash - arg));
+            first[slash - arg] = '\0';
+            if (cli_parse_i64(first, 0, 1000000, &v[0]) || cli_parse_i64(slash + 1, 1, 1000000, &v[1]) ||
+                v[0] >= v[1])
+                return usage(who, "--part '%s': give I/N (cases I, I+N, ...; 0 <= I < N)", arg,
+                             NULL);
+            o->part_index = (int)v[0];
+            o->part_count = (int)v[1];
+            break;
+        }
         case ':':
             return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);
         default:
@@ -332,6 +383,27 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         return usage(who, "unexpected argument '%s'", argv[optind], NULL);
     if (!o->model)
         return usage(who, "--model is required", NULL, NULL);
+    if (o->input_dir || o->output_dir || o->output_format || o->part_count) {
+        /* folder mode: the cases are the folder's, their outputs OUT/<case>.<format> */
+        if (plan)
+            return usage(who, "folder mode (--input-dir) is for swi segment", NULL, NULL);
+        if (!o->input_dir)
+            return usage(who, "--output-dir, --output-format and --part need --input-dir", NULL,
+                         NULL);
+        if (!o->output_dir)
+            return usage(who, "--input-dir needs --output-dir", NULL, NULL);
+        if (o->n_inputs || o->output || o->scores || o->preview)
+            return usage(who, "--input-dir takes no --input, --output, --scores or --preview "
+                         "(outputs are OUTPUT_DIR/<case>.nii.gz)", NULL, NULL);
+        if (o->softmax)
+            return usage(who, "--softmax applies to --scores, which folder mode does not write",
+                         NULL, NULL);
+        if (!o->output_format)
+            o->output_format = "nii.gz";
+        if (!o->part_count)
+            o->part_count = 1;
+        return 0;
+    }
     if (o->n_inputs == 0)
         return usage(who, "--input is required", NULL, NULL);
     if (!plan && !o->output)
