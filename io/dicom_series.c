@@ -51,6 +51,11 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
             return SWI_ERR_INVALID_ARG;
         }
     const io_slice *f = &s[0];
+    if (f->cols < 1 || f->rows < 1) {
+        io__err(err, n, "%s: %s has no pixels (%lldx%lld)", dir, base(f->file), (long long)f->cols,
+                (long long)f->rows);
+        return SWI_ERR_INVALID_ARG;
+    }
     if (f->frames != 1) {
         io__err(err, n, "%s: %s is a multi-frame image (%lld frames); swi reads series of "
                 "single-frame slices", dir, base(f->file), (long long)f->frames);

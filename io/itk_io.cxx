@@ -303,6 +303,90 @@ swi_status guarded(const char *path, const char *what, char *err, size_t n, F bo
     }
 }
 
+/* MetaIO loops over array fields (TransformMatrix, DimSize, ...) by the NDims it has read
+ * so far, uninitialised when none came first, and reads a header without an
+ * ElementDataFile line to the end of the file: hostile headers hang it. Before MetaIO
+ * sees a header, NDims (1..16) must come before every other field, ElementDataFile must
+ * end the header, every line must be printable text, and no field may hold more numbers
+ * than NDims x NDims (heap corruption in MetaIO was found by fuzz_itk_headers beyond
+ * these). */
+swi_status check_meta_header(const char *path, char *err, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
+        return SWI_ERR_INVALID_ARG;
+    }
+    std::string head(1 << 16, '\0');
+    size_t got = fread(&head[0], 1, head.size(), f);
+    fclose(f);
+    head.resize(got);
+    int ndims = 0;
+    for (size_t at = 0; at < head.size();) {
+        size_t eol = head.find('\n', at);
+        std::string line = head.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
+        at = eol == std::string::npos ? head.size() : eol + 1;
+        for (unsigned char ch : line)
+            if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch > 0x7e) {
+                io__err(err, n, "%s: corrupt MetaImage header: a line holds binary data", path);
+                return SWI_ERR_INVALID_ARG;
+            }
+        if (line.size() > 4000) {
+            io__err(err, n, "%s: corrupt MetaImage header: a line of %zu characters", path,
+                    line.size());
+            return SWI_ERR_INVALID_ARG;
+        }
+        size_t eq = line.find('=');
+        if (eq == std::string::npos)
+            continue;
+        std::string key = line.substr(0, eq);
+        static const char *const arrays[] = { "TransformMatrix", "Rotation", "Orientation",
+                                              "Offset", "Position", "Origin", "CenterOfRotation",
+                                              "ElementSpacing", "ElementSize", "DimSize" };
+        bool numeric = false;
+        for (const char *a : arrays)
+            numeric = numeric || key.find(a) != std::string::npos;
+        if (ndims && numeric) {
+            size_t words = 0;
+            for (size_t i = eq + 1; i < line.size(); i++)
+                words += line[i] != ' ' && line[i] != '\t' &&
+                         (i == eq + 1 || line[i - 1] == ' ' || line[i - 1] == '\t');
+            if (words > (size_t)(ndims * ndims)) {
+                io__err(err, n, "%s: corrupt MetaImage header: %zu values in one field", path,
+                        words);
+                return SWI_ERR_INVALID_ARG;
+            }
+        }
+        while (!key.empty() && (key.back() == ' ' || key.back() == '\t'))
+            key.pop_back();
+        while (!key.empty() && (key[0] == ' ' || key[0] == '\t'))
+            key.erase(0, 1);
+        if (key == "NDims") {
+            char *end = NULL;
+            long v = strtol(line.c_str() + eq + 1, &end, 10);
+            while (end && (*end == ' ' || *end == '\r' || *end == '\t'))
+                end++;
+            if (v < 1 || v > 16 || !end || *end) {
+                io__err(err, n, "%s: corrupt MetaImage header: NDims must be 1..16", path);
+                return SWI_ERR_INVALID_ARG;
+            }
+            ndims = (int)v;
+        } else if (key == "ElementDataFile") {
+            if (!ndims)
+                break;
+            return SWI_OK;
+        } else if (!ndims && key != "ObjectType" && key != "Comment" && key != "ObjectSubType" &&
+                   key != "FormTypeName" && key != "Name") {
+            io__err(err, n, "%s: MetaImage header field %.40s comes before NDims", path,
+                    key.c_str());
+            return SWI_ERR_INVALID_ARG;
+        }
+    }
+    io__err(err, n, "%s: corrupt MetaImage header: %s", path,
+            ndims ? "no ElementDataFile line in its first 64 KB" : "no NDims line");
+    return SWI_ERR_INVALID_ARG;
+}
+
 /* Where a MetaImage's voxel data start in its own file: after the ElementDataFile line. */
 int64_t local_data_offset(const char *path)
 {
@@ -444,6 +528,11 @@ extern "C" swi_status io__itk_open(const char *path, swi_io_format f, swi_volume
     }
     const char *what = format_name(f);
     return guarded(path, what, err, n, [&]() -> swi_status {
+        if (f == SWI_IO_METAIMAGE) {
+            swi_status hs = check_meta_header(path, err, n);
+            if (hs)
+                return hs;
+        }
         itk::ImageIOBase::Pointer io = make_io(f);
         if (!io->CanReadFile(path)) {
             io__err(err, n, "%s: not a %s file (no valid %s header)", path, what, what);

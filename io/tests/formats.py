@@ -394,6 +394,14 @@ def main():
     put("huge.mha", mha_header(hu, False, 0, "LOCAL").replace("DimSize = 12 10 7",
                                                              "DimSize = 99999 99999 99999"))
     put("random.mha", os.urandom(3000))
+    # what hangs or corrupts ITK's MetaIO is refused before it sees the header
+    put("no_ndims.mha", "ObjectType = Image\nDimSize = 2 2 2\nElementType = MET_SHORT\n"
+        "ElementDataFile = LOCAL\n" + "\0" * 16)
+    put("no_datafile.mha", "ObjectType = Image\nNDims = 3\nDimSize = 2 2 2\nTransformMatrix = 1 0")
+    put("binary_header.mha", b"ObjectType = Image\nNDims = 3\nDimSize = 2 2 2\xb2\xd3\n"
+        b"ElementType = MET_SHORT\nElementDataFile = LOCAL\n" + b"\0" * 16)
+    put("many_values.mha", "ObjectType = Image\nNDims = 3\nDimSize = " + "2 " * 50 +
+        "\nElementType = MET_SHORT\nElementDataFile = LOCAL\n" + "\0" * 16)
 
     def series_dir(name, **kw):
         d = os.path.join(work, name)
