@@ -187,7 +187,8 @@ static int list_cases(folder *f, const char *in, const char *out_real, char *err
         cli_err(err, "%s: out of memory listing the directory", in);
         goto done;
     }
-    qsort(ents, n, sizeof *ents, cmp_entry);
+    if (n > 1)
+        qsort(ents, n, sizeof *ents, cmp_entry);
     /* Stems sort together with their channel suffixes ("a_0000.nii.gz" < "a_0001.nrrd"), but
      * "a.nii.gz" and "a_0000.nii.gz" do not sort next to each other: group by case name. */
     int ccap = 0;

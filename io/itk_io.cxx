@@ -281,11 +281,17 @@ int set_path(swi_volume *v, const char *path, char *err, size_t n)
     return 0;
 }
 
+/* teem (under NrrdImageIO) keeps its error messages in global state, and MetaIO and GDCM
+ * have globals of their own: one ITK call at a time (swi's folder mode reads the next case
+ * while the current one's output is written). */
+std::mutex g_itk_mu;
+
 /* Runs body, turning what ITK throws into a status and a message about path. */
 template <typename F>
 swi_status guarded(const char *path, const char *what, char *err, size_t n, F body)
 {
     try {
+        std::lock_guard<std::mutex> one_at_a_time(g_itk_mu);
         Quiet q;
         return body();
     } catch (const itk::ExceptionObject &e) {
