@@ -164,7 +164,8 @@ t_folder_channels() {
   run segment -q --model "$DATA/quant4_c2.onnx" --input-dir "$T/in" --output-dir "$T/out"
   expect_rc 0
   [ "$(ls "$T/out")" = "$(printf 'p.nii.gz\nq.nii.gz')" ] || fail "outputs: $(ls "$T/out")"
-  run segment -q --model "$DATA/quant4_c2.onnx" --input "$DATA/vol.nii.gz" --input "$DATA/vol2.nii.gz" --output "$T/o/p.nii.gz"
+  run segment -q --model "$DATA/quant4_c2.onnx" --input "$DATA/vol.nii.gz" --input "$DATA/vol2.nii.gz" \
+    --output "$T/o/p.nii.gz"
   expect_rc 0
   cmp -s "$T/o/p.nii.gz" "$T/out/p.nii.gz" || fail "p: the channels are not case p's"
 }
@@ -245,7 +246,8 @@ t_folder_output_is_input() {
 t_folder_output_format() {
   data; mkfolder "$T/in"
   for fmt in nrrd mha nii; do
-    run segment -q --model "$DATA/quant4.onnx" "${SCALE[@]}" --input-dir "$T/in" --output-dir "$T/$fmt" --output-format $fmt
+    run segment -q --model "$DATA/quant4.onnx" "${SCALE[@]}" --input-dir "$T/in" --output-dir "$T/$fmt" \
+      --output-format $fmt
     expect_rc 0
     [ "$(ls "$T/$fmt" | wc -l)" -eq 4 ] && [ -f "$T/$fmt/d_series.$fmt" ] || fail "$fmt: $(ls "$T/$fmt")"
   done
@@ -255,12 +257,14 @@ t_folder_output_format() {
 t_folder_usage() {
   data
   local m=(--model "$DATA/quant4.onnx")
-  run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --input x.nii.gz; expect_rc 2; one_line_err; expect_err "takes no --input"
+  run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --input x.nii.gz
+  expect_rc 2; one_line_err; expect_err "takes no --input"
   run segment "${m[@]}" --input x.nii.gz --output-dir "$T/o"; expect_rc 2; expect_err "need --input-dir"
   run segment "${m[@]}" --input-dir "$T"; expect_rc 2; expect_err "needs --output-dir"
   run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --part 2/2; expect_rc 2; expect_err "--part '2/2'"
   run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --part x; expect_rc 2; expect_err "--part 'x'"
-  run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --output-format png; expect_rc 2; expect_err "--output-format 'png'"
+  run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --output-format png
+  expect_rc 2; expect_err "--output-format 'png'"
   run segment --help; expect_rc 0; grep -q -- "--input-dir scans/" "$T/stdout" || fail "--help lacks a folder example"
   grep -q -- "--input CT_SERIES/" "$T/stdout" || fail "--help lacks a DICOM example"
 }
