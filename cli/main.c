@@ -78,6 +78,8 @@ int main(int argc, char **argv)
         printf("  PNG (libpng): %s\n", swi_io_available(SWI_IO_PNG) ? "yes" : "not built in");
         printf("  NRRD, MetaImage, DICOM (ITK): %s\n",
                swi_io_available(SWI_IO_DICOM) ? "yes" : "not built in");
+        printf("  DICOM SEG output (DCMTK): %s\n",
+               swi_io_available(SWI_IO_DICOM_SEG) ? "yes" : "not built in");
 #ifdef SWI_HAVE_EXPORT
         printf("  export: yes\n");
 #else

@@ -63,7 +63,8 @@ static const char SEGMENT_HELP[] =
 "                       (sorted by slice position, rescale slope/intercept applied);\n"
 "                       any scalar type; repeat for more channels, in order\n"
 "  --output FILE        label map (.nii, .nii.gz, .nrrd, .mha, by the name): uint8,\n"
-"                       uint16 above 256 classes, with the input's geometry\n"
+"                       uint16 above 256 classes, with the input's geometry; or .dcm:\n"
+"                       a DICOM SEG of a DICOM series input, referencing its slices\n"
 "  --scores FILE        also write the blended scores: float32, classes along dim 4\n"
 "                       (.nii, .nii.gz, .nrrd, .mha)\n"
 "  --softmax            apply softmax over the classes to --scores\n"
@@ -407,9 +408,9 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         return usage(who, "--input is required", NULL, NULL);
     if (!plan && !o->output)
         return usage(who, "--output is required", NULL, NULL);
-    if (o->output && !is_volume_name(o->output))
-        return usage(who, "--output '%s': the name must end in .nii, .nii.gz, .nrrd or .mha",
-                     o->output, NULL);
+    if (o->output && !is_volume_name(o->output) && !cli_ends_with(o->output, ".dcm"))
+        return usage(who, "--output '%s': the name must end in .nii, .nii.gz, .nrrd, .mha or "
+                     ".dcm (DICOM SEG)", o->output, NULL);
     if (o->scores && !is_volume_name(o->scores))
         return usage(who, "--scores '%s': the name must end in .nii, .nii.gz, .nrrd or .mha",
                      o->scores, NULL);

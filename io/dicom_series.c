@@ -312,6 +312,33 @@ swi_status io__dicom_open(const char *dir, swi_volume *v, char *err, size_t n)
     return SWI_OK;
 }
 
+swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, char *err,
+                            size_t n)
+{
+    series se;
+    swi_volume now;
+    *out = NULL;
+    *count = 0;
+    swi_status st = load_series(v->path, &se, &now, err, n);
+    if (st != SWI_OK)
+        return st;
+    if (memcmp(now.size, v->size, sizeof now.size) != 0 ||
+        memcmp(now.affine, v->affine, sizeof now.affine) != 0) {
+        series_free(&se);
+        io__err(err, n, "%s: the series changed since it was opened", v->path);
+        return SWI_ERR_INVALID_ARG;
+    }
+    *out = se.s;
+    *count = se.count;
+    return SWI_OK;
+}
+
+void io__dicom_slices_free(io_slice *s, int64_t count)
+{
+    series se = { s, count };
+    series_free(&se);
+}
+
 swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
                           char *err, size_t n)
 {

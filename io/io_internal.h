@@ -77,6 +77,18 @@ swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *err, size_t
 swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_volume *v,
                               char *err, size_t n);
 
+/* The slices of an opened DICOM volume in their sorted order, assembled again (and
+ * checked unchanged); free with io__dicom_slices_free. */
+swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, char *err,
+                            size_t n);
+void io__dicom_slices_free(io_slice *s, int64_t count);
+
+/* DICOM SEG out (dicom_seg.cxx through DCMTK's dcmseg; dicom_seg_stub.c without it). */
+int io__dcmseg_available(void);
+swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_volume *like,
+                               const void *labels, swi_dtype dtype, int64_t classes,
+                               const swi_io_cancel *cancel, char *err, size_t n);
+
 /* The DICOM module (dicom_series.c): a directory in. */
 swi_status io__dicom_open(const char *dir, swi_volume *v, char *err, size_t n);
 swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,

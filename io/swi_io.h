@@ -43,7 +43,10 @@
  * changes only what describes the data (sizes, type, scaling, intent), so qform, sform,
  * pixdim, units and orientation are kept exactly; from another format it writes sform and
  * qform (code 1, scanner) from the affine. NRRD (.nrrd, gzip) and MetaImage (.mha, zlib)
- * outputs carry the affine as origin, spacing and direction.
+ * outputs carry the affine as origin, spacing and direction. A ".dcm" output is a binary
+ * DICOM Segmentation object (DCMTK's dcmseg) of a label map whose `like` is a DICOM series:
+ * patient, study and frame of reference from the series, one segment per label present,
+ * one frame per segment and slice holding it, each referencing its source slice.
  *
  * Errors follow swi.h: functions return an swi_status and write one line naming the file
  * into err (errlen bytes; NULL to discard). Nothing is printed. A file that cannot be read
@@ -73,7 +76,8 @@ typedef enum swi_io_format {
     SWI_IO_PNG = 2,    /**< .png previews (libpng; write only) */
     SWI_IO_NRRD = 3,   /**< .nrrd, .nhdr (ITK; write: .nrrd) */
     SWI_IO_METAIMAGE = 4, /**< .mha, .mhd (ITK; write: .mha) */
-    SWI_IO_DICOM = 5   /**< a directory holding one DICOM series (ITK's GDCM; read only) */
+    SWI_IO_DICOM = 5,  /**< a directory holding one DICOM series (ITK's GDCM; read only) */
+    SWI_IO_DICOM_SEG = 6 /**< .dcm: a DICOM Segmentation of a DICOM input (DCMTK; write only) */
 } swi_io_format;
 
 /** Is support for `format` compiled in? */

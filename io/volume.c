@@ -60,6 +60,7 @@ int swi_io_available(swi_io_format format)
     case SWI_IO_NRRD:
     case SWI_IO_METAIMAGE:
     case SWI_IO_DICOM: return io__itk_available();
+    case SWI_IO_DICOM_SEG: return io__dcmseg_available();
     default: return 0;
     }
 }
@@ -76,6 +77,8 @@ swi_io_format swi_io_format_of(const char *path)
         return SWI_IO_NRRD;
     if (io__ends_with(path, ".mha") || io__ends_with(path, ".mhd"))
         return SWI_IO_METAIMAGE;
+    if (io__ends_with(path, ".dcm"))
+        return SWI_IO_DICOM_SEG;
     return SWI_IO_UNKNOWN;
 }
 
@@ -150,6 +153,15 @@ swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
         return io__itk_write_fd(fd, name, f, like, data, dtype, planes, cancel, err, n);
     if (f == SWI_IO_METAIMAGE && io__ends_with(name, ".mha"))
         return io__itk_write_fd(fd, name, f, like, data, dtype, planes, cancel, err, n);
+    if (f == SWI_IO_DICOM_SEG) {
+        if (kind != SWI_IO_LABELS || planes != 1) {
+            if (fd >= 0)
+                close(fd);
+            io__err(err, n, "%s: a DICOM SEG (.dcm) holds a label map, not scores or images", name);
+            return SWI_ERR_INVALID_ARG;
+        }
+        return io__dcmseg_write_fd(fd, name, like, data, dtype, classes, cancel, err, n);
+    }
     if (f != SWI_IO_NIFTI) {
         if (fd >= 0)
             close(fd);

@@ -26,6 +26,8 @@ APT_PACKAGES=(
   # swi_io: NRRD, MetaImage and DICOM series through ITK's image I/O (brings GDCM; optional,
   # detected at configure time); its tests make DICOM series with pydicom
   libinsighttoolkit5-dev python3-pydicom
+  # swi_io: DICOM SEG output (--output seg.dcm) through DCMTK's dcmseg (optional, detected)
+  libdcmtk-dev
 )
 
 ORT_NPM_PACKAGE="com.github.asus4.onnxruntime"

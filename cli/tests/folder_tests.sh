@@ -12,7 +12,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan.supp:print_suppressions=0"
 
 CASES=(
-  formats_same_labels formats_output_nrrd_mha formats_bad_series
+  formats_same_labels formats_output_nrrd_mha formats_bad_series formats_dicom_seg
+  formats_dicom_seg_needs_dicom
   folder_basic folder_same_as_single folder_channels folder_missing_channel
   folder_bad_case_goes_on folder_skip_existing folder_force folder_part
   folder_output_inside_input folder_output_is_input folder_output_format folder_usage
@@ -122,6 +123,56 @@ t_formats_bad_series() {
   rm "$T/gap/$(ls "$T/gap" | sort | sed -n 3p)"
   seg --input "$T/gap" --output "$T/o/l.nii.gz"
   expect_rc 1; one_line_err; expect_err "gap: .*slices? missing"
+  [ -z "$(ls -A "$T/o")" ] || fail "something written: $(ls -A "$T/o")"
+}
+
+t_formats_dicom_seg() {
+  data
+  "$SWI" --version | grep -q "DICOM SEG output (DCMTK): yes" || skip "swi built without DICOM SEG"
+  local S="$DATA/scan/scan_dicom"
+  seg --input "$S" --output "$T/o/seg.dcm"; expect_rc 0
+  seg --input "$S" --output "$T/o/l.nii.gz"; expect_rc 0
+  "$PY" - "$S" "$T/o/seg.dcm" "$T/o/l.nii.gz" <<'PY' >"$T/check" 2>&1 || { cat "$T/check"; fail "DICOM SEG"; }
+import os, sys
+import nibabel as nib
+import numpy as np
+import pydicom
+src = [pydicom.dcmread(os.path.join(sys.argv[1], f)) for f in sorted(os.listdir(sys.argv[1]))]
+seg = pydicom.dcmread(sys.argv[2])
+lab = np.asanyarray(nib.load(sys.argv[3]).dataobj)
+assert seg.Modality == "SEG" and seg.SOPClassUID == "1.2.840.10008.5.1.4.1.1.66.4"
+for key in ("StudyInstanceUID", "FrameOfReferenceUID", "PatientID"):
+    assert getattr(seg, key) == getattr(src[0], key), key
+ref = seg.ReferencedSeriesSequence[0]
+assert ref.SeriesInstanceUID == src[0].SeriesInstanceUID
+assert sorted(i.ReferencedSOPInstanceUID for i in ref.ReferencedInstanceSequence) == \
+    sorted(s.SOPInstanceUID for s in src)
+iop = np.array([float(x) for x in src[0].ImageOrientationPatient])
+normal = np.cross(iop[:3], iop[3:])
+src.sort(key=lambda s: float(np.dot([float(x) for x in s.ImagePositionPatient], normal)))
+k_of = {s.SOPInstanceUID: k for k, s in enumerate(src)}
+frames = seg.pixel_array.reshape((-1, lab.shape[1], lab.shape[0]))
+seen = set()
+for f, g in enumerate(seg.PerFrameFunctionalGroupsSequence):
+    s = int(g.SegmentIdentificationSequence[0].ReferencedSegmentNumber)
+    uid = g.DerivationImageSequence[0].SourceImageSequence[0].ReferencedSOPInstanceUID
+    k = k_of[uid]
+    pos = [float(x) for x in g.PlanePositionSequence[0].ImagePositionPatient]
+    assert np.allclose(pos, [float(x) for x in src[k].ImagePositionPatient], atol=1e-4), (f, pos)
+    label = int(seg.SegmentSequence[s - 1].SegmentLabel.split()[-1])
+    assert np.array_equal(frames[f], (lab[:, :, k].T == label).astype(frames.dtype)), "frame %d" % f
+    seen.add((label, k))
+want = {(int(l), k) for k in range(lab.shape[2]) for l in np.unique(lab[:, :, k]) if l > 0}
+assert seen == want, (sorted(seen), sorted(want))
+print("ok", len(seen), "frames")
+PY
+}
+
+t_formats_dicom_seg_needs_dicom() {
+  data
+  "$SWI" --version | grep -q "DICOM SEG output (DCMTK): yes" || skip "swi built without DICOM SEG"
+  seg --input "$DATA/scan/scan.nrrd" --output "$T/o/seg.dcm"
+  expect_rc 1; one_line_err; expect_err "seg.dcm: a DICOM SEG output needs a DICOM series input"
   [ -z "$(ls -A "$T/o")" ] || fail "something written: $(ls -A "$T/o")"
 }
 
