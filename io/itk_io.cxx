@@ -546,10 +546,7 @@ extern "C" swi_status io__itk_open(const char *path, swi_io_format f, swi_volume
         }
         io->SetFileName(path);
         io->ReadImageInformation();
-        swi_status st2 = take_info(io.GetPointer(), path, f, v, err, n);
-        if (st2 == SWI_OK)
-            strcpy(v->path, path); /* take_info keeps the rest */
-        return st2;
+        return take_info(io.GetPointer(), path, f, v, err, n);
     });
 }
 
