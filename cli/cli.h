@@ -61,6 +61,13 @@ typedef struct seg_opts {
     int roi_from_card;       /**< the roi came from the model card */
     int no_card;             /**< --no-card */
     const struct seg_card *card; /**< the model's card (card.h), or NULL */
+    /* folder mode (cli/folder.c) */
+    const char *input_dir;      /**< segment every volume in it; or NULL */
+    const char *output_dir;     /**< OUT/<case>.<output_format> */
+    const char *output_format;  /**< "nii.gz" (default), "nii", "nrrd" or "mha" */
+    int part_index, part_count; /**< --part I/N: cases I, I+N, I+2N, ... (0-based) */
+    const char *progress_label; /**< drawn before the windows of the progress bar */
+    int no_summary;             /**< no summary line (folder mode prints a table) */
 } seg_opts;
 
 #define SEG_GIVEN_OVERLAP 1u
@@ -86,5 +93,9 @@ typedef struct seg_result {
 /** Run a segmentation; keep != NULL receives a copy of the labels. Returns an exit status
  *  and prints its own one-line error. `who` prefixes messages ("swi segment"). */
 int seg_run(const seg_opts *o, const char *who, seg_result *keep);
+
+/** Folder mode: segment every case of o->input_dir into o->output_dir (cli/folder.c).
+ *  Returns 0, 1 if any case failed, 2 on a usage error, 128+N when interrupted. */
+int seg_folder_run(const seg_opts *o);
 
 #endif

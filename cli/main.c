@@ -13,10 +13,11 @@ static const char MAIN_HELP[] =
 "usage: swi <command> [options]      (swi <command> --help for each)\n"
 "\n"
 "Sliding-window inference for 3-D segmentation networks, natively: MONAI's\n"
-"sliding_window_inference, streamed, on NIfTI volumes and ONNX models.\n"
+"sliding_window_inference, streamed, on NIfTI, NRRD, MetaImage and DICOM volumes\n"
+"and ONNX models.\n"
 "\n"
 "Commands:\n"
-"  segment   segment a NIfTI volume with an ONNX model -> label map (+ scores, preview)\n"
+"  segment   segment a volume (or a folder of them) with an ONNX model -> label map\n"
 "  plan      show the window grid, network calls and peak memory of a segment run\n"
 "  bench     time the engine on a synthetic predictor, no model needed\n"
 "  demo      segment a generated phantom with the bundled model and score it (Dice)\n"
@@ -76,6 +77,10 @@ int main(int argc, char **argv)
         printf("  ONNX Runtime: %s\n", CLI_HAVE_ORT ? swi_ort_version() : "not built in");
         printf("  NIfTI (niftilib): %s\n", swi_io_available(SWI_IO_NIFTI) ? "yes" : "not built in");
         printf("  PNG (libpng): %s\n", swi_io_available(SWI_IO_PNG) ? "yes" : "not built in");
+        printf("  NRRD, MetaImage, DICOM (ITK): %s\n",
+               swi_io_available(SWI_IO_DICOM) ? "yes" : "not built in");
+        printf("  DICOM SEG output (DCMTK): %s\n",
+               swi_io_available(SWI_IO_DICOM_SEG) ? "yes" : "not built in");
 #ifdef SWI_HAVE_EXPORT
         printf("  export: yes\n");
 #else

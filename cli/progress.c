@@ -39,10 +39,19 @@ static void draw(progress *p)
 {
     double el = cli_now() - p->t0;
     double rate = el > 0 ? (double)p->done / el : 0;
-    char eta[32], tail[128];
+    char eta[32], tail[256];
     fmt_time(rate > 0 ? (double)(p->total - p->done) / rate : -1, eta, sizeof eta);
     snprintf(tail, sizeof tail, " %lld/%lld windows  %.1f/s  ETA %s", (long long)p->done,
              (long long)p->total, rate, eta);
+    if (p->label) {
+        char lab[96];
+        int ll = snprintf(lab, sizeof lab, " %.80s", p->label);
+        size_t tl = strlen(tail);
+        if (ll > 0 && (size_t)ll + tl < sizeof tail) {
+            memmove(tail + ll, tail, tl + 1);
+            memcpy(tail, lab, (size_t)ll);
+        }
+    }
     int bar = p->width - 3 - (int)strlen(tail) - 1;
     if (bar > 50)
         bar = 50;

@@ -14,6 +14,7 @@ typedef struct progress {
     int64_t done, total;
     int drawn;          /**< something is on the line */
     int width;          /**< terminal columns */
+    const char *label;  /**< drawn first (folder mode: "[3/20] case_007"), or NULL */
 } progress;
 
 /** Start timing; the bar is drawn when `want_bar` and stderr is a terminal. */

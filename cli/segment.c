@@ -241,7 +241,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
         (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err)))
         return seg_fail(who, err);
 
-    if ((rc = read_inputs(o, who, s, &in)))
+    if (!s->input && (rc = read_inputs(o, who, s, &in)))
         return rc;
     in.data = s->input;
     if (s->grid.active) {
@@ -255,6 +255,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
 
     progress prog;
     progress_init(&prog, !o->quiet);
+    prog.label = o->progress_label;
     p.progress = progress_update;
     p.progress_user = &prog;
     swi_predictor net = s->n_members > 1 ? seg_ensemble_predictor(&s->ensemble)
@@ -292,7 +293,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
         memcpy(keep->size, isz, sizeof keep->size);
         keep->classes = r.classes;
     }
-    if (!o->quiet) {
+    if (!o->quiet && !o->no_summary) {
         int64_t windows = plan.windows_total, calls = plan.predictor_calls;
         char rss[32];
         fprintf(stderr, "%s: %lldx%lldx%lld voxels, %lld classes, %lld windows in %lld calls: "
@@ -304,6 +305,11 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
                 cli_bytes(cli_peak_rss(), rss), o->output ? o->output : "-");
     }
     return 0;
+}
+
+int seg_run_state(const seg_opts *o, const char *who, seg_state *s, seg_result *keep)
+{
+    return run(o, who, s, keep);
 }
 
 int seg_run(const seg_opts *o, const char *who, seg_result *keep)
@@ -322,5 +328,7 @@ int swi_cmd_segment(int argc, char **argv)
     int rc = seg_parse(argc, argv, &o, 0);
     if (rc)
         return rc < 0 ? 0 : rc;
+    if (o.input_dir)
+        return seg_folder_run(&o);
     return seg_run(&o, "swi segment", NULL);
 }

@@ -26,6 +26,8 @@ typedef struct seg_state {
     cli_out out_labels, out_scores, out_preview;
     cli_out out_itk, out_ctbl;  /* the card's class names beside the labels */
     char itk_path[4200], ctbl_path[4200];
+    int vols_ready;     /* vols are opened (and input, when set, read): seg_setup keeps them */
+    int model_borrowed; /* model belongs to the caller (folder mode): not closed here */
 } seg_state;
 
 /* A zeroed state with no outputs begun; NULL when out of memory. */
@@ -38,6 +40,10 @@ void seg_state_free(seg_state *s);
  * and the outputs. Returns 0, 1 (runtime error) or 2 (usage error), the message in err. */
 int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs,
               int *n_outs, char *err);
+
+/* seg_run on a state the caller prepared (folder mode: the model opened once, the voxels
+ * read ahead) and frees. */
+int seg_run_state(const seg_opts *o, const char *who, seg_state *s, seg_result *keep);
 
 /* Print an engine failure as one line, worded for the command line. */
 void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const swi_ctx *ctx);

@@ -17,12 +17,14 @@
 
 static const char SEGMENT_HELP[] =
 "usage: swi segment --model M.onnx --input IN.nii.gz --output LABELS.nii.gz [options]\n"
+"       swi segment --model M.onnx --input-dir IN/ --output-dir OUT/ [options]\n"
 "\n"
-"Segment a 3-D NIfTI volume with an ONNX network by sliding-window inference\n"
-"(MONAI's sliding_window_inference, streamed). The volume is tiled with overlapping\n"
-"windows; the network sees each as [1, channels, i, j, k] (NIfTI voxel indices, k\n"
-"fastest, as nibabel/MONAI load it); the blended scores become a label map (argmax)\n"
-"with the input's qform/sform, so it overlays the image exactly.\n"
+"Segment a 3-D volume (NIfTI, NRRD, MetaImage or a DICOM series) with an ONNX\n"
+"network by sliding-window inference (MONAI's sliding_window_inference, streamed).\n"
+"The volume is tiled with overlapping windows; the network sees each as [1, channels, i, j, k] (voxel indices, k fastest,\n"
+"as nibabel/MONAI load a NIfTI file; i, j, k as ITK indexes the other formats); the\n"
+"blended scores become a label map (argmax) with the input's geometry (qform/sform,\n"
+"or origin, spacing and direction), so it overlays the image exactly.\n"
 "\n"
 "Examples:\n"
 "  # the model's own window, 25% overlap, gaussian blending, 4 windows per call\n"
@@ -32,6 +34,9 @@ static const char SEGMENT_HELP[] =
 "  # CT preprocessing like MONAI ScaleIntensityRange(-175, 250, 0, 1, clip=True)\n"
 "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
 "      --clip -175,250 --scale -175,250,0,1\n"
+"\n"
+"  # a DICOM series (a directory of slices) -> labels for 3D Slicer, as NRRD\n"
+"  swi segment --model m.onnx --input CT_SERIES/ --output labels.nrrd\n"
 "\n"
 "  # two MR contrasts as two channels, z-scored, mirror test-time augmentation\n"
 "  swi segment --model m.onnx --input t1.nii.gz --input flair.nii.gz \\\n"
@@ -43,6 +48,7 @@ static const char SEGMENT_HELP[] =
 "\n"
 "  # in a pipeline: refuse scans with NaN or Inf voxels instead of zeroing them\n"
 "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --nonfinite fail\n"
+"\n"
 "  # a model that carries its card (m.json beside m.onnx): its own pipeline\n"
 "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz\n"
 "\n"
@@ -50,20 +56,33 @@ static const char SEGMENT_HELP[] =
 "  swi segment --model fold0.onnx --model fold1.onnx --input ct.nii.gz \\\n"
 "      --output seg.nii.gz --orientation RAS --spacing 1.5,1.5,1.5\n"
 "\n"
+"  # a whole folder, the model loaded once: every volume file and every DICOM series\n"
+"  # directory of scans/ -> out/<case>.nii.gz; finished cases are skipped on a rerun\n"
+"  swi segment --model m.onnx --input-dir scans/ --output-dir out/\n"
+"\n"
+"  # two machines share a folder: each takes every 2nd case\n"
+"  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 0/2   # one\n"
+"  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 1/2   # other\n"
+"\n"
 "  # see the window grid and the memory first: swi plan takes the same options\n"
 "  swi plan --model m.onnx --input ct.nii.gz --roi 96 --sw-batch 2\n"
 "\n"
 "Input and output:\n"
 "  --model FILE         ONNX model, one float32 input [batch, channels, i, j, k]\n"
-"  --input FILE         NIfTI-1/-2 volume (.nii, .nii.gz), any scalar type,\n"
-"                       scl_slope/scl_inter applied; repeat for more channels, in\n"
-"                       order; a 4-D file's frames are channels (the Decathlon's\n"
-"                       multi-modal images)\n"
+"  --input FILE|DIR     NIfTI-1/-2 (.nii, .nii.gz; scl_slope/scl_inter applied,\n"
+"                       NaN/Inf voxels read as 0), NRRD (.nrrd, .nhdr), MetaImage\n"
+"                       (.mha, .mhd), or a directory holding one DICOM series\n"
+"                       (sorted by slice position, rescale slope/intercept applied);\n"
+"                       any scalar type; repeat for more channels, in order; a\n"
+"                       4-D NIfTI's frames are channels (the Decathlon's images)\n"
 "  --nonfinite zero|fail  NaN/Inf voxels in an input: read as 0 with a warning that\n"
 "                       counts them (zero, the default), or refused (fail: exit 1,\n"
 "                       nothing written)\n"
-"  --output FILE        label map (.nii, .nii.gz): uint8, uint16 above 256 classes\n"
+"  --output FILE        label map (.nii, .nii.gz, .nrrd, .mha, by the name): uint8,\n"
+"                       uint16 above 256 classes, with the input's geometry; or .dcm:\n"
+"                       a DICOM SEG of a DICOM series input, referencing its slices\n"
 "  --scores FILE        also write the blended scores: float32, classes along dim 4\n"
+"                       (.nii, .nii.gz, .nrrd, .mha)\n"
 "  --softmax            apply softmax over the classes to --scores\n"
 "  --preview FILE.png   three orthogonal mid-slices with the labels overlaid\n"
 "  --force              overwrite existing output files (never an input: an output\n"
@@ -85,6 +104,18 @@ static const char SEGMENT_HELP[] =
 "it). With class names, OUT.label.txt (ITK-SNAP) and OUT.ctbl (3D Slicer) are written\n"
 "beside the label map.\n"
 "  --no-card            ignore the model's card\n"
+"Folder mode (instead of --input/--output):\n"
+"  --input-dir DIR      segment every case in DIR: each volume file (.nii, .nii.gz,\n"
+"                       .nrrd, .nhdr, .mha, .mhd) and each subdirectory holding a DICOM\n"
+"                       series; nnU-Net's naming makes channels: case_0000.nii.gz,\n"
+"                       case_0001.nii.gz, ... are the channels of case\n"
+"  --output-dir DIR     where OUT/<case>.<format> go (made if missing; not DIR itself);\n"
+"                       cases whose output exists are skipped unless --force\n"
+"  --output-format F    nii.gz (default), nii, nrrd or mha\n"
+"  --part I/N           only cases I, I+N, I+2N, ... of the sorted list (0 <= I < N)\n"
+"                       The model is loaded once and the next case read while one is\n"
+"                       segmented; a failed case is reported and the rest go on (exit\n"
+"                       status 1 at the end); a table of the cases ends the run.\n"
 "\n"
 "Sliding window (MONAI's meaning and defaults):\n"
 "  --roi N | I,J,K      window size (default: the model's static input size;\n"
@@ -157,7 +188,8 @@ enum {
     OPT_MODEL = 256, OPT_INPUT, OPT_OUTPUT, OPT_SCORES, OPT_PREVIEW, OPT_ROI, OPT_OVERLAP,
     OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
     OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
-    OPT_ORIENTATION, OPT_SPACING, OPT_NO_CARD, OPT_HELP, OPT_NONFINITE
+    OPT_ORIENTATION, OPT_SPACING, OPT_NO_CARD, OPT_HELP, OPT_NONFINITE, OPT_INPUT_DIR, OPT_OUTPUT_DIR,
+    OPT_OUTPUT_FORMAT, OPT_PART
 };
 
 static const struct option LONG_OPTS[] = {
@@ -187,6 +219,10 @@ static const struct option LONG_OPTS[] = {
     { "orientation", required_argument, NULL, OPT_ORIENTATION },
     { "spacing", required_argument, NULL, OPT_SPACING },
     { "no-card", no_argument, NULL, OPT_NO_CARD },
+    { "input-dir", required_argument, NULL, OPT_INPUT_DIR },
+    { "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+    { "output-format", required_argument, NULL, OPT_OUTPUT_FORMAT },
+    { "part", required_argument, NULL, OPT_PART },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -214,9 +250,11 @@ static int three_doubles(const char *s, double out[3])
     return 0;
 }
 
-static int is_nifti_name(const char *p)
+/* The names swi_io writes volumes to. */
+static int is_volume_name(const char *p)
 {
-    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz");
+    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz") || cli_ends_with(p, ".nrrd") ||
+           cli_ends_with(p, ".mha");
 }
 
 /* The model's card fills what the flags leave unset (one card per process: the CLI's). */
@@ -397,6 +435,31 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             else
                 return usage(who, "--nonfinite '%s': use zero or fail", arg, NULL);
             break;
+        case OPT_INPUT_DIR: o->input_dir = arg; break;
+        case OPT_OUTPUT_DIR: o->output_dir = arg; break;
+        case OPT_OUTPUT_FORMAT:
+            if (strcmp(arg, "nii.gz") != 0 && strcmp(arg, "nii") != 0 && strcmp(arg, "nrrd") != 0 &&
+                strcmp(arg, "mha") != 0)
+                return usage(who, "--output-format '%s': use nii.gz, nii, nrrd or mha", arg, NULL);
+            o->output_format = arg;
+            break;
+        case OPT_PART: {
+            int64_t v[2];
+            const char *slash = strchr(arg, '/');
+            char first[32];
+            if (!slash || (size_t)(slash - arg) >= sizeof first)
+                return usage(who, "--part '%s': give I/N (cases I, I+N, ...; 0 <= I < N)", arg,
+                             NULL);
+            memcpy(first, arg, (size_t)(slash - arg));
+            first[slash - arg] = '\0';
+            if (cli_parse_i64(first, 0, 1000000, &v[0]) || cli_parse_i64(slash + 1, 1, 1000000, &v[1]) ||
+                v[0] >= v[1])
+                return usage(who, "--part '%s': give I/N (cases I, I+N, ...; 0 <= I < N)", arg,
+                             NULL);
+            o->part_index = (int)v[0];
+            o->part_count = (int)v[1];
+            break;
+        }
         case ':':
             return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);
         default:
@@ -407,14 +470,37 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         return usage(who, "unexpected argument '%s'", argv[optind], NULL);
     if (!o->model)
         return usage(who, "--model is required", NULL, NULL);
+    if (o->input_dir || o->output_dir || o->output_format || o->part_count) {
+        /* folder mode: the cases are the folder's, their outputs OUT/<case>.<format> */
+        if (plan)
+            return usage(who, "folder mode (--input-dir) is for swi segment", NULL, NULL);
+        if (!o->input_dir)
+            return usage(who, "--output-dir, --output-format and --part need --input-dir", NULL,
+                         NULL);
+        if (!o->output_dir)
+            return usage(who, "--input-dir needs --output-dir", NULL, NULL);
+        if (o->n_inputs || o->output || o->scores || o->preview)
+            return usage(who, "--input-dir takes no --input, --output, --scores or --preview "
+                         "(outputs are OUTPUT_DIR/<case>.nii.gz)", NULL, NULL);
+        if (o->softmax)
+            return usage(who, "--softmax applies to --scores, which folder mode does not write",
+                         NULL, NULL);
+        if (!o->output_format)
+            o->output_format = "nii.gz";
+        if (!o->part_count)
+            o->part_count = 1;
+        return 0;
+    }
     if (o->n_inputs == 0)
         return usage(who, "--input is required", NULL, NULL);
     if (!plan && !o->output)
         return usage(who, "--output is required", NULL, NULL);
-    if (o->output && !is_nifti_name(o->output))
-        return usage(who, "--output '%s': the name must end in .nii or .nii.gz", o->output, NULL);
-    if (o->scores && !is_nifti_name(o->scores))
-        return usage(who, "--scores '%s': the name must end in .nii or .nii.gz", o->scores, NULL);
+    if (o->output && !is_volume_name(o->output) && !cli_ends_with(o->output, ".dcm"))
+        return usage(who, "--output '%s': the name must end in .nii, .nii.gz, .nrrd, .mha or "
+                     ".dcm (DICOM SEG)", o->output, NULL);
+    if (o->scores && !is_volume_name(o->scores))
+        return usage(who, "--scores '%s': the name must end in .nii, .nii.gz, .nrrd or .mha",
+                     o->scores, NULL);
     if (o->preview && !cli_ends_with(o->preview, ".png"))
         return usage(who, "--preview '%s': the name must end in .png", o->preview, NULL);
     if (o->softmax && !o->scores)

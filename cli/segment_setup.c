@@ -43,7 +43,8 @@ void seg_state_free(seg_state *s)
         swi_ort_close(s->members[m]);
     seg_ensemble_free(&s->ensemble);
     seg_grid_free(&s->grid);
-    swi_ort_close(s->model);
+    if (!s->model_borrowed)
+        swi_ort_close(s->model);
     free(s->input);
     free(s);
 }
@@ -138,7 +139,7 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
     }
     swi_ort_options oo;
     session_options(o, &oo);
-    if (swi_ort_open(o->model, &oo, &s->model, err, SWI_ERRLEN))
+    if (!s->model && swi_ort_open(o->model, &oo, &s->model, err, SWI_ERRLEN))
         return 1;
     int n_out = swi_ort_output_count(s->model);
     if (o->head >= n_out) {
@@ -227,7 +228,7 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
         return 1;
     }
     for (int c = 0; c < o->n_inputs; c++) {
-        if (swi_volume_open(o->inputs[c], &s->vols[c], err, SWI_ERRLEN))
+        if (!s->vols_ready && swi_volume_open(o->inputs[c], &s->vols[c], err, SWI_ERRLEN))
             return 1;
         s->channels += s->vols[c].frames > 1 ? s->vols[c].frames : 1;
         const int64_t *a = s->vols[0].size, *b = s->vols[c].size;

@@ -18,22 +18,38 @@
  *
  * Formats are chosen by file name (swi_io_format_of): ".nii" and ".nii.gz" are NIfTI-1/-2
  * (read: any scalar type, either byte order, gzip whatever the name says; 3-D, or 4-D
- * whose 4th axis holds channels: swi_volume.frames), ".png" is a preview. More readers (NRRD, MetaImage, DICOM, Zarr) fit
- * behind the same swi_volume: a format fills the common fields and keeps its own in its
+ * whose 4th axis holds channels: swi_volume.frames), ".png" is a preview. Through ITK's
+ * image I/O, when built with it: ".nrrd" and ".nhdr" (detached data) are NRRD, ".mha" and
+ * ".mhd" (detached raw or compressed data) MetaImage; a directory is a DICOM series (one
+ * CT or MR series: slices sorted by their position along the slice normal, rescale
+ * slope/intercept applied; more than one series UID, a missing slice, uneven spacing, a
+ * tilted gantry, differing slice sizes or orientations are refused with a message naming
+ * the directory and the fault). A format fills the common fields and keeps its own in its
  * member of the `fmt` union.
  *
  * Axes. Voxel (i, j, k) is element (i * size[1] + j) * size[2] + k of every buffer here:
  * the layout nibabel hands to MONAI/PyTorch. (A NIfTI file stores i fastest; reading and
- * writing transpose.) Intensities are float32 with the file's scaling (scl_slope,
- * scl_inter) applied; voxels that are not finite numbers (NaN or +-Inf in a float file, or
- * made so by the scaling or by the conversion to float32) read as 0, and
- * swi_volume_read_counted says how many there were.
+ * writing transpose.) Every format gives i, j, k as ITK indexes it -- i fastest in the
+ * file; for DICOM i along a row (column index), j down the columns (row index), k the
+ * slices in ascending position along the normal -- so one scan stored in any of these
+ * formats reaches the network as the same array. Intensities are float32 with the file's
+ * scaling (scl_slope, scl_inter; rescale slope/intercept) applied; voxels that are not
+ * finite numbers (NaN or +-Inf in a float file, or made so by the scaling or by the
+ * conversion to float32) read as 0, and swi_volume_read_counted says how many there were.
  *
  * Geometry. `affine` maps (i, j, k, 1) to scanner millimetres (RAS+, NIfTI's convention):
  * the sform when its code is set, else the qform, else pixdim with i mirrored about the
  * volume's centre -- nibabel's img.affine in every case.
- * Writing copies the input's header and changes only what describes the data (sizes,
- * type, scaling, intent), so qform, sform, pixdim, units and orientation are kept exactly.
+ * NRRD, MetaImage and DICOM describe LPS+ millimetres (origin, spacing, direction
+ * cosines): affine = diag(-1, -1, 1, 1) * [direction * diag(spacing) | origin], and the
+ * reverse on writing. Writing NIfTI from a NIfTI input copies the input's header and
+ * changes only what describes the data (sizes, type, scaling, intent), so qform, sform,
+ * pixdim, units and orientation are kept exactly; from another format it writes sform and
+ * qform (code 1, scanner) from the affine. NRRD (.nrrd, gzip) and MetaImage (.mha, zlib)
+ * outputs carry the affine as origin, spacing and direction. A ".dcm" output is a binary
+ * DICOM Segmentation object (DCMTK's dcmseg) of a label map whose `like` is a DICOM series:
+ * patient, study and frame of reference from the series, one segment per label present,
+ * one frame per segment and slice holding it, each referencing its source slice.
  *
  * Errors follow swi.h: functions return an swi_status and write one line naming the file
  * into err (errlen bytes; NULL to discard). Nothing is printed. A file that cannot be read
@@ -60,13 +76,18 @@ extern "C" {
 typedef enum swi_io_format {
     SWI_IO_UNKNOWN = 0,
     SWI_IO_NIFTI = 1,  /**< .nii, .nii.gz (niftilib) */
-    SWI_IO_PNG = 2     /**< .png previews (libpng; write only) */
+    SWI_IO_PNG = 2,    /**< .png previews (libpng; write only) */
+    SWI_IO_NRRD = 3,   /**< .nrrd, .nhdr (ITK; write: .nrrd) */
+    SWI_IO_METAIMAGE = 4, /**< .mha, .mhd (ITK; write: .mha) */
+    SWI_IO_DICOM = 5,  /**< a directory holding one DICOM series (ITK's GDCM; read only) */
+    SWI_IO_DICOM_SEG = 6 /**< .dcm: a DICOM Segmentation of a DICOM input (DCMTK; write only) */
 } swi_io_format;
 
 /** Is support for `format` compiled in? */
 int swi_io_available(swi_io_format format);
 
-/** The format a file name asks for (case-insensitive suffix), SWI_IO_UNKNOWN if none. */
+/** The format a file name asks for (case-insensitive suffix), SWI_IO_UNKNOWN if none
+ *  (a directory, which swi_volume_open reads as DICOM, has no suffix to ask). */
 swi_io_format swi_io_format_of(const char *path);
 
 /** Element types of stored voxels. */
@@ -85,6 +106,13 @@ typedef struct swi_io_nifti {
     int datatype;              /**< NIfTI DT_* code */
 } swi_io_nifti;
 
+/** The fields of a volume read through ITK (NRRD, MetaImage, DICOM). */
+typedef struct swi_io_itk {
+    int component;             /**< ITK's IOComponentEnum of the stored voxels */
+    int64_t slices;            /**< DICOM: files in the series (= size[2]) */
+    char series_uid[72];       /**< DICOM: SeriesInstanceUID */
+} swi_io_itk;
+
 /** A volume's description: opened from a file, or made for generated data. */
 typedef struct swi_volume {
     char path[4096];           /**< the file opened ("" for a made volume) */
@@ -97,6 +125,7 @@ typedef struct swi_volume {
     double affine[4][4];       /**< voxel (i, j, k, 1) -> scanner mm (see above) */
     union {
         swi_io_nifti nifti;
+        swi_io_itk itk;
     } fmt;                     /**< the format's own fields, by `format` */
     int64_t frames;            /**< size of a 4th axis (channels of a 4-D file), else 1 */
 } swi_volume;
@@ -106,7 +135,8 @@ int64_t swi_volume_voxels(const swi_volume *v);
 
 /** Open `path` and validate its header (existence, format, version, dims, sizes that
  *  overflow, datatype, data offset, and for uncompressed files that the file holds all the
- *  voxels). Reads no voxel data. */
+ *  voxels). Reads no voxel data. A directory is opened as a DICOM series: every file's
+ *  header is read and the series assembled (the read reads them again). */
 swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t errlen);
 
 /** Stop test for long reads and writes: return non-zero to stop (SWI_ERR_CANCELLED). */
@@ -146,8 +176,8 @@ typedef enum swi_io_kind {
 } swi_io_kind;
 
 /** Write data ([planes][size[0]][size[1]][size[2]] of `dtype`: SWI_DTYPE_UINT8, _UINT16 or
- *  _FLOAT32) to the open descriptor fd in the format `name` asks for (".nii.gz" gzip-
- *  compressed), with like's geometry and size like->size x planes (planes along the 4th
+ *  _FLOAT32) to the open descriptor fd in the format `name` asks for (".nii", ".nii.gz"
+ *  gzip-compressed, ".nrrd", ".mha"), with like's geometry (like opened from any format) and size like->size x planes (planes along the 4th
  *  dimension when > 1). `name` is also the file named in messages. Closes fd in every
  *  case. cancel may be NULL. */
 swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,

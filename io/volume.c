@@ -4,8 +4,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void io__err(char *err, size_t n, const char *fmt, ...)
@@ -56,6 +58,10 @@ int swi_io_available(swi_io_format format)
     switch (format) {
     case SWI_IO_NIFTI: return io__nifti_available();
     case SWI_IO_PNG: return io__png_available();
+    case SWI_IO_NRRD:
+    case SWI_IO_METAIMAGE:
+    case SWI_IO_DICOM: return io__itk_available();
+    case SWI_IO_DICOM_SEG: return io__dcmseg_available();
     default: return 0;
     }
 }
@@ -68,6 +74,12 @@ swi_io_format swi_io_format_of(const char *path)
         return SWI_IO_NIFTI;
     if (io__ends_with(path, ".png"))
         return SWI_IO_PNG;
+    if (io__ends_with(path, ".nrrd") || io__ends_with(path, ".nhdr"))
+        return SWI_IO_NRRD;
+    if (io__ends_with(path, ".mha") || io__ends_with(path, ".mhd"))
+        return SWI_IO_METAIMAGE;
+    if (io__ends_with(path, ".dcm"))
+        return SWI_IO_DICOM_SEG;
     return SWI_IO_UNKNOWN;
 }
 
@@ -82,8 +94,14 @@ swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t n)
         io__err(err, n, "swi_volume_open: %s is NULL", path ? "v" : "path");
         return SWI_ERR_INVALID_ARG;
     }
-    /* The only reader so far; it explains a wrong name itself, after checking the file
-     * exists (a missing file is the likelier mistake). */
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return io__dicom_open(path, v, err, n);
+    swi_io_format f = swi_io_format_of(path);
+    if (f == SWI_IO_NRRD || f == SWI_IO_METAIMAGE)
+        return io__itk_open(path, f, v, err, n);
+    /* NIfTI explains a wrong name itself, after checking the file exists (a missing file
+     * is the likelier mistake). */
     return io__nifti_open(path, v, err, n);
 }
 
@@ -102,12 +120,32 @@ swi_status swi_volume_read_counted(const swi_volume *v, float *dst, const swi_io
         io__err(err, n, "swi_volume_read: %s is NULL", v ? "dst" : "v");
         return SWI_ERR_INVALID_ARG;
     }
-    if (v->format != SWI_IO_NIFTI || !v->path[0]) {
-        io__err(err, n, "swi_volume_read: %s", v->path[0] ? "not an opened volume"
-                : "a made volume has no file to read");
+    if (!v->path[0]) {
+        io__err(err, n, "swi_volume_read: a made volume has no file to read");
         return SWI_ERR_INVALID_ARG;
     }
-    return io__nifti_read(v, dst, 1, cancel, nonfinite, err, n);
+    swi_status st;
+    switch (v->format) {
+    case SWI_IO_NIFTI: return io__nifti_read(v, dst, 1, cancel, nonfinite, err, n);
+    case SWI_IO_NRRD:
+    case SWI_IO_METAIMAGE: st = io__itk_read(v, dst, cancel, err, n); break;
+    case SWI_IO_DICOM: st = io__dicom_read(v, dst, cancel, err, n); break;
+    default:
+        io__err(err, n, "swi_volume_read: not an opened volume");
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (st != SWI_OK) return st;
+    /* as NIfTI reads them: non-finite voxels become 0, counted */
+    const int64_t vox = v->size[0] * v->size[1] * v->size[2];
+    int64_t bad = 0;
+    for (int64_t i = 0; i < vox; i++)
+        if (!isfinite(dst[i])) {
+            dst[i] = 0;
+            bad++;
+        }
+    if (nonfinite)
+        *nonfinite = bad;
+    return SWI_OK;
 }
 
 swi_status swi_volume_read_frames(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
@@ -119,12 +157,13 @@ swi_status swi_volume_read_frames(const swi_volume *v, float *dst, const swi_io_
         io__err(err, n, "swi_volume_read_frames: %s is NULL", v ? "dst" : "v");
         return SWI_ERR_INVALID_ARG;
     }
-    if (v->format != SWI_IO_NIFTI || !v->path[0]) {
-        io__err(err, n, "swi_volume_read_frames: %s", v->path[0] ? "not an opened volume"
-                : "a made volume has no file to read");
+    if (v->format != SWI_IO_NIFTI || v->frames <= 1) /* one frame: whatever the format */
+        return swi_volume_read_counted(v, dst, cancel, nonfinite, err, n);
+    if (!v->path[0]) {
+        io__err(err, n, "swi_volume_read_frames: a made volume has no file to read");
         return SWI_ERR_INVALID_ARG;
     }
-    return io__nifti_read(v, dst, v->frames > 1 ? v->frames : 1, cancel, nonfinite, err, n);
+    return io__nifti_read(v, dst, v->frames, cancel, nonfinite, err, n);
 }
 
 swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double spacing[3],
@@ -149,11 +188,37 @@ swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
                                                                           : "data");
         return SWI_ERR_INVALID_ARG;
     }
-    if (swi_io_format_of(name) != SWI_IO_NIFTI) {
+    swi_io_format f = swi_io_format_of(name);
+    if (f == SWI_IO_NRRD && io__ends_with(name, ".nrrd"))
+        return io__itk_write_fd(fd, name, f, like, data, dtype, planes, cancel, err, n);
+    if (f == SWI_IO_METAIMAGE && io__ends_with(name, ".mha"))
+        return io__itk_write_fd(fd, name, f, like, data, dtype, planes, cancel, err, n);
+    if (f == SWI_IO_DICOM_SEG) {
+        if (kind != SWI_IO_LABELS || planes != 1) {
+            if (fd >= 0)
+                close(fd);
+            io__err(err, n, "%s: a DICOM SEG (.dcm) holds a label map, not scores or images", name);
+            return SWI_ERR_INVALID_ARG;
+        }
+        return io__dcmseg_write_fd(fd, name, like, data, dtype, classes, cancel, err, n);
+    }
+    if (f != SWI_IO_NIFTI) {
         if (fd >= 0)
             close(fd);
-        io__err(err, n, "%s: no volume format for this name (NIfTI: .nii, .nii.gz)", name);
+        io__err(err, n, "%s: no volume format for this name (.nii, .nii.gz, .nrrd, .mha)", name);
         return SWI_ERR_INVALID_ARG;
+    }
+    if (like->format != SWI_IO_NIFTI) {
+        /* another format's geometry, in a NIfTI header */
+        swi_volume nl;
+        swi_status st = io__nifti_like(like, &nl, err, n);
+        if (st != SWI_OK) {
+            if (fd >= 0)
+                close(fd);
+            return st;
+        }
+        return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, &nl, data, dtype, kind,
+                                  planes, classes, cancel, err, n);
     }
     return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, like, data, dtype, kind,
                               planes, classes, cancel, err, n);

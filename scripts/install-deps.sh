@@ -27,6 +27,11 @@ APT_PACKAGES=(
   python3-dev python3-venv python3-setuptools python3-pytest python3-torch python3-tqdm
   # swi segment/plan/info/export: model cards are JSON (optional: cards refused without it)
   libjansson-dev
+  # swi_io: NRRD, MetaImage and DICOM series through ITK's image I/O (brings GDCM; optional,
+  # detected at configure time); its tests make DICOM series with pydicom
+  libinsighttoolkit5-dev python3-pydicom
+  # swi_io: DICOM SEG output (--output seg.dcm) through DCMTK's dcmseg (optional, detected)
+  libdcmtk-dev
 )
 
 ORT_NPM_PACKAGE="com.github.asus4.onnxruntime"

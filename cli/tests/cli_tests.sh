@@ -194,7 +194,7 @@ t_usage_scale() { seg_usage "--scale '1,1,0,1'" --scale 1,1,0,1; seg_usage "--sc
 t_usage_device() { seg_usage "--device 'tpu'" --device tpu; }
 t_usage_head() { seg_usage "--head '-1'" --head -1; }
 t_usage_output_ext() { usage_case "--output '.*l.txt'" segment --model m.onnx --input x.nii.gz --output "$T/o/l.txt"; }
-t_usage_scores_ext() { seg_usage "--scores '.*s.nrrd'" --scores "$T/o/s.nrrd"; }
+t_usage_scores_ext() { seg_usage "--scores '.*s.txt'" --scores "$T/o/s.txt"; }
 t_usage_preview_ext() { seg_usage "--preview '.*p.jpg'" --preview "$T/o/p.jpg"; }
 t_usage_softmax_needs_scores() { seg_usage "--softmax applies to --scores" --softmax; }
 t_usage_same_output() { seg_usage "two different outputs" --scores "$T/o/l.nii.gz"; }
