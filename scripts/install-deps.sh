@@ -23,6 +23,12 @@ APT_PACKAGES=(
   python3 python3-numpy python3-nibabel python3-onnx
   # swi export: ONNX read/written with protobuf-c and the onnx.proto libonnx-dev ships
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev
+  # swi_io stores (io/zarr.c, io/hdf5.c): Zarr metadata, blosc/zstd chunks, HDF5 datasets
+  libjansson-dev libblosc-dev libzstd-dev libhdf5-dev
+  # io_stores, cli_stores tests: independent Zarr and HDF5 readers
+  python3-zarr python3-h5py
+  # swi ... under mpirun (cli/mpi.c, optional) and its test
+  openmpi-bin libopenmpi-dev
 )
 
 ORT_NPM_PACKAGE="com.github.asus4.onnxruntime"
