@@ -5,6 +5,7 @@
 
 #include "swi_io.h"
 #include "swi_ort.h"
+#include "swi_store.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +76,14 @@ int main(int argc, char **argv)
         printf("  ONNX Runtime: %s\n", CLI_HAVE_ORT ? swi_ort_version() : "not built in");
         printf("  NIfTI (niftilib): %s\n", swi_io_available(SWI_IO_NIFTI) ? "yes" : "not built in");
         printf("  PNG (libpng): %s\n", swi_io_available(SWI_IO_PNG) ? "yes" : "not built in");
+        printf("  Zarr, OME-Zarr (jansson, blosc, zstd, zlib): %s\n",
+               swi_store_available(SWI_STORE_ZARR) ? "yes" : "not built in");
+        printf("  HDF5 (libhdf5): %s\n", swi_store_available(SWI_STORE_HDF5) ? "yes" : "not built in");
+#ifdef SWI_HAVE_MPI
+        printf("  MPI: yes (mpirun -n N swi segment|bench ... runs N shards)\n");
+#else
+        printf("  MPI: not built in\n");
+#endif
 #ifdef SWI_HAVE_EXPORT
         printf("  export: yes\n");
 #else

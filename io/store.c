@@ -319,8 +319,6 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
     w->spec = *spec;
     chunk_of(spec, w->chunk);
     w->esize = store__dtype_size(spec->dtype);
-    if (row_hi <= 0 && row_lo == 0)
-        row_hi = spec->size[0];
     if (row_lo < 0 || row_hi > spec->size[0] || row_lo > row_hi ||
         (row_lo % w->chunk[0] != 0) || (row_hi % w->chunk[0] != 0 && row_hi != spec->size[0])) {
         io__err(err, n, "%s: rows [%lld, %lld) are not on chunk boundaries (chunk %lld, size %lld)", name,

@@ -126,8 +126,8 @@ typedef enum swi_store_flags {
 typedef struct swi_store_writer swi_store_writer;
 
 /** Create (or join, SWI_STORE_SHARED) the store `name` for part `part` of `parts` covering
- *  the rows [row_lo, row_hi) of the first axis (0, 0: every row; row bounds on chunk
- *  boundaries). Nothing is written for an empty part but its commit. */
+ *  the rows [row_lo, row_hi) of the first axis (0, size[0]: every row; bounds on chunk
+ *  boundaries, or at the end). An empty part (row_lo == row_hi) writes only its commit. */
 swi_status swi_store_create(const char *name, const swi_store_spec *spec, int flags, int part, int parts,
                             int64_t row_lo, int64_t row_hi, swi_store_writer **out, char *err,
                             size_t errlen);

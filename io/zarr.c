@@ -409,6 +409,7 @@ typedef struct zarr_array {
     centry *cache;
     int cache_cap, cache_n;
     uint64_t tick;
+    int any_leading; /* set before parse_zarray: leading axes of any size (a written store's planes) */
 } zarr_array;
 
 /* .zarray of the array at dir into a. */
@@ -462,7 +463,7 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
                 field = "shape/chunks (positive sizes)";
                 break;
             }
-            if (k < a->ndim - 3 && a->shape[k] != 1) {
+            if (k < a->ndim - 3 && a->shape[k] != 1 && !a->any_leading) {
                 field = "shape (axes before the last 3 must be of size 1)";
                 break;
             }
@@ -878,7 +879,8 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
         return SWI_ERR_NOMEM;
     }
     int first = 1;
-    if (put_json(path, j, !(flags & SWI_STORE_FORCE)) != 0) {
+    /* Parts never replace the metadata: whoever links it first wins, the others must agree. */
+    if (put_json(path, j, !(flags & SWI_STORE_FORCE) || (flags & SWI_STORE_SHARED)) != 0) {
         if (errno != EEXIST) {
             io__err(err, n, "%s: cannot write: %s", path, strerror(errno));
             json_decref(j);
@@ -888,6 +890,7 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
         first = 0; /* another part created it: it must describe the same array */
         zarr_array a;
         memset(&a, 0, sizeof a);
+        a.any_leading = 1;
         swi_status st = parse_zarray(z->dir, &a, err, n);
         if (st == SWI_OK && !same_array(&a, spec, chunk)) {
             io__err(err, n, "%s: exists with another shape, chunk or dtype than this run writes", path);
