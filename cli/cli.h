@@ -49,6 +49,7 @@ typedef struct seg_opts {
     double clip[2];
     int scale_given;
     double scale[4];
+    int shard_given, shard_part, shard_parts, shard_init; /**< --shard I/N | init (stores) */
 } seg_opts;
 
 void seg_opts_init(seg_opts *o);

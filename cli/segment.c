@@ -121,7 +121,7 @@ static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const
         return step_failed(who, err);
     if (o->preview &&
         swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview, in->size,
-                                s->input, r->labels, r->label_bytes, err, SWI_ERRLEN))
+                                s->reader ? NULL : s->input, r->labels, r->label_bytes, err, SWI_ERRLEN))
         return seg_fail(who, err);
     cli_out *all[3] = { o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
                         o->preview ? &s->out_preview : NULL };
@@ -145,7 +145,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     /* Existing outputs are refused before anything else happens. */
     const char *finals[3] = { o->output, o->scores, o->preview };
     for (int i = 0; i < 3; i++)
-        if (finals[i] && cli_out_check(finals[i], o->force, err))
+        if (finals[i] && !cli_is_store(finals[i]) && cli_out_check(finals[i], o->force, err))
             return seg_fail(who, err);
 
     swi_params p;
@@ -155,6 +155,19 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     int rc = seg_setup(o, s, &p, &in, outs, &n_outs, err);
     if (rc)
         return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
+    const int stores_out = seg_store_outputs(o);
+    if (stores_out) {
+        int nothing = 0;
+        rc = seg_store_begin(o, s, &p, &in, outs, n_outs, &nothing, err);
+        if (rc)
+            return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
+        if (nothing) {
+            if (!o->quiet)
+                fprintf(stderr, "%s: %s\n", who, o->shard_init ? "stores created for the shards"
+                                                               : "this shard has no rows");
+            return 0;
+        }
+    }
     /* Plan before anything big happens: a budget that cannot be met, or an output grid
      * other than the volume's, fails now rather than after the network ran. */
     s->ctx = swi_create();
@@ -170,14 +183,16 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if (swi_result_size(s->ctx, 0, osz) == 3 && same_grid(who, o, osz, in.size))
         return 1;
 
-    if ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
+    if (!stores_out && ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
         (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
-        (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)))
+        (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err))))
         return seg_fail(who, err);
 
-    if ((rc = read_inputs(o, who, s, &in)))
-        return rc;
-    in.data = s->input;
+    if (!s->reader) {
+        if ((rc = read_inputs(o, who, s, &in)))
+            return rc;
+        in.data = s->input;
+    }
 
     progress prog;
     progress_init(&prog, !o->quiet);
@@ -194,8 +209,22 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if (cli_interrupted())
         return interrupted_exit(who);
     if (st != SWI_OK) {
-        seg_engine_error(who, o, st, s->ctx);
+        const char *why = seg_store_error(s);
+        if (why)
+            fprintf(stderr, "%s: %s; the output stays marked incomplete\n", who, why);
+        else
+            seg_engine_error(who, o, st, s->ctx);
         return 1;
+    }
+    if (stores_out) {
+        if (seg_store_commit(s, err))
+            return seg_fail(who, err);
+        if (!o->quiet)
+            fprintf(stderr, "%s: %lldx%lldx%lld voxels, rows [%lld, %lld): %lld windows in %.2f s, peak RSS "
+                    "%s -> %s\n", who, (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
+                    (long long)s->rows_lo, (long long)s->rows_hi, (long long)plan.windows_total,
+                    cli_now() - t0, cli_bytes(cli_peak_rss(), err), o->output);
+        return 0;
     }
 
     /* The label grid must be the input grid (zoomed heads are not written). */
@@ -244,5 +273,9 @@ int swi_cmd_segment(int argc, char **argv)
     int rc = seg_parse(argc, argv, &o, 0);
     if (rc)
         return rc < 0 ? 0 : rc;
+#ifndef SWI_HAVE_MPI
+    if (cli_refuse_mpi_without_support("swi segment"))
+        return 1;
+#endif
     return seg_run(&o, "swi segment", NULL);
 }

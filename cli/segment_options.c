@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include "segment.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -53,6 +54,18 @@ static const char SEGMENT_HELP[] =
 "  --preview FILE.png   three orthogonal mid-slices with the labels overlaid\n"
 "  --force              overwrite existing output files\n"
 "  --head N             use the model's output N (default 0, the first)\n"
+"\n"
+"Chunked stores, for volumes larger than memory (inputs and outputs named like files):\n"
+"  --input x.zarr | x.ome.zarr | x.h5:/path   read window by window (any integer or\n"
+"                       float type; OME-Zarr: level 0); every --input a store\n"
+"  --output labels.zarr | x.ome.zarr/labels/NAME | y.h5:/labels   written chunk by\n"
+"                       chunk as regions complete; --scores likewise, [classes, D, H, W]\n"
+"  --shard I/N          run part I of N (from 0) along the first axis, cut at output\n"
+"                       chunk rows, into shared Zarr stores: the N parts together are\n"
+"                       bitwise one run's result; --shard init creates the stores first\n"
+"    swi segment --model m.onnx --input ct.zarr --output seg.zarr --shard 2/8\n"
+"    mpirun -n 8 swi segment --model m.onnx --input ct.zarr --output seg.zarr  (MPI builds)\n"
+"  A store being written holds .swi-incomplete until every part has finished.\n"
 "\n"
 "Sliding window (MONAI's meaning and defaults):\n"
 "  --roi N | I,J,K      window size (default: the model's static input size;\n"
@@ -125,7 +138,7 @@ enum {
     OPT_MODEL = 256, OPT_INPUT, OPT_OUTPUT, OPT_SCORES, OPT_PREVIEW, OPT_ROI, OPT_OVERLAP,
     OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
     OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
-    OPT_HELP
+    OPT_SHARD, OPT_HELP
 };
 
 static const struct option LONG_OPTS[] = {
@@ -151,6 +164,7 @@ static const struct option LONG_OPTS[] = {
     { "force", no_argument, NULL, OPT_FORCE },
     { "device", required_argument, NULL, OPT_DEVICE },
     { "head", required_argument, NULL, OPT_HEAD },
+    { "shard", required_argument, NULL, OPT_SHARD },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -311,6 +325,13 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             o->head = (int)v;
             break;
         }
+        case OPT_SHARD: {
+            char msg[SWI_ERRLEN];
+            if (cli_shard_parse(arg, &o->shard_part, &o->shard_parts, &o->shard_init, msg))
+                return usage(who, "%s", msg, NULL);
+            o->shard_given = 1;
+            break;
+        }
         case ':':
             return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);
         default:
@@ -325,10 +346,14 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         return usage(who, "--input is required", NULL, NULL);
     if (!plan && !o->output)
         return usage(who, "--output is required", NULL, NULL);
-    if (o->output && !is_nifti_name(o->output))
-        return usage(who, "--output '%s': the name must end in .nii or .nii.gz", o->output, NULL);
-    if (o->scores && !is_nifti_name(o->scores))
-        return usage(who, "--scores '%s': the name must end in .nii or .nii.gz", o->scores, NULL);
+    if (o->output && !is_nifti_name(o->output) && !cli_is_store(o->output))
+        return usage(who, "--output '%s': the name must end in .nii or .nii.gz, or name a store (x.zarr, "
+                     "x.ome.zarr, x.h5:/path)", o->output, NULL);
+    if (o->scores && !is_nifti_name(o->scores) && !cli_is_store(o->scores))
+        return usage(who, "--scores '%s': the name must end in .nii or .nii.gz, or name a store", o->scores,
+                     NULL);
+    if (seg_store_check(o, who))
+        return 2;
     if (o->preview && !cli_ends_with(o->preview, ".png"))
         return usage(who, "--preview '%s': the name must end in .png", o->preview, NULL);
     if (o->softmax && !o->scores)

@@ -33,6 +33,9 @@ void seg_state_free(seg_state *s)
     cli_out_abort(&s->out_labels);
     cli_out_abort(&s->out_scores);
     cli_out_abort(&s->out_preview);
+    swi_store_abort(s->w_labels);
+    swi_store_abort(s->w_scores);
+    cli_input_close(&s->store_in);
     swi_free(s->ctx);
     swi_ort_close(s->model);
     free(s->input);
@@ -129,7 +132,10 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
 int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs,
               int *n_outs, char *err)
 {
-    if (!swi_io_available(SWI_IO_NIFTI)) {
+    if (cli_is_store(o->inputs[0])) {
+        if (seg_store_open_inputs(o, s, err))
+            return 1;
+    } else if (!swi_io_available(SWI_IO_NIFTI)) {
         cli_err(err, "swi was built without NIfTI support (install libnifti2-dev and rebuild)");
         return 1;
     }
@@ -138,7 +144,7 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
                 "rebuild)");
         return 1;
     }
-    for (int c = 0; c < o->n_inputs; c++) {
+    for (int c = 0; !s->reader && c < o->n_inputs; c++) {
         if (swi_volume_open(o->inputs[c], &s->vols[c], err, SWI_ERRLEN))
             return 1;
         const int64_t *a = s->vols[0].size, *b = s->vols[c].size;
@@ -150,7 +156,7 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
             return 1;
         }
     }
-    const int64_t *size = s->vols[0].size;
+    const int64_t *size = s->reader ? s->store_in.size : s->vols[0].size;
     int64_t roi[3];
     for (int a = 0; a < 3; a++)
         roi[a] = o->roi_given && o->roi[a] == 0 ? size[a] : o->roi[a];
@@ -181,6 +187,8 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     in->channels = o->n_inputs;
     in->dims = 3;
     memcpy(in->size, size, sizeof in->size);
+    if (s->reader)
+        in->reader = &s->store_in.reader;
 
     swi_output_init(&outs[0], 0, SWI_REDUCE_ARGMAX);
     *n_outs = 1;

@@ -238,5 +238,59 @@ if case == "mpi":
     check(os.path.exists("mf.zarr/.swi-incomplete"), "the store stays incomplete")
     done()
 
+if case == "segment":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import clitest
+        clitest.make_models(work)
+    except ImportError as e:
+        print("skipped: %s" % e)
+        sys.exit(77)
+    r = run("--version")
+    if "ONNX Runtime: not built in" in r.stdout:
+        print("skipped: swi built without ONNX Runtime")
+        sys.exit(77)
+    # quant4: labels = the nearest of 0..3 to the voxel value; 8^3 windows
+    v = clitest.volume(shape=(150, 20, 17), seed=5)
+    zarr.open("q.zarr", mode="w", shape=v.shape, chunks=(32, 8, 8), dtype="<f4")[...] = v
+    with h5py.File("q.h5", "w") as f:
+        f.create_dataset("v", data=v, chunks=(16, 16, 16), compression="gzip")
+    nib.save(nib.Nifti1Image(v, np.eye(4)), "q.nii.gz")
+    seg = ["segment", "--model", "quant4.onnx", "--mode", "gaussian", "--overlap", "0.5", "-q"]
+    r = run(*seg, "--input", "q.nii.gz", "--output", "ref.nii.gz", "--scores", "ref_s.nii.gz")
+    check(r.returncode == 0, "segment NIfTI: " + r.stderr)
+    ref = np.asarray(nib.load("ref.nii.gz").dataobj)
+    ref_s = np.asarray(nib.load("ref_s.nii.gz").dataobj)
+    for i, inp in enumerate(["q.zarr", "q.h5:/v", "q.nii.gz"]):
+        out, sc = "l%d.zarr" % i, "s%d.zarr" % i
+        r = run(*seg, "--input", inp, "--output", out, "--scores", sc)
+        check(r.returncode == 0, "segment %s -> stores: %s" % (inp, r.stderr))
+        if r.returncode == 0:
+            check(np.array_equal(load(out), ref), "labels from %s equal NIfTI's" % inp)
+            check(np.array_equal(np.moveaxis(load(sc), 0, -1), ref_s), "scores from %s equal NIfTI's" % inp)
+    r = run(*seg, "--input", "q.zarr", "--output", "l_n.nii.gz")
+    check(r.returncode == 0 and np.array_equal(np.asarray(nib.load("l_n.nii.gz").dataobj), ref),
+          "store input, NIfTI output: " + r.stderr)
+    r = run(*seg, "--input", "q.zarr", "--output", "l_h.h5:/seg")
+    check(r.returncode == 0 and np.array_equal(load("l_h.h5:/seg"), ref), "HDF5 output: " + r.stderr)
+    for n in (2, 3):
+        out, sc = "lsh%d.zarr" % n, "ssh%d.zarr" % n
+        procs = [subprocess.Popen([swi, *seg, "--input", "q.zarr", "--output", out, "--scores", sc,
+                                   "--shard", "%d/%d" % (i, n)], stderr=subprocess.PIPE, text=True)
+                 for i in range(n)]
+        errs = [p.communicate()[1] for p in procs]
+        check(all(p.returncode == 0 for p in procs), "segment %d shards: %s" % (n, errs))
+        check(np.array_equal(load(out), ref) and np.array_equal(load(sc), load("s0.zarr")),
+              "segment: %d shards bitwise equal to one process" % n)
+    for args, what in [(["--input", "q.zarr", "--input", "q.nii.gz"], "a mix"),
+                       (["--input", "q.zarr", "--zscore"], "--zscore"),
+                       (["--input", "q.zarr", "--output", "a.zarr", "--scores", "b.nii.gz"], "both"),
+                       (["--input", "q.nii.gz", "--output", "a.nii.gz", "--shard", "0/2"], "--shard")]:
+        if "--output" not in args:
+            args = args + ["--output", "z.zarr"]
+        r = run(*seg, *args)
+        check(r.returncode == 2 and what in r.stderr, "usage error for %s: %s" % (what, r.stderr))
+    done()
+
 print("unknown case", case)
 sys.exit(2)
