@@ -4,6 +4,7 @@
  */
 #include "bench_io.h"
 
+#include "mpi_job.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -88,6 +89,18 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, int 
         if (swi_store_init(b->output, &spec, flags, err, n) != SWI_OK)
             return 1;
         return 0;
+    }
+    if (cli_mpi_active()) {
+        /* rank 0 writes the metadata; the others join once it is there */
+        int rank = 0, size = 1, ok = 1;
+        cli_mpi_start(&rank, &size);
+        if (rank == 0)
+            ok = swi_store_init(b->output, &spec, flags, err, n) == SWI_OK;
+        if (!cli_mpi_all_ok(ok)) {
+            if (ok)
+                snprintf(err, n, "%s: rank 0 could not create the store", b->output);
+            return 1;
+        }
     }
     int64_t chunk[3];
     swi_store_default_chunk(&spec, chunk);
@@ -175,9 +188,24 @@ void bench_io_close(bench_io *b)
 
 int bench_io_refuse_launcher(void)
 {
-#ifdef SWI_HAVE_MPI
+    return cli_mpi_built() ? 0 : cli_refuse_mpi_without_support("swi bench");
+}
+
+int bench_io_mpi(bench_io *b, char *err, size_t n)
+{
+    int rank = 0, size = 1;
+    if (!cli_mpi_start(&rank, &size))
+        return 0;
+    if (b->sharded) {
+        snprintf(err, n, "under mpirun the ranks are the shards: leave --shard out");
+        return 2;
+    }
+    if (!b->output) {
+        snprintf(err, n, "under mpirun each rank writes its part of one store: give --output-file");
+        return 2;
+    }
+    b->sharded = 1;
+    b->part = rank;
+    b->parts = size;
     return 0;
-#else
-    return cli_refuse_mpi_without_support("swi bench");
-#endif
 }

@@ -45,6 +45,9 @@ int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, s
 /* Free everything (an output not committed stays marked incomplete). */
 void bench_io_close(bench_io *b);
 
+/* Under mpirun (MPI built in): start MPI, make this rank's shard. 0, or 2 (usage) with err. */
+int bench_io_mpi(bench_io *b, char *err, size_t n);
+
 /* Refuse to run as N > 1 ranks of an MPI launcher when MPI is not built in. */
 int bench_io_refuse_launcher(void);
 

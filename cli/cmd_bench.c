@@ -340,6 +340,7 @@ int swi_cmd_bench(int argc, char **argv) {
     if (bio.output && !cli_is_store(bio.output))
         return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
     if (bench_io_refuse_launcher()) return 1;
+    if (bench_io_mpi(&bio, msg, sizeof msg)) return usage_error(msg);
     if (bio.input && bench_io_open_input(&bio, shape, msg, sizeof msg)) {
         fprintf(stderr, "swi bench: %s\n", msg);
         bench_io_close(&bio);

@@ -11,6 +11,7 @@
  */
 #include "segment.h"
 
+#include "mpi_job.h"
 #include "preprocess.h"
 #include "progress.h"
 #include "util.h"
@@ -273,9 +274,23 @@ int swi_cmd_segment(int argc, char **argv)
     int rc = seg_parse(argc, argv, &o, 0);
     if (rc)
         return rc < 0 ? 0 : rc;
-#ifndef SWI_HAVE_MPI
-    if (cli_refuse_mpi_without_support("swi segment"))
+    if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment"))
         return 1;
-#endif
+    int rank = 0, size = 1;
+    if (cli_mpi_start(&rank, &size)) {
+        const char *why = o.shard_given ? "under mpirun the ranks are the shards: leave --shard out"
+                          : !seg_store_outputs(&o) ? "under mpirun each rank writes its part of shared stores: "
+                                                     "give --output x.zarr"
+                                                   : NULL;
+        if (why) {
+            fprintf(stderr, "swi segment: %s\n", why);
+            return 2;
+        }
+        o.shard_given = 1;
+        o.shard_part = rank;
+        o.shard_parts = size;
+        if (seg_store_check(&o, "swi segment"))
+            return 2;
+    }
     return seg_run(&o, "swi segment", NULL);
 }

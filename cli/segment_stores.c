@@ -5,6 +5,7 @@
  */
 #include "segment.h"
 
+#include "mpi_job.h"
 #include "preprocess.h"
 #include "util.h"
 
@@ -108,6 +109,18 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
         }
         *nothing_to_do = 1;
         return 0;
+    }
+    if (cli_mpi_active()) {
+        /* rank 0 writes the metadata; the others join once it is there */
+        int rank = 0, size = 1, ok = 1;
+        cli_mpi_start(&rank, &size);
+        if (rank == 0)
+            ok = !((o->output && swi_store_init(o->output, &ls, flags, msg, sizeof msg)) ||
+                   (o->scores && swi_store_init(o->scores, &ss, flags, msg, sizeof msg)));
+        if (!cli_mpi_all_ok(ok)) {
+            cli_err(err, "%s", ok ? "rank 0 could not create the output stores" : msg);
+            return 1;
+        }
     }
     int part = o->shard_given ? o->shard_part : 0, parts = o->shard_given ? o->shard_parts : 1;
     s->rows_lo = 0;

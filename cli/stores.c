@@ -131,7 +131,7 @@ int cli_launcher_ranks(int *rank)
             return (int)n;
         }
     }
-    return 1;
+    return 0;
 }
 
 int cli_refuse_mpi_without_support(const char *who)

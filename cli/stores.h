@@ -45,7 +45,7 @@ int cli_shard_parse(const char *s, int *part, int *parts, int *init, char *err);
 void cli_shard_rows(int64_t size, int64_t chunk, int part, int parts, int64_t *lo, int64_t *hi);
 
 /* The number of ranks an MPI launcher gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
- * PMIX... in the environment), and this one's rank; 1 and 0 when not started by one. */
+ * PMIX... in the environment), and this one's rank; 0 (and rank 0) when not started by one. */
 int cli_launcher_ranks(int *rank);
 
 /* Without MPI built in, refuse to run as one of N > 1 ranks (each would run the whole

@@ -27,7 +27,7 @@ APT_PACKAGES=(
   libjansson-dev libblosc-dev libzstd-dev libhdf5-dev
   # io_stores, cli_stores tests: independent Zarr and HDF5 readers
   python3-zarr python3-h5py
-  # swi ... under mpirun (cli/mpi.c, optional) and its test
+  # swi ... under mpirun (cli/mpi_job.c, optional) and its test
   openmpi-bin libopenmpi-dev
 )
 
