@@ -274,6 +274,8 @@ int swi_cmd_segment(int argc, char **argv)
     int rc = seg_parse(argc, argv, &o, 0);
     if (rc)
         return rc < 0 ? 0 : rc;
+    if (seg_store_check(&o, "swi segment"))
+        return 2;
     if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment"))
         return 1;
     int rank = 0, size = 1;

@@ -5,7 +5,7 @@
  */
 #include "cli.h"
 
-#include "segment.h"
+#include "shard.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -192,11 +192,6 @@ static int three_doubles(const char *s, double out[3])
     return 0;
 }
 
-static int is_nifti_name(const char *p)
-{
-    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz");
-}
-
 int seg_parse(int argc, char **argv, seg_opts *o, int plan)
 {
     const char *who = plan ? "swi plan" : "swi segment";
@@ -346,14 +341,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         return usage(who, "--input is required", NULL, NULL);
     if (!plan && !o->output)
         return usage(who, "--output is required", NULL, NULL);
-    if (o->output && !is_nifti_name(o->output) && !cli_is_store(o->output))
-        return usage(who, "--output '%s': the name must end in .nii or .nii.gz, or name a store (x.zarr, "
-                     "x.ome.zarr, x.h5:/path)", o->output, NULL);
-    if (o->scores && !is_nifti_name(o->scores) && !cli_is_store(o->scores))
-        return usage(who, "--scores '%s': the name must end in .nii or .nii.gz, or name a store", o->scores,
-                     NULL);
-    if (seg_store_check(o, who))
-        return 2;
+    /* a name that is not NIfTI may be a store: segment_stores.c (seg_store_check) decides */
     if (o->preview && !cli_ends_with(o->preview, ".png"))
         return usage(who, "--preview '%s': the name must end in .png", o->preview, NULL);
     if (o->softmax && !o->scores)

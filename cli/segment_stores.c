@@ -17,8 +17,20 @@ int seg_store_outputs(const seg_opts *o)
     return (o->output && cli_is_store(o->output)) || (o->scores && cli_is_store(o->scores));
 }
 
+static int is_nifti_name(const char *p)
+{
+    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz");
+}
+
 int seg_store_check(const seg_opts *o, const char *who)
 {
+    const char *names[2] = { o->output, o->scores }, *flags[2] = { "--output", "--scores" };
+    for (int i = 0; i < 2; i++)
+        if (names[i] && !is_nifti_name(names[i]) && !cli_is_store(names[i])) {
+            fprintf(stderr, "%s: %s '%s': the name must end in .nii or .nii.gz, or name a store (x.zarr, "
+                    "x.ome.zarr, x.h5:/path) (see '%s --help')\n", who, flags[i], names[i], who);
+            return 2;
+        }
     const char *msg = NULL;
     int in_stores = 0;
     for (int c = 0; c < o->n_inputs; c++)

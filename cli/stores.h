@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "shard.h"
 #include "swi.h"
 #include "swi_store.h"
 
@@ -36,13 +37,6 @@ void cli_input_reader(cli_input *in);
 
 /* Close the stores. */
 void cli_input_close(cli_input *in);
-
-/* --shard: "I/N" (0 <= I < N) or "init". 0, or -1 with err. */
-int cli_shard_parse(const char *s, int *part, int *parts, int *init, char *err);
-
-/* Rows [lo, hi) of part I of N along an axis of `size` rows cut at multiples of `chunk`:
- * whole chunk rows, as evenly as they go (lo == hi for a part with none). */
-void cli_shard_rows(int64_t size, int64_t chunk, int part, int parts, int64_t *lo, int64_t *hi);
 
 /* The number of ranks an MPI launcher gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
  * PMIX... in the environment), and this one's rank; 0 (and rank 0) when not started by one. */
