@@ -71,8 +71,8 @@ static void output_spec(const swi_tensor *in, int scores, int64_t classes, swi_s
     spec->classes = classes;
 }
 
-int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, int scores, int64_t classes,
-                          char *err, size_t n)
+int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, const swi_output *out, int scores,
+                          int64_t classes, char *err, size_t n)
 {
     if (in->dims != 3) {
         snprintf(err, n, "--output-file needs a 3-D volume");
@@ -80,6 +80,12 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, int 
     }
     swi_store_spec spec;
     output_spec(in, scores, classes, &spec);
+    /* slabs along the engine's outermost axis complete one after another */
+    char e[SWI_ERRLEN];
+    if (cli_outer_axis(p, in, out, 1, &spec.slab_axis, e)) {
+        snprintf(err, n, "%s", e);
+        return 1;
+    }
     int flags = (b->force ? SWI_STORE_FORCE : 0) | (b->sharded ? SWI_STORE_SHARED : 0);
     if (b->sharded && swi_store_kind_of(b->output) == SWI_STORE_HDF5) {
         snprintf(err, n, "%s: --shard writes one shared store: use Zarr (x.zarr), not HDF5", b->output);

@@ -32,8 +32,8 @@ void bench_io_tensor(bench_io *b, swi_tensor *in);
 
 /* Create the output store (or join it: --shard), settle the shard's rows into p. Returns
  * 0, 1 (error) or 2 (usage error), the message in err. */
-int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, int scores, int64_t classes,
-                          char *err, size_t n);
+int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, const swi_output *out, int scores,
+                          int64_t classes, char *err, size_t n);
 
 /* Print the shard's rows and the work the shard boundaries duplicate. */
 void bench_io_report_shards(const bench_io *b, swi_ctx *ctx, const swi_params *p, const swi_tensor *in,

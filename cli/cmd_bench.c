@@ -357,11 +357,7 @@ int swi_cmd_bench(int argc, char **argv) {
         if (n_order) p.order[k] = (int)order[k];
     }
     if (n_order) p.order_mode = SWI_ORDER_FIXED;
-    if (!n_order && bio.output) {
-        /* first axis outermost: regions complete slab by slab, so the store's buffer stays small */
-        p.order_mode = SWI_ORDER_FIXED;
-        for (int k = 0; k < dims; k++) p.order[k] = k;
-    }
+
     p.mode = gaussian ? SWI_BLEND_GAUSSIAN : SWI_BLEND_CONSTANT;
     p.sw_batch_size = (int)sw;
     p.threads = (int)threads;
@@ -379,7 +375,11 @@ int swi_cmd_bench(int argc, char **argv) {
     out.dst_bytes = out_bytes; /* planned as a stored result; dst is set once allocated */
     if (bio.input) bench_io_tensor(&bio, &in);
     if (bio.output) {
-        int rc = bench_io_begin_output(&bio, &p, &in, scores, classes, msg, sizeof msg);
+        out.dtype = scores ? SWI_DTYPE_FLOAT32 : classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8;
+        out.dst_bytes = 0;
+        out.on_region = swi_store_on_region;
+        out_bytes = 0;
+        int rc = bench_io_begin_output(&bio, &p, &in, &out, scores, classes, msg, sizeof msg);
         if (rc) {
             fprintf(stderr, "swi bench: %s\n", msg);
             bench_io_close(&bio);
@@ -392,11 +392,7 @@ int swi_cmd_bench(int argc, char **argv) {
             bench_io_close(&bio);
             return rc;
         }
-        out.dtype = scores ? SWI_DTYPE_FLOAT32 : classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8;
-        out.dst_bytes = 0;
-        out.on_region = swi_store_on_region;
         out.user = bio.writer;
-        out_bytes = 0;
     }
 
     swi_ctx *ctx = swi_create();

@@ -99,15 +99,23 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
         cli_err(err, "%s: the model's number of classes is dynamic; a store output needs it beforehand", o->model);
         return 1;
     }
+    for (int i = 0; i < n_outs; i++) {
+        outs[i].dtype = i == 0 ? (classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8) : SWI_DTYPE_FLOAT32;
+        outs[i].on_region = swi_store_on_region;
+    }
     swi_store_spec ls, ss;
     spec_of(in, 1, classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8, 1, classes, &ls);
     spec_of(in, classes, SWI_DTYPE_FLOAT32, 0, classes, &ss);
+    /* slabs along the engine's outermost axis complete one after another */
+    if (cli_outer_axis(p, in, outs, n_outs, &ls.slab_axis, err))
+        return 1;
+    ss.slab_axis = ls.slab_axis;
     int64_t lc[3], sc[3];
     swi_store_default_chunk(&ls, lc);
     swi_store_default_chunk(&ss, sc);
     /* Shards are cut at the label chunk rows; the score chunk rows (halved to fit) divide them. */
-    int64_t cut = o->output ? lc[0] : sc[0];
-    if (o->output && o->scores && lc[0] % sc[0] != 0) {
+    int64_t cut = o->output ? (lc[0] > sc[0] ? lc[0] : sc[0]) : sc[0];
+    if (o->output && o->scores && (cut % lc[0] != 0 || cut % sc[0] != 0)) {
         cli_err(err, "internal error: chunk rows %lld and %lld do not nest", (long long)lc[0], (long long)sc[0]);
         return 1;
     }
@@ -154,16 +162,8 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
         p->part_lo = s->rows_lo;
         p->part_hi = s->rows_hi;
     }
-    /* first axis outermost: regions complete slab by slab, so the stores' buffers stay small */
-    p->order_mode = SWI_ORDER_FIXED;
-    for (int k = 0; k < 3; k++)
-        p->order[k] = k;
-    for (int i = 0; i < n_outs; i++) {
-        swi_store_writer *w = i == 0 ? s->w_labels : s->w_scores;
-        outs[i].dtype = i == 0 ? ls.dtype : SWI_DTYPE_FLOAT32;
-        outs[i].on_region = swi_store_on_region;
-        outs[i].user = w;
-    }
+    for (int i = 0; i < n_outs; i++)
+        outs[i].user = i == 0 ? s->w_labels : s->w_scores;
     return 0;
 }
 

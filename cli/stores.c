@@ -77,6 +77,28 @@ void cli_input_close(cli_input *in)
     }
 }
 
+int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs, int *axis,
+                   char *err)
+{
+    swi_ctx *ctx = swi_create();
+    if (!ctx) {
+        cli_err(err, "out of memory");
+        return -1;
+    }
+    swi_params whole = *p;
+    whole.part_lo = whole.part_hi = 0;
+    swi_plan plan;
+    int rc = 0;
+    if (swi_plan_run(ctx, &whole, in, outs, n_outs, &plan) != SWI_OK) {
+        cli_err(err, "%s", swi_last_error(ctx));
+        rc = -1;
+    } else {
+        *axis = plan.order[0];
+    }
+    swi_free(ctx);
+    return rc;
+}
+
 int cli_launcher_ranks(int *rank)
 {
     static const char *sizes[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS" };

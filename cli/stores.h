@@ -38,6 +38,11 @@ void cli_input_reader(cli_input *in);
 /* Close the stores. */
 void cli_input_close(cli_input *in);
 
+/* The engine's outermost loop axis for the whole run of p (any part ignored): the axis
+ * the output stores' slabs follow. 0, or -1 with the planner's message in err. */
+int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs, int *axis,
+                   char *err);
+
 /* The number of ranks an MPI launcher gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
  * PMIX... in the environment), and this one's rank; 0 (and rank 0) when not started by one. */
 int cli_launcher_ranks(int *rank);

@@ -269,17 +269,18 @@ done:
     return st;
 }
 
-swi_status h5__write_slab(void *impl, int64_t r0, int64_t r1, const void *buf, char *err, size_t n)
+swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
+                         size_t n)
 {
     h5w *w = impl;
     hsize_t start[4] = { 0 }, count[4];
     int nd = 0;
     if (w->spec.planes > 1)
         count[nd++] = (hsize_t)w->spec.planes;
-    start[nd] = (hsize_t)r0;
-    count[nd++] = (hsize_t)(r1 - r0);
-    count[nd++] = (hsize_t)w->spec.size[1];
-    count[nd++] = (hsize_t)w->spec.size[2];
+    for (int a = 0; a < 3; a++) {
+        start[nd] = (hsize_t)lo[a];
+        count[nd++] = (hsize_t)(hi[a] - lo[a]);
+    }
     pthread_mutex_lock(&h5_lock);
     swi_status st = SWI_ERR_INVALID_ARG;
     hid_t fs = H5Dget_space(w->dset), ms = H5Screate_simple(nd, count, NULL);
@@ -287,7 +288,8 @@ swi_status h5__write_slab(void *impl, int64_t r0, int64_t r1, const void *buf, c
         H5Dwrite(w->dset, mem_type(w->spec.dtype), ms, fs, H5P_DEFAULT, buf) >= 0)
         st = SWI_OK;
     else
-        io__err(err, n, "%s: cannot write rows %lld..%lld (disk full?)", w->name, (long long)r0, (long long)r1);
+        io__err(err, n, "%s: cannot write the box from (%lld, %lld, %lld) (disk full?)", w->name, (long long)lo[0],
+                (long long)lo[1], (long long)lo[2]);
     if (ms >= 0)
         H5Sclose(ms);
     if (fs >= 0)
@@ -357,9 +359,10 @@ swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_
     (void)name, (void)spec, (void)chunk, (void)flags, (void)impl;
     return missing(err, n);
 }
-swi_status h5__write_slab(void *impl, int64_t r0, int64_t r1, const void *buf, char *err, size_t n)
+swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
+                         size_t n)
 {
-    (void)impl, (void)r0, (void)r1, (void)buf;
+    (void)impl, (void)lo, (void)hi, (void)buf;
     return missing(err, n);
 }
 swi_status h5__commit(void *impl, char *err, size_t n)

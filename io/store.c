@@ -1,5 +1,5 @@
 /* store.c -- chunked stores, the format-independent part: names, the reader adapter, and
- * the writer that gathers the engine's regions into slabs of whole chunk rows. */
+ * the writer that gathers the engine's regions into slabs of whole chunks. */
 #include "store_internal.h"
 
 #include <pthread.h>
@@ -176,14 +176,18 @@ void swi_store_default_chunk(const swi_store_spec *spec, int64_t chunk[3])
 {
     for (int a = 0; a < 3; a++)
         chunk[a] = spec->size[a] < 64 ? (spec->size[a] > 0 ? spec->size[a] : 1) : 64;
-    double row = (double)spec->size[1] * (double)spec->size[2] * (double)(spec->planes > 0 ? spec->planes : 1) *
-                 (double)store__dtype_size(spec->dtype);
+    const int a = spec->slab_axis >= 0 && spec->slab_axis < 3 ? spec->slab_axis : 0;
+    double layer = (double)(spec->planes > 0 ? spec->planes : 1) * (double)store__dtype_size(spec->dtype);
+    for (int d = 0; d < 3; d++)
+        if (d != a)
+            layer *= (double)spec->size[d];
     const double cap = 256.0 * 1024 * 1024;
-    while (chunk[0] > 1 && row * (double)chunk[0] > cap)
-        chunk[0] /= 2;
+    while (chunk[a] > 1 && layer * (double)chunk[a] > cap)
+        chunk[a] /= 2;
 }
 
-/* One slab: chunk[0] rows (fewer at the end) of every plane, and how many of its voxels
+/* One slab: a layer of whole chunks along the slab axis, across the part's rows of the
+ * first axis and the whole of the other axes, every plane; and how many of its voxels
  * arrived. */
 typedef struct slab {
     unsigned char *buf;
@@ -197,6 +201,7 @@ struct swi_store_writer {
     swi_store_spec spec;
     int64_t chunk[3];
     size_t esize;
+    int axis; /* the slab axis */
     int64_t row_lo, row_hi;
     int64_t n_slabs;
     slab *slabs;
@@ -227,6 +232,10 @@ static swi_status check_spec(const char *name, const swi_store_spec *spec, char 
     }
     if (spec->dtype != SWI_DTYPE_UINT8 && spec->dtype != SWI_DTYPE_UINT16 && spec->dtype != SWI_DTYPE_FLOAT32) {
         io__err(err, n, "%s: dtype must be uint8, uint16 or float32", name);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (spec->slab_axis < 0 || spec->slab_axis > 2) {
+        io__err(err, n, "%s: slab_axis must be 0, 1 or 2 (got %d)", name, spec->slab_axis);
         return SWI_ERR_INVALID_ARG;
     }
     double vox = (double)spec->size[0] * (double)spec->size[1] * (double)spec->size[2] * (double)spec->planes;
@@ -291,6 +300,20 @@ swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flag
     return st;
 }
 
+/* The box of slab s. */
+static void slab_box(const swi_store_writer *w, int64_t s, int64_t lo[3], int64_t hi[3])
+{
+    for (int d = 0; d < 3; d++) {
+        lo[d] = 0;
+        hi[d] = w->spec.size[d];
+    }
+    lo[0] = w->row_lo;
+    hi[0] = w->row_hi;
+    const int a = w->axis;
+    lo[a] = s * w->chunk[a];
+    hi[a] = lo[a] + w->chunk[a] < w->spec.size[a] ? lo[a] + w->chunk[a] : w->spec.size[a];
+}
+
 swi_status swi_store_create(const char *name, const swi_store_spec *spec, int flags, int part, int parts,
                             int64_t row_lo, int64_t row_hi, swi_store_writer **out, char *err, size_t n)
 {
@@ -319,6 +342,7 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
     w->spec = *spec;
     chunk_of(spec, w->chunk);
     w->esize = store__dtype_size(spec->dtype);
+    w->axis = spec->slab_axis;
     if (row_lo < 0 || row_hi > spec->size[0] || row_lo > row_hi ||
         (row_lo % w->chunk[0] != 0) || (row_hi % w->chunk[0] != 0 && row_hi != spec->size[0])) {
         io__err(err, n, "%s: rows [%lld, %lld) are not on chunk boundaries (chunk %lld, size %lld)", name,
@@ -328,8 +352,14 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
     }
     w->row_lo = row_lo;
     w->row_hi = row_hi;
-    w->n_slabs = (spec->size[0] + w->chunk[0] - 1) / w->chunk[0];
-    w->slabs_expected = (row_hi - row_lo + w->chunk[0] - 1) / w->chunk[0];
+    const int a = w->axis;
+    w->n_slabs = (spec->size[a] + w->chunk[a] - 1) / w->chunk[a];
+    if (row_lo == row_hi)
+        w->slabs_expected = 0;
+    else if (a == 0)
+        w->slabs_expected = (row_hi - row_lo + w->chunk[0] - 1) / w->chunk[0];
+    else
+        w->slabs_expected = w->n_slabs;
     w->slabs = calloc((size_t)w->n_slabs, sizeof *w->slabs);
     if (!w->slabs || pthread_mutex_init(&w->mu, NULL) != 0) {
         free(w->slabs);
@@ -358,34 +388,33 @@ const char *swi_store_writer_error(const swi_store_writer *w)
     return w ? w->error : "";
 }
 
-static swi_status write_slab(swi_store_writer *w, int64_t s, const void *buf, char *err, size_t n)
-{
-    int64_t r0 = s * w->chunk[0], r1 = r0 + w->chunk[0];
-    if (r1 > w->spec.size[0])
-        r1 = w->spec.size[0];
-    return w->kind == SWI_STORE_HDF5 ? h5__write_slab(w->impl, r0, r1, buf, err, n)
-                                     : zarr__write_slab(w->impl, r0, r1, buf, err, n);
-}
-
 int swi_store_on_region(void *user, const swi_region *r)
 {
     swi_store_writer *w = user;
-    const int64_t H = w->spec.size[1], W = w->spec.size[2], c0 = w->chunk[0];
+    const int a = w->axis;
+    const int64_t ca = w->chunk[a];
     const int64_t planes = w->spec.planes;
     const size_t es = w->esize;
     char msg[1024];
     if (r->dims != 3 || r->image != 0 || r->channels != planes || store__dtype_size(r->dtype) != es ||
-        r->lo[0] < w->row_lo || r->hi[0] > w->row_hi || r->hi[1] > H || r->hi[2] > W) {
+        r->lo[0] < w->row_lo || r->hi[0] > w->row_hi || r->hi[1] > w->spec.size[1] ||
+        r->hi[2] > w->spec.size[2]) {
         pthread_mutex_lock(&w->mu);
         fail_locked(w, "a region does not fit the store (internal error)");
         pthread_mutex_unlock(&w->mu);
         return 1;
     }
-    const int64_t rh = r->hi[1] - r->lo[1], rw = r->hi[2] - r->lo[2], rd = r->hi[0] - r->lo[0];
+    const int64_t rd = r->hi[0] - r->lo[0], rh = r->hi[1] - r->lo[1], rw = r->hi[2] - r->lo[2];
     const unsigned char *src = r->data;
-    for (int64_t s = r->lo[0] / c0; s * c0 < r->hi[0]; s++) {
-        int64_t s0 = s * c0, s1 = s0 + c0 < w->spec.size[0] ? s0 + c0 : w->spec.size[0];
-        int64_t a = r->lo[0] > s0 ? r->lo[0] : s0, b = r->hi[0] < s1 ? r->hi[0] : s1;
+    for (int64_t s = r->lo[a] / ca; s * ca < r->hi[a]; s++) {
+        int64_t lo[3], hi[3], x0[3], x1[3];
+        slab_box(w, s, lo, hi);
+        for (int d = 0; d < 3; d++) {
+            x0[d] = r->lo[d] > lo[d] ? r->lo[d] : lo[d];
+            x1[d] = r->hi[d] < hi[d] ? r->hi[d] : hi[d];
+        }
+        const int64_t e1 = hi[1] - lo[1], e2 = hi[2] - lo[2], e0 = hi[0] - lo[0];
+        const size_t slab_vals = (size_t)(planes * e0 * e1 * e2);
         unsigned char *done = NULL;
         pthread_mutex_lock(&w->mu);
         if (w->failed) {
@@ -394,32 +423,35 @@ int swi_store_on_region(void *user, const swi_region *r)
         }
         slab *sl = &w->slabs[s];
         if (!sl->buf) {
-            sl->buf = calloc((size_t)(planes * (s1 - s0) * H * W), es);
+            sl->buf = calloc(slab_vals, es);
             if (!sl->buf) {
                 char b32[32];
                 snprintf(msg, sizeof msg, "%.900s: out of memory for a slab of %s", w->name,
-                         io__bytes((size_t)(planes * (s1 - s0) * H * W) * es, b32));
+                         io__bytes(slab_vals * es, b32));
                 fail_locked(w, msg);
                 pthread_mutex_unlock(&w->mu);
                 return 1;
             }
         }
+        const size_t run = (size_t)(x1[2] - x0[2]) * es;
         for (int64_t p = 0; p < planes; p++)
-            for (int64_t i = a; i < b; i++)
-                for (int64_t j = 0; j < rh; j++) {
-                    const unsigned char *from = src + (size_t)(((p * rd + (i - r->lo[0])) * rh + j) * rw) * es;
+            for (int64_t i = x0[0]; i < x1[0]; i++)
+                for (int64_t j = x0[1]; j < x1[1]; j++) {
+                    const unsigned char *from =
+                        src + (size_t)(((p * rd + (i - r->lo[0])) * rh + (j - r->lo[1])) * rw + (x0[2] - r->lo[2])) * es;
                     unsigned char *to =
-                        sl->buf + (size_t)(((p * (s1 - s0) + (i - s0)) * H + r->lo[1] + j) * W + r->lo[2]) * es;
-                    memcpy(to, from, (size_t)rw * es);
+                        sl->buf + (size_t)(((p * e0 + (i - lo[0])) * e1 + (j - lo[1])) * e2 + (x0[2] - lo[2])) * es;
+                    memcpy(to, from, run);
                 }
-        sl->got += (b - a) * rh * rw;
-        if (sl->got == (s1 - s0) * H * W) {
+        sl->got += (x1[0] - x0[0]) * (x1[1] - x0[1]) * (x1[2] - x0[2]);
+        if (sl->got == e0 * e1 * e2) {
             done = sl->buf;
             sl->buf = NULL;
         }
         pthread_mutex_unlock(&w->mu);
         if (done) {
-            swi_status st = write_slab(w, s, done, msg, sizeof msg);
+            swi_status st = w->kind == SWI_STORE_HDF5 ? h5__write_box(w->impl, lo, hi, done, msg, sizeof msg)
+                                                      : zarr__write_box(w->impl, lo, hi, done, msg, sizeof msg);
             free(done);
             pthread_mutex_lock(&w->mu);
             if (st != SWI_OK)

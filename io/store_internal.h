@@ -31,18 +31,21 @@ swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], fl
                         size_t n);
 void h5__close(void *impl);
 
-/* Writers: create (or join) the store with chunk `chunk`; write_slab writes the slab of
- * rows [r0, r1) from buf [planes][r1 - r0][size[1]][size[2]]; commit finishes (part done),
- * abort drops. They may be called from several threads at once for different slabs. */
+/* Writers: create (or join) the store with chunk `chunk`; write_box writes the box
+ * [lo, hi) (lo on chunk boundaries, hi on chunk boundaries or the end of the axis) from buf
+ * [planes][*(hi - lo)]; commit finishes (part done), abort drops. They may be called from
+ * several threads at once for different boxes. */
 swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3],
                         int flags, int part, int parts, void **impl, char *err, size_t n);
-swi_status zarr__write_slab(void *impl, int64_t r0, int64_t r1, const void *buf, char *err, size_t n);
+swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
+                           size_t n);
 swi_status zarr__commit(void *impl, char *err, size_t n);
 void zarr__abort(void *impl);
 
 swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
                       void **impl, char *err, size_t n);
-swi_status h5__write_slab(void *impl, int64_t r0, int64_t r1, const void *buf, char *err, size_t n);
+swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
+                         size_t n);
 swi_status h5__commit(void *impl, char *err, size_t n);
 void h5__abort(void *impl);
 

@@ -22,10 +22,11 @@
  *     swi_store_size(s, in.size);
  *
  * Writing: swi_store_create, then swi_store_on_region as the on_region callback of an
- * swi_output (user = the writer), then swi_store_commit. Regions are gathered into slabs of
- * whole chunk rows along the first axis (one slab holds chunk[0] x size[1] x size[2] voxels of
- * every plane); a slab is compressed and written as soon as every voxel of it in the part
- * has arrived, so memory stays bounded when the engine walks the first axis outermost. Each
+ * swi_output (user = the writer), then swi_store_commit. Regions are gathered into slabs: layers
+ * of whole chunks along spec.slab_axis, across the part's rows of the first axis and the whole
+ * of the third axis, every plane; a slab is compressed and written as soon as every voxel of
+ * it has arrived, so memory stays bounded when the engine's outermost loop axis is the slab
+ * axis (give it swi_plan.order[0]). Each
  * chunk file is written to a temporary name and renamed, so it appears whole or not at all.
  *
  * Completion. A Zarr store being written holds the file .swi-incomplete; it is removed only
@@ -106,14 +107,17 @@ typedef struct swi_store_spec {
     swi_store_codec codec;
     int labels;            /**< a label map: OME-Zarr writes image-label metadata */
     int64_t classes;       /**< labels: the classes (written as metadata) */
+    int slab_axis;         /**< the axis the writer's slabs are layers of chunks along: the
+                                engine's outermost loop axis (swi_plan.order[0]), so slabs
+                                complete in turn and memory stays bounded; default 0 */
 } swi_store_spec;
 
 /** Zero a spec and fill the defaults. */
 void swi_store_spec_init(swi_store_spec *spec);
 
 /** The chunk swi_store_create takes for a 0 chunk: 64 along every axis (clipped to the
- *  size), with chunk[0] lowered so a slab (chunk[0] x size[1] x size[2] x planes) stays
- *  within 256 MiB. */
+ *  size), with the slab axis's lowered (halved) so a whole layer of chunks along it, every
+ *  plane, stays within 256 MiB. */
 void swi_store_default_chunk(const swi_store_spec *spec, int64_t chunk[3]);
 
 typedef enum swi_store_flags {

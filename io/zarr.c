@@ -922,10 +922,11 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
     return SWI_OK;
 }
 
-swi_status zarr__write_slab(void *impl, int64_t r0, int64_t r1, const void *buf, char *err, size_t n)
+swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
+                           size_t n)
 {
     zarr_writer *z = impl;
-    const int64_t *c = z->chunk, H = z->spec.size[1], W = z->spec.size[2];
+    const int64_t *c = z->chunk, *size = z->spec.size;
     const size_t es = store__dtype_size(z->spec.dtype);
     const size_t cbytes = (size_t)(c[0] * c[1] * c[2]) * es;
     unsigned char *chunk = malloc(cbytes);
@@ -934,38 +935,41 @@ swi_status zarr__write_slab(void *impl, int64_t r0, int64_t r1, const void *buf,
         return SWI_ERR_NOMEM;
     }
     const unsigned char *src = buf;
-    const int64_t rows = r1 - r0, ci = r0 / c[0];
+    const int64_t e0 = hi[0] - lo[0], e1 = hi[1] - lo[1], e2 = hi[2] - lo[2];
     swi_status st = SWI_OK;
     for (int64_t p = 0; p < z->spec.planes && st == SWI_OK; p++)
-        for (int64_t cj = 0; cj * c[1] < H && st == SWI_OK; cj++)
-            for (int64_t ck = 0; ck * c[2] < W && st == SWI_OK; ck++) {
-                /* edge chunks are stored whole, the part outside the array zero */
-                memset(chunk, 0, cbytes);
-                int64_t jh = (cj + 1) * c[1] < H ? c[1] : H - cj * c[1];
-                int64_t kw = (ck + 1) * c[2] < W ? c[2] : W - ck * c[2];
-                for (int64_t i = 0; i < rows; i++)
-                    for (int64_t j = 0; j < jh; j++)
-                        memcpy(chunk + (size_t)((i * c[1] + j) * c[2]) * es,
-                               src + (size_t)(((p * rows + i) * H + cj * c[1] + j) * W + ck * c[2]) * es,
-                               (size_t)kw * es);
-                unsigned char *enc = NULL;
-                size_t elen = 0;
-                char path[4400];
-                if (z->spec.planes > 1)
-                    snprintf(path, sizeof path, "%s/%lld.%lld.%lld.%lld", z->dir, (long long)p, (long long)ci,
-                             (long long)cj, (long long)ck);
-                else
-                    snprintf(path, sizeof path, "%s/%lld.%lld.%lld", z->dir, (long long)ci, (long long)cj,
-                             (long long)ck);
-                if (encode(z->spec.codec, chunk, cbytes, (int)es, &enc, &elen) != 0) {
-                    io__err(err, n, "%s: cannot compress a chunk (out of memory)", path);
-                    st = SWI_ERR_NOMEM;
-                } else if (put_file(path, enc, elen, 0) != 0) {
-                    io__err(err, n, "%s: cannot write: %s", path, strerror(errno));
-                    st = SWI_ERR_INVALID_ARG;
+        for (int64_t ci = lo[0] / c[0]; ci * c[0] < hi[0] && st == SWI_OK; ci++)
+            for (int64_t cj = lo[1] / c[1]; cj * c[1] < hi[1] && st == SWI_OK; cj++)
+                for (int64_t ck = lo[2] / c[2]; ck * c[2] < hi[2] && st == SWI_OK; ck++) {
+                    /* edge chunks are stored whole, the part outside the array zero */
+                    memset(chunk, 0, cbytes);
+                    int64_t ih = (ci + 1) * c[0] < size[0] ? c[0] : size[0] - ci * c[0];
+                    int64_t jh = (cj + 1) * c[1] < size[1] ? c[1] : size[1] - cj * c[1];
+                    int64_t kw = (ck + 1) * c[2] < size[2] ? c[2] : size[2] - ck * c[2];
+                    for (int64_t i = 0; i < ih; i++)
+                        for (int64_t j = 0; j < jh; j++)
+                            memcpy(chunk + (size_t)((i * c[1] + j) * c[2]) * es,
+                                   src + (size_t)(((p * e0 + ci * c[0] + i - lo[0]) * e1 + cj * c[1] + j - lo[1]) * e2 +
+                                                  ck * c[2] - lo[2]) * es,
+                                   (size_t)kw * es);
+                    unsigned char *enc = NULL;
+                    size_t elen = 0;
+                    char path[4400];
+                    if (z->spec.planes > 1)
+                        snprintf(path, sizeof path, "%s/%lld.%lld.%lld.%lld", z->dir, (long long)p, (long long)ci,
+                                 (long long)cj, (long long)ck);
+                    else
+                        snprintf(path, sizeof path, "%s/%lld.%lld.%lld", z->dir, (long long)ci, (long long)cj,
+                                 (long long)ck);
+                    if (encode(z->spec.codec, chunk, cbytes, (int)es, &enc, &elen) != 0) {
+                        io__err(err, n, "%s: cannot compress a chunk (out of memory)", path);
+                        st = SWI_ERR_NOMEM;
+                    } else if (put_file(path, enc, elen, 0) != 0) {
+                        io__err(err, n, "%s: cannot write: %s", path, strerror(errno));
+                        st = SWI_ERR_INVALID_ARG;
+                    }
+                    free(enc);
                 }
-                free(enc);
-            }
     free(chunk);
     return st;
 }
@@ -1037,9 +1041,10 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
     (void)name, (void)ome, (void)spec, (void)chunk, (void)flags, (void)part, (void)parts, (void)impl;
     return missing(err, n);
 }
-swi_status zarr__write_slab(void *impl, int64_t r0, int64_t r1, const void *buf, char *err, size_t n)
+swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
+                           size_t n)
 {
-    (void)impl, (void)r0, (void)r1, (void)buf;
+    (void)impl, (void)lo, (void)hi, (void)buf;
     return missing(err, n);
 }
 swi_status zarr__commit(void *impl, char *err, size_t n)

@@ -152,6 +152,18 @@ if case == "shards":
             if n == 3:
                 rep = [l for o in outs for l in o[0].splitlines() if l.startswith("shard:")]
                 check(len(rep) == 3 and all("duplicated" in l for l in rep), "shards report duplication: %s" % rep)
+    # any loop order: the output slabs follow the engine's outermost axis
+    for order in ("1,2,0", "2,0,1"):
+        r = bench("v.zarr", "o%s_1.zarr" % order[0], "scores", "--order", order)
+        check(r.returncode == 0, "order %s: %s" % (order, r.stderr))
+        ref = load("o%s_1.zarr" % order[0])
+        out = "o%s_sh3.zarr" % order[0]
+        procs = [subprocess.Popen([swi, "bench", "--input", "v.zarr", "--output", "scores", "--output-file", out,
+                                   *common, "--order", order, "--shard", "%d/3" % i], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for i in range(3)]
+        outs = [p.communicate() for p in procs]
+        check(all(p.returncode == 0 for p in procs) and np.array_equal(load(out), ref),
+              "order %s: 3 shards bitwise one process: %s" % (order, [o[1] for o in outs]))
     # a shard alone leaves the store incomplete; its rerun after the others completes it
     out = "lone.zarr"
     r = bench("v.zarr", out, "argmax", "--shard", "0/2")

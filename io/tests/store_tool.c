@@ -2,7 +2,8 @@
  *   store_tool read STORE OUT.f32           every voxel, read in odd boxes, as raw float32
  *   store_tool write STORE DTYPE PLANES CODEC D,H,W C0,C1,C2 [FAIL_AFTER]
  *       writes value(p, i, j, k) = (p * 7 + i * 5 + j * 3 + k) % M (M 251, 65521 or 1e6)
- *       through swi_store_on_region in unaligned boxes from two threads; with FAIL_AFTER
+ *       through swi_store_on_region in unaligned boxes from two threads, in slabs along the
+ *       axis STORE_TOOL_SLAB_AXIS (environment; default 0); with FAIL_AFTER
  *       it stops after that many regions and aborts, as a failed run would.
  * Exit 0 on success, 1 with the message on stderr. */
 #include "swi_store.h"
@@ -153,6 +154,8 @@ static int do_write(int argc, char **argv)
         return 2;
     }
     int fail_after = argc > 8 ? atoi(argv[8]) : 0;
+    const char *axis = getenv("STORE_TOOL_SLAB_AXIS");
+    spec.slab_axis = axis ? atoi(axis) : 0;
     char err[1024];
     swi_store_writer *w;
     if (swi_store_create(name, &spec, SWI_STORE_EXCLUSIVE, 0, 1, 0, spec.size[0], &w, err, sizeof err)) {

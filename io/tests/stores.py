@@ -26,8 +26,10 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def run(*args):
-    return subprocess.run([tool, *args], capture_output=True, text=True)
+def run(*args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([tool, *args], capture_output=True, text=True, env=e)
 
 
 def read_back(name, shape):
@@ -146,6 +148,13 @@ if have_zarr:
             check(got is not None and np.array_equal(got, want.astype(np.float32)), "swi_store round trip " + err)
     r = run("write", os.path.join(work, "w_uint8_blosc.zarr"), "uint8", "1", "blosc", "23,17,12", "8,8,8")
     check(r.returncode == 1 and "exists" in r.stderr, "refuses an existing store: " + r.stderr)
+    # slabs along the second and third axes
+    for axis in (1, 2):
+        for dtype, planes in (("uint16", 1), ("float32", 2)):
+            name = os.path.join(work, "axis%d_%s.zarr" % (axis, dtype))
+            r = run("write", name, dtype, str(planes), "zstd", "23,17,12", "5,4,5", env={"STORE_TOOL_SLAB_AXIS": str(axis)})
+            check(r.returncode == 0 and np.array_equal(zarr.open(name, mode="r")[...], pattern(planes, dtype, size)),
+                  "slab axis %d, %s: %s" % (axis, dtype, r.stderr))
 
     # OME-Zarr labels inside the image group
     name = os.path.join(work, "img.ome.zarr", "labels", "seg")
