@@ -341,13 +341,13 @@ int swi_cmd_bench(int argc, char **argv) {
         return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
     if (bench_io_refuse_launcher()) return 1;
     if (bench_io_mpi(&bio, msg, sizeof msg)) return usage_error(msg);
+    if (n_roi != 1 && n_roi != dims) return usage_error("--roi needs one value or one per dim of --shape");
+    if (n_order && n_order != dims) return usage_error("--order needs one axis per dim of --shape");
     if (bio.input && bench_io_open_input(&bio, shape, msg, sizeof msg)) {
         fprintf(stderr, "swi bench: %s\n", msg);
         bench_io_close(&bio);
         return 1;
     }
-    if (n_roi != 1 && n_roi != dims) return usage_error("--roi needs one value or one per dim of --shape");
-    if (n_order && n_order != dims) return usage_error("--order needs one axis per dim of --shape");
 
     swi_params p;
     swi_params_init(&p, dims);

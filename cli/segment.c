@@ -221,9 +221,10 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
         if (seg_store_commit(s, err))
             return seg_fail(who, err);
         if (!o->quiet)
-            fprintf(stderr, "%s: %lldx%lldx%lld voxels, rows [%lld, %lld): %lld windows in %.2f s, peak RSS "
-                    "%s -> %s\n", who, (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
-                    (long long)s->rows_lo, (long long)s->rows_hi, (long long)plan.windows_total,
+            fprintf(stderr, "%s: %lldx%lldx%lld voxels, rows [%lld, %lld): %lld windows of the whole run's %lld in "
+                    "%.2f s, peak RSS %s -> %s\n", who, (long long)in.size[0], (long long)in.size[1],
+                    (long long)in.size[2], (long long)s->rows_lo, (long long)s->rows_hi,
+                    (long long)plan.windows_total, (long long)cli_whole_windows(&p, &in, outs, n_outs),
                     cli_now() - t0, cli_bytes(cli_peak_rss(), err), o->output);
         return 0;
     }

@@ -99,6 +99,19 @@ int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *
     return rc;
 }
 
+int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs)
+{
+    swi_ctx *ctx = swi_create();
+    if (!ctx)
+        return -1;
+    swi_params whole = *p;
+    whole.part_lo = whole.part_hi = 0;
+    swi_plan plan;
+    int64_t n = swi_plan_run(ctx, &whole, in, outs, n_outs, &plan) == SWI_OK ? plan.windows_total : -1;
+    swi_free(ctx);
+    return n;
+}
+
 int cli_launcher_ranks(int *rank)
 {
     static const char *sizes[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS" };

@@ -43,6 +43,9 @@ void cli_input_close(cli_input *in);
 int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs, int *axis,
                    char *err);
 
+/* Windows of the whole run of p (any part ignored), or -1. */
+int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs);
+
 /* The number of ranks an MPI launcher gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
  * PMIX... in the environment), and this one's rank; 0 (and rank 0) when not started by one. */
 int cli_launcher_ranks(int *rank);

@@ -24,7 +24,7 @@
  * Writing: swi_store_create, then swi_store_on_region as the on_region callback of an
  * swi_output (user = the writer), then swi_store_commit. Regions are gathered into slabs: layers
  * of whole chunks along spec.slab_axis, across the part's rows of the first axis and the whole
- * of the third axis, every plane; a slab is compressed and written as soon as every voxel of
+ * of the remaining axis, every plane; a slab is compressed and written as soon as every voxel of
  * it has arrived, so memory stays bounded when the engine's outermost loop axis is the slab
  * axis (give it swi_plan.order[0]). Each
  * chunk file is written to a temporary name and renamed, so it appears whole or not at all.

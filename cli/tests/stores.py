@@ -296,6 +296,13 @@ if case == "segment":
         check(all(p.returncode == 0 for p in procs), "segment %d shards: %s" % (n, errs))
         check(np.array_equal(load(out), ref) and np.array_equal(load(sc), load("s0.zarr")),
               "segment: %d shards bitwise equal to one process" % n)
+    mpirun = shutil.which("mpirun")
+    if mpirun and "MPI: yes" in run("--version").stdout:
+        extra = ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+        r = subprocess.run([mpirun, *extra, "-n", "3", swi, *seg, "--input", "q.zarr", "--output", "lmpi.zarr",
+                            "--scores", "smpi.zarr"], capture_output=True, text=True, timeout=300)
+        check(r.returncode == 0 and np.array_equal(load("lmpi.zarr"), ref) and
+              np.array_equal(load("smpi.zarr"), load("s0.zarr")), "mpirun -n 3 swi segment: " + r.stderr[-2000:])
     for args, what in [(["--input", "q.zarr", "--input", "q.nii.gz"], "a mix"),
                        (["--input", "q.zarr", "--zscore"], "--zscore"),
                        (["--input", "q.zarr", "--output", "a.zarr", "--scores", "b.nii.gz"], "both"),

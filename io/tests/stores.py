@@ -55,6 +55,10 @@ try:
 except ImportError:
     have_h5 = False
 
+if not have_zarr and not have_h5:
+    print("skipped: neither zarr nor h5py (apt-get install python3-zarr python3-h5py)")
+    sys.exit(77)
+
 if have_zarr:
     dtypes = ["|u1", "|i1", "<u2", ">i2", "<u4", ">i4", "<u8", "<i8", "<f4", ">f4", "<f8", ">f8"]
     codecs = [numcodecs.Blosc(cname="zstd", shuffle=numcodecs.Blosc.BITSHUFFLE), numcodecs.Zstd(level=1),
