@@ -3,12 +3,13 @@
 #   make test   install, build, run every test (ctest: unit, golden, CLI, export)
 #   make build  configure and build only (installs nothing)
 #   make ci     what CI runs: .ci/run (make test, then the scripts/ci-*.sh jobs)
+#   make python .venv with the swi Python package (Debian's numpy/torch via system site packages)
 BUILD ?= build
 JOBS ?= 2
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build demo test test-asan valgrind fuzz coverage ci bench train-demo clean
+.PHONY: all deps build demo test test-asan valgrind fuzz coverage ci bench train-demo python clean
 
 all: build
 
@@ -46,10 +47,16 @@ ci:
 bench: build
 	bench/run.sh $(BUILD)
 
+# The Python package, built offline against the static core (in build-python/).
+python: deps
+	/usr/bin/python3 -m venv --system-site-packages .venv
+	SWI_JOBS=$(JOBS) .venv/bin/python -m pip install -q --no-build-isolation --no-deps --no-index ./python
+	.venv/bin/python -c "import swi; print('swi', swi.__version__, 'in .venv')"
+
 # Re-train the bundled demo network (needs Debian's python3-torch; minutes on 2 cores).
 train-demo: build
 	apt-get install -y -qq python3-torch python3-numpy python3-onnx >/dev/null
 	python3 tools/train_demo.py --phantom $(BUILD)/swi-phantom --out models/demo.onnx
 
 clean:
-	rm -rf $(BUILD) out
+	rm -rf $(BUILD) out build-python python/build .venv

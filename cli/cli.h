@@ -45,6 +45,7 @@ typedef struct seg_opts {
     int threads;          /**< 0 = number of cores */
     size_t max_memory;    /**< 0 = unlimited */
     int softmax, tta, zscore, force, cuda, quiet, head;
+    int nonfinite_fail;   /**< --nonfinite fail: refuse inputs with NaN/Inf voxels */
     int clip_given;
     double clip[2];
     int scale_given;

@@ -8,6 +8,7 @@
  */
 #include "cli.h"
 
+#include "alloc.h"
 #include "safety.h"
 #include "swi_io.h"
 #include "util.h"
@@ -179,8 +180,8 @@ int swi_cmd_demo(int argc, char **argv)
     snprintf(png_path, sizeof png_path, "%s/demo_preview.png", dir);
 
     const int64_t N = size[0] * size[1] * size[2];
-    float *image = malloc((size_t)N * sizeof *image);
-    uint8_t *truth = malloc((size_t)N);
+    float *image = cli_malloc((size_t)N * sizeof *image);
+    uint8_t *truth = cli_malloc((size_t)N);
     if (!image || !truth) {
         free(image), free(truth);
         fprintf(stderr, "%s: out of memory\n", who);
@@ -235,9 +236,9 @@ int swi_cmd_demo(int argc, char **argv)
 
     /* Dice per foreground class: 2|A n B| / (|A| + |B|). */
     int64_t classes = res.classes > SWI_PHANTOM_CLASSES ? res.classes : SWI_PHANTOM_CLASSES;
-    int64_t *inter = calloc((size_t)classes, sizeof *inter);
-    int64_t *na = calloc((size_t)classes, sizeof *na);
-    int64_t *nb = calloc((size_t)classes, sizeof *nb);
+    int64_t *inter = cli_calloc((size_t)classes, sizeof *inter);
+    int64_t *na = cli_calloc((size_t)classes, sizeof *na);
+    int64_t *nb = cli_calloc((size_t)classes, sizeof *nb);
     if (!inter || !na || !nb) {
         free(inter), free(na), free(nb), free(truth), free(res.labels);
         fprintf(stderr, "%s: out of memory\n", who);

@@ -11,9 +11,11 @@
  */
 #include "segment.h"
 
+#include "alloc.h"
 #include "mpi_job.h"
 #include "preprocess.h"
 #include "progress.h"
+#include "samefile.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -52,12 +54,32 @@ static int same_grid(const char *who, const seg_opts *o, const int64_t osz[3],
     return seg_fail(who, err);
 }
 
+/* NaN/Inf voxels of one input (read as 0): a warning, or with --nonfinite fail the error.
+ * Returns 1 when the run must stop. */
+static int nonfinite_report(const seg_opts *o, const char *who, const char *path, int64_t bad,
+                            int64_t voxels)
+{
+    char err[SWI_ERRLEN];
+    double pct = 100.0 * (double)bad / (double)voxels;
+    if (o->nonfinite_fail) {
+        cli_err(err, "%s: %lld of %lld voxels are NaN or infinite (%.3g%%); refused "
+                "(--nonfinite fail)", path, (long long)bad, (long long)voxels, pct);
+        seg_fail(who, err);
+        return 1;
+    }
+    cli_err(err, "warning: %s: %lld of %lld voxels are NaN or infinite (%.3g%%); read as 0 "
+            "(--nonfinite fail refuses such inputs)", path, (long long)bad, (long long)voxels,
+            pct);
+    fprintf(stderr, "%s: %s\n", who, err);
+    return 0;
+}
+
 /* Read and preprocess every channel into s->input. Returns an exit status. */
 static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in)
 {
     char err[SWI_ERRLEN];
     const int64_t N = in->size[0] * in->size[1] * in->size[2];
-    s->input = malloc((size_t)(N * in->channels) * sizeof(float));
+    s->input = cli_malloc((size_t)(N * in->channels) * sizeof(float));
     if (!s->input) {
         char b[32];
         cli_err(err, "%s: out of memory reading the volume (%s)", o->inputs[0],
@@ -66,10 +88,14 @@ static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const s
     }
     const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
     for (int c = 0; c < o->n_inputs; c++) {
-        if (swi_volume_read(&s->vols[c], s->input + c * N, &cancel, err, SWI_ERRLEN))
+        int64_t bad = 0;
+        if (swi_volume_read_counted(&s->vols[c], s->input + c * N, &cancel, &bad, err,
+                                    SWI_ERRLEN))
             return step_failed(who, err);
         if (cli_interrupted())
             return interrupted_exit(who);
+        if (bad && nonfinite_report(o, who, o->inputs[c], bad, N))
+            return 1;
         seg_preprocess(o, s->input + c * N, N);
     }
     return 0;
@@ -143,6 +169,14 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
                 o->preview);
         return seg_fail(who, err);
     }
+    /* An output that is an input under another name is refused first, --force or not. */
+    cli_named_path ins[SEG_MAX_INPUTS + 1] = { { "--model", o->model } };
+    for (int c = 0; c < o->n_inputs; c++)
+        ins[1 + c] = (cli_named_path){ "--input", o->inputs[c] };
+    const cli_named_path outp[3] = { { "--output", o->output }, { "--scores", o->scores },
+                                     { "--preview", o->preview } };
+    if (cli_check_outputs_apart(ins, 1 + o->n_inputs, outp, 3, err))
+        return seg_fail(who, err);
     /* Existing outputs are refused before anything else happens. */
     const char *finals[3] = { o->output, o->scores, o->preview };
     for (int i = 0; i < 3; i++)
@@ -238,7 +272,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &in, &r)))
         return rc;
     if (keep) {
-        keep->labels = malloc(r.label_size);
+        keep->labels = cli_malloc(r.label_size);
         if (keep->labels)
             memcpy(keep->labels, r.labels, r.label_size);
         keep->label_bytes = r.label_bytes;

@@ -40,19 +40,26 @@ static const char SEGMENT_HELP[] =
 "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
 "      --scores prob.nii.gz --softmax --preview seg.png --max-memory 4G\n"
 "\n"
+"  # in a pipeline: refuse scans with NaN or Inf voxels instead of zeroing them\n"
+"  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --nonfinite fail\n"
+"\n"
 "  # see the window grid and the memory first: swi plan takes the same options\n"
 "  swi plan --model m.onnx --input ct.nii.gz --roi 96 --sw-batch 2\n"
 "\n"
 "Input and output:\n"
 "  --model FILE         ONNX model, one float32 input [batch, channels, i, j, k]\n"
 "  --input FILE         NIfTI-1/-2 volume (.nii, .nii.gz), any scalar type,\n"
-"                       scl_slope/scl_inter applied (NaN/Inf voxels read as 0);\n"
-"                       repeat for more channels, in order\n"
+"                       scl_slope/scl_inter applied; repeat for more channels, in\n"
+"                       order\n"
+"  --nonfinite zero|fail  NaN/Inf voxels in an input: read as 0 with a warning that\n"
+"                       counts them (zero, the default), or refused (fail: exit 1,\n"
+"                       nothing written)\n"
 "  --output FILE        label map (.nii, .nii.gz): uint8, uint16 above 256 classes\n"
 "  --scores FILE        also write the blended scores: float32, classes along dim 4\n"
 "  --softmax            apply softmax over the classes to --scores\n"
 "  --preview FILE.png   three orthogonal mid-slices with the labels overlaid\n"
-"  --force              overwrite existing output files\n"
+"  --force              overwrite existing output files (never an input: an output\n"
+"                       that is an input or the model under any name is refused)\n"
 "  --head N             use the model's output N (default 0, the first)\n"
 "\n"
 "Chunked stores, for volumes larger than memory (inputs and outputs named like files):\n"
@@ -138,7 +145,7 @@ enum {
     OPT_MODEL = 256, OPT_INPUT, OPT_OUTPUT, OPT_SCORES, OPT_PREVIEW, OPT_ROI, OPT_OVERLAP,
     OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
     OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
-    OPT_SHARD, OPT_HELP
+    OPT_HELP, OPT_NONFINITE, OPT_SHARD
 };
 
 static const struct option LONG_OPTS[] = {
@@ -164,6 +171,7 @@ static const struct option LONG_OPTS[] = {
     { "force", no_argument, NULL, OPT_FORCE },
     { "device", required_argument, NULL, OPT_DEVICE },
     { "head", required_argument, NULL, OPT_HEAD },
+    { "nonfinite", required_argument, NULL, OPT_NONFINITE },
     { "shard", required_argument, NULL, OPT_SHARD },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
@@ -320,6 +328,14 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             o->head = (int)v;
             break;
         }
+        case OPT_NONFINITE:
+            if (strcmp(arg, "zero") == 0)
+                o->nonfinite_fail = 0;
+            else if (strcmp(arg, "fail") == 0)
+                o->nonfinite_fail = 1;
+            else
+                return usage(who, "--nonfinite '%s': use zero or fail", arg, NULL);
+            break;
         case OPT_SHARD: {
             char msg[SWI_ERRLEN];
             if (cli_shard_parse(arg, &o->shard_part, &o->shard_parts, &o->shard_init, msg))

@@ -5,6 +5,7 @@
  */
 #include "segment.h"
 
+#include "alloc.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -19,7 +20,7 @@ int seg_fail(const char *who, const char *msg)
 
 seg_state *seg_state_new(void)
 {
-    seg_state *s = calloc(1, sizeof *s);
+    seg_state *s = cli_calloc(1, sizeof *s);
     if (s)
         s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = -1;
     return s;

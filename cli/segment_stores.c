@@ -55,9 +55,23 @@ int seg_store_check(const seg_opts *o, const char *who)
     return 2;
 }
 
-static void preprocess_box(void *user, float *x, int64_t n)
+#include <math.h>
+
+/* Each box as the NIfTI path treats the whole volume: NaN/Inf read as 0 (or refused with
+ * --nonfinite fail), then --clip and --scale. */
+static int preprocess_box(void *user, float *x, int64_t n, char *msg, size_t msg_size)
 {
-    seg_preprocess(user, x, n);
+    const seg_opts *o = user;
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) {
+            if (o->nonfinite_fail) {
+                snprintf(msg, msg_size, "%s: NaN or Inf voxels (--nonfinite fail)", o->inputs[0]);
+                return 1;
+            }
+            x[i] = 0.0f;
+        }
+    seg_preprocess(o, x, n);
+    return 0;
 }
 
 int seg_store_open_inputs(const seg_opts *o, seg_state *s, char *err)
@@ -67,10 +81,8 @@ int seg_store_open_inputs(const seg_opts *o, seg_state *s, char *err)
     for (int c = 0; c < o->n_inputs; c++)
         if (cli_input_open_store(&s->store_in, c, o->inputs[c], err))
             return 1;
-    if (o->clip_given || o->scale_given) {
-        s->store_in.transform = preprocess_box;
-        s->store_in.transform_user = (void *)o;
-    }
+    s->store_in.transform = preprocess_box;
+    s->store_in.transform_user = (void *)o;
     cli_input_reader(&s->store_in);
     /* NIfTI outputs of a store input: an axis-aligned geometry of 1 mm voxels */
     if (!seg_store_outputs(o) &&

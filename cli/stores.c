@@ -57,8 +57,8 @@ static int input_read(void *user, int64_t image, const int64_t *lo, const int64_
                            v + ((lo[0] + i) * in->size[1] + lo[1] + j) * in->size[2] + lo[2],
                            (size_t)bw * sizeof *out);
         }
-        if (in->transform)
-            in->transform(in->transform_user, out, box);
+        if (in->transform && in->transform(in->transform_user, out, box, msg, msg_size))
+            return 1;
     }
     return 0;
 }

@@ -21,7 +21,7 @@ typedef struct cli_input {
     int64_t size[3];
     swi_store *stores[CLI_MAX_CHANNELS];  /* or NULL: mem[c] */
     const float *mem[CLI_MAX_CHANNELS];
-    void (*transform)(void *user, float *x, int64_t n);
+    int (*transform)(void *user, float *x, int64_t n, char *msg, size_t msg_size); /* 0, or a failure */
     void *transform_user;
     swi_reader reader;                   /* the swi_reader of all channels */
 } cli_input;

@@ -39,6 +39,11 @@
  *    context is not to be used by two threads at once.
  *  - Sizes are int64_t (element counts) or size_t (bytes) and every product is
  *    overflow-checked (SWI_ERR_OVERFLOW).
+ *  - NaN and Inf are data, not errors: input values reach the predictor as given
+ *    (padding uses cval), predictor outputs are blended as the reference blends them (a
+ *    NaN output makes its voxel's blended score NaN), ARGMAX ranks NaN above every number
+ *    (the first NaN wins) and MAX / SOFTMAX are NaN there. The library never replaces or
+ *    judges values; check inputs first where that matters.
  *  - Stability: the API (names, meanings, source compatibility) is stable within
  *    a minor version; the ABI is not promised before 1.0: the caller-allocated
  *    structs (swi_params, swi_output, swi_plan, ...) may grow between minor
@@ -68,8 +73,8 @@ extern "C" {
 #define SWI_VERSION_PATCH 0
 #define SWI_VERSION_STRING "0.1.0"
 
-/** Largest number of spatial dims (1, 2 or 3 are supported). */
-#define SWI_MAX_DIMS 3
+/** Largest number of spatial dims (1 to 4 are supported). */
+#define SWI_MAX_DIMS 4
 /** Largest number of predictor heads (outputs of one network call). */
 #define SWI_MAX_HEADS 8
 /** Largest number of swi_output entries in one run. */
@@ -95,7 +100,8 @@ typedef enum swi_status {
     SWI_ERR_CALLBACK = 7,    /**< a region callback returned non-zero */
     SWI_ERR_CANCELLED = 8,   /**< the progress callback asked to stop */
     SWI_ERR_THREAD = 9,      /**< a worker thread could not be started */
-    SWI_ERR_READ = 10        /**< the input's reader reported failure */
+    SWI_ERR_READ = 10,       /**< the input's reader reported failure */
+    SWI_ERR_IO = 11          /**< a file could not be read or written (the I/O and backend libraries) */
 } swi_status;
 
 /** Short constant name of a status ("SWI_ERR_NOMEM"); never NULL. */
@@ -159,7 +165,7 @@ typedef struct swi_head_spec {
 } swi_head_spec;
 
 typedef struct swi_params {
-    int dims;                          /**< spatial dims: 1, 2 or 3 */
+    int dims;                          /**< spatial dims: 1 to SWI_MAX_DIMS */
     int64_t roi[SWI_MAX_DIMS];         /**< window size; <= 0 means the whole image along that dim */
     double overlap[SWI_MAX_DIMS];      /**< fraction of overlap in [0, 1); default 0.25 */
     swi_blend mode;                    /**< default SWI_BLEND_CONSTANT */
@@ -255,6 +261,18 @@ const int64_t *swi_batch_start(const swi_batch *b, int i);
  *  on a mismatch or allocation failure it returns NULL and the predictor must return
  *  non-zero. Each head must be requested once per call. */
 float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial);
+/** Instead of filling swi_batch_output's buffer, hand the engine head `head`'s finished
+ *  output: data [count, channels, *spatial] float32, the same shape rules as
+ *  swi_batch_output. The engine reads it in place (no copy, no second buffer) and calls
+ *  release(user, data) once it no longer needs it: after the batch is blended, before the
+ *  next predictor call, or when the run stops -- from the thread that called swi_run.
+ *  Until then data must stay valid and unchanged. When the run pipelines (the next call
+ *  overlaps this batch's blending) or some windows of the batch reuse outputs, the values
+ *  are copied instead and release is called at once. Returns 0; or non-zero on a shape
+ *  mismatch or a NULL data, and then release is not called and the predictor must return
+ *  non-zero. Each head is given once per call, by this or by swi_batch_output. */
+int swi_batch_set_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial, const float *data,
+                         void (*release)(void *user, const float *data), void *user);
 /** Record why the predictor fails (copied; shown by swi_last_error). */
 void swi_batch_set_error(swi_batch *b, const char *message);
 

@@ -25,11 +25,33 @@ static inline int io__cancelled(const swi_io_cancel *c)
     return c && c->cancelled && c->cancelled(c->user);
 }
 
+/* The module's own allocations: malloc/calloc, in a SWI_FAULT_INJECTION build drawing on
+ * the library's counter (SWI_FAULT_ALLOC=N fails the N-th allocation of the process). */
+#ifdef SWI_FAULT_INJECTION
+#include <stdbool.h>
+bool swi__fault_point(void); /* src/alloc.c */
+#define IO__INJECTED() swi__fault_point()
+#else
+#define IO__INJECTED() 0
+#endif
+#include <stdlib.h>
+static inline void *io__malloc(size_t bytes)
+{
+    return IO__INJECTED() ? NULL : malloc(bytes ? bytes : 1);
+}
+static inline void *io__calloc(size_t n, size_t size)
+{
+    return IO__INJECTED() ? NULL : calloc(n ? n : 1, size ? size : 1);
+}
+
 /* The NIfTI module (nifti_read.c, nifti_write.c). */
 int io__nifti_available(void);
 swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n);
 swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
                           char *err, size_t n);
+/* io__nifti_read, also counting the non-finite voxels it stored as 0 (NULL: not wanted). */
+swi_status io__nifti_read_counted(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
+                                  int64_t *nonfinite, char *err, size_t n);
 swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3],
                           char *err, size_t n);
 swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume *like,

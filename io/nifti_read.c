@@ -36,6 +36,15 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *
     return no_nifti(err, n, v->path);
 }
 
+swi_status io__nifti_read_counted(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
+                                  int64_t *nonfinite, char *err, size_t n)
+{
+    (void)dst, (void)cancel;
+    if (nonfinite)
+        *nonfinite = 0;
+    return no_nifti(err, n, v->path);
+}
+
 swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3],
                           char *err, size_t n)
 {
@@ -471,9 +480,30 @@ static void convert(const void *src, int datatype, const int64_t size[3], double
     }
 }
 
+/* Voxels that are not finite numbers after conversion (NaN or +-Inf as stored, or made so
+ * by scaling or by the conversion to float32) become 0; returns how many there were. */
+static int64_t zero_nonfinite(float *x, int64_t count)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < count; i++)
+        if (!isfinite(x[i])) {
+            x[i] = 0;
+            bad++;
+        }
+    return bad;
+}
+
 swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
                           char *err, size_t n)
 {
+    return io__nifti_read_counted(v, dst, cancel, NULL, err, n);
+}
+
+swi_status io__nifti_read_counted(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
+                                  int64_t *nonfinite, char *err, size_t n)
+{
+    if (nonfinite)
+        *nonfinite = 0;
     quiet_niftilib();
     /* The image structure comes from the header we validated, not from nifti_image_read():
      * niftilib finds files by their base name, and asked for X.nii.gz it would read the
@@ -508,7 +538,7 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *
         return SWI_ERR_CANCELLED;
     }
     const int64_t ntot = nim->nvox * nim->nbyper;
-    void *buf = malloc((size_t)ntot);
+    void *buf = io__malloc((size_t)ntot);
     if (!buf) {
         char b[32];
         io__err(err, n, "%s: out of memory reading %s of voxels", v->path,
@@ -521,9 +551,13 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *
     znzFile fp = znzopen(v->path, "rb", 1);
     int64_t got = -1;
     if (!znz_isnull(fp)) {
+        /* Read and swap here rather than with nifti_read_buffer(), which zeroes NaN/Inf
+         * floats without saying how many: they are counted below. */
         if (znzseek(fp, (long)v->fmt.nifti.offset, SEEK_SET) >= 0)
-            got = nifti_read_buffer(fp, buf, ntot, nim); /* short read fails; swaps */
+            got = (int64_t)znzread(buf, 1, (size_t)ntot, fp);
         znzclose(fp);
+        if (got == ntot && nim->swapsize > 1 && nim->byteorder != nifti_short_order())
+            nifti_swap_Nbytes(ntot / nim->swapsize, nim->swapsize, buf);
     }
     if (got != ntot) {
         io__err(err, n, "%s: truncated or corrupt voxel data (could not read %lld bytes from "
@@ -534,6 +568,15 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, const swi_io_cancel *
     }
     convert(buf, v->fmt.nifti.datatype, v->size, v->slope, v->inter, dst);
     free(buf);
+    /* Integers convert to finite floats unless scaled (uint64's largest is far below
+     * FLT_MAX); floats and scaled values are checked. */
+    const int dt = v->fmt.nifti.datatype;
+    if (dt == NIFTI_TYPE_FLOAT32 || dt == NIFTI_TYPE_FLOAT64 || dt == NIFTI_TYPE_FLOAT128 ||
+        !(v->slope == 1 && v->inter == 0)) {
+        int64_t bad = zero_nonfinite(dst, nim->nvox);
+        if (nonfinite)
+            *nonfinite = bad;
+    }
     nifti_image_free(nim);
     return SWI_OK;
 }

@@ -195,7 +195,7 @@ swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume
     const size_t nb = (size_t)out_nbyper(type);
     int64_t kb = KB < nk ? KB : nk;
     size_t slab = (size_t)(ni * nj * kb) * nb;
-    unsigned char *buf = malloc(slab);
+    unsigned char *buf = io__malloc(slab);
     if (!buf) {
         close(fd);
         io__err(err, n, "%s: out of memory", name);

@@ -1,6 +1,7 @@
 /* preview.c -- PNG previews: three orthogonal mid-slices, labels overlaid (libpng). */
 #include "io_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,15 +64,16 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* 0.5th and 99.5th percentiles of the finite values, from a sample of at most ~1M voxels. */
-static void window_of(const float *img, int64_t n, float *lo, float *hi)
+/* 0.5th and 99.5th percentiles of the finite values, from a sample of at most ~1M voxels.
+ * Returns -1 when out of memory (a preview windowed otherwise would differ silently). */
+static int window_of(const float *img, int64_t n, float *lo, float *hi)
 {
     int64_t step = n > (1 << 20) ? n / (1 << 20) : 1;
     int64_t cap = n / step + 1, m = 0;
-    float *s = malloc((size_t)cap * sizeof *s);
+    float *s = io__malloc((size_t)cap * sizeof *s);
     *lo = 0, *hi = 1;
     if (!s)
-        return;
+        return -1;
     for (int64_t i = 0; i < n && m < cap; i += step)
         if (isfinite(img[i]))
             s[m++] = img[i];
@@ -85,6 +87,7 @@ static void window_of(const float *img, int64_t n, float *lo, float *hi)
         }
     }
     free(s);
+    return 0;
 }
 
 typedef struct panel {
@@ -97,6 +100,7 @@ struct png_ctx {
     char *err;
     size_t errlen;
     const char *name;
+    int fd;
 };
 
 static void on_png_error(png_structp png, png_const_charp msg)
@@ -111,32 +115,52 @@ static void on_png_warning(png_structp png, png_const_charp msg)
     (void)png, (void)msg;
 }
 
+/* libpng's output goes straight to the descriptor with write(2), every call checked (not
+ * through stdio, whose failures come late and without errno, and which fault injection
+ * cannot reach). A failure is reported here and ends the write at once. */
+static void on_png_write(png_structp png, png_bytep data, size_t len)
+{
+    struct png_ctx *c = png_get_io_ptr(png);
+    while (len > 0) {
+        ssize_t w = write(c->fd, data, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            io__err(c->err, c->errlen, "%s: write failed: %s", c->name,
+                    w < 0 ? strerror(errno) : "nothing written");
+            png_longjmp(png, 2);
+        }
+        data += w;
+        len -= (size_t)w;
+    }
+}
+
+static void on_png_flush(png_structp png)
+{
+    (void)png;
+}
+
 /* Write W x H RGB pixels as a PNG to fd (closed in every case). */
 static swi_status png_write_rgb(int fd, const char *name, const unsigned char *rgb, int64_t W,
                                 int64_t H, char *err, size_t n)
 {
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        close(fd);
-        io__err(err, n, "%s: cannot write: out of memory", name);
-        return SWI_ERR_NOMEM;
-    }
-    struct png_ctx ctx = { err, n, name };
+    struct png_ctx ctx = { err, n, name, fd };
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, on_png_error,
                                               on_png_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!png || !info) {
         png_destroy_write_struct(&png, NULL);
-        fclose(f);
+        close(fd);
         io__err(err, n, "%s: out of memory", name);
         return SWI_ERR_NOMEM;
     }
     if (setjmp(png_jmpbuf(png))) {
+        /* the message is in err already (on_png_error, on_png_write) */
         png_destroy_write_struct(&png, &info);
-        fclose(f);
+        close(fd);
         return SWI_ERR_INVALID_ARG;
     }
-    png_init_io(png, f);
+    png_set_write_fn(png, &ctx, on_png_write, on_png_flush);
     png_set_IHDR(png, info, (png_uint_32)W, (png_uint_32)H, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
@@ -144,13 +168,8 @@ static swi_status png_write_rgb(int fd, const char *name, const unsigned char *r
         png_write_row(png, rgb + 3 * y * W);
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);
-    if (fflush(f) != 0 || ferror(f)) {
-        fclose(f);
-        io__err(err, n, "%s: write failed", name);
-        return SWI_ERR_INVALID_ARG;
-    }
-    if (fclose(f) != 0) {
-        io__err(err, n, "%s: write failed", name);
+    if (close(fd) != 0) {
+        io__err(err, n, "%s: write failed: %s", name, strerror(errno));
         return SWI_ERR_INVALID_ARG;
     }
     return SWI_OK;
@@ -204,11 +223,14 @@ swi_status swi_io_preview_write_fd(int fd, const char *name, const int64_t size[
     const int64_t gap = 4;
     int64_t W = pw[0] + pw[1] + pw[2] + 2 * gap, H = (hmax * up + down - 1) / down;
     float lo = 0, hi = 1;
-    if (image)
-        window_of(image, ni * nj * nk, &lo, &hi);
+    if (image && window_of(image, ni * nj * nk, &lo, &hi) != 0) {
+        close(fd);
+        io__err(err, n, "%s: out of memory", name);
+        return SWI_ERR_NOMEM;
+    }
     float inv = hi > lo ? 255.0f / (hi - lo) : 0;
 
-    unsigned char *rgb = calloc((size_t)(W * H), 3);
+    unsigned char *rgb = io__calloc((size_t)(W * H), 3);
     if (!rgb) {
         close(fd);
         io__err(err, n, "%s: out of memory", name);

@@ -25,7 +25,9 @@
  * Axes. Voxel (i, j, k) is element (i * size[1] + j) * size[2] + k of every buffer here:
  * the layout nibabel hands to MONAI/PyTorch. (A NIfTI file stores i fastest; reading and
  * writing transpose.) Intensities are float32 with the file's scaling (scl_slope,
- * scl_inter) applied; NaN/Inf voxels of float files read as 0, as niftilib does.
+ * scl_inter) applied; voxels that are not finite numbers (NaN or +-Inf in a float file, or
+ * made so by the scaling or by the conversion to float32) read as 0, and
+ * swi_volume_read_counted says how many there were.
  *
  * Geometry. `affine` maps (i, j, k, 1) to scanner millimetres (RAS+, NIfTI's convention):
  * the sform when its code is set, else the qform, else pixdim with i mirrored about the
@@ -116,6 +118,12 @@ typedef struct swi_io_cancel {
  *  scaling applied. Fails cleanly on truncated or corrupt data. cancel may be NULL. */
 swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
                            char *err, size_t errlen);
+
+/** swi_volume_read that also counts the voxels it stored as 0 because they were not finite
+ *  numbers (see "Intensities" above): *nonfinite (may be NULL) receives the count, 0 when
+ *  the read fails. A caller can warn about them or refuse the volume. */
+swi_status swi_volume_read_counted(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
+                                   int64_t *nonfinite, char *err, size_t errlen);
 
 /** Describe a generated volume of `size` voxels (1..32767 each), `spacing` mm,
  *  axis-aligned (qform and sform = diag(spacing), scanner coordinates), to write as

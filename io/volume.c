@@ -90,6 +90,14 @@ swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t n)
 swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
                            char *err, size_t n)
 {
+    return swi_volume_read_counted(v, dst, cancel, NULL, err, n);
+}
+
+swi_status swi_volume_read_counted(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
+                                   int64_t *nonfinite, char *err, size_t n)
+{
+    if (nonfinite)
+        *nonfinite = 0;
     if (!v || !dst) {
         io__err(err, n, "swi_volume_read: %s is NULL", v ? "dst" : "v");
         return SWI_ERR_INVALID_ARG;
@@ -99,7 +107,7 @@ swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel 
                 : "a made volume has no file to read");
         return SWI_ERR_INVALID_ARG;
     }
-    return io__nifti_read(v, dst, cancel, err, n);
+    return io__nifti_read_counted(v, dst, cancel, nonfinite, err, n);
 }
 
 swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double spacing[3],

@@ -23,6 +23,8 @@ APT_PACKAGES=(
   python3 python3-numpy python3-nibabel python3-onnx
   # swi export: ONNX read/written with protobuf-c and the onnx.proto libonnx-dev ships
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev
+  # python/: the swi package (make python) and its tests
+  python3-dev python3-venv python3-setuptools python3-pytest python3-torch python3-tqdm
   # swi_io stores (io/zarr.c, io/hdf5.c): Zarr metadata, blosc/zstd chunks, HDF5 datasets
   libjansson-dev libblosc-dev libzstd-dev libhdf5-dev
   # io_stores, cli_stores tests: independent Zarr and HDF5 readers

@@ -43,26 +43,27 @@ void swi_batch_set_error(swi_batch *b, const char *message) {
     snprintf(b->r->pred_msg, sizeof b->r->pred_msg, "%s", message);
 }
 
-float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial) {
-    if (!b) return NULL;
+/* Check a head's output shape (learning it at the first call) and return the bytes of
+ * the head's buffer for a full batch, or 0 with r->shape_err set. */
+static size_t head_request(swi_batch *b, int head, int64_t channels, const int64_t *spatial) {
     run *r = b->r;
     swi_ctx *ctx = r->ctx;
     int d = r->g.user_dims;
     if (head < 0 || head >= r->g.n_heads) {
         r->shape_err = swi__fail(ctx, SWI_ERR_SHAPE, "predictor asked for head %d but params.n_heads = %d",
                                  head, r->g.n_heads);
-        return NULL;
+        return 0;
     }
     if (channels <= 0 || !spatial) {
         r->shape_err = swi__fail(ctx, SWI_ERR_SHAPE, "predictor head %d: channels = %lld%s", head,
                                  (long long)channels, spatial ? " must be >= 1" : " with NULL spatial");
-        return NULL;
+        return 0;
     }
     for (int k = 0; k < d; k++)
         if (spatial[k] <= 0) {
             r->shape_err = swi__fail(ctx, SWI_ERR_SHAPE, "predictor head %d: spatial[%d] = %lld must be >= 1",
                                      head, k, (long long)spatial[k]);
-            return NULL;
+            return 0;
         }
     const swi_head_spec *decl = &r->p->heads[head];
     if (!r->known[head]) {
@@ -70,7 +71,7 @@ float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t 
             r->shape_err = swi__fail(ctx, SWI_ERR_SHAPE,
                                      "predictor head %d: %lld channels, but params.heads[%d].channels = %lld",
                                      head, (long long)channels, head, (long long)decl->channels);
-            return NULL;
+            return 0;
         }
         for (int k = 0; k < d; k++)
             if ((decl->spatial[k] > 0 || decl->channels > 0) &&
@@ -81,7 +82,7 @@ float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t 
                                          head, k, (long long)spatial[k], head,
                                          (long long)(decl->spatial[k] > 0 ? decl->spatial[k]
                                                                           : r->g.roi[swi__axis(&r->g, k)]));
-                return NULL;
+                return 0;
             }
         r->known[head] = 1;
         r->shape_c[head] = channels;
@@ -98,12 +99,12 @@ float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t 
                                      (long long)r->shape_c[head], (long long)r->shape_s[head][0],
                                      (long long)(d > 1 ? r->shape_s[head][1] : 1),
                                      (long long)(d > 2 ? r->shape_s[head][2] : 1));
-            return NULL;
+            return 0;
         }
     }
     if (b->s->requested[head]) {
         r->shape_err = swi__fail(ctx, SWI_ERR_SHAPE, "predictor asked for head %d twice in one call", head);
-        return NULL;
+        return 0;
     }
     size_t n = (size_t)r->sw, v;
     int64_t wv = 1;
@@ -112,20 +113,61 @@ float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t 
     if (wv < 0 || !swi__mul_size(n, (size_t)channels, &v) || !swi__mul_size(v, (size_t)wv, &v) ||
         !swi__mul_size(v, sizeof(float), &v)) {
         r->shape_err = swi__fail(ctx, SWI_ERR_OVERFLOW, "predictor head %d: output size overflows", head);
-        return NULL;
+        return 0;
     }
+    return v;
+}
+
+float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial) {
+    if (!b) return NULL;
+    size_t v = head_request(b, head, channels, spatial);
+    if (!v) return NULL;
     slot *s = b->s;
     if (!head_buffer(s, head, v)) {
-        r->shape_err = swi__fail(ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
+        b->r->shape_err = swi__fail(b->r->ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
         return NULL;
     }
     s->requested[head] = 1;
     return s->head[head];
 }
 
+int swi_batch_set_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial, const float *data,
+                         void (*release)(void *user, const float *data), void *user) {
+    if (!b) return 1;
+    if (!data) {
+        b->r->shape_err = swi__fail(b->r->ctx, SWI_ERR_INVALID_ARG, "swi_batch_set_output: head %d's data is NULL",
+                                    head);
+        return 1;
+    }
+    size_t v = head_request(b, head, channels, spatial);
+    if (!v) return 1;
+    slot *s = b->s;
+    if (s->n_run < s->n || b->r->n_slots == 2) {
+        /* windows reusing outputs are placed among these, or the next call overlaps this
+         * batch's blending (the caller may then reuse data): they go into the slot's buffer */
+        if (!head_buffer(s, head, v)) {
+            b->r->shape_err = swi__fail(b->r->ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
+            return 1;
+        }
+        memcpy(s->head[head], data, (size_t)s->n_run * head_floats(b->r, head) * sizeof(float));
+        if (release) release(user, data);
+    } else {
+        s->adopt[head] = data;
+        s->release[head] = release;
+        s->release_user[head] = user;
+        /* a buffer of ours from an earlier call is not needed while outputs are handed over */
+        swi__big_free(s->head[head], s->head_cap[head]);
+        s->head[head] = NULL;
+        s->head_cap[head] = 0;
+    }
+    s->requested[head] = 1;
+    return 0;
+}
+
 swi_status swi__slot_alloc(run *r, slot *s) {
     const geom *g = &r->g;
     size_t n = (size_t)r->sw;
+    s->cap = r->sw;
     s->input_bytes = n * (size_t)(g->cin * g->roi_vox) * sizeof(float);
     s->input = swi__big_alloc(s->input_bytes);
     s->image = swi__malloc(n * sizeof(int64_t));
@@ -143,7 +185,28 @@ swi_status swi__slot_alloc(run *r, slot *s) {
     return SWI_OK;
 }
 
+swi_status swi__slot_own(run *r, slot *s) {
+    for (int h = 0; h < r->g.n_heads; h++) {
+        if (!s->adopt[h]) continue;
+        size_t n = (size_t)s->n * head_floats(r, h) * sizeof(float);
+        if (!head_buffer(s, h, (size_t)r->sw * head_floats(r, h) * sizeof(float)) && !head_buffer(s, h, n))
+            return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", h);
+        memcpy(s->head[h], s->adopt[h], n);
+    }
+    swi__slot_release(s);
+    return SWI_OK;
+}
+
+void swi__slot_release(slot *s) {
+    for (int h = 0; h < SWI_MAX_HEADS; h++) {
+        if (s->adopt[h] && s->release[h]) s->release[h](s->release_user[h], s->adopt[h]);
+        s->adopt[h] = NULL;
+        s->release[h] = NULL;
+    }
+}
+
 void swi__slot_free(slot *s) {
+    swi__slot_release(s);
     swi__big_free(s->input, s->input_bytes);
     swi__free(s->image);
     swi__free(s->t);
@@ -206,7 +269,7 @@ static void keep_runs(run *r, slot *s) {
         if (e < 0) continue;
         for (int h = 0; h < g->n_heads; h++) {
             const size_t n = head_floats(r, h);
-            memcpy(r->cache.e[e].out[h], s->head[h] + (size_t)j * n, n * sizeof(float));
+            memcpy(r->cache.e[e].out[h], swi__slot_out(s, h) + (size_t)j * n, n * sizeof(float));
         }
     }
 }
@@ -214,6 +277,12 @@ static void keep_runs(run *r, slot *s) {
 /* Fill a slot with the next windows (gather) and run the predictor on it. */
 swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
     const geom *g = &r->g;
+    if (s->cap < r->sw) { /* a slot not used yet, or a batch size grown after the first call */
+        swi__slot_free(s);
+        memset(s, 0, sizeof *s);
+        swi_status st = swi__slot_alloc(r, s);
+        if (st != SWI_OK) return st;
+    }
     s->n = n;
     for (int j = 0; j < n; j++) {
         int64_t w = swi__run_window(r, first + j);
@@ -250,6 +319,7 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
     r->stats.predictor_calls++;
     r->stats.windows_predicted += s->n_run;
     int rc = r->pred->predict(r->pred->user, &b);
+    if (r->shape_err != SWI_OK || rc != 0) swi__slot_release(s); /* the caller's buffers are not needed */
     if (r->shape_err != SWI_OK) return r->shape_err; /* message already set */
     if (rc != 0) {
         if (r->pred_msg[0])

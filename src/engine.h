@@ -25,25 +25,31 @@ typedef struct task {
 } task;
 
 /* Accumulation item: planes [p0, p1) of head `head` (plane C is the weight sum) over
- * the rows [i0lo, i0hi) of the cells in row `c0` along axis 0, for every window of the
- * batch in batch order. Items never share a cell plane row, so they run in any order
+ * the rows [i1lo, i1hi) along axis 1 of the cells (c0, c1) of axes 0 and 1, for every
+ * window of the batch in batch order. (Inputs of fewer than 4 dims have a unit axis 0,
+ * so axis 1 is their first.) Items never share a cell plane row, so they run in any order
  * on any thread and each voxel still sums its windows in batch order. */
 typedef struct acc_item {
     int32_t head, p0, p1;
-    int64_t c0, i0lo, i0hi;
+    int64_t c0, c1, i1lo, i1hi;
 } acc_item;
 
 /* One cell of a window, as the accumulation walks it. */
 typedef struct acc_seg {
     float *buf;     /* its partial sums, NULL if one window covers it (finished directly) */
     int64_t vox;    /* voxels of the cell (the plane stride of buf) */
-    int64_t lo2;    /* its first column in the window, along the contiguous axis */
-    int64_t e2;     /* its extent along that axis */
+    int64_t lo3;    /* its first column in the window, along the contiguous axis 3 */
+    int64_t e3;     /* its extent along that axis */
     int set;        /* this window is its first since buf was opened: store, not add */
 } acc_seg;
 _Static_assert(sizeof(acc_seg) <= SWI_ACC_SEG_BYTES, "plan.c counts SWI_ACC_SEG_BYTES per table entry");
 
-typedef struct fin_item { int32_t task; int64_t a0, a1, b0, b1; } fin_item;
+/* Finishing item: rows [lo[a], hi[a]) of axes 0..2 of a task's cell, the contiguous axis
+ * 3 whole; small enough for a worker's chunk. */
+typedef struct fin_item {
+    int32_t task;
+    int64_t lo[NDIM - 1], hi[NDIM - 1];
+} fin_item;
 
 typedef struct slot {
     float *input;                 /* [sw, cin, roi] */
@@ -51,10 +57,16 @@ typedef struct slot {
     float *head[SWI_MAX_HEADS];   /* [sw, C, win] */
     size_t head_cap[SWI_MAX_HEADS];
     int requested[SWI_MAX_HEADS];
+    /* outputs the predictor handed over (swi_batch_set_output): read in place of head[],
+     * released once the batch is blended */
+    const float *adopt[SWI_MAX_HEADS];
+    void (*release[SWI_MAX_HEADS])(void *user, const float *data);
+    void *release_user[SWI_MAX_HEADS];
     int64_t *image;               /* [sw] */
     int64_t *t;                   /* [sw][NDIM] window grid coords */
     int64_t *ustart;              /* [sw][SWI_MAX_DIMS] start in image coords */
     int n;                        /* windows in the slot */
+    int cap;                      /* windows its buffers hold (0: not allocated yet) */
     /* reuse (SWI_REUSE_ON): the predictor sees the n_run windows to run, run_idx[i] being
      * the slot window of its window i; src[j] says where slot window j's output comes
      * from: -1 the predictor, k >= 0 slot window k, -2 - e reuse cache entry e */
@@ -132,12 +144,20 @@ struct swi_batch {
 };
 
 
+/* Head h's outputs of the slot's windows, [n, C, win]. */
+static inline const float *swi__slot_out(const slot *s, int h) { return s->adopt[h] ? s->adopt[h] : s->head[h]; }
+
 /* Order position of the i-th window that runs. */
 static inline int64_t swi__run_window(const run *r, int64_t i) { return r->wlist ? r->wlist[i] : i; }
 
 /* ---- batch.c ---- */
 swi_status swi__slot_alloc(run *r, slot *s);
 void swi__slot_free(slot *s);
+/* Copy the outputs the predictor handed over into the slot's own buffers, and give them
+ * back (the next call is about to overlap this slot's blending). */
+swi_status swi__slot_own(run *r, slot *s);
+/* Give back the outputs the predictor handed over (their batch is blended). */
+void swi__slot_release(slot *s);
 /* Fill a slot with windows first..first+n-1 (gather) and run the predictor on it. */
 swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n);
 

@@ -6,46 +6,60 @@
 
 #include <string.h>
 
+/* Steps along axes 0..2 so one item covers at most `rows` rows of the contiguous axis:
+ * whole inner axes first, the outer ones split. */
+static void finish_steps(const int64_t ext[NDIM], int64_t rows, int64_t step[NDIM - 1]) {
+    for (int a = NDIM - 2; a >= 0; a--) {
+        if (ext[a] <= rows) {
+            step[a] = ext[a];
+            rows = rows / ext[a];
+            if (rows < 1) rows = 1;
+        } else {
+            step[a] = rows;
+            rows = 1;
+        }
+    }
+}
+
 swi_status swi__finish_items(run *r) {
     r->n_fin = 0;
     for (int32_t i = 0; i < r->n_tasks; i++) {
         task *T = &r->tasks[i];
-        if (T->completes) {
-            int64_t e0 = T->ext[0], e1 = T->ext[1], e2 = T->ext[2];
-            int64_t rows = (int64_t)r->chunk_cap / e2;
-            if (rows < 1) rows = 1;
-            int64_t step0 = e1 <= rows ? rows / e1 : 1, step1 = e1 <= rows ? e1 : rows;
-            for (int64_t a0 = 0; a0 < e0; a0 += step0)
-                for (int64_t b0 = 0; b0 < e1; b0 += step1) {
+        if (!T->completes) continue;
+        int64_t rows = (int64_t)r->chunk_cap / T->ext[NDIM - 1], step[NDIM - 1], at[NDIM - 1];
+        finish_steps(T->ext, rows < 1 ? 1 : rows, step);
+        for (at[0] = 0; at[0] < T->ext[0]; at[0] += step[0])
+            for (at[1] = 0; at[1] < T->ext[1]; at[1] += step[1])
+                for (at[2] = 0; at[2] < T->ext[2]; at[2] += step[2]) {
                     if (!swi__grow((void **)&r->fin, &r->fin_cap, (size_t)r->n_fin + 1, sizeof(fin_item)))
                         return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
                     fin_item *it = &r->fin[r->n_fin++];
                     it->task = i;
-                    it->a0 = a0;
-                    it->a1 = a0 + step0 < e0 ? a0 + step0 : e0;
-                    it->b0 = b0;
-                    it->b1 = b0 + step1 < e1 ? b0 + step1 : e1;
+                    for (int a = 0; a < NDIM - 1; a++) {
+                        it->lo[a] = at[a];
+                        it->hi[a] = at[a] + step[a] < T->ext[a] ? at[a] + step[a] : T->ext[a];
+                    }
                 }
-        }
     }
     return SWI_OK;
 }
 
-static void store_region(const out_spec *os, const geom *g, const head_geom *hg, int64_t image,
-                         const int64_t lo[NDIM], const int64_t ext[NDIM], const void *src, int64_t planes) {
+static void store_region(const out_spec *os, const head_geom *hg, int64_t image, const int64_t lo[NDIM],
+                         const int64_t ext[NDIM], const void *src, int64_t planes) {
     size_t es = swi__dtype_size(os->dtype);
-    int64_t out_vox = hg->out[0] * hg->out[1] * hg->out[2];
-    int64_t n = ext[0] * ext[1] * ext[2];
-    (void)g;
+    const int64_t *out = hg->out;
+    int64_t out_vox = out[0] * out[1] * out[2] * out[3];
+    int64_t n = ext[0] * ext[1] * ext[2] * ext[3];
     for (int64_t c = 0; c < planes; c++) {
         char *base = (char *)os->data + (size_t)((image * planes + c) * out_vox) * es;
         const char *from = (const char *)src + (size_t)(c * n) * es;
         for (int64_t i0 = 0; i0 < ext[0]; i0++)
-            for (int64_t i1 = 0; i1 < ext[1]; i1++) {
-                size_t at = (size_t)(((lo[0] + i0) * hg->out[1] + lo[1] + i1) * hg->out[2] + lo[2]);
-                memcpy(base + at * es, from, (size_t)ext[2] * es);
-                from += (size_t)ext[2] * es;
-            }
+            for (int64_t i1 = 0; i1 < ext[1]; i1++)
+                for (int64_t i2 = 0; i2 < ext[2]; i2++) {
+                    size_t at = (size_t)((((lo[0] + i0) * out[1] + lo[1] + i1) * out[2] + lo[2] + i2) * out[3] + lo[3]);
+                    memcpy(base + at * es, from, (size_t)ext[3] * es);
+                    from += (size_t)ext[3] * es;
+                }
     }
 }
 
@@ -57,23 +71,24 @@ SWI_KERNEL void swi__finish_item(void *arg, int64_t item, int worker) {
     const geom *g = &r->g;
     const head_geom *hg = &g->heads[T->head];
     const slot *s = r->cur;
-    const int64_t C = hg->channels, e1 = T->ext[1], e2 = T->ext[2];
-    int64_t ext[NDIM] = {it->a1 - it->a0, it->b1 - it->b0, e2};
-    int64_t n = ext[0] * ext[1] * ext[2];
+    const int64_t C = hg->channels, e1 = T->ext[1], e2 = T->ext[2], e3 = T->ext[3];
+    int64_t ext[NDIM] = {it->hi[0] - it->lo[0], it->hi[1] - it->lo[1], it->hi[2] - it->lo[2], e3};
+    int64_t n = ext[0] * ext[1] * ext[2] * ext[3];
     float *S = r->ws[worker].scores;
     if (T->buf) {
         const float *wsum = T->buf + (size_t)C * (size_t)T->vox;
         for (int64_t c = 0; c < C; c++) {
             const float *acc = T->buf + (size_t)c * (size_t)T->vox;
             float *dst = S + (size_t)(c * n);
-            for (int64_t i0 = it->a0; i0 < it->a1; i0++)
-                for (int64_t i1 = it->b0; i1 < it->b1; i1++) {
-                    size_t at = (size_t)((i0 * e1 + i1) * e2);
-                    const float *restrict x = acc + at, *restrict w = wsum + at;
-                    float *restrict o = dst;
-                    for (int64_t v = 0; v < e2; v++) o[v] = x[v] / w[v];
-                    dst += e2;
-                }
+            for (int64_t i0 = it->lo[0]; i0 < it->hi[0]; i0++)
+                for (int64_t i1 = it->lo[1]; i1 < it->hi[1]; i1++)
+                    for (int64_t i2 = it->lo[2]; i2 < it->hi[2]; i2++) {
+                        size_t at = (size_t)(((i0 * e1 + i1) * e2 + i2) * e3);
+                        const float *restrict x = acc + at, *restrict w = wsum + at;
+                        float *restrict o = dst;
+                        for (int64_t v = 0; v < e3; v++) o[v] = x[v] / w[v];
+                        dst += e3;
+                    }
         }
     } else {
         /* covered by one window: finish from its prediction, (p*w)/w as the reference */
@@ -81,25 +96,27 @@ SWI_KERNEL void swi__finish_item(void *arg, int64_t item, int worker) {
         const int64_t *t = &s->t[j * NDIM];
         int64_t off[NDIM];
         for (int a = 0; a < NDIM; a++) off[a] = hg->ax[a].cell_lo[T->cell[a]] - hg->ax[a].win_lo[t[a]];
-        const float *P = s->head[T->head] + (size_t)j * (size_t)(C * hg->win_vox);
+        const float *P = swi__slot_out(s, T->head) + (size_t)j * (size_t)(C * hg->win_vox);
+        const int64_t *o = hg->win;
         for (int64_t c = 0; c < C; c++) {
             float *dst = S + (size_t)(c * n);
-            for (int64_t i0 = it->a0; i0 < it->a1; i0++)
-                for (int64_t i1 = it->b0; i1 < it->b1; i1++) {
-                    size_t wi = (size_t)(((off[0] + i0) * hg->win[1] + off[1] + i1) * hg->win[2] + off[2]);
-                    const float *restrict x = P + (size_t)c * (size_t)hg->win_vox + wi;
-                    const float *restrict w = hg->weights + wi;
-                    float *restrict o = dst;
-                    for (int64_t v = 0; v < e2; v++) o[v] = (x[v] * w[v]) / w[v];
-                    dst += e2;
-                }
+            for (int64_t i0 = it->lo[0]; i0 < it->hi[0]; i0++)
+                for (int64_t i1 = it->lo[1]; i1 < it->hi[1]; i1++)
+                    for (int64_t i2 = it->lo[2]; i2 < it->hi[2]; i2++) {
+                        size_t wi =
+                            (size_t)((((off[0] + i0) * o[1] + off[1] + i1) * o[2] + off[2] + i2) * o[3] + off[3]);
+                        const float *restrict x = P + (size_t)c * (size_t)hg->win_vox + wi;
+                        const float *restrict w = hg->weights + wi;
+                        float *restrict out = dst;
+                        for (int64_t v = 0; v < e3; v++) out[v] = (x[v] * w[v]) / w[v];
+                        dst += e3;
+                    }
         }
     }
     /* region bounds in the output grid */
     int64_t lo[NDIM];
-    lo[0] = hg->ax[0].cell_lo[T->cell[0]] - hg->crop_lo[0] + it->a0;
-    lo[1] = hg->ax[1].cell_lo[T->cell[1]] - hg->crop_lo[1] + it->b0;
-    lo[2] = hg->ax[2].cell_lo[T->cell[2]] - hg->crop_lo[2];
+    for (int a = 0; a < NDIM; a++)
+        lo[a] = hg->ax[a].cell_lo[T->cell[a]] - hg->crop_lo[a] + (a < NDIM - 1 ? it->lo[a] : 0);
     for (int i = 0; i < r->n_outs; i++) {
         const out_spec *os = &r->outs[i];
         if (os->o.head != T->head) continue;
@@ -113,7 +130,7 @@ SWI_KERNEL void swi__finish_item(void *arg, int64_t item, int worker) {
             vals = r->ws[worker].rs.out;
             planes = 1;
         }
-        if (os->data && os->o.reduce != SWI_REDUCE_CUSTOM) store_region(os, g, hg, T->image, lo, ext, vals, planes);
+        if (os->data && os->o.reduce != SWI_REDUCE_CUSTOM) store_region(os, hg, T->image, lo, ext, vals, planes);
         if (os->o.on_region) {
             swi_region reg;
             memset(&reg, 0, sizeof reg);

@@ -31,19 +31,17 @@ swi_status swi__frontier_init(frontier *f, const geom *g, cellmem *mem) {
             return SWI_ERR_OVERFLOW;
         f->cells[h] = swi__malloc(n);
         if (!f->cells[h]) return SWI_ERR_NOMEM;
-        const axis_grid *ax = hg->ax;
-        int64_t i = 0, c[NDIM];
-        for (c[0] = 0; c[0] < ax[0].n_cells; c[0]++)
-            for (c[1] = 0; c[1] < ax[1].n_cells; c[1]++)
-                for (c[2] = 0; c[2] < ax[2].n_cells; c[2]++, i++) {
-                    int32_t full = (int32_t)swi__cell_windows(hg, c);
-                    for (int64_t b = 0; b < g->batch; b++) {
-                        cell_state *cs = &f->cells[h][b * hg->n_cells + i];
-                        memset(cs, 0, sizeof *cs);
-                        cs->rem = full;
-                        cs->stamp = -1;
-                    }
-                }
+        int64_t i = 0, c[NDIM], lo[NDIM] = {0}, n_cells[NDIM];
+        for (int a = 0; a < NDIM; a++) n_cells[a] = hg->ax[a].n_cells;
+        for (int more = swi__box_first(c, lo, n_cells); more; more = swi__box_next(c, lo, n_cells), i++) {
+            int32_t full = (int32_t)swi__cell_windows(hg, c);
+            for (int64_t b = 0; b < g->batch; b++) {
+                cell_state *cs = &f->cells[h][b * hg->n_cells + i];
+                memset(cs, 0, sizeof *cs);
+                cs->rem = full;
+                cs->stamp = -1;
+            }
+        }
     }
     return SWI_OK;
 }
@@ -110,9 +108,10 @@ void swi__frontier_free(frontier *f) {
         for (int64_t i = 0; f->mem && i < n; i++)
             if (f->cells[h][i].buf) {
                 int64_t ci = i % hg->n_cells, c[NDIM];
-                c[2] = ci % hg->ax[2].n_cells;
-                c[1] = (ci / hg->ax[2].n_cells) % hg->ax[1].n_cells;
-                c[0] = ci / (hg->ax[2].n_cells * hg->ax[1].n_cells);
+                for (int a = NDIM - 1; a >= 0; a--) {
+                    c[a] = ci % hg->ax[a].n_cells;
+                    ci /= hg->ax[a].n_cells;
+                }
                 swi__cellmem_release(f->mem, f->cells[h][i].buf, swi__cell_bytes(hg, c));
             }
         swi__free(f->cells[h]);

@@ -33,10 +33,10 @@ int swi__gather(const geom *g, const swi_params *p, const swi_tensor *in, int64_
             map[a][j] = swi__pad_index(start[a] + j, g->size[a], g->before[a], p->padding_mode);
         off += g->roi[a];
     }
-    const int64_t r0 = g->roi[0], r1 = g->roi[1], r2 = g->roi[2];
+    const int64_t r0 = g->roi[0], r1 = g->roi[1], r2 = g->roi[2], r3 = g->roi[3];
     const float cval = p->cval;
     /* the source: the whole image, or the box read for this window */
-    int64_t lo[NDIM] = {0, 0, 0}, ext[NDIM] = {g->size[0], g->size[1], g->size[2]};
+    int64_t lo[NDIM] = {0, 0, 0, 0}, ext[NDIM] = {g->size[0], g->size[1], g->size[2], g->size[3]};
     const float *base;
     if (in->data) {
         base = in->data + image * g->cin * g->image_vox;
@@ -57,29 +57,32 @@ int swi__gather(const geom *g, const swi_params *p, const swi_tensor *in, int64_
             msg[0] = '\0';
             if (in->reader->read(in->reader->user, image, ulo, uhi, box, msg, msg_len) != 0) return 1;
         } else {
-            ext[0] = ext[1] = ext[2] = 0; /* the window lies wholly in constant padding */
+            for (int a = 0; a < NDIM; a++) ext[a] = 0; /* the window lies wholly in constant padding */
         }
         base = box;
     }
-    const int64_t ch_vox = ext[0] * ext[1] * ext[2];
+    const int64_t ch_vox = ext[0] * ext[1] * ext[2] * ext[3];
     /* the last axis is a plain copy when it maps to a contiguous in-range run */
-    int contiguous = map[2][0] >= 0 && map[2][r2 - 1] == map[2][0] + r2 - 1;
-    for (int64_t j = 1; contiguous && j < r2; j++) contiguous = map[2][j] == map[2][0] + j;
+    int contiguous = map[3][0] >= 0 && map[3][r3 - 1] == map[3][0] + r3 - 1;
+    for (int64_t j = 1; contiguous && j < r3; j++) contiguous = map[3][j] == map[3][0] + j;
     for (int64_t c = 0; c < g->cin; c++) {
         const float *src = base + c * ch_vox;
         for (int64_t i0 = 0; i0 < r0; i0++) {
             int64_t m0 = map[0][i0];
-            for (int64_t i1 = 0; i1 < r1; i1++, dst += r2) {
+            for (int64_t i1 = 0; i1 < r1; i1++) {
                 int64_t m1 = map[1][i1];
-                if (m0 < 0 || m1 < 0) {
-                    for (int64_t j = 0; j < r2; j++) dst[j] = cval;
-                    continue;
-                }
-                const float *row = src + ((m0 - lo[0]) * ext[1] + (m1 - lo[1])) * ext[2];
-                if (contiguous) {
-                    memcpy(dst, row + (map[2][0] - lo[2]), (size_t)r2 * sizeof(float));
-                } else {
-                    for (int64_t j = 0; j < r2; j++) dst[j] = map[2][j] < 0 ? cval : row[map[2][j] - lo[2]];
+                for (int64_t i2 = 0; i2 < r2; i2++, dst += r3) {
+                    int64_t m2 = map[2][i2];
+                    if (m0 < 0 || m1 < 0 || m2 < 0) {
+                        for (int64_t j = 0; j < r3; j++) dst[j] = cval;
+                        continue;
+                    }
+                    const float *row = src + (((m0 - lo[0]) * ext[1] + (m1 - lo[1])) * ext[2] + (m2 - lo[2])) * ext[3];
+                    if (contiguous) {
+                        memcpy(dst, row + (map[3][0] - lo[3]), (size_t)r3 * sizeof(float));
+                    } else {
+                        for (int64_t j = 0; j < r3; j++) dst[j] = map[3][j] < 0 ? cval : row[map[3][j] - lo[3]];
+                    }
                 }
             }
         }

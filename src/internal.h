@@ -15,7 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NDIM 3
+#define NDIM 4
+#define SWI_PERMS 24 /* orders of NDIM axes */
 
 /* Hot kernels are compiled twice on x86-64 (AVX2 and baseline) and picked at load
  * time: the one dispatch point for SIMD, no intrinsics in the code. */
@@ -220,11 +221,12 @@ void swi__cellmem_release(cellmem *m, void *p, size_t bytes);
 /* ---- frontier.c: cell state, open and close; the planner dry-runs the same code ---- */
 /* Index of cell c in its head's cell table (C order over the three axes). */
 static inline int64_t swi__cell_index(const head_geom *hg, const int64_t c[NDIM]) {
-    return (c[0] * hg->ax[1].n_cells + c[1]) * hg->ax[2].n_cells + c[2];
+    return ((c[0] * hg->ax[1].n_cells + c[1]) * hg->ax[2].n_cells + c[2]) * hg->ax[3].n_cells + c[3];
 }
 /* Windows covering cell c. */
 static inline int64_t swi__cell_windows(const head_geom *hg, const int64_t c[NDIM]) {
-    return hg->ax[0].cell_wcount[c[0]] * hg->ax[1].cell_wcount[c[1]] * hg->ax[2].cell_wcount[c[2]];
+    return hg->ax[0].cell_wcount[c[0]] * hg->ax[1].cell_wcount[c[1]] * hg->ax[2].cell_wcount[c[2]] *
+           hg->ax[3].cell_wcount[c[3]];
 }
 /* The cells inside window t: first[a] .. first[a] + count[a] - 1 along each axis. */
 static inline void swi__window_cells(const head_geom *hg, const int64_t t[NDIM], int64_t first[NDIM],
@@ -233,6 +235,22 @@ static inline void swi__window_cells(const head_geom *hg, const int64_t t[NDIM],
         first[a] = hg->ax[a].win_cfirst[t[a]];
         count[a] = hg->ax[a].win_ccount[t[a]];
     }
+}
+/* The first cell c of the box lo + [0, n) (C order); 0 when the box is empty. */
+static inline int swi__box_first(int64_t c[NDIM], const int64_t lo[NDIM], const int64_t n[NDIM]) {
+    for (int a = 0; a < NDIM; a++) {
+        if (n[a] <= 0) return 0;
+        c[a] = lo[a];
+    }
+    return 1;
+}
+/* The next cell c of the box in C order; 0 after the last. */
+static inline int swi__box_next(int64_t c[NDIM], const int64_t lo[NDIM], const int64_t n[NDIM]) {
+    for (int a = NDIM - 1; a >= 0; a--) {
+        if (++c[a] < lo[a] + n[a]) return 1;
+        c[a] = lo[a];
+    }
+    return 0;
 }
 /* Bytes of a cell's partial sums (channels + 1 planes). */
 size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]);

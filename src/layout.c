@@ -105,7 +105,7 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     if (!p) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params is NULL");
     if (!in) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input is NULL");
     if (p->dims < 1 || p->dims > SWI_MAX_DIMS)
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.dims = %d: must be 1, 2 or 3", p->dims);
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.dims = %d: must be 1 to %d", p->dims, SWI_MAX_DIMS);
     if (in->dims != p->dims)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG,
                          "input.dims = %d does not match params.dims = %d (rank mismatch)", in->dims,
@@ -209,7 +209,8 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     g->roi_vox = rv;
     g->image_vox = iv;
 
-    size_t nstarts = (size_t)(g->n_win[0] + g->n_win[1] + g->n_win[2]);
+    size_t nstarts = 0;
+    for (int a = 0; a < NDIM; a++) nstarts += (size_t)g->n_win[a];
     g->starts_block = swi__malloc(nstarts * sizeof(int64_t));
     g->weights = swi__malloc((size_t)rv * sizeof(float));
     if (!g->starts_block || !g->weights) {

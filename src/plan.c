@@ -9,18 +9,20 @@ size_t swi__seg_cap(const geom *g) {
     size_t cap = 1;
     for (int h = 0; h < g->n_heads; h++) {
         const head_geom *hg = &g->heads[h];
-        int64_t m[2] = {1, 1};
-        for (int a = 1; a < NDIM; a++)
+        int64_t m[2] = {1, 1}; /* the table holds the cells of axes 2 and 3 (blend.c) */
+        for (int a = NDIM - 2; a < NDIM; a++)
             for (int64_t t = 0; t < hg->ax[a].n_win; t++)
-                if (hg->ax[a].win_ccount[t] > m[a - 1]) m[a - 1] = hg->ax[a].win_ccount[t];
+                if (hg->ax[a].win_ccount[t] > m[a - (NDIM - 2)]) m[a - (NDIM - 2)] = hg->ax[a].win_ccount[t];
         if ((size_t)(m[0] * m[1]) > cap) cap = (size_t)(m[0] * m[1]);
     }
     return cap;
 }
 
 void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t[NDIM]) {
-    const int a0 = c->order[0], a1 = c->order[1], a2 = c->order[2];
-    const int64_t n0 = g->n_win[a0], inner = g->n_win[a1] * g->n_win[a2];
+    const int a0 = c->order[0];
+    int64_t inner = 1;
+    for (int k = 1; k < NDIM; k++) inner *= g->n_win[c->order[k]];
+    const int64_t n0 = g->n_win[a0];
     const int64_t tail = c->tail < 1 ? 1 : (c->tail > n0 ? n0 : c->tail);
     const int64_t head = (n0 - tail) * inner;
     int64_t rest;
@@ -31,8 +33,11 @@ void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t
         t[a0] = n0 - tail + (i - head) % tail;
         rest = (i - head) / tail;
     }
-    t[a2] = rest % g->n_win[a2];
-    t[a1] = rest / g->n_win[a2];
+    for (int k = NDIM - 1; k >= 1; k--) {
+        const int a = c->order[k];
+        t[a] = rest % g->n_win[a];
+        rest /= g->n_win[a];
+    }
 }
 
 /* Peak bytes of partial sums for one order and batch size: the frontier's own
@@ -53,9 +58,7 @@ static size_t simulate(const geom *g, const plan_choice *order, int sw, int use_
             const head_geom *hg = &g->heads[h];
             int64_t lo[NDIM], n[NDIM], c[NDIM];
             swi__window_cells(hg, t, lo, n);
-            for (c[0] = lo[0]; c[0] < lo[0] + n[0]; c[0]++)
-                for (c[1] = lo[1]; c[1] < lo[1] + n[1]; c[1]++)
-                    for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) {
+            for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) {
                         cell_state *st;
                         int flags;
                         if (part && !swi__cell_in_part(g, hg, c)) continue;
@@ -73,30 +76,45 @@ out:
 
 /* Orders to try: every permutation of the internal axes, preferring (on ties) the
  * longest padded axis outermost. */
-static int permutations(const geom *g, int perms[6][NDIM]) {
-    static const int all[6][NDIM] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-    int n = 0;
-    for (int i = 0; i < 6; i++) {
-        memcpy(perms[n], all[i], sizeof all[i]);
-        n++;
+static int permutations(const geom *g, int perms[SWI_PERMS][NDIM]) {
+    /* every order of the image's own axes (lexicographic), the unit axes after them */
+    const int lead = NDIM - g->user_dims;
+    int cur[NDIM], n = 0;
+    for (int k = 0; k < NDIM; k++) cur[k] = k < g->user_dims ? lead + k : k - g->user_dims;
+    for (;;) {
+        memcpy(perms[n++], cur, sizeof cur);
+        /* next permutation of cur[0 .. user_dims) */
+        int i = g->user_dims - 2;
+        while (i >= 0 && cur[i] > cur[i + 1]) i--;
+        if (i < 0) break;
+        int j = g->user_dims - 1;
+        while (cur[j] < cur[i]) j--;
+        int tmp = cur[i];
+        cur[i] = cur[j];
+        cur[j] = tmp;
+        for (int a = i + 1, b = g->user_dims - 1; a < b; a++, b--) {
+            tmp = cur[a];
+            cur[a] = cur[b];
+            cur[b] = tmp;
+        }
     }
     /* sort by preference: lexicographically larger (padded[order[0]], padded[order[1]]) first,
      * stable on the natural order */
     for (int i = 1; i < n; i++) {
-        int cur[NDIM];
-        memcpy(cur, perms[i], sizeof cur);
+        int pi[NDIM];
+        memcpy(pi, perms[i], sizeof pi);
         int j = i - 1;
         while (j >= 0) {
-            int64_t a0 = g->padded[cur[0]], b0 = g->padded[perms[j][0]];
-            int64_t a1 = g->padded[cur[1]], b1 = g->padded[perms[j][1]];
+            int64_t a0 = g->padded[pi[0]], b0 = g->padded[perms[j][0]];
+            int64_t a1 = g->padded[pi[1]], b1 = g->padded[perms[j][1]];
             if (a0 > b0 || (a0 == b0 && a1 > b1)) {
-                memcpy(perms[j + 1], perms[j], sizeof cur);
+                memcpy(perms[j + 1], perms[j], sizeof pi);
                 j--;
             } else {
                 break;
             }
         }
-        memcpy(perms[j + 1], cur, sizeof cur);
+        memcpy(perms[j + 1], pi, sizeof pi);
     }
     return n;
 }
@@ -126,53 +144,70 @@ static void add_mul(size_t *a, size_t b, size_t c) {
     if (*a == SIZE_MAX || !swi__mul_size(b, c, &t) || !swi__add_size(*a, t, a)) *a = SIZE_MAX;
 }
 
-swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs, int n_outs,
-                     swi_plan *plan, plan_choice *choice, const plan_choice *keep) {
-    memset(plan, 0, sizeof *plan);
-    int threads = p->threads > 0 ? p->threads : swi__cpu_count();
-    /* fixed parts */
-    size_t input = 0, outputs = 0, per_window = 0, cmax = 1, rowmax = 1, book = 0, scratch = 0;
-    if (!g->reader) add_mul(&input, (size_t)g->batch * (size_t)g->cin, (size_t)g->image_vox * sizeof(float));
-    for (int i = 0; i < n_outs; i++) add_mul(&outputs, output_bytes(g, &outs[i]), 1);
-    add_mul(&per_window, (size_t)g->cin, (size_t)g->roi_vox * sizeof(float));
+/* What a run holds whatever its batch size: input, outputs, scratch, and per window of a
+ * batch: the window and its predictions. */
+typedef struct costs {
+    size_t input, outputs, per_window, scratch;
+    size_t entry;   /* one window kept for reuse: its input and every head's output */
+    int want_cache; /* entries the caller asks for (0: reuse off) */
+} costs;
+
+static swi_status plan_costs(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs, int n_outs,
+                             int threads, costs *k) {
+    size_t cmax = 1, rowmax = 1, book = 0;
+    memset(k, 0, sizeof *k);
+    if (!g->reader) add_mul(&k->input, (size_t)g->batch * (size_t)g->cin, (size_t)g->image_vox * sizeof(float));
+    for (int i = 0; i < n_outs; i++) add_mul(&k->outputs, output_bytes(g, &outs[i]), 1);
+    add_mul(&k->per_window, (size_t)g->cin, (size_t)g->roi_vox * sizeof(float));
     for (int h = 0; h < g->n_heads; h++) {
         const head_geom *hg = &g->heads[h];
         size_t t = 0;
         add_mul(&t, (size_t)hg->channels, (size_t)hg->win_vox);
-        add_mul(&per_window, t, sizeof(float));
+        add_mul(&k->per_window, t, sizeof(float));
         if ((size_t)hg->channels > cmax) cmax = (size_t)hg->channels;
-        if ((size_t)hg->win[2] > rowmax) rowmax = (size_t)hg->win[2];
-        add_mul(&book, (size_t)hg->n_cells * (size_t)g->batch, 24);
+        if ((size_t)hg->win[NDIM - 1] > rowmax) rowmax = (size_t)hg->win[NDIM - 1];
+        add_mul(&book, (size_t)hg->n_cells * (size_t)g->batch, sizeof(cell_state));
         add_mul(&book, (size_t)hg->win_vox, sizeof(float));
     }
     size_t chunk = rowmax > SWI_CHUNK_VOXELS ? rowmax : SWI_CHUNK_VOXELS, t = 0;
     int soft = 0;
     for (int i = 0; i < n_outs; i++) soft |= outs[i].reduce == SWI_REDUCE_SOFTMAX;
     add_mul(&t, chunk, cmax * (soft ? 2 : 1) + 5);
-    add_mul(&scratch, t, (size_t)threads * sizeof(float));
-    add_mul(&scratch, book, 1);
-    add_mul(&scratch, (size_t)g->roi_vox, sizeof(float));
-    if (g->reader) add_mul(&scratch, (size_t)g->cin * (size_t)g->roi_vox, sizeof(float)); /* the read box */
-    add_mul(&scratch, swi__seg_cap(g) * (size_t)threads, SWI_ACC_SEG_BYTES);
-    /* the reuse cache: each kept window holds its input and every head's output */
-    const int want_cache = p->reuse == SWI_REUSE_ON ? (p->reuse_cache > 0 ? p->reuse_cache : 1) : 0;
-    size_t entry = 0;
-    add_mul(&entry, (size_t)g->cin, (size_t)g->roi_vox * sizeof(float));
-    for (int h = 0; h < g->n_heads; h++) add_mul(&entry, (size_t)g->heads[h].channels * sizeof(float),
-                                                 (size_t)g->heads[h].win_vox);
-    add_mul(&entry, 1, sizeof(reuse_entry));
-    if (input == SIZE_MAX || outputs == SIZE_MAX || per_window == SIZE_MAX || scratch == SIZE_MAX ||
-        entry == SIZE_MAX)
+    add_mul(&k->scratch, t, (size_t)threads * sizeof(float));
+    add_mul(&k->scratch, book, 1);
+    add_mul(&k->scratch, (size_t)g->roi_vox, sizeof(float));
+    if (g->reader) add_mul(&k->scratch, (size_t)g->cin * (size_t)g->roi_vox, sizeof(float)); /* the read box */
+    add_mul(&k->scratch, swi__seg_cap(g) * (size_t)threads, SWI_ACC_SEG_BYTES);
+    k->want_cache = p->reuse == SWI_REUSE_ON ? (p->reuse_cache > 0 ? p->reuse_cache : 1) : 0;
+    add_mul(&k->entry, (size_t)g->cin, (size_t)g->roi_vox * sizeof(float));
+    for (int h = 0; h < g->n_heads; h++)
+        add_mul(&k->entry, (size_t)g->heads[h].channels * sizeof(float), (size_t)g->heads[h].win_vox);
+    add_mul(&k->entry, 1, sizeof(reuse_entry));
+    if (k->input == SIZE_MAX || k->outputs == SIZE_MAX || k->per_window == SIZE_MAX || k->scratch == SIZE_MAX ||
+        k->entry == SIZE_MAX)
         return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows (channels x window size)");
-    /* the slot's reuse bookkeeping, per window */
-    if (want_cache) per_window += 2 * sizeof(int32_t) + sizeof(uint64_t);
+    if (k->want_cache) k->per_window += 2 * sizeof(int32_t) + sizeof(uint64_t); /* the slot's reuse bookkeeping */
+    return SWI_OK;
+}
 
-    /* user order (user axes) -> internal order */
-    int fixed_order[NDIM];
+/* The window orders to try, as internal axes: keep's, the caller's fixed one, or every
+ * permutation; and the tail interleavings with each. A part takes the order the whole
+ * run would take at the requested batch size, so each voxel sums its windows in the
+ * same order as the whole run does. */
+typedef struct orders {
+    int perms[SWI_PERMS][NDIM];
+    int n_perms, tail_lo, tail_hi;
+} orders;
+
+static swi_status plan_orders(swi_ctx *ctx, const swi_params *p, const geom *g, const plan_choice *keep,
+                              orders *o) {
     int have_fixed = p->order_mode == SWI_ORDER_FIXED;
-    if (have_fixed) {
+    o->n_perms = 1;
+    if (keep) {
+        memcpy(o->perms[0], keep->order, sizeof keep->order);
+    } else if (have_fixed) {
         int lead = NDIM - g->user_dims, seen[NDIM] = {0};
-        for (int a = 0; a < lead; a++) fixed_order[a] = a;
+        for (int a = 0; a < lead; a++) o->perms[0][a] = a;
         for (int k = 0; k < g->user_dims; k++) {
             int u = p->order[k];
             if (u < 0 || u >= g->user_dims || seen[u])
@@ -180,88 +215,137 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                                  "params.order must be a permutation of 0..%d (order[%d] = %d)", g->user_dims - 1,
                                  k, u);
             seen[u] = 1;
-            fixed_order[lead + k] = lead + u;
+            o->perms[0][lead + k] = lead + u;
         }
+    } else {
+        o->n_perms = permutations(g, o->perms);
     }
-    int perms[6][NDIM];
-    int n_perms = have_fixed || keep ? 1 : permutations(g, perms);
-    if (keep) memcpy(perms[0], keep->order, sizeof keep->order);
-    else if (have_fixed) memcpy(perms[0], fixed_order, sizeof fixed_order);
-    int tail_lo = keep ? keep->tail : 1, tail_hi = keep ? keep->tail : 3;
-
-    /* windows that run: all, or those touching the part */
-    int64_t total = g->win_per_image * g->batch;
-    if (g->has_part) {
-        const int a = NDIM - g->user_dims;
-        int64_t touching = 0, tw[NDIM] = {0, 0, 0};
-        for (tw[a] = 0; tw[a] < g->n_win[a]; tw[a]++) touching += swi__window_in_part(g, tw);
-        total = total / g->n_win[a] * touching;
-    }
-    if (total == 0) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.part_lo/part_hi: no window touches the part");
-    int sw_req = p->sw_batch_size;
-    if ((int64_t)sw_req > total) sw_req = (int)total;
-    if (g->has_part && !keep && !have_fixed) {
-        /* a part runs in the order the whole run would take at the requested batch size,
-         * whatever batch size the part's own budget leads to */
-        size_t best_rank = SIZE_MAX;
-        int best_i = 0, best_tail = 1;
-        int64_t whole = g->win_per_image * g->batch;
-        int sw_whole = (int64_t)p->sw_batch_size > whole ? (int)whole : p->sw_batch_size;
-        for (int i = 0; i < n_perms; i++)
-            for (int tail = 1; tail <= 3; tail++) {
-                plan_choice c = {{perms[i][0], perms[i][1], perms[i][2]}, tail, sw_whole, 0, 0, 0, 0};
-                if (tail > 1 && tail > g->n_win[c.order[0]]) break;
-                size_t part = simulate(g, &c, sw_whole, 0);
-                if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
-                if (part < best_rank) {
-                    best_rank = part;
-                    best_i = i;
-                    best_tail = tail;
-                }
+    /* a fixed order is the plain loop nest (with {0, 1, ..} the reference's enumeration):
+     * no interleaving of the last windows */
+    o->tail_lo = keep ? keep->tail : 1;
+    o->tail_hi = keep ? keep->tail : (have_fixed ? 1 : 3);
+    if (!g->has_part || keep || have_fixed) return SWI_OK;
+    size_t best_rank = SIZE_MAX;
+    int best_i = 0, best_tail = 1;
+    int64_t whole = g->win_per_image * g->batch;
+    int sw_whole = (int64_t)p->sw_batch_size > whole ? (int)whole : p->sw_batch_size;
+    for (int i = 0; i < o->n_perms; i++)
+        for (int tail = 1; tail <= 3; tail++) {
+            plan_choice c = {{0}, tail, sw_whole, 0, 0, 0, 0};
+            memcpy(c.order, o->perms[i], sizeof c.order);
+            if (tail > 1 && tail > g->n_win[c.order[0]]) break;
+            size_t part = simulate(g, &c, sw_whole, 0);
+            if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
+            if (part < best_rank) {
+                best_rank = part;
+                best_i = i;
+                best_tail = tail;
             }
-        memmove(perms[0], perms[best_i], sizeof perms[0]);
-        n_perms = 1;
-        tail_lo = tail_hi = best_tail;
+        }
+    memmove(o->perms[0], o->perms[best_i], sizeof o->perms[0]);
+    o->n_perms = 1;
+    o->tail_lo = o->tail_hi = best_tail;
+    return SWI_OK;
+}
+
+/* Windows that run: all, or those touching the part. */
+static int64_t windows_run(const geom *g) {
+    int64_t total = g->win_per_image * g->batch;
+    if (!g->has_part) return total;
+    const int a = NDIM - g->user_dims;
+    int64_t touching = 0, tw[NDIM] = {0, 0, 0};
+    for (tw[a] = 0; tw[a] < g->n_win[a]; tw[a]++) touching += swi__window_in_part(g, tw);
+    return total / g->n_win[a] * touching;
+}
+
+/* The order with the smallest frontier for batch size sw, and that frontier's peak. */
+static swi_status best_order(swi_ctx *ctx, const geom *g, const orders *o, int sw, int keep, plan_choice *best,
+                             size_t *peak) {
+    *peak = SIZE_MAX;
+    for (int i = 0; i < o->n_perms; i++)
+        for (int tail = o->tail_lo; tail <= o->tail_hi; tail++) {
+            plan_choice c = {{0}, tail, sw, 0, 0, 0, 0};
+            memcpy(c.order, o->perms[i], sizeof c.order);
+            if (!keep && o->tail_lo != o->tail_hi && tail > 1 && tail > g->n_win[c.order[0]]) break;
+            size_t part = simulate(g, &c, sw, 0);
+            if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
+            if (part < *peak) {
+                *peak = part;
+                *best = c;
+            }
+        }
+    if (g->has_part) { /* the part's own frontier, in that order */
+        *peak = simulate(g, best, sw, 1);
+        if (*peak == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
     }
+    return SWI_OK;
+}
+
+/* The plan's description of the choice. */
+static void plan_report(const geom *g, const costs *k, const plan_choice *best, int64_t total, int threads,
+                        swi_plan *plan) {
+    plan->dims = g->user_dims;
+    plan->windows_per_image = g->win_per_image;
+    plan->windows_total = total;
+    plan->sw_batch_size = best->sw;
+    plan->predictor_calls = (total + best->sw - 1) / best->sw;
+    plan->pipeline = best->pipeline;
+    plan->threads = threads;
+    for (int d = 0; d < g->user_dims; d++) {
+        int a = swi__axis(g, d);
+        plan->roi[d] = g->roi[a];
+        plan->padded[d] = g->padded[a];
+        plan->pad_before[d] = g->before[a];
+        plan->windows_per_axis[d] = g->n_win[a];
+    }
+    int lead = NDIM - g->user_dims, q = 0;
+    for (int i = 0; i < NDIM; i++)
+        if (best->order[i] >= lead) plan->order[q++] = best->order[i] - lead;
+    for (int h = 0; h < g->n_heads; h++) {
+        int64_t C = g->heads[h].channels;
+        plan->head_channels[h] = C;
+        plan->label_dtype[h] = C <= 0 ? SWI_DTYPE_AUTO : (C > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8);
+    }
+    plan->bytes_input = k->input;
+    plan->bytes_partial = best->partial;
+    plan->bytes_outputs = k->outputs;
+    plan->bytes_scratch = k->scratch;
+    plan->reuse_cache = best->reuse_cache;
+}
+
+swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs, int n_outs,
+                     swi_plan *plan, plan_choice *choice, const plan_choice *keep) {
+    memset(plan, 0, sizeof *plan);
+    const int threads = p->threads > 0 ? p->threads : swi__cpu_count();
+    costs k;
+    orders o;
+    swi_status st = plan_costs(ctx, p, g, outs, n_outs, threads, &k);
+    if (st == SWI_OK) st = plan_orders(ctx, p, g, keep, &o);
+    if (st != SWI_OK) return st;
+    const int64_t total = windows_run(g);
+    if (total == 0) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.part_lo/part_hi: no window touches the part");
+    int sw_req = (int64_t)p->sw_batch_size > total ? (int)total : p->sw_batch_size;
+
+    /* The first choice that fits wins, preferring the largest batch, then the reuse cache,
+     * then pipelining; every smaller choice is still planned for bytes_min. */
     int found = 0;
     size_t best_min = SIZE_MAX;
-    plan_choice best = {{0, 1, 2}, 1, 1, 0, 0, 0, 0};
-    /* the first choice that fits wins; every smaller one is still planned for bytes_min */
+    plan_choice best = {{0, 1, 2, 3}, 1, 1, 0, 0, 0, 0};
     for (int sw = sw_req; sw >= 1; sw = sw > 1 ? sw / 2 : 0) {
-        plan_choice best_order = {{0, 1, 2}, 1, 1, 0, 0, 0, 0};
-        size_t best_partial = SIZE_MAX;
-        for (int i = 0; i < n_perms; i++)
-            for (int tail = tail_lo; tail <= tail_hi; tail++) {
-                plan_choice c = {{perms[i][0], perms[i][1], perms[i][2]}, tail, sw, 0, 0, 0, 0};
-                if (!keep && tail_lo != tail_hi && tail > 1 && tail > g->n_win[c.order[0]]) break;
-                /* a part takes the whole run's order: the windows of each voxel are then
-                 * summed as the whole run sums them */
-                size_t part = simulate(g, &c, sw, 0);
-                if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
-                if (part < best_partial) {
-                    best_partial = part;
-                    best_order = c;
-                }
-            }
-        if (g->has_part) {
-            best_partial = simulate(g, &best_order, sw, 1);
-            if (best_partial == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
-        }
+        plan_choice order = {{0, 1, 2, 3}, 1, 1, 0, 0, 0, 0};
+        size_t front;
+        if ((st = best_order(ctx, g, &o, sw, keep != NULL, &order, &front)) != SWI_OK) return st;
         /* what the engine reserves for that frontier (fragmentation allowance included) */
-        size_t best_frontier = best_partial;
-        best_partial = swi__cellmem_bytes(best_partial);
-        size_t one_slot = 0, peak_serial = input;
-        add_mul(&one_slot, (size_t)sw, per_window);
+        size_t partial = swi__cellmem_bytes(front), one_slot = 0, peak_serial = k.input;
+        add_mul(&one_slot, (size_t)sw, k.per_window);
         add_mul(&peak_serial, one_slot, 1);
-        add_mul(&peak_serial, best_partial, 1);
-        add_mul(&peak_serial, outputs, 1);
-        add_mul(&peak_serial, scratch, 1);
-        if (peak_serial == SIZE_MAX)
-            return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
-        /* the reuse cache is dropped before the batch size is lowered */
-        for (int cache = want_cache;; cache = 0) {
+        add_mul(&peak_serial, partial, 1);
+        add_mul(&peak_serial, k.outputs, 1);
+        add_mul(&peak_serial, k.scratch, 1);
+        if (peak_serial == SIZE_MAX) return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
+        for (int cache = k.want_cache;; cache = 0) {
             size_t reuse = 0, with_cache = peak_serial;
-            add_mul(&reuse, (size_t)cache, entry);
+            add_mul(&reuse, (size_t)cache, k.entry);
             add_mul(&with_cache, reuse, 1);
             if (with_cache == SIZE_MAX) return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
             for (int pipe = 1; pipe >= 0; pipe--) {
@@ -277,12 +361,11 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                 if (peak < best_min) best_min = peak;
                 if (!found && (p->max_memory == 0 || peak <= p->max_memory)) {
                     found = 1;
-                    memcpy(best.order, best_order.order, sizeof best.order);
-                    best.tail = best_order.tail;
+                    best = order;
                     best.sw = sw;
                     best.pipeline = pipe;
-                    best.partial = best_partial;
-                    best.frontier = best_frontier;
+                    best.partial = partial;
+                    best.frontier = front;
                     best.reuse_cache = cache;
                     plan->bytes_windows = windows;
                     plan->bytes_reuse = reuse;
@@ -301,33 +384,7 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                          swi__fmt_bytes(p->max_memory, a, sizeof a), swi__fmt_bytes(best_min, b, sizeof b), best_min,
                          p->pipeline == SWI_PIPELINE_ON ? ", pipelined" : ", no pipelining");
     }
-    plan->dims = g->user_dims;
-    plan->windows_per_image = g->win_per_image;
-    plan->windows_total = total;
-    plan->sw_batch_size = best.sw;
-    plan->predictor_calls = (total + best.sw - 1) / best.sw;
-    plan->pipeline = best.pipeline;
-    plan->threads = threads;
-    for (int k = 0; k < g->user_dims; k++) {
-        int a = swi__axis(g, k);
-        plan->roi[k] = g->roi[a];
-        plan->padded[k] = g->padded[a];
-        plan->pad_before[k] = g->before[a];
-        plan->windows_per_axis[k] = g->n_win[a];
-    }
-    int lead = NDIM - g->user_dims, q = 0;
-    for (int i = 0; i < NDIM; i++)
-        if (best.order[i] >= lead) plan->order[q++] = best.order[i] - lead;
-    for (int h = 0; h < g->n_heads; h++) {
-        int64_t C = g->heads[h].channels;
-        plan->head_channels[h] = C;
-        plan->label_dtype[h] = C <= 0 ? SWI_DTYPE_AUTO : (C > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8);
-    }
-    plan->bytes_input = input;
-    plan->bytes_partial = best.partial;
-    plan->bytes_outputs = outputs;
-    plan->bytes_scratch = scratch;
-    plan->reuse_cache = best.reuse_cache;
+    plan_report(g, &k, &best, total, threads, plan);
     if (choice) *choice = best;
     return SWI_OK;
 }

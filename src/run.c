@@ -42,9 +42,7 @@ static swi_status book_batch(run *r, const slot *s) {
             const head_geom *hg = &g->heads[h];
             int64_t lo[NDIM], n[NDIM], c[NDIM];
             swi__window_cells(hg, t, lo, n);
-            for (c[0] = lo[0]; c[0] < lo[0] + n[0]; c[0]++)
-                for (c[1] = lo[1]; c[1] < lo[1] + n[1]; c[1]++)
-                    for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) {
+            for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) {
                         cell_state *st;
                         int flags;
                         if (g->has_part && !swi__cell_in_part(g, hg, c)) continue;
@@ -97,12 +95,10 @@ static swi_status book_batch(run *r, const slot *s) {
             const head_geom *hg = &g->heads[h];
             int64_t lo[NDIM], n[NDIM], c[NDIM];
             swi__window_cells(hg, t, lo, n);
-            int64_t k = n[0] * n[1] * n[2];
+            int64_t k = n[0] * n[1] * n[2] * n[3];
             if (g->has_part) { /* the cells booked above: those of the part */
                 k = 0;
-                for (c[0] = lo[0]; c[0] < lo[0] + n[0]; c[0]++)
-                    for (c[1] = lo[1]; c[1] < lo[1] + n[1]; c[1]++)
-                        for (c[2] = lo[2]; c[2] < lo[2] + n[2]; c[2]++) k += swi__cell_in_part(g, hg, c);
+                for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) k += swi__cell_in_part(g, hg, c);
             }
             for (; k > 0; k--, q++) {
                 task *T = &r->tasks[r->pair_task[q]];
@@ -128,7 +124,7 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     for (int h = 0; h < g->n_heads; h++) {
         const head_geom *hg = &g->heads[h];
         if ((size_t)hg->channels > cmax) cmax = (size_t)hg->channels;
-        if ((size_t)hg->win[2] > rowmax) rowmax = (size_t)hg->win[2];
+        if ((size_t)hg->win[NDIM - 1] > rowmax) rowmax = (size_t)hg->win[NDIM - 1];
         r->ctx->out_channels[h] = hg->channels;
         for (int k = 0; k < g->user_dims; k++) r->ctx->out_size[h][k] = hg->out[swi__axis(g, k)];
     }
@@ -161,17 +157,17 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     int learned = 0;
     for (int h = 0; h < g->n_heads; h++) learned |= r->p->heads[h].channels <= 0;
     if (learned) {
-        swi_params q = *r->p;
-        q.sw_batch_size = r->sw;
-        q.pipeline = r->n_slots == 2 ? (r->p->pipeline == SWI_PIPELINE_ON ? SWI_PIPELINE_ON : SWI_PIPELINE_AUTO)
-                                     : SWI_PIPELINE_OFF;
+        /* the batch size and pipelining are chosen again from what was asked for (the
+         * second slot is allocated at its first use) */
         swi_plan plan;
         plan_choice c;
-        st = swi__plan(r->ctx, &q, g, outs, r->n_outs, &plan, &c, &r->choice);
+        st = swi__plan(r->ctx, r->p, g, outs, r->n_outs, &plan, &c, &r->choice);
         if (st != SWI_OK) return st;
         r->replanned_sw = c.sw != r->sw;
         r->sw = c.sw;
-        if (!c.pipeline) r->n_slots = 1;
+        r->n_slots = c.pipeline ? 2 : 1;
+        /* the next call will overlap the first batch's blending: its outputs must be ours */
+        if (r->n_slots == 2 && (st = swi__slot_own(r, &r->slots[0])) != SWI_OK) return st;
         r->mem.limit = c.partial;
         r->choice.frontier = c.frontier;
         r->choice.reuse_cache = c.reuse_cache;
@@ -283,7 +279,7 @@ static swi_status count_reuse(run *r, const swi_plan *plan, int64_t *reused) {
     if (!swi__mul_size((size_t)sw, in_n * sizeof(float), &bytes))
         return swi__fail(r->ctx, SWI_ERR_OVERFLOW, "window buffer size overflows");
     float *win = swi__big_alloc(bytes);
-    int64_t *idx = swi__malloc((size_t)(g->roi[0] + g->roi[1] + g->roi[2]) * sizeof(int64_t));
+    int64_t *idx = swi__malloc((size_t)(g->roi[0] + g->roi[1] + g->roi[2] + g->roi[3]) * sizeof(int64_t));
     float *box = r->in->data ? NULL : swi__big_alloc(in_n * sizeof(float));
     uint64_t *hash = swi__malloc((size_t)sw * sizeof(uint64_t));
     swi_status st = swi__reuse_init(&c, plan->reuse_cache, in_n, g->n_heads, NULL);
@@ -350,6 +346,41 @@ swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor
     return st;
 }
 
+/* Everything a run holds before its first predictor call. */
+static swi_status start_run(run *r, swi_ctx *ctx, const swi_params *params, const swi_tensor *input,
+                            const swi_predictor *predictor, int n_outputs, const swi_plan *plan) {
+    r->pred = predictor;
+    r->reuse = params->reuse == SWI_REUSE_ON;
+    swi_status st = window_list(r);
+    if (st != SWI_OK) return st;
+    r->stats.windows_total = r->n_windows;
+    /* With a budget and head shapes still to learn, the first call takes one window: its
+     * buffers are sized before the heads are known, and one window is within any plan
+     * made once they are. */
+    int learned = 0;
+    for (int h = 0; h < r->g.n_heads; h++) learned |= params->heads[h].channels <= 0;
+    r->sw = learned && params->max_memory > 0 ? 1 : r->choice.sw;
+    r->threads = plan->threads;
+    r->n_outs = n_outputs;
+    r->n_slots = r->choice.pipeline && r->sw == r->choice.sw ? 2 : 1;
+    swi__cellmem_init(&r->mem, plan->bytes_partial);
+    r->outs = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(out_spec));
+    ctx->results = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(swi_result_buf));
+    r->idx_scratch = swi__malloc((size_t)(r->g.roi[0] + r->g.roi[1] + r->g.roi[2] + r->g.roi[3]) * sizeof(int64_t));
+    if (!input->data) r->box = swi__big_alloc((size_t)(r->g.cin * r->g.roi_vox) * sizeof(float));
+    if (!r->outs || !ctx->results || !r->idx_scratch || (!input->data && !r->box))
+        return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory");
+    ctx->n_results = n_outputs;
+    ctx->dims = r->g.user_dims;
+    st = swi__slot_alloc(r, &r->slots[0]); /* the second, when pipelining, at its first use */
+    if (st != SWI_OK) return st;
+    st = swi__pool_create(&r->pool, r->threads);
+    if (st != SWI_OK)
+        return swi__fail(ctx, st, st == SWI_ERR_THREAD ? "could not start %d worker threads" : "out of memory",
+                         r->threads);
+    return SWI_OK;
+}
+
 swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *input,
                    const swi_predictor *predictor, const swi_output *outputs, int n_outputs) {
     if (!ctx) return SWI_ERR_INVALID_ARG;
@@ -368,34 +399,8 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     swi_plan plan;
     swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, &plan);
     if (st != SWI_OK) goto done;
-    r.pred = predictor;
-    r.reuse = params->reuse == SWI_REUSE_ON;
-    st = window_list(&r);
+    st = start_run(&r, ctx, params, input, predictor, n_outputs, &plan);
     if (st != SWI_OK) goto done;
-    r.stats.windows_total = r.n_windows;
-    r.sw = r.choice.sw;
-    r.threads = plan.threads;
-    r.n_outs = n_outputs;
-    r.n_slots = r.choice.pipeline ? 2 : 1;
-    swi__cellmem_init(&r.mem, plan.bytes_partial);
-    r.outs = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(out_spec));
-    ctx->results = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(swi_result_buf));
-    r.idx_scratch = swi__malloc((size_t)(r.g.roi[0] + r.g.roi[1] + r.g.roi[2]) * sizeof(int64_t));
-    if (!input->data) r.box = swi__big_alloc((size_t)(r.g.cin * r.g.roi_vox) * sizeof(float));
-    if (!r.outs || !ctx->results || !r.idx_scratch || (!input->data && !r.box)) {
-        st = swi__fail(ctx, SWI_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    ctx->n_results = n_outputs;
-    ctx->dims = r.g.user_dims;
-    for (int i = 0; i < r.n_slots && st == SWI_OK; i++) st = swi__slot_alloc(&r, &r.slots[i]);
-    if (st != SWI_OK) goto done;
-    st = swi__pool_create(&r.pool, r.threads);
-    if (st != SWI_OK) {
-        st = swi__fail(ctx, st, st == SWI_ERR_THREAD ? "could not start %d worker threads" : "out of memory",
-                       r.threads);
-        goto done;
-    }
     int64_t total = r.n_windows, next = 0, done_w = 0;
     int cur = 0;
     int n = (int)(total - next < r.sw ? total - next : r.sw);
@@ -414,6 +419,7 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
         int pred_n = more ? (int)(total - next < r.sw ? total - next : r.sw) : 0;
         if (more && r.n_slots == 2) st = swi__fill_and_predict(&r, &r.slots[other], next, pred_n);
         swi__pool_wait(r.pool);
+        swi__slot_release(s);
         swi__frontier_end_batch(&r.front);
         r.n_tasks = 0;
         done_w += s->n;

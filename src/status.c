@@ -17,6 +17,7 @@ const char *swi_status_name(swi_status s) {
     case SWI_ERR_CANCELLED: return "SWI_ERR_CANCELLED";
     case SWI_ERR_THREAD: return "SWI_ERR_THREAD";
     case SWI_ERR_READ: return "SWI_ERR_READ";
+    case SWI_ERR_IO: return "SWI_ERR_IO";
     }
     return "SWI_ERR_UNKNOWN";
 }

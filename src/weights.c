@@ -8,8 +8,8 @@
  * x = j - (r-1)/2, g = exp(x^2 / (-2 sigma^2)) per axis, product over axes in axis
  * order, then every weight raised to at least max(min weight, 1e-3). */
 static void gaussian(const int64_t roi[NDIM], const double sigma_scale[NDIM], float *out) {
-    /* the 1-D profiles live past the map: the caller leaves roi0+roi1+roi2 floats there */
-    int64_t n = roi[0] * roi[1] * roi[2], off = 0;
+    /* the 1-D profiles live past the map: the caller leaves roi0+..+roi3 floats there */
+    int64_t n = roi[0] * roi[1] * roi[2] * roi[3], off = 0;
     float *g[NDIM];
     for (int a = 0; a < NDIM; a++) {
         g[a] = out + n + off;
@@ -25,18 +25,19 @@ static void gaussian(const int64_t roi[NDIM], const double sigma_scale[NDIM], fl
     int64_t v = 0;
     for (int64_t i = 0; i < roi[0]; i++)
         for (int64_t j = 0; j < roi[1]; j++)
-            for (int64_t k = 0; k < roi[2]; k++, v++) {
-                float w = g[0][i] * g[1][j] * g[2][k];
-                out[v] = w;
-                if (w < mn) mn = w;
-            }
+            for (int64_t k = 0; k < roi[2]; k++)
+                for (int64_t l = 0; l < roi[3]; l++, v++) {
+                    float w = g[0][i] * g[1][j] * g[2][k] * g[3][l];
+                    out[v] = w;
+                    if (w < mn) mn = w;
+                }
     float floor_w = mn > 1e-3f ? mn : 1e-3f;
     for (v = 0; v < n; v++)
         if (out[v] < floor_w) out[v] = floor_w;
 }
 
 swi_status swi__weights(swi_ctx *ctx, const swi_params *p, const int64_t roi[NDIM], float *out) {
-    int64_t n = roi[0] * roi[1] * roi[2];
+    int64_t n = roi[0] * roi[1] * roi[2] * roi[3];
     if (p->mode == SWI_BLEND_CONSTANT) {
         for (int64_t v = 0; v < n; v++) out[v] = 1.0f;
         return SWI_OK;
@@ -52,8 +53,8 @@ swi_status swi__weights(swi_ctx *ctx, const swi_params *p, const int64_t roi[NDI
         }
         return SWI_OK;
     }
-    /* gaussian: the profiles need roi0+roi1+roi2 floats of scratch */
-    float *tmp = swi__malloc((size_t)(n + roi[0] + roi[1] + roi[2]) * sizeof(float));
+    /* gaussian: the profiles need roi0+..+roi3 floats of scratch */
+    float *tmp = swi__malloc((size_t)(n + roi[0] + roi[1] + roi[2] + roi[3]) * sizeof(float));
     if (!tmp) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory for the gaussian weights");
     double sig[NDIM];
     int lead = NDIM - p->dims;
@@ -67,7 +68,7 @@ swi_status swi__weights(swi_ctx *ctx, const swi_params *p, const int64_t roi[NDI
 swi_status swi_weights(swi_ctx *ctx, swi_blend mode, int dims, const int64_t *roi, const double *sigma_scale,
                        float *out) {
     if (dims < 1 || dims > SWI_MAX_DIMS)
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "dims = %d: must be 1, 2 or 3", dims);
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "dims = %d: must be 1 to %d", dims, SWI_MAX_DIMS);
     if (!roi || !out) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "%s is NULL", roi ? "out" : "roi");
     if (mode != SWI_BLEND_CONSTANT && mode != SWI_BLEND_GAUSSIAN)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "mode = %d: only SWI_BLEND_CONSTANT or SWI_BLEND_GAUSSIAN",
@@ -77,7 +78,7 @@ swi_status swi_weights(swi_ctx *ctx, swi_blend mode, int dims, const int64_t *ro
     swi_params p;
     swi_params_init(&p, dims);
     p.mode = mode;
-    int64_t r[NDIM] = {1, 1, 1};
+    int64_t r[NDIM] = {1, 1, 1, 1};
     int64_t n = 1;
     for (int k = 0; k < dims; k++) {
         if (roi[k] <= 0 || roi[k] > SWI_MAX_AXIS)
@@ -97,18 +98,17 @@ swi_status swi_weights(swi_ctx *ctx, swi_blend mode, int dims, const int64_t *ro
 
 void swi__weights_resize(const float *w, const int64_t roi[NDIM], const int64_t win[NDIM], float *out) {
     /* nearest-exact: output index o reads min(floor((o + 0.5) * r / n), r - 1) */
-    int64_t v = 0;
-    for (int64_t i = 0; i < win[0]; i++) {
-        int64_t si = (int64_t)floor(((double)i + 0.5) * ((double)roi[0] / (double)win[0]));
-        if (si > roi[0] - 1) si = roi[0] - 1;
-        for (int64_t j = 0; j < win[1]; j++) {
-            int64_t sj = (int64_t)floor(((double)j + 0.5) * ((double)roi[1] / (double)win[1]));
-            if (sj > roi[1] - 1) sj = roi[1] - 1;
-            for (int64_t k = 0; k < win[2]; k++, v++) {
-                int64_t sk = (int64_t)floor(((double)k + 0.5) * ((double)roi[2] / (double)win[2]));
-                if (sk > roi[2] - 1) sk = roi[2] - 1;
-                out[v] = w[(si * roi[1] + sj) * roi[2] + sk];
-            }
+    int64_t n = win[0] * win[1] * win[2] * win[3];
+    for (int64_t v = 0; v < n; v++) {
+        int64_t rest = v, src = 0, stride = 1;
+        for (int a = NDIM - 1; a >= 0; a--) {
+            int64_t o = rest % win[a];
+            rest /= win[a];
+            int64_t si = (int64_t)floor(((double)o + 0.5) * ((double)roi[a] / (double)win[a]));
+            if (si > roi[a] - 1) si = roi[a] - 1;
+            src += si * stride;
+            stride *= roi[a];
         }
+        out[v] = w[src];
     }
 }

@@ -5,6 +5,7 @@
 #ifndef SWI_TESTS_CHECK_H
 #define SWI_TESTS_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 static int check_failures;
@@ -21,6 +22,17 @@ static int check_count;
             fputc('\n', stderr);                                                          \
         }                                                                                 \
     } while (0)
+
+/* A small reproducible generator for randomised tests (xorshift64): each test seeds its
+ * own state, so a failing configuration can be replayed. */
+static uint64_t check_rng_state = 0x9E3779B97F4A7C15ull;
+static inline int64_t rnd(int64_t lo, int64_t hi)
+{
+    check_rng_state ^= check_rng_state << 13;
+    check_rng_state ^= check_rng_state >> 7;
+    check_rng_state ^= check_rng_state << 17;
+    return lo + (int64_t)(check_rng_state % (uint64_t)(hi - lo + 1));
+}
 
 /* Print the tally; 0 when nothing failed (the process exit status). */
 static inline int check_report(const char *name)

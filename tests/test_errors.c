@@ -202,6 +202,7 @@ static void test_null_arguments(swi_ctx *ctx)
         {SWI_ERR_PREDICTOR, "SWI_ERR_PREDICTOR"}, {SWI_ERR_SHAPE, "SWI_ERR_SHAPE"},
         {SWI_ERR_BUDGET, "SWI_ERR_BUDGET"}, {SWI_ERR_CALLBACK, "SWI_ERR_CALLBACK"},
         {SWI_ERR_CANCELLED, "SWI_ERR_CANCELLED"}, {SWI_ERR_THREAD, "SWI_ERR_THREAD"}, {SWI_ERR_READ, "SWI_ERR_READ"},
+        {SWI_ERR_IO, "SWI_ERR_IO"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         CHECK(strcmp(swi_status_name(names[i].st), names[i].name) == 0, "swi_status_name(%d) is \"%s\"",
@@ -230,8 +231,10 @@ static void test_params(swi_ctx *ctx)
     setup_init(&s);
     s.p.dims = 0;
     EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "dims", "params dims 0");
-    s.p.dims = 4;
-    EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "dims", "params dims 4");
+    s.p.dims = SWI_MAX_DIMS + 1;
+    s.in.dims = SWI_MAX_DIMS + 1;
+    EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "params.dims", "params dims 5");
+    s.in.dims = 2;
     s.p.dims = 2;
     s.in.dims = 3;
     s.in.size[2] = 5;

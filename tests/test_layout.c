@@ -411,7 +411,7 @@ static void test_weights_invalid(void)
     const int64_t huge[3] = {(int64_t)1 << 40, (int64_t)1 << 40, (int64_t)1 << 40};
 
     CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 0, roi, sig, w) == SWI_ERR_INVALID_ARG, "dims 0");
-    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 4, roi, sig, w) == SWI_ERR_INVALID_ARG, "dims 4");
+    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, SWI_MAX_DIMS + 1, roi, sig, w) == SWI_ERR_INVALID_ARG, "dims 5");
     CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, bad_roi, sig, w) == SWI_ERR_INVALID_ARG, "roi 0");
     CHECK(swi_weights(NULL, SWI_BLEND_CONSTANT, 3, neg_roi, sig, w) == SWI_ERR_INVALID_ARG, "roi -1");
     CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, NULL, sig, w) == SWI_ERR_INVALID_ARG, "roi NULL");

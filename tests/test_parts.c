@@ -63,27 +63,20 @@ static int on_region(void *user, const swi_region *r)
     return 0;
 }
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static int64_t rnd(int64_t lo, int64_t hi)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
-}
 
 enum { NOUT = 4 };
 
 int main(void)
 {
+    check_rng_state = 0x9E3779B97F4A7C15ull;
     int64_t whole_windows = 0, part_windows = 0;
     for (int t = 0; t < 120; t++) {
-        int dims = (int)rnd(1, 3);
+        int dims = (int)rnd(1, 4);
         swi_params p;
         swi_params_init(&p, dims);
         int64_t size[SWI_MAX_DIMS], vox = 1;
         for (int k = 0; k < dims; k++) {
-            size[k] = rnd(k == 0 ? 2 : 1, dims == 3 ? 16 : 40);
+            size[k] = rnd(k == 0 ? 2 : 1, dims == 4 ? 9 : dims == 3 ? 16 : 40);
             p.roi[k] = rnd(1, 9);
             p.overlap[k] = (double)rnd(0, 3) / 4.0;
             vox *= size[k];

@@ -1563,6 +1563,72 @@ static void test_hand_reductions(void)
     }
 }
 
+/* SWI_ORDER_FIXED with {0, 1, 2} is the reference's enumeration: windows in C order over
+ * the start grid (last dim fastest), then over the batch, in chunks of sw_batch_size --
+ * whether the heads are declared or learned. */
+typedef struct order_log {
+    int64_t n, starts[4096][3], image[4096];
+    int calls, chunk_bad, sw;
+} order_log;
+
+static int order_predict(void *user, swi_batch *b)
+{
+    order_log *lg = user;
+    int n = swi_batch_count(b);
+    lg->calls++;
+    const int64_t *roi = swi_batch_roi(b);
+    float *out = swi_batch_output(b, 0, 2, roi);
+    if (out == NULL)
+        return 1;
+    memset(out, 0, sizeof(float) * (size_t)(2 * n * roi[0] * roi[1] * roi[2]));
+    for (int i = 0; i < n && lg->n < 4096; i++, lg->n++) {
+        memcpy(lg->starts[lg->n], swi_batch_start(b, i), 3 * sizeof(int64_t));
+        lg->image[lg->n] = swi_batch_image(b, i);
+    }
+    return 0;
+}
+
+static void test_reference_order(void)
+{
+    for (int declared = 0; declared <= 1; declared++)
+        for (int sw = 1; sw <= 5; sw += 2) {
+            static float vol[2 * 30 * 23 * 17];
+            swi_params p;
+            swi_params_init(&p, 3);
+            p.roi[0] = 8, p.roi[1] = 6, p.roi[2] = 5;
+            p.sw_batch_size = sw;
+            p.order_mode = SWI_ORDER_FIXED; /* order = {0, 1, 2} from swi_params_init */
+            if (declared) p.heads[0].channels = 2;
+            swi_tensor in = {.data = vol, .batch = 2, .channels = 1, .dims = 3, .size = {30, 23, 17}};
+            order_log *lg = calloc(1, sizeof *lg);
+            CHECK(lg != NULL, "calloc");
+            if (lg == NULL)
+                return;
+            swi_predictor pred = {order_predict, lg};
+            swi_output o;
+            swi_output_init(&o, 0, SWI_REDUCE_ARGMAX);
+            swi_ctx *ctx = swi_create();
+            swi_status st = swi_run(ctx, &p, &in, &pred, &o, 1);
+            CHECK(st == SWI_OK, "reference order run: %s", swi_last_error(ctx));
+            int64_t st0[16], st1[16], st2[16], n0, n1, n2, k = 0, bad = 0;
+            swi_window_starts(NULL, 30, 8, 0.25, st0, 16, &n0);
+            swi_window_starts(NULL, 23, 6, 0.25, st1, 16, &n1);
+            swi_window_starts(NULL, 17, 5, 0.25, st2, 16, &n2);
+            for (int64_t b = 0; b < 2; b++)
+                for (int64_t i = 0; i < n0; i++)
+                    for (int64_t j = 0; j < n1; j++)
+                        for (int64_t l = 0; l < n2; l++, k++)
+                            bad += k >= lg->n || lg->image[k] != b || lg->starts[k][0] != st0[i] ||
+                                   lg->starts[k][1] != st1[j] || lg->starts[k][2] != st2[l];
+            CHECK(bad == 0 && k == lg->n, "declared %d sw %d: %lld of %lld windows out of the reference's order",
+                  declared, sw, (long long)bad, (long long)k);
+            CHECK(lg->calls == (int)((k + sw - 1) / sw), "declared %d sw %d: %d calls for %lld windows", declared, sw,
+                  lg->calls, (long long)k);
+            swi_free(ctx);
+            free(lg);
+        }
+}
+
 int main(int argc, char **argv)
 {
     g_seed = 20240601;
@@ -1575,6 +1641,7 @@ int main(int argc, char **argv)
     printf("test_random: seed %llu, %d configurations\n", (unsigned long long)g_seed, configs);
 
     test_hand_reductions();
+    test_reference_order();
     tally t;
     memset(&t, 0, sizeof(t));
     for (int i = 0; i < configs; i++) {

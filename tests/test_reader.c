@@ -84,14 +84,6 @@ static int predict(void *user, swi_batch *b)
     return 0;
 }
 
-static uint64_t rng = 0x243F6A8885A308D3ull;
-static int64_t rnd(int64_t lo, int64_t hi)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
-}
 
 static swi_status run(const swi_params *p, const swi_tensor *in, int64_t C, float *scores, size_t bytes,
                       char *err, size_t err_len)
@@ -111,9 +103,10 @@ static swi_status run(const swi_params *p, const swi_tensor *in, int64_t C, floa
 
 int main(void)
 {
+    check_rng_state = 0x243F6A8885A308D3ull;
     int64_t total_reads = 0;
     for (int t = 0; t < 200; t++) {
-        int dims = (int)rnd(1, 3);
+        int dims = (int)rnd(1, 4);
         swi_params p;
         swi_params_init(&p, dims);
         src s = {0};
@@ -123,7 +116,7 @@ int main(void)
         int64_t vox = 1;
         s.roi_vox = 1;
         for (int k = 0; k < dims; k++) {
-            s.size[k] = rnd(1, dims == 3 ? 14 : 40);
+            s.size[k] = rnd(1, dims == 4 ? 8 : dims == 3 ? 14 : 40);
             p.roi[k] = rnd(1, 9);
             p.overlap[k] = (double)rnd(0, 3) / 4.0;
             vox *= s.size[k];

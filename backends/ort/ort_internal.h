@@ -48,6 +48,34 @@ struct swi_ort_model {
     char last_error[ORT_ERRLEN];
 };
 
+/* Fault injection, in SWI_FAULT_INJECTION builds only (tests/fault):
+ * - ORT_CREATE(api, call) stands for an ONNX Runtime call that creates an object or
+ *   allocates (environment, session options, session, run options, memory info, names,
+ *   type infos, tensors, a run's output): with SWI_FAULT_ORT=N the N-th such call of the
+ *   process is not made and fails as ONNX Runtime fails, with an OrtStatus (ORT_FAIL).
+ * - ort__malloc/ort__calloc are the module's own allocations, on the core's allocation
+ *   counter (SWI_FAULT_ALLOC=N fails the N-th allocation of the process). */
+#ifdef SWI_FAULT_INJECTION
+int ort__fault_point(void);
+OrtStatus *ort__fault_status(const OrtApi *api);
+#include <stdbool.h>
+bool swi__fault_point(void); /* src/alloc.c */
+#define ORT_CREATE(api, call) (ort__fault_point() ? ort__fault_status(api) : (call))
+#define ORT__INJECTED() swi__fault_point()
+#else
+#define ORT_CREATE(api, call) (call)
+#define ORT__INJECTED() 0
+#endif
+#include <stdlib.h>
+static inline void *ort__malloc(size_t bytes)
+{
+    return ORT__INJECTED() ? NULL : malloc(bytes ? bytes : 1);
+}
+static inline void *ort__calloc(size_t n, size_t size)
+{
+    return ORT__INJECTED() ? NULL : calloc(n ? n : 1, size ? size : 1);
+}
+
 /* printf into err (n bytes, NULL = discard), folded onto one line. */
 void ort__err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

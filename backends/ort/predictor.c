@@ -70,8 +70,9 @@ static swi_status exec(swi_ort_model *m, const float *in, int64_t nb, float *out
     int64_t ishape[5] = { nb, m->channels, m->roi[0], m->roi[1], m->roi[2] };
     size_t ibytes = (size_t)(nb * m->in_window) * sizeof(float);
     OrtValue *iv = NULL, *ov = NULL;
-    OrtStatus *s = api->CreateTensorWithDataAsOrtValue(m->mem, (void *)in, ibytes, ishape, 5,
-                                                       ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &iv);
+    OrtStatus *s = ORT_CREATE(api, api->CreateTensorWithDataAsOrtValue(
+                                            m->mem, (void *)in, ibytes, ishape, 5,
+                                            ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &iv));
     if (s) {
         snprintf(prefix, sizeof prefix, "%s: cannot create the input tensor", m->path);
         return ort__status(api, s, SWI_ERR_PREDICTOR, err, n, prefix);
@@ -80,8 +81,9 @@ static swi_status exec(swi_ort_model *m, const float *in, int64_t nb, float *out
         int64_t oshape[5] = { nb, m->out_channels, m->out_spatial[0], m->out_spatial[1],
                               m->out_spatial[2] };
         size_t obytes = (size_t)(nb * m->out_window) * sizeof(float);
-        s = api->CreateTensorWithDataAsOrtValue(m->mem, out, obytes, oshape, 5,
-                                                ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &ov);
+        s = ORT_CREATE(api, api->CreateTensorWithDataAsOrtValue(
+                                 m->mem, out, obytes, oshape, 5,
+                                 ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &ov));
         if (s) {
             api->ReleaseValue(iv);
             snprintf(prefix, sizeof prefix, "%s: cannot create the output tensor", m->path);
@@ -90,8 +92,8 @@ static swi_status exec(swi_ort_model *m, const float *in, int64_t nb, float *out
     }
     const char *in_names[1] = { m->in_name };
     const char *out_names[1] = { m->out_names[m->output] };
-    s = api->Run(m->session, m->run_opts, in_names, (const OrtValue *const *)&iv, 1, out_names, 1,
-                 &ov);
+    s = ORT_CREATE(api, api->Run(m->session, m->run_opts, in_names, (const OrtValue *const *)&iv,
+                                 1, out_names, 1, &ov));
     api->ReleaseValue(iv);
     if (s) {
         if (ov)
@@ -115,7 +117,7 @@ static swi_status probe(swi_ort_model *m, char *err, size_t n)
         ort__err(err, n, "%s: the probe batch is too large", m->path);
         return SWI_ERR_OVERFLOW;
     }
-    float *zeros = calloc((size_t)cnt, sizeof(float));
+    float *zeros = ort__calloc((size_t)cnt, sizeof(float));
     if (!zeros) {
         ort__err(err, n, "%s: out of memory", m->path);
         return SWI_ERR_NOMEM;
@@ -127,7 +129,7 @@ static swi_status probe(swi_ort_model *m, char *err, size_t n)
         return st;
     const OrtApi *api = m->api;
     OrtTensorTypeAndShapeInfo *info = NULL;
-    OrtStatus *s = api->GetTensorTypeAndShape(v, &info);
+    OrtStatus *s = ORT_CREATE(api, api->GetTensorTypeAndShape(v, &info));
     size_t r = 0;
     int64_t got[8] = { 0 };
     if (!s)
@@ -286,8 +288,8 @@ static swi_status run_plain(swi_ort_model *m, const float *in, int64_t n, float 
                          (long long)B);
                 return SWI_ERR_OVERFLOW;
             }
-            m->pad_in = calloc((size_t)bi, sizeof(float));
-            m->pad_out = malloc((size_t)bo * sizeof(float));
+            m->pad_in = ort__calloc((size_t)bi, sizeof(float));
+            m->pad_out = ort__malloc((size_t)bo * sizeof(float));
             if (!m->pad_in || !m->pad_out) {
                 free(m->pad_in), free(m->pad_out);
                 m->pad_in = m->pad_out = NULL;
@@ -320,8 +322,8 @@ static swi_status run_tta(swi_ort_model *m, const float *in, int64_t n, float *o
                      (long long)n);
             return SWI_ERR_OVERFLOW;
         }
-        m->tta_in = malloc((size_t)ni * sizeof(float));
-        m->tta_out = malloc((size_t)no * sizeof(float));
+        m->tta_in = ort__malloc((size_t)ni * sizeof(float));
+        m->tta_out = ort__malloc((size_t)no * sizeof(float));
         if (!m->tta_in || !m->tta_out) {
             free(m->tta_in), free(m->tta_out);
             m->tta_in = m->tta_out = NULL;

@@ -36,6 +36,26 @@ swi_status ort__status(const OrtApi *api, OrtStatus *st, swi_status fail, char *
     return fail;
 }
 
+#ifdef SWI_FAULT_INJECTION
+#include <stdatomic.h>
+static atomic_llong fault_calls;
+
+int ort__fault_point(void)
+{
+    static long long fail_at = -2; /* -2: not read yet */
+    if (fail_at == -2) {
+        const char *s = getenv("SWI_FAULT_ORT");
+        fail_at = s && *s ? atoll(s) : -1;
+    }
+    return atomic_fetch_add(&fault_calls, 1) + 1 == fail_at;
+}
+
+OrtStatus *ort__fault_status(const OrtApi *api)
+{
+    return api->CreateStatus(ORT_FAIL, "injected failure (SWI_FAULT_ORT)");
+}
+#endif
+
 /* Release a status we do not report. */
 static void drop(const OrtApi *api, OrtStatus *s)
 {
@@ -173,7 +193,7 @@ static swi_status make_session_options(const OrtApi *api, const char *path,
     OrtSessionOptions *so = NULL;
     OrtStatus *s;
     swi_status st;
-    if ((st = ort__status(api, api->CreateSessionOptions(&so), SWI_ERR_PREDICTOR, err, n, prefix)))
+    if ((st = ort__status(api, ORT_CREATE(api, api->CreateSessionOptions(&so)), SWI_ERR_PREDICTOR, err, n, prefix)))
         return st;
     static const GraphOptimizationLevel levels[] = { ORT_DISABLE_ALL, ORT_ENABLE_BASIC,
                                                      ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL };
@@ -311,7 +331,7 @@ static swi_status read_signature(swi_ort_model *m, char *err, size_t n)
         ort__err(err, n, "%s: the model has %zu outputs", path, n_out);
         return SWI_ERR_INVALID_ARG;
     }
-    m->out_names = calloc(n_out, sizeof *m->out_names);
+    m->out_names = ort__calloc(n_out, sizeof *m->out_names);
     if (!m->out_names) {
         ort__err(err, n, "%s: out of memory", path);
         return SWI_ERR_NOMEM;
@@ -320,15 +340,17 @@ static swi_status read_signature(swi_ort_model *m, char *err, size_t n)
     OrtAllocator *alloc = NULL;
     if ((st = ort__status(api, api->GetAllocatorWithDefaultOptions(&alloc), SWI_ERR_PREDICTOR, err,
                           n, path)) ||
-        (st = ort__status(api, api->SessionGetInputName(m->session, 0, alloc, &m->in_name),
+        (st = ort__status(api, ORT_CREATE(api, api->SessionGetInputName(m->session, 0, alloc, &m->in_name)),
                           SWI_ERR_PREDICTOR, err, n, path)))
         return st;
     for (size_t i = 0; i < n_out; i++)
-        if ((st = ort__status(api, api->SessionGetOutputName(m->session, i, alloc, &m->out_names[i]),
+        if ((st = ort__status(api,
+                              ORT_CREATE(api, api->SessionGetOutputName(m->session, i, alloc,
+                                                                        &m->out_names[i])),
                               SWI_ERR_PREDICTOR, err, n, path)))
             return st;
     OrtTypeInfo *ti = NULL;
-    if ((st = ort__status(api, api->SessionGetInputTypeInfo(m->session, 0, &ti), SWI_ERR_PREDICTOR,
+    if ((st = ort__status(api, ORT_CREATE(api, api->SessionGetInputTypeInfo(m->session, 0, &ti)), SWI_ERR_PREDICTOR,
                           err, n, path)))
         return st;
     st = ort__tensor_info(m, ti, "input", m->in_name, &m->in, err, n);
@@ -361,7 +383,7 @@ swi_status swi_ort_open(const char *path, const swi_ort_options *opt, swi_ort_mo
                  swi_ort_version(), ORT_API_VERSION);
         return SWI_ERR_INVALID_ARG;
     }
-    swi_ort_model *m = calloc(1, sizeof *m);
+    swi_ort_model *m = ort__calloc(1, sizeof *m);
     if (!m) {
         ort__err(err, n, "%s: out of memory", path);
         return SWI_ERR_NOMEM;
@@ -375,11 +397,11 @@ swi_status swi_ort_open(const char *path, const swi_ort_options *opt, swi_ort_mo
     snprintf(prefix, sizeof prefix, "%s: cannot start ONNX Runtime", path);
     OrtSessionOptions *so = NULL;
     /* FATAL only: every error reaches the caller once, through our message. */
-    if ((st = ort__status(api, api->CreateEnv(ORT_LOGGING_LEVEL_FATAL, "swi", &m->env),
+    if ((st = ort__status(api, ORT_CREATE(api, api->CreateEnv(ORT_LOGGING_LEVEL_FATAL, "swi", &m->env)),
                           SWI_ERR_PREDICTOR, err, n, prefix)) ||
         (st = make_session_options(api, path, opt, &so, err, n)))
         goto fail;
-    OrtStatus *s = api->CreateSession(m->env, path, so, &m->session);
+    OrtStatus *s = ORT_CREATE(api, api->CreateSession(m->env, path, so, &m->session));
     api->ReleaseSessionOptions(so);
     if (s) {
         OrtErrorCode code = api->GetErrorCode(s);
@@ -395,10 +417,11 @@ swi_status swi_ort_open(const char *path, const swi_ort_options *opt, swi_ort_mo
         goto fail;
     }
     snprintf(prefix, sizeof prefix, "%s: cannot start ONNX Runtime", path);
-    if ((st = ort__status(api, api->CreateRunOptions(&m->run_opts), SWI_ERR_PREDICTOR, err, n,
+    if ((st = ort__status(api, ORT_CREATE(api, api->CreateRunOptions(&m->run_opts)), SWI_ERR_PREDICTOR, err, n,
                           prefix)) ||
         (st = ort__status(api,
-                          api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &m->mem),
+                          ORT_CREATE(api, api->CreateCpuMemoryInfo(OrtArenaAllocator,
+                                                                   OrtMemTypeDefault, &m->mem)),
                           SWI_ERR_PREDICTOR, err, n, prefix)) ||
         (st = read_signature(m, err, n)))
         goto fail;
@@ -482,7 +505,9 @@ swi_status swi_ort_output_info(const swi_ort_model *m, int index, swi_ort_tensor
     }
     const OrtApi *api = m->api;
     OrtTypeInfo *ti = NULL;
-    swi_status st = ort__status(api, api->SessionGetOutputTypeInfo(m->session, (size_t)index, &ti),
+    swi_status st = ort__status(api,
+                                ORT_CREATE(api, api->SessionGetOutputTypeInfo(m->session,
+                                                                              (size_t)index, &ti)),
                                 SWI_ERR_PREDICTOR, err, n, m->path);
     if (st)
         return st;

@@ -32,8 +32,10 @@ CASES=(
   opt_max_memory opt_scores opt_softmax opt_tta opt_clip opt_scale opt_zscore
   opt_clip_scale_zscore opt_multi_input opt_preview opt_preview_sizes opt_force opt_head opt_uint16_labels
   opt_quiet opt_summary opt_progress_tty opt_device_cuda opt_nifti2 opt_big_endian
-  opt_4d_singleton opt_dtypes opt_output_same_as_input
+  opt_4d_singleton opt_dtypes
   input_sibling_nii input_gzip_named_nii input_plain_named_gz
+  nonfinite_warn nonfinite_fail nonfinite_big_endian nonfinite_float64 nonfinite_second_channel
+  usage_nonfinite
   # bad NIfTI input (exit 1, nothing written)
   bad_input_missing bad_input_directory bad_input_unreadable bad_input_empty
   bad_input_random bad_input_text_gz bad_input_truncated_header bad_input_truncated_data
@@ -52,6 +54,10 @@ CASES=(
   safe_existing_output safe_output_dir_missing safe_output_is_directory
   safe_output_not_regular safe_no_leftovers_after_error safe_sigint safe_sigterm
   safe_concurrent_same_output safe_budget_too_small
+  # an output that is an input, or another output, under another name (exit 1, untouched)
+  same_input_name same_input_relative same_input_symlink same_input_hardlink
+  same_input_second_channel same_input_symlinked_dir same_model same_outputs_relative
+  same_outputs_symlinked_dir same_outputs_hardlink same_outputs_preview
   # plan, demo, e2e extras
   plan_grid plan_overlap plan_memory plan_budget plan_writes_nothing
   e2e_tta e2e_preview demo_run
@@ -463,13 +469,6 @@ t_opt_dtypes() {
     scores_ok "$T/o/s.nii" "$DATA/dt_$d.nii"
   done
 }
-t_opt_output_same_as_input() {
-  data; need onnxruntime
-  cp "$DATA/vol.nii.gz" "$T/o/v.nii.gz"
-  seg --model "$DATA/quant4.onnx" --input "$T/o/v.nii.gz" --output "$T/o/v.nii.gz" --force
-  expect_rc 0; labels_ok "$T/o/v.nii.gz" "$DATA/vol.nii.gz"
-}
-
 # ---- file names that mislead niftilib ---------------------------------------------------
 t_input_sibling_nii() {
   data; need onnxruntime
@@ -654,6 +653,169 @@ t_safe_concurrent_same_output() {
 t_safe_budget_too_small() {
   data; need onnxruntime
   error_case "--max-memory is too small" segment $(quant_args) --output "$T/o/l.nii.gz" --max-memory 1K
+}
+
+# ---- NaN / Inf voxels ---------------------------------------------------------------------
+# nonfinite_ok IN ZEROED COUNT: the run warns once with the count and the file, and its labels
+# and scores are those of the run on ZEROED (the same volume with 0 there)
+nonfinite_ok() {
+  seg --model "$DATA/quant4.onnx" --input "$1" --output "$T/o/a.nii" --scores "$T/o/as.nii"
+  expect_rc 0; one_line_err
+  expect_err "warning: .*$(basename "$1"): $3 of 7680 voxels are NaN or infinite .*; read as 0"
+  seg --model "$DATA/quant4.onnx" --input "$2" --output "$T/o/b.nii" --scores "$T/o/bs.nii"
+  expect_rc 0
+  [ ! -s "$T/err" ] || fail "a warning for a finite volume"
+  cmp -s "$T/o/a.nii" "$T/o/b.nii" || fail "labels differ from the zeroed volume's"
+  cmp -s "$T/o/as.nii" "$T/o/bs.nii" || fail "scores differ from the zeroed volume's"
+  labels_ok "$T/o/a.nii" "$2"
+}
+t_nonfinite_warn() {
+  data; need onnxruntime
+  nonfinite_ok "$DATA/nonfinite.nii.gz" "$DATA/nonfinite_zero.nii.gz" 5
+  # the warning is not progress: -q keeps it (checked above), --nonfinite zero is the default
+  seg --model "$DATA/quant4.onnx" --input "$DATA/nonfinite.nii.gz" --output "$T/o/c.nii" --nonfinite zero
+  expect_rc 0; one_line_err; expect_err "5 of 7680 voxels"
+  cmp -s "$T/o/a.nii" "$T/o/c.nii" || fail "--nonfinite zero differs from the default"
+}
+t_nonfinite_fail() {
+  data; need onnxruntime
+  error_case "nonfinite.nii.gz: 5 of 7680 voxels are NaN or infinite .*refused \(--nonfinite fail\)" \
+    segment -q --model "$DATA/quant4.onnx" --input "$DATA/nonfinite.nii.gz" --output "$T/o/l.nii.gz" \
+    --scores "$T/o/s.nii" --preview "$T/o/p.png" --nonfinite fail
+  # a finite volume passes
+  seg $(quant_args) --output "$T/o/l.nii.gz" --nonfinite fail
+  expect_rc 0; [ ! -s "$T/err" ] || fail "stderr not empty"
+}
+t_nonfinite_big_endian() {
+  data; need onnxruntime
+  nonfinite_ok "$DATA/nonfinite_be.nii" "$DATA/nonfinite_zero.nii.gz" 5
+}
+t_nonfinite_float64() {
+  data; need onnxruntime
+  # +-1e300 is finite in the file and infinite as float32: counted with the NaN
+  nonfinite_ok "$DATA/nonfinite_f64.nii.gz" "$DATA/nonfinite_f64_zero.nii.gz" 3
+}
+t_nonfinite_second_channel() {
+  data; need onnxruntime
+  error_case "nonfinite.nii.gz: 5 of 7680 voxels" segment -q --model "$DATA/quant4_c2.onnx" \
+    --input "$DATA/vol.nii.gz" --input "$DATA/nonfinite.nii.gz" --output "$T/o/l.nii.gz" --nonfinite fail
+}
+t_usage_nonfinite() { seg_usage "--nonfinite 'keep'" --nonfinite keep; }
+
+# ---- the same file under two names ---------------------------------------------------------
+# same_case PATTERN ARGS...: with and without --force, exit 1 with one line matching PATTERN
+# (naming both paths), and $T/in exactly as before: no file changed, added or removed.
+same_case() {
+  local pat="$1" before after force
+  shift
+  before=$(cd "$T/in" && ls -lA --time-style=+%s.%N | sha1sum; cat ./* 2>/dev/null | sha1sum)
+  for force in "" --force; do
+    seg "$@" $force
+    expect_rc 1; one_line_err; expect_err "$pat"
+    after=$(cd "$T/in" && ls -lA --time-style=+%s.%N | sha1sum; cat ./* 2>/dev/null | sha1sum)
+    [ "$before" = "$after" ] || { ls -lA "$T/in"; fail "the folder changed (swi $* $force)"; }
+  done
+  no_temps "$T/in"
+}
+same_setup() { data; need onnxruntime; mkdir -p "$T/in"; cp "$DATA/vol.nii.gz" "$T/in/v.nii.gz"; }
+same_msg() { echo "$1 .*$2 is the same file as $3 .*$4; swi never writes over its inputs"; }
+t_same_input_name() {
+  same_setup
+  same_case "$(same_msg --output in/v.nii.gz --input in/v.nii.gz)" --model "$DATA/quant4.onnx" \
+    --input "$T/in/v.nii.gz" --output "$T/in/v.nii.gz"
+  # as --scores: the labels would be fine, the input would not
+  same_case "$(same_msg --scores v.nii.gz --input v.nii.gz)" --model "$DATA/quant4.onnx" \
+    --input "$T/in/v.nii.gz" --output "$T/o/l.nii.gz" --scores "$T/in/v.nii.gz"
+  expect_nothing_written
+}
+t_same_input_relative() {
+  same_setup
+  cd "$T/in" || fail "cd"
+  same_case "--output \./v.nii.gz is the same file as --input v.nii.gz;" --model "$DATA/quant4.onnx" \
+    --input v.nii.gz --output ./v.nii.gz
+  same_case "--output \.\./in/v.nii.gz is the same file as --input .*/in/v.nii.gz" \
+    --model "$DATA/quant4.onnx" --input "$T/in/v.nii.gz" --output ../in/v.nii.gz
+}
+t_same_input_symlink() {
+  same_setup
+  ln -s v.nii.gz "$T/in/link.nii.gz"
+  same_case "$(same_msg --output link.nii.gz --input v.nii.gz)" --model "$DATA/quant4.onnx" \
+    --input "$T/in/v.nii.gz" --output "$T/in/link.nii.gz"
+  # and the other way round: the input named through the link
+  same_case "$(same_msg --output v.nii.gz --input link.nii.gz)" --model "$DATA/quant4.onnx" \
+    --input "$T/in/link.nii.gz" --output "$T/in/v.nii.gz"
+}
+t_same_input_hardlink() {
+  same_setup
+  ln "$T/in/v.nii.gz" "$T/in/hard.nii.gz"
+  same_case "$(same_msg --output hard.nii.gz --input v.nii.gz)" --model "$DATA/quant4.onnx" \
+    --input "$T/in/v.nii.gz" --output "$T/in/hard.nii.gz"
+}
+t_same_input_second_channel() {
+  same_setup
+  cp "$DATA/vol2.nii.gz" "$T/in/w.nii.gz"
+  same_case "$(same_msg --scores w.nii.gz --input w.nii.gz)" --model "$DATA/quant4_c2.onnx" \
+    --input "$T/in/v.nii.gz" --input "$T/in/w.nii.gz" --output "$T/o/l.nii.gz" --scores "$T/in/w.nii.gz"
+  expect_nothing_written
+}
+t_same_input_symlinked_dir() {
+  same_setup
+  ln -s in "$T/alias"
+  same_case "$(same_msg --output alias/v.nii.gz --input in/v.nii.gz)" --model "$DATA/quant4.onnx" \
+    --input "$T/in/v.nii.gz" --output "$T/alias/v.nii.gz"
+}
+t_same_model() {
+  same_setup
+  cp "$DATA/quant4.onnx" "$T/in/m.onnx"
+  ln "$T/in/m.onnx" "$T/in/m.nii"
+  ln -s m.onnx "$T/in/m2.nii.gz"
+  same_case "$(same_msg --output m.nii --model m.onnx)" --model "$T/in/m.onnx" --input "$T/in/v.nii.gz" \
+    --output "$T/in/m.nii"
+  same_case "$(same_msg --scores m2.nii.gz --model m.onnx)" --model "$T/in/m.onnx" \
+    --input "$T/in/v.nii.gz" --output "$T/o/l.nii.gz" --scores "$T/in/m2.nii.gz"
+  expect_nothing_written
+}
+# two outputs, one file: nothing may be written
+outs_case() {
+  local pat="$1"
+  shift
+  for force in "" --force; do
+    seg $(quant_args) "$@" $force
+    expect_rc 1; one_line_err; expect_err "$pat"
+  done
+}
+t_same_outputs_relative() {
+  data; need onnxruntime
+  outs_case "--output .*o/l.nii and --scores .*o/\.\./o/l.nii are the same file" \
+    --output "$T/o/l.nii" --scores "$T/o/../o/l.nii"
+  expect_nothing_written
+}
+t_same_outputs_symlinked_dir() {
+  data; need onnxruntime
+  ln -s o "$T/o2"
+  outs_case "--output .*/o/l.nii.gz and --scores .*/o2/l.nii.gz are the same file" \
+    --output "$T/o/l.nii.gz" --scores "$T/o2/l.nii.gz"
+  expect_nothing_written
+}
+t_same_outputs_hardlink() {
+  data; need onnxruntime
+  mkdir -p "$T/in"
+  echo keep >"$T/in/a.nii"
+  ln "$T/in/a.nii" "$T/in/b.nii.gz"
+  outs_case "--output .*a.nii and --scores .*b.nii.gz are the same file" \
+    --output "$T/in/a.nii" --scores "$T/in/b.nii.gz"
+  [ "$(cat "$T/in/a.nii")" = keep ] && [ "$(ls -A "$T/in" | tr '\n' ' ')" = "a.nii b.nii.gz " ] ||
+    fail "the outputs' folder changed: $(ls -A "$T/in")"
+}
+t_same_outputs_preview() {
+  data; need onnxruntime; need png
+  mkdir -p "$T/in"
+  echo keep >"$T/in/l.nii.gz"
+  ln -s l.nii.gz "$T/in/p.png"
+  outs_case "--output .*l.nii.gz and --preview .*p.png are the same file" \
+    --output "$T/in/l.nii.gz" --preview "$T/in/p.png"
+  [ "$(cat "$T/in/l.nii.gz")" = keep ] && [ -L "$T/in/p.png" ] && [ "$(ls -A "$T/in" | tr '\n' ' ')" = "l.nii.gz p.png " ] ||
+    fail "the outputs' folder changed: $(ls -A "$T/in")"
 }
 
 # ---- plan ------------------------------------------------------------------------------

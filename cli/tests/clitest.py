@@ -207,6 +207,24 @@ def make(d):
     put("not_onnx.onnx", b"hello, I am not a model\n")
     put("random.onnx", os.urandom(2048))
     put("empty.onnx", b"")
+    # ---- non-finite voxels, and the same volumes with zeros there ----
+    def with_bad(vals, dtype=np.float32):
+        b = v.astype(dtype)
+        z = b.copy()
+        for idx, x in zip([(1, 2, 3), (5, 5, 5), (10, 0, 8), (19, 23, 15), (0, 0, 0)], vals):
+            b[idx] = x
+            z[idx] = 0
+        return b, z
+    b, z = with_bad([np.nan, np.inf, -np.inf, np.nan, np.inf])
+    save(nib.Nifti1Image(b, AFFINE), os.path.join(d, "nonfinite.nii.gz"))
+    save(nib.Nifti1Image(z, AFFINE), os.path.join(d, "nonfinite_zero.nii.gz"))
+    hb = nib.Nifti1Header(endianness=">")
+    save(nib.Nifti1Image(b.astype(">f4"), AFFINE, header=hb), os.path.join(d, "nonfinite_be.nii"))
+    # finite in the file, infinite as float32: 1e300 in a float64 file
+    b, z = with_bad([1e300, -1e300, np.nan], dtype=np.float64)
+    save(nib.Nifti1Image(b, AFFINE), os.path.join(d, "nonfinite_f64.nii.gz"))
+    save(nib.Nifti1Image(z.astype(np.float32), AFFINE), os.path.join(d, "nonfinite_f64_zero.nii.gz"))
+
     make_models(d)
 
 

@@ -16,8 +16,9 @@ set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 CASES=(
-  alloc_walk            # every library allocation of a small run fails in turn
-  write_walk            # every write/fsync of the outputs fails in turn (ENOSPC)
+  alloc_walk            # every allocation of a small run fails in turn (library, swi_io, swi_ort, swi)
+  ort_walk              # every ONNX Runtime object creation (session, tensors, run) fails in turn
+  write_walk            # every write/fsync of every output kind fails in turn (ENOSPC, then EIO)
   write_full_fs         # a really full file system (tmpfs, needs root)
   write_file_too_big    # RLIMIT_FSIZE: EFBIG with SIGXFSZ ignored; killed by it otherwise
   write_dev_full        # the output path is /dev/full (through a symlink)
@@ -132,12 +133,13 @@ clean_case_dir "$T"
 t_alloc_walk() {
   data; need_swi_features
   # reference: a fault-free run
-  seg $(tiny_args) --output "$T/ref.nii" --scores "$T/ref_scores.nii"
+  seg $(tiny_args) --output "$T/ref.nii" --scores "$T/ref_scores.nii" --preview "$T/ref.png"
   expect_rc 0; no_sanitizer_report
   local n=1 limit=5000
+  : >"$T/messages"
   while [ $n -le $limit ]; do
     SWI_FAULT_ALLOC=$n "$SWI" segment -q $(tiny_args) --output "$T/o/l.nii" --scores "$T/o/s.nii" \
-      >"$T/out" 2>"$T/err" </dev/null
+      --preview "$T/o/p.png" >"$T/out" 2>"$T/err" </dev/null
     rc=$?
     if [ $rc -eq 0 ]; then
       break # past the last allocation
@@ -146,6 +148,7 @@ t_alloc_walk() {
     one_line_err
     expect_err "out of memory"
     empty_dir "$T/o"
+    cat "$T/err" >>"$T/messages"
     n=$((n + 1))
   done
   [ $n -le $limit ] || fail "still failing after $limit allocations"
@@ -153,30 +156,63 @@ t_alloc_walk() {
   no_sanitizer_report
   cmp -s "$T/o/l.nii" "$T/ref.nii" || fail "labels differ from the fault-free run"
   cmp -s "$T/o/s.nii" "$T/ref_scores.nii" || fail "scores differ from the fault-free run"
+  cmp -s "$T/o/p.png" "$T/ref.png" || fail "preview differs from the fault-free run"
+  # the walk reached the allocations outside the core: the command's, swi_io's, swi_ort's
+  local who
+  for who in "out of memory reading the volume" "vol.nii.gz: out of memory reading .* of voxels" \
+             "p.png: out of memory" "tiny.onnx: out of memory"; do
+    grep -qE -- "$who" "$T/messages" || fail "no fault reached '$who'"
+  done
   echo "PASS: $((n - 1)) allocation faults in swi segment, each a clean exit 1"
 }
 
-# ---- write failures --------------------------------------------------------------------
-t_write_walk() {
+t_ort_walk() {
   data; need_swi_features
-  [ -f "$IO_SHIM" ] || skip "no fault_io shim (SWI_FAULT_IO)"
-  local shim_env="verify_asan_link_order=0:$ASAN_OPTIONS"
+  seg $(tiny_args) --output "$T/ref.nii" --scores "$T/ref_scores.nii"
+  expect_rc 0; no_sanitizer_report
+  local n=1 limit=2000
+  while [ $n -le $limit ]; do
+    SWI_FAULT_ORT=$n "$SWI" segment -q $(tiny_args) --output "$T/o/l.nii" --scores "$T/o/s.nii" \
+      >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    [ $rc -eq 0 ] && break # past the last creation
+    [ $rc -eq 1 ] || fail "SWI_FAULT_ORT=$n: exit status $rc, expected 1"
+    one_line_err
+    expect_err "tiny.onnx: .*injected failure \(SWI_FAULT_ORT\)"
+    empty_dir "$T/o"
+    n=$((n + 1))
+  done
+  [ $n -le $limit ] || fail "still failing after $limit ONNX Runtime calls"
+  [ $n -gt 5 ] || fail "only $((n - 1)) ONNX Runtime calls were injected (is swi built with -DSWI_FAULT_INJECTION=ON?)"
+  no_sanitizer_report
+  cmp -s "$T/o/l.nii" "$T/ref.nii" || fail "labels differ from the fault-free run"
+  cmp -s "$T/o/s.nii" "$T/ref_scores.nii" || fail "scores differ from the fault-free run"
+  echo "PASS: $((n - 1)) ONNX Runtime creation failures in swi segment, each a clean exit 1"
+}
+
+# ---- write failures --------------------------------------------------------------------
+# write_walk_one ERRNO ARGS...: every counted write/fsync of the run with outputs ARGS fails
+# in turn with ERRNO (fsync: EIO); sets $walked to the number of points
+write_walk_one() {
+  local errno_="$1" shim_env="verify_asan_link_order=0:$ASAN_OPTIONS"
+  shift
+  rm -rf "$T/o" "$T/ref" && mkdir "$T/o" "$T/ref"
   ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_COUNT="$T/count" \
-    "$SWI" segment -q $(tiny_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii" >"$T/out" 2>"$T/err" </dev/null
+    "$SWI" segment -q $(tiny_args) "$@" >"$T/out" 2>"$T/err" </dev/null
   rc=$?
   expect_rc 0; no_sanitizer_report
-  mv "$T/o/l.nii.gz" "$T/ref.nii.gz"
-  mv "$T/o/s.nii" "$T/ref_s.nii"
+  mv "$T/o/"* "$T/ref/"
   local count
   count=$(cat "$T/count")
   [ "${count:-0}" -ge 3 ] || fail "the shim saw only ${count:-0} writes"
   # every N is tried, so one report lists all the points that misbehave
-  local bad=""
+  local bad="" n
   for n in $(seq 1 "$count"); do
     ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_AT=$n \
-      "$SWI" segment -q $(tiny_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii" >"$T/out" 2>"$T/err" </dev/null
+      SWI_FAULT_IO_ERRNO=$errno_ "$SWI" segment -q $(tiny_args) "$@" >"$T/out" 2>"$T/err" </dev/null
     rc=$?
-    echo "write $n of $count fails: exit $rc: $(head -c 300 "$T/err" | tr '\n' ' ')"
+    echo "errno $errno_, write $n of $count fails: exit $rc: $(head -c 300 "$T/err" | tr '\n' ' ')"
+    cat "$T/err" >>"$T/wmsg"
     if [ $rc -ne 1 ] || ! (one_line_err && expect_err "(write failed|cannot complete the output).*(No space left on device|Input/output error)") >/dev/null ||
        [ -n "$(ls -A "$T/o")" ]; then
       bad="$bad $n"
@@ -184,8 +220,31 @@ t_write_walk() {
     fi
     rm -rf "$T/o" && mkdir "$T/o"
   done
-  [ -z "$bad" ] || fail "write failures$bad of $count misbehave (see above)"
-  echo "PASS: $count write/fsync failures, each a clean exit 1"
+  [ -z "$bad" ] || fail "write failures$bad of $count (errno $errno_, outputs $*) misbehave (see above)"
+  walked=$count
+}
+
+t_write_walk() {
+  data; need_swi_features
+  [ -f "$IO_SHIM" ] || skip "no fault_io shim (SWI_FAULT_IO)"
+  local total=0 e walked png=()
+  : >"$T/wmsg"
+  "$SWI" --version | grep -q "PNG (libpng): yes" && png=(--preview "$T/o/p.png")
+  # every output kind: labels and scores, gzip and plain, and the PNG preview
+  for e in 28 5; do # ENOSPC, EIO
+    write_walk_one $e --output "$T/o/l.nii.gz" --scores "$T/o/s.nii" "${png[@]}"
+    total=$((total + walked))
+    write_walk_one $e --output "$T/o/l.nii" --scores "$T/o/s.nii.gz"
+    total=$((total + walked))
+  done
+  # each kind's own writes were among the failures
+  local what
+  for what in "l.nii.gz: write failed" "s.nii.gz: write failed" "l.nii: write failed" \
+              "s.nii: write failed" "cannot complete the output: Input/output error"; do
+    grep -q "$what" "$T/wmsg" || fail "no failure reported '$what'"
+  done
+  [ ${#png[@]} -eq 0 ] || grep -q "p.png: write failed: " "$T/wmsg" || fail "no write of the PNG preview failed"
+  echo "PASS: $total write/fsync failures, each a clean exit 1"
 }
 
 t_write_full_fs() {
@@ -313,10 +372,12 @@ t_model_nan() {
 # ---- hostile input files ------------------------------------------------------------------
 t_input_nan_voxels() {
   data; need_swi_features
-  # niftilib replaces non-finite voxels by 0 while reading: the run succeeds and equals
-  # the run on the same volume with zeros there (documented in docs/robustness.md)
+  # non-finite voxels read as 0 with one warning that counts them: the run succeeds and
+  # equals the run on the same volume with zeros there; --nonfinite fail refuses it
+  error_run "$T/o" "nanvox.nii.gz: 3 of [0-9]+ voxels .*--nonfinite fail" --model "$DATA/tiny.onnx" \
+    --input "$DATA/nanvox.nii.gz" --output "$T/o/c.nii" --scores "$T/o/cs.nii" --nonfinite fail
   seg --model "$DATA/tiny.onnx" --input "$DATA/nanvox.nii.gz" --output "$T/o/a.nii" --scores "$T/o/as.nii"
-  expect_rc 0; no_sanitizer_report
+  expect_rc 0; one_line_err; expect_err "warning: .*nanvox.nii.gz: 3 of [0-9]+ voxels are NaN or infinite"
   seg --model "$DATA/tiny.onnx" --input "$DATA/nanvox_as_zero.nii.gz" --output "$T/o/b.nii" --scores "$T/o/bs.nii"
   expect_rc 0
   same_labels "$T/o/a.nii" "$T/o/b.nii"

@@ -187,6 +187,8 @@ typedef struct scenario {
     void *dst[8];
     int pred_calls, pred_fail_at, cancel_at, progress_calls;
     swi_status weights_status;
+    int use_reader; /* the input through a swi_reader */
+    int adopt;      /* outputs handed over with swi_batch_set_output */
 } scenario;
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -238,6 +240,16 @@ static int progress(void *user, int64_t done, int64_t total)
 
 /* Deterministic network: per head, channels C, output window = roi (head 0) or roi/2
  * (head 1 of `full`). Position terms make overlapping windows disagree. */
+static void release_output(void *user, const float *data)
+{
+    (void)user;
+    free((void *)data);
+}
+
+/* the input served box by box, as a chunked store would */
+static int read_box(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *msg,
+                    size_t msg_len);
+
 static int predict(void *user, swi_batch *b)
 {
     scenario *sc = user;
@@ -261,10 +273,10 @@ static int predict(void *user, swi_batch *b)
             o[k] = (h == 1 && !strcmp(sc->name, "full")) ? r[k] / 2 : r[k];
             sp[k] = o[k];
         }
-        float *out = swi_batch_output(b, h, C, sp);
+        const int64_t ovx = o[0] * o[1] * o[2];
+        float *out = sc->adopt ? malloc((size_t)(n * C * ovx) * sizeof(float)) : swi_batch_output(b, h, C, sp);
         if (!out)
             return 1;
-        const int64_t ovx = o[0] * o[1] * o[2];
         for (int j = 0; j < n; j++)
             for (int64_t c = 0; c < C; c++)
                 for (int64_t i0 = 0; i0 < o[0]; i0++)
@@ -278,7 +290,10 @@ static int predict(void *user, swi_batch *b)
                                 (float)(c + 1) * s + 0.25f * (float)c - 0.03f * (float)(i0 + 2 * i2) +
                                 0.01f * (float)h;
                         }
-        (void)ovx;
+        if (sc->adopt && swi_batch_set_output(b, h, C, sp, out, release_output, NULL) != 0) {
+            free(out);
+            return 1;
+        }
     }
     return 0;
 }
@@ -379,6 +394,32 @@ static void make_scenario(scenario *sc, const char *name)
         p->heads[0].channels = 16;
         add_output(sc, 0, SWI_REDUCE_ARGMAX, 0, 0, size, 16);
         add_output(sc, 0, SWI_REDUCE_NONE, 0, 0, size, 16);
+    } else if (!strcmp(name, "reuse")) {
+        /* reuse (the cache and the plan's count), a reader input, a part of the output, and
+         * outputs handed over, with a head learned under a budget: the first call takes one
+         * window and pipelining starts after it */
+        sc->dims = 3;
+        sc->batch = 1;
+        sc->cin = 1;
+        sc->use_reader = 1;
+        sc->adopt = 1;
+        int64_t size[3] = { 30, 20, 12 }, roi[3] = { 6, 6, 6 };
+        memcpy(sc->size, size, sizeof size);
+        swi_params_init(p, 3);
+        memcpy(p->roi, roi, sizeof roi);
+        p->mode = SWI_BLEND_GAUSSIAN;
+        p->sw_batch_size = 3;
+        p->threads = 2;
+        p->pipeline = SWI_PIPELINE_ON;
+        p->reuse = SWI_REUSE_ON;
+        p->reuse_cache = 2;
+        p->max_memory = (size_t)1 << 30;
+        p->part_lo = 4;
+        p->part_hi = 27;
+        p->n_heads = 1;
+        p->heads[0].channels = 0; /* learned */
+        add_output(sc, 0, SWI_REDUCE_ARGMAX, 1, 0, size, 2);
+        add_output(sc, 0, SWI_REDUCE_NONE, 0, 1, size, 2);
     } else {
         die("unknown scenario '%s'", name);
     }
@@ -388,6 +429,31 @@ static void make_scenario(scenario *sc, const char *name)
     sc->input = malloc((size_t)n * sizeof(float));
     for (int64_t i = 0; i < n; i++)
         sc->input[i] = (float)((i * 7919) % 29) / 8.0f - 1.5f;
+    if (!strcmp(name, "reuse")) /* a uniform background with a blob: windows that repeat */
+        for (int64_t i = 0; i < n; i++)
+            if (i % (sc->size[1] * sc->size[2]) > 40)
+                sc->input[i] = 0.5f;
+}
+
+static int read_box(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *msg,
+                    size_t msg_len)
+{
+    (void)msg;
+    (void)msg_len;
+    const scenario *sc = user;
+    int64_t e[3] = { 1, 1, 1 }, l[3] = { 0, 0, 0 };
+    for (int k = 0; k < sc->dims; k++) {
+        l[k] = lo[k];
+        e[k] = hi[k] - lo[k];
+    }
+    const int64_t vox = sc->size[0] * sc->size[1] * sc->size[2];
+    for (int64_t c = 0; c < sc->cin; c++)
+        for (int64_t i0 = 0; i0 < e[0]; i0++)
+            for (int64_t i1 = 0; i1 < e[1]; i1++)
+                memcpy(dst + ((c * e[0] + i0) * e[1] + i1) * e[2],
+                       sc->input + (image * sc->cin + c) * vox + ((l[0] + i0) * sc->size[1] + l[1] + i1) * sc->size[2] + l[2],
+                       (size_t)e[2] * sizeof(float));
+    return 0;
 }
 
 static void free_scenario(scenario *sc)
@@ -414,6 +480,11 @@ static swi_status run_scenario(swi_ctx *ctx, scenario *sc, uint64_t *hash)
     sc->pred_calls = sc->progress_calls = 0;
     swi_tensor t = {.data = sc->input, .batch = sc->batch, .channels = sc->cin, .dims = sc->dims, .size = { 0 }};
     memcpy(t.size, sc->size, sizeof t.size);
+    swi_reader reader = { read_box, sc };
+    if (sc->use_reader) {
+        t.data = NULL;
+        t.reader = &reader;
+    }
     /* the other allocating entry points a caller uses */
     swi_plan plan;
     swi_status st = swi_plan_run(ctx, &sc->p, &t, sc->outs, sc->n_outs, &plan);

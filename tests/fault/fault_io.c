@@ -7,8 +7,9 @@
  * full disk give). With $SWI_FAULT_IO_COUNT set to a file name, the number of counted
  * calls is written there at exit, so a test can walk every one.
  *
- * Only calls that reach the dynamic symbols are seen: zlib's writes and the command's
- * own are; stdio's internal writes (libpng's PNG output) are not.
+ * Only calls that reach the dynamic symbols are seen: zlib's writes, swi_io's PNG writer
+ * (libpng's output goes through write(2), io/preview.c) and the command's own are;
+ * stdio's internal writes would not be.
  * Under AddressSanitizer set ASAN_OPTIONS=verify_asan_link_order=0.
  */
 #define _GNU_SOURCE

@@ -1,0 +1,53 @@
+"""Build swi._swi: the C extension linked against libswi's static core library.
+
+The core is built with the project's own CMake build (its flags live there), into
+$SWI_BUILD_DIR or <repo>/build-python. Set SWI_SOURCE_DIR when building from a copy
+of python/ outside the repository.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = Path(__file__).resolve().parent
+ROOT = Path(os.environ.get("SWI_SOURCE_DIR", HERE.parent)).resolve()
+BUILD = Path(os.environ.get("SWI_BUILD_DIR", ROOT / "build-python")).resolve()
+JOBS = os.environ.get("SWI_JOBS", "2")
+
+
+class BuildWithCore(build_ext):
+    """Builds libswi.a with CMake first, then the extension against it."""
+
+    def run(self):
+        if not (ROOT / "include" / "swi.h").is_file():
+            sys.exit(f"swi: libswi sources not found at {ROOT} (set SWI_SOURCE_DIR)")
+        if not (BUILD / "CMakeCache.txt").is_file():
+            subprocess.check_call(["cmake", "-S", str(ROOT), "-B", str(BUILD), "-DCMAKE_BUILD_TYPE=Release",
+                                   "-DBUILD_TESTING=OFF"])
+        subprocess.check_call(["cmake", "--build", str(BUILD), "--target", "swi_static", "-j", JOBS])
+        lib = BUILD / "lib" / "libswi.a"
+        if not lib.is_file():
+            sys.exit(f"swi: {lib} was not built")
+        for ext in self.extensions:
+            ext.include_dirs.append(str(ROOT / "include"))
+            ext.extra_objects.append(str(lib))
+            ext.depends.append(str(lib))
+        super().run()
+
+
+setup(
+    ext_modules=[
+        Extension(
+            "swi._swi",
+            sources=["src/_swimodule.c"],
+            extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Wshadow", "-O2"],
+            libraries=["m"],
+            extra_link_args=["-pthread"],
+        )
+    ],
+    cmdclass={"build_ext": BuildWithCore},
+)

@@ -1,0 +1,23 @@
+"""swi -- libswi's streamed sliding-window inference for numpy and PyTorch.
+
+``swi.sliding_window_inference`` is a drop-in for MONAI 1.4's function of that name
+(same parameters, defaults, results and return types) whose stitching runs in C and
+streams: with ``reduce="argmax"`` (or "max", "confidence", "entropy", a list, or your own
+callable) every region is reduced as soon as its last window lands, so the full
+[B, C, *spatial] score volume never exists.
+"""
+
+from ._core import MAX_DIMS, BudgetError, Region, plan, sliding_window_inference
+from ._inferer import SlidingWindowInferer, SlidingWindowInfererReduced
+from ._swi import libswi_version
+
+__version__ = libswi_version
+__all__ = [
+    "sliding_window_inference",
+    "plan",
+    "SlidingWindowInferer",
+    "SlidingWindowInfererReduced",
+    "Region",
+    "BudgetError",
+    "MAX_DIMS",
+]
