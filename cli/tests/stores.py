@@ -296,6 +296,19 @@ if case == "segment":
         check(all(p.returncode == 0 for p in procs), "segment %d shards: %s" % (n, errs))
         check(np.array_equal(load(out), ref) and np.array_equal(load(sc), load("s0.zarr")),
               "segment: %d shards bitwise equal to one process" % n)
+    # NaN/Inf voxels: read as 0 as from NIfTI, or refused with --nonfinite fail
+    vn = v.copy()
+    vn[3, 4, 5], vn[100, 10, 2] = np.nan, np.inf
+    zarr.open("qn.zarr", mode="w", shape=v.shape, chunks=(32, 8, 8), dtype="<f4")[...] = vn
+    nib.save(nib.Nifti1Image(vn, np.eye(4)), "qn.nii.gz")
+    r1 = run(*seg, "--input", "qn.nii.gz", "--output", "ln_ref.nii.gz")
+    r2 = run(*seg, "--input", "qn.zarr", "--output", "ln.zarr")
+    check(r1.returncode == 0 and r2.returncode == 0 and
+          np.array_equal(load("ln.zarr"), np.asarray(nib.load("ln_ref.nii.gz").dataobj)),
+          "NaN/Inf read as 0 from a store as from NIfTI: " + r2.stderr)
+    r = run(*seg, "--input", "qn.zarr", "--output", "lnf.zarr", "--nonfinite", "fail")
+    check(r.returncode == 1 and "--nonfinite fail" in r.stderr and os.path.exists("lnf.zarr/.swi-incomplete"),
+          "--nonfinite fail refuses a store input: " + r.stderr)
     mpirun = shutil.which("mpirun")
     if mpirun and "MPI: yes" in run("--version").stdout:
         extra = ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
