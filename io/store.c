@@ -437,8 +437,8 @@ int swi_store_on_region(void *user, const swi_region *r)
         for (int64_t p = 0; p < planes; p++)
             for (int64_t i = x0[0]; i < x1[0]; i++)
                 for (int64_t j = x0[1]; j < x1[1]; j++) {
-                    const unsigned char *from =
-                        src + (size_t)(((p * rd + (i - r->lo[0])) * rh + (j - r->lo[1])) * rw + (x0[2] - r->lo[2])) * es;
+                    const int64_t at = ((p * rd + (i - r->lo[0])) * rh + (j - r->lo[1])) * rw + (x0[2] - r->lo[2]);
+                    const unsigned char *from = src + (size_t)at * es;
                     unsigned char *to =
                         sl->buf + (size_t)(((p * e0 + (i - lo[0])) * e1 + (j - lo[1])) * e2 + (x0[2] - lo[2])) * es;
                     memcpy(to, from, run);
