@@ -68,6 +68,7 @@ typedef struct seg_opts {
     int part_index, part_count; /**< --part I/N: cases I, I+N, I+2N, ... (0-based) */
     const char *progress_label; /**< drawn before the windows of the progress bar */
     int no_summary;             /**< no summary line (folder mode prints a table) */
+    int shard_given, shard_part, shard_parts, shard_init; /**< --shard I/N | init (stores) */
 } seg_opts;
 
 #define SEG_GIVEN_OVERLAP 1u

@@ -11,6 +11,7 @@
  * + one fused accumulate per window voxel and class (12 B: read acc, read pred, write acc)
  * + one reduction read of the blended scores (4 B per voxel and class).
  */
+#include "bench_io.h"
 #include "bench_resample.h"
 #include "swi.h"
 #include "util.h"
@@ -45,6 +46,16 @@ static const char *BENCH_HELP =
     "  --order A,B,C        window loop order, outermost axis first      (auto)\n"
     "  --pipeline on|off    predict batch k+1 while batch k blends      (auto)\n"
     "  --no-floor           skip the bandwidth measurement\n"
+    "  --input FILE         run on a real volume instead of a generated one, read\n"
+    "                       window by window: x.zarr, x.ome.zarr, x.h5:/path, x.nii.gz\n"
+    "                       (--shape is then its size)\n"
+    "  --output-file FILE   write the result to a store, chunk by chunk as it\n"
+    "                       completes: labels (uint8) for --output argmax, float32\n"
+    "                       scores [classes, D, H, W] for --output scores\n"
+    "  --shard I/N | init   run part I of N (from 0) of the rows along the first axis,\n"
+    "                       cut at output chunk boundaries, into one shared store;\n"
+    "                       'init' only creates the store for the shards to fill\n"
+    "  --force              overwrite an existing --output-file\n"
     "  --input-spacing X,Y,Z  voxel size of --shape (mm), with --spacing:\n"
     "  --spacing X,Y,Z      run on the grid MONAI's Spacingd makes at this spacing and\n"
     "                       resample the scores back to --shape (streamed) before argmax\n"
@@ -54,6 +65,14 @@ static const char *BENCH_HELP =
     "  swi bench --shape 384,384,256 --classes 100 --roi 128 --overlap 0.25 \\\n"
     "            --mode gaussian --output argmax\n"
     "  swi bench --shape 256,256,160 --classes 32 --roi 96 --output scores --threads 2\n"
+    "  # a real volume to a Zarr label store, in bounded memory\n"
+    "  swi bench --input ct.zarr --classes 8 --roi 128 --mode gaussian \\\n"
+    "            --output-file labels.zarr\n"
+    "  # the same as 3 shards (separate processes, any machines sharing the store)\n"
+    "  swi bench --input ct.zarr --classes 8 --roi 128 --output-file labels.zarr --shard init\n"
+    "  for i in 0 1 2; do swi bench --input ct.zarr --classes 8 --roi 128 \\\n"
+    "            --output-file labels.zarr --shard $i/3 & done; wait\n"
+    "\n"
     "  # a CT at 0.8x0.8x1 mm on a model trained at 1.5 mm, TotalSegmentator's 118 classes\n"
     "  swi bench --shape 512,512,400 --input-spacing 0.8,0.8,1 --spacing 1.5,1.5,1.5 \\\n"
     "            --classes 118 --roi 128\n"
@@ -236,23 +255,27 @@ int swi_cmd_bench(int argc, char **argv) {
     int dims = 0, n_roi = 0, n_order = 0;
     int64_t classes = 0, sw = 1, threads = 0;
     double overlap = 0.25;
-    int gaussian = 0, scores = 0, pipeline = -1, floor_on = 1;
-    size_t max_memory = 0;
     double in_spacing[3] = {0}, spacing[3] = {0};
     int n_in_spacing = 0, n_spacing = 0;
+    int gaussian = 0, scores = 0, pipeline = -1, floor_on = 1;
+    size_t max_memory = 0;
     static const struct option opts[] = {
-        {"input-spacing", required_argument, 0, 'I'}, {"spacing", required_argument, 0, 'S'},
         {"shape", required_argument, 0, 's'},    {"classes", required_argument, 0, 'c'},
         {"roi", required_argument, 0, 'r'},      {"overlap", required_argument, 0, 'o'},
         {"mode", required_argument, 0, 'm'},     {"output", required_argument, 0, 'O'},
         {"sw-batch", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
         {"max-memory", required_argument, 0, 'M'}, {"order", required_argument, 0, 'x'},
         {"pipeline", required_argument, 0, 'p'}, {"no-floor", no_argument, 0, 'F'},
+        {"input", required_argument, 0, 'I'},   {"output-file", required_argument, 0, 'W'},
+        {"shard", required_argument, 0, 'S'},   {"force", no_argument, 0, 'f'},
+        {"input-spacing", required_argument, 0, 'P'}, {"spacing", required_argument, 0, 'G'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    bench_io bio;
+    bench_io_init(&bio);
     optind = 1;
     opterr = 0;
     int ch;
-    char msg[256];
+    char msg[1024];
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
         case 's':
@@ -302,15 +325,22 @@ int swi_cmd_bench(int argc, char **argv) {
             else return usage_error("--pipeline takes on, off or auto");
             break;
         case 'F': floor_on = 0; break;
-        case 'I':
-        case 'S': {
-            double *v = ch == 'I' ? in_spacing : spacing;
+        case 'I': bio.input = optarg; break;
+        case 'W': bio.output = optarg; break;
+        case 'f': bio.force = 1; break;
+        case 'S':
+            if (cli_shard_parse(optarg, &bio.part, &bio.parts, &bio.init, msg)) return usage_error(msg);
+            bio.sharded = 1;
+            break;
+        case 'P':
+        case 'G': {
+            double *v = ch == 'P' ? in_spacing : spacing;
             int n = cli_parse_double_list(optarg, v, 3);
             if (n == 1) v[1] = v[2] = v[0];
             if ((n != 1 && n != 3) || !(v[0] > 0) || !(v[1] > 0) || !(v[2] > 0))
-                return usage_error(ch == 'I' ? "--input-spacing takes one or three sizes in mm, each > 0"
+                return usage_error(ch == 'P' ? "--input-spacing takes one or three sizes in mm, each > 0"
                                              : "--spacing takes one or three sizes in mm, each > 0");
-            *(ch == 'I' ? &n_in_spacing : &n_spacing) = 1;
+            *(ch == 'P' ? &n_in_spacing : &n_spacing) = 1;
             break;
         }
         case 'h': fputs(BENCH_HELP, stdout); return 0;
@@ -323,11 +353,27 @@ int swi_cmd_bench(int argc, char **argv) {
         snprintf(msg, sizeof msg, "unexpected argument '%s'", argv[optind]);
         return usage_error(msg);
     }
-    if (!dims || !classes || !n_roi) return usage_error("--shape, --classes and --roi are required");
+    if (bio.input) {
+        if (dims) return usage_error("--input gives the shape: leave --shape out");
+        dims = 3;
+    }
+    if (!dims || !classes || !n_roi) return usage_error("--shape (or --input), --classes and --roi are required");
+    if (bio.sharded && !bio.output) return usage_error("--shard needs --output-file (the shared store)");
+    if (bio.output && !cli_is_store(bio.output))
+        return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
+    if (bench_io_refuse_launcher()) return 1;
+    if (bench_io_mpi(&bio, msg, sizeof msg)) return usage_error(msg);
     if (n_roi != 1 && n_roi != dims) return usage_error("--roi needs one value or one per dim of --shape");
     if (n_order && n_order != dims) return usage_error("--order needs one axis per dim of --shape");
     if (n_in_spacing != n_spacing) return usage_error("--input-spacing and --spacing go together");
     if (n_spacing && (dims != 3 || scores)) return usage_error("--spacing needs a 3-D --shape and --output argmax");
+    if (n_spacing && (bio.input || bio.output || bio.sharded))
+        return usage_error("--spacing runs on a generated volume: no --input, --output-file or --shard");
+    if (bio.input && bench_io_open_input(&bio, shape, msg, sizeof msg)) {
+        fprintf(stderr, "swi bench: %s\n", msg);
+        bench_io_close(&bio);
+        return 1;
+    }
     bench_rs rs;
     memset(&rs, 0, sizeof rs);
     if (n_spacing) {
@@ -351,8 +397,7 @@ int swi_cmd_bench(int argc, char **argv) {
         if (n_order) p.order[k] = (int)order[k];
     }
     if (n_order) p.order_mode = SWI_ORDER_FIXED;
-    {
-    }
+
     p.mode = gaussian ? SWI_BLEND_GAUSSIAN : SWI_BLEND_CONSTANT;
     p.sw_batch_size = (int)sw;
     p.threads = (int)threads;
@@ -375,10 +420,32 @@ int swi_cmd_bench(int argc, char **argv) {
         out.user = &rs;
         out_bytes = 1;
     }
+    if (bio.input) bench_io_tensor(&bio, &in);
+    if (bio.output) {
+        out.dtype = scores ? SWI_DTYPE_FLOAT32 : classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8;
+        out.dst_bytes = 0;
+        out.on_region = swi_store_on_region;
+        out_bytes = 0;
+        int rc = bench_io_begin_output(&bio, &p, &in, &out, scores, classes, msg, sizeof msg);
+        if (rc) {
+            fprintf(stderr, "swi bench: %s\n", msg);
+            bench_io_close(&bio);
+            return rc;
+        }
+        if (bio.init || bio.empty) {
+            rc = bench_io_finish(&bio, SWI_OK, NULL, msg, sizeof msg);
+            if (rc) fprintf(stderr, "swi bench: %s\n", msg);
+            else printf("%s: %s\n", bio.output, bio.init ? "created for the shards" : "this shard has no rows");
+            bench_io_close(&bio);
+            return rc;
+        }
+        out.user = bio.writer;
+    }
 
     swi_ctx *ctx = swi_create();
     if (!ctx) {
         fprintf(stderr, "swi bench: out of memory\n");
+        bench_io_close(&bio);
         return 1;
     }
     swi_plan plan;
@@ -386,6 +453,7 @@ int swi_cmd_bench(int argc, char **argv) {
     if (st != SWI_OK) {
         fprintf(stderr, "swi bench: %s\n", swi_last_error(ctx));
         swi_free(ctx);
+        bench_io_close(&bio);
         return st == SWI_ERR_INVALID_ARG ? 2 : 1;
     }
     char b1[32], b2[32], b3[32], b4[32], b5[32];
@@ -404,6 +472,7 @@ int swi_cmd_bench(int argc, char **argv) {
     printf("plan: peak %s = input %s + windows %s + partial sums %s + outputs %s + scratch %s\n",
            cli_bytes(plan.bytes_peak, b1), cli_bytes(plan.bytes_input, b2), cli_bytes(plan.bytes_windows, b3),
            cli_bytes(plan.bytes_partial, b4), cli_bytes(plan.bytes_outputs, b5), cli_bytes(plan.bytes_scratch, b6));
+    if (bio.sharded) bench_io_report_shards(&bio, ctx, &p, &in, &out, &plan);
     size_t rs_planned = n_spacing ? bench_rs_planned(&rs, plan.order[0]) : 0;
     if (n_spacing) {
         printf("plan: resampling back %s beside the engine (input-grid labels and the sink's band)"
@@ -417,30 +486,31 @@ int swi_cmd_bench(int argc, char **argv) {
     }
     fflush(stdout);
 
-    float *vol = malloc((size_t)vox * sizeof(float));
-    void *dst = malloc(out_bytes);
+    float *vol = in.data || in.reader ? NULL : malloc((size_t)vox * sizeof(float));
+    void *dst = out_bytes ? malloc(out_bytes) : NULL;
     bench_net net = {classes, malloc((size_t)classes * sizeof(float)), 1};
     hint_huge(vol, (size_t)vox * sizeof(float));
     hint_huge(dst, out_bytes);
-    if (!vol || !dst || !net.w) {
+    if ((!vol && !in.data && !in.reader) || (!dst && out_bytes) || !net.w) {
         fprintf(stderr, "swi bench: out of memory for the %s volume\n", cli_bytes((size_t)vox * 4, b1));
         free(vol);
         free(dst);
         free(net.w);
         swi_free(ctx);
+        bench_io_close(&bio);
         return 1;
     }
     for (int64_t c = 0; c < classes; c++)
         net.w[c] = classes == 1 ? 1.0f : 0.5f + (float)c / (float)(classes - 1);
     uint64_t h = 0x9E3779B97F4A7C15ull;
-    for (int64_t i = 0; i < vox; i++) {
+    for (int64_t i = 0; vol && i < vox; i++) {
         h ^= h >> 12;
         h ^= h << 25;
         h ^= h >> 27;
         vol[i] = (float)((h * 2685821657736338717ull) >> 40) / (float)(1 << 24);
     }
-    memset(dst, 0, out_bytes);
-    in.data = vol;
+    if (dst) memset(dst, 0, out_bytes);
+    if (vol) in.data = vol;
     net.threads = plan.threads;
     out.dst = n_spacing ? NULL : dst;
     progress_state ps = {cli_now(), isatty(2)};
@@ -454,6 +524,9 @@ int swi_cmd_bench(int argc, char **argv) {
     if (st == SWI_OK && n_spacing && swi_resample_sink_finish(rs.sink, msg, sizeof msg) != SWI_OK) {
         fprintf(stderr, "swi bench: %s\n", msg);
         st = SWI_ERR_CALLBACK;
+    } else if (bio.output && bench_io_finish(&bio, st, ctx, msg, sizeof msg)) {
+        fprintf(stderr, "swi bench: %s\n", msg);
+        st = st == SWI_OK ? SWI_ERR_CALLBACK : st;
     } else if (st != SWI_OK) {
         fprintf(stderr, "swi bench: %s\n", swi_last_error(ctx));
     }
@@ -463,6 +536,7 @@ int swi_cmd_bench(int argc, char **argv) {
         free(net.w);
         bench_rs_free(&rs);
         swi_free(ctx);
+        bench_io_close(&bio);
         return 1;
     }
     if (n_spacing)
@@ -494,5 +568,6 @@ int swi_cmd_bench(int argc, char **argv) {
     free(net.w);
     bench_rs_free(&rs);
     swi_free(ctx);
+    bench_io_close(&bio);
     return 0;
 }

@@ -22,6 +22,8 @@ int swi_cmd_plan(int argc, char **argv)
     int rc = seg_parse(argc, argv, &o, 1);
     if (rc)
         return rc < 0 ? 0 : rc;
+    if (seg_store_check(&o, who))
+        return 2;
     char err[SWI_ERRLEN];
     seg_state *s = seg_state_new();
     if (!s)

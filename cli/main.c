@@ -2,9 +2,11 @@
  * main.c -- the swi command: dispatch to the subcommands.
  */
 #include "cli.h"
+#include "mpi_job.h"
 
 #include "swi_io.h"
 #include "swi_ort.h"
+#include "swi_store.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +83,11 @@ int main(int argc, char **argv)
                swi_io_available(SWI_IO_DICOM) ? "yes" : "not built in");
         printf("  DICOM SEG output (DCMTK): %s\n",
                swi_io_available(SWI_IO_DICOM_SEG) ? "yes" : "not built in");
+        printf("  Zarr, OME-Zarr (jansson, blosc, zstd, zlib): %s\n",
+               swi_store_available(SWI_STORE_ZARR) ? "yes" : "not built in");
+        printf("  HDF5 (libhdf5): %s\n", swi_store_available(SWI_STORE_HDF5) ? "yes" : "not built in");
+        printf("  MPI: %s\n", cli_mpi_built() ? "yes (mpirun -n N swi segment|bench ... runs N shards)"
+                                               : "not built in");
 #ifdef SWI_HAVE_EXPORT
         printf("  export: yes\n");
 #else
@@ -92,12 +99,13 @@ int main(int argc, char **argv)
     argc -= 1;
     argv += 1;
 dispatch:
+    /* under mpirun a failed rank stops the whole job (cli/mpi_job.c) */
     if (strcmp(cmd, "segment") == 0)
-        return swi_cmd_segment(argc, argv);
+        return cli_mpi_finish(swi_cmd_segment(argc, argv));
     if (strcmp(cmd, "plan") == 0)
         return swi_cmd_plan(argc, argv);
     if (strcmp(cmd, "bench") == 0)
-        return swi_cmd_bench(argc, argv);
+        return cli_mpi_finish(swi_cmd_bench(argc, argv));
     if (strcmp(cmd, "demo") == 0)
         return swi_cmd_demo(argc, argv);
     if (strcmp(cmd, "export") == 0)

@@ -13,6 +13,7 @@
 
 #include "alloc.h"
 #include "card.h"
+#include "mpi_job.h"
 #include "preprocess.h"
 #include "progress.h"
 #include "samefile.h"
@@ -160,8 +161,9 @@ static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const
                             err, SWI_ERRLEN))
         return step_failed(who, err);
     if (o->preview &&
-        swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview, s->vols[0].size,
-                                s->input, r->labels, r->label_bytes, err, SWI_ERRLEN))
+        swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview,
+                                s->reader ? s->store_in.size : s->vols[0].size, s->reader ? NULL : s->input,
+                                r->labels, r->label_bytes, err, SWI_ERRLEN))
         return seg_fail(who, err);
     const int names = s->itk_path[0] != '\0';
     if (names && (card_write_labels(o->card, cli_out_take_fd(&s->out_itk), 1, s->itk_path, err) ||
@@ -209,7 +211,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
                               s->itk_path[0] ? s->itk_path : NULL,
                               s->ctbl_path[0] ? s->ctbl_path : NULL };
     for (int i = 0; i < 5; i++)
-        if (finals[i] && cli_out_check(finals[i], o->force, err))
+        if (finals[i] && !cli_is_store(finals[i]) && cli_out_check(finals[i], o->force, err))
             return seg_fail(who, err);
 
     swi_params p;
@@ -219,6 +221,19 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     int rc = seg_setup(o, s, &p, &in, outs, &n_outs, err);
     if (rc)
         return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
+    const int stores_out = seg_store_outputs(o);
+    if (stores_out) {
+        int nothing = 0;
+        rc = seg_store_begin(o, s, &p, &in, outs, n_outs, &nothing, err);
+        if (rc)
+            return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
+        if (nothing) {
+            if (!o->quiet)
+                fprintf(stderr, "%s: %s\n", who, o->shard_init ? "stores created for the shards"
+                                                               : "this shard has no rows");
+            return 0;
+        }
+    }
     /* Plan before anything big happens: a budget that cannot be met, or an output grid
      * other than the volume's, fails now rather than after the network ran. */
     s->ctx = swi_create();
@@ -234,23 +249,25 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if (swi_result_size(s->ctx, 0, osz) == 3 && same_grid(who, o, osz, in.size))
         return 1;
 
-    if ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
+    if (!stores_out && ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
         (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
         (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)) ||
         (s->itk_path[0] && cli_out_begin(&s->out_itk, s->itk_path, o->force, err)) ||
-        (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err)))
+        (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err))))
         return seg_fail(who, err);
 
-    if (!s->input && (rc = read_inputs(o, who, s, &in)))
-        return rc;
-    in.data = s->input;
-    if (s->grid.active) {
-        if (seg_grid_begin(&s->grid, s->input, in.channels, plan.head_channels[0],
-                           o->scores != NULL, err))
-            return seg_fail(who, err);
-        /* the model grid: read through the orientation, or the resampled copy */
-        in.data = s->grid.resampled ? s->grid.model_input : NULL;
-        in.reader = s->grid.resampled ? NULL : &s->grid.reader;
+    if (!s->reader) {
+        if (!s->input && (rc = read_inputs(o, who, s, &in)))
+            return rc;
+        in.data = s->input;
+        if (s->grid.active) {
+            if (seg_grid_begin(&s->grid, s->input, in.channels, plan.head_channels[0],
+                               o->scores != NULL, err))
+                return seg_fail(who, err);
+            /* the model grid: read through the orientation, or the resampled copy */
+            in.data = s->grid.resampled ? s->grid.model_input : NULL;
+            in.reader = s->grid.resampled ? NULL : &s->grid.reader;
+        }
     }
 
     progress prog;
@@ -270,8 +287,23 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if (cli_interrupted())
         return interrupted_exit(who);
     if (st != SWI_OK) {
-        seg_engine_error(who, o, st, s->ctx);
+        const char *why = seg_store_error(s);
+        if (why)
+            fprintf(stderr, "%s: %s; the output stays marked incomplete\n", who, why);
+        else
+            seg_engine_error(who, o, st, s->ctx);
         return 1;
+    }
+    if (stores_out) {
+        if (seg_store_commit(s, err))
+            return seg_fail(who, err);
+        if (!o->quiet)
+            fprintf(stderr, "%s: %lldx%lldx%lld voxels, rows [%lld, %lld): %lld windows of the whole run's %lld in "
+                    "%.2f s, peak RSS %s -> %s\n", who, (long long)in.size[0], (long long)in.size[1],
+                    (long long)in.size[2], (long long)s->rows_lo, (long long)s->rows_hi,
+                    (long long)plan.windows_total, (long long)cli_whole_windows(&p, &in, outs, n_outs),
+                    cli_now() - t0, cli_bytes(cli_peak_rss(), err), o->output);
+        return 0;
     }
 
     /* The label grid must be the input grid (zoomed heads are not written). */
@@ -330,5 +362,25 @@ int swi_cmd_segment(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if (o.input_dir)
         return seg_folder_run(&o);
+    if (seg_store_check(&o, "swi segment"))
+        return 2;
+    if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment"))
+        return 1;
+    int rank = 0, size = 1;
+    if (cli_mpi_start(&rank, &size)) {
+        const char *why = o.shard_given ? "under mpirun the ranks are the shards: leave --shard out"
+                          : !seg_store_outputs(&o) ? "under mpirun each rank writes its part of shared stores: "
+                                                     "give --output x.zarr"
+                                                   : NULL;
+        if (why) {
+            fprintf(stderr, "swi segment: %s\n", why);
+            return 2;
+        }
+        o.shard_given = 1;
+        o.shard_part = rank;
+        o.shard_parts = size;
+        if (seg_store_check(&o, "swi segment"))
+            return 2;
+    }
     return seg_run(&o, "swi segment", NULL);
 }

@@ -9,6 +9,7 @@
 #include "ensemble.h"
 #include "realscan.h"
 #include "safety.h"
+#include "stores.h"
 #include "swi_io.h"
 #include "swi_ort.h"
 
@@ -28,6 +29,10 @@ typedef struct seg_state {
     char itk_path[4200], ctbl_path[4200];
     int vols_ready;     /* vols are opened (and input, when set, read): seg_setup keeps them */
     int model_borrowed; /* model belongs to the caller (folder mode): not closed here */
+    int reader;                     /* the inputs are stores, read window by window */
+    cli_input store_in;
+    swi_store_writer *w_labels, *w_scores;  /* store outputs (segment_stores.c) */
+    int64_t rows_lo, rows_hi;       /* --shard: this part's rows */
 } seg_state;
 
 /* A zeroed state with no outputs begun; NULL when out of memory. */
@@ -47,6 +52,23 @@ int seg_run_state(const seg_opts *o, const char *who, seg_state *s, seg_result *
 
 /* Print an engine failure as one line, worded for the command line. */
 void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const swi_ctx *ctx);
+
+/* Store inputs and outputs (segment_stores.c). */
+/* Usage checks of store names and --shard; 0 or 2 after printing. */
+int seg_store_check(const seg_opts *o, const char *who);
+/* Does the run write stores? */
+int seg_store_outputs(const seg_opts *o);
+/* Open the store inputs into s (all inputs are stores). 0 or 1 with err. */
+int seg_store_open_inputs(const seg_opts *o, seg_state *s, char *err);
+/* Create (or join) the output stores, settle the shard's rows and the order in p, point the
+ * outputs at the writers. Returns 0, 1 or 2 with err; *nothing_to_do set for --shard init
+ * or a shard without rows (then the outputs are already committed). */
+int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_tensor *in, swi_output *outs,
+                    int n_outs, int *nothing_to_do, char *err);
+/* Commit the output stores (0), or 1 with err. */
+int seg_store_commit(seg_state *s, char *err);
+/* The writers' first failure, or NULL. */
+const char *seg_store_error(const seg_state *s);
 
 /* Print "who: msg" and return 1. */
 int seg_fail(const char *who, const char *msg);

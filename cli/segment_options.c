@@ -7,6 +7,8 @@
 
 #include "card.h"
 #include "swi_resample.h"
+#include "shard.h"
+#include "stores.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -116,6 +118,18 @@ static const char SEGMENT_HELP[] =
 "                       The model is loaded once and the next case read while one is\n"
 "                       segmented; a failed case is reported and the rest go on (exit\n"
 "                       status 1 at the end); a table of the cases ends the run.\n"
+
+"Chunked stores, for volumes larger than memory (inputs and outputs named like files):\n"
+"  --input x.zarr | x.ome.zarr | x.h5:/path   read window by window (any integer or\n"
+"                       float type; OME-Zarr: level 0); every --input a store\n"
+"  --output labels.zarr | x.ome.zarr/labels/NAME | y.h5:/labels   written chunk by\n"
+"                       chunk as regions complete; --scores likewise, [classes, D, H, W]\n"
+"  --shard I/N          run part I of N (from 0) along the first axis, cut at output\n"
+"                       chunk rows, into shared Zarr stores: the N parts together are\n"
+"                       bitwise one run's result; --shard init creates the stores first\n"
+"    swi segment --model m.onnx --input ct.zarr --output seg.zarr --shard 2/8\n"
+"    mpirun -n 8 swi segment --model m.onnx --input ct.zarr --output seg.zarr  (MPI builds)\n"
+"  A store being written holds .swi-incomplete until every part has finished.\n"
 "\n"
 "Sliding window (MONAI's meaning and defaults):\n"
 "  --roi N | I,J,K      window size (default: the model's static input size;\n"
@@ -189,7 +203,7 @@ enum {
     OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
     OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
     OPT_ORIENTATION, OPT_SPACING, OPT_NO_CARD, OPT_HELP, OPT_NONFINITE, OPT_INPUT_DIR, OPT_OUTPUT_DIR,
-    OPT_OUTPUT_FORMAT, OPT_PART
+    OPT_OUTPUT_FORMAT, OPT_PART, OPT_SHARD
 };
 
 static const struct option LONG_OPTS[] = {
@@ -223,6 +237,7 @@ static const struct option LONG_OPTS[] = {
     { "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
     { "output-format", required_argument, NULL, OPT_OUTPUT_FORMAT },
     { "part", required_argument, NULL, OPT_PART },
+    { "shard", required_argument, NULL, OPT_SHARD },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -460,6 +475,13 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             o->part_count = (int)v[1];
             break;
         }
+        case OPT_SHARD: {
+            char msg[SWI_ERRLEN];
+            if (cli_shard_parse(arg, &o->shard_part, &o->shard_parts, &o->shard_init, msg))
+                return usage(who, "%s", msg, NULL);
+            o->shard_given = 1;
+            break;
+        }
         case ':':
             return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);
         default:
@@ -495,12 +517,13 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         return usage(who, "--input is required", NULL, NULL);
     if (!plan && !o->output)
         return usage(who, "--output is required", NULL, NULL);
-    if (o->output && !is_volume_name(o->output) && !cli_ends_with(o->output, ".dcm"))
+    /* a name that is not a volume file may be a store: segment_stores.c (seg_store_check) decides */
+    if (o->output && !is_volume_name(o->output) && !cli_ends_with(o->output, ".dcm") && !cli_is_store(o->output))
         return usage(who, "--output '%s': the name must end in .nii, .nii.gz, .nrrd, .mha or "
-                     ".dcm (DICOM SEG)", o->output, NULL);
-    if (o->scores && !is_volume_name(o->scores))
-        return usage(who, "--scores '%s': the name must end in .nii, .nii.gz, .nrrd or .mha",
-                     o->scores, NULL);
+                     ".dcm (DICOM SEG), or name a store (x.zarr, x.ome.zarr/labels/NAME, y.h5:/path)", o->output, NULL);
+    if (o->scores && !is_volume_name(o->scores) && !cli_is_store(o->scores))
+        return usage(who, "--scores '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
+                     "store", o->scores, NULL);
     if (o->preview && !cli_ends_with(o->preview, ".png"))
         return usage(who, "--preview '%s': the name must end in .png", o->preview, NULL);
     if (o->softmax && !o->scores)

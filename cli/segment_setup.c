@@ -38,6 +38,9 @@ void seg_state_free(seg_state *s)
     cli_out_abort(&s->out_preview);
     cli_out_abort(&s->out_itk);
     cli_out_abort(&s->out_ctbl);
+    swi_store_abort(s->w_labels);
+    swi_store_abort(s->w_scores);
+    cli_input_close(&s->store_in);
     swi_free(s->ctx);
     for (int m = 1; m < s->n_members; m++)
         swi_ort_close(s->members[m]);
@@ -218,7 +221,10 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
 int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs,
               int *n_outs, char *err)
 {
-    if (!swi_io_available(SWI_IO_NIFTI)) {
+    if (cli_is_store(o->inputs[0])) {
+        if (seg_store_open_inputs(o, s, err))
+            return 1;
+    } else if (!swi_io_available(SWI_IO_NIFTI)) {
         cli_err(err, "swi was built without NIfTI support (install libnifti2-dev and rebuild)");
         return 1;
     }
@@ -227,7 +233,8 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
                 "rebuild)");
         return 1;
     }
-    for (int c = 0; c < o->n_inputs; c++) {
+    if (s->reader) s->channels = o->n_inputs; /* a store is one channel */
+    for (int c = 0; !s->reader && c < o->n_inputs; c++) {
         if (!s->vols_ready && swi_volume_open(o->inputs[c], &s->vols[c], err, SWI_ERRLEN))
             return 1;
         s->channels += s->vols[c].frames > 1 ? s->vols[c].frames : 1;
@@ -245,9 +252,17 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
                 o->card->n_channels, o->card->n_channels == 1 ? "" : "s", (long long)s->channels);
         return 1;
     }
-    if (seg_grid_setup(o, &s->vols[0], &s->grid, err))
+    if (s->reader) {
+        if (o->orientation || o->spacing_given) {
+            cli_err(err, "%s: --orientation and --spacing take a volume file or DICOM series, not a "
+                    "store", o->inputs[0]);
+            return 1;
+        }
+    } else if (seg_grid_setup(o, &s->vols[0], &s->grid, err)) {
         return 1;
-    const int64_t *size = s->grid.size; /* the model's grid: the windows run there */
+    }
+    /* the model's grid: the windows run there */
+    const int64_t *size = s->reader ? s->store_in.size : s->grid.size;
     int64_t roi[3];
     for (int a = 0; a < 3; a++)
         roi[a] = o->roi_given && o->roi[a] == 0 ? size[a] : o->roi[a];
@@ -278,6 +293,8 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     in->channels = s->channels;
     in->dims = 3;
     memcpy(in->size, size, sizeof in->size);
+    if (s->reader)
+        in->reader = &s->store_in.reader;
 
     if (s->n_members > 1 &&
         seg_ensemble_init(&s->ensemble, s->members, s->n_members, &head, o->sw_batch)) {

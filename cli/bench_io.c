@@ -1,0 +1,217 @@
+/*
+ * bench_io.c -- `swi bench` on real volumes and into stores: --input, --output-file,
+ * --shard (see bench_io.h).
+ */
+#include "bench_io.h"
+
+#include "mpi_job.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void bench_io_init(bench_io *b)
+{
+    memset(b, 0, sizeof *b);
+    b->parts = 1;
+}
+
+int bench_io_open_input(bench_io *b, int64_t shape[3], char *err, size_t n)
+{
+    char e[SWI_ERRLEN];
+    b->in.channels = 1;
+    if (cli_is_store(b->input)) {
+        if (cli_input_open_store(&b->in, 0, b->input, e)) {
+            snprintf(err, n, "%s", e);
+            return -1;
+        }
+    } else {
+        swi_volume v;
+        if (swi_volume_open(b->input, &v, e, sizeof e) != SWI_OK) {
+            snprintf(err, n, "%s", e);
+            return -1;
+        }
+        size_t bytes = (size_t)swi_volume_voxels(&v) * sizeof(float);
+        b->volume = malloc(bytes);
+        if (!b->volume) {
+            char s[32];
+            snprintf(err, n, "%s: out of memory reading the volume (%s)", b->input, cli_bytes(bytes, s));
+            return -1;
+        }
+        if (swi_volume_read(&v, b->volume, NULL, e, sizeof e) != SWI_OK) {
+            snprintf(err, n, "%s", e);
+            return -1;
+        }
+        memcpy(b->in.size, v.size, sizeof b->in.size);
+        b->in.mem[0] = b->volume;
+    }
+    memcpy(shape, b->in.size, 3 * sizeof *shape);
+    cli_input_reader(&b->in);
+    return 0;
+}
+
+void bench_io_tensor(bench_io *b, swi_tensor *in)
+{
+    if (b->volume) {
+        in->data = b->volume;
+    } else {
+        in->data = NULL;
+        in->reader = &b->in.reader;
+    }
+}
+
+static void output_spec(const swi_tensor *in, int scores, int64_t classes, swi_store_spec *spec)
+{
+    swi_store_spec_init(spec);
+    memcpy(spec->size, in->size, sizeof spec->size);
+    spec->planes = scores ? classes : 1;
+    spec->dtype = scores ? SWI_DTYPE_FLOAT32 : classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8;
+    spec->labels = !scores;
+    spec->classes = classes;
+}
+
+int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, const swi_output *out, int scores,
+                          int64_t classes, char *err, size_t n)
+{
+    if (in->dims != 3) {
+        snprintf(err, n, "--output-file needs a 3-D volume");
+        return 2;
+    }
+    swi_store_spec spec;
+    output_spec(in, scores, classes, &spec);
+    /* slabs along the engine's outermost axis complete one after another */
+    char e[SWI_ERRLEN];
+    if (cli_outer_axis(p, in, out, 1, &spec.slab_axis, e)) {
+        snprintf(err, n, "%s", e);
+        return 1;
+    }
+    int flags = (b->force ? SWI_STORE_FORCE : 0) | (b->sharded ? SWI_STORE_SHARED : 0);
+    if (b->sharded && swi_store_kind_of(b->output) == SWI_STORE_HDF5) {
+        snprintf(err, n, "%s: --shard writes one shared store: use Zarr (x.zarr), not HDF5", b->output);
+        return 2;
+    }
+    if (b->init) {
+        if (swi_store_init(b->output, &spec, flags, err, n) != SWI_OK)
+            return 1;
+        return 0;
+    }
+    if (cli_mpi_active()) {
+        /* rank 0 writes the metadata; the others join once it is there */
+        int rank = 0, size = 1, ok = 1;
+        cli_mpi_start(&rank, &size);
+        if (rank == 0)
+            ok = swi_store_init(b->output, &spec, flags, err, n) == SWI_OK;
+        if (!cli_mpi_all_ok(ok)) {
+            if (ok)
+                snprintf(err, n, "%s: rank 0 could not create the store", b->output);
+            return 1;
+        }
+    }
+    int64_t chunk[3];
+    swi_store_default_chunk(&spec, chunk);
+    b->rows_lo = 0;
+    b->rows_hi = in->size[0];
+    if (b->sharded)
+        cli_shard_rows(in->size[0], chunk[0], b->part, b->parts, &b->rows_lo, &b->rows_hi);
+    b->empty = b->rows_lo >= b->rows_hi;
+    if (b->sharded && !b->empty) {
+        p->part_lo = b->rows_lo;
+        p->part_hi = b->rows_hi;
+    }
+    if (swi_store_create(b->output, &spec, flags, b->part, b->parts, b->rows_lo, b->rows_hi, &b->writer, err, n) !=
+        SWI_OK)
+        return 1;
+    return 0;
+}
+
+void bench_io_report_shards(const bench_io *b, swi_ctx *ctx, const swi_params *p, const swi_tensor *in,
+                            const swi_output *out, const swi_plan *plan)
+{
+    (void)ctx;
+    swi_ctx *c = swi_create();
+    if (!c)
+        return;
+    swi_params q = *p;
+    swi_plan whole, part;
+    q.part_lo = q.part_hi = 0;
+    int64_t sum = 0;
+    int counted = b->parts <= 4096;
+    if (swi_plan_run(c, &q, in, out, 1, &whole) == SWI_OK) {
+        int64_t chunk[3];
+        swi_store_writer_chunk(b->writer, chunk);
+        for (int i = 0; counted && i < b->parts; i++) {
+            int64_t lo, hi;
+            cli_shard_rows(in->size[0], chunk[0], i, b->parts, &lo, &hi);
+            if (lo >= hi)
+                continue;
+            q.part_lo = lo;
+            q.part_hi = hi;
+            if (swi_plan_run(c, &q, in, out, 1, &part) != SWI_OK) {
+                counted = 0;
+                break;
+            }
+            sum += part.windows_total;
+        }
+        printf("shard: %d/%d rows [%lld, %lld): %lld windows of the whole run's %lld", b->part, b->parts,
+               (long long)b->rows_lo, (long long)b->rows_hi, (long long)plan->windows_total,
+               (long long)whole.windows_total);
+        if (counted && whole.windows_total > 0)
+            printf("; the %d shards run %lld windows together: %.2f%% duplicated at the boundaries", b->parts,
+                   (long long)sum, 100.0 * (double)(sum - whole.windows_total) / (double)whole.windows_total);
+        printf("\n");
+    }
+    swi_free(c);
+}
+
+int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, size_t n)
+{
+    if (!b->writer)
+        return 0;
+    swi_store_writer *w = b->writer;
+    b->writer = NULL;
+    if (st != SWI_OK) {
+        /* the writer's own failure says more than "a region callback returned non-zero" */
+        const char *why = swi_store_writer_error(w);
+        snprintf(err, n, "%s; %s is left marked incomplete", *why ? why : ctx ? swi_last_error(ctx) : "failed",
+                 b->output);
+        swi_store_abort(w);
+        return -1;
+    }
+    if (swi_store_commit(w, err, n) != SWI_OK)
+        return -1;
+    return 0;
+}
+
+void bench_io_close(bench_io *b)
+{
+    swi_store_abort(b->writer);
+    b->writer = NULL;
+    cli_input_close(&b->in);
+    free(b->volume);
+    b->volume = NULL;
+}
+
+int bench_io_refuse_launcher(void)
+{
+    return cli_mpi_built() ? 0 : cli_refuse_mpi_without_support("swi bench");
+}
+
+int bench_io_mpi(bench_io *b, char *err, size_t n)
+{
+    int rank = 0, size = 1;
+    if (!cli_mpi_start(&rank, &size))
+        return 0;
+    if (b->sharded) {
+        snprintf(err, n, "under mpirun the ranks are the shards: leave --shard out");
+        return 2;
+    }
+    if (!b->output) {
+        snprintf(err, n, "under mpirun each rank writes its part of one store: give --output-file");
+        return 2;
+    }
+    b->sharded = 1;
+    b->part = rank;
+    b->parts = size;
+    return 0;
+}

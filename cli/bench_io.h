@@ -1,0 +1,54 @@
+/*
+ * bench_io.h -- what `swi bench` needs for real volumes and stores (bench_io.c): the
+ * input through a reader, the result written to a store, shards, the MPI launcher check.
+ */
+#ifndef SWI_CLI_BENCH_IO_H
+#define SWI_CLI_BENCH_IO_H
+
+#include <stddef.h>
+
+#include "stores.h"
+#include "swi.h"
+#include "swi_io.h"
+
+typedef struct bench_io {
+    const char *input, *output;
+    int force;
+    int sharded, init, part, parts;
+    int empty;                /* this shard has no rows */
+    cli_input in;
+    float *volume;            /* a NIfTI input, read whole */
+    swi_store_writer *writer;
+    int64_t rows_lo, rows_hi;
+} bench_io;
+
+void bench_io_init(bench_io *b);
+
+/* Open b->input (a store, read by window; NIfTI, read whole); its size into shape. 0 or -1. */
+int bench_io_open_input(bench_io *b, int64_t shape[3], char *err, size_t n);
+
+/* Point in at the input (data or reader). */
+void bench_io_tensor(bench_io *b, swi_tensor *in);
+
+/* Create the output store (or join it: --shard), settle the shard's rows into p. Returns
+ * 0, 1 (error) or 2 (usage error), the message in err. */
+int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, const swi_output *out, int scores,
+                          int64_t classes, char *err, size_t n);
+
+/* Print the shard's rows and the work the shard boundaries duplicate. */
+void bench_io_report_shards(const bench_io *b, swi_ctx *ctx, const swi_params *p, const swi_tensor *in,
+                            const swi_output *out, const swi_plan *plan);
+
+/* After the run (status st): commit the output, or leave it marked incomplete. 0 or -1. */
+int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, size_t n);
+
+/* Free everything (an output not committed stays marked incomplete). */
+void bench_io_close(bench_io *b);
+
+/* Under mpirun (MPI built in): start MPI, make this rank's shard. 0, or 2 (usage) with err. */
+int bench_io_mpi(bench_io *b, char *err, size_t n);
+
+/* Refuse to run as N > 1 ranks of an MPI launcher when MPI is not built in. */
+int bench_io_refuse_launcher(void);
+
+#endif

@@ -1,0 +1,207 @@
+/*
+ * segment_stores.c -- `swi segment` on chunked stores: inputs read window by window
+ * (preprocessed box by box), labels and scores written chunk by chunk by the engine's
+ * region callbacks, and --shard.
+ */
+#include "segment.h"
+
+#include "mpi_job.h"
+#include "preprocess.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int seg_store_outputs(const seg_opts *o)
+{
+    return (o->output && cli_is_store(o->output)) || (o->scores && cli_is_store(o->scores));
+}
+
+/* the names swi_io writes volume files to (the option parser has checked which fit where) */
+static int is_volume_name(const char *p)
+{
+    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz") || cli_ends_with(p, ".nrrd") ||
+           cli_ends_with(p, ".mha") || cli_ends_with(p, ".dcm");
+}
+
+int seg_store_check(const seg_opts *o, const char *who)
+{
+    const char *names[2] = { o->output, o->scores }, *flags[2] = { "--output", "--scores" };
+    for (int i = 0; i < 2; i++)
+        if (names[i] && !is_volume_name(names[i]) && !cli_is_store(names[i])) {
+            fprintf(stderr, "%s: %s '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
+                    "store (x.zarr, x.ome.zarr, x.h5:/path) (see '%s --help')\n", who, flags[i], names[i], who);
+            return 2;
+        }
+    const char *msg = NULL;
+    int in_stores = 0;
+    for (int c = 0; c < o->n_inputs; c++)
+        in_stores += cli_is_store(o->inputs[c]);
+    int out_store = seg_store_outputs(o);
+    if (in_stores && in_stores != o->n_inputs)
+        msg = "--input: give every channel as a store or every channel as NIfTI, not a mix";
+    else if (in_stores && o->zscore)
+        msg = "--zscore needs the whole volume's statistics; with a store input use --clip/--scale";
+    else if (out_store && ((o->output && !cli_is_store(o->output)) || (o->scores && !cli_is_store(o->scores))))
+        msg = "--output and --scores: write both to stores or both to NIfTI";
+    else if (out_store && o->preview)
+        msg = "--preview needs the whole label map: not with store outputs";
+    else if (o->shard_given && !out_store)
+        msg = "--shard writes parts of shared stores: give --output x.zarr";
+    else if (o->shard_given && ((o->output && swi_store_kind_of(o->output) == SWI_STORE_HDF5) ||
+                                (o->scores && swi_store_kind_of(o->scores) == SWI_STORE_HDF5)))
+        msg = "--shard: an HDF5 output takes one writer; use Zarr (x.zarr)";
+    if (!msg)
+        return 0;
+    fprintf(stderr, "%s: %s (see '%s --help')\n", who, msg, who);
+    return 2;
+}
+
+#include <math.h>
+
+/* Each box as the NIfTI path treats the whole volume: NaN/Inf read as 0 (or refused with
+ * --nonfinite fail), then --clip and --scale. */
+static int preprocess_box(void *user, float *x, int64_t n, char *msg, size_t msg_size)
+{
+    const seg_opts *o = user;
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) {
+            if (o->nonfinite_fail) {
+                snprintf(msg, msg_size, "%s: NaN or Inf voxels (--nonfinite fail)", o->inputs[0]);
+                return 1;
+            }
+            x[i] = 0.0f;
+        }
+    seg_preprocess(o, x, n);
+    return 0;
+}
+
+int seg_store_open_inputs(const seg_opts *o, seg_state *s, char *err)
+{
+    s->reader = 1;
+    s->store_in.channels = o->n_inputs;
+    for (int c = 0; c < o->n_inputs; c++)
+        if (cli_input_open_store(&s->store_in, c, o->inputs[c], err))
+            return 1;
+    s->store_in.transform = preprocess_box;
+    s->store_in.transform_user = (void *)o;
+    cli_input_reader(&s->store_in);
+    /* NIfTI outputs of a store input: an axis-aligned geometry of 1 mm voxels */
+    if (!seg_store_outputs(o) &&
+        swi_volume_make(&s->vols[0], s->store_in.size, (const double[3]){ 1, 1, 1 }, err, SWI_ERRLEN))
+        return 1;
+    return 0;
+}
+
+static void spec_of(const swi_tensor *in, int64_t planes, swi_dtype dtype, int labels, int64_t classes,
+                    swi_store_spec *spec)
+{
+    swi_store_spec_init(spec);
+    memcpy(spec->size, in->size, sizeof spec->size);
+    spec->planes = planes;
+    spec->dtype = dtype;
+    spec->labels = labels;
+    spec->classes = classes;
+}
+
+int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_tensor *in, swi_output *outs,
+                    int n_outs, int *nothing_to_do, char *err)
+{
+    *nothing_to_do = 0;
+    const int64_t classes = p->heads[0].channels;
+    if (classes <= 0) {
+        cli_err(err, "%s: the model's number of classes is dynamic; a store output needs it beforehand", o->model);
+        return 1;
+    }
+    for (int i = 0; i < n_outs; i++) {
+        outs[i].dtype = i == 0 ? (classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8) : SWI_DTYPE_FLOAT32;
+        outs[i].on_region = swi_store_on_region;
+    }
+    swi_store_spec ls, ss;
+    spec_of(in, 1, classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8, 1, classes, &ls);
+    spec_of(in, classes, SWI_DTYPE_FLOAT32, 0, classes, &ss);
+    /* slabs along the engine's outermost axis complete one after another */
+    if (cli_outer_axis(p, in, outs, n_outs, &ls.slab_axis, err))
+        return 1;
+    ss.slab_axis = ls.slab_axis;
+    int64_t lc[3], sc[3];
+    swi_store_default_chunk(&ls, lc);
+    swi_store_default_chunk(&ss, sc);
+    /* Shards are cut at the label chunk rows; the score chunk rows (halved to fit) divide them. */
+    int64_t cut = o->output ? (lc[0] > sc[0] ? lc[0] : sc[0]) : sc[0];
+    if (o->output && o->scores && (cut % lc[0] != 0 || cut % sc[0] != 0)) {
+        cli_err(err, "internal error: chunk rows %lld and %lld do not nest", (long long)lc[0], (long long)sc[0]);
+        return 1;
+    }
+    int flags = (o->force ? SWI_STORE_FORCE : 0) | (o->shard_given ? SWI_STORE_SHARED : 0);
+    char msg[SWI_ERRLEN];
+    if (o->shard_init) {
+        if ((o->output && swi_store_init(o->output, &ls, flags, msg, sizeof msg)) ||
+            (o->scores && swi_store_init(o->scores, &ss, flags, msg, sizeof msg))) {
+            cli_err(err, "%s", msg);
+            return 1;
+        }
+        *nothing_to_do = 1;
+        return 0;
+    }
+    if (cli_mpi_active()) {
+        /* rank 0 writes the metadata; the others join once it is there */
+        int rank = 0, size = 1, ok = 1;
+        cli_mpi_start(&rank, &size);
+        if (rank == 0)
+            ok = !((o->output && swi_store_init(o->output, &ls, flags, msg, sizeof msg)) ||
+                   (o->scores && swi_store_init(o->scores, &ss, flags, msg, sizeof msg)));
+        if (!cli_mpi_all_ok(ok)) {
+            cli_err(err, "%s", ok ? "rank 0 could not create the output stores" : msg);
+            return 1;
+        }
+    }
+    int part = o->shard_given ? o->shard_part : 0, parts = o->shard_given ? o->shard_parts : 1;
+    s->rows_lo = 0;
+    s->rows_hi = in->size[0];
+    if (o->shard_given)
+        cli_shard_rows(in->size[0], cut, part, parts, &s->rows_lo, &s->rows_hi);
+    if ((o->output && swi_store_create(o->output, &ls, flags, part, parts, s->rows_lo, s->rows_hi, &s->w_labels,
+                                       msg, sizeof msg)) ||
+        (o->scores && swi_store_create(o->scores, &ss, flags, part, parts, s->rows_lo, s->rows_hi, &s->w_scores,
+                                       msg, sizeof msg))) {
+        cli_err(err, "%s", msg);
+        return 1;
+    }
+    if (s->rows_lo >= s->rows_hi) {
+        *nothing_to_do = 1;
+        return seg_store_commit(s, err);
+    }
+    if (o->shard_given) {
+        p->part_lo = s->rows_lo;
+        p->part_hi = s->rows_hi;
+    }
+    for (int i = 0; i < n_outs; i++)
+        outs[i].user = i == 0 ? s->w_labels : s->w_scores;
+    return 0;
+}
+
+int seg_store_commit(seg_state *s, char *err)
+{
+    char msg[SWI_ERRLEN];
+    swi_store_writer *l = s->w_labels, *sc = s->w_scores;
+    s->w_labels = s->w_scores = NULL;
+    int bad = 0;
+    if (l && swi_store_commit(l, msg, sizeof msg)) {
+        bad = 1;
+        swi_store_abort(sc);
+        sc = NULL;
+    }
+    if (!bad && sc && swi_store_commit(sc, msg, sizeof msg))
+        bad = 1;
+    if (bad)
+        cli_err(err, "%s", msg);
+    return bad;
+}
+
+const char *seg_store_error(const seg_state *s)
+{
+    const char *a = s->w_labels ? swi_store_writer_error(s->w_labels) : "";
+    const char *b = s->w_scores ? swi_store_writer_error(s->w_scores) : "";
+    return *a ? a : *b ? b : NULL;
+}

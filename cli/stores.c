@@ -1,0 +1,143 @@
+/*
+ * stores.c -- chunked-store inputs, shards and the launcher check for the swi command.
+ */
+#include "stores.h"
+
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_is_store(const char *name)
+{
+    return swi_store_kind_of(name) != SWI_STORE_NONE;
+}
+
+int cli_input_open_store(cli_input *in, int c, const char *name, char *err)
+{
+    char msg[SWI_ERRLEN];
+    if (swi_store_open(name, &in->stores[c], msg, sizeof msg) != SWI_OK) {
+        cli_err(err, "%s", msg);
+        return -1;
+    }
+    int64_t sz[3];
+    swi_store_size(in->stores[c], sz);
+    if (c == 0) {
+        memcpy(in->size, sz, sizeof sz);
+    } else if (memcmp(sz, in->size, sizeof sz) != 0) {
+        cli_err(err, "%s: size %lldx%lldx%lld differs from the first input's %lldx%lldx%lld; channels must "
+                "share one grid", name, (long long)sz[0], (long long)sz[1], (long long)sz[2],
+                (long long)in->size[0], (long long)in->size[1], (long long)in->size[2]);
+        return -1;
+    }
+    return 0;
+}
+
+/* The swi_reader: each channel's box, from its store or copied from memory, transformed. */
+static int input_read(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *msg,
+                      size_t msg_size)
+{
+    cli_input *in = user;
+    if (image != 0) {
+        snprintf(msg, msg_size, "one image only");
+        return 1;
+    }
+    const int64_t bd = hi[0] - lo[0], bh = hi[1] - lo[1], bw = hi[2] - lo[2], box = bd * bh * bw;
+    for (int c = 0; c < in->channels; c++) {
+        float *out = dst + (size_t)c * (size_t)box;
+        if (in->stores[c]) {
+            if (swi_store_read_box(in->stores[c], lo, hi, out, msg, msg_size) != SWI_OK)
+                return 1;
+        } else {
+            const float *v = in->mem[c];
+            for (int64_t i = 0; i < bd; i++)
+                for (int64_t j = 0; j < bh; j++)
+                    memcpy(out + (i * bh + j) * bw,
+                           v + ((lo[0] + i) * in->size[1] + lo[1] + j) * in->size[2] + lo[2],
+                           (size_t)bw * sizeof *out);
+        }
+        if (in->transform && in->transform(in->transform_user, out, box, msg, msg_size))
+            return 1;
+    }
+    return 0;
+}
+
+void cli_input_reader(cli_input *in)
+{
+    in->reader.read = input_read;
+    in->reader.user = in;
+}
+
+void cli_input_close(cli_input *in)
+{
+    for (int c = 0; c < CLI_MAX_CHANNELS; c++) {
+        swi_store_close(in->stores[c]);
+        in->stores[c] = NULL;
+    }
+}
+
+int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs, int *axis,
+                   char *err)
+{
+    swi_ctx *ctx = swi_create();
+    if (!ctx) {
+        cli_err(err, "out of memory");
+        return -1;
+    }
+    swi_params whole = *p;
+    whole.part_lo = whole.part_hi = 0;
+    swi_plan plan;
+    int rc = 0;
+    if (swi_plan_run(ctx, &whole, in, outs, n_outs, &plan) != SWI_OK) {
+        cli_err(err, "%s", swi_last_error(ctx));
+        rc = -1;
+    } else {
+        *axis = plan.order[0];
+    }
+    swi_free(ctx);
+    return rc;
+}
+
+int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs)
+{
+    swi_ctx *ctx = swi_create();
+    if (!ctx)
+        return -1;
+    swi_params whole = *p;
+    whole.part_lo = whole.part_hi = 0;
+    swi_plan plan;
+    int64_t n = swi_plan_run(ctx, &whole, in, outs, n_outs, &plan) == SWI_OK ? plan.windows_total : -1;
+    swi_free(ctx);
+    return n;
+}
+
+int cli_launcher_ranks(int *rank)
+{
+    static const char *sizes[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS" };
+    static const char *ranks[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MPI_LOCALRANKID" };
+    *rank = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        const char *v = getenv(sizes[k]);
+        int64_t n;
+        if (v && cli_parse_i64(v, 1, 1 << 24, &n) == 0) {
+            const char *r = getenv(ranks[k]);
+            int64_t i;
+            if (r && cli_parse_i64(r, 0, n - 1, &i) == 0)
+                *rank = (int)i;
+            return (int)n;
+        }
+    }
+    return 0;
+}
+
+int cli_refuse_mpi_without_support(const char *who)
+{
+    int rank = 0, n = cli_launcher_ranks(&rank);
+    if (n <= 1)
+        return 0;
+    fprintf(stderr, "%s: started as rank %d of %d by an MPI launcher, but this swi was built without MPI "
+            "(install libopenmpi-dev and rebuild; swi --version tells), so every rank would run the whole job; "
+            "run one process, or one --shard I/N per process\n", who, rank, n);
+    return 1;
+}

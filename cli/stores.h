@@ -1,0 +1,57 @@
+/*
+ * stores.h -- chunked stores on the command line (swi segment, swi bench): inputs read
+ * window by window through swi_store, outputs written chunk by chunk from the engine's
+ * regions, and the split of a run into shards (--shard I/N, mpirun).
+ */
+#ifndef SWI_CLI_STORES_H
+#define SWI_CLI_STORES_H
+
+#include <stdint.h>
+
+#include "shard.h"
+#include "swi.h"
+#include "swi_store.h"
+
+#define CLI_MAX_CHANNELS 16
+
+/* A run's input channels, each a store read on demand or a volume held in memory, with an
+ * optional per-voxel transform applied to every box read (preprocessing). */
+typedef struct cli_input {
+    int channels;
+    int64_t size[3];
+    swi_store *stores[CLI_MAX_CHANNELS];  /* or NULL: mem[c] */
+    const float *mem[CLI_MAX_CHANNELS];
+    int (*transform)(void *user, float *x, int64_t n, char *msg, size_t msg_size); /* 0, or a failure */
+    void *transform_user;
+    swi_reader reader;                   /* the swi_reader of all channels */
+} cli_input;
+
+/* Is `name` a store (x.zarr, x.ome.zarr, x.h5:/path)? */
+int cli_is_store(const char *name);
+
+/* Open store channel c of in (size checked against channel 0's). 0, or -1 with err. */
+int cli_input_open_store(cli_input *in, int c, const char *name, char *err);
+
+/* Make in->reader serve every channel (call after the channels are set). */
+void cli_input_reader(cli_input *in);
+
+/* Close the stores. */
+void cli_input_close(cli_input *in);
+
+/* The engine's outermost loop axis for the whole run of p (any part ignored): the axis
+ * the output stores' slabs follow. 0, or -1 with the planner's message in err. */
+int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs, int *axis,
+                   char *err);
+
+/* Windows of the whole run of p (any part ignored), or -1. */
+int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs);
+
+/* The number of ranks an MPI launcher gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
+ * PMIX... in the environment), and this one's rank; 0 (and rank 0) when not started by one. */
+int cli_launcher_ranks(int *rank);
+
+/* Without MPI built in, refuse to run as one of N > 1 ranks (each would run the whole
+ * job). Returns 0, or 1 after printing why. */
+int cli_refuse_mpi_without_support(const char *who);
+
+#endif

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""cli_stores_*: swi bench and swi segment on chunked stores, checked with zarr and h5py.
+
+usage: stores.py CASE SWI WORKDIR    (CASE: formats, shards, fail, launcher, segment, mpi)
+Exit 0 passed, 1 failed, 77 skipped (a reader or a feature missing).
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+case, swi, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], sys.argv[1])
+try:
+    import zarr
+    import h5py
+    import nibabel as nib
+except ImportError as e:
+    print("skipped: %s (apt-get install python3-zarr python3-h5py python3-nibabel)" % e)
+    sys.exit(77)
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+os.chdir(work)
+failures, checks = [], 0
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(*args, env=None, prefix=()):
+    e = dict(os.environ)
+    for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"):
+        e.pop(k, None)
+    e.update(env or {})
+    return subprocess.run([*prefix, swi, *args], capture_output=True, text=True, env=e)
+
+
+def done():
+    print("%s: %d checks, %d failures" % (case, checks, len(failures)))
+    sys.exit(1 if failures or checks == 0 else 0)
+
+
+# A float volume with both signs, so the synthetic predictor's argmax varies (class 0 where
+# x < 0, the last class where x > 0); 150 rows = 3 chunk rows of 64.
+rng = np.random.default_rng(3)
+shape = (150, 37, 29)
+x = (rng.normal(0, 100, shape)).astype("<f4")
+classes = "4"
+common = ["--classes", classes, "--roi", "24,16,16", "--mode", "gaussian", "--overlap", "0.25", "--no-floor"]
+
+
+def make_inputs():
+    zarr.open("v.zarr", mode="w", shape=shape, chunks=(20, 16, 10), dtype=x.dtype)[...] = x
+    g = zarr.open_group("v.ome.zarr", mode="w")
+    g.create_dataset("0", data=x[None], chunks=(1, 32, 32, 32))
+    g.attrs["multiscales"] = [{"version": "0.4", "axes": [{"name": "c", "type": "channel"}] +
+                               [{"name": a, "type": "space"} for a in "zyx"], "datasets": [{"path": "0"}]}]
+    with h5py.File("v.h5", "w") as f:
+        f.create_dataset("grp/data", data=x.astype(">f4"), chunks=(8, 8, 8), compression="gzip")
+    nib.save(nib.Nifti1Image(x, np.eye(4)), "v.nii.gz")
+
+
+def bench(inp, out, what="argmax", *extra):
+    return run("bench", "--input", inp, "--output", what, "--output-file", out, *common, *extra)
+
+
+def load(name):
+    if ".h5:" in name:
+        f, d = name.split(":")
+        with h5py.File(f, "r") as h:
+            return h[d][...]
+    if name.endswith(".ome.zarr"):
+        return zarr.open(name, mode="r")["0"][...]
+    return zarr.open(name, mode="r")[...]
+
+
+if case == "formats":
+    make_inputs()
+    ref = {}
+    for what in ("argmax", "scores"):
+        for i, inp in enumerate(["v.nii.gz", "v.zarr", "v.ome.zarr", "v.h5:/grp/data"]):
+            out = "%s_%d.zarr" % (what, i)
+            r = bench(inp, out, what)
+            check(r.returncode == 0, "bench %s -> %s: %s" % (inp, out, r.stderr))
+            if r.returncode:
+                continue
+            check(not os.path.exists(out + "/.swi-incomplete"), "complete: " + out)
+            got = load(out)
+            if what not in ref:
+                ref[what] = got
+            check(np.array_equal(got, ref[what]), "%s from %s bitwise equal to NIfTI's" % (what, inp))
+        # the same result into HDF5 and OME-Zarr outputs
+        for out in ["%s.h5:/out/result" % what, "%s.ome.zarr" % what]:
+            r = bench("v.zarr", out, what)
+            check(r.returncode == 0, "bench -> %s: %s" % (out, r.stderr))
+            if r.returncode == 0 and what in ref:
+                check(np.array_equal(load(out), ref[what]), "%s written to %s equal" % (what, out))
+    w = np.linspace(0.5, 1.5, int(classes)).astype(np.float32)
+    s = ref.get("scores")
+    check(s is not None and s.shape == (4,) + shape and s.dtype == np.float32, "scores [classes, D, H, W] float32")
+    if s is not None:
+        # the blend of equal predictions is the prediction: values in place, to rounding
+        check(np.allclose(s, x[None] * w[:, None, None, None], rtol=1e-5, atol=1e-3), "scores are x * w[c]")
+    lab = ref.get("argmax")
+    check(lab is not None and lab.dtype == np.uint8 and np.array_equal(lab, np.where(x < 0, 0, 3)),
+          "labels: class 0 where x < 0, else 3")
+    a = zarr.open("argmax.ome.zarr", mode="r")
+    check(a.attrs["multiscales"][0]["datasets"][0]["path"] == "0" and "image-label" in a.attrs,
+          "OME-Zarr labels metadata")
+    # labels inside the input's OME-Zarr image, as its labels group
+    r = bench("v.ome.zarr", "v.ome.zarr/labels/synthetic", "argmax")
+    g = zarr.open_group("v.ome.zarr", mode="r")
+    check(r.returncode == 0 and list(g["labels"].attrs["labels"]) == ["synthetic"] and
+          np.array_equal(g["labels/synthetic/0"][...], lab), "labels group in the image: " + r.stderr)
+    # an existing output is refused (nothing changes), --force rewrites it
+    r = bench("v.zarr", "argmax_1.zarr")
+    check(r.returncode == 1 and "exists" in r.stderr, "existing output refused: " + r.stderr)
+    r = bench("v.zarr", "argmax_1.zarr", "argmax", "--force")
+    check(r.returncode == 0 and np.array_equal(load("argmax_1.zarr"), lab), "--force rewrites: " + r.stderr)
+    r = run("bench", "--input", "nope.zarr", "--output-file", "o.zarr", *common)
+    check(r.returncode == 1 and "nope.zarr" in r.stderr and not os.path.exists("o.zarr"), "missing input: " + r.stderr)
+    r = run("bench", "--input", "v.zarr", "--output-file", "o.nii.gz", *common)
+    check(r.returncode == 2 and "--output-file" in r.stderr, "non-store output is a usage error: " + r.stderr)
+    done()
+
+if case == "shards":
+    make_inputs()
+    for what in ("argmax", "scores"):
+        r = bench("v.zarr", what + "_1.zarr", what)
+        check(r.returncode == 0, "one process: " + r.stderr)
+        ref = load(what + "_1.zarr")
+        for n in (1, 2, 3):
+            out = "%s_sh%d.zarr" % (what, n)
+            if n == 2:  # metadata beforehand, as a job array's first step would
+                r = bench("v.zarr", out, what, "--shard", "init")
+                check(r.returncode == 0 and os.path.exists(out + "/.swi-incomplete"), "--shard init: " + r.stderr)
+            procs = [subprocess.Popen([swi, "bench", "--input", "v.zarr", "--output", what, "--output-file", out,
+                                       *common, "--shard", "%d/%d" % (i, n)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True) for i in range(n)]
+            outs = [p.communicate() for p in procs]
+            check(all(p.returncode == 0 for p in procs), "%d shards: %s" % (n, [o[1] for o in outs]))
+            check(not os.path.exists(out + "/.swi-incomplete"), "%d shards complete the store" % n)
+            check(not [f for f in os.listdir(out) if f.startswith(".swi-part") or "tmp" in f],
+                  "no part markers or temporaries left")
+            check(np.array_equal(load(out), ref), "%s: %d shards bitwise equal to one process" % (what, n))
+            if n == 3:
+                rep = [l for o in outs for l in o[0].splitlines() if l.startswith("shard:")]
+                check(len(rep) == 3 and all("duplicated" in l for l in rep), "shards report duplication: %s" % rep)
+    # any loop order: the output slabs follow the engine's outermost axis
+    for order in ("1,2,0", "2,0,1"):
+        r = bench("v.zarr", "o%s_1.zarr" % order[0], "scores", "--order", order)
+        check(r.returncode == 0, "order %s: %s" % (order, r.stderr))
+        ref = load("o%s_1.zarr" % order[0])
+        out = "o%s_sh3.zarr" % order[0]
+        procs = [subprocess.Popen([swi, "bench", "--input", "v.zarr", "--output", "scores", "--output-file", out,
+                                   *common, "--order", order, "--shard", "%d/3" % i], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for i in range(3)]
+        outs = [p.communicate() for p in procs]
+        check(all(p.returncode == 0 for p in procs) and np.array_equal(load(out), ref),
+              "order %s: 3 shards bitwise one process: %s" % (order, [o[1] for o in outs]))
+    # a shard alone leaves the store incomplete; its rerun after the others completes it
+    out = "lone.zarr"
+    r = bench("v.zarr", out, "argmax", "--shard", "0/2")
+    check(r.returncode == 0 and os.path.exists(out + "/.swi-incomplete"), "one of two shards: still incomplete")
+    r = run("bench", "--input", out, *common)
+    check(r.returncode == 1 and "incomplete" in r.stderr, "an incomplete store is refused as input: " + r.stderr)
+    r = bench("v.zarr", out, "argmax", "--shard", "1/2")
+    check(r.returncode == 0 and not os.path.exists(out + "/.swi-incomplete") and
+          np.array_equal(load(out), load("argmax_1.zarr")), "the second shard completes it")
+    # shards of another geometry cannot join
+    r = run("bench", "--input", "v.zarr", "--output-file", "argmax_sh3.zarr", "--classes", "300", "--roi", "16",
+            "--shard", "0/3", "--force", "--no-floor")
+    check(r.returncode == 1 and ".zarray" in r.stderr, "a shard of another dtype refused: " + r.stderr)
+    r = run("bench", "--input", "v.zarr", "--output-file", "x.h5:/a", *common, "--shard", "0/2")
+    check(r.returncode == 2 and "HDF5" in r.stderr, "HDF5 shards refused: " + r.stderr)
+    r = run("bench", "--input", "v.zarr", *common, "--shard", "0/2")
+    check(r.returncode == 2 and "--output-file" in r.stderr, "--shard needs --output-file")
+    for bad in ("2/2", "x", "1/0", "-1/3"):
+        r = run("bench", "--input", "v.zarr", "--output-file", "y.zarr", *common, "--shard", bad)
+        check(r.returncode == 2 and "--shard" in r.stderr, "--shard %s refused: %s" % (bad, r.stderr))
+    done()
+
+if case == "fail":
+    make_inputs()
+    # the reader fails midway: a chunk near the end is corrupt
+    with open("v.zarr/6.2.2", "r+b") as f:
+        f.truncate(7)
+    prefix = ()
+    # leaks: valgrind, unless swi is built with AddressSanitizer (its LeakSanitizer checks then)
+    ldd = subprocess.run(["ldd", swi], capture_output=True, text=True).stdout if shutil.which("ldd") else ""
+    if shutil.which("valgrind") and "libasan" not in ldd and "ASAN_OPTIONS" not in os.environ:
+        prefix = ("valgrind", "-q", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+                  "--error-exitcode=99")
+    for out in ("f.zarr", "f.h5:/x"):
+        r = run("bench", "--input", "v.zarr", "--output-file", out, *common, prefix=prefix)
+        check(r.returncode == 1, "failing reader exits 1 (99: valgrind found a leak): %d %s" % (r.returncode, r.stderr))
+        check("6.2.2" in r.stderr and "corrupt" in r.stderr and "incomplete" in r.stderr,
+              "the message names the chunk and the incomplete output: " + r.stderr)
+    check(os.path.exists("f.zarr/.swi-incomplete"), "the Zarr output is marked incomplete")
+    check(not os.path.exists("f.h5") and not [f for f in os.listdir(".") if f.startswith(".f.h5")],
+          "the HDF5 output is not left")
+    r = run("bench", "--input", "f.zarr", *common)
+    check(r.returncode == 1 and "incomplete" in r.stderr, "the incomplete output is refused as an input")
+    done()
+
+if case == "launcher":
+    make_inputs()
+    r = run("--version")
+    mpi = "MPI: yes" in r.stdout
+    check("MPI:" in r.stdout, "--version says whether MPI is built in: " + r.stdout)
+    if not mpi:
+        for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+            r = run("bench", "--input", "v.zarr", "--output-file", "m.zarr", *common, env={var: "3"})
+            check(r.returncode == 1 and "without MPI" in r.stderr and not os.path.exists("m.zarr"),
+                  "%s=3 without MPI: refused before anything is written: %s" % (var, r.stderr))
+    r = run("bench", "--input", "v.zarr", "--output-file", "m1.zarr", *common, env={"OMPI_COMM_WORLD_SIZE": "1"})
+    check(r.returncode == 0, "one rank runs: " + r.stderr)
+    done()
+
+if case == "mpi":
+    mpirun = shutil.which("mpirun")
+    r = run("--version")
+    if not mpirun or "MPI: yes" not in r.stdout:
+        print("skipped: swi built without MPI or no mpirun")
+        sys.exit(77)
+    make_inputs()
+    extra = ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    for what in ("argmax", "scores"):
+        r = bench("v.zarr", what + "_1.zarr", what)
+        ref = load(what + "_1.zarr")
+        for n in (1, 2, 3):
+            out = "%s_mpi%d.zarr" % (what, n)
+            r = subprocess.run([mpirun, *extra, "-n", str(n), swi, "bench", "--input", "v.zarr", "--output", what,
+                                "--output-file", out, *common], capture_output=True, text=True)
+            check(r.returncode == 0, "mpirun -n %d: %s" % (n, r.stderr[-2000:]))
+            check(not os.path.exists(out + "/.swi-incomplete"), "mpirun -n %d completes the store" % n)
+            check(os.path.exists(out + "/.zarray") and np.array_equal(load(out), ref),
+                  "%s: %d ranks bitwise equal to one process" % (what, n))
+    # one rank fails (its rows' chunk is corrupt): every rank stops, the store stays incomplete
+    shutil.copytree("v.zarr", "bad.zarr")
+    with open("bad.zarr/6.2.2", "r+b") as f:
+        f.truncate(7)
+    r = subprocess.run([mpirun, *extra, "-n", "3", swi, "bench", "--input", "bad.zarr", "--output-file", "mf.zarr",
+                        *common], capture_output=True, text=True, timeout=120)
+    check(r.returncode != 0 and "6.2.2" in r.stderr, "a failing rank stops the job: %s" % r.stderr[-2000:])
+    check(os.path.exists("mf.zarr/.swi-incomplete"), "the store stays incomplete")
+    done()
+
+if case == "segment":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import clitest
+        clitest.make_models(work)
+    except ImportError as e:
+        print("skipped: %s" % e)
+        sys.exit(77)
+    r = run("--version")
+    if "ONNX Runtime: not built in" in r.stdout:
+        print("skipped: swi built without ONNX Runtime")
+        sys.exit(77)
+    # quant4: labels = the nearest of 0..3 to the voxel value; 8^3 windows
+    v = clitest.volume(shape=(150, 20, 17), seed=5)
+    zarr.open("q.zarr", mode="w", shape=v.shape, chunks=(32, 8, 8), dtype="<f4")[...] = v
+    with h5py.File("q.h5", "w") as f:
+        f.create_dataset("v", data=v, chunks=(16, 16, 16), compression="gzip")
+    nib.save(nib.Nifti1Image(v, np.eye(4)), "q.nii.gz")
+    seg = ["segment", "--model", "quant4.onnx", "--mode", "gaussian", "--overlap", "0.5", "-q"]
+    r = run(*seg, "--input", "q.nii.gz", "--output", "ref.nii.gz", "--scores", "ref_s.nii.gz")
+    check(r.returncode == 0, "segment NIfTI: " + r.stderr)
+    ref = np.asarray(nib.load("ref.nii.gz").dataobj)
+    ref_s = np.asarray(nib.load("ref_s.nii.gz").dataobj)
+    for i, inp in enumerate(["q.zarr", "q.h5:/v", "q.nii.gz"]):
+        out, sc = "l%d.zarr" % i, "s%d.zarr" % i
+        r = run(*seg, "--input", inp, "--output", out, "--scores", sc)
+        check(r.returncode == 0, "segment %s -> stores: %s" % (inp, r.stderr))
+        if r.returncode == 0:
+            check(np.array_equal(load(out), ref), "labels from %s equal NIfTI's" % inp)
+            check(np.array_equal(np.moveaxis(load(sc), 0, -1), ref_s), "scores from %s equal NIfTI's" % inp)
+    r = run(*seg, "--input", "q.zarr", "--output", "l_n.nii.gz")
+    check(r.returncode == 0 and np.array_equal(np.asarray(nib.load("l_n.nii.gz").dataobj), ref),
+          "store input, NIfTI output: " + r.stderr)
+    r = run(*seg, "--input", "q.zarr", "--output", "l_h.h5:/seg")
+    check(r.returncode == 0 and np.array_equal(load("l_h.h5:/seg"), ref), "HDF5 output: " + r.stderr)
+    for n in (2, 3):
+        out, sc = "lsh%d.zarr" % n, "ssh%d.zarr" % n
+        procs = [subprocess.Popen([swi, *seg, "--input", "q.zarr", "--output", out, "--scores", sc,
+                                   "--shard", "%d/%d" % (i, n)], stderr=subprocess.PIPE, text=True)
+                 for i in range(n)]
+        errs = [p.communicate()[1] for p in procs]
+        check(all(p.returncode == 0 for p in procs), "segment %d shards: %s" % (n, errs))
+        check(np.array_equal(load(out), ref) and np.array_equal(load(sc), load("s0.zarr")),
+              "segment: %d shards bitwise equal to one process" % n)
+    # NaN/Inf voxels: read as 0 as from NIfTI, or refused with --nonfinite fail
+    vn = v.copy()
+    vn[3, 4, 5], vn[100, 10, 2] = np.nan, np.inf
+    zarr.open("qn.zarr", mode="w", shape=v.shape, chunks=(32, 8, 8), dtype="<f4")[...] = vn
+    nib.save(nib.Nifti1Image(vn, np.eye(4)), "qn.nii.gz")
+    r1 = run(*seg, "--input", "qn.nii.gz", "--output", "ln_ref.nii.gz")
+    r2 = run(*seg, "--input", "qn.zarr", "--output", "ln.zarr")
+    check(r1.returncode == 0 and r2.returncode == 0 and
+          np.array_equal(load("ln.zarr"), np.asarray(nib.load("ln_ref.nii.gz").dataobj)),
+          "NaN/Inf read as 0 from a store as from NIfTI: " + r2.stderr)
+    r = run(*seg, "--input", "qn.zarr", "--output", "lnf.zarr", "--nonfinite", "fail")
+    check(r.returncode == 1 and "--nonfinite fail" in r.stderr and os.path.exists("lnf.zarr/.swi-incomplete"),
+          "--nonfinite fail refuses a store input: " + r.stderr)
+    mpirun = shutil.which("mpirun")
+    if mpirun and "MPI: yes" in run("--version").stdout:
+        extra = ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+        r = subprocess.run([mpirun, *extra, "-n", "3", swi, *seg, "--input", "q.zarr", "--output", "lmpi.zarr",
+                            "--scores", "smpi.zarr"], capture_output=True, text=True, timeout=300)
+        check(r.returncode == 0 and np.array_equal(load("lmpi.zarr"), ref) and
+              np.array_equal(load("smpi.zarr"), load("s0.zarr")), "mpirun -n 3 swi segment: " + r.stderr[-2000:])
+    for args, what in [(["--input", "q.zarr", "--input", "q.nii.gz"], "a mix"),
+                       (["--input", "q.zarr", "--zscore"], "--zscore"),
+                       (["--input", "q.zarr", "--output", "a.zarr", "--scores", "b.nii.gz"], "both"),
+                       (["--input", "q.nii.gz", "--output", "a.nii.gz", "--shard", "0/2"], "--shard")]:
+        if "--output" not in args:
+            args = args + ["--output", "z.zarr"]
+        r = run(*seg, *args)
+        check(r.returncode == 2 and what in r.stderr, "usage error for %s: %s" % (what, r.stderr))
+    done()
+
+print("unknown case", case)
+sys.exit(2)

@@ -1,0 +1,508 @@
+/* store.c -- chunked stores, the format-independent part: names, the reader adapter, and
+ * the writer that gathers the engine's regions into slabs of whole chunks. */
+#include "store_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+swi_store_kind swi_store_kind_of(const char *name)
+{
+    if (!name)
+        return SWI_STORE_NONE;
+    if (strstr(name, ".h5:") || strstr(name, ".hdf5:") || strstr(name, ".H5:"))
+        return SWI_STORE_HDF5;
+    size_t n = strlen(name);
+    while (n > 1 && name[n - 1] == '/')
+        n--;
+    char buf[4096];
+    if (n >= sizeof buf)
+        return SWI_STORE_NONE;
+    memcpy(buf, name, n);
+    buf[n] = '\0';
+    if (io__ends_with(buf, ".ome.zarr") || strstr(buf, ".ome.zarr/"))
+        return SWI_STORE_OME;
+    if (io__ends_with(buf, ".zarr"))
+        return SWI_STORE_ZARR;
+    return SWI_STORE_NONE;
+}
+
+int swi_store_available(swi_store_kind kind)
+{
+    switch (kind) {
+    case SWI_STORE_ZARR:
+    case SWI_STORE_OME: return zarr__available();
+    case SWI_STORE_HDF5: return h5__available();
+    default: return 0;
+    }
+}
+
+int store__split_h5(const char *name, char *file, size_t fn, char *dset, size_t dn)
+{
+    const char *c = strstr(name, ".h5:");
+    size_t ext = 3;
+    if (!c) {
+        c = strstr(name, ".hdf5:");
+        ext = 5;
+    }
+    if (!c) {
+        c = strstr(name, ".H5:");
+        ext = 3;
+    }
+    if (!c)
+        return -1;
+    size_t flen = (size_t)(c - name) + ext;
+    const char *d = c + ext + 1;
+    if (flen >= fn || strlen(d) + 2 > dn || !*d)
+        return -1;
+    memcpy(file, name, flen);
+    file[flen] = '\0';
+    snprintf(dset, dn, "%s%s", *d == '/' ? "" : "/", d);
+    return 0;
+}
+
+static const char *kind_missing(swi_store_kind k)
+{
+    return k == SWI_STORE_HDF5 ? "HDF5 (install libhdf5-dev and rebuild)"
+                               : "Zarr (install libjansson-dev libblosc-dev libzstd-dev and rebuild)";
+}
+
+/* ---- reading ---- */
+
+struct swi_store {
+    swi_store_kind kind;
+    void *impl;
+    int64_t size[3];
+    swi_io_type type;
+    char name[4096];
+};
+
+swi_status swi_store_open(const char *name, swi_store **out, char *err, size_t n)
+{
+    if (!out || !name) {
+        io__err(err, n, "swi_store_open: %s is NULL", name ? "out" : "name");
+        return SWI_ERR_INVALID_ARG;
+    }
+    *out = NULL;
+    swi_store_kind k = swi_store_kind_of(name);
+    if (k == SWI_STORE_NONE) {
+        io__err(err, n, "%s: not a store name (x.zarr, x.ome.zarr, x.h5:/dataset)", name);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (!swi_store_available(k)) {
+        io__err(err, n, "%s: swi_io was built without %s", name, kind_missing(k));
+        return SWI_ERR_INVALID_ARG;
+    }
+    swi_store *s = calloc(1, sizeof *s);
+    if (!s) {
+        io__err(err, n, "%s: out of memory", name);
+        return SWI_ERR_NOMEM;
+    }
+    s->kind = k;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    swi_status st = k == SWI_STORE_HDF5 ? h5__open(name, &s->impl, s->size, &s->type, err, n)
+                                        : zarr__open(name, k == SWI_STORE_OME, &s->impl, s->size, &s->type, err, n);
+    if (st != SWI_OK) {
+        free(s);
+        return st;
+    }
+    *out = s;
+    return SWI_OK;
+}
+
+void swi_store_size(const swi_store *s, int64_t size[3])
+{
+    memcpy(size, s->size, 3 * sizeof *size);
+}
+
+swi_io_type swi_store_type(const swi_store *s)
+{
+    return s->type;
+}
+
+swi_status swi_store_read_box(swi_store *s, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
+                              size_t n)
+{
+    for (int a = 0; a < 3; a++)
+        if (lo[a] < 0 || hi[a] > s->size[a] || lo[a] >= hi[a]) {
+            io__err(err, n, "%s: box [%lld, %lld) of axis %d is outside the volume (%lld)", s->name,
+                    (long long)lo[a], (long long)hi[a], a, (long long)s->size[a]);
+            return SWI_ERR_INVALID_ARG;
+        }
+    return s->kind == SWI_STORE_HDF5 ? h5__read_box(s->impl, lo, hi, dst, err, n)
+                                     : zarr__read_box(s->impl, lo, hi, dst, err, n);
+}
+
+static int reader_read(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *msg,
+                       size_t msg_size)
+{
+    swi_store *s = user;
+    if (image != 0) {
+        io__err(msg, msg_size, "%s: one image only (asked for %lld)", s->name, (long long)image);
+        return 1;
+    }
+    return swi_store_read_box(s, lo, hi, dst, msg, msg_size) != SWI_OK;
+}
+
+swi_reader swi_store_reader(swi_store *s)
+{
+    swi_reader r = { reader_read, s };
+    return r;
+}
+
+void swi_store_close(swi_store *s)
+{
+    if (!s)
+        return;
+    if (s->kind == SWI_STORE_HDF5)
+        h5__close(s->impl);
+    else
+        zarr__close(s->impl);
+    free(s);
+}
+
+/* ---- writing ---- */
+
+void swi_store_spec_init(swi_store_spec *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    spec->planes = 1;
+    spec->dtype = SWI_DTYPE_UINT8;
+    spec->codec = SWI_STORE_BLOSC;
+}
+
+void swi_store_default_chunk(const swi_store_spec *spec, int64_t chunk[3])
+{
+    for (int a = 0; a < 3; a++)
+        chunk[a] = spec->size[a] < 64 ? (spec->size[a] > 0 ? spec->size[a] : 1) : 64;
+    const int a = spec->slab_axis >= 0 && spec->slab_axis < 3 ? spec->slab_axis : 0;
+    double layer = (double)(spec->planes > 0 ? spec->planes : 1) * (double)store__dtype_size(spec->dtype);
+    for (int d = 0; d < 3; d++)
+        if (d != a)
+            layer *= (double)spec->size[d];
+    const double cap = 256.0 * 1024 * 1024;
+    while (chunk[a] > 1 && layer * (double)chunk[a] > cap)
+        chunk[a] /= 2;
+}
+
+/* One slab: a layer of whole chunks along the slab axis, across the part's rows of the
+ * first axis and the whole of the other axes, every plane; and how many of its voxels
+ * arrived. */
+typedef struct slab {
+    unsigned char *buf;
+    int64_t got;
+} slab;
+
+struct swi_store_writer {
+    swi_store_kind kind;
+    void *impl;
+    char name[4096];
+    swi_store_spec spec;
+    int64_t chunk[3];
+    size_t esize;
+    int axis; /* the slab axis */
+    int64_t row_lo, row_hi;
+    int64_t n_slabs;
+    slab *slabs;
+    int64_t slabs_done, slabs_expected;
+    pthread_mutex_t mu;
+    int failed;
+    char error[1024];
+};
+
+static void fail_locked(swi_store_writer *w, const char *msg)
+{
+    if (!w->failed) {
+        w->failed = 1;
+        snprintf(w->error, sizeof w->error, "%s", msg);
+    }
+}
+
+static swi_status check_spec(const char *name, const swi_store_spec *spec, char *err, size_t n)
+{
+    for (int a = 0; a < 3; a++)
+        if (spec->size[a] < 1 || spec->size[a] > SWI_MAX_AXIS || spec->chunk[a] < 0) {
+            io__err(err, n, "%s: size or chunk of axis %d out of range", name, a);
+            return SWI_ERR_INVALID_ARG;
+        }
+    if (spec->planes < 1 || spec->planes > 65536) {
+        io__err(err, n, "%s: planes must be 1..65536 (got %lld)", name, (long long)spec->planes);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (spec->dtype != SWI_DTYPE_UINT8 && spec->dtype != SWI_DTYPE_UINT16 && spec->dtype != SWI_DTYPE_FLOAT32) {
+        io__err(err, n, "%s: dtype must be uint8, uint16 or float32", name);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (spec->slab_axis < 0 || spec->slab_axis > 2) {
+        io__err(err, n, "%s: slab_axis must be 0, 1 or 2 (got %d)", name, spec->slab_axis);
+        return SWI_ERR_INVALID_ARG;
+    }
+    double vox = (double)spec->size[0] * (double)spec->size[1] * (double)spec->size[2] * (double)spec->planes;
+    if (vox > (double)IO_MAX_VOXELS) {
+        io__err(err, n, "%s: %.0f values exceed the limit of 2^40", name, vox);
+        return SWI_ERR_OVERFLOW;
+    }
+    return SWI_OK;
+}
+
+static void chunk_of(const swi_store_spec *spec, int64_t chunk[3])
+{
+    swi_store_default_chunk(spec, chunk);
+    for (int a = 0; a < 3; a++)
+        if (spec->chunk[a] > 0)
+            chunk[a] = spec->chunk[a] < spec->size[a] ? spec->chunk[a] : spec->size[a];
+}
+
+static swi_status create_impl(const char *name, swi_store_kind k, const swi_store_spec *spec,
+                              const int64_t chunk[3], int flags, int part, int parts, void **impl, char *err,
+                              size_t n)
+{
+    if (k == SWI_STORE_HDF5) {
+        if (flags & SWI_STORE_SHARED) {
+            io__err(err, n, "%s: an HDF5 output takes one writer; write shards into a Zarr store (x.zarr)",
+                    name);
+            return SWI_ERR_INVALID_ARG;
+        }
+        return h5__create(name, spec, chunk, flags, impl, err, n);
+    }
+    return zarr__create(name, k == SWI_STORE_OME, spec, chunk, flags, part, parts, impl, err, n);
+}
+
+static swi_status check_kind(const char *name, swi_store_kind k, char *err, size_t n)
+{
+    if (k == SWI_STORE_NONE) {
+        io__err(err, n, "%s: not a store name (x.zarr, x.ome.zarr, x.h5:/dataset)", name);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (!swi_store_available(k)) {
+        io__err(err, n, "%s: swi_io was built without %s", name, kind_missing(k));
+        return SWI_ERR_INVALID_ARG;
+    }
+    return SWI_OK;
+}
+
+swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flags, char *err, size_t n)
+{
+    swi_store_kind k = swi_store_kind_of(name);
+    swi_status st = check_kind(name, k, err, n);
+    if (st == SWI_OK)
+        st = check_spec(name, spec, err, n);
+    if (st != SWI_OK)
+        return st;
+    int64_t chunk[3];
+    chunk_of(spec, chunk);
+    void *impl = NULL;
+    /* part -1: metadata and marker only */
+    st = create_impl(name, k, spec, chunk, flags | SWI_STORE_SHARED, -1, 0, &impl, err, n);
+    if (st == SWI_OK)
+        zarr__abort(impl);
+    return st;
+}
+
+/* The box of slab s. */
+static void slab_box(const swi_store_writer *w, int64_t s, int64_t lo[3], int64_t hi[3])
+{
+    for (int d = 0; d < 3; d++) {
+        lo[d] = 0;
+        hi[d] = w->spec.size[d];
+    }
+    lo[0] = w->row_lo;
+    hi[0] = w->row_hi;
+    const int a = w->axis;
+    lo[a] = s * w->chunk[a];
+    hi[a] = lo[a] + w->chunk[a] < w->spec.size[a] ? lo[a] + w->chunk[a] : w->spec.size[a];
+}
+
+swi_status swi_store_create(const char *name, const swi_store_spec *spec, int flags, int part, int parts,
+                            int64_t row_lo, int64_t row_hi, swi_store_writer **out, char *err, size_t n)
+{
+    if (!name || !spec || !out) {
+        io__err(err, n, "swi_store_create: an argument is NULL");
+        return SWI_ERR_INVALID_ARG;
+    }
+    *out = NULL;
+    swi_store_kind k = swi_store_kind_of(name);
+    swi_status st = check_kind(name, k, err, n);
+    if (st == SWI_OK)
+        st = check_spec(name, spec, err, n);
+    if (st != SWI_OK)
+        return st;
+    if (parts < 1 || part < 0 || part >= parts) {
+        io__err(err, n, "%s: part %d of %d is out of range", name, part, parts);
+        return SWI_ERR_INVALID_ARG;
+    }
+    swi_store_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        io__err(err, n, "%s: out of memory", name);
+        return SWI_ERR_NOMEM;
+    }
+    w->kind = k;
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->spec = *spec;
+    chunk_of(spec, w->chunk);
+    w->esize = store__dtype_size(spec->dtype);
+    w->axis = spec->slab_axis;
+    if (row_lo < 0 || row_hi > spec->size[0] || row_lo > row_hi ||
+        (row_lo % w->chunk[0] != 0) || (row_hi % w->chunk[0] != 0 && row_hi != spec->size[0])) {
+        io__err(err, n, "%s: rows [%lld, %lld) are not on chunk boundaries (chunk %lld, size %lld)", name,
+                (long long)row_lo, (long long)row_hi, (long long)w->chunk[0], (long long)spec->size[0]);
+        free(w);
+        return SWI_ERR_INVALID_ARG;
+    }
+    w->row_lo = row_lo;
+    w->row_hi = row_hi;
+    const int a = w->axis;
+    w->n_slabs = (spec->size[a] + w->chunk[a] - 1) / w->chunk[a];
+    if (row_lo == row_hi)
+        w->slabs_expected = 0;
+    else if (a == 0)
+        w->slabs_expected = (row_hi - row_lo + w->chunk[0] - 1) / w->chunk[0];
+    else
+        w->slabs_expected = w->n_slabs;
+    w->slabs = calloc((size_t)w->n_slabs, sizeof *w->slabs);
+    if (!w->slabs || pthread_mutex_init(&w->mu, NULL) != 0) {
+        free(w->slabs);
+        free(w);
+        io__err(err, n, "%s: out of memory", name);
+        return SWI_ERR_NOMEM;
+    }
+    st = create_impl(name, k, spec, w->chunk, flags, part, parts, &w->impl, err, n);
+    if (st != SWI_OK) {
+        pthread_mutex_destroy(&w->mu);
+        free(w->slabs);
+        free(w);
+        return st;
+    }
+    *out = w;
+    return SWI_OK;
+}
+
+void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3])
+{
+    memcpy(chunk, w->chunk, 3 * sizeof *chunk);
+}
+
+const char *swi_store_writer_error(const swi_store_writer *w)
+{
+    return w ? w->error : "";
+}
+
+int swi_store_on_region(void *user, const swi_region *r)
+{
+    swi_store_writer *w = user;
+    const int a = w->axis;
+    const int64_t ca = w->chunk[a];
+    const int64_t planes = w->spec.planes;
+    const size_t es = w->esize;
+    char msg[1024];
+    if (r->dims != 3 || r->image != 0 || r->channels != planes || store__dtype_size(r->dtype) != es ||
+        r->lo[0] < w->row_lo || r->hi[0] > w->row_hi || r->hi[1] > w->spec.size[1] ||
+        r->hi[2] > w->spec.size[2]) {
+        pthread_mutex_lock(&w->mu);
+        fail_locked(w, "a region does not fit the store (internal error)");
+        pthread_mutex_unlock(&w->mu);
+        return 1;
+    }
+    const int64_t rd = r->hi[0] - r->lo[0], rh = r->hi[1] - r->lo[1], rw = r->hi[2] - r->lo[2];
+    const unsigned char *src = r->data;
+    for (int64_t s = r->lo[a] / ca; s * ca < r->hi[a]; s++) {
+        int64_t lo[3], hi[3], x0[3], x1[3];
+        slab_box(w, s, lo, hi);
+        for (int d = 0; d < 3; d++) {
+            x0[d] = r->lo[d] > lo[d] ? r->lo[d] : lo[d];
+            x1[d] = r->hi[d] < hi[d] ? r->hi[d] : hi[d];
+        }
+        const int64_t e1 = hi[1] - lo[1], e2 = hi[2] - lo[2], e0 = hi[0] - lo[0];
+        const size_t slab_vals = (size_t)(planes * e0 * e1 * e2);
+        unsigned char *done = NULL;
+        pthread_mutex_lock(&w->mu);
+        if (w->failed) {
+            pthread_mutex_unlock(&w->mu);
+            return 1;
+        }
+        slab *sl = &w->slabs[s];
+        if (!sl->buf) {
+            sl->buf = calloc(slab_vals, es);
+            if (!sl->buf) {
+                char b32[32];
+                snprintf(msg, sizeof msg, "%.900s: out of memory for a slab of %s", w->name,
+                         io__bytes(slab_vals * es, b32));
+                fail_locked(w, msg);
+                pthread_mutex_unlock(&w->mu);
+                return 1;
+            }
+        }
+        const size_t run = (size_t)(x1[2] - x0[2]) * es;
+        for (int64_t p = 0; p < planes; p++)
+            for (int64_t i = x0[0]; i < x1[0]; i++)
+                for (int64_t j = x0[1]; j < x1[1]; j++) {
+                    const int64_t at = ((p * rd + (i - r->lo[0])) * rh + (j - r->lo[1])) * rw + (x0[2] - r->lo[2]);
+                    const unsigned char *from = src + (size_t)at * es;
+                    unsigned char *to =
+                        sl->buf + (size_t)(((p * e0 + (i - lo[0])) * e1 + (j - lo[1])) * e2 + (x0[2] - lo[2])) * es;
+                    memcpy(to, from, run);
+                }
+        sl->got += (x1[0] - x0[0]) * (x1[1] - x0[1]) * (x1[2] - x0[2]);
+        if (sl->got == e0 * e1 * e2) {
+            done = sl->buf;
+            sl->buf = NULL;
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (done) {
+            swi_status st = w->kind == SWI_STORE_HDF5 ? h5__write_box(w->impl, lo, hi, done, msg, sizeof msg)
+                                                      : zarr__write_box(w->impl, lo, hi, done, msg, sizeof msg);
+            free(done);
+            pthread_mutex_lock(&w->mu);
+            if (st != SWI_OK)
+                fail_locked(w, msg);
+            else
+                w->slabs_done++;
+            int failed = w->failed;
+            pthread_mutex_unlock(&w->mu);
+            if (failed)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static void free_writer(swi_store_writer *w)
+{
+    for (int64_t s = 0; s < w->n_slabs; s++)
+        free(w->slabs[s].buf);
+    free(w->slabs);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+swi_status swi_store_commit(swi_store_writer *w, char *err, size_t n)
+{
+    if (!w) {
+        io__err(err, n, "swi_store_commit: w is NULL");
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (w->failed || w->slabs_done != w->slabs_expected) {
+        if (w->failed)
+            io__err(err, n, "%s", w->error);
+        else
+            io__err(err, n, "%s: %lld of %lld chunk rows were written; the store stays incomplete", w->name,
+                    (long long)w->slabs_done, (long long)w->slabs_expected);
+        swi_store_abort(w);
+        return SWI_ERR_INVALID_ARG;
+    }
+    swi_status st = w->kind == SWI_STORE_HDF5 ? h5__commit(w->impl, err, n) : zarr__commit(w->impl, err, n);
+    free_writer(w);
+    return st;
+}
+
+void swi_store_abort(swi_store_writer *w)
+{
+    if (!w)
+        return;
+    if (w->kind == SWI_STORE_HDF5)
+        h5__abort(w->impl);
+    else
+        zarr__abort(w->impl);
+    free_writer(w);
+}

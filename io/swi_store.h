@@ -1,0 +1,163 @@
+/*
+ * swi_store.h -- chunked volume stores: Zarr v2 arrays, OME-Zarr 0.4 images and HDF5
+ * datasets, read region by region and written chunk by chunk (part of swi_io).
+ *
+ * A store is named like a file; the name says the kind (swi_store_kind_of):
+ *     x.zarr            a Zarr v2 array (a directory with .zarray)
+ *     x.ome.zarr        an OME-Zarr 0.4 image group: level 0 of its first multiscale is read;
+ *                       written, it is a one-level multiscale group of that array
+ *     x.ome.zarr/labels/NAME   written: an OME-Zarr labels group inside the image x.ome.zarr
+ *     x.h5:/path        the dataset /path of an HDF5 file (also .hdf5)
+ *
+ * Reading: any integer or float element type (Zarr: |u1 <i2 >f8 ... in C order, no filters;
+ * compressors blosc, zstd, zlib, gzip or none), converted to float32 as a C cast would.
+ * The volume is 3-D, or has leading axes of size 1 (an OME-Zarr t, c). swi_store_reader()
+ * makes a store the swi_reader of an swi_tensor, so the engine reads only the windows it
+ * needs; a small cache of decoded chunks serves the overlap of neighbouring windows.
+ *
+ *     swi_store *s;
+ *     if (swi_store_open("ct.zarr", &s, err, sizeof err) != SWI_OK) { ... }
+ *     swi_reader rd = swi_store_reader(s);
+ *     swi_tensor in = { .batch = 1, .channels = 1, .dims = 3, .reader = &rd };
+ *     swi_store_size(s, in.size);
+ *
+ * Writing: swi_store_create, then swi_store_on_region as the on_region callback of an
+ * swi_output (user = the writer), then swi_store_commit. Regions are gathered into slabs: layers
+ * of whole chunks along spec.slab_axis, across the part's rows of the first axis and the whole
+ * of the remaining axis, every plane; a slab is compressed and written as soon as every voxel of
+ * it has arrived, so memory stays bounded when the engine's outermost loop axis is the slab
+ * axis (give it swi_plan.order[0]). Each
+ * chunk file is written to a temporary name and renamed, so it appears whole or not at all.
+ *
+ * Completion. A Zarr store being written holds the file .swi-incomplete; it is removed only
+ * when every part has committed (each part leaves .swi-part-I-of-N when it commits, the last
+ * one removes the marker), so a failed or unfinished run never looks finished;
+ * swi_store_open refuses a store that still has it. Several processes may create the same
+ * store at once (SWI_STORE_SHARED): the metadata are linked into place atomically by
+ * whichever comes first, and the others check that they agree. HDF5 outputs are written to
+ * a temporary file renamed at commit (one writer only).
+ *
+ * Errors: an swi_status and one line naming the store and the field in err (NULL: none).
+ */
+#ifndef SWI_STORE_H
+#define SWI_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swi.h"
+#include "swi_io.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum swi_store_kind {
+    SWI_STORE_NONE = 0,    /**< not a store name */
+    SWI_STORE_ZARR = 1,    /**< x.zarr */
+    SWI_STORE_OME = 2,     /**< x.ome.zarr, x.ome.zarr/labels/NAME */
+    SWI_STORE_HDF5 = 3     /**< x.h5:/path, x.hdf5:/path */
+} swi_store_kind;
+
+/** The kind of store a name asks for (SWI_STORE_NONE for anything else). */
+swi_store_kind swi_store_kind_of(const char *name);
+
+/** Is support for `kind` compiled in (Zarr and OME-Zarr: jansson + blosc + zstd + zlib;
+ *  HDF5: libhdf5)? */
+int swi_store_available(swi_store_kind kind);
+
+/* ---- reading ---------------------------------------------------------------------- */
+
+typedef struct swi_store swi_store;
+
+/** Open a store for reading and check its metadata. *out receives it (NULL on failure). */
+swi_status swi_store_open(const char *name, swi_store **out, char *err, size_t errlen);
+
+/** Spatial size (3 axes, first slowest). */
+void swi_store_size(const swi_store *s, int64_t size[3]);
+
+/** Stored element type. */
+swi_io_type swi_store_type(const swi_store *s);
+
+/** Read the box [lo, hi) (3 axes, inside the volume) as float32 into dst, C order. */
+swi_status swi_store_read_box(swi_store *s, const int64_t lo[3], const int64_t hi[3], float *dst,
+                              char *err, size_t errlen);
+
+/** The store as an swi_reader (one channel, image 0); valid while s is open. A read that
+ *  fails stops the run with SWI_ERR_READ and the store's message. */
+swi_reader swi_store_reader(swi_store *s);
+
+/** Close a store (NULL is fine). */
+void swi_store_close(swi_store *s);
+
+/* ---- writing ---------------------------------------------------------------------- */
+
+typedef enum swi_store_codec {
+    SWI_STORE_BLOSC = 0,   /**< blosc with lz4 and byte shuffle (the default) */
+    SWI_STORE_ZSTD = 1,
+    SWI_STORE_ZLIB = 2,
+    SWI_STORE_RAW = 3      /**< uncompressed */
+} swi_store_codec;
+
+typedef struct swi_store_spec {
+    int64_t size[3];       /**< spatial size */
+    int64_t planes;        /**< 1: a [size] array; > 1: [planes, size] (scores, classes first) */
+    swi_dtype dtype;       /**< UINT8, UINT16 or FLOAT32 */
+    int64_t chunk[3];      /**< spatial chunk; 0 = the default (see swi_store_default_chunk) */
+    swi_store_codec codec;
+    int labels;            /**< a label map: OME-Zarr writes image-label metadata */
+    int64_t classes;       /**< labels: the classes (written as metadata) */
+    int slab_axis;         /**< the axis the writer's slabs are layers of chunks along: the
+                                engine's outermost loop axis (swi_plan.order[0]), so slabs
+                                complete in turn and memory stays bounded; default 0 */
+} swi_store_spec;
+
+/** Zero a spec and fill the defaults. */
+void swi_store_spec_init(swi_store_spec *spec);
+
+/** The chunk swi_store_create takes for a 0 chunk: 64 along every axis (clipped to the
+ *  size), with the slab axis's lowered (halved) so a whole layer of chunks along it, every
+ *  plane, stays within 256 MiB. */
+void swi_store_default_chunk(const swi_store_spec *spec, int64_t chunk[3]);
+
+typedef enum swi_store_flags {
+    SWI_STORE_EXCLUSIVE = 0, /**< the store must not exist */
+    SWI_STORE_FORCE = 1,     /**< an existing store of the same kind is rewritten */
+    SWI_STORE_SHARED = 2     /**< one of several parts: create it, or join one of the same
+                                  metadata that is still incomplete */
+} swi_store_flags;
+
+typedef struct swi_store_writer swi_store_writer;
+
+/** Create (or join, SWI_STORE_SHARED) the store `name` for part `part` of `parts` covering
+ *  the rows [row_lo, row_hi) of the first axis (0, size[0]: every row; bounds on chunk
+ *  boundaries, or at the end). An empty part (row_lo == row_hi) writes only its commit. */
+swi_status swi_store_create(const char *name, const swi_store_spec *spec, int flags, int part, int parts,
+                            int64_t row_lo, int64_t row_hi, swi_store_writer **out, char *err,
+                            size_t errlen);
+
+/** Create the metadata and the incomplete marker only (`swi ... --shard init`). */
+swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flags, char *err, size_t errlen);
+
+/** The chunk the writer uses. */
+void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3]);
+
+/** swi_region_fn for swi_output.on_region with user = the writer. Thread-safe. Returns
+ *  non-zero after a failure (its message: swi_store_writer_error). */
+int swi_store_on_region(void *user, const swi_region *region);
+
+/** The writer's first failure ("" if none). */
+const char *swi_store_writer_error(const swi_store_writer *w);
+
+/** Check every voxel of the part arrived and was written, then mark the part done (the
+ *  last part to commit marks the store complete). Frees w in every case. */
+swi_status swi_store_commit(swi_store_writer *w, char *err, size_t errlen);
+
+/** Drop a writer without committing: the store stays marked incomplete (HDF5: the
+ *  temporary file is removed). NULL is fine. */
+void swi_store_abort(swi_store_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWI_STORE_H */

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""io_stores: swi_store against independent readers and writers (zarr, h5py).
+
+usage: stores.py STORE_TOOL WORKDIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+tool, work = sys.argv[1], sys.argv[2]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+failures = []
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(*args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([tool, *args], capture_output=True, text=True, env=e)
+
+
+def read_back(name, shape):
+    out = os.path.join(work, "read.f32")
+    r = run("read", name, out)
+    if r.returncode != 0:
+        return None, r.stderr
+    return np.fromfile(out, dtype=np.float32).reshape(shape), r.stderr
+
+
+rng = np.random.default_rng(7)
+shape = (19, 13, 11)
+
+try:
+    import zarr
+    import numcodecs
+    have_zarr = True
+except ImportError:
+    have_zarr = False
+try:
+    import h5py
+    have_h5 = True
+except ImportError:
+    have_h5 = False
+
+if not have_zarr and not have_h5:
+    print("skipped: neither zarr nor h5py (apt-get install python3-zarr python3-h5py)")
+    sys.exit(77)
+
+if have_zarr:
+    dtypes = ["|u1", "|i1", "<u2", ">i2", "<u4", ">i4", "<u8", "<i8", "<f4", ">f4", "<f8", ">f8"]
+    codecs = [numcodecs.Blosc(cname="zstd", shuffle=numcodecs.Blosc.BITSHUFFLE), numcodecs.Zstd(level=1),
+              numcodecs.Zlib(level=1), numcodecs.GZip(level=1), None, numcodecs.Blosc(cname="lz4")]
+    for n, dt in enumerate(dtypes):
+        d = np.dtype(dt)
+        if d.kind == "f":
+            x = rng.normal(0, 1000, shape).astype(d)
+        else:
+            info = np.iinfo(d)
+            x = rng.integers(max(info.min, -2**40), min(info.max, 2**40), shape, dtype=np.int64).astype(d)
+        codec = codecs[n % len(codecs)]
+        name = os.path.join(work, "a%d.zarr" % n)
+        z = zarr.open(name, mode="w", shape=shape, chunks=(4, 5, 6), dtype=d, compressor=codec, fill_value=3)
+        z[...] = x
+        got, err = read_back(name, shape)
+        check(got is not None and np.array_equal(got, x.astype(np.float32)), "zarr %s %s: %s" % (dt, codec, err))
+
+    # missing chunks read as the fill value
+    name = os.path.join(work, "sparse.zarr")
+    z = zarr.open(name, mode="w", shape=shape, chunks=(8, 8, 8), dtype="<u2", fill_value=9)
+    z[0:8, 0:8, 0:8] = 1
+    want = np.full(shape, 9, np.float32)
+    want[0:8, 0:8, 0:8] = 1
+    got, err = read_back(name, shape)
+    check(got is not None and np.array_equal(got, want), "zarr missing chunks: " + err)
+
+    # 5-D with leading 1s, '/' separator
+    name = os.path.join(work, "nested.zarr")
+    x = rng.integers(0, 60000, (1, 1) + shape).astype("<u2")
+    z = zarr.open(name, mode="w", shape=x.shape, chunks=(1, 1, 7, 7, 7), dtype=x.dtype,
+                  dimension_separator="/")
+    z[...] = x
+    got, err = read_back(name, shape)
+    check(got is not None and np.array_equal(got, x[0, 0].astype(np.float32)), "zarr 5-D nested: " + err)
+
+    # OME-Zarr 0.4 image: level 0 of the first multiscale
+    name = os.path.join(work, "img.ome.zarr")
+    g = zarr.open_group(name, mode="w")
+    x = rng.integers(0, 4000, (1,) + shape).astype("<i2")
+    g.create_dataset("s0", data=x, chunks=(1, 8, 8, 8))
+    g.create_dataset("s1", data=x[:, ::2, ::2, ::2], chunks=(1, 8, 8, 8))
+    g.attrs["multiscales"] = [{"version": "0.4", "axes": [{"name": "c", "type": "channel"}] +
+                               [{"name": a, "type": "space"} for a in "zyx"],
+                               "datasets": [{"path": "s0"}, {"path": "s1"}]}]
+    got, err = read_back(name, shape)
+    check(got is not None and np.array_equal(got, x[0].astype(np.float32)), "ome-zarr level 0: " + err)
+
+    # refused: Fortran order, filters, 2 channels; messages name the field
+    for what, kw in [("order", dict(order="F")), ("filters", dict(filters=[numcodecs.Delta(dtype="<u2")]))]:
+        name = os.path.join(work, "bad_%s.zarr" % what)
+        zarr.open(name, mode="w", shape=shape, chunks=(8, 8, 8), dtype="<u2", **kw)[...] = 1
+        r = run("read", name, os.path.join(work, "x.f32"))
+        check(r.returncode == 1 and what in r.stderr and ".zarray" in r.stderr, "refuses %s: %s" % (what, r.stderr))
+    name = os.path.join(work, "two.zarr")
+    zarr.open(name, mode="w", shape=(2,) + shape, chunks=(1, 8, 8, 8), dtype="<u2")[...] = 1
+    r = run("read", name, os.path.join(work, "x.f32"))
+    check(r.returncode == 1 and "shape" in r.stderr, "refuses 2 leading planes: " + r.stderr)
+
+    # a corrupt chunk: a clean error naming the chunk file
+    name = os.path.join(work, "corrupt.zarr")
+    zarr.open(name, mode="w", shape=shape, chunks=(8, 8, 8), dtype="<u2")[...] = 5
+    with open(os.path.join(name, "1.1.1"), "r+b") as f:
+        f.truncate(10)
+    r = run("read", name, os.path.join(work, "x.f32"))
+    check(r.returncode == 1 and "1.1.1" in r.stderr and "corrupt" in r.stderr, "corrupt chunk: " + r.stderr)
+
+    # written by swi_store, read by zarr
+    def pattern(planes, dtype, size):
+        p, i, j, k = np.meshgrid(np.arange(planes), *[np.arange(s) for s in size], indexing="ij")
+        m = {"uint8": 251, "uint16": 65521, "float32": 1000000}[dtype]
+        v = (p * 7 + i * 5 + j * 3 + k) % m
+        v = v.astype(np.float32) + 0.5 if dtype == "float32" else v.astype(dtype)
+        return v if planes > 1 else v[0]
+
+    size = (23, 17, 12)
+    for dtype, planes, codec, chunk in [("uint8", 1, "blosc", "8,8,8"), ("uint16", 1, "zstd", "5,16,7"),
+                                        ("float32", 3, "zlib", "4,9,12"), ("uint8", 1, "raw", "23,17,12")]:
+        name = os.path.join(work, "w_%s_%s.zarr" % (dtype, codec))
+        r = run("write", name, dtype, str(planes), codec, ",".join(map(str, size)), chunk)
+        check(r.returncode == 0, "write %s: %s" % (name, r.stderr))
+        z = zarr.open(name, mode="r")
+        want = pattern(planes, dtype, size)
+        check(z.shape == want.shape and z.dtype == want.dtype and np.array_equal(z[...], want),
+              "zarr reads what swi_store wrote: " + name)
+        check(not os.path.exists(os.path.join(name, ".swi-incomplete")), "complete store has no marker: " + name)
+        leftovers = [f for f in os.listdir(name) if "tmp" in f or f.startswith(".swi-part")]
+        check(not leftovers, "no temporary files left: %s" % leftovers)
+        if planes == 1:
+            got, err = read_back(name, size)
+            check(got is not None and np.array_equal(got, want.astype(np.float32)), "swi_store round trip " + err)
+    r = run("write", os.path.join(work, "w_uint8_blosc.zarr"), "uint8", "1", "blosc", "23,17,12", "8,8,8")
+    check(r.returncode == 1 and "exists" in r.stderr, "refuses an existing store: " + r.stderr)
+    # slabs along the second and third axes
+    for axis in (1, 2):
+        for dtype, planes in (("uint16", 1), ("float32", 2)):
+            name = os.path.join(work, "axis%d_%s.zarr" % (axis, dtype))
+            r = run("write", name, dtype, str(planes), "zstd", "23,17,12", "5,4,5", env={"STORE_TOOL_SLAB_AXIS": str(axis)})
+            check(r.returncode == 0 and np.array_equal(zarr.open(name, mode="r")[...], pattern(planes, dtype, size)),
+                  "slab axis %d, %s: %s" % (axis, dtype, r.stderr))
+
+    # OME-Zarr labels inside the image group
+    name = os.path.join(work, "img.ome.zarr", "labels", "seg")
+    r = run("write", name, "uint8", "1", "blosc", "19,13,11", "8,8,8")
+    check(r.returncode == 0, "ome labels: " + r.stderr)
+    g = zarr.open_group(os.path.join(work, "img.ome.zarr"), mode="r")
+    check(list(g["labels"].attrs["labels"]) == ["seg"], "labels/.zattrs lists seg")
+    la = g["labels/seg"].attrs.asdict()
+    check(la["image-label"]["source"]["image"] == "../../" and la["multiscales"][0]["datasets"][0]["path"] == "0",
+          "labels group metadata")
+    check(np.array_equal(g["labels/seg/0"][...], pattern(1, "uint8", (19, 13, 11))), "ome labels data")
+
+    # a writer that stops midway: marked incomplete, refused by swi_store, nothing temporary left
+    name = os.path.join(work, "failed.zarr")
+    r = run("write", name, "uint8", "1", "blosc", "23,17,12", "8,8,8", "20")
+    check(r.returncode == 1, "failing writer exits 1")
+    check(os.path.exists(os.path.join(name, ".swi-incomplete")), "failed store is marked incomplete")
+    check(not [f for f in os.listdir(name) if "tmp" in f], "failed store has no temporary files")
+    r = run("read", name, os.path.join(work, "x.f32"))
+    check(r.returncode == 1 and "incomplete" in r.stderr, "incomplete store refused: " + r.stderr)
+
+if have_h5:
+    name = os.path.join(work, "v.h5")
+    with h5py.File(name, "w") as f:
+        x = rng.integers(0, 60000, shape).astype(">u2")
+        f.create_dataset("grp/data", data=x, chunks=(4, 4, 4), compression="gzip", shuffle=True)
+        y = rng.normal(0, 1, (1,) + shape)
+        f.create_dataset("f64", data=y)
+    got, err = read_back(name + ":/grp/data", shape)
+    check(got is not None and np.array_equal(got, x.astype(np.float32)), "hdf5 big-endian uint16 gzip: " + err)
+    got, err = read_back(name + ":f64", shape)
+    check(got is not None and np.array_equal(got, y[0].astype(np.float32)), "hdf5 float64 4-D: " + err)
+    r = run("read", name + ":/nope", os.path.join(work, "x.f32"))
+    check(r.returncode == 1 and "/nope" in r.stderr, "missing dataset named: " + r.stderr)
+
+    size = (23, 17, 12)
+    for dtype, planes in [("uint16", 1), ("float32", 2)]:
+        name = os.path.join(work, "w_%s.h5" % dtype)
+        r = run("write", name + ":/out/labels", dtype, str(planes), "blosc", "23,17,12", "8,8,8")
+        check(r.returncode == 0, "hdf5 write: " + r.stderr)
+        with h5py.File(name, "r") as f:
+            d = f["out/labels"]
+            want = pattern(planes, dtype, size) if have_zarr else None
+            check(d.chunks is not None and d.compression == "gzip", "hdf5 chunked and compressed")
+            check(want is None or np.array_equal(d[...], want), "h5py reads what swi_store wrote")
+    name = os.path.join(work, "failed.h5")
+    r = run("write", name + ":/x", "uint8", "1", "blosc", "23,17,12", "8,8,8", "5")
+    check(r.returncode == 1 and not os.path.exists(name) and
+          not [f for f in os.listdir(work) if f.startswith(".failed.h5")], "failed hdf5 leaves nothing")
+
+print("%d checks, %d failures" % (checks, len(failures)))
+sys.exit(1 if failures or checks == 0 else 0)

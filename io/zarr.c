@@ -1,0 +1,1057 @@
+/* zarr.c -- Zarr v2 arrays and OME-Zarr 0.4 images: metadata through jansson, chunks
+ * through blosc, zstd and zlib; read with a cache of decoded chunks, written one file per
+ * chunk (temporary name, then rename). */
+#include "store_internal.h"
+
+#ifdef SWI_HAVE_ZARR
+
+#include <blosc.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+int zarr__available(void) { return 1; }
+
+#define MARKER ".swi-incomplete"
+
+/* ---- files ---- */
+
+static int join(char *out, size_t n, const char *dir, const char *leaf)
+{
+    int k = snprintf(out, n, "%s/%s", dir, leaf);
+    return k < 0 || (size_t)k >= n ? -1 : 0;
+}
+
+/* mkdir -p; 0 or -1 with errno. */
+static int mkdirs(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++)
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return -1;
+            buf[i] = c;
+        }
+    return 0;
+}
+
+/* Whole file into a malloc'd buffer; NULL with errno (ENOENT: absent). */
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    size_t n = (size_t)st.st_size;
+    unsigned char *b = malloc(n ? n : 1);
+    if (!b) {
+        close(fd);
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, b + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            int e = r < 0 ? errno : EIO;
+            free(b);
+            close(fd);
+            errno = e;
+            return NULL;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *len = n;
+    return b;
+}
+
+/* Write data to a temporary file beside path, then rename it (replace) or link it
+ * (exclusive: EEXIST when path exists). 0 or -1 with errno. */
+static int put_file(const char *path, const void *data, size_t len, int exclusive)
+{
+    char tmp[4200];
+    const char *slash = strrchr(path, '/');
+    size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
+    static unsigned long counter;
+    unsigned long c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    int k = snprintf(tmp, sizeof tmp, "%.*s.tmp-%ld-%lu-%s", (int)dl, path, (long)getpid(), c,
+                     slash ? slash + 1 : path);
+    if (k < 0 || (size_t)k >= sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -1;
+    const unsigned char *p = data;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, p + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            close(fd);
+            unlink(tmp);
+            errno = e;
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    if (close(fd) != 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    int r = exclusive ? link(tmp, path) : rename(tmp, path);
+    int e = errno;
+    if (exclusive || r != 0)
+        unlink(tmp);
+    errno = e;
+    return r;
+}
+
+static json_t *load_json(const char *path, char *err, size_t n, const char *what)
+{
+    size_t len = 0;
+    unsigned char *b = slurp(path, &len);
+    if (!b) {
+        io__err(err, n, "%s: cannot read %s: %s", path, what, strerror(errno));
+        return NULL;
+    }
+    json_error_t je;
+    json_t *j = json_loadb((const char *)b, len, 0, &je);
+    free(b);
+    if (!j)
+        io__err(err, n, "%s: %s is not JSON: %s (line %d)", path, what, je.text, je.line);
+    return j;
+}
+
+static int put_json(const char *path, json_t *j, int exclusive)
+{
+    char *s = json_dumps(j, JSON_INDENT(4) | JSON_SORT_KEYS);
+    if (!s) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int r = put_file(path, s, strlen(s), exclusive);
+    int e = errno;
+    free(s);
+    errno = e;
+    return r;
+}
+
+/* ---- dtypes ---- */
+
+typedef struct ztype {
+    swi_io_type type;
+    int size;
+    int big; /* big-endian stored */
+    char str[8];
+} ztype;
+
+static int parse_dtype(const char *s, ztype *t)
+{
+    if (!s || strlen(s) < 3 || strlen(s) > 4 || (s[0] != '<' && s[0] != '>' && s[0] != '|'))
+        return -1;
+    int size = atoi(s + 2);
+    char k = s[1];
+    struct { char k; int size; swi_io_type t; } table[] = {
+        { 'u', 1, SWI_IO_TYPE_UINT8 },   { 'i', 1, SWI_IO_TYPE_INT8 },    { 'u', 2, SWI_IO_TYPE_UINT16 },
+        { 'i', 2, SWI_IO_TYPE_INT16 },   { 'u', 4, SWI_IO_TYPE_UINT32 },  { 'i', 4, SWI_IO_TYPE_INT32 },
+        { 'u', 8, SWI_IO_TYPE_UINT64 },  { 'i', 8, SWI_IO_TYPE_INT64 },   { 'f', 4, SWI_IO_TYPE_FLOAT32 },
+        { 'f', 8, SWI_IO_TYPE_FLOAT64 },
+    };
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (table[i].k == k && table[i].size == size) {
+            t->type = table[i].t;
+            t->size = size;
+            t->big = s[0] == '>' && size > 1;
+            snprintf(t->str, sizeof t->str, "%s", s);
+            return 0;
+        }
+    return -1;
+}
+
+static int host_big(void)
+{
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 0;
+}
+
+/* n elements of type t at src (stored byte order) to float, as C casts. */
+static void to_float(const ztype *t, const unsigned char *src, int64_t n, float *dst)
+{
+    unsigned char tmp[8];
+    int swap = t->big != host_big() && t->size > 1;
+    for (int64_t i = 0; i < n; i++) {
+        const unsigned char *e = src + (size_t)i * (size_t)t->size;
+        if (swap) {
+            for (int b = 0; b < t->size; b++)
+                tmp[b] = e[t->size - 1 - b];
+            e = tmp;
+        }
+        float v;
+        switch (t->type) {
+        case SWI_IO_TYPE_UINT8: v = (float)*e; break;
+        case SWI_IO_TYPE_INT8: v = (float)*(const int8_t *)e; break;
+        case SWI_IO_TYPE_UINT16: { uint16_t x; memcpy(&x, e, 2); v = (float)x; break; }
+        case SWI_IO_TYPE_INT16: { int16_t x; memcpy(&x, e, 2); v = (float)x; break; }
+        case SWI_IO_TYPE_UINT32: { uint32_t x; memcpy(&x, e, 4); v = (float)x; break; }
+        case SWI_IO_TYPE_INT32: { int32_t x; memcpy(&x, e, 4); v = (float)x; break; }
+        case SWI_IO_TYPE_UINT64: { uint64_t x; memcpy(&x, e, 8); v = (float)x; break; }
+        case SWI_IO_TYPE_INT64: { int64_t x; memcpy(&x, e, 8); v = (float)x; break; }
+        case SWI_IO_TYPE_FLOAT32: memcpy(&v, e, 4); break;
+        case SWI_IO_TYPE_FLOAT64: { double x; memcpy(&x, e, 8); v = (float)x; break; }
+        default: v = 0; break;
+        }
+        dst[i] = v;
+    }
+}
+
+/* ---- codecs ---- */
+
+typedef enum codec { C_RAW, C_BLOSC, C_ZSTD, C_ZLIB, C_GZIP } codec;
+
+static int parse_codec(json_t *c, codec *out, const char **id)
+{
+    *id = "null";
+    if (!c || json_is_null(c)) {
+        *out = C_RAW;
+        return 0;
+    }
+    *id = json_string_value(json_object_get(c, "id"));
+    if (!*id)
+        return -1;
+    if (!strcmp(*id, "blosc"))
+        *out = C_BLOSC;
+    else if (!strcmp(*id, "zstd"))
+        *out = C_ZSTD;
+    else if (!strcmp(*id, "zlib"))
+        *out = C_ZLIB;
+    else if (!strcmp(*id, "gzip"))
+        *out = C_GZIP;
+    else
+        return -1;
+    return 0;
+}
+
+/* Decode src into dst of exactly want bytes: 0, or -1 with a reason. */
+static int decode(codec c, const unsigned char *src, size_t len, unsigned char *dst, size_t want,
+                  const char **why)
+{
+    switch (c) {
+    case C_RAW:
+        if (len != want) {
+            *why = "uncompressed chunk of the wrong size";
+            return -1;
+        }
+        memcpy(dst, src, want);
+        return 0;
+    case C_BLOSC: {
+        size_t nbytes = 0, cbytes = 0, bs = 0;
+        if (len < 16) {
+            *why = "blosc header truncated";
+            return -1;
+        }
+        blosc_cbuffer_sizes(src, &nbytes, &cbytes, &bs);
+        if (nbytes != want || cbytes != len) {
+            *why = "blosc sizes disagree with the chunk";
+            return -1;
+        }
+        if (blosc_decompress_ctx(src, dst, want, 1) != (int)want) {
+            *why = "blosc could not decompress it";
+            return -1;
+        }
+        return 0;
+    }
+    case C_ZSTD: {
+        size_t r = ZSTD_decompress(dst, want, src, len);
+        if (ZSTD_isError(r) || r != want) {
+            *why = ZSTD_isError(r) ? ZSTD_getErrorName(r) : "zstd chunk of the wrong size";
+            return -1;
+        }
+        return 0;
+    }
+    case C_ZLIB:
+    case C_GZIP: {
+        z_stream z;
+        memset(&z, 0, sizeof z);
+        if (inflateInit2(&z, c == C_GZIP ? 31 : 15) != Z_OK) {
+            *why = "zlib could not start";
+            return -1;
+        }
+        z.next_in = (unsigned char *)src;
+        z.avail_in = (uInt)len;
+        z.next_out = dst;
+        z.avail_out = (uInt)want;
+        int r = inflate(&z, Z_FINISH);
+        size_t out = z.total_out;
+        inflateEnd(&z);
+        if (r != Z_STREAM_END || out != want) {
+            *why = "zlib stream corrupt or of the wrong size";
+            return -1;
+        }
+        return 0;
+    }
+    }
+    *why = "unknown codec";
+    return -1;
+}
+
+/* Encode: a malloc'd buffer in *out, its length in *olen; 0 or -1. */
+static int encode(swi_store_codec c, const unsigned char *src, size_t len, int typesize, unsigned char **out,
+                  size_t *olen)
+{
+    size_t cap = len + 64;
+    if (c == SWI_STORE_ZSTD)
+        cap = ZSTD_compressBound(len);
+    else if (c == SWI_STORE_ZLIB)
+        cap = compressBound((uLong)len);
+    else if (c == SWI_STORE_BLOSC)
+        cap = len + BLOSC_MAX_OVERHEAD;
+    unsigned char *b = malloc(cap);
+    if (!b)
+        return -1;
+    size_t n = 0;
+    switch (c) {
+    case SWI_STORE_RAW: memcpy(b, src, len); n = len; break;
+    case SWI_STORE_BLOSC: {
+        int r = blosc_compress_ctx(5, BLOSC_SHUFFLE, (size_t)typesize, len, src, b, cap, "lz4", 0, 1);
+        if (r <= 0) {
+            free(b);
+            return -1;
+        }
+        n = (size_t)r;
+        break;
+    }
+    case SWI_STORE_ZSTD: {
+        size_t r = ZSTD_compress(b, cap, src, len, 3);
+        if (ZSTD_isError(r)) {
+            free(b);
+            return -1;
+        }
+        n = r;
+        break;
+    }
+    case SWI_STORE_ZLIB: {
+        uLongf dl = (uLongf)cap;
+        if (compress2(b, &dl, src, (uLong)len, 5) != Z_OK) {
+            free(b);
+            return -1;
+        }
+        n = (size_t)dl;
+        break;
+    }
+    }
+    *out = b;
+    *olen = n;
+    return 0;
+}
+
+static json_t *codec_json(swi_store_codec c, int typesize)
+{
+    (void)typesize;
+    switch (c) {
+    case SWI_STORE_BLOSC:
+        return json_pack("{s:s, s:s, s:i, s:i, s:i}", "id", "blosc", "cname", "lz4", "clevel", 5, "shuffle", 1,
+                         "blocksize", 0);
+    case SWI_STORE_ZSTD: return json_pack("{s:s, s:i}", "id", "zstd", "level", 3);
+    case SWI_STORE_ZLIB: return json_pack("{s:s, s:i}", "id", "zlib", "level", 5);
+    default: return json_null();
+    }
+}
+
+/* ---- the array ---- */
+
+typedef struct centry {
+    int64_t key[3];
+    unsigned char *data;
+    uint64_t used;
+} centry;
+
+typedef struct zarr_array {
+    char dir[4096];
+    int ndim;
+    int64_t shape[STORE_MAX_NDIM], chunks[STORE_MAX_NDIM];
+    ztype t;
+    codec codec;
+    char sep;
+    double fill;
+    size_t chunk_bytes;
+    centry *cache;
+    int cache_cap, cache_n;
+    uint64_t tick;
+    int any_leading; /* set before parse_zarray: leading axes of any size (a written store's planes) */
+} zarr_array;
+
+/* .zarray of the array at dir into a. */
+static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t n)
+{
+    char path[4200];
+    if (join(path, sizeof path, dir, ".zarray")) {
+        io__err(err, n, "%s: name too long", dir);
+        return SWI_ERR_INVALID_ARG;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        io__err(err, n, "%s: %s", dir, strerror(errno));
+        return SWI_ERR_INVALID_ARG;
+    }
+    json_t *j = load_json(path, err, n, "the array metadata");
+    if (!j)
+        return SWI_ERR_INVALID_ARG;
+    swi_status st_ = SWI_ERR_INVALID_ARG;
+    const char *field = NULL;
+    json_t *shape = json_object_get(j, "shape"), *chunks = json_object_get(j, "chunks");
+    const char *order = json_string_value(json_object_get(j, "order"));
+    json_t *filters = json_object_get(j, "filters");
+    json_t *fill = json_object_get(j, "fill_value");
+    const char *sep = json_string_value(json_object_get(j, "dimension_separator"));
+    const char *cid = NULL;
+    if (json_integer_value(json_object_get(j, "zarr_format")) != 2)
+        field = "zarr_format (only Zarr v2 is read)";
+    else if (!json_is_array(shape) || json_array_size(shape) < 3 || json_array_size(shape) > STORE_MAX_NDIM ||
+             !json_is_array(chunks) || json_array_size(chunks) != json_array_size(shape))
+        field = "shape/chunks (3 to 5 axes, as many chunks as axes)";
+    else if (parse_dtype(json_string_value(json_object_get(j, "dtype")), &a->t))
+        field = "dtype (an integer or float type, e.g. <u2, <f4)";
+    else if (!order || strcmp(order, "C"))
+        field = "order (only C order is read)";
+    else if (filters && !json_is_null(filters) && !(json_is_array(filters) && json_array_size(filters) == 0))
+        field = "filters (none are supported)";
+    else if (parse_codec(json_object_get(j, "compressor"), &a->codec, &cid))
+        field = "compressor (blosc, zstd, zlib, gzip or null)";
+    else if (sep && strcmp(sep, ".") && strcmp(sep, "/"))
+        field = "dimension_separator";
+    if (!field) {
+        a->ndim = (int)json_array_size(shape);
+        a->chunk_bytes = (size_t)a->t.size;
+        double vox = 1;
+        for (int k = 0; k < a->ndim; k++) {
+            json_t *s = json_array_get(shape, (size_t)k), *c = json_array_get(chunks, (size_t)k);
+            a->shape[k] = json_is_integer(s) ? json_integer_value(s) : -1;
+            a->chunks[k] = json_is_integer(c) ? json_integer_value(c) : -1;
+            if (a->shape[k] < 1 || a->shape[k] > SWI_MAX_AXIS || a->chunks[k] < 1 || a->chunks[k] > SWI_MAX_AXIS) {
+                field = "shape/chunks (positive sizes)";
+                break;
+            }
+            if (k < a->ndim - 3 && a->shape[k] != 1 && !a->any_leading) {
+                field = "shape (axes before the last 3 must be of size 1)";
+                break;
+            }
+            vox *= (double)a->shape[k];
+            a->chunk_bytes *= (size_t)(k < a->ndim - 3 ? 1 : a->chunks[k]);
+        }
+        if (!field && (vox > (double)IO_MAX_VOXELS || a->chunk_bytes > ((size_t)1 << 31)))
+            field = "shape/chunks (too large)";
+    }
+    if (!field) {
+        a->sep = sep ? sep[0] : '.';
+        a->fill = 0;
+        if (json_is_number(fill))
+            a->fill = json_number_value(fill);
+        else if (json_is_string(fill) && !strcmp(json_string_value(fill), "NaN"))
+            a->fill = NAN;
+        st_ = SWI_OK;
+    } else {
+        io__err(err, n, "%s: unsupported or invalid %s", path, field);
+    }
+    json_decref(j);
+    return st_;
+}
+
+static void chunk_path(const zarr_array *a, const int64_t key[3], char *out, size_t n)
+{
+    int k = snprintf(out, n, "%s/", a->dir);
+    for (int d = 0; d < a->ndim && k > 0 && (size_t)k < n; d++) {
+        long long idx = d < a->ndim - 3 ? 0 : (long long)key[d - (a->ndim - 3)];
+        k += snprintf(out + k, n - (size_t)k, "%s%lld", d ? (char[]){ a->sep, 0 } : "", idx);
+    }
+}
+
+/* The decoded chunk `key` (spatial chunk indices), through the cache. */
+static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char *err, size_t n)
+{
+    a->tick++;
+    int victim = 0;
+    for (int i = 0; i < a->cache_n; i++) {
+        centry *e = &a->cache[i];
+        if (e->key[0] == key[0] && e->key[1] == key[1] && e->key[2] == key[2]) {
+            e->used = a->tick;
+            return e->data;
+        }
+        if (e->used < a->cache[victim].used)
+            victim = i;
+    }
+    centry *e;
+    if (a->cache_n < a->cache_cap) {
+        e = &a->cache[a->cache_n];
+        e->data = malloc(a->chunk_bytes);
+        if (!e->data) {
+            io__err(err, n, "%s: out of memory for a chunk", a->dir);
+            return NULL;
+        }
+        a->cache_n++;
+    } else {
+        e = &a->cache[victim];
+    }
+    e->used = 0;
+    e->key[0] = e->key[1] = e->key[2] = -1;
+    char path[4400];
+    chunk_path(a, key, path, sizeof path);
+    size_t len = 0;
+    unsigned char *raw = slurp(path, &len);
+    if (!raw) {
+        if (errno != ENOENT) {
+            io__err(err, n, "%s: %s", path, strerror(errno));
+            return NULL;
+        }
+        /* a missing chunk holds the fill value */
+        size_t count = a->chunk_bytes / (size_t)a->t.size;
+        for (size_t i = 0; i < count; i++) {
+            unsigned char *p = e->data + i * (size_t)a->t.size;
+            switch (a->t.type) {
+            case SWI_IO_TYPE_FLOAT32: { float v = (float)a->fill; memcpy(p, &v, 4); break; }
+            case SWI_IO_TYPE_FLOAT64: { double v = a->fill; memcpy(p, &v, 8); break; }
+            default: {
+                int64_t v = (int64_t)a->fill;
+                memcpy(p, &v, (size_t)a->t.size); /* little-endian host: low bytes first */
+                break;
+            }
+            }
+            if (a->t.big != host_big() && a->t.size > 1)
+                for (int b = 0; b < a->t.size / 2; b++) {
+                    unsigned char c = p[b];
+                    p[b] = p[a->t.size - 1 - b];
+                    p[a->t.size - 1 - b] = c;
+                }
+        }
+    } else {
+        const char *why = "";
+        int r = decode(a->codec, raw, len, e->data, a->chunk_bytes, &why);
+        free(raw);
+        if (r) {
+            io__err(err, n, "%s: corrupt chunk: %s", path, why);
+            return NULL;
+        }
+    }
+    memcpy(e->key, key, sizeof e->key);
+    e->used = a->tick;
+    return e->data;
+}
+
+static void array_free(zarr_array *a)
+{
+    if (!a)
+        return;
+    for (int i = 0; i < a->cache_n; i++)
+        free(a->cache[i].data);
+    free(a->cache);
+    free(a);
+}
+
+/* The array of an OME-Zarr image group: its first multiscale's first dataset. */
+static swi_status ome_level0(const char *group, char *dir, size_t dn, char *err, size_t n)
+{
+    char path[4200];
+    if (join(path, sizeof path, group, ".zattrs")) {
+        io__err(err, n, "%s: name too long", group);
+        return SWI_ERR_INVALID_ARG;
+    }
+    json_t *j = load_json(path, err, n, "the OME-Zarr attributes");
+    if (!j)
+        return SWI_ERR_INVALID_ARG;
+    json_t *ms = json_object_get(j, "multiscales");
+    const char *p = json_string_value(
+        json_object_get(json_array_get(json_object_get(json_array_get(ms, 0), "datasets"), 0), "path"));
+    swi_status st = SWI_OK;
+    if (!p || !*p || strstr(p, "..")) {
+        io__err(err, n, "%s: no multiscales[0].datasets[0].path (not an OME-Zarr image)", path);
+        st = SWI_ERR_INVALID_ARG;
+    } else if (join(dir, dn, group, p)) {
+        io__err(err, n, "%s: name too long", group);
+        st = SWI_ERR_INVALID_ARG;
+    }
+    json_decref(j);
+    return st;
+}
+
+static void strip_slash(const char *in, char *out, size_t n)
+{
+    snprintf(out, n, "%s", in);
+    size_t l = strlen(out);
+    while (l > 1 && out[l - 1] == '/')
+        out[--l] = '\0';
+}
+
+swi_status zarr__open(const char *name, int ome, void **impl, int64_t size[3], swi_io_type *type, char *err,
+                      size_t n)
+{
+    zarr_array *a = calloc(1, sizeof *a);
+    if (!a) {
+        io__err(err, n, "%s: out of memory", name);
+        return SWI_ERR_NOMEM;
+    }
+    char base[4096];
+    strip_slash(name, base, sizeof base);
+    char marker[4200];
+    if (join(marker, sizeof marker, base, MARKER) == 0 && access(marker, F_OK) == 0) {
+        io__err(err, n, "%s: the store is incomplete (%s: a run writing it failed or is still running)", name,
+                MARKER);
+        free(a);
+        return SWI_ERR_INVALID_ARG;
+    }
+    swi_status st = SWI_OK;
+    char zarray[4200];
+    if (ome && !(join(zarray, sizeof zarray, base, ".zarray") == 0 && access(zarray, F_OK) == 0))
+        st = ome_level0(base, a->dir, sizeof a->dir, err, n);
+    else
+        snprintf(a->dir, sizeof a->dir, "%s", base);
+    if (st == SWI_OK)
+        st = parse_zarray(a->dir, a, err, n);
+    if (st == SWI_OK) {
+        /* enough decoded chunks for the overlap of neighbouring windows: 256 MiB, at least 64 */
+        size_t cap = ((size_t)256 << 20) / a->chunk_bytes;
+        a->cache_cap = cap < 64 ? 64 : cap > 4096 ? 4096 : (int)cap;
+        a->cache = calloc((size_t)a->cache_cap, sizeof *a->cache);
+        if (!a->cache) {
+            io__err(err, n, "%s: out of memory", name);
+            st = SWI_ERR_NOMEM;
+        }
+    }
+    if (st != SWI_OK) {
+        array_free(a);
+        return st;
+    }
+    for (int k = 0; k < 3; k++)
+        size[k] = a->shape[a->ndim - 3 + k];
+    *type = a->t.type;
+    *impl = a;
+    return SWI_OK;
+}
+
+swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err, size_t n)
+{
+    zarr_array *a = impl;
+    const int o = a->ndim - 3;
+    const int64_t *cs = a->chunks + o;
+    const int64_t bh = hi[1] - lo[1], bw = hi[2] - lo[2];
+    int64_t key[3];
+    for (key[0] = lo[0] / cs[0]; key[0] * cs[0] < hi[0]; key[0]++)
+        for (key[1] = lo[1] / cs[1]; key[1] * cs[1] < hi[1]; key[1]++)
+            for (key[2] = lo[2] / cs[2]; key[2] * cs[2] < hi[2]; key[2]++) {
+                const unsigned char *c = get_chunk(a, key, err, n);
+                if (!c)
+                    return SWI_ERR_INVALID_ARG;
+                int64_t a0[3], b0[3];
+                for (int d = 0; d < 3; d++) {
+                    a0[d] = key[d] * cs[d] > lo[d] ? key[d] * cs[d] : lo[d];
+                    b0[d] = (key[d] + 1) * cs[d] < hi[d] ? (key[d] + 1) * cs[d] : hi[d];
+                }
+                for (int64_t i = a0[0]; i < b0[0]; i++)
+                    for (int64_t j = a0[1]; j < b0[1]; j++) {
+                        size_t off = (size_t)((((i - key[0] * cs[0]) * cs[1] + (j - key[1] * cs[1])) * cs[2] +
+                                               (a0[2] - key[2] * cs[2]))) * (size_t)a->t.size;
+                        float *to = dst + ((i - lo[0]) * bh + (j - lo[1])) * bw + (a0[2] - lo[2]);
+                        to_float(&a->t, c + off, b0[2] - a0[2], to);
+                    }
+            }
+    return SWI_OK;
+}
+
+void zarr__close(void *impl)
+{
+    array_free(impl);
+}
+
+/* ---- writing ---- */
+
+typedef struct zarr_writer {
+    char store[4096]; /* the directory holding the marker: the array, or the OME group */
+    char dir[4096];   /* the array */
+    swi_store_spec spec;
+    int64_t chunk[3];
+    int part, parts;
+    int committed;
+} zarr_writer;
+
+static json_t *zarray_json(const swi_store_spec *spec, const int64_t chunk[3])
+{
+    json_t *shape = json_array(), *chunks = json_array();
+    if (spec->planes > 1) {
+        json_array_append_new(shape, json_integer(spec->planes));
+        json_array_append_new(chunks, json_integer(1));
+    }
+    for (int a = 0; a < 3; a++) {
+        json_array_append_new(shape, json_integer(spec->size[a]));
+        json_array_append_new(chunks, json_integer(chunk[a]));
+    }
+    const char *dt = spec->dtype == SWI_DTYPE_FLOAT32 ? "<f4" : spec->dtype == SWI_DTYPE_UINT16 ? "<u2" : "|u1";
+    return json_pack("{s:i, s:o, s:o, s:s, s:o, s:i, s:s, s:n, s:s}", "zarr_format", 2, "shape", shape, "chunks",
+                     chunks, "dtype", dt, "compressor", codec_json(spec->codec, (int)store__dtype_size(spec->dtype)),
+                     "fill_value", 0, "order", "C", "filters", "dimension_separator", ".");
+}
+
+static json_t *ome_json(const swi_store_spec *spec, const char *name)
+{
+    json_t *axes = json_array(), *scale = json_array();
+    if (spec->planes > 1) {
+        json_array_append_new(axes, json_pack("{s:s, s:s}", "name", "c", "type", "channel"));
+        json_array_append_new(scale, json_real(1.0));
+    }
+    const char *an[3] = { "z", "y", "x" };
+    for (int a = 0; a < 3; a++) {
+        json_array_append_new(axes, json_pack("{s:s, s:s}", "name", an[a], "type", "space"));
+        json_array_append_new(scale, json_real(1.0));
+    }
+    json_t *ds = json_pack("[{s:s, s:[{s:s, s:o}]}]", "path", "0", "coordinateTransformations", "type", "scale",
+                           "scale", scale);
+    json_t *j = json_pack("{s:[{s:s, s:s, s:o, s:o}]}", "multiscales", "version", "0.4", "name", name, "axes", axes,
+                          "datasets", ds);
+    if (j && spec->labels) {
+        json_t *colors = json_array();
+        for (int64_t l = 1; l < spec->classes && l < 256; l++) {
+            unsigned char rgb[3];
+            swi_io_label_color(l, rgb);
+            json_array_append_new(colors, json_pack("{s:I, s:[i,i,i,i]}", "label-value", (json_int_t)l, "rgba",
+                                                    rgb[0], rgb[1], rgb[2], 255));
+        }
+        json_object_set_new(j, "image-label", json_pack("{s:s, s:o, s:{s:s}}", "version", "0.4", "colors", colors,
+                                                        "source", "image", "../../"));
+    }
+    return j;
+}
+
+/* Create (or for FORCE replace) the small metadata file path from j; report failures. */
+static int write_meta(const char *path, json_t *j, char *err, size_t n)
+{
+    if (!j || put_json(path, j, 0) != 0) {
+        io__err(err, n, "%s: cannot write: %s", path, j ? strerror(errno) : "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* An OME labels group inside an image: x.ome.zarr/labels/NAME -> record NAME in labels/.zattrs. */
+static int register_label(const char *group, char *err, size_t n)
+{
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", group);
+    char *slash = strrchr(parent, '/');
+    if (!slash || strcmp(slash + 1, "") == 0)
+        return 0;
+    const char *leaf = slash + 1;
+    char leafbuf[512];
+    snprintf(leafbuf, sizeof leafbuf, "%s", leaf);
+    *slash = '\0';
+    const char *pl = strrchr(parent, '/');
+    if (strcmp(pl ? pl + 1 : parent, "labels") != 0)
+        return 0;
+    char path[4200];
+    json_t *g = json_pack("{s:i}", "zarr_format", 2);
+    if (join(path, sizeof path, parent, ".zgroup") || write_meta(path, g, err, n)) {
+        json_decref(g);
+        return -1;
+    }
+    json_decref(g);
+    join(path, sizeof path, parent, ".zattrs");
+    json_t *attrs = NULL;
+    if (access(path, F_OK) == 0)
+        attrs = load_json(path, err, n, "the labels attributes");
+    if (!attrs)
+        attrs = json_object();
+    json_t *list = json_object_get(attrs, "labels");
+    if (!json_is_array(list)) {
+        list = json_array();
+        json_object_set_new(attrs, "labels", list);
+    }
+    int have = 0;
+    for (size_t i = 0; i < json_array_size(list); i++)
+        if (json_is_string(json_array_get(list, i)) && !strcmp(json_string_value(json_array_get(list, i)), leafbuf))
+            have = 1;
+    if (!have)
+        json_array_append_new(list, json_string(leafbuf));
+    int r = write_meta(path, attrs, err, n);
+    json_decref(attrs);
+    return r;
+}
+
+static int same_array(const zarr_array *a, const swi_store_spec *spec, const int64_t chunk[3])
+{
+    int o = spec->planes > 1 ? 1 : 0;
+    if (a->ndim != 3 + o || (o && (a->shape[0] != spec->planes || a->chunks[0] != 1)))
+        return 0;
+    for (int k = 0; k < 3; k++)
+        if (a->shape[o + k] != spec->size[k] || a->chunks[o + k] != chunk[k])
+            return 0;
+    return (size_t)a->t.size == store__dtype_size(spec->dtype);
+}
+
+static void part_file(const zarr_writer *z, int part, char *out, size_t n)
+{
+    char leaf[96];
+    snprintf(leaf, sizeof leaf, ".swi-part-%d-of-%d", part, z->parts);
+    join(out, n, z->store, leaf);
+}
+
+swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3], int flags,
+                        int part, int parts, void **impl, char *err, size_t n)
+{
+    zarr_writer *z = calloc(1, sizeof *z);
+    if (!z) {
+        io__err(err, n, "%s: out of memory", name);
+        return SWI_ERR_NOMEM;
+    }
+    strip_slash(name, z->store, sizeof z->store);
+    z->spec = *spec;
+    memcpy(z->chunk, chunk, sizeof z->chunk);
+    z->part = part;
+    z->parts = parts;
+    char path[4200], marker[4200];
+    if ((ome ? join(z->dir, sizeof z->dir, z->store, "0") : join(z->dir, sizeof z->dir, z->store, ".")) ||
+        join(path, sizeof path, z->dir, ".zarray") || join(marker, sizeof marker, z->store, MARKER)) {
+        io__err(err, n, "%s: name too long", name);
+        free(z);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (!ome)
+        snprintf(z->dir, sizeof z->dir, "%s", z->store);
+    join(path, sizeof path, z->dir, ".zarray");
+    int exists = access(path, F_OK) == 0;
+    int incomplete = access(marker, F_OK) == 0;
+    if (exists && !(flags & SWI_STORE_FORCE) && !((flags & SWI_STORE_SHARED) && incomplete)) {
+        io__err(err, n, "%s: already exists%s (use --force to overwrite)", name,
+                incomplete ? " and is incomplete" : "");
+        free(z);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (mkdirs(z->dir) != 0) {
+        io__err(err, n, "%s: cannot create the directory: %s", name, strerror(errno));
+        free(z);
+        return SWI_ERR_INVALID_ARG;
+    }
+    /* The marker first: whoever sees the metadata also sees that the store is unfinished. */
+    int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        io__err(err, n, "%s: cannot write %s: %s", name, MARKER, strerror(errno));
+        free(z);
+        return SWI_ERR_INVALID_ARG;
+    }
+    close(fd);
+    if (part >= 0) {
+        /* a rerun of this part: its old "done" no longer holds */
+        char pf[4200];
+        part_file(z, part, pf, sizeof pf);
+        unlink(pf);
+    }
+    json_t *j = zarray_json(spec, chunk);
+    if (!j) {
+        io__err(err, n, "%s: out of memory", name);
+        free(z);
+        return SWI_ERR_NOMEM;
+    }
+    int first = 1;
+    /* Parts never replace the metadata: whoever links it first wins, the others must agree. */
+    if (put_json(path, j, !(flags & SWI_STORE_FORCE) || (flags & SWI_STORE_SHARED)) != 0) {
+        if (errno != EEXIST) {
+            io__err(err, n, "%s: cannot write: %s", path, strerror(errno));
+            json_decref(j);
+            free(z);
+            return SWI_ERR_INVALID_ARG;
+        }
+        first = 0; /* another part created it: it must describe the same array */
+        zarr_array a;
+        memset(&a, 0, sizeof a);
+        a.any_leading = 1;
+        swi_status st = parse_zarray(z->dir, &a, err, n);
+        if (st == SWI_OK && !same_array(&a, spec, chunk)) {
+            io__err(err, n, "%s: exists with another shape, chunk or dtype than this run writes", path);
+            st = SWI_ERR_INVALID_ARG;
+        }
+        if (st != SWI_OK) {
+            json_decref(j);
+            free(z);
+            return st;
+        }
+    }
+    json_decref(j);
+    if (first && ome) {
+        json_t *g = json_pack("{s:i}", "zarr_format", 2);
+        const char *leaf = strrchr(z->store, '/');
+        json_t *attrs = ome_json(spec, leaf ? leaf + 1 : z->store);
+        char gp[4200], ap[4200];
+        int bad = join(gp, sizeof gp, z->store, ".zgroup") || join(ap, sizeof ap, z->store, ".zattrs") ||
+                  write_meta(gp, g, err, n) || write_meta(ap, attrs, err, n) ||
+                  (spec->labels && register_label(z->store, err, n));
+        json_decref(g);
+        json_decref(attrs);
+        if (bad) {
+            free(z);
+            return SWI_ERR_INVALID_ARG;
+        }
+    }
+    *impl = z;
+    return SWI_OK;
+}
+
+swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
+                           size_t n)
+{
+    zarr_writer *z = impl;
+    const int64_t *c = z->chunk, *size = z->spec.size;
+    const size_t es = store__dtype_size(z->spec.dtype);
+    const size_t cbytes = (size_t)(c[0] * c[1] * c[2]) * es;
+    unsigned char *chunk = malloc(cbytes);
+    if (!chunk) {
+        io__err(err, n, "%s: out of memory for a chunk", z->store);
+        return SWI_ERR_NOMEM;
+    }
+    const unsigned char *src = buf;
+    const int64_t e0 = hi[0] - lo[0], e1 = hi[1] - lo[1], e2 = hi[2] - lo[2];
+    swi_status st = SWI_OK;
+    for (int64_t p = 0; p < z->spec.planes && st == SWI_OK; p++)
+        for (int64_t ci = lo[0] / c[0]; ci * c[0] < hi[0] && st == SWI_OK; ci++)
+            for (int64_t cj = lo[1] / c[1]; cj * c[1] < hi[1] && st == SWI_OK; cj++)
+                for (int64_t ck = lo[2] / c[2]; ck * c[2] < hi[2] && st == SWI_OK; ck++) {
+                    /* edge chunks are stored whole, the part outside the array zero */
+                    memset(chunk, 0, cbytes);
+                    int64_t ih = (ci + 1) * c[0] < size[0] ? c[0] : size[0] - ci * c[0];
+                    int64_t jh = (cj + 1) * c[1] < size[1] ? c[1] : size[1] - cj * c[1];
+                    int64_t kw = (ck + 1) * c[2] < size[2] ? c[2] : size[2] - ck * c[2];
+                    for (int64_t i = 0; i < ih; i++)
+                        for (int64_t j = 0; j < jh; j++)
+                            memcpy(chunk + (size_t)((i * c[1] + j) * c[2]) * es,
+                                   src + (size_t)(((p * e0 + ci * c[0] + i - lo[0]) * e1 + cj * c[1] + j - lo[1]) * e2 +
+                                                  ck * c[2] - lo[2]) * es,
+                                   (size_t)kw * es);
+                    unsigned char *enc = NULL;
+                    size_t elen = 0;
+                    char path[4400];
+                    if (z->spec.planes > 1)
+                        snprintf(path, sizeof path, "%s/%lld.%lld.%lld.%lld", z->dir, (long long)p, (long long)ci,
+                                 (long long)cj, (long long)ck);
+                    else
+                        snprintf(path, sizeof path, "%s/%lld.%lld.%lld", z->dir, (long long)ci, (long long)cj,
+                                 (long long)ck);
+                    if (encode(z->spec.codec, chunk, cbytes, (int)es, &enc, &elen) != 0) {
+                        io__err(err, n, "%s: cannot compress a chunk (out of memory)", path);
+                        st = SWI_ERR_NOMEM;
+                    } else if (put_file(path, enc, elen, 0) != 0) {
+                        io__err(err, n, "%s: cannot write: %s", path, strerror(errno));
+                        st = SWI_ERR_INVALID_ARG;
+                    }
+                    free(enc);
+                }
+    free(chunk);
+    return st;
+}
+
+swi_status zarr__commit(void *impl, char *err, size_t n)
+{
+    zarr_writer *z = impl;
+    char pf[4200], marker[4200];
+    part_file(z, z->part, pf, sizeof pf);
+    join(marker, sizeof marker, z->store, MARKER);
+    int fd = open(pf, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0 || close(fd) != 0) {
+        io__err(err, n, "%s: cannot write: %s", pf, strerror(errno));
+        free(z);
+        return SWI_ERR_INVALID_ARG;
+    }
+    /* Each part marks itself done before looking at the others, so the last one to finish
+     * sees them all and marks the store complete. */
+    int all = 1;
+    for (int p = 0; p < z->parts && all; p++) {
+        char q[4200];
+        part_file(z, p, q, sizeof q);
+        all = access(q, F_OK) == 0;
+    }
+    swi_status st = SWI_OK;
+    if (all) {
+        if (unlink(marker) != 0 && errno != ENOENT) {
+            io__err(err, n, "%s: cannot remove: %s", marker, strerror(errno));
+            st = SWI_ERR_INVALID_ARG;
+        }
+        for (int p = 0; p < z->parts && st == SWI_OK; p++) {
+            char q[4200];
+            part_file(z, p, q, sizeof q);
+            unlink(q);
+        }
+    }
+    free(z);
+    return st;
+}
+
+void zarr__abort(void *impl)
+{
+    free(impl);
+}
+
+#else /* !SWI_HAVE_ZARR */
+
+static swi_status missing(char *err, size_t n)
+{
+    io__err(err, n, "swi_io was built without Zarr (install libjansson-dev libblosc-dev libzstd-dev)");
+    return SWI_ERR_INVALID_ARG;
+}
+int zarr__available(void) { return 0; }
+swi_status zarr__open(const char *name, int ome, void **impl, int64_t size[3], swi_io_type *type, char *err,
+                      size_t n)
+{
+    (void)name, (void)ome, (void)impl, (void)size, (void)type;
+    return missing(err, n);
+}
+swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err, size_t n)
+{
+    (void)impl, (void)lo, (void)hi, (void)dst;
+    return missing(err, n);
+}
+void zarr__close(void *impl) { (void)impl; }
+swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3], int flags,
+                        int part, int parts, void **impl, char *err, size_t n)
+{
+    (void)name, (void)ome, (void)spec, (void)chunk, (void)flags, (void)part, (void)parts, (void)impl;
+    return missing(err, n);
+}
+swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
+                           size_t n)
+{
+    (void)impl, (void)lo, (void)hi, (void)buf;
+    return missing(err, n);
+}
+swi_status zarr__commit(void *impl, char *err, size_t n)
+{
+    (void)impl;
+    return missing(err, n);
+}
+void zarr__abort(void *impl) { (void)impl; }
+
+#endif
