@@ -1,7 +1,7 @@
 /*
  * cmd_plan.c -- `swi plan`: what `swi segment` would do with the same options (the window
- * grid, the network calls, the predicted memory), without reading a voxel or running the
- * network.
+ * grid, the network calls, the windows reused, the predicted memory), without running the
+ * network. With reuse on it reads the voxels, as only they tell which windows repeat.
  */
 #include "segment.h"
 
@@ -42,6 +42,13 @@ int swi_cmd_plan(int argc, char **argv)
     if (!s->ctx) {
         status = seg_fail(who, "out of memory");
         goto done;
+    }
+    /* Which windows reuse an earlier one's output depends on the voxels: read them. */
+    if (p.reuse == SWI_REUSE_ON) {
+        if ((status = seg_read_inputs(&o, who, s, &in)))
+            goto done;
+        status = 1;
+        in.data = s->input;
     }
     swi_plan plan;
     swi_status st = swi_plan_run(s->ctx, &p, &in, outs, n_outs, &plan);
@@ -84,6 +91,13 @@ int swi_cmd_plan(int argc, char **argv)
     printf("calls    %lld engine batches of up to %d windows -> %lld network runs%s\n",
            (long long)plan.predictor_calls, plan.sw_batch_size,
            (long long)(plan.predictor_calls * per_batch), o.tta ? " (x8 for --tta)" : "");
+    if (p.reuse == SWI_REUSE_ON)
+        printf("reuse    %lld of %lld windows take an earlier window's output (no network "
+               "call); %lld run; cache %d window%s\n", (long long)plan.windows_reused,
+               (long long)plan.windows_total, (long long)(plan.windows_total - plan.windows_reused),
+               plan.reuse_cache, plan.reuse_cache == 1 ? "" : "s");
+    else
+        printf("reuse    off (--no-reuse): all %lld windows run\n", (long long)plan.windows_total);
     printf("threads  %d blending, %d network; pipeline %s\n", plan.threads,
            o.threads > 0 ? o.threads : cli_cpu_count(), plan.pipeline ? "on" : "off");
     printf("classes  %lld%s\n", (long long)plan.head_channels[0],
@@ -97,6 +111,9 @@ int swi_cmd_plan(int argc, char **argv)
     printf("  outputs       %12s   (labels%s)\n", cli_bytes(plan.bytes_outputs, b[3]),
            o.scores ? " + scores" : "");
     printf("  scratch       %12s\n", cli_bytes(plan.bytes_scratch, b[4]));
+    printf("  reuse cache   %12s   (%d window input%s and output%s)\n",
+           cli_bytes(plan.bytes_reuse, b[0]), plan.reuse_cache, plan.reuse_cache == 1 ? "" : "s",
+           plan.reuse_cache == 1 ? "" : "s");
     printf("  smallest plan %12s   (any batch size / pipeline)\n",
            cli_bytes(plan.bytes_min, b[5]));
     if (s->grid.active || s->n_members > 1) {

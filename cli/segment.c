@@ -77,8 +77,7 @@ static int nonfinite_report(const seg_opts *o, const char *who, const char *path
     return 0;
 }
 
-/* Read and preprocess every channel into s->input. Returns an exit status. */
-static int read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in)
+int seg_read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in)
 {
     char err[SWI_ERRLEN];
     const int64_t *isz = s->vols[0].size; /* the input's grid (in->size is the model's) */
@@ -240,7 +239,12 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if (!s->ctx)
         return seg_fail(who, "out of memory");
     swi_plan plan;
-    swi_status st = swi_plan_run(s->ctx, &p, &in, outs, n_outs, &plan);
+    /* Shapes only: with reuse on, a reader (a store input) would be read whole here just
+     * to count the windows reused, which the run counts anyway. */
+    swi_tensor shape_only = in;
+    shape_only.data = NULL;
+    shape_only.reader = NULL;
+    swi_status st = swi_plan_run(s->ctx, &p, &shape_only, outs, n_outs, &plan);
     if (st != SWI_OK) {
         seg_engine_error(who, o, st, s->ctx);
         return 1;
@@ -257,7 +261,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
         return seg_fail(who, err);
 
     if (!s->reader) {
-        if (!s->input && (rc = read_inputs(o, who, s, &in)))
+        if (!s->input && (rc = seg_read_inputs(o, who, s, &in)))
             return rc;
         in.data = s->input;
         if (s->grid.active) {
@@ -326,13 +330,18 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
         keep->classes = r.classes;
     }
     if (!o->quiet && !o->no_summary) {
-        int64_t windows = plan.windows_total, calls = plan.predictor_calls;
+        swi_stats stats;
+        if (swi_run_stats(s->ctx, &stats) != SWI_OK)
+            memset(&stats, 0, sizeof stats);
+        int64_t windows = stats.windows_total, calls = stats.predictor_calls;
         char rss[32];
-        fprintf(stderr, "%s: %lldx%lldx%lld voxels, %lld classes, %lld windows in %lld calls: "
-                "%.2f s (network+blending %.2f s, %.1f windows/s), peak RSS %s -> %s\n", who,
+        fprintf(stderr, "%s: %lldx%lldx%lld voxels, %lld classes, %lld windows in %lld calls "
+                "(%lld run, %lld reused): %.2f s (network+blending %.2f s, %.1f windows/s), "
+                "peak RSS %s -> %s\n", who,
                 (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
                 (long long)r.classes, (long long)windows,
                 (long long)(calls * swi_ort_calls_per_batch(s->model, plan.sw_batch_size)),
+                (long long)stats.windows_predicted, (long long)stats.windows_reused,
                 cli_now() - t0, t_run, t_run > 0 ? (double)windows / t_run : 0.0,
                 cli_bytes(cli_peak_rss(), rss), o->output ? o->output : "-");
     }

@@ -49,6 +49,9 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
 /* seg_run on a state the caller prepared (folder mode: the model opened once, the voxels
  * read ahead) and frees. */
 int seg_run_state(const seg_opts *o, const char *who, seg_state *s, seg_result *keep);
+/* Read and preprocess every channel into s->input (in's sizes). Returns an exit status,
+ * after printing the error. */
+int seg_read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in);
 
 /* Print an engine failure as one line, worded for the command line. */
 void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const swi_ctx *ctx);

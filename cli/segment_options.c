@@ -66,6 +66,9 @@ static const char SEGMENT_HELP[] =
 "  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 0/2   # one\n"
 "  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 1/2   # other\n"
 "\n"
+"  # every window through the network (no reuse of identical windows)\n"
+"  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --no-reuse\n"
+"\n"
 "  # see the window grid and the memory first: swi plan takes the same options\n"
 "  swi plan --model m.onnx --input ct.nii.gz --roi 96 --sw-batch 2\n"
 "\n"
@@ -151,6 +154,15 @@ static const char SEGMENT_HELP[] =
 "                       predicted mirrored along each subset of the axes, mirrored back,\n"
 "                       and the 8 predictions averaged before blending (8x the work)\n"
 "\n"
+"Speed (the results are bitwise the same either way):\n"
+"  --no-reuse           run every window through the network; by default a window\n"
+"                       whose preprocessed input equals, byte for byte, one already\n"
+"                       run (air clipped to the window's lower bound, zero padding)\n"
+"                       takes that window's output without a network call\n"
+"  --reuse-cache N      window outputs kept for reuse across network calls, 1..64\n"
+"                       (default 1; each costs one window's input and output, counted\n"
+"                       in the memory plan)\n"
+"\n"
 "Resources:\n"
 "  --threads N          threads for the network and the blending (default: all cores)\n"
 "  --max-memory SIZE    budget for the engine's buffers: 512M, 4G, 1.5G... (default:\n"
@@ -172,9 +184,11 @@ static const char PLAN_HELP[] =
 "usage: swi plan --model M.onnx --input IN.nii.gz [segment options]\n"
 "\n"
 "Show what `swi segment` would do with the same options, without running the\n"
-"network or reading the voxels: the window grid, the number of network calls and\n"
+"network: the window grid, the number of network calls and\n"
 "the predicted peak memory, split into input, window buffers, partial sums (the open\n"
-"frontier of the streaming reduction) and outputs.\n"
+"frontier of the streaming reduction) and outputs. With window reuse on (the default;\n"
+"--no-reuse turns it off) it reads and preprocesses the voxels to count the windows\n"
+"that will take an earlier window's output instead of a network call.\n"
 "\n"
 "Examples:\n"
 "  swi plan --model unet.onnx --input ct.nii.gz\n"
@@ -203,7 +217,8 @@ enum {
     OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
     OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
     OPT_ORIENTATION, OPT_SPACING, OPT_NO_CARD, OPT_HELP, OPT_NONFINITE, OPT_INPUT_DIR, OPT_OUTPUT_DIR,
-    OPT_OUTPUT_FORMAT, OPT_PART, OPT_SHARD
+    OPT_OUTPUT_FORMAT, OPT_PART, OPT_SHARD,
+    OPT_NO_REUSE, OPT_REUSE_CACHE, OPT_NO_REWRITE
 };
 
 static const struct option LONG_OPTS[] = {
@@ -238,6 +253,9 @@ static const struct option LONG_OPTS[] = {
     { "output-format", required_argument, NULL, OPT_OUTPUT_FORMAT },
     { "part", required_argument, NULL, OPT_PART },
     { "shard", required_argument, NULL, OPT_SHARD },
+    { "no-reuse", no_argument, NULL, OPT_NO_REUSE },
+    { "reuse-cache", required_argument, NULL, OPT_REUSE_CACHE },
+    { "no-rewrite", no_argument, NULL, OPT_NO_REWRITE },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -411,6 +429,16 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
                 return usage(who, "--max-memory '%s': give a size such as 512M, 4G or 1.5G",
                              arg, NULL);
             break;
+        case OPT_NO_REUSE: o->no_reuse = 1; break;
+        case OPT_NO_REWRITE: o->no_rewrite = 1; break;
+        case OPT_REUSE_CACHE: {
+            int64_t v;
+            if (cli_parse_i64(arg, 1, 64, &v))
+                return usage(who, "--reuse-cache '%s': give a whole number from 1 to 64", arg,
+                             NULL);
+            o->reuse_cache = (int)v;
+            break;
+        }
         case OPT_SOFTMAX: o->softmax = 1; break;
         case OPT_TTA: o->tta = 1; break;
         case OPT_ZSCORE: o->zscore = 1; break;

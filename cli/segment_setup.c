@@ -284,6 +284,10 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     p->sw_batch_size = o->sw_batch;
     p->threads = o->threads;
     p->max_memory = o->max_memory;
+    /* The ONNX Runtime predictor is deterministic per window whatever shares its call
+     * (test ort_deterministic), tta included: reuse keeps the results bitwise. */
+    p->reuse = o->no_reuse ? SWI_REUSE_OFF : SWI_REUSE_ON;
+    p->reuse_cache = o->reuse_cache;
     p->n_heads = 1;
     p->heads[0] = head;
 

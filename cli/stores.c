@@ -87,6 +87,7 @@ int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *
     }
     swi_params whole = *p;
     whole.part_lo = whole.part_hi = 0;
+    whole.reuse = SWI_REUSE_OFF; /* shapes only: counting reuse would read the whole input */
     swi_plan plan;
     int rc = 0;
     if (swi_plan_run(ctx, &whole, in, outs, n_outs, &plan) != SWI_OK) {
@@ -106,6 +107,7 @@ int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_o
         return -1;
     swi_params whole = *p;
     whole.part_lo = whole.part_hi = 0;
+    whole.reuse = SWI_REUSE_OFF; /* shapes only: counting reuse would read the whole input */
     swi_plan plan;
     int64_t n = swi_plan_run(ctx, &whole, in, outs, n_outs, &plan) == SWI_OK ? plan.windows_total : -1;
     swi_free(ctx);

@@ -60,6 +60,8 @@ CASES=(
   same_outputs_symlinked_dir same_outputs_hardlink same_outputs_preview
   # plan, demo, e2e extras
   plan_grid plan_overlap plan_memory plan_budget plan_writes_nothing
+  # window reuse (on by default): bitwise the same results as --no-reuse
+  usage_reuse_cache reuse_labels_scores reuse_tta reuse_plan reuse_e2e
   e2e_tta e2e_preview demo_run
 )
 
@@ -851,6 +853,89 @@ t_plan_writes_nothing() {
   data; need onnxruntime
   run plan $(quant_args) --output "$T/o/l.nii.gz" --scores "$T/o/s.nii.gz" --preview "$T/o/p.png"
   expect_rc 0; expect_nothing_written
+}
+
+# ---- window reuse ----------------------------------------------------------------------
+# A volume of uniform background (-1000, clipped to 0 by --clip 0,4) with a textured
+# block: most windows are pure background, so they repeat byte for byte.
+background_volume() { # OUT SHAPE(i,j,k) BLOCK(i,j,k)
+  "$PY" - "$@" <<'PYEOF' || fail "could not make the background volume"
+import sys
+import numpy as np, nibabel as nib
+out, shape, block = sys.argv[1], [int(x) for x in sys.argv[2].split(",")], [int(x) for x in sys.argv[3].split(",")]
+v = np.full(shape, -1000.0, np.float32)
+rng = np.random.default_rng(3)
+v[2:2 + block[0], 3:3 + block[1], 1:1 + block[2]] = rng.uniform(0.05, 3.4, size=block)
+nib.save(nib.Nifti1Image(v, np.diag([0.8, 0.8, 2.5, 1.0])), out)
+PYEOF
+}
+reused_of() { sed -n 's/.*windows in [0-9]* calls (\([0-9]*\) run, \([0-9]*\) reused).*/\1 \2/p' "$1"; }
+t_usage_reuse_cache() { seg_usage "--reuse-cache '0'" --reuse-cache 0; seg_usage "--reuse-cache '65'" --reuse-cache 65; }
+t_reuse_labels_scores() {
+  data; need onnxruntime
+  background_volume "$T/bg.nii.gz" 40,36,30 9,7,6
+  local a=(--model "$DATA/quant4.onnx" --input "$T/bg.nii.gz" --clip 0,4 --overlap 0.5 --sw-batch 3)
+  run segment "${a[@]}" --output "$T/o/l.nii" --scores "$T/o/s.nii"
+  expect_rc 0
+  local rr; rr=$(reused_of "$T/err"); [ -n "$rr" ] || fail "no 'N run, M reused' in the summary"
+  set -- $rr; [ "$2" -gt 0 ] || fail "no window reused on a background volume ($rr)"
+  run segment "${a[@]}" --no-reuse --output "$T/o/l0.nii" --scores "$T/o/s0.nii"
+  expect_rc 0
+  rr=$(reused_of "$T/err"); set -- $rr; [ "${2:-x}" = 0 ] || fail "--no-reuse reused windows ($rr)"
+  cmp -s "$T/o/l.nii" "$T/o/l0.nii" || fail "labels differ with and without reuse"
+  cmp -s "$T/o/s.nii" "$T/o/s0.nii" || fail "scores differ with and without reuse"
+  labels_ok "$T/o/l.nii" "$T/bg.nii.gz" --clip 0,4
+  run segment "${a[@]}" --reuse-cache 8 --output "$T/o/l8.nii" --scores "$T/o/s8.nii"
+  expect_rc 0
+  cmp -s "$T/o/s.nii" "$T/o/s8.nii" || fail "scores differ with --reuse-cache 8"
+}
+t_reuse_tta() {
+  data; need onnxruntime
+  background_volume "$T/bg.nii.gz" 30,30,24 7,7,5
+  local a=(--model "$DATA/quant4.onnx" --input "$T/bg.nii.gz" --clip 0,4 --sw-batch 2 --tta)
+  run segment "${a[@]}" --output "$T/o/l.nii" --scores "$T/o/s.nii"
+  expect_rc 0
+  local rr; rr=$(reused_of "$T/err"); set -- $rr; [ "${2:-0}" -gt 0 ] || fail "no window reused with --tta ($rr)"
+  seg "${a[@]}" --no-reuse --output "$T/o/l0.nii" --scores "$T/o/s0.nii"
+  expect_rc 0
+  cmp -s "$T/o/s.nii" "$T/o/s0.nii" || fail "--tta scores differ with and without reuse"
+  cmp -s "$T/o/l.nii" "$T/o/l0.nii" || fail "--tta labels differ with and without reuse"
+}
+t_reuse_plan() {
+  data; need onnxruntime
+  background_volume "$T/bg.nii.gz" 40,36,30 9,7,6
+  local a=(--model "$DATA/quant4.onnx" --input "$T/bg.nii.gz" --clip 0,4 --overlap 0.5 --sw-batch 3)
+  run plan "${a[@]}" --reuse-cache 4
+  expect_rc 0; expect_out "reuse cache"; expect_out "cache 4 windows"
+  local planned; planned=$(sed -n 's/^reuse    \([0-9]*\) of .*/\1/p' "$T/out")
+  [ -n "$planned" ] && [ "$planned" -gt 0 ] || { cat "$T/out"; fail "plan shows no reused windows"; }
+  run segment "${a[@]}" --reuse-cache 4 --output "$T/o/l.nii"
+  expect_rc 0
+  local rr; rr=$(reused_of "$T/err"); set -- $rr
+  [ "${2:-x}" = "$planned" ] || fail "plan predicted $planned reused windows, the run reused ${2:-?}"
+  run plan "${a[@]}" --no-reuse
+  expect_rc 0; expect_out "reuse    off"
+}
+t_reuse_e2e() {
+  # the e2e U-Net (real convolutions: the output of a window must not depend on its
+  # batch-mates for reuse to be exact)
+  need onnxruntime; need nifti; need_e2e
+  "$PY" - "$E2E/volume.nii.gz" "$T/bg.nii.gz" <<'PYEOF' || fail "could not make the volume"
+import sys
+import numpy as np, nibabel as nib
+src = nib.load(sys.argv[1]); a = np.asarray(src.dataobj, np.float32)
+v = np.full((104, 104, 88), float(a.min()), np.float32)
+v[:a.shape[0], :a.shape[1], :a.shape[2]] = a
+nib.save(nib.Nifti1Image(v, src.affine), sys.argv[2])
+PYEOF
+  local a=(--model "$E2E/unet.onnx" --input "$T/bg.nii.gz" --mode gaussian --sw-batch 3)
+  run segment "${a[@]}" --output "$T/o/l.nii" --scores "$T/o/s.nii"
+  expect_rc 0
+  local rr; rr=$(reused_of "$T/err"); set -- $rr; [ "${2:-0}" -gt 0 ] || fail "no window reused ($rr)"
+  seg "${a[@]}" --no-reuse --output "$T/o/l0.nii" --scores "$T/o/s0.nii"
+  expect_rc 0
+  cmp -s "$T/o/s.nii" "$T/o/s0.nii" || fail "e2e scores differ with and without reuse"
+  cmp -s "$T/o/l.nii" "$T/o/l0.nii" || fail "e2e labels differ with and without reuse"
 }
 
 # ---- e2e extras, demo ------------------------------------------------------------------
