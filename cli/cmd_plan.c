@@ -63,6 +63,12 @@ int swi_cmd_plan(int argc, char **argv)
     int64_t per_batch = swi_ort_calls_per_batch(s->model, plan.sw_batch_size);
     printf("model    %s\n", o.model);
     printf("         %s\n", desc);
+    if (o.no_rewrite)
+        printf("         loaded as it is (--no-rewrite)\n");
+    else
+        printf("         %d ConvTranspose layer%s run as Conv + depth-to-space (the same "
+               "function, faster)\n", swi_ort_rewrites(s->model),
+               swi_ort_rewrites(s->model) == 1 ? "" : "s");
     for (int c = 0; c < o.n_inputs; c++)
         printf("input    %s: %lld x %lld x %lld voxels%s, %s\n", o.inputs[c],
                (long long)s->vols[c].size[0], (long long)s->vols[c].size[1],

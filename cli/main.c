@@ -25,6 +25,7 @@ static const char MAIN_HELP[] =
 "  demo      segment a generated phantom with the bundled model and score it (Dice)\n"
 "  export    export sliding-window inference as an ONNX graph\n"
 "  info      show a model's inputs, outputs and model card\n"
+"  optimize  save an ONNX model with the faster equivalent layers segment runs\n"
 "\n"
 "Examples:\n"
 "  swi demo                                     # try it: writes out/demo_*.nii.gz, .png\n"
@@ -112,6 +113,8 @@ dispatch:
         return swi_cmd_export(argc, argv);
     if (strcmp(cmd, "info") == 0)
         return swi_cmd_info(argc, argv);
+    if (strcmp(cmd, "optimize") == 0)
+        return swi_cmd_optimize(argc, argv);
     fprintf(stderr, "swi: unknown command '%s' (see 'swi --help')\n", cmd);
     return 2;
 }

@@ -86,3 +86,12 @@ swi_predictor swi_ort_predictor(swi_ort_model *m)
     return p;
 }
 void swi_ort_cancel(swi_ort_model *m) { (void)m; }
+int swi_ort_rewrites(const swi_ort_model *m) { (void)m; return 0; }
+swi_status swi_ort_optimize(const char *path, const char *out, int *rewritten, char *err,
+                            size_t errlen)
+{
+    (void)out;
+    if (rewritten)
+        *rewritten = 0;
+    return none(err, errlen, path);
+}

@@ -59,6 +59,7 @@ static void session_options(const seg_opts *o, swi_ort_options *oo)
     oo->threads = o->threads;
     oo->device = o->cuda ? SWI_ORT_CUDA : SWI_ORT_CPU;
     oo->tta = o->tta;
+    oo->rewrite = !o->no_rewrite;
     const char *spin = getenv("SWI_ORT_SPIN");
     oo->spin = spin && *spin == '1';
     const char *no_arena = getenv("SWI_ORT_NO_ARENA");

@@ -45,6 +45,7 @@ struct swi_ort_model {
     float *pad_in, *pad_out;
     float *tta_in, *tta_out;
     int64_t tta_cap;
+    int rewrites;        /* layers rewritten at load (rewrite.c) */
     char last_error[ORT_ERRLEN];
 };
 
@@ -96,5 +97,11 @@ void ort__flip3_copy(const float *src, float *dst, int64_t planes, const int64_t
 /* dst += mirror(src): mirroring is its own inverse, so this un-mirrors a prediction. */
 void ort__flip3_accumulate(const float *src, float *dst, int64_t planes, const int64_t s[3],
                            int mask);
+
+/* The model at `path` with the rewrites of rewrite.c applied, serialized into *bytes
+ * (malloc'd, *len bytes; *rewritten layers), or *bytes NULL when there is nothing to rewrite
+ * or the file does not parse (ONNX Runtime then loads the file and names the problem).
+ * Fails only when out of memory. */
+swi_status ort__rewrite(const char *path, unsigned char **bytes, size_t *len, int *rewritten);
 
 #endif

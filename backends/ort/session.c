@@ -81,6 +81,7 @@ void swi_ort_options_init(swi_ort_options *o)
     o->device = SWI_ORT_CPU;
     o->graph_opt = SWI_ORT_OPT_ALL;
     o->memory_arena = 1;
+    o->rewrite = 1;
 }
 
 const char *ort__type_name(int t)
@@ -401,7 +402,16 @@ swi_status swi_ort_open(const char *path, const swi_ort_options *opt, swi_ort_mo
                           SWI_ERR_PREDICTOR, err, n, prefix)) ||
         (st = make_session_options(api, path, opt, &so, err, n)))
         goto fail;
-    OrtStatus *s = ORT_CREATE(api, api->CreateSession(m->env, path, so, &m->session));
+    /* The rewritten model when there is something to rewrite, else the file; a rewrite
+     * that cannot be made (out of memory) leaves the model as it is. */
+    unsigned char *bytes = NULL;
+    size_t len = 0;
+    if (opt->rewrite && ort__rewrite(path, &bytes, &len, &m->rewrites) != SWI_OK)
+        m->rewrites = 0;
+    OrtStatus *s = bytes ? ORT_CREATE(api, api->CreateSessionFromArray(m->env, bytes, len, so,
+                                                                       &m->session))
+                         : ORT_CREATE(api, api->CreateSession(m->env, path, so, &m->session));
+    free(bytes);
     api->ReleaseSessionOptions(so);
     if (s) {
         OrtErrorCode code = api->GetErrorCode(s);
@@ -518,6 +528,11 @@ swi_status swi_ort_output_info(const swi_ort_model *m, int index, swi_ort_tensor
         return st;
     fill_info(&t, m->out_names[index], info);
     return SWI_OK;
+}
+
+int swi_ort_rewrites(const swi_ort_model *m)
+{
+    return m ? m->rewrites : 0;
 }
 
 void swi_ort_describe(const swi_ort_model *m, char *buf, size_t n)

@@ -77,9 +77,14 @@ typedef struct swi_ort_options {
                                       onnxruntime_session_options_config_keys.h), or NULL;
                                       at most 1023 characters */
     int tta;                     /**< 1: mirror test-time augmentation (8 runs per window) */
+    int rewrite;                 /**< 1 (default): before loading, rewrite the layers ONNX
+                                      Runtime runs slowly into equivalent faster ones (the
+                                      same function up to float rounding; swi_ort_optimize);
+                                      0: the model as it is */
 } swi_ort_options;
 
-/** Defaults: all cores, CPU, full graph optimisation, arena on, no spinning, no tta. */
+/** Defaults: all cores, CPU, full graph optimisation, arena on, no spinning, no tta,
+ *  rewrites on. */
 void swi_ort_options_init(swi_ort_options *o);
 
 /** ONNX Runtime's version string ("1.20.1"). */
@@ -94,6 +99,20 @@ typedef struct swi_ort_model swi_ort_model;
 /** Load a model and read its signature (it must have exactly one input). */
 swi_status swi_ort_open(const char *path, const swi_ort_options *opt, swi_ort_model **out,
                         char *err, size_t errlen);
+
+/** Layers the load rewrote (swi_ort_options.rewrite): each ConvTranspose whose strides
+ *  tile its output (kernel - pads + output_padding == stride per axis, e.g. kernel 2
+ *  stride 2, or kernel 3 stride 2 pads 1 output_padding 1), group 1, weights in the model,
+ *  becomes the sub-pixel form: a Conv giving prod(stride) x C_out channels followed by a
+ *  depth-to-space (Reshape, Transpose, Reshape). */
+int swi_ort_rewrites(const swi_ort_model *m);
+
+/** Apply the load-time rewrites to the model at `path` and save the result to `out`
+ *  (written to a temporary file, then renamed; an existing `out` is replaced). *rewritten
+ *  (if not NULL) receives the layers rewritten; with none, `out` is a re-encoded copy.
+ *  Needs swi_ort built with protobuf-c (else SWI_ERR_INVALID_ARG saying so). */
+swi_status swi_ort_optimize(const char *path, const char *out, int *rewritten, char *err,
+                            size_t errlen);
 
 /** Free a model; NULL is fine. */
 void swi_ort_close(swi_ort_model *m);

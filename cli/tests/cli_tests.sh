@@ -62,6 +62,8 @@ CASES=(
   plan_grid plan_overlap plan_memory plan_budget plan_writes_nothing
   # window reuse (on by default): bitwise the same results as --no-reuse
   usage_reuse_cache reuse_labels_scores reuse_tta reuse_plan reuse_e2e
+  # network rewrites (on by default) and swi optimize
+  help_optimize usage_optimize optimize_e2e optimize_bad_model rewrite_plan
   e2e_tta e2e_preview demo_run
 )
 
@@ -936,6 +938,55 @@ PYEOF
   expect_rc 0
   cmp -s "$T/o/s.nii" "$T/o/s0.nii" || fail "e2e scores differ with and without reuse"
   cmp -s "$T/o/l.nii" "$T/o/l0.nii" || fail "e2e labels differ with and without reuse"
+}
+
+# ---- network rewrites ------------------------------------------------------------------
+t_help_optimize() { run optimize --help; expect_rc 0; expect_out "Examples"; expect_out "ConvTranspose"; }
+t_usage_optimize() {
+  usage_case "--output is required" optimize --model m.onnx
+  usage_case "--model is required" optimize --output "$T/o/x.onnx"
+  usage_case "--output '.*x.txt'" optimize --model m.onnx --output "$T/o/x.txt"
+  usage_case "unknown option '--frob'" optimize --frob
+}
+t_optimize_e2e() {
+  need onnxruntime; need nifti; need_e2e
+  run optimize --model "$E2E/unet.onnx" --output "$T/o/fast.onnx"
+  expect_rc 0; one_line_err; expect_err "2 ConvTranspose layers rewritten"
+  [ -s "$T/o/fast.onnx" ] || fail "no model written"
+  no_temps "$T/o"
+  cp "$T/o/fast.onnx" "$T/keep.onnx"
+  run optimize --model "$E2E/unet.onnx" --output "$T/o/fast.onnx"
+  expect_rc 1; one_line_err; expect_err "already exists"
+  cmp -s "$T/o/fast.onnx" "$T/keep.onnx" || fail "an existing output was changed without --force"
+  run optimize -q --model "$E2E/unet.onnx" --output "$T/o/fast.onnx" --force
+  expect_rc 0
+  # the saved model, the original rewritten at load and the original as it is: one function
+  local a=(--input "$E2E/volume.nii.gz" --roi 32 --mode gaussian --sw-batch 2)
+  seg --model "$T/o/fast.onnx" "${a[@]}" --output "$T/o/l1.nii" --scores "$T/o/s1.nii"; expect_rc 0
+  seg --model "$E2E/unet.onnx" "${a[@]}" --output "$T/o/l2.nii" --scores "$T/o/s2.nii"; expect_rc 0
+  seg --model "$E2E/unet.onnx" "${a[@]}" --no-rewrite --output "$T/o/l3.nii" --scores "$T/o/s3.nii"; expect_rc 0
+  cmp -s "$T/o/s1.nii" "$T/o/s2.nii" || fail "the saved model and the load-time rewrite differ"
+  "$PY" - "$T/o/s1.nii" "$T/o/s3.nii" <<'PYEOF' || fail "rewritten and original scores differ"
+import sys
+import numpy as np, nibabel as nib
+a = np.asarray(nib.load(sys.argv[1]).dataobj); b = np.asarray(nib.load(sys.argv[2]).dataobj)
+d = np.abs(a - b).max(); s = np.abs(b).max()
+print(f"max difference {d:.3g} at scale {s:.3g}")
+sys.exit(0 if d <= 1e-5 * s and s > 0 else 1)
+PYEOF
+}
+t_optimize_bad_model() {
+  data; need onnxruntime
+  printf 'not a model' >"$T/bad.onnx"
+  error_case "not an ONNX model" optimize --model "$T/bad.onnx" --output "$T/o/x.onnx"
+  error_case "cannot open" optimize --model "$T/missing.onnx" --output "$T/o/x.onnx"
+}
+t_rewrite_plan() {
+  need onnxruntime; need nifti; need_e2e
+  run plan --model "$E2E/unet.onnx" --input "$E2E/volume.nii.gz"
+  expect_rc 0; expect_out "2 ConvTranspose layers run as Conv"
+  run plan --model "$E2E/unet.onnx" --input "$E2E/volume.nii.gz" --no-rewrite
+  expect_rc 0; expect_out "as it is \(--no-rewrite\)"
 }
 
 # ---- e2e extras, demo ------------------------------------------------------------------
