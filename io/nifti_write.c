@@ -29,12 +29,15 @@ swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume
 #include <nifti2_io.h>
 #include <zlib.h>
 
+#include "io_gzip.h"
+
 /* Slabs of KB planes along k: both sides of the transpose stream through cache lines. */
 #define KB 16
 
 typedef struct sink {
     int fd;
     gzFile gz;
+    io_gzw *dz; /* libdeflate's writer (io/gzip.c), used instead of gz when built in */
     const char *name;
     char *err;
     size_t errlen;
@@ -54,7 +57,15 @@ static int sink_write(sink *s, const void *buf, size_t n)
     const unsigned char *p = buf;
     while (n > 0) {
         size_t chunk = n > (1u << 30) ? (1u << 30) : n;
-        if (s->gz) {
+        if (s->dz) {
+            int e = io__gzw_write(s->dz, p, chunk);
+            if (e) {
+                io__err(s->err, s->errlen, "%s: write failed: %s", s->name,
+                        e == ENOMEM ? "out of memory" : strerror(e));
+                s->failed = SWI_ERR_INVALID_ARG;
+                return -1;
+            }
+        } else if (s->gz) {
             int w = gzwrite(s->gz, p, (unsigned)chunk);
             if (w <= 0) {
                 int zerr = 0;
@@ -201,8 +212,19 @@ swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume
         io__err(err, n, "%s: out of memory", name);
         return SWI_ERR_NOMEM;
     }
-    sink s = { fd, NULL, name, err, n, cancel, SWI_OK };
-    if (gz) {
+    sink s = { fd, NULL, NULL, name, err, n, cancel, SWI_OK };
+    if (gz && io__gz_fast()) {
+        /* levels measured in bench/RESULTS.md ("Compression") */
+        int level = type == SWI_DTYPE_FLOAT32 ? IO_GZ_LEVEL_FLOAT : IO_GZ_LEVEL_LABELS;
+        size_t total = (size_t)(ni * nj * nk) * nb * (size_t)channels;
+        s.dz = io__gzw_open(fd, level, total);
+        if (!s.dz) {
+            close(fd);
+            free(buf);
+            io__err(err, n, "%s: out of memory starting compression", name);
+            return SWI_ERR_NOMEM;
+        }
+    } else if (gz) {
         /* Label maps compress well at any level; float scores are large: favour speed. */
         int level = type == SWI_DTYPE_FLOAT32 ? 1 : 6;
         char mode[8];
@@ -249,7 +271,14 @@ swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume
         }
     }
     free(buf);
-    if (s.gz) {
+    if (s.dz) {
+        int e = io__gzw_close(s.dz); /* closes fd */
+        if (e && !s.failed) {
+            io__err(err, n, "%s: write failed: %s", name,
+                    e == ENOMEM ? "out of memory" : strerror(e));
+            s.failed = SWI_ERR_INVALID_ARG;
+        }
+    } else if (s.gz) {
         int rc = gzclose(s.gz); /* closes fd */
         if (rc != Z_OK && !s.failed) {
             io__err(err, n, "%s: write failed: %s", name,

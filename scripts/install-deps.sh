@@ -38,6 +38,8 @@ APT_PACKAGES=(
   python3-zarr python3-h5py
   # swi ... under mpirun (cli/mpi_job.c, optional) and its test
   openmpi-bin libopenmpi-dev
+  # swi_io: .nii.gz read and written with libdeflate (several times zlib's speed; optional)
+  libdeflate-dev
 )
 
 ORT_NPM_PACKAGE="com.github.asus4.onnxruntime"
