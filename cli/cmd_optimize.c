@@ -22,7 +22,7 @@ static const char OPTIMIZE_HELP[] =
 "output_padding 1), group 1, weights in the model, is replaced by the sub-pixel form:\n"
 "one Conv computing all stride^3 output phases as channels, then a depth-to-space\n"
 "(Reshape, Transpose, Reshape). The function is the same up to float rounding;\n"
-"ONNX Runtime computes it about twice as fast on a 3-D U-Net. Everything else is\n"
+"ONNX Runtime computes it faster: 1.4x for the 3-D U-Net of bench/monai. All else is\n"
 "kept as it is. The result is checked by loading it in ONNX Runtime.\n"
 "\n"
 "Examples:\n"

@@ -118,6 +118,8 @@ typedef struct gz_job {
 struct io_gzw {
     int fd;
     int threads;
+    int adaptive;        /* store the rest once a batch compresses by less than 10 % */
+    int storing;         /* the jobs' compressors are level 0 now */
     unsigned char *in;   /* threads x IO_GZ_BLOCK */
     size_t fill;         /* bytes in `in` */
     gz_job *jobs;
@@ -167,22 +169,37 @@ static int flush_blocks(io_gzw *z)
     for (int b = 0; b < nb; b++)
         if (started[b])
             pthread_join(tid[b], NULL);
+    size_t out = 0;
     for (int b = 0; b < nb && !z->failed; b++) {
+        out += z->jobs[b].out_len;
         if (z->jobs[b].out_len == 0)
             z->failed = EIO; /* cannot happen with the bound's room; never write a hole */
         else
             z->failed = write_all(z->fd, z->jobs[b].out, z->jobs[b].out_len);
     }
+    /* Data that deflate barely shrinks (float scores: 7 % at level 1, for 10-20x the time
+     * of storing) is stored from here on; the stream stays valid gzip. */
+    if (z->adaptive && !z->storing && !z->failed && out > z->fill / 10 * 9) {
+        for (int b = 0; b < z->threads; b++) {
+            struct libdeflate_compressor *c = libdeflate_alloc_compressor(0);
+            if (!c)
+                break; /* keep compressing: slower, still right */
+            libdeflate_free_compressor(z->jobs[b].c);
+            z->jobs[b].c = c;
+        }
+        z->storing = 1;
+    }
     z->fill = 0;
     return z->failed;
 }
 
-io_gzw *io__gzw_open(int fd, int level, size_t total_hint)
+io_gzw *io__gzw_open(int fd, int level, int adaptive, size_t total_hint)
 {
     io_gzw *z = calloc(1, sizeof *z);
     if (!z)
         return NULL;
     z->fd = fd;
+    z->adaptive = adaptive;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int t = cpus < 1 ? 1 : cpus > IO_GZ_MAX_THREADS ? IO_GZ_MAX_THREADS : (int)cpus;
     /* no more threads than blocks: a small label map stays one member */
@@ -268,9 +285,9 @@ int io__gz_read(const char *path, unsigned char *dst, size_t want)
     (void)path, (void)dst, (void)want;
     return IO_GZ_FALLBACK;
 }
-io_gzw *io__gzw_open(int fd, int level, size_t total_hint)
+io_gzw *io__gzw_open(int fd, int level, int adaptive, size_t total_hint)
 {
-    (void)fd, (void)level, (void)total_hint;
+    (void)fd, (void)level, (void)adaptive, (void)total_hint;
     return NULL;
 }
 int io__gzw_write(io_gzw *z, const void *buf, size_t n)

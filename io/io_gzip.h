@@ -11,8 +11,9 @@
  * nothing in ratio (< 0.1 %), small enough that a few cores share a label map. */
 #define IO_GZ_BLOCK ((size_t)1 << 21)
 #define IO_GZ_MAX_THREADS 16
-/* libdeflate levels of .nii.gz outputs (bench/RESULTS.md, "Compression"): float scores
- * barely compress, so the fastest level; label maps compress 50-100x at any level. */
+/* libdeflate levels of .nii.gz outputs (bench/RESULTS.md, "Compression"): float scores,
+ * the fastest level, stored once they prove to shrink by less than 10 % (adaptive);
+ * label maps, level 6 (smaller than zlib's 6, faster than zlib's 1). */
 #define IO_GZ_LEVEL_FLOAT 1
 #define IO_GZ_LEVEL_LABELS 6
 /* io__gz_read could not do it exactly: read through zlib instead. */
@@ -31,11 +32,12 @@ int io__gz_is_gzip(const char *path);
 int io__gz_read(const char *path, unsigned char *dst, size_t want);
 
 /* A gzip writer on fd (owned from now on: closed by io__gzw_close): blocks compressed at
- * `level` (1..12) on up to one thread per core; total_hint is the expected stream size
+ * `level` (0..12) on up to one thread per core; adaptive: once a batch of blocks shrinks
+ * by less than 10 %, the rest is stored (level 0). total_hint is the expected stream size
  * (it sets how many threads are worth starting). NULL when out of memory or without
  * libdeflate (fd is then still the caller's). */
 typedef struct io_gzw io_gzw;
-io_gzw *io__gzw_open(int fd, int level, size_t total_hint);
+io_gzw *io__gzw_open(int fd, int level, int adaptive, size_t total_hint);
 /* 0, or the errno of the first failure (later calls keep returning it). */
 int io__gzw_write(io_gzw *z, const void *buf, size_t n);
 /* Write what is buffered, close fd and free z: 0 or an errno. */

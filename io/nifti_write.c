@@ -217,7 +217,7 @@ swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume
         /* levels measured in bench/RESULTS.md ("Compression") */
         int level = type == SWI_DTYPE_FLOAT32 ? IO_GZ_LEVEL_FLOAT : IO_GZ_LEVEL_LABELS;
         size_t total = (size_t)(ni * nj * nk) * nb * (size_t)channels;
-        s.dz = io__gzw_open(fd, level, total);
+        s.dz = io__gzw_open(fd, level, type == SWI_DTYPE_FLOAT32, total);
         if (!s.dz) {
             close(fd);
             free(buf);

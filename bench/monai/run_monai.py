@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """MONAI's side of the benchmark: the same network in PyTorch, the same sliding window.
 
-Reads WORK/unet.pt and WORK/volume.nii.gz (made by make_inputs.py), runs
-monai.inferers.sliding_window_inference(roi 96, overlap 0.25, gaussian, sw_batch_size 2)
+Reads WORK/unet.pt and WORK/volume.nii.gz (made by make_inputs.py; --volume for another),
+runs monai.inferers.sliding_window_inference(roi 96, overlap 0.25, gaussian, sw_batch_size 2)
 under torch.no_grad() with torch.set_num_threads(THREADS), writes the argmax label map
 as uint8 NIfTI (the input's affine) and prints one JSON line with the clocks:
   load_s   nibabel read + tensor
@@ -33,6 +33,9 @@ def main():
     ap.add_argument("--overlap", type=float, default=0.25)
     ap.add_argument("--mode", default="gaussian")
     ap.add_argument("--sw-batch", type=int, default=2)
+    ap.add_argument("--volume", default="volume.nii.gz", help="input in WORK (default volume.nii.gz)")
+    ap.add_argument("--scale-range", help="A,B: ScaleIntensityRange(A, B, 0, 1, clip=True) first "
+                                          "(timed with the load), as CT models do")
     a = ap.parse_args()
 
     import numpy as np
@@ -49,8 +52,12 @@ def main():
     t_imp = time.perf_counter()
 
     t = time.perf_counter()
-    img = nib.load(os.path.join(a.work, "volume.nii.gz"))
+    img = nib.load(os.path.join(a.work, a.volume))
     vol = np.asarray(img.dataobj, dtype=np.float32)
+    if a.scale_range:
+        from monai.transforms import ScaleIntensityRange
+        lo, hi = (float(v) for v in a.scale_range.split(","))
+        vol = np.asarray(ScaleIntensityRange(lo, hi, 0.0, 1.0, clip=True)(vol), dtype=np.float32)
     x = torch.from_numpy(np.ascontiguousarray(vol))[None, None]
     load_s = time.perf_counter() - t
 

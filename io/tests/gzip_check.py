@@ -57,6 +57,7 @@ def main(gzw, vinfo, work):
         ("one_voxel", (1, 1, 1), 1, "labels", 1),
         ("labels", (40, 30, 20), 1, "labels", 1),
         ("scores_multi", (64, 64, 64), 5, "float", 3),    # 5 MiB: members of 2 MiB
+        ("noise_stored", (64, 64, 64), 5, "noise", 3),    # stored after the first blocks
         ("labels_multi", (160, 160, 100), 1, "labels", 2),
     ]:
         p = os.path.join(work, name + ".nii.gz")
@@ -71,13 +72,23 @@ def main(gzw, vinfo, work):
         x = np.arange(np.prod(dims) * planes, dtype=np.int64)
         if kind == "labels":
             exp = (x % 7).astype(np.uint8)
+        elif kind == "noise":
+            h = x.astype(np.uint64) * 2654435761 % 2**32
+            h ^= h >> 15
+            h = h * 2246822519 % 2**32
+            h ^= h >> 13
+            exp = h.astype(np.uint32)
         else:
             exp = (np.sin(0.001 * x.astype(np.float64)) * 100.0).astype(np.float32)
         exp = exp.reshape((planes,) + dims)             # [c][i][j][k] as written
         exp = np.moveaxis(exp, 0, -1).reshape(dims + ((planes,) if planes > 1 else ()))
         if a.ndim == 5:
             a = a[:, :, :, 0, :]
+        if kind == "noise":  # compared as bits: some are NaN
+            a = np.ascontiguousarray(a).view(np.uint32)
         check(a.shape == exp.shape and np.array_equal(a, exp), f"{name}: nibabel reads other voxels")
+        if kind == "noise":
+            check(os.path.getsize(p) > a.nbytes, f"{name}: incompressible data not stored")
         print(f"write {name}: {n} member(s), {os.path.getsize(p)} bytes, gzip -t and nibabel ok")
 
     # ---- reading
