@@ -41,6 +41,7 @@ mkdir -p "$W"
 
 wall_of() { awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0;
             for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.2f", s }' "$1"; }
+cpu_of() { awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { printf "%.1f", u + s }' "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 log "inputs"
@@ -54,14 +55,14 @@ if [ -f "$ORT_ROOT/include/onnxruntime_c_api.h" ]; then
 fi
 [ -n "$probe" ] || log "no ONNX Runtime headers under ORT_ROOT=$ORT_ROOT: skipping ORT alone"
 
-declare -A T N
+declare -A T N C
 swi_run() { # KEY CASE ARGS... : time one swi segment
     local key=$1 c=$2; shift 2
     /usr/bin/time -v -o "$W/$key.time" "$SWI" segment --model "$W/unet.onnx" --roi 96 --overlap 0.25 \
         --mode gaussian --sw-batch 2 --threads "$THREADS" --force "$@" 2>"$W/$key.err" ||
         { cat "$W/$key.err" >&2; die "swi $key failed"; }
     grep '^swi segment' "$W/$key.err" >&2 || true
-    T[$key]=$(wall_of "$W/$key.time")
+    T[$key]=$(wall_of "$W/$key.time"); C[$key]=$(cpu_of "$W/$key.time")
     N[$key]=$(sed -n 's/.*windows in \([0-9]*\) calls (\([0-9]*\) run, \([0-9]*\) reused).*/\1 \2 \3/p' "$W/$key.err")
 }
 
@@ -83,6 +84,7 @@ for c in monai ct; do
         "$probe" "$W/unet_rw.onnx" --batch 2 --roi 96 --calls "$calls" --threads "$THREADS" >"$W/$c.ort.log" 2>&1 ||
             { cat "$W/$c.ort.log" >&2; die "ort_probe failed"; }
         T[$c.ort]=$(sed -n 's/.* calls wall \([0-9.]*\) s.*/\1/p' "$W/$c.ort.log")
+        C[$c.ort]=$(sed -n 's/.*), cpu \([0-9.]*\) s.*/\1/p' "$W/$c.ort.log")
     fi
     log "case $c: labels with and without reuse, against MONAI"
     "$PYTHON" - "$W/$c.L.nii.gz" "$W/$c.L_noreuse.nii.gz" "$W/$c.L_scores.nii.gz" "$W/$c.monai_L.nii.gz" >"$W/$c.agree" <<'PY' ||
@@ -106,6 +108,7 @@ for c in monai ct; do
         "${T[$c.noreuse]}" "${T[$c.scores]}" "${T[$c.ort]}" "$run" "$reused" \
         "$(ratio "${T[$c.swi]}" "${T[$c.monai]}")" "$orat" \
         "$(awk -v a="${T[$c.scores]}" -v b="${T[$c.swi]}" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')"
+    echo "       CPU seconds: swi ${C[$c.swi]}, no-reuse ${C[$c.noreuse]}, scores ${C[$c.scores]}, ORT alone ${C[$c.ort]:--}"
     echo "       labels: $(cat "$W/$c.agree")"
 done
-echo "monai case --no-rewrite: ${T[monai.norewrite]}s (ratio to MONAI $(ratio "${T[monai.norewrite]}" "${T[monai.monai]}"))"
+echo "monai case --no-rewrite: ${T[monai.norewrite]}s, CPU ${C[monai.norewrite]} s (ratio to MONAI $(ratio "${T[monai.norewrite]}" "${T[monai.monai]}"))"
