@@ -43,8 +43,11 @@ int swi_cmd_plan(int argc, char **argv)
         status = seg_fail(who, "out of memory");
         goto done;
     }
-    /* Which windows reuse an earlier one's output depends on the voxels: read them. */
-    if (p.reuse == SWI_REUSE_ON) {
+    /* Which windows reuse an earlier one's output depends on the voxels: read them (NIfTI
+     * inputs on their own grid only: the model grid of --orientation/--spacing is made by
+     * the run, and stores are read window by window). */
+    const int count_reuse = p.reuse == SWI_REUSE_ON && !s->grid.active && !s->reader;
+    if (count_reuse) {
         if ((status = seg_read_inputs(&o, who, s, &in)))
             goto done;
         status = 1;
@@ -97,7 +100,10 @@ int swi_cmd_plan(int argc, char **argv)
     printf("calls    %lld engine batches of up to %d windows -> %lld network runs%s\n",
            (long long)plan.predictor_calls, plan.sw_batch_size,
            (long long)(plan.predictor_calls * per_batch), o.tta ? " (x8 for --tta)" : "");
-    if (p.reuse == SWI_REUSE_ON)
+    if (p.reuse == SWI_REUSE_ON && !count_reuse)
+        printf("reuse    on; the windows reused are counted by swi segment (%s)\n",
+               s->reader ? "a store input" : "the model grid");
+    else if (p.reuse == SWI_REUSE_ON)
         printf("reuse    %lld of %lld windows take an earlier window's output (no network "
                "call); %lld run; cache %d window%s\n", (long long)plan.windows_reused,
                (long long)plan.windows_total, (long long)(plan.windows_total - plan.windows_reused),
