@@ -9,10 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cli_is_store(const char *name)
-{
-    return swi_store_kind_of(name) != SWI_STORE_NONE;
-}
 
 int cli_input_open_store(cli_input *in, int c, const char *name, char *err)
 {

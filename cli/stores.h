@@ -26,8 +26,6 @@ typedef struct cli_input {
     swi_reader reader;                   /* the swi_reader of all channels */
 } cli_input;
 
-/* Is `name` a store (x.zarr, x.ome.zarr, x.h5:/path)? */
-int cli_is_store(const char *name);
 
 /* Open store channel c of in (size checked against channel 0's). 0, or -1 with err. */
 int cli_input_open_store(cli_input *in, int c, const char *name, char *err);

@@ -50,4 +50,7 @@ int cli_cpu_count(void);
 /** A tensor shape as "[?,1,32,32,32]" (negative sizes are dynamic: "?"). */
 void cli_shape_str(const int64_t *s, int rank, char *buf, size_t n);
 
+/* Is `name` a store (x.zarr, x.ome.zarr, x.h5:/path)? */
+int cli_is_store(const char *name);
+
 #endif

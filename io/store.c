@@ -7,27 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-swi_store_kind swi_store_kind_of(const char *name)
-{
-    if (!name)
-        return SWI_STORE_NONE;
-    if (strstr(name, ".h5:") || strstr(name, ".hdf5:") || strstr(name, ".H5:"))
-        return SWI_STORE_HDF5;
-    size_t n = strlen(name);
-    while (n > 1 && name[n - 1] == '/')
-        n--;
-    char buf[4096];
-    if (n >= sizeof buf)
-        return SWI_STORE_NONE;
-    memcpy(buf, name, n);
-    buf[n] = '\0';
-    if (io__ends_with(buf, ".ome.zarr") || strstr(buf, ".ome.zarr/"))
-        return SWI_STORE_OME;
-    if (io__ends_with(buf, ".zarr"))
-        return SWI_STORE_ZARR;
-    return SWI_STORE_NONE;
-}
-
 int swi_store_available(swi_store_kind kind)
 {
     switch (kind) {
