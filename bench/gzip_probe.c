@@ -22,19 +22,16 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static double now(void)
-{
+static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
+static unsigned char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     struct stat st;
-    if (!f || fstat(fileno(f), &st) != 0)
-        return NULL;
+    if (!f || fstat(fileno(f), &st) != 0) return NULL;
     *len = (size_t)st.st_size;
     unsigned char *b = malloc(*len ? *len : 1);
     if (b && fread(b, 1, *len, f) != *len) {
@@ -45,20 +42,19 @@ static unsigned char *slurp(const char *path, size_t *len)
     return b;
 }
 
-static size_t zlib_read(const char *path, unsigned char *dst, size_t cap)
-{
+static size_t zlib_read(const char *path, unsigned char *dst, size_t cap) {
     gzFile g = gzopen(path, "rb");
     gzbuffer(g, 1u << 20);
     size_t got = 0;
     int r;
-    while (got < cap && (r = gzread(g, dst + got, (unsigned)(cap - got > (1u << 30) ? 1u << 30 : cap - got))) > 0)
+    while (got < cap &&
+           (r = gzread(g, dst + got, (unsigned)(cap - got > (1u << 30) ? 1u << 30 : cap - got))) > 0)
         got += (size_t)r;
     gzclose(g);
     return got;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: gzip_probe read FILE.gz | write FILE [LEVEL...]\n");
         return 2;
@@ -85,8 +81,7 @@ int main(int argc, char **argv)
     }
     size_t len;
     unsigned char *in = slurp(argv[2], &len);
-    if (!in)
-        return 1;
+    if (!in) return 1;
     char tmp[] = "/tmp/gzip_probe_XXXXXX";
     int fd = mkstemp(tmp);
     close(fd);
@@ -118,8 +113,10 @@ int main(int argc, char **argv)
             struct stat st;
             stat(tmp, &st);
             printf("write level %2d libdeflate, %s: %.3f s, %.1f%%\n", level,
-                   all == 2 ? "all cores, adaptive" : all ? "all cores" : "1 thread ", t,
-                   100.0 * st.st_size / len);
+                   all == 2 ? "all cores, adaptive"
+                   : all    ? "all cores"
+                            : "1 thread ",
+                   t, 100.0 * st.st_size / len);
         }
     }
     unlink(tmp);

@@ -12,12 +12,6 @@ bool swi__fault_point(void);
 #define INJECTED() false
 #endif
 
-void *cli_malloc(size_t bytes)
-{
-    return INJECTED() ? NULL : malloc(bytes ? bytes : 1);
-}
+void *cli_malloc(size_t bytes) { return INJECTED() ? NULL : malloc(bytes ? bytes : 1); }
 
-void *cli_calloc(size_t n, size_t size)
-{
-    return INJECTED() ? NULL : calloc(n ? n : 1, size ? size : 1);
-}
+void *cli_calloc(size_t n, size_t size) { return INJECTED() ? NULL : calloc(n ? n : 1, size ? size : 1); }

@@ -11,14 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-void bench_io_init(bench_io *b)
-{
+void bench_io_init(bench_io *b) {
     memset(b, 0, sizeof *b);
     b->parts = 1;
 }
 
-int bench_io_open_input(bench_io *b, int64_t shape[3], char *err, size_t n)
-{
+int bench_io_open_input(bench_io *b, int64_t shape[3], char *err, size_t n) {
     char e[SWI_ERRLEN];
     b->in.channels = 1;
     if (cli_is_store(b->input)) {
@@ -51,8 +49,7 @@ int bench_io_open_input(bench_io *b, int64_t shape[3], char *err, size_t n)
     return 0;
 }
 
-void bench_io_tensor(bench_io *b, swi_tensor *in)
-{
+void bench_io_tensor(bench_io *b, swi_tensor *in) {
     if (b->volume) {
         in->data = b->volume;
     } else {
@@ -61,8 +58,7 @@ void bench_io_tensor(bench_io *b, swi_tensor *in)
     }
 }
 
-static void output_spec(const swi_tensor *in, int scores, int64_t classes, swi_store_spec *spec)
-{
+static void output_spec(const swi_tensor *in, int scores, int64_t classes, swi_store_spec *spec) {
     swi_store_spec_init(spec);
     memcpy(spec->size, in->size, sizeof spec->size);
     spec->planes = scores ? classes : 1;
@@ -72,8 +68,7 @@ static void output_spec(const swi_tensor *in, int scores, int64_t classes, swi_s
 }
 
 int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, const swi_output *out, int scores,
-                          int64_t classes, char *err, size_t n)
-{
+                          int64_t classes, char *err, size_t n) {
     if (in->dims != 3) {
         snprintf(err, n, "--output-file needs a 3-D volume");
         return 2;
@@ -92,19 +87,16 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, cons
         return 2;
     }
     if (b->init) {
-        if (swi_store_init(b->output, &spec, flags, err, n) != SWI_OK)
-            return 1;
+        if (swi_store_init(b->output, &spec, flags, err, n) != SWI_OK) return 1;
         return 0;
     }
     if (cli_mpi_active()) {
         /* rank 0 writes the metadata; the others join once it is there */
         int rank = 0, size = 1, ok = 1;
         cli_mpi_start(&rank, &size);
-        if (rank == 0)
-            ok = swi_store_init(b->output, &spec, flags, err, n) == SWI_OK;
+        if (rank == 0) ok = swi_store_init(b->output, &spec, flags, err, n) == SWI_OK;
         if (!cli_mpi_all_ok(ok)) {
-            if (ok)
-                snprintf(err, n, "%s: rank 0 could not create the store", b->output);
+            if (ok) snprintf(err, n, "%s: rank 0 could not create the store", b->output);
             return 1;
         }
     }
@@ -112,26 +104,23 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, cons
     swi_store_default_chunk(&spec, chunk);
     b->rows_lo = 0;
     b->rows_hi = in->size[0];
-    if (b->sharded)
-        cli_shard_rows(in->size[0], chunk[0], b->part, b->parts, &b->rows_lo, &b->rows_hi);
+    if (b->sharded) cli_shard_rows(in->size[0], chunk[0], b->part, b->parts, &b->rows_lo, &b->rows_hi);
     b->empty = b->rows_lo >= b->rows_hi;
     if (b->sharded && !b->empty) {
         p->part_lo = b->rows_lo;
         p->part_hi = b->rows_hi;
     }
-    if (swi_store_create(b->output, &spec, flags, b->part, b->parts, b->rows_lo, b->rows_hi, &b->writer, err, n) !=
-        SWI_OK)
+    if (swi_store_create(b->output, &spec, flags, b->part, b->parts, b->rows_lo, b->rows_hi, &b->writer, err,
+                         n) != SWI_OK)
         return 1;
     return 0;
 }
 
 void bench_io_report_shards(const bench_io *b, swi_ctx *ctx, const swi_params *p, const swi_tensor *in,
-                            const swi_output *out, const swi_plan *plan)
-{
+                            const swi_output *out, const swi_plan *plan) {
     (void)ctx;
     swi_ctx *c = swi_create();
-    if (!c)
-        return;
+    if (!c) return;
     swi_params q = *p;
     swi_plan whole, part;
     q.part_lo = q.part_hi = 0;
@@ -143,8 +132,7 @@ void bench_io_report_shards(const bench_io *b, swi_ctx *ctx, const swi_params *p
         for (int i = 0; counted && i < b->parts; i++) {
             int64_t lo, hi;
             cli_shard_rows(in->size[0], chunk[0], i, b->parts, &lo, &hi);
-            if (lo >= hi)
-                continue;
+            if (lo >= hi) continue;
             q.part_lo = lo;
             q.part_hi = hi;
             if (swi_plan_run(c, &q, in, out, 1, &part) != SWI_OK) {
@@ -164,27 +152,26 @@ void bench_io_report_shards(const bench_io *b, swi_ctx *ctx, const swi_params *p
     swi_free(c);
 }
 
-int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, size_t n)
-{
-    if (!b->writer)
-        return 0;
+int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, size_t n) {
+    if (!b->writer) return 0;
     swi_store_writer *w = b->writer;
     b->writer = NULL;
     if (st != SWI_OK) {
         /* the writer's own failure says more than "a region callback returned non-zero" */
         const char *why = swi_store_writer_error(w);
-        snprintf(err, n, "%s; %s is left marked incomplete", *why ? why : ctx ? swi_last_error(ctx) : "failed",
+        snprintf(err, n, "%s; %s is left marked incomplete",
+                 *why  ? why
+                 : ctx ? swi_last_error(ctx)
+                       : "failed",
                  b->output);
         swi_store_abort(w);
         return -1;
     }
-    if (swi_store_commit(w, err, n) != SWI_OK)
-        return -1;
+    if (swi_store_commit(w, err, n) != SWI_OK) return -1;
     return 0;
 }
 
-void bench_io_close(bench_io *b)
-{
+void bench_io_close(bench_io *b) {
     swi_store_abort(b->writer);
     b->writer = NULL;
     cli_input_close(&b->in);
@@ -192,16 +179,13 @@ void bench_io_close(bench_io *b)
     b->volume = NULL;
 }
 
-int bench_io_refuse_launcher(void)
-{
+int bench_io_refuse_launcher(void) {
     return cli_mpi_built() ? 0 : cli_refuse_mpi_without_support("swi bench");
 }
 
-int bench_io_mpi(bench_io *b, char *err, size_t n)
-{
+int bench_io_mpi(bench_io *b, char *err, size_t n) {
     int rank = 0, size = 1;
-    if (!cli_mpi_start(&rank, &size))
-        return 0;
+    if (!cli_mpi_start(&rank, &size)) return 0;
     if (b->sharded) {
         snprintf(err, n, "under mpirun the ranks are the shards: leave --shard out");
         return 2;

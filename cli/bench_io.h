@@ -15,9 +15,9 @@ typedef struct bench_io {
     const char *input, *output;
     int force;
     int sharded, init, part, parts;
-    int empty;                /* this shard has no rows */
+    int empty; /* this shard has no rows */
     cli_input in;
-    float *volume;            /* a NIfTI input, read whole */
+    float *volume; /* a NIfTI input, read whole */
     swi_store_writer *writer;
     int64_t rows_lo, rows_hi;
 } bench_io;

@@ -6,29 +6,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-int bench_rs_setup(bench_rs *r, const int64_t shape[3], const double in_spacing[3],
-                   const double spacing[3], int64_t classes, char *err, size_t errlen)
-{
+int bench_rs_setup(bench_rs *r, const int64_t shape[3], const double in_spacing[3], const double spacing[3],
+                   int64_t classes, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     memcpy(r->in_size, shape, sizeof r->in_size);
     r->classes = classes;
     r->label_bytes = classes > 256 ? 2 : 1;
-    double a[4][4] = { { in_spacing[0], 0, 0, 0 }, { 0, in_spacing[1], 0, 0 },
-                       { 0, 0, in_spacing[2], 0 }, { 0, 0, 0, 1 } };
+    double a[4][4] = {
+        {in_spacing[0], 0, 0, 0}, {0, in_spacing[1], 0, 0}, {0, 0, in_spacing[2], 0}, {0, 0, 0, 1}};
     return swi_spacing_grid_make(a, shape, spacing, &r->grid, err, errlen) == SWI_OK ? 0 : -1;
 }
 
 /* never called: the sink runs in its argmax mode */
 static int emit_scores(void *user, const int64_t lo[3], const int64_t hi[3], int64_t classes,
-                       const float *x)
-{
+                       const float *x) {
     (void)user, (void)lo, (void)hi, (void)classes, (void)x;
     return 1;
 }
 
-static int emit_labels(void *user, const int64_t lo[3], const int64_t hi[3],
-                       const uint16_t *labels)
-{
+static int emit_labels(void *user, const int64_t lo[3], const int64_t hi[3], const uint16_t *labels) {
     bench_rs *r = user;
     const int64_t *n = r->in_size;
     int64_t v = 0;
@@ -44,36 +40,31 @@ static int emit_labels(void *user, const int64_t lo[3], const int64_t hi[3],
     return 0;
 }
 
-int bench_rs_begin(bench_rs *r, char *err, size_t errlen)
-{
+int bench_rs_begin(bench_rs *r, char *err, size_t errlen) {
     size_t n = (size_t)r->in_size[0] * (size_t)r->in_size[1] * (size_t)r->in_size[2];
     r->labels = calloc(n, (size_t)r->label_bytes);
     if (!r->labels) {
         snprintf(err, errlen, "out of memory for the input-grid labels");
         return -1;
     }
-    if (swi_resample_sink_create(r->grid.size, r->in_size, r->grid.to_new, r->classes, 0,
-                                 emit_scores, r, &r->sink, err, errlen) != SWI_OK)
+    if (swi_resample_sink_create(r->grid.size, r->in_size, r->grid.to_new, r->classes, 0, emit_scores, r,
+                                 &r->sink, err, errlen) != SWI_OK)
         return -1;
     return swi_resample_sink_argmax(r->sink, emit_labels, r) == SWI_OK ? 0 : -1;
 }
 
-int bench_rs_region(void *user, const swi_region *region)
-{
+int bench_rs_region(void *user, const swi_region *region) {
     bench_rs *r = user;
     return swi_resample_sink_feed(r->sink, region->lo, region->hi, region->data);
 }
 
-size_t bench_rs_planned(const bench_rs *r, int outer)
-{
+size_t bench_rs_planned(const bench_rs *r, int outer) {
     size_t n = (size_t)r->in_size[0] * (size_t)r->in_size[1] * (size_t)r->in_size[2];
     return n * (size_t)r->label_bytes +
-           swi_resample_sink_plan_bytes(r->grid.size, r->in_size, r->grid.to_new, r->classes, 0,
-                                        outer);
+           swi_resample_sink_plan_bytes(r->grid.size, r->in_size, r->grid.to_new, r->classes, 0, outer);
 }
 
-void bench_rs_free(bench_rs *r)
-{
+void bench_rs_free(bench_rs *r) {
     swi_resample_sink_free(r->sink);
     free(r->labels);
     r->sink = NULL;

@@ -11,17 +11,17 @@
 #include "swi_resample.h"
 
 typedef struct bench_rs {
-    int64_t in_size[3];        /* the input grid (--shape) */
-    swi_spacing_grid grid;     /* the model grid */
+    int64_t in_size[3];    /* the input grid (--shape) */
+    swi_spacing_grid grid; /* the model grid */
     int64_t classes;
     int label_bytes;
-    void *labels;              /* on the input grid */
+    void *labels; /* on the input grid */
     swi_resample_sink *sink;
 } bench_rs;
 
 /* The model grid of a --shape volume at in_spacing resampled to spacing. 0, or -1 (err). */
-int bench_rs_setup(bench_rs *r, const int64_t shape[3], const double in_spacing[3],
-                   const double spacing[3], int64_t classes, char *err, size_t errlen);
+int bench_rs_setup(bench_rs *r, const int64_t shape[3], const double in_spacing[3], const double spacing[3],
+                   int64_t classes, char *err, size_t errlen);
 
 /* Allocate the labels and the sink. 0, or -1 (err). */
 int bench_rs_begin(bench_rs *r, char *err, size_t errlen);

@@ -15,27 +15,21 @@
 #define CARD_KEY "swi.card"
 #define CARD_MAX_BYTES (1 << 20)
 
-void card_free(seg_card *c)
-{
+void card_free(seg_card *c) {
     free(c->json);
-    for (int i = 0; i < c->n_channels; i++)
-        free(c->channels[i]);
-    for (int i = 0; i < c->n_classes; i++)
-        free(c->classes[i]);
-    for (int i = 0; i < c->n_members; i++)
-        free(c->members[i]);
+    for (int i = 0; i < c->n_channels; i++) free(c->channels[i]);
+    for (int i = 0; i < c->n_classes; i++) free(c->classes[i]);
+    for (int i = 0; i < c->n_members; i++) free(c->members[i]);
     memset(c, 0, sizeof *c);
 }
 
 /* ---- the card's text: beside the model, or in its metadata_props ------------------------ */
 
-static int read_small_file(const char *path, char **text, int *found, char *err)
-{
+static int read_small_file(const char *path, char **text, int *found, char *err) {
     *found = 0;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        if (errno == ENOENT)
-            return 0;
+        if (errno == ENOENT) return 0;
         cli_err(err, "%s: cannot read the model card: %s", path, strerror(errno));
         return 1;
     }
@@ -51,8 +45,8 @@ static int read_small_file(const char *path, char **text, int *found, char *err)
     fclose(f);
     if (bad || n > CARD_MAX_BYTES) {
         free(buf);
-        cli_err(err, "%s: %s", path, bad ? "cannot read the model card"
-                : "the model card is larger than 1 MB");
+        cli_err(err, "%s: %s", path,
+                bad ? "cannot read the model card" : "the model card is larger than 1 MB");
         return 1;
     }
     buf[n] = '\0';
@@ -60,41 +54,33 @@ static int read_small_file(const char *path, char **text, int *found, char *err)
     return 0;
 }
 
-static int read_varint(FILE *f, uint64_t *v)
-{
+static int read_varint(FILE *f, uint64_t *v) {
     *v = 0;
     for (int s = 0; s < 64; s += 7) {
         int c = fgetc(f);
-        if (c == EOF)
-            return -1;
+        if (c == EOF) return -1;
         *v |= (uint64_t)(c & 0x7f) << s;
-        if (!(c & 0x80))
-            return 0;
+        if (!(c & 0x80)) return 0;
     }
     return -1;
 }
 
 /* One StringStringEntryProto {key = 1, value = 2}: the value when the key is ours. */
-static int metadata_entry(const unsigned char *p, size_t n, char **value)
-{
+static int metadata_entry(const unsigned char *p, size_t n, char **value) {
     const unsigned char *key = NULL, *val = NULL;
     size_t klen = 0, vlen = 0, i = 0;
     while (i < n) {
         uint64_t tag = 0, len = 0;
         for (int s = 0; i < n && s < 64; s += 7) {
             tag |= (uint64_t)(p[i] & 0x7f) << s;
-            if (!(p[i++] & 0x80))
-                break;
+            if (!(p[i++] & 0x80)) break;
         }
-        if ((tag & 7) != 2)
-            return -1;
+        if ((tag & 7) != 2) return -1;
         for (int s = 0; i < n && s < 64; s += 7) {
             len |= (uint64_t)(p[i] & 0x7f) << s;
-            if (!(p[i++] & 0x80))
-                break;
+            if (!(p[i++] & 0x80)) break;
         }
-        if (len > n - i)
-            return -1;
+        if (len > n - i) return -1;
         if ((tag >> 3) == 1) {
             key = p + i;
             klen = (size_t)len;
@@ -104,11 +90,9 @@ static int metadata_entry(const unsigned char *p, size_t n, char **value)
         }
         i += (size_t)len;
     }
-    if (!key || klen != strlen(CARD_KEY) || memcmp(key, CARD_KEY, klen) != 0 || !val)
-        return 0;
+    if (!key || klen != strlen(CARD_KEY) || memcmp(key, CARD_KEY, klen) != 0 || !val) return 0;
     *value = malloc(vlen + 1);
-    if (!*value)
-        return -1;
+    if (!*value) return -1;
     memcpy(*value, val, vlen);
     (*value)[vlen] = '\0';
     return 1;
@@ -116,33 +100,26 @@ static int metadata_entry(const unsigned char *p, size_t n, char **value)
 
 /* The "swi.card" entry of the ONNX ModelProto's metadata_props (field 14), found by
  * walking the top-level fields and skipping the rest (the graph) unread. */
-static int onnx_card(const char *model, char **text, int *found, char *err)
-{
+static int onnx_card(const char *model, char **text, int *found, char *err) {
     *found = 0;
     FILE *f = fopen(model, "rb");
-    if (!f)
-        return 0; /* the model's own errors come when it is opened */
+    if (!f) return 0; /* the model's own errors come when it is opened */
     int rc = 0;
     for (;;) {
         uint64_t tag, len;
-        if (read_varint(f, &tag) != 0)
-            break;
+        if (read_varint(f, &tag) != 0) break;
         unsigned wire = (unsigned)(tag & 7);
         if (wire == 0) {
-            if (read_varint(f, &len) != 0)
-                break;
+            if (read_varint(f, &len) != 0) break;
             continue;
         }
         if (wire == 1 || wire == 5) {
-            if (fseek(f, wire == 1 ? 8 : 4, SEEK_CUR) != 0)
-                break;
+            if (fseek(f, wire == 1 ? 8 : 4, SEEK_CUR) != 0) break;
             continue;
         }
-        if (wire != 2 || read_varint(f, &len) != 0 || len > (uint64_t)LONG_MAX)
-            break;
+        if (wire != 2 || read_varint(f, &len) != 0 || len > (uint64_t)LONG_MAX) break;
         if ((tag >> 3) != 14 || len > CARD_MAX_BYTES + 64) {
-            if (fseek(f, (long)len, SEEK_CUR) != 0)
-                break;
+            if (fseek(f, (long)len, SEEK_CUR) != 0) break;
             continue;
         }
         unsigned char *buf = malloc((size_t)len + 1);
@@ -169,30 +146,23 @@ static int onnx_card(const char *model, char **text, int *found, char *err)
 #ifdef SWI_HAVE_JANSSON
 #include <jansson.h>
 
-int card_available(void)
-{
-    return 1;
-}
+int card_available(void) { return 1; }
 
-static int field_err(char *err, const char *src, const char *key, const char *what)
-{
+static int field_err(char *err, const char *src, const char *key, const char *what) {
     cli_err(err, "%s: \"%s\": %s", src, key, what);
     return 1;
 }
 
 /* one number, or an array of n numbers (one = all axes when n == 3 and one_ok) */
-static int numbers(json_t *v, const char *src, const char *key, double *out, int n, int one_ok,
-                   char *err)
-{
+static int numbers(json_t *v, const char *src, const char *key, double *out, int n, int one_ok, char *err) {
     if (json_is_number(v) && one_ok) {
-        for (int i = 0; i < n; i++)
-            out[i] = json_number_value(v);
+        for (int i = 0; i < n; i++) out[i] = json_number_value(v);
         return 0;
     }
     if (!json_is_array(v) || (int)json_array_size(v) != n) {
         char what[96];
-        snprintf(what, sizeof what, "must be %s%d numbers", one_ok ? "a number or an array of "
-                 : "an array of ", n);
+        snprintf(what, sizeof what, "must be %s%d numbers",
+                 one_ok ? "a number or an array of " : "an array of ", n);
         return field_err(err, src, key, what);
     }
     for (int i = 0; i < n; i++) {
@@ -204,43 +174,39 @@ static int numbers(json_t *v, const char *src, const char *key, double *out, int
     return 0;
 }
 
-static int names(json_t *v, const char *src, const char *key, char **out, int *n, int cap,
-                 char *err)
-{
+static int names(json_t *v, const char *src, const char *key, char **out, int *n, int cap, char *err) {
     if (!json_is_array(v) || json_array_size(v) == 0 || (int)json_array_size(v) > cap)
         return field_err(err, src, key, "must be a non-empty array of strings");
     for (size_t i = 0; i < json_array_size(v); i++) {
         json_t *x = json_array_get(v, i);
         if (!json_is_string(x) || json_string_length(x) == 0 || json_string_length(x) > 200 ||
             strpbrk(json_string_value(x), "\"\n\r"))
-            return field_err(err, src, key, "must hold names of 1 to 200 characters, without "
+            return field_err(err, src, key,
+                             "must hold names of 1 to 200 characters, without "
                              "quotes or line breaks");
         out[i] = strdup(json_string_value(x));
-        if (!out[i])
-            return field_err(err, src, key, "out of memory");
+        if (!out[i]) return field_err(err, src, key, "out of memory");
         (*n)++;
     }
     return 0;
 }
 
-static int preprocessing(json_t *v, const char *src, seg_card *c, char *err)
-{
+static int preprocessing(json_t *v, const char *src, seg_card *c, char *err) {
     if (!json_is_object(v))
         return field_err(err, src, "preprocessing", "must be an object (clip, scale, zscore)");
     const char *key;
     json_t *x;
     json_object_foreach(v, key, x) {
         if (strcmp(key, "clip") == 0) {
-            if (numbers(x, src, "preprocessing.clip", c->clip, 2, 0, err))
-                return 1;
+            if (numbers(x, src, "preprocessing.clip", c->clip, 2, 0, err)) return 1;
             if (c->clip[0] > c->clip[1])
                 return field_err(err, src, "preprocessing.clip", "needs low <= high");
             c->has_clip = 1;
         } else if (strcmp(key, "scale") == 0) {
-            if (numbers(x, src, "preprocessing.scale", c->scale, 4, 0, err))
-                return 1;
+            if (numbers(x, src, "preprocessing.scale", c->scale, 4, 0, err)) return 1;
             if (c->scale[0] == c->scale[1])
-                return field_err(err, src, "preprocessing.scale", "maps [a, b] onto [c, d]: "
+                return field_err(err, src, "preprocessing.scale",
+                                 "maps [a, b] onto [c, d]: "
                                  "needs a != b");
             c->has_scale = 1;
         } else if (strcmp(key, "zscore") == 0) {
@@ -257,13 +223,11 @@ static int preprocessing(json_t *v, const char *src, seg_card *c, char *err)
     return 0;
 }
 
-int card_parse(const char *text, const char *source, const char *dir, seg_card *c, char *err)
-{
+int card_parse(const char *text, const char *source, const char *dir, seg_card *c, char *err) {
     json_error_t je;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        cli_err(err, "%s: not valid JSON: %s (line %d, column %d)", source, je.text, je.line,
-                je.column);
+        cli_err(err, "%s: not valid JSON: %s (line %d, column %d)", source, je.text, je.line, je.column);
         return 1;
     }
     int rc = 1;
@@ -276,8 +240,7 @@ int card_parse(const char *text, const char *source, const char *dir, seg_card *
     json_object_foreach(root, key, v) {
         double d[4];
         if (strcmp(key, "roi") == 0) {
-            if (numbers(v, source, key, d, 3, 1, err))
-                goto done;
+            if (numbers(v, source, key, d, 3, 1, err)) goto done;
             for (int a = 0; a < 3; a++) {
                 if (d[a] != floor(d[a]) || d[a] < 1 || d[a] > 65536) {
                     field_err(err, source, key, "must be whole numbers from 1 to 65536");
@@ -287,8 +250,7 @@ int card_parse(const char *text, const char *source, const char *dir, seg_card *
             }
             c->has_roi = 1;
         } else if (strcmp(key, "overlap") == 0) {
-            if (numbers(v, source, key, c->overlap, 3, 1, err))
-                goto done;
+            if (numbers(v, source, key, c->overlap, 3, 1, err)) goto done;
             for (int a = 0; a < 3; a++)
                 if (!(c->overlap[a] >= 0 && c->overlap[a] < 1)) {
                     field_err(err, source, key, "must be in [0, 1)");
@@ -296,8 +258,7 @@ int card_parse(const char *text, const char *source, const char *dir, seg_card *
                 }
             c->has_overlap = 1;
         } else if (strcmp(key, "sigma_scale") == 0) {
-            if (numbers(v, source, key, c->sigma_scale, 3, 1, err))
-                goto done;
+            if (numbers(v, source, key, c->sigma_scale, 3, 1, err)) goto done;
             for (int a = 0; a < 3; a++)
                 if (!(c->sigma_scale[a] > 0)) {
                     field_err(err, source, key, "must be > 0");
@@ -305,8 +266,7 @@ int card_parse(const char *text, const char *source, const char *dir, seg_card *
                 }
             c->has_sigma = 1;
         } else if (strcmp(key, "spacing") == 0) {
-            if (numbers(v, source, key, c->spacing, 3, 1, err))
-                goto done;
+            if (numbers(v, source, key, c->spacing, 3, 1, err)) goto done;
             for (int a = 0; a < 3; a++)
                 if (!(c->spacing[a] > 0) || c->spacing[a] > 1e6) {
                     field_err(err, source, key, "must be millimetres > 0");
@@ -332,13 +292,13 @@ int card_parse(const char *text, const char *source, const char *dir, seg_card *
             }
             c->has_blending = 1;
         } else if (strcmp(key, "padding") == 0) {
-            static const char *const pads[] = { "constant", "reflect", "replicate", "circular" };
+            static const char *const pads[] = {"constant", "reflect", "replicate", "circular"};
             const char *s = json_string_value(v);
             int k = 0;
-            while (s && k < 4 && strcmp(s, pads[k]) != 0)
-                k++;
+            while (s && k < 4 && strcmp(s, pads[k]) != 0) k++;
             if (!s || k == 4) {
-                field_err(err, source, key, "must be \"constant\", \"reflect\", \"replicate\" or "
+                field_err(err, source, key,
+                          "must be \"constant\", \"reflect\", \"replicate\" or "
                           "\"circular\"");
                 goto done;
             }
@@ -360,20 +320,16 @@ int card_parse(const char *text, const char *source, const char *dir, seg_card *
             c->orientation[3] = '\0';
             c->has_orientation = 1;
         } else if (strcmp(key, "preprocessing") == 0) {
-            if (preprocessing(v, source, c, err))
-                goto done;
+            if (preprocessing(v, source, c, err)) goto done;
         } else if (strcmp(key, "channels") == 0) {
-            if (names(v, source, key, c->channels, &c->n_channels, CARD_MAX_NAMES, err))
-                goto done;
+            if (names(v, source, key, c->channels, &c->n_channels, CARD_MAX_NAMES, err)) goto done;
         } else if (strcmp(key, "classes") == 0) {
-            if (names(v, source, key, c->classes, &c->n_classes, CARD_MAX_NAMES, err))
-                goto done;
+            if (names(v, source, key, c->classes, &c->n_classes, CARD_MAX_NAMES, err)) goto done;
         } else if (strcmp(key, "members") == 0) {
             char *m[SEG_MAX_MODELS];
             int n = 0;
             if (names(v, source, key, m, &n, SEG_MAX_MODELS - 1, err)) {
-                for (int i = 0; i < n; i++)
-                    free(m[i]);
+                for (int i = 0; i < n; i++) free(m[i]);
                 goto done;
             }
             for (int i = 0; i < n; i++) {
@@ -382,8 +338,7 @@ int card_parse(const char *text, const char *source, const char *dir, seg_card *
                 if (m[i][0] != '/' && dir && *dir) {
                     size_t len = strlen(dir) + strlen(m[i]) + 2;
                     full = malloc(len);
-                    if (full)
-                        snprintf(full, len, "%s/%s", dir, m[i]);
+                    if (full) snprintf(full, len, "%s/%s", dir, m[i]);
                     free(m[i]);
                 }
                 if (!full) {
@@ -394,7 +349,8 @@ int card_parse(const char *text, const char *source, const char *dir, seg_card *
             }
         } else {
             char what[160];
-            snprintf(what, sizeof what, "unknown key (known: roi, overlap, blending, sigma_scale, "
+            snprintf(what, sizeof what,
+                     "unknown key (known: roi, overlap, blending, sigma_scale, "
                      "padding, cval, orientation, spacing, preprocessing, channels, classes, "
                      "members)");
             field_err(err, source, key, what);
@@ -413,22 +369,19 @@ done:
     return rc;
 }
 #else
-int card_available(void)
-{
-    return 0;
-}
+int card_available(void) { return 0; }
 
-int card_parse(const char *text, const char *source, const char *dir, seg_card *c, char *err)
-{
+int card_parse(const char *text, const char *source, const char *dir, seg_card *c, char *err) {
     (void)text, (void)dir, (void)c;
-    cli_err(err, "%s: swi was built without a JSON library, so it cannot read model cards "
-            "(install libjansson-dev and rebuild)", source);
+    cli_err(err,
+            "%s: swi was built without a JSON library, so it cannot read model cards "
+            "(install libjansson-dev and rebuild)",
+            source);
     return 1;
 }
 #endif
 
-int card_load(const char *model, seg_card *c, int *found, char *err)
-{
+int card_load(const char *model, seg_card *c, int *found, char *err) {
     memset(c, 0, sizeof *c);
     *found = 0;
     /* m.onnx -> m.json; any other name -> name.json */
@@ -439,8 +392,7 @@ int card_load(const char *model, seg_card *c, int *found, char *err)
         return 1;
     }
     memcpy(path, model, n + 1);
-    if (n > 5 && strcmp(path + n - 5, ".onnx") == 0)
-        path[n - 5] = '\0';
+    if (n > 5 && strcmp(path + n - 5, ".onnx") == 0) path[n - 5] = '\0';
     strcat(path, ".json");
     snprintf(dir, sizeof dir, "%s", model);
     char *slash = strrchr(dir, '/');
@@ -449,45 +401,35 @@ int card_load(const char *model, seg_card *c, int *found, char *err)
     else
         strcpy(dir, "");
     char *text = NULL;
-    if (read_small_file(path, &text, found, err))
-        return 1;
+    if (read_small_file(path, &text, found, err)) return 1;
     char source[4300];
     if (*found) {
         snprintf(source, sizeof source, "%s", path);
     } else {
-        if (onnx_card(model, &text, found, err))
-            return 1;
-        if (!*found)
-            return 0;
+        if (onnx_card(model, &text, found, err)) return 1;
+        if (!*found) return 0;
         snprintf(source, sizeof source, "%s (metadata_props " CARD_KEY ")", model);
     }
     int rc = card_parse(text, source, dir, c, err);
     free(text);
-    if (rc)
-        card_free(c);
+    if (rc) card_free(c);
     return rc;
 }
 
-int card_apply(const seg_card *c, seg_opts *o, char *err)
-{
+int card_apply(const seg_card *c, seg_opts *o, char *err) {
     (void)err;
     if (c->has_roi && !o->roi_given) {
         memcpy(o->roi, c->roi, sizeof o->roi);
         o->roi_given = 1;
         o->roi_from_card = 1;
     }
-    if (c->has_overlap && !(o->given & SEG_GIVEN_OVERLAP))
-        memcpy(o->overlap, c->overlap, sizeof o->overlap);
+    if (c->has_overlap && !(o->given & SEG_GIVEN_OVERLAP)) memcpy(o->overlap, c->overlap, sizeof o->overlap);
     if (c->has_sigma && !(o->given & SEG_GIVEN_SIGMA))
         memcpy(o->sigma_scale, c->sigma_scale, sizeof o->sigma_scale);
-    if (c->has_blending && !(o->given & SEG_GIVEN_MODE))
-        o->mode = c->blending;
-    if (c->has_padding && !(o->given & SEG_GIVEN_PADDING))
-        o->padding = c->padding;
-    if (c->has_cval && !(o->given & SEG_GIVEN_CVAL))
-        o->cval = (float)c->cval;
-    if (c->has_orientation && !o->orientation)
-        o->orientation = c->orientation;
+    if (c->has_blending && !(o->given & SEG_GIVEN_MODE)) o->mode = c->blending;
+    if (c->has_padding && !(o->given & SEG_GIVEN_PADDING)) o->padding = c->padding;
+    if (c->has_cval && !(o->given & SEG_GIVEN_CVAL)) o->cval = (float)c->cval;
+    if (c->has_orientation && !o->orientation) o->orientation = c->orientation;
     if (c->has_spacing && !o->spacing_given) {
         memcpy(o->spacing, c->spacing, sizeof o->spacing);
         o->spacing_given = 1;
@@ -511,45 +453,32 @@ int card_apply(const seg_card *c, seg_opts *o, char *err)
     return 0;
 }
 
-void card_print(const seg_card *c, FILE *f)
-{
-    static const char *const pads[] = { "constant", "reflect", "replicate", "circular" };
+void card_print(const seg_card *c, FILE *f) {
+    static const char *const pads[] = {"constant", "reflect", "replicate", "circular"};
     fprintf(f, "card     %s\n", c->source);
     if (c->has_roi)
         fprintf(f, "  roi          %lld,%lld,%lld\n", (long long)c->roi[0], (long long)c->roi[1],
                 (long long)c->roi[2]);
-    if (c->has_overlap)
-        fprintf(f, "  overlap      %g,%g,%g\n", c->overlap[0], c->overlap[1], c->overlap[2]);
+    if (c->has_overlap) fprintf(f, "  overlap      %g,%g,%g\n", c->overlap[0], c->overlap[1], c->overlap[2]);
     if (c->has_blending)
         fprintf(f, "  blending     %s\n", c->blending == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant");
     if (c->has_sigma)
-        fprintf(f, "  sigma_scale  %g,%g,%g\n", c->sigma_scale[0], c->sigma_scale[1],
-                c->sigma_scale[2]);
-    if (c->has_padding)
-        fprintf(f, "  padding      %s\n", pads[c->padding]);
-    if (c->has_cval)
-        fprintf(f, "  cval         %g\n", c->cval);
-    if (c->has_orientation)
-        fprintf(f, "  orientation  %s\n", c->orientation);
+        fprintf(f, "  sigma_scale  %g,%g,%g\n", c->sigma_scale[0], c->sigma_scale[1], c->sigma_scale[2]);
+    if (c->has_padding) fprintf(f, "  padding      %s\n", pads[c->padding]);
+    if (c->has_cval) fprintf(f, "  cval         %g\n", c->cval);
+    if (c->has_orientation) fprintf(f, "  orientation  %s\n", c->orientation);
     if (c->has_spacing)
         fprintf(f, "  spacing      %g,%g,%g mm\n", c->spacing[0], c->spacing[1], c->spacing[2]);
-    if (c->has_clip)
-        fprintf(f, "  clip         %g,%g\n", c->clip[0], c->clip[1]);
+    if (c->has_clip) fprintf(f, "  clip         %g,%g\n", c->clip[0], c->clip[1]);
     if (c->has_scale)
-        fprintf(f, "  scale        %g,%g -> %g,%g\n", c->scale[0], c->scale[1], c->scale[2],
-                c->scale[3]);
-    if (c->has_zscore)
-        fprintf(f, "  zscore       %s\n", c->zscore ? "yes" : "no");
-    for (int i = 0; i < c->n_channels; i++)
-        fprintf(f, "  channel %-4d %s\n", i, c->channels[i]);
-    for (int i = 0; i < c->n_classes; i++)
-        fprintf(f, "  class %-6d %s\n", i, c->classes[i]);
-    for (int i = 0; i < c->n_members; i++)
-        fprintf(f, "  member       %s\n", c->members[i]);
+        fprintf(f, "  scale        %g,%g -> %g,%g\n", c->scale[0], c->scale[1], c->scale[2], c->scale[3]);
+    if (c->has_zscore) fprintf(f, "  zscore       %s\n", c->zscore ? "yes" : "no");
+    for (int i = 0; i < c->n_channels; i++) fprintf(f, "  channel %-4d %s\n", i, c->channels[i]);
+    for (int i = 0; i < c->n_classes; i++) fprintf(f, "  class %-6d %s\n", i, c->classes[i]);
+    for (int i = 0; i < c->n_members; i++) fprintf(f, "  member       %s\n", c->members[i]);
 }
 
-int card_write_labels(const seg_card *c, int fd, int itksnap, const char *name, char *err)
-{
+int card_write_labels(const seg_card *c, int fd, int itksnap, const char *name, char *err) {
     FILE *f = fdopen(fd, "w");
     if (!f) {
         close(fd);
@@ -564,9 +493,8 @@ int card_write_labels(const seg_card *c, int fd, int itksnap, const char *name, 
     else
         fprintf(f, "# 3D Slicer color table: index name R G B A\n");
     for (int i = 0; i < c->n_classes; i++) {
-        unsigned char rgb[3] = { 0, 0, 0 };
-        if (i > 0)
-            swi_io_label_color(i, rgb);
+        unsigned char rgb[3] = {0, 0, 0};
+        if (i > 0) swi_io_label_color(i, rgb);
         if (itksnap)
             fprintf(f, "%5d %5d %4d %4d %8s %2d %2d    \"%s\"\n", i, rgb[0], rgb[1], rgb[2],
                     i == 0 ? "0" : "1", i > 0, i > 0, c->classes[i]);
@@ -575,8 +503,7 @@ int card_write_labels(const seg_card *c, int fd, int itksnap, const char *name, 
             char word[256];
             snprintf(word, sizeof word, "%s", c->classes[i]);
             for (char *p = word; *p; p++)
-                if (*p == ' ' || *p == '\t')
-                    *p = '_';
+                if (*p == ' ' || *p == '\t') *p = '_';
             fprintf(f, "%d %s %d %d %d %d\n", i, word, rgb[0], rgb[1], rgb[2], i == 0 ? 0 : 255);
         }
     }

@@ -34,8 +34,8 @@
 #define CARD_MAX_NAMES 1024
 
 typedef struct seg_card {
-    char source[4200];           /* the card's file, or "MODEL (metadata_props swi.card)" */
-    char *json;                  /* the card's text */
+    char source[4200]; /* the card's file, or "MODEL (metadata_props swi.card)" */
+    char *json;        /* the card's text */
     int has_roi, has_overlap, has_blending, has_sigma, has_padding, has_cval;
     int has_orientation, has_spacing, has_clip, has_scale, has_zscore;
     int64_t roi[3];
@@ -48,7 +48,7 @@ typedef struct seg_card {
     int n_channels, n_classes, n_members;
     char *channels[CARD_MAX_NAMES];
     char *classes[CARD_MAX_NAMES];
-    char *members[SEG_MAX_MODELS];   /* resolved against the card's directory */
+    char *members[SEG_MAX_MODELS]; /* resolved against the card's directory */
 } seg_card;
 
 /* Whether swi was built with a JSON library (cards need one). */

@@ -14,9 +14,9 @@
 int swi_cmd_segment(int argc, char **argv);
 int swi_cmd_plan(int argc, char **argv);
 int swi_cmd_demo(int argc, char **argv);
-int swi_cmd_bench(int argc, char **argv);  /* cli/cmd_bench.c (the lead's) */
-int swi_cmd_export(int argc, char **argv); /* export/ (when built) */
-int swi_cmd_info(int argc, char **argv);   /* cli/cmd_info.c: a model and its card */
+int swi_cmd_bench(int argc, char **argv);    /* cli/cmd_bench.c (the lead's) */
+int swi_cmd_export(int argc, char **argv);   /* export/ (when built) */
+int swi_cmd_info(int argc, char **argv);     /* cli/cmd_info.c: a model and its card */
 int swi_cmd_optimize(int argc, char **argv); /* cli/cmd_optimize.c */
 
 /* Whether swi links the ONNX Runtime backend (else cli/ort_stub.c stands in for it). */
@@ -34,9 +34,9 @@ typedef struct seg_opts {
     const char *model;
     const char *inputs[SEG_MAX_INPUTS];
     int n_inputs;
-    const char *output;   /**< labels (.nii / .nii.gz) */
-    const char *scores;   /**< blended scores, float32, classes along dim 4; or NULL */
-    const char *preview;  /**< PNG; or NULL */
+    const char *output;  /**< labels (.nii / .nii.gz) */
+    const char *scores;  /**< blended scores, float32, classes along dim 4; or NULL */
+    const char *preview; /**< PNG; or NULL */
     int64_t roi[3];
     int roi_given;
     double overlap[3];
@@ -45,10 +45,10 @@ typedef struct seg_opts {
     swi_pad padding;
     float cval;
     int sw_batch;
-    int threads;          /**< 0 = number of cores */
-    size_t max_memory;    /**< 0 = unlimited */
+    int threads;       /**< 0 = number of cores */
+    size_t max_memory; /**< 0 = unlimited */
     int softmax, tta, zscore, force, cuda, quiet, head;
-    int nonfinite_fail;   /**< --nonfinite fail: refuse inputs with NaN/Inf voxels */
+    int nonfinite_fail; /**< --nonfinite fail: refuse inputs with NaN/Inf voxels */
     int clip_given;
     double clip[2];
     int scale_given;
@@ -57,10 +57,10 @@ typedef struct seg_opts {
     int n_models;
     const char *orientation; /**< --orientation: the model's axis codes ("RAS"), or NULL */
     int spacing_given;
-    double spacing[3];       /**< --spacing: the model's voxel size (mm, after orientation) */
-    unsigned given;          /**< SEG_GIVEN_*: flags given on the command line (a card yields) */
-    int roi_from_card;       /**< the roi came from the model card */
-    int no_card;             /**< --no-card */
+    double spacing[3];           /**< --spacing: the model's voxel size (mm, after orientation) */
+    unsigned given;              /**< SEG_GIVEN_*: flags given on the command line (a card yields) */
+    int roi_from_card;           /**< the roi came from the model card */
+    int no_card;                 /**< --no-card */
     const struct seg_card *card; /**< the model's card (card.h), or NULL */
     /* folder mode (cli/folder.c) */
     const char *input_dir;      /**< segment every volume in it; or NULL */
@@ -70,9 +70,9 @@ typedef struct seg_opts {
     const char *progress_label; /**< drawn before the windows of the progress bar */
     int no_summary;             /**< no summary line (folder mode prints a table) */
     int shard_given, shard_part, shard_parts, shard_init; /**< --shard I/N | init (stores) */
-    int no_reuse;         /**< --no-reuse: every window reaches the network */
-    int reuse_cache;      /**< --reuse-cache N (0 = the library's default) */
-    int no_rewrite;       /**< --no-rewrite: the model as it is, no sub-pixel rewrite */
+    int no_reuse;                                         /**< --no-reuse: every window reaches the network */
+    int reuse_cache;                                      /**< --reuse-cache N (0 = the library's default) */
+    int no_rewrite; /**< --no-rewrite: the model as it is, no sub-pixel rewrite */
 } seg_opts;
 
 #define SEG_GIVEN_OVERLAP 1u
@@ -89,7 +89,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan);
 
 /** What seg_run can hand back to its caller (the demo). */
 typedef struct seg_result {
-    void *labels;         /**< malloc'd [ni][nj][nk], label_bytes per voxel */
+    void *labels; /**< malloc'd [ni][nj][nk], label_bytes per voxel */
     int label_bytes;
     int64_t size[3];
     int64_t classes;

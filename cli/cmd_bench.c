@@ -124,8 +124,8 @@ static int bench_predict(void *user, swi_batch *b) {
     pthread_t th[MAXT];
     int started[MAXT] = {0};
     for (int i = 0; i < t; i++) {
-        parts[i] = (predict_part){net, swi_batch_input(b), out, n, rv, net->classes * i / t,
-                                  net->classes * (i + 1) / t};
+        parts[i] = (predict_part){
+            net, swi_batch_input(b), out, n, rv, net->classes * i / t, net->classes * (i + 1) / t};
         if (i > 0) started[i] = pthread_create(&th[i], NULL, predict_part_run, &parts[i]) == 0;
         if (i > 0 && !started[i]) predict_part_run(&parts[i]);
     }
@@ -204,7 +204,8 @@ static void hint_huge(void *p, size_t bytes) {
 static double fused_bandwidth(int threads) {
     size_t n = bandwidth_elements();
     size_t wn = 4096;
-    float *acc = malloc(n * sizeof(float)), *pred = malloc(n * sizeof(float)), *w = malloc(wn * sizeof(float));
+    float *acc = malloc(n * sizeof(float)), *pred = malloc(n * sizeof(float)),
+          *w = malloc(wn * sizeof(float));
     hint_huge(acc, n * sizeof(float)); /* page faults are not what is measured */
     hint_huge(pred, n * sizeof(float));
     if (!acc || !pred || !w) {
@@ -259,17 +260,26 @@ int swi_cmd_bench(int argc, char **argv) {
     int n_in_spacing = 0, n_spacing = 0;
     int gaussian = 0, scores = 0, pipeline = -1, floor_on = 1;
     size_t max_memory = 0;
-    static const struct option opts[] = {
-        {"shape", required_argument, 0, 's'},    {"classes", required_argument, 0, 'c'},
-        {"roi", required_argument, 0, 'r'},      {"overlap", required_argument, 0, 'o'},
-        {"mode", required_argument, 0, 'm'},     {"output", required_argument, 0, 'O'},
-        {"sw-batch", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
-        {"max-memory", required_argument, 0, 'M'}, {"order", required_argument, 0, 'x'},
-        {"pipeline", required_argument, 0, 'p'}, {"no-floor", no_argument, 0, 'F'},
-        {"input", required_argument, 0, 'I'},   {"output-file", required_argument, 0, 'W'},
-        {"shard", required_argument, 0, 'S'},   {"force", no_argument, 0, 'f'},
-        {"input-spacing", required_argument, 0, 'P'}, {"spacing", required_argument, 0, 'G'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    static const struct option opts[] = {{"shape", required_argument, 0, 's'},
+                                         {"classes", required_argument, 0, 'c'},
+                                         {"roi", required_argument, 0, 'r'},
+                                         {"overlap", required_argument, 0, 'o'},
+                                         {"mode", required_argument, 0, 'm'},
+                                         {"output", required_argument, 0, 'O'},
+                                         {"sw-batch", required_argument, 0, 'b'},
+                                         {"threads", required_argument, 0, 't'},
+                                         {"max-memory", required_argument, 0, 'M'},
+                                         {"order", required_argument, 0, 'x'},
+                                         {"pipeline", required_argument, 0, 'p'},
+                                         {"no-floor", no_argument, 0, 'F'},
+                                         {"input", required_argument, 0, 'I'},
+                                         {"output-file", required_argument, 0, 'W'},
+                                         {"shard", required_argument, 0, 'S'},
+                                         {"force", no_argument, 0, 'f'},
+                                         {"input-spacing", required_argument, 0, 'P'},
+                                         {"spacing", required_argument, 0, 'G'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     bench_io bio;
     bench_io_init(&bio);
     optind = 1;
@@ -296,14 +306,20 @@ int swi_cmd_bench(int argc, char **argv) {
                 return usage_error("--overlap takes a number in [0, 1)");
             break;
         case 'm':
-            if (!strcmp(optarg, "gaussian")) gaussian = 1;
-            else if (!strcmp(optarg, "constant")) gaussian = 0;
-            else return usage_error("--mode takes constant or gaussian");
+            if (!strcmp(optarg, "gaussian"))
+                gaussian = 1;
+            else if (!strcmp(optarg, "constant"))
+                gaussian = 0;
+            else
+                return usage_error("--mode takes constant or gaussian");
             break;
         case 'O':
-            if (!strcmp(optarg, "scores")) scores = 1;
-            else if (!strcmp(optarg, "argmax")) scores = 0;
-            else return usage_error("--output takes argmax or scores");
+            if (!strcmp(optarg, "scores"))
+                scores = 1;
+            else if (!strcmp(optarg, "argmax"))
+                scores = 0;
+            else
+                return usage_error("--output takes argmax or scores");
             break;
         case 'b':
             if (cli_parse_i64(optarg, 1, 4096, &sw)) return usage_error("--sw-batch takes 1..4096");
@@ -312,17 +328,22 @@ int swi_cmd_bench(int argc, char **argv) {
             if (cli_parse_i64(optarg, 0, 1024, &threads)) return usage_error("--threads takes 0..1024");
             break;
         case 'M':
-            if (cli_parse_size(optarg, &max_memory)) return usage_error("--max-memory takes a size like 4G or 512M");
+            if (cli_parse_size(optarg, &max_memory))
+                return usage_error("--max-memory takes a size like 4G or 512M");
             break;
         case 'x':
             n_order = cli_parse_i64_list(optarg, order, 3);
             if (n_order < 1) return usage_error("--order takes a permutation of the dims, e.g. 0,1,2");
             break;
         case 'p':
-            if (!strcmp(optarg, "on")) pipeline = 1;
-            else if (!strcmp(optarg, "off")) pipeline = 0;
-            else if (!strcmp(optarg, "auto")) pipeline = -1;
-            else return usage_error("--pipeline takes on, off or auto");
+            if (!strcmp(optarg, "on"))
+                pipeline = 1;
+            else if (!strcmp(optarg, "off"))
+                pipeline = 0;
+            else if (!strcmp(optarg, "auto"))
+                pipeline = -1;
+            else
+                return usage_error("--pipeline takes on, off or auto");
             break;
         case 'F': floor_on = 0; break;
         case 'I': bio.input = optarg; break;
@@ -357,7 +378,8 @@ int swi_cmd_bench(int argc, char **argv) {
         if (dims) return usage_error("--input gives the shape: leave --shape out");
         dims = 3;
     }
-    if (!dims || !classes || !n_roi) return usage_error("--shape (or --input), --classes and --roi are required");
+    if (!dims || !classes || !n_roi)
+        return usage_error("--shape (or --input), --classes and --roi are required");
     if (bio.sharded && !bio.output) return usage_error("--shard needs --output-file (the shared store)");
     if (bio.output && !cli_is_store(bio.output))
         return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
@@ -366,7 +388,8 @@ int swi_cmd_bench(int argc, char **argv) {
     if (n_roi != 1 && n_roi != dims) return usage_error("--roi needs one value or one per dim of --shape");
     if (n_order && n_order != dims) return usage_error("--order needs one axis per dim of --shape");
     if (n_in_spacing != n_spacing) return usage_error("--input-spacing and --spacing go together");
-    if (n_spacing && (dims != 3 || scores)) return usage_error("--spacing needs a 3-D --shape and --output argmax");
+    if (n_spacing && (dims != 3 || scores))
+        return usage_error("--spacing needs a 3-D --shape and --output argmax");
     if (n_spacing && (bio.input || bio.output || bio.sharded))
         return usage_error("--spacing runs on a generated volume: no --input, --output-file or --shard");
     if (bio.input && bench_io_open_input(&bio, shape, msg, sizeof msg)) {
@@ -382,10 +405,10 @@ int swi_cmd_bench(int argc, char **argv) {
             return 1;
         }
         printf("resample: input %lldx%lldx%lld at %g,%g,%g mm -> model grid %lldx%lldx%lld at "
-               "%g,%g,%g mm\n", (long long)shape[0], (long long)shape[1], (long long)shape[2],
-               in_spacing[0], in_spacing[1], in_spacing[2], (long long)rs.grid.size[0],
-               (long long)rs.grid.size[1], (long long)rs.grid.size[2], rs.grid.pixdim[0],
-               rs.grid.pixdim[1], rs.grid.pixdim[2]);
+               "%g,%g,%g mm\n",
+               (long long)shape[0], (long long)shape[1], (long long)shape[2], in_spacing[0], in_spacing[1],
+               in_spacing[2], (long long)rs.grid.size[0], (long long)rs.grid.size[1],
+               (long long)rs.grid.size[2], rs.grid.pixdim[0], rs.grid.pixdim[1], rs.grid.pixdim[2]);
         memcpy(shape, rs.grid.size, sizeof rs.grid.size); /* the engine runs there */
     }
 
@@ -408,7 +431,8 @@ int swi_cmd_bench(int argc, char **argv) {
 
     int64_t vox = 1;
     for (int k = 0; k < dims; k++) vox *= shape[k];
-    swi_tensor in = {.data = NULL, .batch = 1, .channels = 1, .dims = dims, .size = {shape[0], shape[1], shape[2]}};
+    swi_tensor in = {
+        .data = NULL, .batch = 1, .channels = 1, .dims = dims, .size = {shape[0], shape[1], shape[2]}};
     swi_output out;
     swi_output_init(&out, 0, scores ? SWI_REDUCE_NONE : SWI_REDUCE_ARGMAX);
     size_t out_bytes = (size_t)vox * (scores ? (size_t)classes * sizeof(float) : (classes > 256 ? 2u : 1u));
@@ -434,8 +458,11 @@ int swi_cmd_bench(int argc, char **argv) {
         }
         if (bio.init || bio.empty) {
             rc = bench_io_finish(&bio, SWI_OK, NULL, msg, sizeof msg);
-            if (rc) fprintf(stderr, "swi bench: %s\n", msg);
-            else printf("%s: %s\n", bio.output, bio.init ? "created for the shards" : "this shard has no rows");
+            if (rc)
+                fprintf(stderr, "swi bench: %s\n", msg);
+            else
+                printf("%s: %s\n", bio.output,
+                       bio.init ? "created for the shards" : "this shard has no rows");
             bench_io_close(&bio);
             return rc;
         }
@@ -461,7 +488,8 @@ int swi_cmd_bench(int argc, char **argv) {
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)shape[k]);
     printf("  roi");
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)plan.roi[k]);
-    printf("  classes %lld  overlap %g  %s\n", (long long)classes, overlap, gaussian ? "gaussian" : "constant");
+    printf("  classes %lld  overlap %g  %s\n", (long long)classes, overlap,
+           gaussian ? "gaussian" : "constant");
     printf("plan: windows");
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)plan.windows_per_axis[k]);
     printf(" = %lld, predictor calls %lld (sw-batch %d), order", (long long)plan.windows_total,
@@ -471,12 +499,14 @@ int swi_cmd_bench(int argc, char **argv) {
     char b6[32];
     printf("plan: peak %s = input %s + windows %s + partial sums %s + outputs %s + scratch %s\n",
            cli_bytes(plan.bytes_peak, b1), cli_bytes(plan.bytes_input, b2), cli_bytes(plan.bytes_windows, b3),
-           cli_bytes(plan.bytes_partial, b4), cli_bytes(plan.bytes_outputs, b5), cli_bytes(plan.bytes_scratch, b6));
+           cli_bytes(plan.bytes_partial, b4), cli_bytes(plan.bytes_outputs, b5),
+           cli_bytes(plan.bytes_scratch, b6));
     if (bio.sharded) bench_io_report_shards(&bio, ctx, &p, &in, &out, &plan);
     size_t rs_planned = n_spacing ? bench_rs_planned(&rs, plan.order[0]) : 0;
     if (n_spacing) {
         printf("plan: resampling back %s beside the engine (input-grid labels and the sink's band)"
-               ", total %s\n", cli_bytes(rs_planned, b1), cli_bytes(plan.bytes_peak + rs_planned, b2));
+               ", total %s\n",
+               cli_bytes(rs_planned, b1), cli_bytes(plan.bytes_peak + rs_planned, b2));
         if (bench_rs_begin(&rs, msg, sizeof msg)) {
             fprintf(stderr, "swi bench: %s\n", msg);
             bench_rs_free(&rs);
@@ -553,15 +583,16 @@ int swi_cmd_bench(int argc, char **argv) {
         for (int k = 0; k < dims; k++) per_win *= (double)plan.roi[k];
         double bytes = per_win * 4.0 + per_win * 12.0 + (double)classes * (double)vox * 4.0;
         floor_s = bw > 0 ? bytes / bw : 0;
-        printf("floor: fused accumulate %.2f GB/s on %d threads; traffic %.2f GB -> floor %.3f s\n", bw / 1e9, t,
-               bytes / 1e9, floor_s);
+        printf("floor: fused accumulate %.2f GB/s on %d threads; traffic %.2f GB -> floor %.3f s\n", bw / 1e9,
+               t, bytes / 1e9, floor_s);
     }
     printf("run: %.3f s, %.2f windows/s, peak RSS %s, planned %s (%.1f%% of measured)\n", secs,
            (double)plan.windows_total / secs, cli_bytes(peak, b1), cli_bytes(plan.bytes_peak, b2),
            100.0 * (double)plan.bytes_peak / (double)peak);
     printf("seconds=%.3f peak_rss_mb=%.1f planned_mb=%.1f", secs, (double)peak / 1048576.0,
            (double)plan.bytes_peak / 1048576.0);
-    if (floor_on) printf(" floor_seconds=%.3f floor_multiple=%.2f", floor_s, floor_s > 0 ? secs / floor_s : 0);
+    if (floor_on)
+        printf(" floor_seconds=%.3f floor_multiple=%.2f", floor_s, floor_s > 0 ? secs / floor_s : 0);
     printf("\n");
     free(vol);
     free(dst);

@@ -29,54 +29,51 @@
 #endif
 
 static const char DEMO_HELP[] =
-"usage: swi demo [--output-dir DIR] [--model M.onnx] [--seed N] [--size I,J,K]\n"
-"                [--threads N] [-q]\n"
-"\n"
-"Generate a synthetic phantom the bundled network never saw in training, segment it\n"
-"with models/demo.onnx exactly as `swi segment` would (roi 32, overlap 0.25, gaussian\n"
-"blending, 4 windows per call), print the Dice of every class against the phantom's\n"
-"truth, and write:\n"
-"  DIR/demo_image.nii.gz    the phantom\n"
-"  DIR/demo_truth.nii.gz    its true labels\n"
-"  DIR/demo_labels.nii.gz   swi's labels\n"
-"  DIR/demo_preview.png     three mid-slices with swi's labels overlaid\n"
-"\n"
-"Examples:\n"
-"  swi demo                              # writes into ./out\n"
-"  swi demo --output-dir /tmp/demo --seed 1000001\n"
-"  swi demo --size 128,128,96 --threads 2\n"
-"\n"
-"Options:\n"
-"  --output-dir DIR   where to write (default out; created if missing)\n"
-"  --model FILE       the network (default: the repository's models/demo.onnx)\n"
-"  --seed N           phantom seed (default 1000000; training used 0..63)\n"
-"  --size I,J,K       phantom size, each >= 16 (default 80,96,96)\n"
-"  --threads N        threads (default: all cores)\n"
-"  -q, --quiet        no progress bar\n";
+    "usage: swi demo [--output-dir DIR] [--model M.onnx] [--seed N] [--size I,J,K]\n"
+    "                [--threads N] [-q]\n"
+    "\n"
+    "Generate a synthetic phantom the bundled network never saw in training, segment it\n"
+    "with models/demo.onnx exactly as `swi segment` would (roi 32, overlap 0.25, gaussian\n"
+    "blending, 4 windows per call), print the Dice of every class against the phantom's\n"
+    "truth, and write:\n"
+    "  DIR/demo_image.nii.gz    the phantom\n"
+    "  DIR/demo_truth.nii.gz    its true labels\n"
+    "  DIR/demo_labels.nii.gz   swi's labels\n"
+    "  DIR/demo_preview.png     three mid-slices with swi's labels overlaid\n"
+    "\n"
+    "Examples:\n"
+    "  swi demo                              # writes into ./out\n"
+    "  swi demo --output-dir /tmp/demo --seed 1000001\n"
+    "  swi demo --size 128,128,96 --threads 2\n"
+    "\n"
+    "Options:\n"
+    "  --output-dir DIR   where to write (default out; created if missing)\n"
+    "  --model FILE       the network (default: the repository's models/demo.onnx)\n"
+    "  --seed N           phantom seed (default 1000000; training used 0..63)\n"
+    "  --size I,J,K       phantom size, each >= 16 (default 80,96,96)\n"
+    "  --threads N        threads (default: all cores)\n"
+    "  -q, --quiet        no progress bar\n";
 
 #ifndef SWI_HAVE_PHANTOM
-int swi_cmd_demo(int argc, char **argv)
-{
+int swi_cmd_demo(int argc, char **argv) {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         fputs(DEMO_HELP, stdout);
         return 0;
     }
     fprintf(stderr, "swi demo: this swi was built without the phantom generator "
-            "(demo/phantom.c); rebuild with it\n");
+                    "(demo/phantom.c); rebuild with it\n");
     return 1;
 }
 #else
 
 /* Write a generated volume ([ni][nj][nk], C order) through the safe-output path. */
-static int write_volume(const char *path, const swi_volume *like, const void *data,
-                        swi_dtype type, swi_io_kind kind, int64_t classes, char *err)
-{
+static int write_volume(const char *path, const swi_volume *like, const void *data, swi_dtype type,
+                        swi_io_kind kind, int64_t classes, char *err) {
     cli_out o;
-    if (cli_out_begin(&o, path, 1, err))
-        return -1;
-    const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
-    if (swi_volume_write_fd(cli_out_take_fd(&o), path, like, data, type, kind, 1, classes,
-                            &cancel, err, SWI_ERRLEN) ||
+    if (cli_out_begin(&o, path, 1, err)) return -1;
+    const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
+    if (swi_volume_write_fd(cli_out_take_fd(&o), path, like, data, type, kind, 1, classes, &cancel, err,
+                            SWI_ERRLEN) ||
         cli_out_commit(&o, 1, err)) {
         cli_out_abort(&o);
         return -1;
@@ -84,23 +81,22 @@ static int write_volume(const char *path, const swi_volume *like, const void *da
     return 0;
 }
 
-int swi_cmd_demo(int argc, char **argv)
-{
+int swi_cmd_demo(int argc, char **argv) {
     const char *who = "swi demo";
     const char *dir = "out";
     const char *model = SWI_DEMO_MODEL;
     uint64_t seed = 1000000;
-    int64_t size[3] = { 80, 96, 96 };
+    int64_t size[3] = {80, 96, 96};
     int threads = 0, quiet = 0;
     static const struct option opts[] = {
-        { "output-dir", required_argument, NULL, 'o' },
-        { "model", required_argument, NULL, 'm' },
-        { "seed", required_argument, NULL, 's' },
-        { "size", required_argument, NULL, 'z' },
-        { "threads", required_argument, NULL, 't' },
-        { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"output-dir", required_argument, NULL, 'o'},
+        {"model", required_argument, NULL, 'm'},
+        {"seed", required_argument, NULL, 's'},
+        {"size", required_argument, NULL, 'z'},
+        {"threads", required_argument, NULL, 't'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     opterr = 0;
     optind = 0;
@@ -114,45 +110,40 @@ int swi_cmd_demo(int argc, char **argv)
         case 'm': model = optarg; break;
         case 's':
             if (cli_parse_i64(optarg, 0, INT64_MAX, &v)) {
-                fprintf(stderr, "%s: --seed '%s': give a whole number >= 0 (see '%s --help')\n",
-                        who, optarg, who);
+                fprintf(stderr, "%s: --seed '%s': give a whole number >= 0 (see '%s --help')\n", who, optarg,
+                        who);
                 return 2;
             }
             seed = (uint64_t)v;
             break;
         case 'z': {
             int n = cli_parse_i64_list(optarg, size, 3);
-            if (n == 1)
-                size[1] = size[2] = size[0];
-            if ((n != 1 && n != 3) || size[0] < 16 || size[1] < 16 || size[2] < 16 ||
-                size[0] > 1024 || size[1] > 1024 || size[2] > 1024) {
-                fprintf(stderr, "%s: --size '%s': give I,J,K, each 16..1024 (see '%s --help')\n",
-                        who, optarg, who);
+            if (n == 1) size[1] = size[2] = size[0];
+            if ((n != 1 && n != 3) || size[0] < 16 || size[1] < 16 || size[2] < 16 || size[0] > 1024 ||
+                size[1] > 1024 || size[2] > 1024) {
+                fprintf(stderr, "%s: --size '%s': give I,J,K, each 16..1024 (see '%s --help')\n", who, optarg,
+                        who);
                 return 2;
             }
             break;
         }
         case 't':
             if (cli_parse_i64(optarg, 0, 1024, &v)) {
-                fprintf(stderr, "%s: --threads '%s': give 0..1024 (see '%s --help')\n", who,
-                        optarg, who);
+                fprintf(stderr, "%s: --threads '%s': give 0..1024 (see '%s --help')\n", who, optarg, who);
                 return 2;
             }
             threads = (int)v;
             break;
         case ':':
-            fprintf(stderr, "%s: option '%s' needs a value (see '%s --help')\n", who,
-                    argv[optind - 1], who);
+            fprintf(stderr, "%s: option '%s' needs a value (see '%s --help')\n", who, argv[optind - 1], who);
             return 2;
         default:
-            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, argv[optind - 1],
-                    who);
+            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, argv[optind - 1], who);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s' (see '%s --help')\n", who, argv[optind],
-                who);
+        fprintf(stderr, "%s: unexpected argument '%s' (see '%s --help')\n", who, argv[optind], who);
         return 2;
     }
     if (cli_signals_start() != 0) {
@@ -161,8 +152,10 @@ int swi_cmd_demo(int argc, char **argv)
     }
     struct stat st;
     if (stat(model, &st) != 0) {
-        fprintf(stderr, "%s: %s: the demo model is missing (%s); train it with "
-                "tools/train_demo.py or pass --model\n", who, model, strerror(errno));
+        fprintf(stderr,
+                "%s: %s: the demo model is missing (%s); train it with "
+                "tools/train_demo.py or pass --model\n",
+                who, model, strerror(errno));
         return 1;
     }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
@@ -189,25 +182,23 @@ int swi_cmd_demo(int argc, char **argv)
     }
     if (swi_phantom_generate(seed, size, image, truth) != 0) {
         free(image), free(truth);
-        fprintf(stderr, "%s: the phantom generator refused size %lldx%lldx%lld\n", who,
-                (long long)size[0], (long long)size[1], (long long)size[2]);
+        fprintf(stderr, "%s: the phantom generator refused size %lldx%lldx%lld\n", who, (long long)size[0],
+                (long long)size[1], (long long)size[2]);
         return 1;
     }
     swi_volume like;
-    const double spacing[3] = { 1, 1, 1 };
+    const double spacing[3] = {1, 1, 1};
     if (swi_volume_make(&like, size, spacing, err, SWI_ERRLEN) ||
         write_volume(img_path, &like, image, SWI_DTYPE_FLOAT32, SWI_IO_IMAGE, 1, err) ||
-        write_volume(truth_path, &like, truth, SWI_DTYPE_UINT8, SWI_IO_LABELS,
-                     SWI_PHANTOM_CLASSES, err)) {
+        write_volume(truth_path, &like, truth, SWI_DTYPE_UINT8, SWI_IO_LABELS, SWI_PHANTOM_CLASSES, err)) {
         free(image), free(truth);
         fprintf(stderr, "%s: %s\n", who, err);
         return cli_interrupted() ? cli_interrupt_status() : 1;
     }
     free(image);
     if (!quiet)
-        printf("phantom: seed %llu, %lldx%lldx%lld voxels -> %s (truth: %s)\n",
-               (unsigned long long)seed, (long long)size[0], (long long)size[1],
-               (long long)size[2], img_path, truth_path);
+        printf("phantom: seed %llu, %lldx%lldx%lld voxels -> %s (truth: %s)\n", (unsigned long long)seed,
+               (long long)size[0], (long long)size[1], (long long)size[2], img_path, truth_path);
 
     seg_opts o;
     seg_opts_init(&o);
@@ -245,14 +236,11 @@ int swi_cmd_demo(int argc, char **argv)
         return 1;
     }
     for (int64_t v = 0; v < N; v++) {
-        int64_t p = res.label_bytes == 1 ? ((uint8_t *)res.labels)[v]
-                                         : ((uint16_t *)res.labels)[v];
+        int64_t p = res.label_bytes == 1 ? ((uint8_t *)res.labels)[v] : ((uint16_t *)res.labels)[v];
         int64_t t = truth[v];
-        if (p < classes)
-            na[p]++;
+        if (p < classes) na[p]++;
         nb[t]++;
-        if (p == t)
-            inter[t]++;
+        if (p == t) inter[t]++;
     }
     double sum = 0;
     int counted = 0;
@@ -263,8 +251,8 @@ int swi_cmd_demo(int argc, char **argv)
             continue;
         }
         double d = 2.0 * (double)inter[k] / (double)(na[k] + nb[k]);
-        printf("  class %lld: %.4f  (%lld voxels true, %lld predicted)\n", (long long)k, d,
-               (long long)nb[k], (long long)na[k]);
+        printf("  class %lld: %.4f  (%lld voxels true, %lld predicted)\n", (long long)k, d, (long long)nb[k],
+               (long long)na[k]);
         sum += d;
         counted++;
     }

@@ -12,33 +12,32 @@
 #include <string.h>
 
 static const char INFO_HELP[] =
-"usage: swi info --model M.onnx [--no-card]\n"
-"\n"
-"Show an ONNX model's inputs and outputs as swi sees them, and its model card (M.json\n"
-"beside it, or the one swi export --card embedded), which swi segment and swi plan\n"
-"apply unless flags override it.\n"
-"\n"
-"Examples:\n"
-"  swi info --model models/demo.onnx\n"
-"  swi info --model fold0.onnx --no-card     # the network alone\n"
-"\n"
-"Exit status: 0 done, 1 error (one line on stderr), 2 usage error.\n";
+    "usage: swi info --model M.onnx [--no-card]\n"
+    "\n"
+    "Show an ONNX model's inputs and outputs as swi sees them, and its model card (M.json\n"
+    "beside it, or the one swi export --card embedded), which swi segment and swi plan\n"
+    "apply unless flags override it.\n"
+    "\n"
+    "Examples:\n"
+    "  swi info --model models/demo.onnx\n"
+    "  swi info --model fold0.onnx --no-card     # the network alone\n"
+    "\n"
+    "Exit status: 0 done, 1 error (one line on stderr), 2 usage error.\n";
 
-static void print_tensor(const char *what, int i, const swi_ort_tensor_info *t)
-{
+static void print_tensor(const char *what, int i, const swi_ort_tensor_info *t) {
     char shp[160];
     cli_shape_str(t->shape, t->rank, shp, sizeof shp);
     printf("%-8s #%d '%s' %s %s\n", what, i, t->name, t->is_tensor ? shp : "(not a tensor)",
            t->is_tensor ? t->type_name : "");
 }
 
-int swi_cmd_info(int argc, char **argv)
-{
+int swi_cmd_info(int argc, char **argv) {
     const char *who = "swi info", *model = NULL;
     int no_card = 0;
-    static const struct option opts[] = {
-        { "model", required_argument, NULL, 'm' }, { "no-card", no_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
+    static const struct option opts[] = {{"model", required_argument, NULL, 'm'},
+                                         {"no-card", no_argument, NULL, 'n'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     opterr = 0;
     optind = 0;
     int c;
@@ -48,12 +47,10 @@ int swi_cmd_info(int argc, char **argv)
         case 'n': no_card = 1; break;
         case 'h': fputs(INFO_HELP, stdout); return 0;
         case ':':
-            fprintf(stderr, "%s: option '%s' needs a value (see '%s --help')\n", who,
-                    argv[optind - 1], who);
+            fprintf(stderr, "%s: option '%s' needs a value (see '%s --help')\n", who, argv[optind - 1], who);
             return 2;
         default:
-            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, argv[optind - 1],
-                    who);
+            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, argv[optind - 1], who);
             return 2;
         }
     }
@@ -71,8 +68,7 @@ int swi_cmd_info(int argc, char **argv)
     }
     if (!CLI_HAVE_ORT) {
         fprintf(stderr, "%s: swi was built without ONNX Runtime\n", who);
-        if (found)
-            card_free(&card);
+        if (found) card_free(&card);
         return 1;
     }
     swi_ort_options oo;
@@ -81,8 +77,7 @@ int swi_cmd_info(int argc, char **argv)
     swi_ort_model *m = NULL;
     if (swi_ort_open(model, &oo, &m, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", who, err);
-        if (found)
-            card_free(&card);
+        if (found) card_free(&card);
         return 1;
     }
     char desc[1024];
@@ -107,7 +102,6 @@ int swi_cmd_info(int argc, char **argv)
     else
         printf("card     none%s\n", no_card ? " (--no-card)" : "");
     swi_ort_close(m);
-    if (found)
-        card_free(&card);
+    if (found) card_free(&card);
     return rc;
 }

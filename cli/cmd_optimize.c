@@ -14,31 +14,30 @@
 #include <unistd.h>
 
 static const char OPTIMIZE_HELP[] =
-"usage: swi optimize --model IN.onnx --output OUT.onnx [--force]\n"
-"\n"
-"Save the model as `swi segment` runs it: each ConvTranspose whose stride tiles its\n"
-"kernel (kernel - pads + output_padding = stride along every axis: the U-Net\n"
-"up-sampling, e.g. kernel 2 stride 2, or MONAI's kernel 3 stride 2 pads 1\n"
-"output_padding 1), group 1, weights in the model, is replaced by the sub-pixel form:\n"
-"one Conv computing all stride^3 output phases as channels, then a depth-to-space\n"
-"(Reshape, Transpose, Reshape). The function is the same up to float rounding;\n"
-"ONNX Runtime computes it faster: 1.4x for the 3-D U-Net of bench/monai. All else is\n"
-"kept as it is. The result is checked by loading it in ONNX Runtime.\n"
-"\n"
-"Examples:\n"
-"  swi optimize --model unet.onnx --output unet_fast.onnx\n"
-"  # the saved model needs no rewrite at load; the original runs the same with\n"
-"  swi segment --model unet.onnx --input ct.nii.gz --output seg.nii.gz\n"
-"\n"
-"Options:\n"
-"  --model FILE    the ONNX model to rewrite\n"
-"  --output FILE   where to save it (written whole, then renamed into place)\n"
-"  --force         replace an existing output\n"
-"  -q, --quiet     no summary line\n"
-"Exit status: 0 done, 1 error (one line on stderr), 2 usage error.\n";
+    "usage: swi optimize --model IN.onnx --output OUT.onnx [--force]\n"
+    "\n"
+    "Save the model as `swi segment` runs it: each ConvTranspose whose stride tiles its\n"
+    "kernel (kernel - pads + output_padding = stride along every axis: the U-Net\n"
+    "up-sampling, e.g. kernel 2 stride 2, or MONAI's kernel 3 stride 2 pads 1\n"
+    "output_padding 1), group 1, weights in the model, is replaced by the sub-pixel form:\n"
+    "one Conv computing all stride^3 output phases as channels, then a depth-to-space\n"
+    "(Reshape, Transpose, Reshape). The function is the same up to float rounding;\n"
+    "ONNX Runtime computes it faster: 1.4x for the 3-D U-Net of bench/monai. All else is\n"
+    "kept as it is. The result is checked by loading it in ONNX Runtime.\n"
+    "\n"
+    "Examples:\n"
+    "  swi optimize --model unet.onnx --output unet_fast.onnx\n"
+    "  # the saved model needs no rewrite at load; the original runs the same with\n"
+    "  swi segment --model unet.onnx --input ct.nii.gz --output seg.nii.gz\n"
+    "\n"
+    "Options:\n"
+    "  --model FILE    the ONNX model to rewrite\n"
+    "  --output FILE   where to save it (written whole, then renamed into place)\n"
+    "  --force         replace an existing output\n"
+    "  -q, --quiet     no summary line\n"
+    "Exit status: 0 done, 1 error (one line on stderr), 2 usage error.\n";
 
-static int usage(const char *msg, const char *arg)
-{
+static int usage(const char *msg, const char *arg) {
     char m[SWI_ERRLEN];
     snprintf(m, sizeof m, msg, arg ? arg : "");
     cli_one_line(m);
@@ -46,16 +45,15 @@ static int usage(const char *msg, const char *arg)
     return 2;
 }
 
-int swi_cmd_optimize(int argc, char **argv)
-{
+int swi_cmd_optimize(int argc, char **argv) {
     enum { OPT_MODEL = 256, OPT_OUTPUT, OPT_FORCE };
     static const struct option opts[] = {
-        { "model", required_argument, NULL, OPT_MODEL },
-        { "output", required_argument, NULL, OPT_OUTPUT },
-        { "force", no_argument, NULL, OPT_FORCE },
-        { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"output", required_argument, NULL, OPT_OUTPUT},
+        {"force", no_argument, NULL, OPT_FORCE},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *model = NULL, *output = NULL;
     int force = 0, quiet = 0, c;
@@ -72,14 +70,10 @@ int swi_cmd_optimize(int argc, char **argv)
         default: return usage("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc)
-        return usage("unexpected argument '%s'", argv[optind]);
-    if (!model)
-        return usage("--model is required", NULL);
-    if (!output)
-        return usage("--output is required", NULL);
-    if (!cli_ends_with(output, ".onnx"))
-        return usage("--output '%s': the name must end in .onnx", output);
+    if (optind < argc) return usage("unexpected argument '%s'", argv[optind]);
+    if (!model) return usage("--model is required", NULL);
+    if (!output) return usage("--output is required", NULL);
+    if (!cli_ends_with(output, ".onnx")) return usage("--output '%s': the name must end in .onnx", output);
     if (strcmp(model, output) == 0)
         return usage("--output '%s' is the --model itself; write to another file", output);
     char err[SWI_ERRLEN];
@@ -100,13 +94,17 @@ int swi_cmd_optimize(int argc, char **argv)
     swi_ort_model *m = NULL;
     if (swi_ort_open(output, &oo, &m, err, sizeof err) != SWI_OK) {
         unlink(output);
-        fprintf(stderr, "swi optimize: internal error: the rewritten model does not load (%s); "
-                "nothing written\n", err);
+        fprintf(stderr,
+                "swi optimize: internal error: the rewritten model does not load (%s); "
+                "nothing written\n",
+                err);
         return 1;
     }
     swi_ort_close(m);
     if (!quiet)
-        fprintf(stderr, "swi optimize: %d ConvTranspose layer%s rewritten as Conv + "
-                "depth-to-space -> %s\n", done, done == 1 ? "" : "s", output);
+        fprintf(stderr,
+                "swi optimize: %d ConvTranspose layer%s rewritten as Conv + "
+                "depth-to-space -> %s\n",
+                done, done == 1 ? "" : "s", output);
     return 0;
 }

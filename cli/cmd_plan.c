@@ -9,25 +9,20 @@
 
 #include <stdio.h>
 
-static const char *pad_name(swi_pad p)
-{
-    static const char *n[] = { "constant", "reflect", "replicate", "circular" };
+static const char *pad_name(swi_pad p) {
+    static const char *n[] = {"constant", "reflect", "replicate", "circular"};
     return (unsigned)p < 4 ? n[p] : "?";
 }
 
-int swi_cmd_plan(int argc, char **argv)
-{
+int swi_cmd_plan(int argc, char **argv) {
     const char *who = "swi plan";
     seg_opts o;
     int rc = seg_parse(argc, argv, &o, 1);
-    if (rc)
-        return rc < 0 ? 0 : rc;
-    if (seg_store_check(&o, who))
-        return 2;
+    if (rc) return rc < 0 ? 0 : rc;
+    if (seg_store_check(&o, who)) return 2;
     char err[SWI_ERRLEN];
     seg_state *s = seg_state_new();
-    if (!s)
-        return seg_fail(who, "out of memory");
+    if (!s) return seg_fail(who, "out of memory");
     swi_params p;
     swi_tensor in;
     swi_output outs[2];
@@ -48,8 +43,7 @@ int swi_cmd_plan(int argc, char **argv)
      * the run, and stores are read window by window). */
     const int count_reuse = p.reuse == SWI_REUSE_ON && !s->grid.active && !s->reader;
     if (count_reuse) {
-        if ((status = seg_read_inputs(&o, who, s, &in)))
-            goto done;
+        if ((status = seg_read_inputs(&o, who, s, &in))) goto done;
         status = 1;
         in.data = s->input;
     }
@@ -70,23 +64,21 @@ int swi_cmd_plan(int argc, char **argv)
         printf("         loaded as it is (--no-rewrite)\n");
     else
         printf("         %d ConvTranspose layer%s run as Conv + depth-to-space (the same "
-               "function, faster)\n", swi_ort_rewrites(s->model),
-               swi_ort_rewrites(s->model) == 1 ? "" : "s");
+               "function, faster)\n",
+               swi_ort_rewrites(s->model), swi_ort_rewrites(s->model) == 1 ? "" : "s");
     for (int c = 0; c < o.n_inputs; c++)
-        printf("input    %s: %lld x %lld x %lld voxels%s, %s\n", o.inputs[c],
-               (long long)s->vols[c].size[0], (long long)s->vols[c].size[1],
-               (long long)s->vols[c].size[2], s->vols[c].frames > 1 ? " x channels" : "",
-               c == 0 ? "channel 0" : "next channel");
+        printf("input    %s: %lld x %lld x %lld voxels%s, %s\n", o.inputs[c], (long long)s->vols[c].size[0],
+               (long long)s->vols[c].size[1], (long long)s->vols[c].size[2],
+               s->vols[c].frames > 1 ? " x channels" : "", c == 0 ? "channel 0" : "next channel");
     if (s->grid.active) {
         char g[256];
         seg_grid_describe(&s->grid, g, sizeof g);
         printf("model    grid %s\n", g);
     }
-    if (s->n_members > 1)
-        printf("ensemble %d models, their mean blended\n", s->n_members);
+    if (s->n_members > 1) printf("ensemble %d models, their mean blended\n", s->n_members);
     printf("window   %lld x %lld x %lld, overlap %g,%g,%g, %s blending", (long long)plan.roi[0],
-           (long long)plan.roi[1], (long long)plan.roi[2], o.overlap[0], o.overlap[1],
-           o.overlap[2], o.mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant");
+           (long long)plan.roi[1], (long long)plan.roi[2], o.overlap[0], o.overlap[1], o.overlap[2],
+           o.mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant");
     if (o.mode == SWI_BLEND_GAUSSIAN)
         printf(" (sigma %g,%g,%g x roi)", o.sigma_scale[0], o.sigma_scale[1], o.sigma_scale[2]);
     printf(", %s padding\n", pad_name(o.padding));
@@ -95,27 +87,27 @@ int swi_cmd_plan(int argc, char **argv)
            (long long)plan.pad_before[1], (long long)plan.pad_before[2]);
     printf("grid     %lld x %lld x %lld = %lld windows, order %c,%c,%c (outermost first)\n",
            (long long)plan.windows_per_axis[0], (long long)plan.windows_per_axis[1],
-           (long long)plan.windows_per_axis[2], (long long)plan.windows_total,
-           "ijk"[plan.order[0] % 3], "ijk"[plan.order[1] % 3], "ijk"[plan.order[2] % 3]);
+           (long long)plan.windows_per_axis[2], (long long)plan.windows_total, "ijk"[plan.order[0] % 3],
+           "ijk"[plan.order[1] % 3], "ijk"[plan.order[2] % 3]);
     printf("calls    %lld engine batches of up to %d windows -> %lld network runs%s\n",
-           (long long)plan.predictor_calls, plan.sw_batch_size,
-           (long long)(plan.predictor_calls * per_batch), o.tta ? " (x8 for --tta)" : "");
+           (long long)plan.predictor_calls, plan.sw_batch_size, (long long)(plan.predictor_calls * per_batch),
+           o.tta ? " (x8 for --tta)" : "");
     if (p.reuse == SWI_REUSE_ON && !count_reuse)
         printf("reuse    on; the windows reused are counted by swi segment (%s)\n",
                s->reader ? "a store input" : "the model grid");
     else if (p.reuse == SWI_REUSE_ON)
         printf("reuse    %lld of %lld windows take an earlier window's output (no network "
-               "call); %lld run; cache %d window%s\n", (long long)plan.windows_reused,
-               (long long)plan.windows_total, (long long)(plan.windows_total - plan.windows_reused),
-               plan.reuse_cache, plan.reuse_cache == 1 ? "" : "s");
+               "call); %lld run; cache %d window%s\n",
+               (long long)plan.windows_reused, (long long)plan.windows_total,
+               (long long)(plan.windows_total - plan.windows_reused), plan.reuse_cache,
+               plan.reuse_cache == 1 ? "" : "s");
     else
         printf("reuse    off (--no-reuse): all %lld windows run\n", (long long)plan.windows_total);
     printf("threads  %d blending, %d network; pipeline %s\n", plan.threads,
            o.threads > 0 ? o.threads : cli_cpu_count(), plan.pipeline ? "on" : "off");
     printf("classes  %lld%s\n", (long long)plan.head_channels[0],
            plan.head_channels[0] > 256 ? " (uint16 labels)" : " (uint8 labels)");
-    printf("memory   predicted peak %s%s\n", cli_bytes(plan.bytes_peak, b[0]),
-           o.max_memory ? "" : "");
+    printf("memory   predicted peak %s%s\n", cli_bytes(plan.bytes_peak, b[0]), o.max_memory ? "" : "");
     printf("  input         %12s\n", cli_bytes(plan.bytes_input, b[0]));
     printf("  windows       %12s   (window inputs and network outputs)\n",
            cli_bytes(plan.bytes_windows, b[1]));
@@ -123,14 +115,11 @@ int swi_cmd_plan(int argc, char **argv)
     printf("  outputs       %12s   (labels%s)\n", cli_bytes(plan.bytes_outputs, b[3]),
            o.scores ? " + scores" : "");
     printf("  scratch       %12s\n", cli_bytes(plan.bytes_scratch, b[4]));
-    printf("  reuse cache   %12s   (%d window input%s and output%s)\n",
-           cli_bytes(plan.bytes_reuse, b[0]), plan.reuse_cache, plan.reuse_cache == 1 ? "" : "s",
-           plan.reuse_cache == 1 ? "" : "s");
-    printf("  smallest plan %12s   (any batch size / pipeline)\n",
-           cli_bytes(plan.bytes_min, b[5]));
+    printf("  reuse cache   %12s   (%d window input%s and output%s)\n", cli_bytes(plan.bytes_reuse, b[0]),
+           plan.reuse_cache, plan.reuse_cache == 1 ? "" : "s", plan.reuse_cache == 1 ? "" : "s");
+    printf("  smallest plan %12s   (any batch size / pipeline)\n", cli_bytes(plan.bytes_min, b[5]));
     if (s->grid.active || s->n_members > 1) {
-        size_t gb = seg_grid_bytes(&s->grid, plan.head_channels[0], o.scores != NULL,
-                                   plan.order[0]);
+        size_t gb = seg_grid_bytes(&s->grid, plan.head_channels[0], o.scores != NULL, plan.order[0]);
         size_t band = seg_grid_band_bytes(&s->grid, plan.head_channels[0], plan.order[0]);
         size_t eb = seg_ensemble_bytes(s->n_members, &p.heads[0], plan.sw_batch_size);
         printf("beside the engine: %s (%s)\n", cli_bytes(gb + eb, b[0]),
@@ -138,11 +127,13 @@ int swi_cmd_plan(int argc, char **argv)
                               : "the ensemble's window buffer");
         if (band)
             printf("  resampling band %10s   (model-grid scores kept until the input-grid "
-                   "voxels that read them are done)\n", cli_bytes(band, b[2]));
+                   "voxels that read them are done)\n",
+                   cli_bytes(band, b[2]));
         printf("total    predicted peak %s\n", cli_bytes(plan.bytes_peak + gb + eb, b[1]));
     }
     printf("not counted: the file's own voxels while reading (%s), ONNX Runtime's "
-           "working memory\n", cli_bytes(vol_native, b[0]));
+           "working memory\n",
+           cli_bytes(vol_native, b[0]));
     status = 0;
 done:
     seg_state_free(s);

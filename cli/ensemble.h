@@ -13,13 +13,13 @@ typedef struct seg_ensemble {
     int n;
     int64_t classes;
     int64_t spatial[3];
-    float *scratch;               /* one batch of one model's outputs */
+    float *scratch; /* one batch of one model's outputs */
     size_t scratch_floats;
 } seg_ensemble;
 
 /* Allocate the scratch for batches of up to sw_batch windows. Returns 0, or -1 (memory). */
-int seg_ensemble_init(seg_ensemble *e, swi_ort_model *const *models, int n,
-                      const swi_head_spec *head, int sw_batch);
+int seg_ensemble_init(seg_ensemble *e, swi_ort_model *const *models, int n, const swi_head_spec *head,
+                      int sw_batch);
 
 /* Bytes of the scratch for batches of sw_batch windows (what the plan adds). */
 size_t seg_ensemble_bytes(int n, const swi_head_spec *head, int sw_batch);

@@ -26,44 +26,38 @@
 
 #define WHO "swi segment"
 
-typedef enum case_state { CASE_TODO, CASE_SKIPPED, CASE_READY, CASE_BAD, CASE_DONE,
-                          CASE_FAILED } case_state;
+typedef enum case_state { CASE_TODO, CASE_SKIPPED, CASE_READY, CASE_BAD, CASE_DONE, CASE_FAILED } case_state;
 
 typedef struct fcase {
     char name[256];
     char *files[SEG_MAX_INPUTS]; /* channels, in order */
     int n_files;
-    char problem[SWI_ERRLEN];    /* a naming problem found while listing, or "" */
+    char problem[SWI_ERRLEN]; /* a naming problem found while listing, or "" */
     char out[PATH_MAX];
     case_state state;
     /* filled by the reader */
-    swi_volume *vols;            /* n_files, malloc'd */
+    swi_volume *vols; /* n_files, malloc'd */
     float *input;
     char err[SWI_ERRLEN];
     int64_t size[3];
     double seconds;
 } fcase;
 
-static const char *const VOLUME_EXT[] = { ".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd" };
+static const char *const VOLUME_EXT[] = {".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd"};
 
 /* The extension of a volume file name, or NULL. */
-static const char *volume_ext(const char *name)
-{
+static const char *volume_ext(const char *name) {
     for (size_t i = 0; i < sizeof VOLUME_EXT / sizeof *VOLUME_EXT; i++)
-        if (cli_ends_with(name, VOLUME_EXT[i]) && strlen(name) > strlen(VOLUME_EXT[i]))
-            return VOLUME_EXT[i];
+        if (cli_ends_with(name, VOLUME_EXT[i]) && strlen(name) > strlen(VOLUME_EXT[i])) return VOLUME_EXT[i];
     return NULL;
 }
 
 /* nnU-Net's channel suffix: "_0003" at the end of the stem gives 3; else -1. */
-static int channel_of(const char *stem, size_t len)
-{
-    if (len < 6 || stem[len - 5] != '_')
-        return -1;
+static int channel_of(const char *stem, size_t len) {
+    if (len < 6 || stem[len - 5] != '_') return -1;
     int c = 0;
     for (size_t i = len - 4; i < len; i++) {
-        if (stem[i] < '0' || stem[i] > '9')
-            return -1;
+        if (stem[i] < '0' || stem[i] > '9') return -1;
         c = c * 10 + (stem[i] - '0');
     }
     return c;
@@ -74,8 +68,7 @@ typedef struct entry {
     int is_dir;
 } entry;
 
-static int cmp_entry(const void *a, const void *b)
-{
+static int cmp_entry(const void *a, const void *b) {
     return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
 }
 
@@ -83,28 +76,25 @@ typedef struct folder {
     const seg_opts *o;
     fcase *cases;
     int n_cases;
-    int *todo;          /* indices of the cases to read, in order */
+    int *todo; /* indices of the cases to read, in order */
     int n_todo;
     /* reader thread state */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int taken;          /* cases of todo the main thread has started */
+    int taken; /* cases of todo the main thread has started */
     int stop;
 } folder;
 
-static void free_case_data(fcase *c)
-{
+static void free_case_data(fcase *c) {
     free(c->vols);
     c->vols = NULL;
     free(c->input);
     c->input = NULL;
 }
 
-static void free_folder(folder *f)
-{
+static void free_folder(folder *f) {
     for (int i = 0; i < f->n_cases; i++) {
-        for (int k = 0; k < f->cases[i].n_files; k++)
-            free(f->cases[i].files[k]);
+        for (int k = 0; k < f->cases[i].n_files; k++) free(f->cases[i].files[k]);
         free_case_data(&f->cases[i]);
     }
     free(f->cases);
@@ -112,18 +102,15 @@ static void free_folder(folder *f)
 }
 
 /* Find or add the case `name` (cases are added in sorted order, so it is the last one). */
-static fcase *case_named(folder *f, const char *name, size_t len, int *cap)
-{
+static fcase *case_named(folder *f, const char *name, size_t len, int *cap) {
     if (f->n_cases > 0) {
         fcase *last = &f->cases[f->n_cases - 1];
-        if (strlen(last->name) == len && strncmp(last->name, name, len) == 0)
-            return last;
+        if (strlen(last->name) == len && strncmp(last->name, name, len) == 0) return last;
     }
     if (f->n_cases == *cap) {
         int nc = *cap ? *cap * 2 : 64;
         fcase *t = realloc(f->cases, (size_t)nc * sizeof *t);
-        if (!t)
-            return NULL;
+        if (!t) return NULL;
         f->cases = t;
         *cap = nc;
     }
@@ -134,8 +121,7 @@ static fcase *case_named(folder *f, const char *name, size_t len, int *cap)
 }
 
 /* List IN into cases. Returns 0, or 1 with err set. */
-static int list_cases(folder *f, const char *in, const char *out_real, char *err)
-{
+static int list_cases(folder *f, const char *in, const char *out_real, char *err) {
     DIR *d = opendir(in);
     if (!d) {
         cli_err(err, "%s: cannot open the input directory: %s", in, strerror(errno));
@@ -146,14 +132,11 @@ static int list_cases(folder *f, const char *in, const char *out_real, char *err
     struct dirent *e;
     int rc = 0;
     while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
+        if (e->d_name[0] == '.') continue;
         char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", in, e->d_name) >= (int)sizeof path)
-            continue;
+        if (snprintf(path, sizeof path, "%s/%s", in, e->d_name) >= (int)sizeof path) continue;
         struct stat st;
-        if (stat(path, &st) != 0)
-            continue;
+        if (stat(path, &st) != 0) continue;
         int is_dir = S_ISDIR(st.st_mode);
         if (!is_dir && !(S_ISREG(st.st_mode) && volume_ext(e->d_name)))
             continue; /* data files of .mhd/.nhdr headers, notes, ... */
@@ -187,8 +170,7 @@ static int list_cases(folder *f, const char *in, const char *out_real, char *err
         cli_err(err, "%s: out of memory listing the directory", in);
         goto done;
     }
-    if (n > 1)
-        qsort(ents, n, sizeof *ents, cmp_entry);
+    if (n > 1) qsort(ents, n, sizeof *ents, cmp_entry);
     /* Stems sort together with their channel suffixes ("a_0000.nii.gz" < "a_0001.nrrd"), but
      * "a.nii.gz" and "a_0000.nii.gz" do not sort next to each other: group by case name. */
     int ccap = 0;
@@ -226,15 +208,13 @@ static int list_cases(folder *f, const char *in, const char *out_real, char *err
             rc = 1;
             goto done;
         }
-        if (slot + 1 > c->n_files)
-            c->n_files = slot + 1;
+        if (slot + 1 > c->n_files) c->n_files = slot + 1;
     }
     /* channels must be 0..C-1 */
     for (int k = 0; k < f->n_cases; k++) {
         fcase *c = &f->cases[k];
         for (int s = 0; s < c->n_files && !c->problem[0]; s++)
-            if (!c->files[s])
-                cli_err(c->problem, "channel %d (%s_%04d.*) is missing", s, c->name, s);
+            if (!c->files[s]) cli_err(c->problem, "channel %d (%s_%04d.*) is missing", s, c->name, s);
     }
     /* cases found in an unsorted order (a.nii.gz after a_0000.nii.gz's group): sort them */
     for (int a = 1; a < f->n_cases; a++)
@@ -244,15 +224,13 @@ static int list_cases(folder *f, const char *in, const char *out_real, char *err
             f->cases[b - 1] = t;
         }
 done:
-    for (size_t i = 0; i < n; i++)
-        free(ents[i].name);
+    for (size_t i = 0; i < n; i++) free(ents[i].name);
     free(ents);
     return rc;
 }
 
 /* Open, read and preprocess one case (reader thread); the state it ends in. */
-static case_state read_case(const seg_opts *o, fcase *c)
-{
+static case_state read_case(const seg_opts *o, fcase *c) {
     if (c->problem[0]) {
         snprintf(c->err, sizeof c->err, "%s", c->problem);
         return CASE_BAD;
@@ -268,10 +246,11 @@ static case_state read_case(const seg_opts *o, fcase *c)
         }
         const int64_t *a = c->vols[0].size, *b = c->vols[k].size;
         if (a[0] != b[0] || a[1] != b[1] || a[2] != b[2]) {
-            cli_err(c->err, "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; "
-                    "channels must share one grid", c->files[k], (long long)b[0],
-                    (long long)b[1], (long long)b[2], c->files[0], (long long)a[0],
-                    (long long)a[1], (long long)a[2]);
+            cli_err(c->err,
+                    "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; "
+                    "channels must share one grid",
+                    c->files[k], (long long)b[0], (long long)b[1], (long long)b[2], c->files[0],
+                    (long long)a[0], (long long)a[1], (long long)a[2]);
             return CASE_BAD;
         }
     }
@@ -284,7 +263,7 @@ static case_state read_case(const seg_opts *o, fcase *c)
                 cli_bytes((size_t)(N * c->n_files) * sizeof(float), b));
         return CASE_BAD;
     }
-    const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
+    const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
     for (int k = 0; k < c->n_files; k++) {
         if (swi_volume_read(&c->vols[k], c->input + k * N, &cancel, c->err, SWI_ERRLEN)) {
             return CASE_BAD;
@@ -294,18 +273,15 @@ static case_state read_case(const seg_opts *o, fcase *c)
     return CASE_READY;
 }
 
-static void *reader(void *arg)
-{
+static void *reader(void *arg) {
     folder *f = arg;
     for (int t = 0; t < f->n_todo; t++) {
         pthread_mutex_lock(&f->mu);
         /* one case ahead of the one running, no more */
-        while (!f->stop && t > f->taken)
-            pthread_cond_wait(&f->cv, &f->mu);
+        while (!f->stop && t > f->taken) pthread_cond_wait(&f->cv, &f->mu);
         int stop = f->stop;
         pthread_mutex_unlock(&f->mu);
-        if (stop || cli_interrupted())
-            break;
+        if (stop || cli_interrupted()) break;
         fcase *c = &f->cases[f->todo[t]];
         double t0 = cli_now();
         case_state st = read_case(f->o, c);
@@ -322,44 +298,38 @@ static void *reader(void *arg)
     return NULL;
 }
 
-static void print_table(const folder *f, double seconds)
-{
+static void print_table(const folder *f, double seconds) {
     int done = 0, failed = 0, skipped = 0, w = 4;
     for (int i = 0; i < f->n_cases; i++)
-        if ((int)strlen(f->cases[i].name) > w)
-            w = (int)strlen(f->cases[i].name);
-    if (w > 40)
-        w = 40;
+        if ((int)strlen(f->cases[i].name) > w) w = (int)strlen(f->cases[i].name);
+    if (w > 40) w = 40;
     fprintf(stderr, "%-*s  %-14s %8s  %s\n", w, "case", "size", "time", "status");
     for (int i = 0; i < f->n_cases; i++) {
         const fcase *c = &f->cases[i];
-        if (c->state == CASE_TODO)
-            continue; /* another part's */
+        if (c->state == CASE_TODO) continue; /* another part's */
         char size[48] = "-", t[16] = "-";
         if (c->size[0])
-            snprintf(size, sizeof size, "%lldx%lldx%lld", (long long)c->size[0],
-                     (long long)c->size[1], (long long)c->size[2]);
-        if (c->state == CASE_DONE || c->state == CASE_FAILED)
-            snprintf(t, sizeof t, "%.2f s", c->seconds);
-        const char *st = c->state == CASE_DONE ? "ok" : c->state == CASE_SKIPPED
-                       ? "skipped (output exists)" : "FAILED";
+            snprintf(size, sizeof size, "%lldx%lldx%lld", (long long)c->size[0], (long long)c->size[1],
+                     (long long)c->size[2]);
+        if (c->state == CASE_DONE || c->state == CASE_FAILED) snprintf(t, sizeof t, "%.2f s", c->seconds);
+        const char *st = c->state == CASE_DONE      ? "ok"
+                         : c->state == CASE_SKIPPED ? "skipped (output exists)"
+                                                    : "FAILED";
         fprintf(stderr, "%-*.*s  %-14s %8s  %s\n", w, w, c->name, size, t, st);
         done += c->state == CASE_DONE;
         skipped += c->state == CASE_SKIPPED;
         failed += c->state == CASE_FAILED || c->state == CASE_BAD || c->state == CASE_READY;
     }
-    fprintf(stderr, "%s: %d done, %d failed, %d skipped in %.2f s -> %s\n", WHO, done, failed,
-            skipped, seconds, f->o->output_dir);
+    fprintf(stderr, "%s: %d done, %d failed, %d skipped in %.2f s -> %s\n", WHO, done, failed, skipped,
+            seconds, f->o->output_dir);
 }
 
 /* Make OUT if missing; its real path into real. Returns 0, or 1/2 with err set. */
-static int output_dir(const seg_opts *o, char real_in[PATH_MAX], char real_out[PATH_MAX],
-                      char *err)
-{
+static int output_dir(const seg_opts *o, char real_in[PATH_MAX], char real_out[PATH_MAX], char *err) {
     struct stat st;
     if (stat(o->input_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        cli_err(err, "%s: %s", o->input_dir, stat(o->input_dir, &st) != 0 ? strerror(errno)
-                : "not a directory (--input-dir)");
+        cli_err(err, "%s: %s", o->input_dir,
+                stat(o->input_dir, &st) != 0 ? strerror(errno) : "not a directory (--input-dir)");
         return 1;
     }
     if (!realpath(o->input_dir, real_in)) {
@@ -368,8 +338,7 @@ static int output_dir(const seg_opts *o, char real_in[PATH_MAX], char real_out[P
     }
     if (stat(o->output_dir, &st) != 0) {
         if (mkdir(o->output_dir, 0777) != 0) {
-            cli_err(err, "%s: cannot make the output directory: %s", o->output_dir,
-                    strerror(errno));
+            cli_err(err, "%s: cannot make the output directory: %s", o->output_dir, strerror(errno));
             return 1;
         }
     } else if (!S_ISDIR(st.st_mode)) {
@@ -381,15 +350,16 @@ static int output_dir(const seg_opts *o, char real_in[PATH_MAX], char real_out[P
         return 1;
     }
     if (strcmp(real_in, real_out) == 0) {
-        cli_err(err, "--output-dir %s is the input directory: its outputs would be read as "
-                "inputs next time; give another (a subdirectory is fine)", o->output_dir);
+        cli_err(err,
+                "--output-dir %s is the input directory: its outputs would be read as "
+                "inputs next time; give another (a subdirectory is fine)",
+                o->output_dir);
         return 2;
     }
     return 0;
 }
 
-int seg_folder_run(const seg_opts *o)
-{
+int seg_folder_run(const seg_opts *o) {
     char err[SWI_ERRLEN], real_in[PATH_MAX], real_out[PATH_MAX];
     double t0 = cli_now();
     if (cli_signals_start() != 0) /* before the reader thread: it inherits the mask */
@@ -413,10 +383,9 @@ int seg_folder_run(const seg_opts *o)
     }
     for (int i = 0; i < f.n_cases; i++) {
         fcase *c = &f.cases[i];
-        if (i % o->part_count != o->part_index)
-            continue;
-        if (snprintf(c->out, sizeof c->out, "%s/%s.%s", o->output_dir, c->name,
-                     o->output_format) >= (int)sizeof c->out) {
+        if (i % o->part_count != o->part_index) continue;
+        if (snprintf(c->out, sizeof c->out, "%s/%s.%s", o->output_dir, c->name, o->output_format) >=
+            (int)sizeof c->out) {
             cli_err(c->problem, "%s: output path too long", c->name);
         }
         struct stat st;
@@ -428,8 +397,10 @@ int seg_folder_run(const seg_opts *o)
     }
     if (f.n_cases == 0) {
         free_folder(&f);
-        cli_err(err, "%s: no cases (volume files .nii, .nii.gz, .nrrd, .nhdr, .mha, .mhd or "
-                "DICOM series directories)", o->input_dir);
+        cli_err(err,
+                "%s: no cases (volume files .nii, .nii.gz, .nrrd, .nhdr, .mha, .mhd or "
+                "DICOM series directories)",
+                o->input_dir);
         return seg_fail(WHO, err);
     }
     pthread_mutex_init(&f.mu, NULL);
@@ -450,8 +421,7 @@ int seg_folder_run(const seg_opts *o)
         pthread_mutex_lock(&f.mu);
         f.taken = t; /* the reader may now read case t (and t + 1 once we start) */
         pthread_cond_broadcast(&f.cv);
-        while (c->state == CASE_TODO && !f.stop)
-            pthread_cond_wait(&f.cv, &f.mu);
+        while (c->state == CASE_TODO && !f.stop) pthread_cond_wait(&f.cv, &f.mu);
         f.taken = t + 1;
         pthread_cond_broadcast(&f.cv);
         pthread_mutex_unlock(&f.mu);
@@ -471,8 +441,7 @@ int seg_folder_run(const seg_opts *o)
         seg_opts oc = *o;
         oc.input_dir = NULL;
         oc.n_inputs = c->n_files;
-        for (int k = 0; k < c->n_files; k++)
-            oc.inputs[k] = c->files[k];
+        for (int k = 0; k < c->n_files; k++) oc.inputs[k] = c->files[k];
         oc.output = c->out;
         char label[320];
         snprintf(label, sizeof label, "[%d/%d] %s", t + 1, f.n_todo, c->name);
@@ -517,14 +486,12 @@ int seg_folder_run(const seg_opts *o)
         pthread_join(th, NULL);
     }
     swi_ort_close(model);
-    if (!o->quiet || failed)
-        print_table(&f, cli_now() - t0);
+    if (!o->quiet || failed) print_table(&f, cli_now() - t0);
     pthread_mutex_destroy(&f.mu);
     pthread_cond_destroy(&f.cv);
     free_folder(&f);
     if (interrupted) {
-        fprintf(stderr, "%s: interrupted; the finished cases are kept, no partial output\n",
-                WHO);
+        fprintf(stderr, "%s: interrupted; the finished cases are kept, no partial output\n", WHO);
         return cli_interrupt_status();
     }
     return failed ? 1 : 0;

@@ -12,38 +12,37 @@
 #include <string.h>
 
 static const char MAIN_HELP[] =
-"usage: swi <command> [options]      (swi <command> --help for each)\n"
-"\n"
-"Sliding-window inference for 3-D segmentation networks, natively: MONAI's\n"
-"sliding_window_inference, streamed, on NIfTI, NRRD, MetaImage and DICOM volumes\n"
-"and ONNX models.\n"
-"\n"
-"Commands:\n"
-"  segment   segment a volume (or a folder of them) with an ONNX model -> label map\n"
-"  plan      show the window grid, network calls and peak memory of a segment run\n"
-"  bench     time the engine on a synthetic predictor, no model needed\n"
-"  demo      segment a generated phantom with the bundled model and score it (Dice)\n"
-"  export    export sliding-window inference as an ONNX graph\n"
-"  info      show a model's inputs, outputs and model card\n"
-"  optimize  save an ONNX model with the faster equivalent layers segment runs\n"
-"\n"
-"Examples:\n"
-"  swi demo                                     # try it: writes out/demo_*.nii.gz, .png\n"
-"  swi segment --model unet.onnx --input ct.nii.gz --output labels.nii.gz\n"
-"  swi segment --model unet.onnx --input ct.nii.gz --output labels.nii.gz \\\n"
-"      --roi 96 --overlap 0.5 --mode gaussian --sw-batch 4 --preview labels.png\n"
-"  swi plan --model unet.onnx --input ct.nii.gz --roi 96 --max-memory 2G\n"
-"  swi bench --shape 384,384,256 --classes 100 --roi 128 --output argmax\n"
-"\n"
-"Options:\n"
-"  -h, --help      this help\n"
-"  -V, --version   versions of swi and of the libraries it was built with\n"
-"\n"
-"Exit status: 0 done, 1 error (one line on stderr), 2 usage error, 128+N signal N.\n";
+    "usage: swi <command> [options]      (swi <command> --help for each)\n"
+    "\n"
+    "Sliding-window inference for 3-D segmentation networks, natively: MONAI's\n"
+    "sliding_window_inference, streamed, on NIfTI, NRRD, MetaImage and DICOM volumes\n"
+    "and ONNX models.\n"
+    "\n"
+    "Commands:\n"
+    "  segment   segment a volume (or a folder of them) with an ONNX model -> label map\n"
+    "  plan      show the window grid, network calls and peak memory of a segment run\n"
+    "  bench     time the engine on a synthetic predictor, no model needed\n"
+    "  demo      segment a generated phantom with the bundled model and score it (Dice)\n"
+    "  export    export sliding-window inference as an ONNX graph\n"
+    "  info      show a model's inputs, outputs and model card\n"
+    "  optimize  save an ONNX model with the faster equivalent layers segment runs\n"
+    "\n"
+    "Examples:\n"
+    "  swi demo                                     # try it: writes out/demo_*.nii.gz, .png\n"
+    "  swi segment --model unet.onnx --input ct.nii.gz --output labels.nii.gz\n"
+    "  swi segment --model unet.onnx --input ct.nii.gz --output labels.nii.gz \\\n"
+    "      --roi 96 --overlap 0.5 --mode gaussian --sw-batch 4 --preview labels.png\n"
+    "  swi plan --model unet.onnx --input ct.nii.gz --roi 96 --max-memory 2G\n"
+    "  swi bench --shape 384,384,256 --classes 100 --roi 128 --output argmax\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help      this help\n"
+    "  -V, --version   versions of swi and of the libraries it was built with\n"
+    "\n"
+    "Exit status: 0 done, 1 error (one line on stderr), 2 usage error, 128+N signal N.\n";
 
 #ifndef SWI_HAVE_EXPORT
-int swi_cmd_export(int argc, char **argv)
-{
+int swi_cmd_export(int argc, char **argv) {
     (void)argv;
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: swi export ...\n\nThis swi was built without the export component "
@@ -51,14 +50,13 @@ int swi_cmd_export(int argc, char **argv)
         return 0;
     }
     fprintf(stderr, "swi export: this swi was built without the export component "
-            "(export/ was not found or its dependencies are missing); rebuild with it\n");
+                    "(export/ was not found or its dependencies are missing); rebuild with it\n");
     return 1;
 }
 #endif
 
-int main(int argc, char **argv)
-{
-    char *help_argv[3] = { NULL, "--help", NULL }; /* "swi help CMD" = "swi CMD --help" */
+int main(int argc, char **argv) {
+    char *help_argv[3] = {NULL, "--help", NULL}; /* "swi help CMD" = "swi CMD --help" */
     if (argc < 2) {
         fputs(MAIN_HELP, stderr);
         return 2;
@@ -87,8 +85,8 @@ int main(int argc, char **argv)
         printf("  Zarr, OME-Zarr (jansson, blosc, zstd, zlib): %s\n",
                swi_store_available(SWI_STORE_ZARR) ? "yes" : "not built in");
         printf("  HDF5 (libhdf5): %s\n", swi_store_available(SWI_STORE_HDF5) ? "yes" : "not built in");
-        printf("  MPI: %s\n", cli_mpi_built() ? "yes (mpirun -n N swi segment|bench ... runs N shards)"
-                                               : "not built in");
+        printf("  MPI: %s\n",
+               cli_mpi_built() ? "yes (mpirun -n N swi segment|bench ... runs N shards)" : "not built in");
 #ifdef SWI_HAVE_EXPORT
         printf("  export: yes\n");
 #else
@@ -101,20 +99,13 @@ int main(int argc, char **argv)
     argv += 1;
 dispatch:
     /* under mpirun a failed rank stops the whole job (cli/mpi_job.c) */
-    if (strcmp(cmd, "segment") == 0)
-        return cli_mpi_finish(swi_cmd_segment(argc, argv));
-    if (strcmp(cmd, "plan") == 0)
-        return swi_cmd_plan(argc, argv);
-    if (strcmp(cmd, "bench") == 0)
-        return cli_mpi_finish(swi_cmd_bench(argc, argv));
-    if (strcmp(cmd, "demo") == 0)
-        return swi_cmd_demo(argc, argv);
-    if (strcmp(cmd, "export") == 0)
-        return swi_cmd_export(argc, argv);
-    if (strcmp(cmd, "info") == 0)
-        return swi_cmd_info(argc, argv);
-    if (strcmp(cmd, "optimize") == 0)
-        return swi_cmd_optimize(argc, argv);
+    if (strcmp(cmd, "segment") == 0) return cli_mpi_finish(swi_cmd_segment(argc, argv));
+    if (strcmp(cmd, "plan") == 0) return swi_cmd_plan(argc, argv);
+    if (strcmp(cmd, "bench") == 0) return cli_mpi_finish(swi_cmd_bench(argc, argv));
+    if (strcmp(cmd, "demo") == 0) return swi_cmd_demo(argc, argv);
+    if (strcmp(cmd, "export") == 0) return swi_cmd_export(argc, argv);
+    if (strcmp(cmd, "info") == 0) return swi_cmd_info(argc, argv);
+    if (strcmp(cmd, "optimize") == 0) return swi_cmd_optimize(argc, argv);
     fprintf(stderr, "swi: unknown command '%s' (see 'swi --help')\n", cmd);
     return 2;
 }

@@ -8,13 +8,13 @@
 #include <stdint.h>
 
 typedef struct progress {
-    int enabled;        /**< draw the bar (stderr is a terminal and not --quiet) */
-    double t0;          /**< start of the run */
+    int enabled; /**< draw the bar (stderr is a terminal and not --quiet) */
+    double t0;   /**< start of the run */
     double last_draw;
     int64_t done, total;
-    int drawn;          /**< something is on the line */
-    int width;          /**< terminal columns */
-    const char *label;  /**< drawn first (folder mode: "[3/20] case_007"), or NULL */
+    int drawn;         /**< something is on the line */
+    int width;         /**< terminal columns */
+    const char *label; /**< drawn first (folder mode: "[3/20] case_007"), or NULL */
 } progress;
 
 /** Start timing; the bar is drawn when `want_bar` and stderr is a terminal. */

@@ -19,22 +19,22 @@
 #include "swi_resample.h"
 
 typedef struct seg_grid {
-    int active;              /* orientation or spacing in use */
+    int active; /* orientation or spacing in use */
     int oriented, resampled;
     swi_orientation orient;
     swi_spacing_grid spacing;
-    double to_model[3][4];   /* input index -> model index (resampled) */
-    double to_input[3][4];   /* model index -> input index (resampled) */
-    int64_t in_size[3];      /* the input grid */
-    int64_t size[3];         /* the model grid: where the windows run */
+    double to_model[3][4]; /* input index -> model index (resampled) */
+    double to_input[3][4]; /* model index -> input index (resampled) */
+    int64_t in_size[3];    /* the input grid */
+    int64_t size[3];       /* the model grid: where the windows run */
     int64_t channels;
-    const float *input;      /* [channels, *in_size], preprocessed (caller's) */
-    float *model_input;      /* resampled: [channels, *size] */
+    const float *input; /* [channels, *in_size], preprocessed (caller's) */
+    float *model_input; /* resampled: [channels, *size] */
     swi_reader reader;
     int64_t classes;
-    int label_bytes;         /* 1 or 2 */
-    void *labels;            /* on the input grid */
-    float *scores;           /* on the input grid, when asked */
+    int label_bytes; /* 1 or 2 */
+    void *labels;    /* on the input grid */
+    float *scores;   /* on the input grid, when asked */
     int softmax;
     swi_resample_sink *sink; /* resampled: model-grid scores -> input-grid tiles */
 } seg_grid;
@@ -55,8 +55,8 @@ size_t seg_grid_bytes(const seg_grid *g, int64_t classes, int want_scores, int o
 size_t seg_grid_band_bytes(const seg_grid *g, int64_t classes, int outer);
 
 /* Allocate the results and bind the input (read, preprocessed). Returns 0 or 1 (err). */
-int seg_grid_begin(seg_grid *g, const float *input, int64_t channels, int64_t classes,
-                   int want_scores, char *err);
+int seg_grid_begin(seg_grid *g, const float *input, int64_t channels, int64_t classes, int want_scores,
+                   char *err);
 
 /* After a successful run: check that every input voxel came back (resampled runs). */
 int seg_grid_finish(seg_grid *g, char *err);

@@ -24,52 +24,40 @@ static void *g_hook_user;
 static int g_started;
 static sigset_t g_set;
 
-int cli_interrupted(void)
-{
-    return (int)g_signal;
-}
+int cli_interrupted(void) { return (int)g_signal; }
 
-int cli_interrupted_cb(void *unused)
-{
+int cli_interrupted_cb(void *unused) {
     (void)unused;
     return g_signal != 0;
 }
 
-int cli_interrupt_status(void)
-{
-    return 128 + (g_signal ? (int)g_signal : SIGINT);
-}
+int cli_interrupt_status(void) { return 128 + (g_signal ? (int)g_signal : SIGINT); }
 
-void cli_set_cancel_hook(void (*hook)(void *user), void *user)
-{
+void cli_set_cancel_hook(void (*hook)(void *user), void *user) {
     pthread_mutex_lock(&g_lock);
     g_hook = hook;
     g_hook_user = user;
     pthread_mutex_unlock(&g_lock);
 }
 
-static void *signal_thread(void *arg)
-{
+static void *signal_thread(void *arg) {
     (void)arg;
     for (;;) {
         int sig = 0;
-        if (sigwait(&g_set, &sig) != 0)
-            continue;
+        if (sigwait(&g_set, &sig) != 0) continue;
         if (!g_signal) {
             g_signal = sig;
             /* Called under the lock, so cli_set_cancel_hook(NULL, ...) cannot return (and
              * its caller free what the hook uses) while the hook runs. */
             pthread_mutex_lock(&g_lock);
-            if (g_hook)
-                g_hook(g_hook_user);
+            if (g_hook) g_hook(g_hook_user);
             pthread_mutex_unlock(&g_lock);
             continue;
         }
         /* Second signal: the user insists. Remove our temporaries and go. */
         pthread_mutex_lock(&g_lock);
         for (int i = 0; i < MAX_OUTS; i++)
-            if (g_outs[i] && g_outs[i]->active)
-                unlink(g_outs[i]->tmp);
+            if (g_outs[i] && g_outs[i]->active) unlink(g_outs[i]->tmp);
         static const char msg[] = "swi: interrupted twice, stopping now; no output written\n";
         ssize_t w = write(2, msg, sizeof msg - 1);
         (void)w;
@@ -78,17 +66,14 @@ static void *signal_thread(void *arg)
     return NULL;
 }
 
-int cli_signals_start(void)
-{
-    if (g_started)
-        return 0;
+int cli_signals_start(void) {
+    if (g_started) return 0;
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&g_set);
     sigaddset(&g_set, SIGINT);
     sigaddset(&g_set, SIGTERM);
     sigaddset(&g_set, SIGHUP);
-    if (pthread_sigmask(SIG_BLOCK, &g_set, NULL) != 0)
-        return -1;
+    if (pthread_sigmask(SIG_BLOCK, &g_set, NULL) != 0) return -1;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -105,8 +90,7 @@ int cli_signals_start(void)
     return 0;
 }
 
-int cli_out_check(const char *final, int force, char *err)
-{
+int cli_out_check(const char *final, int force, char *err) {
     struct stat st;
     if (!final || !*final) {
         cli_err(err, "empty output path");
@@ -122,8 +106,7 @@ int cli_out_check(const char *final, int force, char *err)
             return -1;
         }
         if (!S_ISREG(st.st_mode)) {
-            cli_err(err, "%s: exists and is not a regular file; swi writes only regular files",
-                    final);
+            cli_err(err, "%s: exists and is not a regular file; swi writes only regular files", final);
             return -1;
         }
         if (!force) {
@@ -134,19 +117,15 @@ int cli_out_check(const char *final, int force, char *err)
     return 0;
 }
 
-static void unregister(cli_out *o)
-{
+static void unregister(cli_out *o) {
     for (int i = 0; i < MAX_OUTS; i++)
-        if (g_outs[i] == o)
-            g_outs[i] = NULL;
+        if (g_outs[i] == o) g_outs[i] = NULL;
 }
 
-int cli_out_begin(cli_out *o, const char *final, int force, char *err)
-{
+int cli_out_begin(cli_out *o, const char *final, int force, char *err) {
     memset(o, 0, sizeof *o);
     o->fd = -1;
-    if (cli_out_check(final, force, err) != 0)
-        return -1;
+    if (cli_out_check(final, force, err) != 0) return -1;
     strcpy(o->final, final);
     char dirbuf[4096], basebuf[4096];
     strcpy(dirbuf, final);
@@ -190,16 +169,14 @@ int cli_out_begin(cli_out *o, const char *final, int force, char *err)
     return 0;
 }
 
-int cli_out_take_fd(cli_out *o)
-{
+int cli_out_take_fd(cli_out *o) {
     int fd = o->fd;
     o->fd = -1;
     return fd;
 }
 
 /* Phase 1 of a commit: close, check for a signal, fsync. */
-static int out_sync(cli_out *o, char *err)
-{
+static int out_sync(cli_out *o, char *err) {
     if (!o->active) {
         cli_err(err, "%s: nothing to commit", o->final);
         return -1;
@@ -215,8 +192,7 @@ static int out_sync(cli_out *o, char *err)
     int fd = open(o->tmp, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || fsync(fd) != 0) {
         int e = errno;
-        if (fd >= 0)
-            close(fd);
+        if (fd >= 0) close(fd);
         cli_err(err, "%s: cannot complete the output: %s", o->final, strerror(e));
         return -1;
     }
@@ -226,16 +202,14 @@ static int out_sync(cli_out *o, char *err)
 
 /* Phase 2: move into place. With force, an existing final is first hard-linked to
  * `backup` (set to "" when there was nothing to keep) so that it can be restored. */
-static int out_move(cli_out *o, int force, char *backup, size_t bsize, char *err)
-{
+static int out_move(cli_out *o, int force, char *backup, size_t bsize, char *err) {
     backup[0] = '\0';
     pthread_mutex_lock(&g_lock);
     int rc;
     if (force) {
         struct stat st;
         if (lstat(o->final, &st) == 0 && S_ISREG(st.st_mode) &&
-            (size_t)snprintf(backup, bsize, "%s.old", o->tmp) < bsize &&
-            link(o->final, backup) != 0)
+            (size_t)snprintf(backup, bsize, "%s.old", o->tmp) < bsize && link(o->final, backup) != 0)
             backup[0] = '\0';
         rc = rename(o->tmp, o->final);
         if (rc != 0 && backup[0]) {
@@ -245,8 +219,7 @@ static int out_move(cli_out *o, int force, char *backup, size_t bsize, char *err
     } else {
         /* link() fails if final appeared meanwhile: never clobber without --force. */
         rc = link(o->tmp, o->final);
-        if (rc != 0 && (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP ||
-                        errno == EMLINK)) {
+        if (rc != 0 && (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP || errno == EMLINK)) {
             struct stat st;
             if (stat(o->final, &st) == 0)
                 errno = EEXIST;
@@ -264,8 +237,10 @@ static int out_move(cli_out *o, int force, char *backup, size_t bsize, char *err
     pthread_mutex_unlock(&g_lock);
     if (rc != 0) {
         if (e == EEXIST)
-            cli_err(err, "%s: appeared while swi was running (another run?); not overwritten "
-                    "(use --force)", o->final);
+            cli_err(err,
+                    "%s: appeared while swi was running (another run?); not overwritten "
+                    "(use --force)",
+                    o->final);
         else
             cli_err(err, "%s: cannot move the output into place: %s", o->final, strerror(e));
         return -1;
@@ -273,8 +248,7 @@ static int out_move(cli_out *o, int force, char *backup, size_t bsize, char *err
     return 0;
 }
 
-static void sync_dir_of(const char *path)
-{
+static void sync_dir_of(const char *path) {
     char dirbuf[4096];
     snprintf(dirbuf, sizeof dirbuf, "%s", path);
     int dfd = open(dirname(dirbuf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -284,11 +258,9 @@ static void sync_dir_of(const char *path)
     }
 }
 
-int cli_out_commit_all(cli_out *const *outs, int n, int force, char *err)
-{
+int cli_out_commit_all(cli_out *const *outs, int n, int force, char *err) {
     for (int i = 0; i < n; i++)
-        if (outs[i] && out_sync(outs[i], err))
-            return -1;
+        if (outs[i] && out_sync(outs[i], err)) return -1;
     char backup[16][4200];
     int moved = 0;
     for (int i = 0; i < n && i < 16; i++, moved++) {
@@ -296,12 +268,10 @@ int cli_out_commit_all(cli_out *const *outs, int n, int force, char *err)
             backup[i][0] = '\0';
             continue;
         }
-        if (out_move(outs[i], force, backup[i], sizeof backup[i], err) == 0)
-            continue;
+        if (out_move(outs[i], force, backup[i], sizeof backup[i], err) == 0) continue;
         /* Take back what was already moved: restore replaced files, remove new ones. */
         for (int j = 0; j < moved; j++) {
-            if (!outs[j])
-                continue;
+            if (!outs[j]) continue;
             if (backup[j][0])
                 rename(backup[j], outs[j]->final);
             else
@@ -310,23 +280,19 @@ int cli_out_commit_all(cli_out *const *outs, int n, int force, char *err)
         return -1;
     }
     for (int i = 0; i < moved; i++) {
-        if (!outs[i])
-            continue;
-        if (backup[i][0])
-            unlink(backup[i]);
+        if (!outs[i]) continue;
+        if (backup[i][0]) unlink(backup[i]);
         sync_dir_of(outs[i]->final);
     }
     return 0;
 }
 
-int cli_out_commit(cli_out *o, int force, char *err)
-{
-    cli_out *one[1] = { o };
+int cli_out_commit(cli_out *o, int force, char *err) {
+    cli_out *one[1] = {o};
     return cli_out_commit_all(one, 1, force, err);
 }
 
-void cli_out_abort(cli_out *o)
-{
+void cli_out_abort(cli_out *o) {
     pthread_mutex_lock(&g_lock);
     if (o->fd >= 0) {
         close(o->fd);
@@ -340,13 +306,11 @@ void cli_out_abort(cli_out *o)
     pthread_mutex_unlock(&g_lock);
 }
 
-void cli_out_abort_all(void)
-{
+void cli_out_abort_all(void) {
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < MAX_OUTS; i++) {
         cli_out *o = g_outs[i];
-        if (!o)
-            continue;
+        if (!o) continue;
         if (o->fd >= 0) {
             close(o->fd);
             o->fd = -1;

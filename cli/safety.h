@@ -38,8 +38,8 @@ int cli_interrupt_status(void);
 typedef struct cli_out {
     char final[4096];
     char tmp[4096];
-    int fd;        /**< open descriptor of tmp (-1 once handed over or closed) */
-    int active;    /**< tmp exists and is ours */
+    int fd;     /**< open descriptor of tmp (-1 once handed over or closed) */
+    int active; /**< tmp exists and is ours */
 } cli_out;
 
 /** Refuse an existing `final` unless force (an existing non-regular file always), then

@@ -16,9 +16,9 @@
 #define SWI_CLI_SAMEFILE_H
 
 typedef enum cli_relation {
-    CLI_APART = 0,  /**< different files */
-    CLI_SAME = 1,   /**< one file under two names */
-    CLI_INSIDE = 2  /**< the input is a folder and the output lies somewhere below it */
+    CLI_APART = 0, /**< different files */
+    CLI_SAME = 1,  /**< one file under two names */
+    CLI_INSIDE = 2 /**< the input is a folder and the output lies somewhere below it */
 } cli_relation;
 
 /** Where the output path `out` lies relative to the input path `in`. */
@@ -30,12 +30,12 @@ int cli_outputs_same(const char *a, const char *b);
 /** A path and the option that named it ("--input", "--model", "--output", ...). */
 typedef struct cli_named_path {
     const char *option;
-    const char *path;   /**< NULL entries are skipped */
+    const char *path; /**< NULL entries are skipped */
 } cli_named_path;
 
 /** Refuse outputs that are the same file as an input or lie inside one, and outputs that
  *  are one file. Returns 0, or -1 with a message in err (SWI_ERRLEN) naming both paths. */
-int cli_check_outputs_apart(const cli_named_path *inputs, int n_inputs,
-                            const cli_named_path *outputs, int n_outputs, char *err);
+int cli_check_outputs_apart(const cli_named_path *inputs, int n_inputs, const cli_named_path *outputs,
+                            int n_outputs, char *err);
 
 #endif

@@ -23,62 +23,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int interrupted_exit(const char *who)
-{
+static int interrupted_exit(const char *who) {
     int sig = cli_interrupted();
     fprintf(stderr, "%s: interrupted by %s; no output written\n", who,
-            sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : sig == 1 ? "SIGHUP" : "a signal");
+            sig == 2    ? "SIGINT"
+            : sig == 15 ? "SIGTERM"
+            : sig == 1  ? "SIGHUP"
+                        : "a signal");
     return cli_interrupt_status();
 }
 
 /* The exit status for a failed step: the interruption if that is why, else the error. */
-static int step_failed(const char *who, const char *err)
-{
+static int step_failed(const char *who, const char *err) {
     return cli_interrupted() ? interrupted_exit(who) : seg_fail(who, err);
 }
 
-static void cancel_model(void *state)
-{
+static void cancel_model(void *state) {
     const seg_state *s = state;
-    for (int m = 0; m < s->n_members; m++)
-        swi_ort_cancel(s->members[m]);
+    for (int m = 0; m < s->n_members; m++) swi_ort_cancel(s->members[m]);
 }
 
-static int same_grid(const char *who, const seg_opts *o, const int64_t osz[3],
-                     const int64_t size[3])
-{
-    if (osz[0] == size[0] && osz[1] == size[1] && osz[2] == size[2])
-        return 0;
+static int same_grid(const char *who, const seg_opts *o, const int64_t osz[3], const int64_t size[3]) {
+    if (osz[0] == size[0] && osz[1] == size[1] && osz[2] == size[2]) return 0;
     char err[SWI_ERRLEN];
-    cli_err(err, "%s: the model's output grid %lldx%lldx%lld differs from the volume's "
+    cli_err(err,
+            "%s: the model's output grid %lldx%lldx%lld differs from the volume's "
             "%lldx%lldx%lld (a zoomed output); swi segment writes labels on the input grid",
-            o->model, (long long)osz[0], (long long)osz[1], (long long)osz[2],
-            (long long)size[0], (long long)size[1], (long long)size[2]);
+            o->model, (long long)osz[0], (long long)osz[1], (long long)osz[2], (long long)size[0],
+            (long long)size[1], (long long)size[2]);
     return seg_fail(who, err);
 }
 
 /* NaN/Inf voxels of one input (read as 0): a warning, or with --nonfinite fail the error.
  * Returns 1 when the run must stop. */
 static int nonfinite_report(const seg_opts *o, const char *who, const char *path, int64_t bad,
-                            int64_t voxels)
-{
+                            int64_t voxels) {
     char err[SWI_ERRLEN];
     double pct = 100.0 * (double)bad / (double)voxels;
     if (o->nonfinite_fail) {
-        cli_err(err, "%s: %lld of %lld voxels are NaN or infinite (%.3g%%); refused "
-                "(--nonfinite fail)", path, (long long)bad, (long long)voxels, pct);
+        cli_err(err,
+                "%s: %lld of %lld voxels are NaN or infinite (%.3g%%); refused "
+                "(--nonfinite fail)",
+                path, (long long)bad, (long long)voxels, pct);
         seg_fail(who, err);
         return 1;
     }
-    cli_err(err, "warning: %s: %lld of %lld voxels are NaN or infinite (%.3g%%); read as 0 "
-            "(--nonfinite fail refuses such inputs)", path, (long long)bad, (long long)voxels,
-            pct);
+    cli_err(err,
+            "warning: %s: %lld of %lld voxels are NaN or infinite (%.3g%%); read as 0 "
+            "(--nonfinite fail refuses such inputs)",
+            path, (long long)bad, (long long)voxels, pct);
     fprintf(stderr, "%s: %s\n", who, err);
     return 0;
 }
 
-int seg_read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in)
-{
+int seg_read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in) {
     char err[SWI_ERRLEN];
     const int64_t *isz = s->vols[0].size; /* the input's grid (in->size is the model's) */
     const int64_t N = isz[0] * isz[1] * isz[2];
@@ -89,19 +87,16 @@ int seg_read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_
                 cli_bytes((size_t)(N * in->channels) * sizeof(float), b));
         return seg_fail(who, err);
     }
-    const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
+    const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
     float *dst = s->input;
     for (int c = 0; c < o->n_inputs; c++) {
         /* every frame of a 4-D file is a channel, each preprocessed on its own */
         int64_t bad = 0, frames = s->vols[c].frames > 1 ? s->vols[c].frames : 1;
         if (swi_volume_read_frames(&s->vols[c], dst, &cancel, &bad, err, SWI_ERRLEN))
             return step_failed(who, err);
-        if (cli_interrupted())
-            return interrupted_exit(who);
-        if (bad && nonfinite_report(o, who, o->inputs[c], bad, N * frames))
-            return 1;
-        for (int64_t f = 0; f < frames; f++, dst += N)
-            seg_preprocess(o, dst, N);
+        if (cli_interrupted()) return interrupted_exit(who);
+        if (bad && nonfinite_report(o, who, o->inputs[c], bad, N * frames)) return 1;
+        for (int64_t f = 0; f < frames; f++, dst += N) seg_preprocess(o, dst, N);
     }
     return 0;
 }
@@ -110,14 +105,12 @@ int seg_read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_
 typedef struct seg_results {
     int64_t classes;
     const void *labels;
-    size_t label_size;  /* bytes */
-    int label_bytes;    /* per voxel */
+    size_t label_size;   /* bytes */
+    int label_bytes;     /* per voxel */
     const float *scores; /* or NULL */
 } seg_results;
 
-static int take_results(const seg_opts *o, const char *who, const seg_state *s, int64_t N,
-                        seg_results *r)
-{
+static int take_results(const seg_opts *o, const char *who, const seg_state *s, int64_t N, seg_results *r) {
     memset(r, 0, sizeof *r);
     if (s->grid.active) {
         /* brought back to the input grid by the grid's callbacks (realscan.c) */
@@ -145,19 +138,16 @@ static int take_results(const seg_opts *o, const char *who, const seg_state *s, 
 }
 
 /* Write every output into its temporary file, then commit them all or none. */
-static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const seg_results *r)
-{
+static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const seg_results *r) {
     char err[SWI_ERRLEN];
-    const swi_io_cancel cancel = { cli_interrupted_cb, NULL };
-    if (o->output &&
-        swi_volume_write_fd(cli_out_take_fd(&s->out_labels), o->output, &s->vols[0], r->labels,
-                            r->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16,
-                            SWI_IO_LABELS, 1, r->classes, &cancel, err, SWI_ERRLEN))
+    const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
+    if (o->output && swi_volume_write_fd(cli_out_take_fd(&s->out_labels), o->output, &s->vols[0], r->labels,
+                                         r->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16,
+                                         SWI_IO_LABELS, 1, r->classes, &cancel, err, SWI_ERRLEN))
         return step_failed(who, err);
-    if (o->scores &&
-        swi_volume_write_fd(cli_out_take_fd(&s->out_scores), o->scores, &s->vols[0], r->scores,
-                            SWI_DTYPE_FLOAT32, SWI_IO_SCORES, r->classes, r->classes, &cancel,
-                            err, SWI_ERRLEN))
+    if (o->scores && swi_volume_write_fd(cli_out_take_fd(&s->out_scores), o->scores, &s->vols[0], r->scores,
+                                         SWI_DTYPE_FLOAT32, SWI_IO_SCORES, r->classes, r->classes, &cancel,
+                                         err, SWI_ERRLEN))
         return step_failed(who, err);
     if (o->preview &&
         swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview,
@@ -168,47 +158,39 @@ static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const
     if (names && (card_write_labels(o->card, cli_out_take_fd(&s->out_itk), 1, s->itk_path, err) ||
                   card_write_labels(o->card, cli_out_take_fd(&s->out_ctbl), 0, s->ctbl_path, err)))
         return step_failed(who, err);
-    cli_out *all[5] = { o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
-                        o->preview ? &s->out_preview : NULL, names ? &s->out_itk : NULL,
-                        names ? &s->out_ctbl : NULL };
-    if (cli_out_commit_all(all, 5, o->force, err))
-        return step_failed(who, err);
+    cli_out *all[5] = {o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
+                       o->preview ? &s->out_preview : NULL, names ? &s->out_itk : NULL,
+                       names ? &s->out_ctbl : NULL};
+    if (cli_out_commit_all(all, 5, o->force, err)) return step_failed(who, err);
     return 0;
 }
 
 /* The body of seg_run; s is freed by the caller. */
-static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *keep)
-{
+static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *keep) {
     char err[SWI_ERRLEN];
     double t0 = cli_now();
-    if (cli_signals_start() != 0)
-        return seg_fail(who, "cannot set up signal handling");
+    if (cli_signals_start() != 0) return seg_fail(who, "cannot set up signal handling");
     if (o->preview && !swi_io_available(SWI_IO_PNG)) {
-        cli_err(err, "%s: swi was built without PNG support (install libpng-dev and rebuild)",
-                o->preview);
+        cli_err(err, "%s: swi was built without PNG support (install libpng-dev and rebuild)", o->preview);
         return seg_fail(who, err);
     }
     /* An output that is an input under another name is refused first, --force or not. */
-    cli_named_path ins[SEG_MAX_INPUTS + 1] = { { "--model", o->model } };
-    for (int c = 0; c < o->n_inputs; c++)
-        ins[1 + c] = (cli_named_path){ "--input", o->inputs[c] };
-    const cli_named_path outp[3] = { { "--output", o->output }, { "--scores", o->scores },
-                                     { "--preview", o->preview } };
-    if (cli_check_outputs_apart(ins, 1 + o->n_inputs, outp, 3, err))
-        return seg_fail(who, err);
+    cli_named_path ins[SEG_MAX_INPUTS + 1] = {{"--model", o->model}};
+    for (int c = 0; c < o->n_inputs; c++) ins[1 + c] = (cli_named_path){"--input", o->inputs[c]};
+    const cli_named_path outp[3] = {
+        {"--output", o->output}, {"--scores", o->scores}, {"--preview", o->preview}};
+    if (cli_check_outputs_apart(ins, 1 + o->n_inputs, outp, 3, err)) return seg_fail(who, err);
     /* The card's class names go beside the label map: OUT.label.txt and OUT.ctbl. */
     if (o->output && o->card && o->card->n_classes > 0) {
         size_t n = strlen(o->output);
         size_t cut = cli_ends_with(o->output, ".nii.gz") ? 7 : 4;
-        if (n + 16 > sizeof s->itk_path)
-            return seg_fail(who, "output path too long");
+        if (n + 16 > sizeof s->itk_path) return seg_fail(who, "output path too long");
         snprintf(s->itk_path, sizeof s->itk_path, "%.*s.label.txt", (int)(n - cut), o->output);
         snprintf(s->ctbl_path, sizeof s->ctbl_path, "%.*s.ctbl", (int)(n - cut), o->output);
     }
     /* Existing outputs are refused before anything else happens. */
-    const char *finals[5] = { o->output, o->scores, o->preview,
-                              s->itk_path[0] ? s->itk_path : NULL,
-                              s->ctbl_path[0] ? s->ctbl_path : NULL };
+    const char *finals[5] = {o->output, o->scores, o->preview, s->itk_path[0] ? s->itk_path : NULL,
+                             s->ctbl_path[0] ? s->ctbl_path : NULL};
     for (int i = 0; i < 5; i++)
         if (finals[i] && !cli_is_store(finals[i]) && cli_out_check(finals[i], o->force, err))
             return seg_fail(who, err);
@@ -218,26 +200,23 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     swi_output outs[2];
     int n_outs = 0;
     int rc = seg_setup(o, s, &p, &in, outs, &n_outs, err);
-    if (rc)
-        return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
+    if (rc) return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
     const int stores_out = seg_store_outputs(o);
     if (stores_out) {
         int nothing = 0;
         rc = seg_store_begin(o, s, &p, &in, outs, n_outs, &nothing, err);
-        if (rc)
-            return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
+        if (rc) return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
         if (nothing) {
             if (!o->quiet)
-                fprintf(stderr, "%s: %s\n", who, o->shard_init ? "stores created for the shards"
-                                                               : "this shard has no rows");
+                fprintf(stderr, "%s: %s\n", who,
+                        o->shard_init ? "stores created for the shards" : "this shard has no rows");
             return 0;
         }
     }
     /* Plan before anything big happens: a budget that cannot be met, or an output grid
      * other than the volume's, fails now rather than after the network ran. */
     s->ctx = swi_create();
-    if (!s->ctx)
-        return seg_fail(who, "out of memory");
+    if (!s->ctx) return seg_fail(who, "out of memory");
     swi_plan plan;
     /* Shapes only: with reuse on, a reader (a store input) would be read whole here just
      * to count the windows reused, which the run counts anyway. */
@@ -249,24 +228,22 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
         seg_engine_error(who, o, st, s->ctx);
         return 1;
     }
-    int64_t osz[SWI_MAX_DIMS] = { 0 };
-    if (swi_result_size(s->ctx, 0, osz) == 3 && same_grid(who, o, osz, in.size))
-        return 1;
+    int64_t osz[SWI_MAX_DIMS] = {0};
+    if (swi_result_size(s->ctx, 0, osz) == 3 && same_grid(who, o, osz, in.size)) return 1;
 
     if (!stores_out && ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
-        (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
-        (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)) ||
-        (s->itk_path[0] && cli_out_begin(&s->out_itk, s->itk_path, o->force, err)) ||
-        (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err))))
+                        (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
+                        (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)) ||
+                        (s->itk_path[0] && cli_out_begin(&s->out_itk, s->itk_path, o->force, err)) ||
+                        (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err))))
         return seg_fail(who, err);
 
     if (!s->reader) {
-        if (!s->input && (rc = seg_read_inputs(o, who, s, &in)))
-            return rc;
+        if (!s->input && (rc = seg_read_inputs(o, who, s, &in))) return rc;
         in.data = s->input;
         if (s->grid.active) {
-            if (seg_grid_begin(&s->grid, s->input, in.channels, plan.head_channels[0],
-                               o->scores != NULL, err))
+            if (seg_grid_begin(&s->grid, s->input, in.channels, plan.head_channels[0], o->scores != NULL,
+                               err))
                 return seg_fail(who, err);
             /* the model grid: read through the orientation, or the resampled copy */
             in.data = s->grid.resampled ? s->grid.model_input : NULL;
@@ -279,17 +256,14 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     prog.label = o->progress_label;
     p.progress = progress_update;
     p.progress_user = &prog;
-    swi_predictor net = s->n_members > 1 ? seg_ensemble_predictor(&s->ensemble)
-                                          : swi_ort_predictor(s->model);
+    swi_predictor net = s->n_members > 1 ? seg_ensemble_predictor(&s->ensemble) : swi_ort_predictor(s->model);
     cli_set_cancel_hook(cancel_model, s);
-    if (cli_interrupted())
-        return interrupted_exit(who);
+    if (cli_interrupted()) return interrupted_exit(who);
     st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);
     cli_set_cancel_hook(NULL, NULL);
     progress_clear(&prog);
     double t_run = progress_elapsed(&prog);
-    if (cli_interrupted())
-        return interrupted_exit(who);
+    if (cli_interrupted()) return interrupted_exit(who);
     if (st != SWI_OK) {
         const char *why = seg_store_error(s);
         if (why)
@@ -299,88 +273,78 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
         return 1;
     }
     if (stores_out) {
-        if (seg_store_commit(s, err))
-            return seg_fail(who, err);
+        if (seg_store_commit(s, err)) return seg_fail(who, err);
         if (!o->quiet)
-            fprintf(stderr, "%s: %lldx%lldx%lld voxels, rows [%lld, %lld): %lld windows of the whole run's %lld in "
-                    "%.2f s, peak RSS %s -> %s\n", who, (long long)in.size[0], (long long)in.size[1],
-                    (long long)in.size[2], (long long)s->rows_lo, (long long)s->rows_hi,
-                    (long long)plan.windows_total, (long long)cli_whole_windows(&p, &in, outs, n_outs),
-                    cli_now() - t0, cli_bytes(cli_peak_rss(), err), o->output);
+            fprintf(stderr,
+                    "%s: %lldx%lldx%lld voxels, rows [%lld, %lld): %lld windows of the whole run's %lld in "
+                    "%.2f s, peak RSS %s -> %s\n",
+                    who, (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
+                    (long long)s->rows_lo, (long long)s->rows_hi, (long long)plan.windows_total,
+                    (long long)cli_whole_windows(&p, &in, outs, n_outs), cli_now() - t0,
+                    cli_bytes(cli_peak_rss(), err), o->output);
         return 0;
     }
 
     /* The label grid must be the input grid (zoomed heads are not written). */
     swi_result_size(s->ctx, 0, osz);
-    if (same_grid(who, o, osz, in.size))
-        return 1;
-    if (seg_grid_finish(&s->grid, err))
-        return seg_fail(who, err);
+    if (same_grid(who, o, osz, in.size)) return 1;
+    if (seg_grid_finish(&s->grid, err)) return seg_fail(who, err);
     seg_results r;
     const int64_t *isz = s->vols[0].size; /* outputs are on the input's own grid */
     const int64_t N = isz[0] * isz[1] * isz[2];
-    if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &r)))
-        return rc;
+    if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &r))) return rc;
     if (keep) {
         keep->labels = cli_malloc(r.label_size);
-        if (keep->labels)
-            memcpy(keep->labels, r.labels, r.label_size);
+        if (keep->labels) memcpy(keep->labels, r.labels, r.label_size);
         keep->label_bytes = r.label_bytes;
         memcpy(keep->size, isz, sizeof keep->size);
         keep->classes = r.classes;
     }
     if (!o->quiet && !o->no_summary) {
         swi_stats stats;
-        if (swi_run_stats(s->ctx, &stats) != SWI_OK)
-            memset(&stats, 0, sizeof stats);
+        if (swi_run_stats(s->ctx, &stats) != SWI_OK) memset(&stats, 0, sizeof stats);
         int64_t windows = stats.windows_total, calls = stats.predictor_calls;
         char rss[32];
-        fprintf(stderr, "%s: %lldx%lldx%lld voxels, %lld classes, %lld windows in %lld calls "
+        fprintf(stderr,
+                "%s: %lldx%lldx%lld voxels, %lld classes, %lld windows in %lld calls "
                 "(%lld run, %lld reused): %.2f s (network+blending %.2f s, %.1f windows/s), "
-                "peak RSS %s -> %s\n", who,
-                (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
+                "peak RSS %s -> %s\n",
+                who, (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
                 (long long)r.classes, (long long)windows,
                 (long long)(calls * swi_ort_calls_per_batch(s->model, plan.sw_batch_size)),
-                (long long)stats.windows_predicted, (long long)stats.windows_reused,
-                cli_now() - t0, t_run, t_run > 0 ? (double)windows / t_run : 0.0,
-                cli_bytes(cli_peak_rss(), rss), o->output ? o->output : "-");
+                (long long)stats.windows_predicted, (long long)stats.windows_reused, cli_now() - t0, t_run,
+                t_run > 0 ? (double)windows / t_run : 0.0, cli_bytes(cli_peak_rss(), rss),
+                o->output ? o->output : "-");
     }
     return 0;
 }
 
-int seg_run_state(const seg_opts *o, const char *who, seg_state *s, seg_result *keep)
-{
+int seg_run_state(const seg_opts *o, const char *who, seg_state *s, seg_result *keep) {
     return run(o, who, s, keep);
 }
 
-int seg_run(const seg_opts *o, const char *who, seg_result *keep)
-{
+int seg_run(const seg_opts *o, const char *who, seg_result *keep) {
     seg_state *s = seg_state_new();
-    if (!s)
-        return seg_fail(who, "out of memory");
+    if (!s) return seg_fail(who, "out of memory");
     int status = run(o, who, s, keep);
     seg_state_free(s);
     return status;
 }
 
-int swi_cmd_segment(int argc, char **argv)
-{
+int swi_cmd_segment(int argc, char **argv) {
     seg_opts o;
     int rc = seg_parse(argc, argv, &o, 0);
-    if (rc)
-        return rc < 0 ? 0 : rc;
-    if (o.input_dir)
-        return seg_folder_run(&o);
-    if (seg_store_check(&o, "swi segment"))
-        return 2;
-    if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment"))
-        return 1;
+    if (rc) return rc < 0 ? 0 : rc;
+    if (o.input_dir) return seg_folder_run(&o);
+    if (seg_store_check(&o, "swi segment")) return 2;
+    if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment")) return 1;
     int rank = 0, size = 1;
     if (cli_mpi_start(&rank, &size)) {
         const char *why = o.shard_given ? "under mpirun the ranks are the shards: leave --shard out"
-                          : !seg_store_outputs(&o) ? "under mpirun each rank writes its part of shared stores: "
-                                                     "give --output x.zarr"
-                                                   : NULL;
+                          : !seg_store_outputs(&o)
+                              ? "under mpirun each rank writes its part of shared stores: "
+                                "give --output x.zarr"
+                              : NULL;
         if (why) {
             fprintf(stderr, "swi segment: %s\n", why);
             return 2;
@@ -388,8 +352,7 @@ int swi_cmd_segment(int argc, char **argv)
         o.shard_given = 1;
         o.shard_part = rank;
         o.shard_parts = size;
-        if (seg_store_check(&o, "swi segment"))
-            return 2;
+        if (seg_store_check(&o, "swi segment")) return 2;
     }
     return seg_run(&o, "swi segment", NULL);
 }

@@ -19,20 +19,20 @@ typedef struct seg_state {
     swi_ort_model *model;
     swi_ort_model *members[SEG_MAX_MODELS]; /* the ensemble: members[0] == model */
     int n_members;
-    int64_t channels;        /* input channels: every frame of every --input */
+    int64_t channels; /* input channels: every frame of every --input */
     seg_ensemble ensemble;
-    seg_grid grid;           /* the model's grid (--orientation, --spacing) */
+    seg_grid grid; /* the model's grid (--orientation, --spacing) */
     swi_ctx *ctx;
     float *input;
     cli_out out_labels, out_scores, out_preview;
-    cli_out out_itk, out_ctbl;  /* the card's class names beside the labels */
+    cli_out out_itk, out_ctbl; /* the card's class names beside the labels */
     char itk_path[4200], ctbl_path[4200];
     int vols_ready;     /* vols are opened (and input, when set, read): seg_setup keeps them */
     int model_borrowed; /* model belongs to the caller (folder mode): not closed here */
-    int reader;                     /* the inputs are stores, read window by window */
+    int reader;         /* the inputs are stores, read window by window */
     cli_input store_in;
-    swi_store_writer *w_labels, *w_scores;  /* store outputs (segment_stores.c) */
-    int64_t rows_lo, rows_hi;       /* --shard: this part's rows */
+    swi_store_writer *w_labels, *w_scores; /* store outputs (segment_stores.c) */
+    int64_t rows_lo, rows_hi;              /* --shard: this part's rows */
 } seg_state;
 
 /* A zeroed state with no outputs begun; NULL when out of memory. */
@@ -43,8 +43,8 @@ void seg_state_free(seg_state *s);
 
 /* Validate every input header and the model, settle the window; fill p, in (data NULL)
  * and the outputs. Returns 0, 1 (runtime error) or 2 (usage error), the message in err. */
-int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs,
-              int *n_outs, char *err);
+int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs, int *n_outs,
+              char *err);
 
 /* seg_run on a state the caller prepared (folder mode: the model opened once, the voxels
  * read ahead) and frees. */

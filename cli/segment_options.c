@@ -6,9 +6,9 @@
 #include "cli.h"
 
 #include "card.h"
-#include "swi_resample.h"
 #include "shard.h"
 #include "stores.h"
+#include "swi_resample.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -18,195 +18,194 @@
 #include <string.h>
 
 static const char SEGMENT_HELP[] =
-"usage: swi segment --model M.onnx --input IN.nii.gz --output LABELS.nii.gz [options]\n"
-"       swi segment --model M.onnx --input-dir IN/ --output-dir OUT/ [options]\n"
-"\n"
-"Segment a 3-D volume (NIfTI, NRRD, MetaImage or a DICOM series) with an ONNX\n"
-"network by sliding-window inference (MONAI's sliding_window_inference, streamed).\n"
-"The volume is tiled with overlapping windows; the network sees each as [1, channels, i, j, k] (voxel indices, k fastest,\n"
-"as nibabel/MONAI load a NIfTI file; i, j, k as ITK indexes the other formats); the\n"
-"blended scores become a label map (argmax) with the input's geometry (qform/sform,\n"
-"or origin, spacing and direction), so it overlays the image exactly.\n"
-"\n"
-"Examples:\n"
-"  # the model's own window, 25% overlap, gaussian blending, 4 windows per call\n"
-"  swi segment --model unet.onnx --input ct.nii.gz --output labels.nii.gz \\\n"
-"      --mode gaussian --sw-batch 4\n"
-"\n"
-"  # CT preprocessing like MONAI ScaleIntensityRange(-175, 250, 0, 1, clip=True)\n"
-"  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
-"      --clip -175,250 --scale -175,250,0,1\n"
-"\n"
-"  # a DICOM series (a directory of slices) -> labels for 3D Slicer, as NRRD\n"
-"  swi segment --model m.onnx --input CT_SERIES/ --output labels.nrrd\n"
-"\n"
-"  # two MR contrasts as two channels, z-scored, mirror test-time augmentation\n"
-"  swi segment --model m.onnx --input t1.nii.gz --input flair.nii.gz \\\n"
-"      --output seg.nii.gz --zscore --tta\n"
-"\n"
-"  # keep the probabilities and a picture, within 4 GB of engine memory\n"
-"  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
-"      --scores prob.nii.gz --softmax --preview seg.png --max-memory 4G\n"
-"\n"
-"  # in a pipeline: refuse scans with NaN or Inf voxels instead of zeroing them\n"
-"  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --nonfinite fail\n"
-"\n"
-"  # a model that carries its card (m.json beside m.onnx): its own pipeline\n"
-"  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz\n"
-"\n"
-"  # a model trained on 1.5 mm RAS, an ensemble of two folds, any scan\n"
-"  swi segment --model fold0.onnx --model fold1.onnx --input ct.nii.gz \\\n"
-"      --output seg.nii.gz --orientation RAS --spacing 1.5,1.5,1.5\n"
-"\n"
-"  # a whole folder, the model loaded once: every volume file and every DICOM series\n"
-"  # directory of scans/ -> out/<case>.nii.gz; finished cases are skipped on a rerun\n"
-"  swi segment --model m.onnx --input-dir scans/ --output-dir out/\n"
-"\n"
-"  # two machines share a folder: each takes every 2nd case\n"
-"  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 0/2   # one\n"
-"  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 1/2   # other\n"
-"\n"
-"  # every window through the network (no reuse of identical windows)\n"
-"  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --no-reuse\n"
-"\n"
-"  # see the window grid and the memory first: swi plan takes the same options\n"
-"  swi plan --model m.onnx --input ct.nii.gz --roi 96 --sw-batch 2\n"
-"\n"
-"Input and output:\n"
-"  --model FILE         ONNX model, one float32 input [batch, channels, i, j, k]\n"
-"  --input FILE|DIR     NIfTI-1/-2 (.nii, .nii.gz; scl_slope/scl_inter applied,\n"
-"                       NaN/Inf voxels read as 0), NRRD (.nrrd, .nhdr), MetaImage\n"
-"                       (.mha, .mhd), or a directory holding one DICOM series\n"
-"                       (sorted by slice position, rescale slope/intercept applied);\n"
-"                       any scalar type; repeat for more channels, in order; a\n"
-"                       4-D NIfTI's frames are channels (the Decathlon's images)\n"
-"  --nonfinite zero|fail  NaN/Inf voxels in an input: read as 0 with a warning that\n"
-"                       counts them (zero, the default), or refused (fail: exit 1,\n"
-"                       nothing written)\n"
-"  --output FILE        label map (.nii, .nii.gz, .nrrd, .mha, by the name): uint8,\n"
-"                       uint16 above 256 classes, with the input's geometry; or .dcm:\n"
-"                       a DICOM SEG of a DICOM series input, referencing its slices\n"
-"  --scores FILE        also write the blended scores: float32, classes along dim 4\n"
-"                       (.nii, .nii.gz, .nrrd, .mha)\n"
-"  --softmax            apply softmax over the classes to --scores\n"
-"  --preview FILE.png   three orthogonal mid-slices with the labels overlaid\n"
-"  --force              overwrite existing output files (never an input: an output\n"
-"                       that is an input or the model under any name is refused)\n"
-"  --head N             use the model's output N (default 0, the first)\n"
-"\n"
-"Real scans: the model's grid (outputs always come back on the input's own grid):\n"
-"  --orientation CODES  bring the volume to the model's axis codes first (RAS, LPS,\n"
-"                       ...): axes permuted and flipped only, as MONAI's Orientationd\n"
-"  --spacing X,Y,Z      resample to the model's voxel size in mm (after orientation),\n"
-"                       trilinear, on MONAI Spacingd's grid; the blended scores are\n"
-"                       resampled back (trilinear) before the argmax, as Invertd does\n"
-"  --model FILE         given again: an ensemble (e.g. five folds); each window runs\n"
-"                       through every model and their mean is blended\n"
-"\n"
-"Model card: M.json beside M.onnx (or embedded by swi export --card) gives the roi,\n"
-"overlap, blending, padding, orientation, spacing, preprocessing, channel and class\n"
-"names and the ensemble's members; flags override it (swi info --model M.onnx shows\n"
-"it). With class names, OUT.label.txt (ITK-SNAP) and OUT.ctbl (3D Slicer) are written\n"
-"beside the label map.\n"
-"  --no-card            ignore the model's card\n"
-"Folder mode (instead of --input/--output):\n"
-"  --input-dir DIR      segment every case in DIR: each volume file (.nii, .nii.gz,\n"
-"                       .nrrd, .nhdr, .mha, .mhd) and each subdirectory holding a DICOM\n"
-"                       series; nnU-Net's naming makes channels: case_0000.nii.gz,\n"
-"                       case_0001.nii.gz, ... are the channels of case\n"
-"  --output-dir DIR     where OUT/<case>.<format> go (made if missing; not DIR itself);\n"
-"                       cases whose output exists are skipped unless --force\n"
-"  --output-format F    nii.gz (default), nii, nrrd or mha\n"
-"  --part I/N           only cases I, I+N, I+2N, ... of the sorted list (0 <= I < N)\n"
-"                       The model is loaded once and the next case read while one is\n"
-"                       segmented; a failed case is reported and the rest go on (exit\n"
-"                       status 1 at the end); a table of the cases ends the run.\n"
+    "usage: swi segment --model M.onnx --input IN.nii.gz --output LABELS.nii.gz [options]\n"
+    "       swi segment --model M.onnx --input-dir IN/ --output-dir OUT/ [options]\n"
+    "\n"
+    "Segment a 3-D volume (NIfTI, NRRD, MetaImage or a DICOM series) with an ONNX\n"
+    "network by sliding-window inference (MONAI's sliding_window_inference, streamed).\n"
+    "The volume is tiled with overlapping windows; the network sees each as [1, channels, i, j, k] (voxel indices, k fastest,\n"
+    "as nibabel/MONAI load a NIfTI file; i, j, k as ITK indexes the other formats); the\n"
+    "blended scores become a label map (argmax) with the input's geometry (qform/sform,\n"
+    "or origin, spacing and direction), so it overlays the image exactly.\n"
+    "\n"
+    "Examples:\n"
+    "  # the model's own window, 25% overlap, gaussian blending, 4 windows per call\n"
+    "  swi segment --model unet.onnx --input ct.nii.gz --output labels.nii.gz \\\n"
+    "      --mode gaussian --sw-batch 4\n"
+    "\n"
+    "  # CT preprocessing like MONAI ScaleIntensityRange(-175, 250, 0, 1, clip=True)\n"
+    "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
+    "      --clip -175,250 --scale -175,250,0,1\n"
+    "\n"
+    "  # a DICOM series (a directory of slices) -> labels for 3D Slicer, as NRRD\n"
+    "  swi segment --model m.onnx --input CT_SERIES/ --output labels.nrrd\n"
+    "\n"
+    "  # two MR contrasts as two channels, z-scored, mirror test-time augmentation\n"
+    "  swi segment --model m.onnx --input t1.nii.gz --input flair.nii.gz \\\n"
+    "      --output seg.nii.gz --zscore --tta\n"
+    "\n"
+    "  # keep the probabilities and a picture, within 4 GB of engine memory\n"
+    "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
+    "      --scores prob.nii.gz --softmax --preview seg.png --max-memory 4G\n"
+    "\n"
+    "  # in a pipeline: refuse scans with NaN or Inf voxels instead of zeroing them\n"
+    "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --nonfinite fail\n"
+    "\n"
+    "  # a model that carries its card (m.json beside m.onnx): its own pipeline\n"
+    "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz\n"
+    "\n"
+    "  # a model trained on 1.5 mm RAS, an ensemble of two folds, any scan\n"
+    "  swi segment --model fold0.onnx --model fold1.onnx --input ct.nii.gz \\\n"
+    "      --output seg.nii.gz --orientation RAS --spacing 1.5,1.5,1.5\n"
+    "\n"
+    "  # a whole folder, the model loaded once: every volume file and every DICOM series\n"
+    "  # directory of scans/ -> out/<case>.nii.gz; finished cases are skipped on a rerun\n"
+    "  swi segment --model m.onnx --input-dir scans/ --output-dir out/\n"
+    "\n"
+    "  # two machines share a folder: each takes every 2nd case\n"
+    "  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 0/2   # one\n"
+    "  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 1/2   # other\n"
+    "\n"
+    "  # every window through the network (no reuse of identical windows)\n"
+    "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --no-reuse\n"
+    "\n"
+    "  # see the window grid and the memory first: swi plan takes the same options\n"
+    "  swi plan --model m.onnx --input ct.nii.gz --roi 96 --sw-batch 2\n"
+    "\n"
+    "Input and output:\n"
+    "  --model FILE         ONNX model, one float32 input [batch, channels, i, j, k]\n"
+    "  --input FILE|DIR     NIfTI-1/-2 (.nii, .nii.gz; scl_slope/scl_inter applied,\n"
+    "                       NaN/Inf voxels read as 0), NRRD (.nrrd, .nhdr), MetaImage\n"
+    "                       (.mha, .mhd), or a directory holding one DICOM series\n"
+    "                       (sorted by slice position, rescale slope/intercept applied);\n"
+    "                       any scalar type; repeat for more channels, in order; a\n"
+    "                       4-D NIfTI's frames are channels (the Decathlon's images)\n"
+    "  --nonfinite zero|fail  NaN/Inf voxels in an input: read as 0 with a warning that\n"
+    "                       counts them (zero, the default), or refused (fail: exit 1,\n"
+    "                       nothing written)\n"
+    "  --output FILE        label map (.nii, .nii.gz, .nrrd, .mha, by the name): uint8,\n"
+    "                       uint16 above 256 classes, with the input's geometry; or .dcm:\n"
+    "                       a DICOM SEG of a DICOM series input, referencing its slices\n"
+    "  --scores FILE        also write the blended scores: float32, classes along dim 4\n"
+    "                       (.nii, .nii.gz, .nrrd, .mha)\n"
+    "  --softmax            apply softmax over the classes to --scores\n"
+    "  --preview FILE.png   three orthogonal mid-slices with the labels overlaid\n"
+    "  --force              overwrite existing output files (never an input: an output\n"
+    "                       that is an input or the model under any name is refused)\n"
+    "  --head N             use the model's output N (default 0, the first)\n"
+    "\n"
+    "Real scans: the model's grid (outputs always come back on the input's own grid):\n"
+    "  --orientation CODES  bring the volume to the model's axis codes first (RAS, LPS,\n"
+    "                       ...): axes permuted and flipped only, as MONAI's Orientationd\n"
+    "  --spacing X,Y,Z      resample to the model's voxel size in mm (after orientation),\n"
+    "                       trilinear, on MONAI Spacingd's grid; the blended scores are\n"
+    "                       resampled back (trilinear) before the argmax, as Invertd does\n"
+    "  --model FILE         given again: an ensemble (e.g. five folds); each window runs\n"
+    "                       through every model and their mean is blended\n"
+    "\n"
+    "Model card: M.json beside M.onnx (or embedded by swi export --card) gives the roi,\n"
+    "overlap, blending, padding, orientation, spacing, preprocessing, channel and class\n"
+    "names and the ensemble's members; flags override it (swi info --model M.onnx shows\n"
+    "it). With class names, OUT.label.txt (ITK-SNAP) and OUT.ctbl (3D Slicer) are written\n"
+    "beside the label map.\n"
+    "  --no-card            ignore the model's card\n"
+    "Folder mode (instead of --input/--output):\n"
+    "  --input-dir DIR      segment every case in DIR: each volume file (.nii, .nii.gz,\n"
+    "                       .nrrd, .nhdr, .mha, .mhd) and each subdirectory holding a DICOM\n"
+    "                       series; nnU-Net's naming makes channels: case_0000.nii.gz,\n"
+    "                       case_0001.nii.gz, ... are the channels of case\n"
+    "  --output-dir DIR     where OUT/<case>.<format> go (made if missing; not DIR itself);\n"
+    "                       cases whose output exists are skipped unless --force\n"
+    "  --output-format F    nii.gz (default), nii, nrrd or mha\n"
+    "  --part I/N           only cases I, I+N, I+2N, ... of the sorted list (0 <= I < N)\n"
+    "                       The model is loaded once and the next case read while one is\n"
+    "                       segmented; a failed case is reported and the rest go on (exit\n"
+    "                       status 1 at the end); a table of the cases ends the run.\n"
 
-"Chunked stores, for volumes larger than memory (inputs and outputs named like files):\n"
-"  --input x.zarr | x.ome.zarr | x.h5:/path   read window by window (any integer or\n"
-"                       float type; OME-Zarr: level 0); every --input a store\n"
-"  --output labels.zarr | x.ome.zarr/labels/NAME | y.h5:/labels   written chunk by\n"
-"                       chunk as regions complete; --scores likewise, [classes, D, H, W]\n"
-"  --shard I/N          run part I of N (from 0) along the first axis, cut at output\n"
-"                       chunk rows, into shared Zarr stores: the N parts together are\n"
-"                       bitwise one run's result; --shard init creates the stores first\n"
-"    swi segment --model m.onnx --input ct.zarr --output seg.zarr --shard 2/8\n"
-"    mpirun -n 8 swi segment --model m.onnx --input ct.zarr --output seg.zarr  (MPI builds)\n"
-"  A store being written holds .swi-incomplete until every part has finished.\n"
-"\n"
-"Sliding window (MONAI's meaning and defaults):\n"
-"  --roi N | I,J,K      window size (default: the model's static input size;\n"
-"                       0 = the whole volume along that axis)\n"
-"  --overlap F | F,F,F  overlap fraction in [0, 1) (default 0.25)\n"
-"  --mode constant|gaussian      blending weights (default constant)\n"
-"  --sigma-scale F | F,F,F       gaussian sigma / roi (default 0.125)\n"
-"  --padding-mode constant|reflect|replicate|circular\n"
-"                       padding where the window exceeds the volume (default constant)\n"
-"  --cval V             value of constant padding (default 0)\n"
-"  --sw-batch N         windows per network call (default 1)\n"
-"\n"
-"Intensity preprocessing, applied per channel in this order:\n"
-"  --clip A,B           clamp the intensities to [A, B]\n"
-"  --scale A,B,C,D      map [A, B] linearly onto [C, D] (ScaleIntensityRange, no clip)\n"
-"  --zscore             subtract the mean, divide by the standard deviation\n"
-"\n"
-"  --tta                test-time augmentation as nnU-Net does it: every window is also\n"
-"                       predicted mirrored along each subset of the axes, mirrored back,\n"
-"                       and the 8 predictions averaged before blending (8x the work)\n"
-"\n"
-"Speed (window reuse gives bitwise the same results either way):\n"
-"  --no-reuse           run every window through the network; by default a window\n"
-"                       whose preprocessed input equals, byte for byte, one already\n"
-"                       run (air clipped to the window's lower bound, zero padding)\n"
-"                       takes that window's output without a network call\n"
-"  --reuse-cache N      window outputs kept for reuse across network calls, 1..64\n"
-"                       (default 1; each costs one window's input and output, counted\n"
-"                       in the memory plan)\n"
-"  --no-rewrite         load the model as it is; by default each ConvTranspose whose\n"
-"                       stride tiles its kernel (the U-Net up-sampling) runs as the\n"
-"                       equivalent Conv + depth-to-space, which ONNX Runtime computes\n"
-"                       faster (1.4x for bench/monai's U-Net; the same function up to\n"
-"                       float rounding; `swi optimize` saves the rewritten model)\n"
-"\n"
-"Resources:\n"
-"  --threads N          threads for the network and the blending (default: all cores)\n"
-"  --max-memory SIZE    budget for the engine's buffers: 512M, 4G, 1.5G... (default:\n"
-"                       none); the batch is lowered to fit, or swi stops at once and\n"
-"                       says the smallest budget that works\n"
-"  --device cpu|cuda    ONNX Runtime execution provider (default cpu)\n"
-"  -q, --quiet          no progress bar and no summary line\n"
-"\n"
-"Environment (advanced): SWI_ORT_CONFIG=\"key=value;...\" adds ONNX Runtime session\n"
-"config entries; SWI_ORT_SPIN=1 lets its threads spin (off: they would take the cores\n"
-"the blending needs); SWI_ORT_NO_ARENA=1 turns off its memory arena (about 25% less\n"
-"peak memory for a 3-D U-Net, about 40% more CPU time).\n"
-"\n"
-"Outputs appear only when complete: they are written to a hidden temporary file in\n"
-"the same directory and renamed; after an error, Ctrl-C or SIGTERM nothing is left.\n"
-"Exit status: 0 done, 1 error (one line on stderr), 2 usage error, 128+N signal N.\n";
+    "Chunked stores, for volumes larger than memory (inputs and outputs named like files):\n"
+    "  --input x.zarr | x.ome.zarr | x.h5:/path   read window by window (any integer or\n"
+    "                       float type; OME-Zarr: level 0); every --input a store\n"
+    "  --output labels.zarr | x.ome.zarr/labels/NAME | y.h5:/labels   written chunk by\n"
+    "                       chunk as regions complete; --scores likewise, [classes, D, H, W]\n"
+    "  --shard I/N          run part I of N (from 0) along the first axis, cut at output\n"
+    "                       chunk rows, into shared Zarr stores: the N parts together are\n"
+    "                       bitwise one run's result; --shard init creates the stores first\n"
+    "    swi segment --model m.onnx --input ct.zarr --output seg.zarr --shard 2/8\n"
+    "    mpirun -n 8 swi segment --model m.onnx --input ct.zarr --output seg.zarr  (MPI builds)\n"
+    "  A store being written holds .swi-incomplete until every part has finished.\n"
+    "\n"
+    "Sliding window (MONAI's meaning and defaults):\n"
+    "  --roi N | I,J,K      window size (default: the model's static input size;\n"
+    "                       0 = the whole volume along that axis)\n"
+    "  --overlap F | F,F,F  overlap fraction in [0, 1) (default 0.25)\n"
+    "  --mode constant|gaussian      blending weights (default constant)\n"
+    "  --sigma-scale F | F,F,F       gaussian sigma / roi (default 0.125)\n"
+    "  --padding-mode constant|reflect|replicate|circular\n"
+    "                       padding where the window exceeds the volume (default constant)\n"
+    "  --cval V             value of constant padding (default 0)\n"
+    "  --sw-batch N         windows per network call (default 1)\n"
+    "\n"
+    "Intensity preprocessing, applied per channel in this order:\n"
+    "  --clip A,B           clamp the intensities to [A, B]\n"
+    "  --scale A,B,C,D      map [A, B] linearly onto [C, D] (ScaleIntensityRange, no clip)\n"
+    "  --zscore             subtract the mean, divide by the standard deviation\n"
+    "\n"
+    "  --tta                test-time augmentation as nnU-Net does it: every window is also\n"
+    "                       predicted mirrored along each subset of the axes, mirrored back,\n"
+    "                       and the 8 predictions averaged before blending (8x the work)\n"
+    "\n"
+    "Speed (window reuse gives bitwise the same results either way):\n"
+    "  --no-reuse           run every window through the network; by default a window\n"
+    "                       whose preprocessed input equals, byte for byte, one already\n"
+    "                       run (air clipped to the window's lower bound, zero padding)\n"
+    "                       takes that window's output without a network call\n"
+    "  --reuse-cache N      window outputs kept for reuse across network calls, 1..64\n"
+    "                       (default 1; each costs one window's input and output, counted\n"
+    "                       in the memory plan)\n"
+    "  --no-rewrite         load the model as it is; by default each ConvTranspose whose\n"
+    "                       stride tiles its kernel (the U-Net up-sampling) runs as the\n"
+    "                       equivalent Conv + depth-to-space, which ONNX Runtime computes\n"
+    "                       faster (1.4x for bench/monai's U-Net; the same function up to\n"
+    "                       float rounding; `swi optimize` saves the rewritten model)\n"
+    "\n"
+    "Resources:\n"
+    "  --threads N          threads for the network and the blending (default: all cores)\n"
+    "  --max-memory SIZE    budget for the engine's buffers: 512M, 4G, 1.5G... (default:\n"
+    "                       none); the batch is lowered to fit, or swi stops at once and\n"
+    "                       says the smallest budget that works\n"
+    "  --device cpu|cuda    ONNX Runtime execution provider (default cpu)\n"
+    "  -q, --quiet          no progress bar and no summary line\n"
+    "\n"
+    "Environment (advanced): SWI_ORT_CONFIG=\"key=value;...\" adds ONNX Runtime session\n"
+    "config entries; SWI_ORT_SPIN=1 lets its threads spin (off: they would take the cores\n"
+    "the blending needs); SWI_ORT_NO_ARENA=1 turns off its memory arena (about 25% less\n"
+    "peak memory for a 3-D U-Net, about 40% more CPU time).\n"
+    "\n"
+    "Outputs appear only when complete: they are written to a hidden temporary file in\n"
+    "the same directory and renamed; after an error, Ctrl-C or SIGTERM nothing is left.\n"
+    "Exit status: 0 done, 1 error (one line on stderr), 2 usage error, 128+N signal N.\n";
 
 static const char PLAN_HELP[] =
-"usage: swi plan --model M.onnx --input IN.nii.gz [segment options]\n"
-"\n"
-"Show what `swi segment` would do with the same options, without running the\n"
-"network: the window grid, the number of network calls and\n"
-"the predicted peak memory, split into input, window buffers, partial sums (the open\n"
-"frontier of the streaming reduction) and outputs. With window reuse on (the default;\n"
-"--no-reuse turns it off) it reads and preprocesses the voxels to count the windows\n"
-"that will take an earlier window's output instead of a network call.\n"
-"\n"
-"Examples:\n"
-"  swi plan --model unet.onnx --input ct.nii.gz\n"
-"  swi plan --model unet.onnx --input ct.nii.gz --roi 96 --overlap 0.5 --sw-batch 4\n"
-"  # does it fit in 2 GB? (the batch is lowered to fit, or the minimum is printed)\n"
-"  swi plan --model unet.onnx --input ct.nii.gz --max-memory 2G --scores s.nii.gz\n"
-"\n"
-"Options: those of `swi segment` (see swi segment --help); --output is optional,\n"
-"--scores counts the full-scores output in the memory.\n"
-"Exit status: 0 done, 1 error, 2 usage error.\n";
+    "usage: swi plan --model M.onnx --input IN.nii.gz [segment options]\n"
+    "\n"
+    "Show what `swi segment` would do with the same options, without running the\n"
+    "network: the window grid, the number of network calls and\n"
+    "the predicted peak memory, split into input, window buffers, partial sums (the open\n"
+    "frontier of the streaming reduction) and outputs. With window reuse on (the default;\n"
+    "--no-reuse turns it off) it reads and preprocesses the voxels to count the windows\n"
+    "that will take an earlier window's output instead of a network call.\n"
+    "\n"
+    "Examples:\n"
+    "  swi plan --model unet.onnx --input ct.nii.gz\n"
+    "  swi plan --model unet.onnx --input ct.nii.gz --roi 96 --overlap 0.5 --sw-batch 4\n"
+    "  # does it fit in 2 GB? (the batch is lowered to fit, or the minimum is printed)\n"
+    "  swi plan --model unet.onnx --input ct.nii.gz --max-memory 2G --scores s.nii.gz\n"
+    "\n"
+    "Options: those of `swi segment` (see swi segment --help); --output is optional,\n"
+    "--scores counts the full-scores output in the memory.\n"
+    "Exit status: 0 done, 1 error, 2 usage error.\n";
 
-void seg_opts_init(seg_opts *o)
-{
+void seg_opts_init(seg_opts *o) {
     memset(o, 0, sizeof *o);
     for (int a = 0; a < 3; a++) {
         o->overlap[a] = 0.25;
@@ -218,56 +217,84 @@ void seg_opts_init(seg_opts *o)
 }
 
 enum {
-    OPT_MODEL = 256, OPT_INPUT, OPT_OUTPUT, OPT_SCORES, OPT_PREVIEW, OPT_ROI, OPT_OVERLAP,
-    OPT_MODE, OPT_SIGMA, OPT_PADDING, OPT_CVAL, OPT_SWBATCH, OPT_THREADS, OPT_MAXMEM,
-    OPT_SOFTMAX, OPT_TTA, OPT_CLIP, OPT_SCALE, OPT_ZSCORE, OPT_FORCE, OPT_DEVICE, OPT_HEAD,
-    OPT_ORIENTATION, OPT_SPACING, OPT_NO_CARD, OPT_HELP, OPT_NONFINITE, OPT_INPUT_DIR, OPT_OUTPUT_DIR,
-    OPT_OUTPUT_FORMAT, OPT_PART, OPT_SHARD,
-    OPT_NO_REUSE, OPT_REUSE_CACHE, OPT_NO_REWRITE
+    OPT_MODEL = 256,
+    OPT_INPUT,
+    OPT_OUTPUT,
+    OPT_SCORES,
+    OPT_PREVIEW,
+    OPT_ROI,
+    OPT_OVERLAP,
+    OPT_MODE,
+    OPT_SIGMA,
+    OPT_PADDING,
+    OPT_CVAL,
+    OPT_SWBATCH,
+    OPT_THREADS,
+    OPT_MAXMEM,
+    OPT_SOFTMAX,
+    OPT_TTA,
+    OPT_CLIP,
+    OPT_SCALE,
+    OPT_ZSCORE,
+    OPT_FORCE,
+    OPT_DEVICE,
+    OPT_HEAD,
+    OPT_ORIENTATION,
+    OPT_SPACING,
+    OPT_NO_CARD,
+    OPT_HELP,
+    OPT_NONFINITE,
+    OPT_INPUT_DIR,
+    OPT_OUTPUT_DIR,
+    OPT_OUTPUT_FORMAT,
+    OPT_PART,
+    OPT_SHARD,
+    OPT_NO_REUSE,
+    OPT_REUSE_CACHE,
+    OPT_NO_REWRITE
 };
 
 static const struct option LONG_OPTS[] = {
-    { "model", required_argument, NULL, OPT_MODEL },
-    { "input", required_argument, NULL, OPT_INPUT },
-    { "output", required_argument, NULL, OPT_OUTPUT },
-    { "scores", required_argument, NULL, OPT_SCORES },
-    { "preview", required_argument, NULL, OPT_PREVIEW },
-    { "roi", required_argument, NULL, OPT_ROI },
-    { "overlap", required_argument, NULL, OPT_OVERLAP },
-    { "mode", required_argument, NULL, OPT_MODE },
-    { "sigma-scale", required_argument, NULL, OPT_SIGMA },
-    { "padding-mode", required_argument, NULL, OPT_PADDING },
-    { "cval", required_argument, NULL, OPT_CVAL },
-    { "sw-batch", required_argument, NULL, OPT_SWBATCH },
-    { "threads", required_argument, NULL, OPT_THREADS },
-    { "max-memory", required_argument, NULL, OPT_MAXMEM },
-    { "softmax", no_argument, NULL, OPT_SOFTMAX },
-    { "tta", no_argument, NULL, OPT_TTA },
-    { "clip", required_argument, NULL, OPT_CLIP },
-    { "scale", required_argument, NULL, OPT_SCALE },
-    { "zscore", no_argument, NULL, OPT_ZSCORE },
-    { "force", no_argument, NULL, OPT_FORCE },
-    { "device", required_argument, NULL, OPT_DEVICE },
-    { "head", required_argument, NULL, OPT_HEAD },
-    { "nonfinite", required_argument, NULL, OPT_NONFINITE },
-    { "orientation", required_argument, NULL, OPT_ORIENTATION },
-    { "spacing", required_argument, NULL, OPT_SPACING },
-    { "no-card", no_argument, NULL, OPT_NO_CARD },
-    { "input-dir", required_argument, NULL, OPT_INPUT_DIR },
-    { "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
-    { "output-format", required_argument, NULL, OPT_OUTPUT_FORMAT },
-    { "part", required_argument, NULL, OPT_PART },
-    { "shard", required_argument, NULL, OPT_SHARD },
-    { "no-reuse", no_argument, NULL, OPT_NO_REUSE },
-    { "reuse-cache", required_argument, NULL, OPT_REUSE_CACHE },
-    { "no-rewrite", no_argument, NULL, OPT_NO_REWRITE },
-    { "quiet", no_argument, NULL, 'q' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"input", required_argument, NULL, OPT_INPUT},
+    {"output", required_argument, NULL, OPT_OUTPUT},
+    {"scores", required_argument, NULL, OPT_SCORES},
+    {"preview", required_argument, NULL, OPT_PREVIEW},
+    {"roi", required_argument, NULL, OPT_ROI},
+    {"overlap", required_argument, NULL, OPT_OVERLAP},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"sigma-scale", required_argument, NULL, OPT_SIGMA},
+    {"padding-mode", required_argument, NULL, OPT_PADDING},
+    {"cval", required_argument, NULL, OPT_CVAL},
+    {"sw-batch", required_argument, NULL, OPT_SWBATCH},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"max-memory", required_argument, NULL, OPT_MAXMEM},
+    {"softmax", no_argument, NULL, OPT_SOFTMAX},
+    {"tta", no_argument, NULL, OPT_TTA},
+    {"clip", required_argument, NULL, OPT_CLIP},
+    {"scale", required_argument, NULL, OPT_SCALE},
+    {"zscore", no_argument, NULL, OPT_ZSCORE},
+    {"force", no_argument, NULL, OPT_FORCE},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"head", required_argument, NULL, OPT_HEAD},
+    {"nonfinite", required_argument, NULL, OPT_NONFINITE},
+    {"orientation", required_argument, NULL, OPT_ORIENTATION},
+    {"spacing", required_argument, NULL, OPT_SPACING},
+    {"no-card", no_argument, NULL, OPT_NO_CARD},
+    {"input-dir", required_argument, NULL, OPT_INPUT_DIR},
+    {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
+    {"output-format", required_argument, NULL, OPT_OUTPUT_FORMAT},
+    {"part", required_argument, NULL, OPT_PART},
+    {"shard", required_argument, NULL, OPT_SHARD},
+    {"no-reuse", no_argument, NULL, OPT_NO_REUSE},
+    {"reuse-cache", required_argument, NULL, OPT_REUSE_CACHE},
+    {"no-rewrite", no_argument, NULL, OPT_NO_REWRITE},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
-static int usage(const char *who, const char *fmt, const char *a, const char *b)
-{
+static int usage(const char *who, const char *fmt, const char *a, const char *b) {
     char msg[SWI_ERRLEN];
     snprintf(msg, sizeof msg, fmt, a ? a : "", b ? b : "");
     cli_one_line(msg);
@@ -276,8 +303,7 @@ static int usage(const char *who, const char *fmt, const char *a, const char *b)
 }
 
 /* One value for all axes, or one per axis. */
-static int three_doubles(const char *s, double out[3])
-{
+static int three_doubles(const char *s, double out[3]) {
     double v[3];
     int n = cli_parse_double_list(s, v, 3);
     if (n == 1)
@@ -289,19 +315,16 @@ static int three_doubles(const char *s, double out[3])
 }
 
 /* The names swi_io writes volumes to. */
-static int is_volume_name(const char *p)
-{
+static int is_volume_name(const char *p) {
     return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz") || cli_ends_with(p, ".nrrd") ||
            cli_ends_with(p, ".mha");
 }
 
 /* The model's card fills what the flags leave unset (one card per process: the CLI's). */
-static int load_card(const char *who, seg_opts *o)
-{
+static int load_card(const char *who, seg_opts *o) {
     static seg_card card;
     card_free(&card);
-    if (o->no_card)
-        return 0;
+    if (o->no_card) return 0;
     char err[SWI_ERRLEN];
     int found = 0;
     if (card_load(o->model, &card, &found, err) || (found && card_apply(&card, o, err))) {
@@ -311,8 +334,7 @@ static int load_card(const char *who, seg_opts *o)
     return 0;
 }
 
-int seg_parse(int argc, char **argv, seg_opts *o, int plan)
-{
+int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
     const char *who = plan ? "swi plan" : "swi segment";
     seg_opts_init(o);
     opterr = 0;
@@ -321,9 +343,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
     while ((c = getopt_long(argc, argv, ":qh", LONG_OPTS, NULL)) != -1) {
         const char *arg = optarg;
         switch (c) {
-        case 'h':
-            fputs(plan ? PLAN_HELP : SEGMENT_HELP, stdout);
-            return -1;
+        case 'h': fputs(plan ? PLAN_HELP : SEGMENT_HELP, stdout); return -1;
         case 'q': o->quiet = 1; break;
         case OPT_MODEL:
             if (o->n_models >= SEG_MAX_MODELS)
@@ -342,8 +362,8 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         case OPT_SPACING:
             if (three_doubles(arg, o->spacing) || !(o->spacing[0] > 0) || !(o->spacing[1] > 0) ||
                 !(o->spacing[2] > 0) || !isfinite(o->spacing[0] + o->spacing[1] + o->spacing[2]))
-                return usage(who, "--spacing '%s': give one size or three (X,Y,Z) in mm, each > 0",
-                             arg, NULL);
+                return usage(who, "--spacing '%s': give one size or three (X,Y,Z) in mm, each > 0", arg,
+                             NULL);
             o->spacing_given = 1;
             break;
         case OPT_INPUT:
@@ -357,11 +377,9 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         case OPT_ROI: {
             int64_t v[3];
             int n = cli_parse_i64_list(arg, v, 3);
-            if (n == 1)
-                v[1] = v[2] = v[0];
+            if (n == 1) v[1] = v[2] = v[0];
             if ((n != 1 && n != 3) || v[0] < 0 || v[1] < 0 || v[2] < 0)
-                return usage(who, "--roi '%s': give one size or three (I,J,K), each >= 0", arg,
-                             NULL);
+                return usage(who, "--roi '%s': give one size or three (I,J,K), each >= 0", arg, NULL);
             memcpy(o->roi, v, sizeof v);
             o->roi_given = 1;
             break;
@@ -370,10 +388,8 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         case OPT_OVERLAP:
             o->given |= SEG_GIVEN_OVERLAP;
             if (three_doubles(arg, o->overlap) || o->overlap[0] < 0 || o->overlap[0] >= 1 ||
-                o->overlap[1] < 0 || o->overlap[1] >= 1 || o->overlap[2] < 0 ||
-                o->overlap[2] >= 1)
-                return usage(who, "--overlap '%s': give one fraction or three, each in [0, 1)",
-                             arg, NULL);
+                o->overlap[1] < 0 || o->overlap[1] >= 1 || o->overlap[2] < 0 || o->overlap[2] >= 1)
+                return usage(who, "--overlap '%s': give one fraction or three, each in [0, 1)", arg, NULL);
             break;
         case OPT_MODE:
             o->given |= SEG_GIVEN_MODE;
@@ -386,10 +402,9 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             break;
         case OPT_SIGMA:
             o->given |= SEG_GIVEN_SIGMA;
-            if (three_doubles(arg, o->sigma_scale) || !(o->sigma_scale[0] > 0) ||
-                !(o->sigma_scale[1] > 0) || !(o->sigma_scale[2] > 0))
-                return usage(who, "--sigma-scale '%s': give one value or three, each > 0", arg,
-                             NULL);
+            if (three_doubles(arg, o->sigma_scale) || !(o->sigma_scale[0] > 0) || !(o->sigma_scale[1] > 0) ||
+                !(o->sigma_scale[2] > 0))
+                return usage(who, "--sigma-scale '%s': give one value or three, each > 0", arg, NULL);
             break;
         case OPT_PADDING:
             o->given |= SEG_GIVEN_PADDING;
@@ -402,8 +417,10 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             else if (strcmp(arg, "circular") == 0)
                 o->padding = SWI_PAD_CIRCULAR;
             else
-                return usage(who, "--padding-mode '%s': use constant, reflect, replicate or "
-                             "circular", arg, NULL);
+                return usage(who,
+                             "--padding-mode '%s': use constant, reflect, replicate or "
+                             "circular",
+                             arg, NULL);
             break;
         case OPT_CVAL: {
             o->given |= SEG_GIVEN_CVAL;
@@ -416,31 +433,30 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         case OPT_SWBATCH: {
             int64_t v;
             if (cli_parse_i64(arg, 1, 65536, &v))
-                return usage(who, "--sw-batch '%s': give a whole number from 1 to 65536", arg,
-                             NULL);
+                return usage(who, "--sw-batch '%s': give a whole number from 1 to 65536", arg, NULL);
             o->sw_batch = (int)v;
             break;
         }
         case OPT_THREADS: {
             int64_t v;
             if (cli_parse_i64(arg, 0, 1024, &v))
-                return usage(who, "--threads '%s': give a whole number from 0 (all cores) to "
-                             "1024", arg, NULL);
+                return usage(who,
+                             "--threads '%s': give a whole number from 0 (all cores) to "
+                             "1024",
+                             arg, NULL);
             o->threads = (int)v;
             break;
         }
         case OPT_MAXMEM:
             if (cli_parse_size(arg, &o->max_memory) || o->max_memory == 0)
-                return usage(who, "--max-memory '%s': give a size such as 512M, 4G or 1.5G",
-                             arg, NULL);
+                return usage(who, "--max-memory '%s': give a size such as 512M, 4G or 1.5G", arg, NULL);
             break;
         case OPT_NO_REUSE: o->no_reuse = 1; break;
         case OPT_NO_REWRITE: o->no_rewrite = 1; break;
         case OPT_REUSE_CACHE: {
             int64_t v;
             if (cli_parse_i64(arg, 1, 64, &v))
-                return usage(who, "--reuse-cache '%s': give a whole number from 1 to 64", arg,
-                             NULL);
+                return usage(who, "--reuse-cache '%s': give a whole number from 1 to 64", arg, NULL);
             o->reuse_cache = (int)v;
             break;
         }
@@ -455,8 +471,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             break;
         case OPT_SCALE:
             if (cli_parse_double_list(arg, o->scale, 4) != 4 || o->scale[0] == o->scale[1])
-                return usage(who, "--scale '%s': give A,B,C,D (maps [A,B] onto [C,D]; A != B)",
-                             arg, NULL);
+                return usage(who, "--scale '%s': give A,B,C,D (maps [A,B] onto [C,D]; A != B)", arg, NULL);
             o->scale_given = 1;
             break;
         case OPT_DEVICE:
@@ -470,8 +485,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
         case OPT_HEAD: {
             int64_t v;
             if (cli_parse_i64(arg, 0, 1000, &v))
-                return usage(who, "--head '%s': give an output index (0 = the first)", arg,
-                             NULL);
+                return usage(who, "--head '%s': give an output index (0 = the first)", arg, NULL);
             o->head = (int)v;
             break;
         }
@@ -496,14 +510,12 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             const char *slash = strchr(arg, '/');
             char first[32];
             if (!slash || (size_t)(slash - arg) >= sizeof first)
-                return usage(who, "--part '%s': give I/N (cases I, I+N, ...; 0 <= I < N)", arg,
-                             NULL);
+                return usage(who, "--part '%s': give I/N (cases I, I+N, ...; 0 <= I < N)", arg, NULL);
             memcpy(first, arg, (size_t)(slash - arg));
             first[slash - arg] = '\0';
             if (cli_parse_i64(first, 0, 1000000, &v[0]) || cli_parse_i64(slash + 1, 1, 1000000, &v[1]) ||
                 v[0] >= v[1])
-                return usage(who, "--part '%s': give I/N (cases I, I+N, ...; 0 <= I < N)", arg,
-                             NULL);
+                return usage(who, "--part '%s': give I/N (cases I, I+N, ...; 0 <= I < N)", arg, NULL);
             o->part_index = (int)v[0];
             o->part_count = (int)v[1];
             break;
@@ -515,53 +527,48 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan)
             o->shard_given = 1;
             break;
         }
-        case ':':
-            return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);
-        default:
-            return usage(who, "unknown option '%s'", argv[optind - 1], NULL);
+        case ':': return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);
+        default: return usage(who, "unknown option '%s'", argv[optind - 1], NULL);
         }
     }
-    if (optind < argc)
-        return usage(who, "unexpected argument '%s'", argv[optind], NULL);
-    if (!o->model)
-        return usage(who, "--model is required", NULL, NULL);
+    if (optind < argc) return usage(who, "unexpected argument '%s'", argv[optind], NULL);
+    if (!o->model) return usage(who, "--model is required", NULL, NULL);
     if (o->input_dir || o->output_dir || o->output_format || o->part_count) {
         /* folder mode: the cases are the folder's, their outputs OUT/<case>.<format> */
-        if (plan)
-            return usage(who, "folder mode (--input-dir) is for swi segment", NULL, NULL);
+        if (plan) return usage(who, "folder mode (--input-dir) is for swi segment", NULL, NULL);
         if (!o->input_dir)
-            return usage(who, "--output-dir, --output-format and --part need --input-dir", NULL,
-                         NULL);
-        if (!o->output_dir)
-            return usage(who, "--input-dir needs --output-dir", NULL, NULL);
+            return usage(who, "--output-dir, --output-format and --part need --input-dir", NULL, NULL);
+        if (!o->output_dir) return usage(who, "--input-dir needs --output-dir", NULL, NULL);
         if (o->n_inputs || o->output || o->scores || o->preview)
-            return usage(who, "--input-dir takes no --input, --output, --scores or --preview "
-                         "(outputs are OUTPUT_DIR/<case>.nii.gz)", NULL, NULL);
-        if (o->softmax)
-            return usage(who, "--softmax applies to --scores, which folder mode does not write",
+            return usage(who,
+                         "--input-dir takes no --input, --output, --scores or --preview "
+                         "(outputs are OUTPUT_DIR/<case>.nii.gz)",
                          NULL, NULL);
-        if (!o->output_format)
-            o->output_format = "nii.gz";
-        if (!o->part_count)
-            o->part_count = 1;
+        if (o->softmax)
+            return usage(who, "--softmax applies to --scores, which folder mode does not write", NULL, NULL);
+        if (!o->output_format) o->output_format = "nii.gz";
+        if (!o->part_count) o->part_count = 1;
         return 0;
     }
-    if (o->n_inputs == 0)
-        return usage(who, "--input is required", NULL, NULL);
-    if (!plan && !o->output)
-        return usage(who, "--output is required", NULL, NULL);
+    if (o->n_inputs == 0) return usage(who, "--input is required", NULL, NULL);
+    if (!plan && !o->output) return usage(who, "--output is required", NULL, NULL);
     /* a name that is not a volume file may be a store: segment_stores.c (seg_store_check) decides */
-    if (o->output && !is_volume_name(o->output) && !cli_ends_with(o->output, ".dcm") && !cli_is_store(o->output))
-        return usage(who, "--output '%s': the name must end in .nii, .nii.gz, .nrrd, .mha or "
-                     ".dcm (DICOM SEG), or name a store (x.zarr, x.ome.zarr/labels/NAME, y.h5:/path)", o->output, NULL);
+    if (o->output && !is_volume_name(o->output) && !cli_ends_with(o->output, ".dcm") &&
+        !cli_is_store(o->output))
+        return usage(who,
+                     "--output '%s': the name must end in .nii, .nii.gz, .nrrd, .mha or "
+                     ".dcm (DICOM SEG), or name a store (x.zarr, x.ome.zarr/labels/NAME, y.h5:/path)",
+                     o->output, NULL);
     if (o->scores && !is_volume_name(o->scores) && !cli_is_store(o->scores))
-        return usage(who, "--scores '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
-                     "store", o->scores, NULL);
+        return usage(who,
+                     "--scores '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
+                     "store",
+                     o->scores, NULL);
     if (o->preview && !cli_ends_with(o->preview, ".png"))
         return usage(who, "--preview '%s': the name must end in .png", o->preview, NULL);
     if (o->softmax && !o->scores)
         return usage(who, "--softmax applies to --scores; give --scores FILE too", NULL, NULL);
-    const char *outs[3] = { o->output, o->scores, o->preview };
+    const char *outs[3] = {o->output, o->scores, o->preview};
     for (int a = 0; a < 3; a++)
         for (int b = a + 1; b < 3; b++)
             if (outs[a] && outs[b] && strcmp(outs[a], outs[b]) == 0)

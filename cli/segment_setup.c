@@ -13,25 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-int seg_fail(const char *who, const char *msg)
-{
+int seg_fail(const char *who, const char *msg) {
     fprintf(stderr, "%s: %s\n", who, msg);
     return 1;
 }
 
-seg_state *seg_state_new(void)
-{
+seg_state *seg_state_new(void) {
     seg_state *s = cli_calloc(1, sizeof *s);
-    if (s)
-        s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = s->out_itk.fd =
-            s->out_ctbl.fd = -1;
+    if (s) s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = s->out_itk.fd = s->out_ctbl.fd = -1;
     return s;
 }
 
-void seg_state_free(seg_state *s)
-{
-    if (!s)
-        return;
+void seg_state_free(seg_state *s) {
+    if (!s) return;
     cli_set_cancel_hook(NULL, NULL);
     cli_out_abort(&s->out_labels);
     cli_out_abort(&s->out_scores);
@@ -42,19 +36,16 @@ void seg_state_free(seg_state *s)
     swi_store_abort(s->w_scores);
     cli_input_close(&s->store_in);
     swi_free(s->ctx);
-    for (int m = 1; m < s->n_members; m++)
-        swi_ort_close(s->members[m]);
+    for (int m = 1; m < s->n_members; m++) swi_ort_close(s->members[m]);
     seg_ensemble_free(&s->ensemble);
     seg_grid_free(&s->grid);
-    if (!s->model_borrowed)
-        swi_ort_close(s->model);
+    if (!s->model_borrowed) swi_ort_close(s->model);
     free(s->input);
     free(s);
 }
 
 /* The session settings: the options, and the advanced ones from the environment. */
-static void session_options(const seg_opts *o, swi_ort_options *oo)
-{
+static void session_options(const seg_opts *o, swi_ort_options *oo) {
     swi_ort_options_init(oo);
     oo->threads = o->threads;
     oo->device = o->cuda ? SWI_ORT_CUDA : SWI_ORT_CPU;
@@ -69,56 +60,50 @@ static void session_options(const seg_opts *o, swi_ort_options *oo)
     oo->config = extra && strlen(extra) < 1024 ? extra : NULL;
 }
 
-static int same_shape(const swi_ort_tensor_info *a, const swi_ort_tensor_info *b)
-{
-    if (a->rank != b->rank || a->elem_type != b->elem_type)
-        return 0;
+static int same_shape(const swi_ort_tensor_info *a, const swi_ort_tensor_info *b) {
+    if (a->rank != b->rank || a->elem_type != b->elem_type) return 0;
     for (int d = 1; d < a->rank && d < 8; d++)
-        if (a->shape[d] != b->shape[d])
-            return 0;
+        if (a->shape[d] != b->shape[d]) return 0;
     return 1;
 }
 
 /* The other models of an ensemble: each must take the input and give the output the first
  * one does (the batch size may differ), prepared on the same window. */
 static int open_members(const seg_opts *o, seg_state *s, const swi_ort_options *oo,
-                        const swi_ort_tensor_info *in0, const swi_ort_window *w0,
-                        const swi_head_spec *head0, char *err)
-{
+                        const swi_ort_tensor_info *in0, const swi_ort_window *w0, const swi_head_spec *head0,
+                        char *err) {
     for (int m = 1; m < o->n_models; m++) {
         const char *path = o->models[m];
-        if (swi_ort_open(path, oo, &s->members[m], err, SWI_ERRLEN))
-            return 1;
+        if (swi_ort_open(path, oo, &s->members[m], err, SWI_ERRLEN)) return 1;
         s->n_members = m + 1;
         swi_ort_tensor_info in;
         char a[160], b[160];
-        if (swi_ort_input_info(s->members[m], &in, err, SWI_ERRLEN))
-            return 1;
+        if (swi_ort_input_info(s->members[m], &in, err, SWI_ERRLEN)) return 1;
         if (!same_shape(&in, in0)) {
             cli_shape_str(in0->shape, in0->rank, a, sizeof a);
             cli_shape_str(in.shape, in.rank, b, sizeof b);
-            cli_err(err, "%s and %s disagree: input %s %s vs %s %s; an ensemble's models take "
-                    "one input shape", o->models[0], path, a, in0->type_name, b, in.type_name);
+            cli_err(err,
+                    "%s and %s disagree: input %s %s vs %s %s; an ensemble's models take "
+                    "one input shape",
+                    o->models[0], path, a, in0->type_name, b, in.type_name);
             return 1;
         }
         if (o->head >= swi_ort_output_count(s->members[m])) {
             cli_err(err, "%s: --head %d: the model has %d output%s", path, o->head,
-                    swi_ort_output_count(s->members[m]),
-                    swi_ort_output_count(s->members[m]) == 1 ? "" : "s");
+                    swi_ort_output_count(s->members[m]), swi_ort_output_count(s->members[m]) == 1 ? "" : "s");
             return 1;
         }
         swi_ort_window w = *w0;
         swi_head_spec head;
-        if (swi_ort_prepare(s->members[m], &w, &head, err, SWI_ERRLEN))
-            return 1;
-        if (head.channels != head0->channels || memcmp(head.spatial, head0->spatial,
-                                                       sizeof head.spatial) != 0) {
-            cli_err(err, "%s and %s disagree: output [%lld, %lld x %lld x %lld] vs [%lld, %lld x "
+        if (swi_ort_prepare(s->members[m], &w, &head, err, SWI_ERRLEN)) return 1;
+        if (head.channels != head0->channels ||
+            memcmp(head.spatial, head0->spatial, sizeof head.spatial) != 0) {
+            cli_err(err,
+                    "%s and %s disagree: output [%lld, %lld x %lld x %lld] vs [%lld, %lld x "
                     "%lld x %lld] (classes, window); an ensemble's models give one output shape",
                     o->models[0], path, (long long)head0->channels, (long long)head0->spatial[0],
-                    (long long)head0->spatial[1], (long long)head0->spatial[2],
-                    (long long)head.channels, (long long)head.spatial[0],
-                    (long long)head.spatial[1], (long long)head.spatial[2]);
+                    (long long)head0->spatial[1], (long long)head0->spatial[2], (long long)head.channels,
+                    (long long)head.spatial[0], (long long)head.spatial[1], (long long)head.spatial[2]);
             return 1;
         }
     }
@@ -127,24 +112,22 @@ static int open_members(const seg_opts *o, seg_state *s, const swi_ort_options *
 
 /* Open the model and settle the window: roi[] in, the window used out (roi_given as
  * parsed). Returns 0, 1 or 2 like seg_setup. */
-static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_spec *head,
-                      char *err)
-{
+static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_spec *head, char *err) {
     if (o->cuda) {
         char list[256];
         int has = 0;
-        if (swi_ort_providers(list, sizeof list, &has, err, SWI_ERRLEN))
-            return 1;
+        if (swi_ort_providers(list, sizeof list, &has, err, SWI_ERRLEN)) return 1;
         if (!has) {
-            cli_err(err, "--device cuda: this ONNX Runtime (%s) has no CUDA execution provider "
-                    "(it has: %s); use --device cpu", swi_ort_version(), list);
+            cli_err(err,
+                    "--device cuda: this ONNX Runtime (%s) has no CUDA execution provider "
+                    "(it has: %s); use --device cpu",
+                    swi_ort_version(), list);
             return 1;
         }
     }
     swi_ort_options oo;
     session_options(o, &oo);
-    if (!s->model && swi_ort_open(o->model, &oo, &s->model, err, SWI_ERRLEN))
-        return 1;
+    if (!s->model && swi_ort_open(o->model, &oo, &s->model, err, SWI_ERRLEN)) return 1;
     int n_out = swi_ort_output_count(s->model);
     if (o->head >= n_out) {
         cli_err(err, "%s: --head %d: the model has %d output%s", o->model, o->head, n_out,
@@ -152,62 +135,62 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
         return 1;
     }
     swi_ort_tensor_info in;
-    if (swi_ort_input_info(s->model, &in, err, SWI_ERRLEN))
-        return 1;
+    if (swi_ort_input_info(s->model, &in, err, SWI_ERRLEN)) return 1;
     char shp[160];
     cli_shape_str(in.shape, in.rank, shp, sizeof shp);
     const int64_t channels = s->channels;
     const swi_volume *v0 = &s->vols[0];
-    if (in.rank == 5 && in.elem_type == 1 && in.shape[1] > 0 && in.shape[1] != channels &&
-        o->n_inputs == 1 && v0->frames > 1) {
-        cli_err(err, "%s: a 4-D image (%lldx%lldx%lldx%lld) holds %lld channels along its 4th "
-                "axis, but %s expects %lld input channel%s %s", o->inputs[0],
-                (long long)v0->size[0], (long long)v0->size[1], (long long)v0->size[2],
+    if (in.rank == 5 && in.elem_type == 1 && in.shape[1] > 0 && in.shape[1] != channels && o->n_inputs == 1 &&
+        v0->frames > 1) {
+        cli_err(err,
+                "%s: a 4-D image (%lldx%lldx%lldx%lld) holds %lld channels along its 4th "
+                "axis, but %s expects %lld input channel%s %s",
+                o->inputs[0], (long long)v0->size[0], (long long)v0->size[1], (long long)v0->size[2],
                 (long long)v0->frames, (long long)v0->frames, o->model, (long long)in.shape[1],
                 in.shape[1] == 1 ? "" : "s", shp);
         return 1;
     }
     if (in.rank == 5 && in.elem_type == 1 && in.shape[1] > 0 && in.shape[1] != channels) {
-        cli_err(err, "%s: the model expects %lld input channel%s %s, but %lld --input file%s "
-                "given", o->model, (long long)in.shape[1], in.shape[1] == 1 ? "" : "s", shp,
-                (long long)channels, channels == 1 ? " was" : "s were");
+        cli_err(err,
+                "%s: the model expects %lld input channel%s %s, but %lld --input file%s "
+                "given",
+                o->model, (long long)in.shape[1], in.shape[1] == 1 ? "" : "s", shp, (long long)channels,
+                channels == 1 ? " was" : "s were");
         return 1;
     }
-    if (swi_ort_check(s->model, o->head, err, SWI_ERRLEN))
-        return 1;
+    if (swi_ort_check(s->model, o->head, err, SWI_ERRLEN)) return 1;
     for (int a = 0; a < 3; a++) {
         int64_t fixed = in.shape[2 + a];
         if (o->roi_given) {
             if (fixed > 0 && roi[a] != fixed && o->roi_from_card) {
-                cli_err(err, "%s: \"roi\": %lld,%lld,%lld does not fit %s, whose window is "
-                        "fixed at %s", o->card->source, (long long)roi[0], (long long)roi[1],
-                        (long long)roi[2], o->model, shp);
+                cli_err(err,
+                        "%s: \"roi\": %lld,%lld,%lld does not fit %s, whose window is "
+                        "fixed at %s",
+                        o->card->source, (long long)roi[0], (long long)roi[1], (long long)roi[2], o->model,
+                        shp);
                 return 1;
             }
             if (fixed > 0 && roi[a] != fixed) {
-                cli_err(err, "%s: the model's window is fixed at %s; --roi %lld,%lld,%lld does "
-                        "not fit (leave --roi out to use the model's)", o->model, shp,
-                        (long long)roi[0], (long long)roi[1], (long long)roi[2]);
+                cli_err(err,
+                        "%s: the model's window is fixed at %s; --roi %lld,%lld,%lld does "
+                        "not fit (leave --roi out to use the model's)",
+                        o->model, shp, (long long)roi[0], (long long)roi[1], (long long)roi[2]);
                 return 1;
             }
             if (roi[a] <= 0) {
-                cli_err(err, "--roi must be positive for an ONNX model (got %lld)",
-                        (long long)roi[a]);
+                cli_err(err, "--roi must be positive for an ONNX model (got %lld)", (long long)roi[a]);
                 return 2;
             }
         } else if (fixed <= 0) {
-            cli_err(err, "%s: the model's window size is dynamic %s; give one with --roi",
-                    o->model, shp);
+            cli_err(err, "%s: the model's window size is dynamic %s; give one with --roi", o->model, shp);
             return 2;
         }
     }
     swi_ort_window w;
     swi_ort_window_init(&w, channels);
     w.output = o->head;
-    if (o->roi_given)
-        memcpy(w.roi, roi, sizeof w.roi);
-    if (swi_ort_prepare(s->model, &w, head, err, SWI_ERRLEN))
-        return 1;
+    if (o->roi_given) memcpy(w.roi, roi, sizeof w.roi);
+    if (swi_ort_prepare(s->model, &w, head, err, SWI_ERRLEN)) return 1;
     if (o->card && o->card->n_classes > 0 && o->card->n_classes != head->channels) {
         cli_err(err, "%s: \"classes\": names %d classes, but %s gives %lld", o->card->source,
                 o->card->n_classes, o->model, (long long)head->channels);
@@ -219,32 +202,30 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
     return open_members(o, s, &oo, &in, &w, head, err);
 }
 
-int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs,
-              int *n_outs, char *err)
-{
+int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs, int *n_outs,
+              char *err) {
     if (cli_is_store(o->inputs[0])) {
-        if (seg_store_open_inputs(o, s, err))
-            return 1;
+        if (seg_store_open_inputs(o, s, err)) return 1;
     } else if (!swi_io_available(SWI_IO_NIFTI)) {
         cli_err(err, "swi was built without NIfTI support (install libnifti2-dev and rebuild)");
         return 1;
     }
     if (!CLI_HAVE_ORT) {
         cli_err(err, "swi was built without ONNX Runtime (run scripts/install-deps.sh and "
-                "rebuild)");
+                     "rebuild)");
         return 1;
     }
     if (s->reader) s->channels = o->n_inputs; /* a store is one channel */
     for (int c = 0; !s->reader && c < o->n_inputs; c++) {
-        if (!s->vols_ready && swi_volume_open(o->inputs[c], &s->vols[c], err, SWI_ERRLEN))
-            return 1;
+        if (!s->vols_ready && swi_volume_open(o->inputs[c], &s->vols[c], err, SWI_ERRLEN)) return 1;
         s->channels += s->vols[c].frames > 1 ? s->vols[c].frames : 1;
         const int64_t *a = s->vols[0].size, *b = s->vols[c].size;
         if (c > 0 && (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])) {
-            cli_err(err, "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels "
-                    "must share one grid", o->inputs[c], (long long)b[0], (long long)b[1],
-                    (long long)b[2], o->inputs[0], (long long)a[0], (long long)a[1],
-                    (long long)a[2]);
+            cli_err(err,
+                    "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels "
+                    "must share one grid",
+                    o->inputs[c], (long long)b[0], (long long)b[1], (long long)b[2], o->inputs[0],
+                    (long long)a[0], (long long)a[1], (long long)a[2]);
             return 1;
         }
     }
@@ -255,8 +236,10 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     }
     if (s->reader) {
         if (o->orientation || o->spacing_given) {
-            cli_err(err, "%s: --orientation and --spacing take a volume file or DICOM series, not a "
-                    "store", o->inputs[0]);
+            cli_err(err,
+                    "%s: --orientation and --spacing take a volume file or DICOM series, not a "
+                    "store",
+                    o->inputs[0]);
             return 1;
         }
     } else if (seg_grid_setup(o, &s->vols[0], &s->grid, err)) {
@@ -265,13 +248,11 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     /* the model's grid: the windows run there */
     const int64_t *size = s->reader ? s->store_in.size : s->grid.size;
     int64_t roi[3];
-    for (int a = 0; a < 3; a++)
-        roi[a] = o->roi_given && o->roi[a] == 0 ? size[a] : o->roi[a];
+    for (int a = 0; a < 3; a++) roi[a] = o->roi_given && o->roi[a] == 0 ? size[a] : o->roi[a];
     swi_head_spec head;
     memset(&head, 0, sizeof head);
     int rc = open_model(o, s, roi, &head, err);
-    if (rc)
-        return rc;
+    if (rc) return rc;
 
     swi_params_init(p, 3);
     for (int a = 0; a < 3; a++) {
@@ -298,11 +279,9 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     in->channels = s->channels;
     in->dims = 3;
     memcpy(in->size, size, sizeof in->size);
-    if (s->reader)
-        in->reader = &s->store_in.reader;
+    if (s->reader) in->reader = &s->store_in.reader;
 
-    if (s->n_members > 1 &&
-        seg_ensemble_init(&s->ensemble, s->members, s->n_members, &head, o->sw_batch)) {
+    if (s->n_members > 1 && seg_ensemble_init(&s->ensemble, s->members, s->n_members, &head, o->sw_batch)) {
         cli_err(err, "out of memory for the ensemble's window buffer");
         return 1;
     }
@@ -320,24 +299,15 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
     return 0;
 }
 
-void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const swi_ctx *ctx)
-{
+void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const swi_ctx *ctx) {
     const char *msg = swi_last_error(ctx);
     switch (st) {
-    case SWI_ERR_BUDGET:
-        fprintf(stderr, "%s: --max-memory is too small: %s\n", who, msg);
-        break;
+    case SWI_ERR_BUDGET: fprintf(stderr, "%s: --max-memory is too small: %s\n", who, msg); break;
     case SWI_ERR_SHAPE:
         fprintf(stderr, "%s: %s: the model's output cannot be placed: %s\n", who, o->model, msg);
         break;
-    case SWI_ERR_NOMEM:
-        fprintf(stderr, "%s: out of memory: %s\n", who, msg);
-        break;
-    case SWI_ERR_PREDICTOR:
-        fprintf(stderr, "%s: %s\n", who, msg);
-        break;
-    default:
-        fprintf(stderr, "%s: %s (%s)\n", who, msg, swi_status_name(st));
-        break;
+    case SWI_ERR_NOMEM: fprintf(stderr, "%s: out of memory: %s\n", who, msg); break;
+    case SWI_ERR_PREDICTOR: fprintf(stderr, "%s: %s\n", who, msg); break;
+    default: fprintf(stderr, "%s: %s (%s)\n", who, msg, swi_status_name(st)); break;
     }
 }

@@ -12,37 +12,36 @@
 #include <stdio.h>
 #include <string.h>
 
-int seg_store_outputs(const seg_opts *o)
-{
+int seg_store_outputs(const seg_opts *o) {
     return (o->output && cli_is_store(o->output)) || (o->scores && cli_is_store(o->scores));
 }
 
 /* the names swi_io writes volume files to (the option parser has checked which fit where) */
-static int is_volume_name(const char *p)
-{
+static int is_volume_name(const char *p) {
     return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz") || cli_ends_with(p, ".nrrd") ||
            cli_ends_with(p, ".mha") || cli_ends_with(p, ".dcm");
 }
 
-int seg_store_check(const seg_opts *o, const char *who)
-{
-    const char *names[2] = { o->output, o->scores }, *flags[2] = { "--output", "--scores" };
+int seg_store_check(const seg_opts *o, const char *who) {
+    const char *names[2] = {o->output, o->scores}, *flags[2] = {"--output", "--scores"};
     for (int i = 0; i < 2; i++)
         if (names[i] && !is_volume_name(names[i]) && !cli_is_store(names[i])) {
-            fprintf(stderr, "%s: %s '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
-                    "store (x.zarr, x.ome.zarr, x.h5:/path) (see '%s --help')\n", who, flags[i], names[i], who);
+            fprintf(stderr,
+                    "%s: %s '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
+                    "store (x.zarr, x.ome.zarr, x.h5:/path) (see '%s --help')\n",
+                    who, flags[i], names[i], who);
             return 2;
         }
     const char *msg = NULL;
     int in_stores = 0;
-    for (int c = 0; c < o->n_inputs; c++)
-        in_stores += cli_is_store(o->inputs[c]);
+    for (int c = 0; c < o->n_inputs; c++) in_stores += cli_is_store(o->inputs[c]);
     int out_store = seg_store_outputs(o);
     if (in_stores && in_stores != o->n_inputs)
         msg = "--input: give every channel as a store or every channel as NIfTI, not a mix";
     else if (in_stores && o->zscore)
         msg = "--zscore needs the whole volume's statistics; with a store input use --clip/--scale";
-    else if (out_store && ((o->output && !cli_is_store(o->output)) || (o->scores && !cli_is_store(o->scores))))
+    else if (out_store &&
+             ((o->output && !cli_is_store(o->output)) || (o->scores && !cli_is_store(o->scores))))
         msg = "--output and --scores: write both to stores or both to NIfTI";
     else if (out_store && o->preview)
         msg = "--preview needs the whole label map: not with store outputs";
@@ -51,8 +50,7 @@ int seg_store_check(const seg_opts *o, const char *who)
     else if (o->shard_given && ((o->output && swi_store_kind_of(o->output) == SWI_STORE_HDF5) ||
                                 (o->scores && swi_store_kind_of(o->scores) == SWI_STORE_HDF5)))
         msg = "--shard: an HDF5 output takes one writer; use Zarr (x.zarr)";
-    if (!msg)
-        return 0;
+    if (!msg) return 0;
     fprintf(stderr, "%s: %s (see '%s --help')\n", who, msg, who);
     return 2;
 }
@@ -61,8 +59,7 @@ int seg_store_check(const seg_opts *o, const char *who)
 
 /* Each box as the NIfTI path treats the whole volume: NaN/Inf read as 0 (or refused with
  * --nonfinite fail), then --clip and --scale. */
-static int preprocess_box(void *user, float *x, int64_t n, char *msg, size_t msg_size)
-{
+static int preprocess_box(void *user, float *x, int64_t n, char *msg, size_t msg_size) {
     const seg_opts *o = user;
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(x[i])) {
@@ -76,26 +73,23 @@ static int preprocess_box(void *user, float *x, int64_t n, char *msg, size_t msg
     return 0;
 }
 
-int seg_store_open_inputs(const seg_opts *o, seg_state *s, char *err)
-{
+int seg_store_open_inputs(const seg_opts *o, seg_state *s, char *err) {
     s->reader = 1;
     s->store_in.channels = o->n_inputs;
     for (int c = 0; c < o->n_inputs; c++)
-        if (cli_input_open_store(&s->store_in, c, o->inputs[c], err))
-            return 1;
+        if (cli_input_open_store(&s->store_in, c, o->inputs[c], err)) return 1;
     s->store_in.transform = preprocess_box;
     s->store_in.transform_user = (void *)o;
     cli_input_reader(&s->store_in);
     /* NIfTI outputs of a store input: an axis-aligned geometry of 1 mm voxels */
     if (!seg_store_outputs(o) &&
-        swi_volume_make(&s->vols[0], s->store_in.size, (const double[3]){ 1, 1, 1 }, err, SWI_ERRLEN))
+        swi_volume_make(&s->vols[0], s->store_in.size, (const double[3]){1, 1, 1}, err, SWI_ERRLEN))
         return 1;
     return 0;
 }
 
 static void spec_of(const swi_tensor *in, int64_t planes, swi_dtype dtype, int labels, int64_t classes,
-                    swi_store_spec *spec)
-{
+                    swi_store_spec *spec) {
     swi_store_spec_init(spec);
     memcpy(spec->size, in->size, sizeof spec->size);
     spec->planes = planes;
@@ -105,12 +99,12 @@ static void spec_of(const swi_tensor *in, int64_t planes, swi_dtype dtype, int l
 }
 
 int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_tensor *in, swi_output *outs,
-                    int n_outs, int *nothing_to_do, char *err)
-{
+                    int n_outs, int *nothing_to_do, char *err) {
     *nothing_to_do = 0;
     const int64_t classes = p->heads[0].channels;
     if (classes <= 0) {
-        cli_err(err, "%s: the model's number of classes is dynamic; a store output needs it beforehand", o->model);
+        cli_err(err, "%s: the model's number of classes is dynamic; a store output needs it beforehand",
+                o->model);
         return 1;
     }
     for (int i = 0; i < n_outs; i++) {
@@ -121,8 +115,7 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
     spec_of(in, 1, classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8, 1, classes, &ls);
     spec_of(in, classes, SWI_DTYPE_FLOAT32, 0, classes, &ss);
     /* slabs along the engine's outermost axis complete one after another */
-    if (cli_outer_axis(p, in, outs, n_outs, &ls.slab_axis, err))
-        return 1;
+    if (cli_outer_axis(p, in, outs, n_outs, &ls.slab_axis, err)) return 1;
     ss.slab_axis = ls.slab_axis;
     int64_t lc[3], sc[3];
     swi_store_default_chunk(&ls, lc);
@@ -130,7 +123,8 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
     /* Shards are cut at the label chunk rows; the score chunk rows (halved to fit) divide them. */
     int64_t cut = o->output ? (lc[0] > sc[0] ? lc[0] : sc[0]) : sc[0];
     if (o->output && o->scores && (cut % lc[0] != 0 || cut % sc[0] != 0)) {
-        cli_err(err, "internal error: chunk rows %lld and %lld do not nest", (long long)lc[0], (long long)sc[0]);
+        cli_err(err, "internal error: chunk rows %lld and %lld do not nest", (long long)lc[0],
+                (long long)sc[0]);
         return 1;
     }
     int flags = (o->force ? SWI_STORE_FORCE : 0) | (o->shard_given ? SWI_STORE_SHARED : 0);
@@ -159,12 +153,11 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
     int part = o->shard_given ? o->shard_part : 0, parts = o->shard_given ? o->shard_parts : 1;
     s->rows_lo = 0;
     s->rows_hi = in->size[0];
-    if (o->shard_given)
-        cli_shard_rows(in->size[0], cut, part, parts, &s->rows_lo, &s->rows_hi);
-    if ((o->output && swi_store_create(o->output, &ls, flags, part, parts, s->rows_lo, s->rows_hi, &s->w_labels,
-                                       msg, sizeof msg)) ||
-        (o->scores && swi_store_create(o->scores, &ss, flags, part, parts, s->rows_lo, s->rows_hi, &s->w_scores,
-                                       msg, sizeof msg))) {
+    if (o->shard_given) cli_shard_rows(in->size[0], cut, part, parts, &s->rows_lo, &s->rows_hi);
+    if ((o->output && swi_store_create(o->output, &ls, flags, part, parts, s->rows_lo, s->rows_hi,
+                                       &s->w_labels, msg, sizeof msg)) ||
+        (o->scores && swi_store_create(o->scores, &ss, flags, part, parts, s->rows_lo, s->rows_hi,
+                                       &s->w_scores, msg, sizeof msg))) {
         cli_err(err, "%s", msg);
         return 1;
     }
@@ -176,13 +169,11 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
         p->part_lo = s->rows_lo;
         p->part_hi = s->rows_hi;
     }
-    for (int i = 0; i < n_outs; i++)
-        outs[i].user = i == 0 ? s->w_labels : s->w_scores;
+    for (int i = 0; i < n_outs; i++) outs[i].user = i == 0 ? s->w_labels : s->w_scores;
     return 0;
 }
 
-int seg_store_commit(seg_state *s, char *err)
-{
+int seg_store_commit(seg_state *s, char *err) {
     char msg[SWI_ERRLEN];
     swi_store_writer *l = s->w_labels, *sc = s->w_scores;
     s->w_labels = s->w_scores = NULL;
@@ -192,15 +183,12 @@ int seg_store_commit(seg_state *s, char *err)
         swi_store_abort(sc);
         sc = NULL;
     }
-    if (!bad && sc && swi_store_commit(sc, msg, sizeof msg))
-        bad = 1;
-    if (bad)
-        cli_err(err, "%s", msg);
+    if (!bad && sc && swi_store_commit(sc, msg, sizeof msg)) bad = 1;
+    if (bad) cli_err(err, "%s", msg);
     return bad;
 }
 
-const char *seg_store_error(const seg_state *s)
-{
+const char *seg_store_error(const seg_state *s) {
     const char *a = s->w_labels ? swi_store_writer_error(s->w_labels) : "";
     const char *b = s->w_scores ? swi_store_writer_error(s->w_scores) : "";
     return *a ? a : *b ? b : NULL;

@@ -9,8 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int cli_shard_parse(const char *s, int *part, int *parts, int *init, char *err)
-{
+int cli_shard_parse(const char *s, int *part, int *parts, int *init, char *err) {
     *init = 0;
     if (!strcmp(s, "init")) {
         *init = 1;
@@ -37,12 +36,10 @@ int cli_shard_parse(const char *s, int *part, int *parts, int *init, char *err)
     return 0;
 }
 
-void cli_shard_rows(int64_t size, int64_t chunk, int part, int parts, int64_t *lo, int64_t *hi)
-{
+void cli_shard_rows(int64_t size, int64_t chunk, int part, int parts, int64_t *lo, int64_t *hi) {
     int64_t rows = (size + chunk - 1) / chunk;
     int64_t a = rows * part / parts, b = rows * (part + 1) / parts;
     *lo = a * chunk;
     *hi = b * chunk < size ? b * chunk : size;
-    if (*lo > size)
-        *lo = size;
+    if (*lo > size) *lo = size;
 }

@@ -9,9 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-int cli_input_open_store(cli_input *in, int c, const char *name, char *err)
-{
+int cli_input_open_store(cli_input *in, int c, const char *name, char *err) {
     char msg[SWI_ERRLEN];
     if (swi_store_open(name, &in->stores[c], msg, sizeof msg) != SWI_OK) {
         cli_err(err, "%s", msg);
@@ -22,9 +20,11 @@ int cli_input_open_store(cli_input *in, int c, const char *name, char *err)
     if (c == 0) {
         memcpy(in->size, sz, sizeof sz);
     } else if (memcmp(sz, in->size, sizeof sz) != 0) {
-        cli_err(err, "%s: size %lldx%lldx%lld differs from the first input's %lldx%lldx%lld; channels must "
-                "share one grid", name, (long long)sz[0], (long long)sz[1], (long long)sz[2],
-                (long long)in->size[0], (long long)in->size[1], (long long)in->size[2]);
+        cli_err(err,
+                "%s: size %lldx%lldx%lld differs from the first input's %lldx%lldx%lld; channels must "
+                "share one grid",
+                name, (long long)sz[0], (long long)sz[1], (long long)sz[2], (long long)in->size[0],
+                (long long)in->size[1], (long long)in->size[2]);
         return -1;
     }
     return 0;
@@ -32,8 +32,7 @@ int cli_input_open_store(cli_input *in, int c, const char *name, char *err)
 
 /* The swi_reader: each channel's box, from its store or copied from memory, transformed. */
 static int input_read(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *msg,
-                      size_t msg_size)
-{
+                      size_t msg_size) {
     cli_input *in = user;
     if (image != 0) {
         snprintf(msg, msg_size, "one image only");
@@ -43,8 +42,7 @@ static int input_read(void *user, int64_t image, const int64_t *lo, const int64_
     for (int c = 0; c < in->channels; c++) {
         float *out = dst + (size_t)c * (size_t)box;
         if (in->stores[c]) {
-            if (swi_store_read_box(in->stores[c], lo, hi, out, msg, msg_size) != SWI_OK)
-                return 1;
+            if (swi_store_read_box(in->stores[c], lo, hi, out, msg, msg_size) != SWI_OK) return 1;
         } else {
             const float *v = in->mem[c];
             for (int64_t i = 0; i < bd; i++)
@@ -53,20 +51,17 @@ static int input_read(void *user, int64_t image, const int64_t *lo, const int64_
                            v + ((lo[0] + i) * in->size[1] + lo[1] + j) * in->size[2] + lo[2],
                            (size_t)bw * sizeof *out);
         }
-        if (in->transform && in->transform(in->transform_user, out, box, msg, msg_size))
-            return 1;
+        if (in->transform && in->transform(in->transform_user, out, box, msg, msg_size)) return 1;
     }
     return 0;
 }
 
-void cli_input_reader(cli_input *in)
-{
+void cli_input_reader(cli_input *in) {
     in->reader.read = input_read;
     in->reader.user = in;
 }
 
-void cli_input_close(cli_input *in)
-{
+void cli_input_close(cli_input *in) {
     for (int c = 0; c < CLI_MAX_CHANNELS; c++) {
         swi_store_close(in->stores[c]);
         in->stores[c] = NULL;
@@ -74,8 +69,7 @@ void cli_input_close(cli_input *in)
 }
 
 int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs, int *axis,
-                   char *err)
-{
+                   char *err) {
     swi_ctx *ctx = swi_create();
     if (!ctx) {
         cli_err(err, "out of memory");
@@ -96,11 +90,9 @@ int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *
     return rc;
 }
 
-int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs)
-{
+int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs) {
     swi_ctx *ctx = swi_create();
-    if (!ctx)
-        return -1;
+    if (!ctx) return -1;
     swi_params whole = *p;
     whole.part_lo = whole.part_hi = 0;
     whole.reuse = SWI_REUSE_OFF; /* shapes only: counting reuse would read the whole input */
@@ -110,10 +102,9 @@ int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_o
     return n;
 }
 
-int cli_launcher_ranks(int *rank)
-{
-    static const char *sizes[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS" };
-    static const char *ranks[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MPI_LOCALRANKID" };
+int cli_launcher_ranks(int *rank) {
+    static const char *sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
+    static const char *ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MPI_LOCALRANKID"};
     *rank = 0;
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         const char *v = getenv(sizes[k]);
@@ -121,21 +112,21 @@ int cli_launcher_ranks(int *rank)
         if (v && cli_parse_i64(v, 1, 1 << 24, &n) == 0) {
             const char *r = getenv(ranks[k]);
             int64_t i;
-            if (r && cli_parse_i64(r, 0, n - 1, &i) == 0)
-                *rank = (int)i;
+            if (r && cli_parse_i64(r, 0, n - 1, &i) == 0) *rank = (int)i;
             return (int)n;
         }
     }
     return 0;
 }
 
-int cli_refuse_mpi_without_support(const char *who)
-{
+int cli_refuse_mpi_without_support(const char *who) {
     int rank = 0, n = cli_launcher_ranks(&rank);
-    if (n <= 1)
-        return 0;
-    fprintf(stderr, "%s: started as rank %d of %d by an MPI launcher, but this swi was built without MPI "
-            "(install libopenmpi-dev and rebuild; swi --version tells), so every rank would run the whole job; "
-            "run one process, or one --shard I/N per process\n", who, rank, n);
+    if (n <= 1) return 0;
+    fprintf(
+        stderr,
+        "%s: started as rank %d of %d by an MPI launcher, but this swi was built without MPI "
+        "(install libopenmpi-dev and rebuild; swi --version tells), so every rank would run the whole job; "
+        "run one process, or one --shard I/N per process\n",
+        who, rank, n);
     return 1;
 }

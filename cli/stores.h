@@ -19,13 +19,12 @@
 typedef struct cli_input {
     int channels;
     int64_t size[3];
-    swi_store *stores[CLI_MAX_CHANNELS];  /* or NULL: mem[c] */
+    swi_store *stores[CLI_MAX_CHANNELS]; /* or NULL: mem[c] */
     const float *mem[CLI_MAX_CHANNELS];
     int (*transform)(void *user, float *x, int64_t n, char *msg, size_t msg_size); /* 0, or a failure */
     void *transform_user;
-    swi_reader reader;                   /* the swi_reader of all channels */
+    swi_reader reader; /* the swi_reader of all channels */
 } cli_input;
-
 
 /* Open store channel c of in (size checked against channel 0's). 0, or -1 with err. */
 int cli_input_open_store(cli_input *in, int c, const char *name, char *err);

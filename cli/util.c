@@ -13,18 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
-void cli_one_line(char *s)
-{
+void cli_one_line(char *s) {
     size_t n = strlen(s);
     for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            s[i] = ' ';
-    while (n > 0 && s[n - 1] == ' ')
-        s[--n] = '\0';
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) s[i] = ' ';
+    while (n > 0 && s[n - 1] == ' ') s[--n] = '\0';
 }
 
-void cli_err(char *err, const char *fmt, ...)
-{
+void cli_err(char *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, SWI_ERRLEN, fmt, ap);
@@ -32,110 +28,95 @@ void cli_err(char *err, const char *fmt, ...)
     cli_one_line(err);
 }
 
-int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-    if (!s || !*s || isspace((unsigned char)*s))
-        return -1;
+int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    if (!s || !*s || isspace((unsigned char)*s)) return -1;
     errno = 0;
     char *end = NULL;
     long long v = strtoll(s, &end, 10);
-    if (errno || !end || *end != '\0' || v < lo || v > hi)
-        return -1;
+    if (errno || !end || *end != '\0' || v < lo || v > hi) return -1;
     *out = (int64_t)v;
     return 0;
 }
 
-int cli_parse_double(const char *s, double *out)
-{
-    if (!s || !*s || isspace((unsigned char)*s))
-        return -1;
+int cli_parse_double(const char *s, double *out) {
+    if (!s || !*s || isspace((unsigned char)*s)) return -1;
     errno = 0;
     char *end = NULL;
     double v = strtod(s, &end);
-    if (errno || !end || *end != '\0' || !isfinite(v))
-        return -1;
+    if (errno || !end || *end != '\0' || !isfinite(v)) return -1;
     *out = v;
     return 0;
 }
 
 /* Split s at commas into at most cap items of at most 63 chars; call each. */
-static int split_list(const char *s, int cap, int (*one)(const char *, void *, int), void *out)
-{
-    if (!s || !*s)
-        return -1;
+static int split_list(const char *s, int cap, int (*one)(const char *, void *, int), void *out) {
+    if (!s || !*s) return -1;
     int n = 0;
     const char *p = s;
     for (;;) {
         const char *q = strchr(p, ',');
         size_t len = q ? (size_t)(q - p) : strlen(p);
         char item[64];
-        if (len == 0 || len >= sizeof item || n >= cap)
-            return -1;
+        if (len == 0 || len >= sizeof item || n >= cap) return -1;
         memcpy(item, p, len);
         item[len] = '\0';
-        if (one(item, out, n) != 0)
-            return -1;
+        if (one(item, out, n) != 0) return -1;
         n++;
-        if (!q)
-            break;
+        if (!q) break;
         p = q + 1;
     }
     return n;
 }
 
-static int one_i64(const char *item, void *out, int i)
-{
+static int one_i64(const char *item, void *out, int i) {
     return cli_parse_i64(item, INT32_MIN, INT32_MAX, (int64_t *)out + i);
 }
 
-static int one_double(const char *item, void *out, int i)
-{
+static int one_double(const char *item, void *out, int i) {
     return cli_parse_double(item, (double *)out + i);
 }
 
-int cli_parse_i64_list(const char *s, int64_t *out, int cap)
-{
-    return split_list(s, cap, one_i64, out);
-}
+int cli_parse_i64_list(const char *s, int64_t *out, int cap) { return split_list(s, cap, one_i64, out); }
 
-int cli_parse_double_list(const char *s, double *out, int cap)
-{
-    return split_list(s, cap, one_double, out);
-}
+int cli_parse_double_list(const char *s, double *out, int cap) { return split_list(s, cap, one_double, out); }
 
-int cli_parse_size(const char *s, size_t *out)
-{
-    if (!s || !*s || isspace((unsigned char)*s) || *s == '-' || *s == '+')
-        return -1;
+int cli_parse_size(const char *s, size_t *out) {
+    if (!s || !*s || isspace((unsigned char)*s) || *s == '-' || *s == '+') return -1;
     errno = 0;
     char *end = NULL;
     double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0)
-        return -1;
+    if (errno || end == s || !isfinite(v) || v < 0) return -1;
     double mult = 1;
     switch (toupper((unsigned char)*end)) {
-    case 'K': mult = 1024.0; end++; break;
-    case 'M': mult = 1024.0 * 1024; end++; break;
-    case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
-    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    case 'K':
+        mult = 1024.0;
+        end++;
+        break;
+    case 'M':
+        mult = 1024.0 * 1024;
+        end++;
+        break;
+    case 'G':
+        mult = 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    case 'T':
+        mult = 1024.0 * 1024 * 1024 * 1024;
+        end++;
+        break;
     default: break;
     }
-    if (mult > 1 && (*end == 'i' || *end == 'I'))
-        end++;
-    if (*end == 'b' || *end == 'B')
-        end++;
-    if (*end != '\0')
-        return -1;
+    if (mult > 1 && (*end == 'i' || *end == 'I')) end++;
+    if (*end == 'b' || *end == 'B') end++;
+    if (*end != '\0') return -1;
     double bytes = v * mult;
-    if (bytes >= 18446744073709549568.0 || bytes > (double)SIZE_MAX)
-        return -1;
+    if (bytes >= 18446744073709549568.0 || bytes > (double)SIZE_MAX) return -1;
     *out = (size_t)bytes;
     return 0;
 }
 
-const char *cli_bytes(size_t n, char buf[32])
-{
-    static const char *unit[] = { "B", "KB", "MB", "GB", "TB", "PB" };
+const char *cli_bytes(size_t n, char buf[32]) {
+    static const char *unit[] = {"B", "KB", "MB", "GB", "TB", "PB"};
     double v = (double)n;
     int u = 0;
     while (v >= 1024.0 && u < 5) {
@@ -153,40 +134,33 @@ const char *cli_bytes(size_t n, char buf[32])
     return buf;
 }
 
-size_t cli_peak_rss(void)
-{
+size_t cli_peak_rss(void) {
     struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
-        return 0;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return (size_t)ru.ru_maxrss * 1024u; /* Linux: kilobytes */
 }
 
-double cli_now(void)
-{
+double cli_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int cli_ends_with(const char *path, const char *suffix)
-{
+int cli_ends_with(const char *path, const char *suffix) {
     size_t n = strlen(path), m = strlen(suffix);
     return n >= m && strcasecmp(path + n - m, suffix) == 0;
 }
 
-int cli_cpu_count(void)
-{
+int cli_cpu_count(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? (int)n : 1;
 }
 
-void cli_shape_str(const int64_t *s, int rank, char *buf, size_t n)
-{
+void cli_shape_str(const int64_t *s, int rank, char *buf, size_t n) {
     size_t len = 0;
     len += (size_t)snprintf(buf + len, n - len, "[");
     for (int i = 0; i < rank && i < 8 && len < n - 24; i++)
         len += (size_t)(s[i] < 0 ? snprintf(buf + len, n - len, "%s?", i ? "," : "")
-                                 : snprintf(buf + len, n - len, "%s%lld", i ? "," : "",
-                                            (long long)s[i]));
+                                 : snprintf(buf + len, n - len, "%s%lld", i ? "," : "", (long long)s[i]));
     snprintf(buf + len, n - len, "]");
 }

@@ -35,10 +35,11 @@ static int check_output_path(export_job *job) {
 static int save_model(export_job *job, const Onnx__ModelProto *m, size_t *bytes) {
     size_t packed = protobuf_c_message_get_packed_size(&m->base);
     if (packed > (size_t)INT32_MAX)
-        return export_fail(job, 1,
-                           "the model would be %zu bytes, over protobuf's 2 GiB limit (the count map of --size is "
-                           "%lld bytes): use --dynamic, which computes it in the graph",
-                           packed, (long long)(4 * (int64_t)export_volume_voxels(&job->layout)));
+        return export_fail(
+            job, 1,
+            "the model would be %zu bytes, over protobuf's 2 GiB limit (the count map of --size is "
+            "%lld bytes): use --dynamic, which computes it in the graph",
+            packed, (long long)(4 * (int64_t)export_volume_voxels(&job->layout)));
     char err[1024];
     if (onnx_save(m, job->opt.output, err, sizeof err, bytes)) return export_fail(job, 1, "%s", err);
     return 0;
@@ -52,14 +53,19 @@ static void print_summary(const export_job *job, size_t bytes) {
     for (int k = 0; k < L->d; k++) {
         snprintf(roi + strlen(roi), sizeof roi - strlen(roi), "%s%lld", k ? "," : "", (long long)L->roi[k]);
         if (!o->dynamic)
-            snprintf(grid + strlen(grid), sizeof grid - strlen(grid), "%s%lld", k ? "x" : "", (long long)L->n_win[k]);
+            snprintf(grid + strlen(grid), sizeof grid - strlen(grid), "%s%lld", k ? "x" : "",
+                     (long long)L->n_win[k]);
     }
-    if (o->dynamic) snprintf(windows, sizeof windows, "window grid computed in the graph");
-    else snprintf(windows, sizeof windows, "%lld windows (%s)", (long long)L->windows, grid);
-    printf("%s: wrote %s (%zu bytes): %s%s, roi %s, %s blending, %s padding, %s -> %s%s\n", o->prog, o->output, bytes,
-           windows,
-           o->unroll ? ", unrolled (one network call)" : job->net.per_image ? ", one image per network call" : "", roi,
-           export_mode_name(o->mode), export_pad_names[o->pad_mode], ox_type_name(job->net.in_type),
+    if (o->dynamic)
+        snprintf(windows, sizeof windows, "window grid computed in the graph");
+    else
+        snprintf(windows, sizeof windows, "%lld windows (%s)", (long long)L->windows, grid);
+    printf("%s: wrote %s (%zu bytes): %s%s, roi %s, %s blending, %s padding, %s -> %s%s\n", o->prog,
+           o->output, bytes, windows,
+           o->unroll            ? ", unrolled (one network call)"
+           : job->net.per_image ? ", one image per network call"
+                                : "",
+           roi, export_mode_name(o->mode), export_pad_names[o->pad_mode], ox_type_name(job->net.in_type),
            ox_type_name(job->net.out_type), o->argmax ? " + uint8 labels" : "");
 }
 

@@ -13,8 +13,22 @@ const char *const export_pad_names[4] = {"constant", "reflect", "replicate", "ci
 const char *export_mode_name(swi_blend mode) { return mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant"; }
 
 enum {
-    OPT_MODEL = 256, OPT_OUTPUT, OPT_SIZE, OPT_DYNAMIC, OPT_ROI, OPT_OVERLAP, OPT_MODE, OPT_SIGMA,
-    OPT_PADDING, OPT_CVAL, OPT_ARGMAX, OPT_HEAD, OPT_PER_IMAGE, OPT_UNROLL, OPT_FORCE, OPT_QUIET,
+    OPT_MODEL = 256,
+    OPT_OUTPUT,
+    OPT_SIZE,
+    OPT_DYNAMIC,
+    OPT_ROI,
+    OPT_OVERLAP,
+    OPT_MODE,
+    OPT_SIGMA,
+    OPT_PADDING,
+    OPT_CVAL,
+    OPT_ARGMAX,
+    OPT_HEAD,
+    OPT_PER_IMAGE,
+    OPT_UNROLL,
+    OPT_FORCE,
+    OPT_QUIET,
     OPT_CARD
 };
 
@@ -149,7 +163,8 @@ static int parse_list_f64(const char *s, double *out, int *n) {
 static int set_size(export_job *job, const char *val) {
     export_options *o = &job->opt;
     if (parse_list_i64(val, o->size, &o->n_size))
-        return export_fail(job, 2, "--size '%s': expected 1 to 3 comma-separated integers, e.g. 96,96,64", val);
+        return export_fail(job, 2, "--size '%s': expected 1 to 3 comma-separated integers, e.g. 96,96,64",
+                           val);
     for (int k = 0; k < o->n_size; k++)
         if (o->size[k] < 1 || o->size[k] > SWI_MAX_AXIS)
             return export_fail(job, 2, "--size '%s': sizes must be in 1..2^31", val);
@@ -159,7 +174,8 @@ static int set_size(export_job *job, const char *val) {
 static int set_roi(export_job *job, const char *val) {
     export_options *o = &job->opt;
     if (parse_list_i64(val, o->roi, &o->n_roi))
-        return export_fail(job, 2, "--roi '%s': expected 1 to 3 comma-separated integers, e.g. 96,96,96", val);
+        return export_fail(job, 2, "--roi '%s': expected 1 to 3 comma-separated integers, e.g. 96,96,96",
+                           val);
     for (int k = 0; k < o->n_roi; k++)
         if (o->roi[k] > SWI_MAX_AXIS) return export_fail(job, 2, "--roi '%s': too large", val);
     return 0;
@@ -186,9 +202,12 @@ static int set_sigma(export_job *job, const char *val) {
 }
 
 static int set_mode(export_job *job, const char *val) {
-    if (!strcmp(val, "constant")) job->opt.mode = SWI_BLEND_CONSTANT;
-    else if (!strcmp(val, "gaussian")) job->opt.mode = SWI_BLEND_GAUSSIAN;
-    else return export_fail(job, 2, "--mode '%s': expected constant or gaussian", val);
+    if (!strcmp(val, "constant"))
+        job->opt.mode = SWI_BLEND_CONSTANT;
+    else if (!strcmp(val, "gaussian"))
+        job->opt.mode = SWI_BLEND_GAUSSIAN;
+    else
+        return export_fail(job, 2, "--mode '%s': expected constant or gaussian", val);
     return 0;
 }
 
@@ -274,7 +293,8 @@ static int check_combination(export_job *job) {
     if (!o->output) return export_fail(job, 2, "--output is required (see --help)");
     if (!o->n_size && !o->dynamic) return export_fail(job, 2, "--size D,H,W (or --dynamic) is required");
     if (o->n_size && o->dynamic) return export_fail(job, 2, "--size and --dynamic exclude each other");
-    if (o->unroll && o->dynamic) return export_fail(job, 2, "--unroll needs --size: a dynamic grid needs loops");
+    if (o->unroll && o->dynamic)
+        return export_fail(job, 2, "--unroll needs --size: a dynamic grid needs loops");
     if (o->unroll && o->per_image) return export_fail(job, 2, "--unroll and --per-image exclude each other");
     return 0;
 }
@@ -301,15 +321,16 @@ static int read_card(export_job *job) {
 
 int export_parse_args(export_job *job, int argc, char **argv) {
     options_init(&job->opt, argc > 0 && argv[0] ? argv[0] : "swi export");
-    opterr = 0;  /* our messages, not getopt's */
-    optind = 0;  /* full re-initialisation (GNU): the command may run more than once */
+    opterr = 0; /* our messages, not getopt's */
+    optind = 0; /* full re-initialisation (GNU): the command may run more than once */
     int c;
     while ((c = getopt_long(argc, argv, ":h", LONG_OPTS, NULL)) != -1) {
         int r = apply_option(job, c, optarg, argv);
         if (r) return r;
     }
     if (optind < argc)
-        return export_fail(job, 2, "unexpected argument '%s' (options start with --; see --help)", argv[optind]);
+        return export_fail(job, 2, "unexpected argument '%s' (options start with --; see --help)",
+                           argv[optind]);
     if (job->opt.card && read_card(job) != 0) return -1;
     return check_combination(job);
 }

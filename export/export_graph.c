@@ -27,10 +27,10 @@ typedef struct pipeline {
     const export_layout *L;
     gbuild main;
     int d, dynamic;
-    const char *net_in, *net_out;   /* the network's input and output, prefixed */
+    const char *net_in, *net_out;              /* the network's input and output, prefixed */
     const char *c_axes_sp, *c_roi, *c_weights; /* [d] spatial axes 2.., [d] roi, [*roi] weights */
-    const char *image;              /* the graph input */
-    const char *n_images;           /* [1] N */
+    const char *image;                         /* the graph input */
+    const char *n_images;                      /* [1] N */
     /* [d] each, --dynamic: the volume size, its padded size, the pads, windows per axis */
     const char *size, *padded, *before, *after, *n_win;
 } pipeline;
@@ -93,7 +93,8 @@ static const char *pad_constant(pipeline *p) {
     int d = p->d;
     const char *pads;
     if (p->dynamic) {
-        Onnx__NodeProto *c = OP(M, "Concat", NULL, const_i64_zeros(M, 2), p->before, const_i64_zeros(M, 2), p->after);
+        Onnx__NodeProto *c =
+            OP(M, "Concat", NULL, const_i64_zeros(M, 2), p->before, const_i64_zeros(M, 2), p->after);
         gb_attr_i(M, c, "axis", 0);
         pads = OUT(c);
     } else {
@@ -143,7 +144,8 @@ static const char *pad_gather(pipeline *p) {
             idx = dynamic_pad_index(p, k);
         } else {
             if (!L->pad_map[k]) continue; /* no padding along k */
-            idx = gb_i64(M, arena_printf(&p->job->A, "swi/pad_index_%d", k), (int)L->padded[k], L->pad_map[k]);
+            idx =
+                gb_i64(M, arena_printf(&p->job->A, "swi/pad_index_%d", k), (int)L->padded[k], L->pad_map[k]);
         }
         Onnx__NodeProto *gn = OP(M, "Gather", NULL, padded, idx);
         gb_attr_i(M, gn, "axis", 2 + k);
@@ -193,8 +195,8 @@ static void window_loops_init(pipeline *p, window_loops *wl) {
             wl->Pk[k] = const_i64_1(M, L->padded[k]);
             wl->Pmr[k] = const_i64_1(M, L->padded[k] - L->roi[k]);
             if (!job->opt.unroll)
-                wl->starts_k[k] = gb_i64(M, arena_printf(&job->A, "swi/window_starts_%d", k), (int)L->n_win[k],
-                                         L->starts[k]);
+                wl->starts_k[k] = gb_i64(M, arena_printf(&job->A, "swi/window_starts_%d", k),
+                                         (int)L->n_win[k], L->starts[k]);
         }
     }
 }
@@ -300,8 +302,8 @@ static void add_metadata(export_job *job, Onnx__ModelProto *m) {
     arena *A = &job->A;
     const export_layout *L = &job->layout;
     const Onnx__ModelProto *net = job->net.model;
-    const char *keys[] = {"swi.roi", "swi.overlap", "swi.mode", "swi.sigma_scale", "swi.padding_mode", "swi.cval",
-                          "swi.size", "swi.network"};
+    const char *keys[] = {"swi.roi",          "swi.overlap", "swi.mode", "swi.sigma_scale",
+                          "swi.padding_mode", "swi.cval",    "swi.size", "swi.network"};
     char vals[8][160];
     vals[0][0] = vals[1][0] = vals[3][0] = vals[6][0] = 0;
     for (int k = 0; k < L->d; k++) {
@@ -309,8 +311,10 @@ static void add_metadata(export_job *job, Onnx__ModelProto *m) {
         snprintf(vals[0] + strlen(vals[0]), 32, "%s%lld", sep, (long long)L->roi[k]);
         snprintf(vals[1] + strlen(vals[1]), 32, "%s%g", sep, L->overlap[k]);
         snprintf(vals[3] + strlen(vals[3]), 32, "%s%g", sep, L->sigma[k]);
-        if (job->opt.dynamic) snprintf(vals[6] + strlen(vals[6]), 32, "%s?", sep);
-        else snprintf(vals[6] + strlen(vals[6]), 32, "%s%lld", sep, (long long)L->size[k]);
+        if (job->opt.dynamic)
+            snprintf(vals[6] + strlen(vals[6]), 32, "%s?", sep);
+        else
+            snprintf(vals[6] + strlen(vals[6]), 32, "%s%lld", sep, (long long)L->size[k]);
     }
     snprintf(vals[2], sizeof vals[2], "%s", export_mode_name(job->opt.mode));
     snprintf(vals[4], sizeof vals[4], "%s", export_pad_names[job->opt.pad_mode]);

@@ -44,9 +44,7 @@ static const char *external_in_graph(const Onnx__GraphProto *g) {
     return NULL;
 }
 
-static char *pfx(arena *A, const char *p, char *s) {
-    return (!s || !*s) ? s : arena_printf(A, "%s%s", p, s);
-}
+static char *pfx(arena *A, const char *p, char *s) { return (!s || !*s) ? s : arena_printf(A, "%s%s", p, s); }
 
 /* Prefix every value, node and initializer name of g (and of its subgraphs), so the
  * network cannot clash with the pipeline's names. A uniform prefix keeps every
@@ -66,7 +64,8 @@ void export_prefix_names(arena *A, Onnx__GraphProto *g, const char *p) {
     for (size_t i = 0; i < g->n_input; i++) g->input[i]->name = pfx(A, p, g->input[i]->name);
     for (size_t i = 0; i < g->n_output; i++) g->output[i]->name = pfx(A, p, g->output[i]->name);
     for (size_t i = 0; i < g->n_value_info; i++) g->value_info[i]->name = pfx(A, p, g->value_info[i]->name);
-    for (size_t i = 0; i < g->n_initializer; i++) g->initializer[i]->name = pfx(A, p, g->initializer[i]->name);
+    for (size_t i = 0; i < g->n_initializer; i++)
+        g->initializer[i]->name = pfx(A, p, g->initializer[i]->name);
     for (size_t i = 0; i < g->n_sparse_initializer; i++) {
         Onnx__SparseTensorProto *s = g->sparse_initializer[i];
         if (s->values) s->values->name = pfx(A, p, s->values->name);
@@ -99,7 +98,8 @@ static int read_tensor_vi(const Onnx__ValueInfoProto *vi, int *elem, int *rank, 
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[k];
         dims[k] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? d->dim_value : -1;
         if (params)
-            params[k] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? d->dim_param : NULL;
+            params[k] =
+                d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? d->dim_param : NULL;
     }
     return 0;
 }
@@ -109,7 +109,8 @@ static int check_weights_inside(export_job *job) {
     const Onnx__ModelProto *m = job->net.model;
     const char *ext = external_in_graph(m->graph);
     for (size_t f = 0; !ext && f < m->n_functions; f++)
-        for (size_t i = 0; !ext && i < m->functions[f]->n_node; i++) ext = external_in_node(m->functions[f]->node[i]);
+        for (size_t i = 0; !ext && i < m->functions[f]->n_node; i++)
+            ext = external_in_node(m->functions[f]->node[i]);
     if (ext)
         return export_fail(job, 1,
                            "%s keeps its weights in external data files (tensor '%s'): not supported; "
@@ -175,9 +176,11 @@ static int inspect_input(export_job *job) {
     const char *params[8];
     if (read_tensor_vi(in, &net->in_type, &rank, dims, params, 8) != 0)
         return export_fail(job, 1, "%s: input '%s' is not a tensor", model, in->name);
-    if (rank < 0) return export_fail(job, 1, "%s: input '%s' has no shape; its rank is needed", model, in->name);
+    if (rank < 0)
+        return export_fail(job, 1, "%s: input '%s' has no shape; its rank is needed", model, in->name);
     if (rank < 3 || rank > EXPORT_MAXD + 2)
-        return export_fail(job, 1, "%s: input '%s' has rank %d; expected [n, C, *roi] with 1 to 3 spatial dims",
+        return export_fail(job, 1,
+                           "%s: input '%s' has rank %d; expected [n, C, *roi] with 1 to 3 spatial dims",
                            model, in->name, rank);
     if (!is_float_type(net->in_type))
         return export_fail(job, 1, "%s: input '%s' is %s; float32, float16, bfloat16 or float64 is supported",
@@ -190,9 +193,11 @@ static int inspect_input(export_job *job) {
     net->in_name = in->name;
     if (net->in_dim[0] == 1 || job->opt.per_image) net->per_image = 1;
     if (job->opt.unroll && net->in_dim[0] == 1)
-        return export_fail(job, 1, "--unroll runs all windows as one batch: the network's batch is fixed at 1");
+        return export_fail(job, 1,
+                           "--unroll runs all windows as one batch: the network's batch is fixed at 1");
     if (net->in_dim[0] > 1)
-        return export_fail(job, 1, "%s: input '%s' has a fixed batch of %lld; only 1 or a dynamic batch is supported",
+        return export_fail(job, 1,
+                           "%s: input '%s' has a fixed batch of %lld; only 1 or a dynamic batch is supported",
                            model, in->name, (long long)net->in_dim[0]);
     return 0;
 }
@@ -212,7 +217,8 @@ static int select_head(export_job *job) {
         long v = strtol(head, &end, 10);
         if (end != head && !*end && v >= 0 && v < (long)g->n_output) job->net.out_index = (int)v;
     }
-    if (job->net.out_index < 0) return export_fail(job, 2, "--head '%s': the network has no such output", head);
+    if (job->net.out_index < 0)
+        return export_fail(job, 2, "--head '%s': the network has no such output", head);
     return 0;
 }
 
@@ -222,17 +228,18 @@ static int inspect_output(export_job *job) {
     const char *model = job->opt.model;
     if (select_head(job)) return -1;
     const Onnx__ValueInfoProto *out = net->model->graph->output[net->out_index];
-    if (!out->name || !*out->name) return export_fail(job, 1, "%s: output %d has no name", model, net->out_index);
+    if (!out->name || !*out->name)
+        return export_fail(job, 1, "%s: output %d has no name", model, net->out_index);
     int orank;
     int64_t dims[8];
     if (read_tensor_vi(out, &net->out_type, &orank, dims, NULL, 8) != 0)
         return export_fail(job, 1, "%s: output '%s' is not a tensor", model, out->name);
     if (!is_float_type(net->out_type))
-        return export_fail(job, 1, "%s: output '%s' is %s; a floating-point output is needed", model, out->name,
-                           ox_type_name(net->out_type));
+        return export_fail(job, 1, "%s: output '%s' is %s; a floating-point output is needed", model,
+                           out->name, ox_type_name(net->out_type));
     if (orank != net->dims + 2)
-        return export_fail(job, 1, "%s: output '%s' has rank %d; expected [n, classes, *roi] (rank %d)", model,
-                           out->name, orank, net->dims + 2);
+        return export_fail(job, 1, "%s: output '%s' has rank %d; expected [n, classes, *roi] (rank %d)",
+                           model, out->name, orank, net->dims + 2);
     for (int k = 0; k < orank; k++) net->out_dim[k] = dims[k];
     if (net->out_dim[1] < 1)
         return export_fail(job, 1, "%s: output '%s' must declare a fixed number of classes (dim 1)", model,

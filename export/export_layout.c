@@ -49,10 +49,11 @@ static int resolve_roi(export_job *job, int k, int64_t *roi) {
                            (long long)r, (long long)net_r);
     int64_t out_r = net->out_dim[2 + k];
     if (out_r >= 1 && out_r != r)
-        return export_fail(job, 1,
-                           "the network's output spatial dim %d is %lld, not the window's %lld: heads of another "
-                           "resolution are not supported by the exporter",
-                           k, (long long)out_r, (long long)r);
+        return export_fail(
+            job, 1,
+            "the network's output spatial dim %d is %lld, not the window's %lld: heads of another "
+            "resolution are not supported by the exporter",
+            k, (long long)out_r, (long long)r);
     *roi = r;
     return 0;
 }
@@ -81,7 +82,8 @@ static int plan_window(export_job *job) {
     }
     L->roi_vox = 1;
     for (int k = 0; k < L->d; k++) {
-        if (L->roi_vox > ((int64_t)1 << 32) / L->roi[k]) return export_fail(job, 2, "--roi: the window is too large");
+        if (L->roi_vox > ((int64_t)1 << 32) / L->roi[k])
+            return export_fail(job, 2, "--roi: the window is too large");
         L->roi_vox *= L->roi[k];
     }
     for (int k = 0; k < L->d && o->dynamic; k++)
@@ -97,8 +99,8 @@ static int plan_fixed_axis(export_job *job, int k) {
     L->size[k] = s;
     swi_status st = swi_pad_map(job->swi, mode, s, r, NULL, 0, &L->padded[k], &L->before[k]);
     if (st != SWI_OK)
-        return library_refused(job, st, arena_printf(&job->A, "--padding-mode %s along dim %d",
-                                                     export_pad_names[mode], k));
+        return library_refused(
+            job, st, arena_printf(&job->A, "--padding-mode %s along dim %d", export_pad_names[mode], k));
     L->after[k] = L->padded[k] - s - L->before[k];
     if (L->padded[k] > s) {
         L->any_pad = 1;
@@ -127,10 +129,11 @@ static int plan_fixed_volume(export_job *job) {
         if (plan_fixed_axis(job, k)) return -1;
     double count_bytes = (double)export_volume_voxels(L) * 4.0;
     if (count_bytes > (double)INT32_MAX)
-        return export_fail(job, 2,
-                           "--size: the count map alone would be %.0f bytes, over protobuf's 2 GiB limit for one "
-                           "model: use --dynamic, which computes it in the graph",
-                           count_bytes);
+        return export_fail(
+            job, 2,
+            "--size: the count map alone would be %.0f bytes, over protobuf's 2 GiB limit for one "
+            "model: use --dynamic, which computes it in the graph",
+            count_bytes);
     return 0;
 }
 

@@ -36,11 +36,21 @@ static uint16_t f32_to_bf16(float f) {
 
 /* v as one element of type t at p (numeric types; others are left as they are). */
 static void encode_value(int t, double v, void *p) {
-    if (t == OX_FLOAT) { float f = (float)v; memcpy(p, &f, 4); }
-    else if (t == OX_DOUBLE) memcpy(p, &v, 8);
-    else if (t == OX_FLOAT16) { uint16_t h = f32_to_f16((float)v); memcpy(p, &h, 2); }
-    else if (t == OX_BFLOAT16) { uint16_t h = f32_to_bf16((float)v); memcpy(p, &h, 2); }
-    else if (t == OX_INT64) { int64_t i = (int64_t)v; memcpy(p, &i, 8); }
+    if (t == OX_FLOAT) {
+        float f = (float)v;
+        memcpy(p, &f, 4);
+    } else if (t == OX_DOUBLE)
+        memcpy(p, &v, 8);
+    else if (t == OX_FLOAT16) {
+        uint16_t h = f32_to_f16((float)v);
+        memcpy(p, &h, 2);
+    } else if (t == OX_BFLOAT16) {
+        uint16_t h = f32_to_bf16((float)v);
+        memcpy(p, &h, 2);
+    } else if (t == OX_INT64) {
+        int64_t i = (int64_t)v;
+        memcpy(p, &i, 8);
+    }
 }
 
 const char *const_scalar_of_type(gbuild *g, int t, double v) {
@@ -67,9 +77,7 @@ const char *op_min_i64(gbuild *g, const char *a, const char *b) {
     return V(g, "Where", V(g, "Less", a, b), a, b);
 }
 
-const char *op_scalar(gbuild *g, const char *vec1) {
-    return V(g, "Reshape", vec1, const_i64(g, 0, NULL));
-}
+const char *op_scalar(gbuild *g, const char *vec1) { return V(g, "Reshape", vec1, const_i64(g, 0, NULL)); }
 
 /* A tensor of shape `shape` (an int64 vector) filled with v. */
 const char *op_filled(gbuild *g, const char *shape, int t, double v) {

@@ -97,9 +97,10 @@ static const char *axis_loop(window_loops *wl, gbuild *g, int k) {
     gbuild *M = wl->main;
     const char *tag = wl->count ? "count" : "acc";
     int id = (*g->counter)++;
-    loop_io io = {arena_printf(A, "swi/%s%d_t_%d", tag, k, id), arena_printf(A, "swi/%s%d_cond_%d", tag, k, id),
-                  arena_printf(A, "swi/%s%d_in_%d", tag, k, id), arena_printf(A, "swi/%s%d_cond_out_%d", tag, k, id),
-                  arena_printf(A, "swi/%s%d_out_%d", tag, k, id)};
+    loop_io io = {
+        arena_printf(A, "swi/%s%d_t_%d", tag, k, id), arena_printf(A, "swi/%s%d_cond_%d", tag, k, id),
+        arena_printf(A, "swi/%s%d_in_%d", tag, k, id), arena_printf(A, "swi/%s%d_cond_out_%d", tag, k, id),
+        arena_printf(A, "swi/%s%d_out_%d", tag, k, id)};
     const char *res = arena_printf(A, "swi/%s%d_%d", tag, k, id);
     const char *init = accumulator_zeros(wl, k);
 
@@ -131,7 +132,8 @@ const char *windows_per_image(window_loops *wl, const char *images, const char *
     arena *A = &wl->job->A;
     gbuild *M = wl->main;
     int d = wl->d;
-    loop_io io = {"swi/image_n", "swi/image_cond", "swi/image_acc_in", "swi/image_cond_out", "swi/image_acc_out"};
+    loop_io io = {"swi/image_n", "swi/image_cond", "swi/image_acc_in", "swi/image_cond_out",
+                  "swi/image_acc_out"};
     gbuild I;
     gb_init(&I, A, &wl->job->counter);
     const char *n1 = V(&I, "Reshape", io.iter, const_i64_1(M, 1));
@@ -159,7 +161,7 @@ const char *windows_per_image(window_loops *wl, const char *images, const char *
  * along the last axis into rows, rows into slabs, slabs into the volume. */
 typedef struct unrolled {
     window_loops *wl;
-    const char *y;       /* [W*N, K, *roi] weighted float32 */
+    const char *y;        /* [W*N, K, *roi] weighted float32 */
     const char *n_images; /* [1] */
     int64_t stride[EXPORT_MAXD];
 } unrolled;
@@ -211,8 +213,10 @@ static void slice_all_windows(window_loops *wl) {
             t[k] = 0;
         }
     }
-    if (L->windows == 1) OP(M, "Identity", wl->net_in, wins[0]);
-    else gb_attr_i(M, gb_node(M, "Concat", wl->net_in, (int)L->windows, wins), "axis", 0);
+    if (L->windows == 1)
+        OP(M, "Identity", wl->net_in, wins[0]);
+    else
+        gb_attr_i(M, gb_node(M, "Concat", wl->net_in, (int)L->windows, wins), "axis", 0);
 }
 
 const char *windows_unrolled(window_loops *wl, const char *n_images) {

@@ -34,10 +34,19 @@ const char *ox_type_name(int t) {
 
 size_t ox_type_size(int t) {
     switch (t) {
-    case OX_FLOAT: case OX_INT32: case 12: return 4;
-    case OX_UINT8: case OX_INT8: case OX_BOOL: return 1;
-    case 4: case 5: case OX_FLOAT16: case OX_BFLOAT16: return 2;
-    case OX_INT64: case OX_DOUBLE: case 13: return 8;
+    case OX_FLOAT:
+    case OX_INT32:
+    case 12: return 4;
+    case OX_UINT8:
+    case OX_INT8:
+    case OX_BOOL: return 1;
+    case 4:
+    case 5:
+    case OX_FLOAT16:
+    case OX_BFLOAT16: return 2;
+    case OX_INT64:
+    case OX_DOUBLE:
+    case 13: return 8;
     default: return 0;
     }
 }
@@ -126,7 +135,10 @@ void arena_free(arena *A) {
 
 /* protobuf-c reports an allocation failure as a failed unpack (NULL): no longjmp here. */
 static void *pa_alloc(void *data, size_t n) { return arena_try_alloc(data, n); }
-static void pa_free(void *data, void *p) { (void)data; (void)p; }
+static void pa_free(void *data, void *p) {
+    (void)data;
+    (void)p;
+}
 
 ProtobufCAllocator arena_allocator(arena *A) {
     ProtobufCAllocator a = {pa_alloc, pa_free, A};
@@ -184,7 +196,9 @@ Onnx__ModelProto *onnx_load(arena *A, const char *path, char *err, size_t errlen
     }
     if (!m->graph || m->n_opset_import == 0 || !m->has_ir_version) {
         snprintf(err, errlen, "%s is not an ONNX model: no %s", path,
-                 !m->graph ? "graph" : !m->has_ir_version ? "ir_version" : "opset_import");
+                 !m->graph            ? "graph"
+                 : !m->has_ir_version ? "ir_version"
+                                      : "opset_import");
         return NULL;
     }
     return m;
@@ -204,8 +218,7 @@ static void fb_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
     fb->bytes += len;
 }
 
-int onnx_save(const Onnx__ModelProto *m, const char *path, char *err, size_t errlen,
-              size_t *bytes_written) {
+int onnx_save(const Onnx__ModelProto *m, const char *path, char *err, size_t errlen, size_t *bytes_written) {
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 32);
     if (!tmp) {
@@ -322,8 +335,8 @@ void gb_attr_g(gbuild *g, Onnx__NodeProto *n, const char *name, Onnx__GraphProto
     a->g = graph;
 }
 
-Onnx__TensorProto *gb_tensor(arena *A, const char *name, int elem_type, int ndims,
-                             const int64_t *dims, void **data) {
+Onnx__TensorProto *gb_tensor(arena *A, const char *name, int elem_type, int ndims, const int64_t *dims,
+                             void **data) {
     Onnx__TensorProto *t = arena_alloc(A, sizeof *t);
     onnx__tensor_proto__init(t);
     if (name) t->name = arena_strdup(A, name);
@@ -365,8 +378,8 @@ const char *gb_i64_scalar(gbuild *g, const char *name, int64_t v) {
     return gb_init_tensor(g, name, OX_INT64, 0, NULL, &v);
 }
 
-Onnx__ValueInfoProto *gb_value_info(arena *A, const char *name, int elem_type, int ndims,
-                                    const int64_t *dims, const char *const *params) {
+Onnx__ValueInfoProto *gb_value_info(arena *A, const char *name, int elem_type, int ndims, const int64_t *dims,
+                                    const char *const *params) {
     Onnx__ValueInfoProto *vi = arena_alloc(A, sizeof *vi);
     onnx__value_info_proto__init(vi);
     vi->name = arena_strdup(A, name);

@@ -23,8 +23,15 @@
 
 /* ONNX TensorProto.DataType values used here. */
 enum {
-    OX_FLOAT = 1, OX_UINT8 = 2, OX_INT8 = 3, OX_INT32 = 6, OX_INT64 = 7, OX_BOOL = 9,
-    OX_FLOAT16 = 10, OX_DOUBLE = 11, OX_BFLOAT16 = 16
+    OX_FLOAT = 1,
+    OX_UINT8 = 2,
+    OX_INT8 = 3,
+    OX_INT32 = 6,
+    OX_INT64 = 7,
+    OX_BOOL = 9,
+    OX_FLOAT16 = 10,
+    OX_DOUBLE = 11,
+    OX_BFLOAT16 = 16
 };
 const char *ox_type_name(int elem_type);
 /** Bytes per element of a numeric ONNX type, 0 if unknown. */
@@ -34,12 +41,12 @@ size_t ox_type_size(int elem_type);
 typedef struct arena_chunk arena_chunk;
 typedef struct arena {
     arena_chunk *head;
-    jmp_buf *oom;          /* longjmp(*oom, 1) when an allocation fails */
-    size_t bytes;          /* total allocated */
+    jmp_buf *oom; /* longjmp(*oom, 1) when an allocation fails */
+    size_t bytes; /* total allocated */
 } arena;
 
 void arena_init(arena *A, jmp_buf *oom);
-void *arena_alloc(arena *A, size_t n);         /* zeroed, 16-byte aligned */
+void *arena_alloc(arena *A, size_t n); /* zeroed, 16-byte aligned */
 char *arena_strdup(arena *A, const char *s);
 char *arena_printf(arena *A, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void arena_free(arena *A);
@@ -49,16 +56,18 @@ ProtobufCAllocator arena_allocator(arena *A);
 /** Read and unpack an ONNX model. Returns NULL and fills err on failure. */
 Onnx__ModelProto *onnx_load(arena *A, const char *path, char *err, size_t errlen);
 /** Pack `m` into `path` (written to a temporary file then renamed). 0 on success. */
-int onnx_save(const Onnx__ModelProto *m, const char *path, char *err, size_t errlen,
-              size_t *bytes_written);
+int onnx_save(const Onnx__ModelProto *m, const char *path, char *err, size_t errlen, size_t *bytes_written);
 
 /* ---- graph builder ----------------------------------------------------------- */
 typedef struct gbuild {
     arena *A;
-    Onnx__NodeProto **node; size_t n_node, cap_node;
-    Onnx__TensorProto **init; size_t n_init, cap_init;
-    Onnx__ValueInfoProto **vi; size_t n_vi, cap_vi;
-    int *counter;          /* shared by nested builders: unique generated names */
+    Onnx__NodeProto **node;
+    size_t n_node, cap_node;
+    Onnx__TensorProto **init;
+    size_t n_init, cap_init;
+    Onnx__ValueInfoProto **vi;
+    size_t n_vi, cap_vi;
+    int *counter; /* shared by nested builders: unique generated names */
 } gbuild;
 
 void gb_init(gbuild *g, arena *A, int *counter);
@@ -78,11 +87,11 @@ void gb_attr_t(gbuild *g, Onnx__NodeProto *n, const char *name, Onnx__TensorProt
 void gb_attr_g(gbuild *g, Onnx__NodeProto *n, const char *name, Onnx__GraphProto *graph);
 
 /** A tensor with raw_data of the right size (zeroed), returned through *data. */
-Onnx__TensorProto *gb_tensor(arena *A, const char *name, int elem_type, int ndims,
-                             const int64_t *dims, void **data);
+Onnx__TensorProto *gb_tensor(arena *A, const char *name, int elem_type, int ndims, const int64_t *dims,
+                             void **data);
 /** Add an initializer (a new tensor) to g; returns its name. data may be NULL (zeros). */
-const char *gb_init_tensor(gbuild *g, const char *name, int elem_type, int ndims,
-                           const int64_t *dims, const void *data);
+const char *gb_init_tensor(gbuild *g, const char *name, int elem_type, int ndims, const int64_t *dims,
+                           const void *data);
 /** int64 vector initializer [n]. */
 const char *gb_i64(gbuild *g, const char *name, int n, const int64_t *v);
 /** int64 scalar (0-d) initializer. */
@@ -90,12 +99,12 @@ const char *gb_i64_scalar(gbuild *g, const char *name, int64_t v);
 
 /** A tensor ValueInfo; dims[k] >= 0 is a fixed size, < 0 takes params[k] (NULL -> no
  *  dim info). ndims < 0: no shape at all. */
-Onnx__ValueInfoProto *gb_value_info(arena *A, const char *name, int elem_type, int ndims,
-                                    const int64_t *dims, const char *const *params);
+Onnx__ValueInfoProto *gb_value_info(arena *A, const char *name, int elem_type, int ndims, const int64_t *dims,
+                                    const char *const *params);
 void gb_add_vi(gbuild *g, Onnx__ValueInfoProto *vi);
 /** Assemble a GraphProto from the builder's nodes and initializers. */
-Onnx__GraphProto *gb_graph(gbuild *g, const char *name, int n_in, Onnx__ValueInfoProto **in,
-                           int n_out, Onnx__ValueInfoProto **out);
+Onnx__GraphProto *gb_graph(gbuild *g, const char *name, int n_in, Onnx__ValueInfoProto **in, int n_out,
+                           Onnx__ValueInfoProto **out);
 
 /** Append to an arena-allocated pointer array (grows by doubling). */
 void arr_push(arena *A, void ***arr, size_t *n, size_t *cap, void *item);

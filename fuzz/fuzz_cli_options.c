@@ -23,12 +23,10 @@
 
 #define MAX_ARGS 64
 
-static void check_opts(const seg_opts *o, int plan)
-{
+static void check_opts(const seg_opts *o, int plan) {
     CHECK(o->model != NULL, "no model");
     CHECK(o->n_inputs >= 1 && o->n_inputs <= SEG_MAX_INPUTS, "n_inputs %d", o->n_inputs);
-    for (int i = 0; i < o->n_inputs; i++)
-        CHECK(o->inputs[i] != NULL, "input %d", i);
+    for (int i = 0; i < o->n_inputs; i++) CHECK(o->inputs[i] != NULL, "input %d", i);
     CHECK(plan || o->output != NULL, "no output");
     for (int a = 0; a < 3; a++) {
         CHECK(o->overlap[a] >= 0 && o->overlap[a] < 1, "overlap %g", o->overlap[a]);
@@ -41,19 +39,16 @@ static void check_opts(const seg_opts *o, int plan)
     CHECK(isfinite(o->cval), "cval");
     CHECK(o->mode == SWI_BLEND_CONSTANT || o->mode == SWI_BLEND_GAUSSIAN, "mode");
     CHECK((unsigned)o->padding <= SWI_PAD_CIRCULAR, "padding");
-    if (o->clip_given)
-        CHECK(o->clip[0] <= o->clip[1], "clip");
-    if (o->scale_given)
-        CHECK(o->scale[0] != o->scale[1], "scale");
+    if (o->clip_given) CHECK(o->clip[0] <= o->clip[1], "clip");
+    if (o->scale_given) CHECK(o->scale[0] != o->scale[1], "scale");
     CHECK(!o->softmax || o->scores, "softmax without scores");
-    const char *outs[3] = { o->output, o->scores, o->preview };
+    const char *outs[3] = {o->output, o->scores, o->preview};
     for (int a = 0; a < 3; a++)
         for (int b = a + 1; b < 3; b++)
             CHECK(!outs[a] || !outs[b] || strcmp(outs[a], outs[b]) != 0, "same output twice");
 }
 
-static void check_parsers(const char *s)
-{
+static void check_parsers(const char *s) {
     size_t sz;
     if (cli_parse_size(s, &sz) == 0) {
         char b[32];
@@ -61,17 +56,15 @@ static void check_parsers(const char *s)
         CHECK(t != NULL && strlen(t) < 32, "cli_bytes");
     }
     int64_t v;
-    if (cli_parse_i64(s, -1000, 1000, &v) == 0)
-        CHECK(v >= -1000 && v <= 1000, "cli_parse_i64 range");
+    if (cli_parse_i64(s, -1000, 1000, &v) == 0) CHECK(v >= -1000 && v <= 1000, "cli_parse_i64 range");
     if (cli_parse_i64(s, INT64_MIN, INT64_MAX, &v) == 0) {
         char back[32];
         snprintf(back, sizeof back, "%lld", (long long)v);
         (void)back;
     }
     double d;
-    if (cli_parse_double(s, &d) == 0)
-        CHECK(!isnan(d), "cli_parse_double gave NaN");
-    int64_t li[3] = { 0 };
+    if (cli_parse_double(s, &d) == 0) CHECK(!isnan(d), "cli_parse_double gave NaN");
+    int64_t li[3] = {0};
     int n = cli_parse_i64_list(s, li, 3);
     CHECK(n == -1 || (n >= 1 && n <= 3), "cli_parse_i64_list returned %d", n);
     double ld[4];
@@ -81,23 +74,19 @@ static void check_parsers(const char *s)
     char line[64];
     snprintf(line, sizeof line, "%s", s);
     cli_one_line(line);
-    for (const char *p = line; *p; p++)
-        CHECK(*p != '\n' && *p != '\r', "cli_one_line left a line break");
+    for (const char *p = line; *p; p++) CHECK(*p != '\n' && *p != '\r', "cli_one_line left a line break");
 }
 
 /* The parser links cli/card.c for --model's card; its colour-table writer, which needs
  * swi_io's palette, is never reached from option parsing. */
 void swi_io_label_color(int64_t l, unsigned char rgb[3]);
-void swi_io_label_color(int64_t l, unsigned char rgb[3])
-{
+void swi_io_label_color(int64_t l, unsigned char rgb[3]) {
     (void)l;
     rgb[0] = rgb[1] = rgb[2] = 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    if (size < 1 || size > 4096)
-        return 0;
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1 || size > 4096) return 0;
     int mode = data[0] % 3;
     char *buf = malloc(size); /* args, NUL-terminated */
     memcpy(buf, data + 1, size - 1);
@@ -114,11 +103,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         seg_opts o;
         int rc = seg_parse(argc, argv, &o, mode);
         CHECK(rc == 0 || rc == 2 || rc == -1, "seg_parse returned %d", rc);
-        if (rc == 0)
-            check_opts(&o, mode);
+        if (rc == 0) check_opts(&o, mode);
     } else {
-        for (int i = 1; i < argc; i++)
-            check_parsers(argv[i]);
+        for (int i = 1; i < argc; i++) check_parsers(argv[i]);
     }
     free(buf);
     return 0;

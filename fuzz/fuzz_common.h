@@ -18,28 +18,22 @@
 static int fuzz_report_fd = 2;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     int fd = dup(2);
-    if (fd >= 0)
-        fuzz_report_fd = fd;
+    if (fd >= 0) fuzz_report_fd = fd;
     return 0;
 }
 
-__attribute__((format(printf, 4, 5), noreturn)) static void fuzz_check_failed(const char *target, int line,
-                                                                               const char *cond,
-                                                                               const char *fmt, ...)
-{
+__attribute__((format(printf, 4, 5), noreturn)) static void
+fuzz_check_failed(const char *target, int line, const char *cond, const char *fmt, ...) {
     char msg[2048];
     int n = snprintf(msg, sizeof msg, "%s: check failed at line %d: %s: ", target, line, cond);
     va_list ap;
     va_start(ap, fmt);
-    if (n > 0 && (size_t)n < sizeof msg)
-        n += vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    if (n > 0 && (size_t)n < sizeof msg) n += vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
     va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof msg - 1)
-        n = (int)sizeof msg - 2;
+    if (n < 0 || (size_t)n >= sizeof msg - 1) n = (int)sizeof msg - 2;
     msg[n++] = '\n';
     if (write(fuzz_report_fd, msg, (size_t)n) < 0) {
         /* nothing more to do */
@@ -47,28 +41,24 @@ __attribute__((format(printf, 4, 5), noreturn)) static void fuzz_check_failed(co
     abort();
 }
 
-#define FUZZ_CHECK(target, cond, ...)                                          \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            fuzz_check_failed(target, __LINE__, #cond, __VA_ARGS__);           \
+#define FUZZ_CHECK(target, cond, ...)                                         \
+    do {                                                                      \
+        if (!(cond)) fuzz_check_failed(target, __LINE__, #cond, __VA_ARGS__); \
     } while (0)
 
 /* A private directory (created once, under $TMPDIR or /tmp), removed at exit. */
 static char fuzz_dir_path[512];
 
-static void fuzz_dir_cleanup(void)
-{
+static void fuzz_dir_cleanup(void) {
     char cmd[600];
-    if (!fuzz_dir_path[0])
-        return;
+    if (!fuzz_dir_path[0]) return;
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", fuzz_dir_path);
     if (system(cmd) != 0) {
         /* best effort */
     }
 }
 
-__attribute__((unused)) static const char *fuzz_dir(void)
-{
+__attribute__((unused)) static const char *fuzz_dir(void) {
     if (!fuzz_dir_path[0]) {
         const char *t = getenv("TMPDIR");
         snprintf(fuzz_dir_path, sizeof fuzz_dir_path, "%s/swi-fuzz-XXXXXX", t && *t ? t : "/tmp");
@@ -83,9 +73,8 @@ __attribute__((unused)) static const char *fuzz_dir(void)
 
 /* Write `data` to fuzz_dir()/name (replacing it); returns the path (static buffer per name
  * slot: callers use at most a few names). */
-__attribute__((unused)) static const char *fuzz_write_file(const char *name, const uint8_t *data, size_t size, char *path,
-                                   size_t path_len)
-{
+__attribute__((unused)) static const char *fuzz_write_file(const char *name, const uint8_t *data, size_t size,
+                                                           char *path, size_t path_len) {
     snprintf(path, path_len, "%s/%s", fuzz_dir(), name);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {

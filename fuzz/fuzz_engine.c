@@ -43,10 +43,8 @@ typedef struct bytes {
     size_t n;
 } bytes;
 
-static unsigned take(bytes *b)
-{
-    if (b->n == 0)
-        return 0;
+static unsigned take(bytes *b) {
+    if (b->n == 0) return 0;
     b->n--;
     return *b->p++;
 }
@@ -55,12 +53,20 @@ static unsigned pick(bytes *b, unsigned n) { return n ? take(b) % n : 0; }
 
 /* ---- the configuration ----------------------------------------------------------- */
 
-enum { MISB_NONE, MISB_PRED_FAIL, MISB_PRED_SHAPE, MISB_PRED_NAN, MISB_CALLBACK, MISB_CANCEL, MISB_INPUT_NAN };
+enum {
+    MISB_NONE,
+    MISB_PRED_FAIL,
+    MISB_PRED_SHAPE,
+    MISB_PRED_NAN,
+    MISB_CALLBACK,
+    MISB_CANCEL,
+    MISB_INPUT_NAN
+};
 
 typedef struct cfg {
-    int dims;                   /* user dims */
+    int dims; /* user dims */
     int64_t batch, cin;
-    int64_t size[D], roi_param[D], r[D];   /* size and effective roi in user order (1 beyond dims) */
+    int64_t size[D], roi_param[D], r[D]; /* size and effective roi in user order (1 beyond dims) */
     double overlap[D], sigma[D];
     swi_blend mode;
     swi_pad pad;
@@ -68,22 +74,21 @@ typedef struct cfg {
     int sw, threads, pipeline, order[D], auto_order;
     size_t max_memory;
     int n_heads;
-    int64_t C[2];               /* true channels */
-    int64_t o[2][D];            /* true head window */
+    int64_t C[2];    /* true channels */
+    int64_t o[2][D]; /* true head window */
     int declare_c[2], declare_s[2];
     int n_outs;
     swi_output outs[4];
-    int where[4];               /* 0 library, 1 dst, 2 callback only, 3 dst + callback */
+    int where[4]; /* 0 library, 1 dst, 2 callback only, 3 dst + callback */
     int misb, misb_at;
-    float *weight_map;          /* SWI_BLEND_CUSTOM */
+    float *weight_map; /* SWI_BLEND_CUSTOM */
     float *input;
 } cfg;
 
 /* ---- the predictor: a pure function of one window ------------------------------- */
 
 /* Head h's output for one window `win` [cin][r]: out [C][o]. */
-static void net(const cfg *c, int h, const float *win, float *out)
-{
+static void net(const cfg *c, int h, const float *win, float *out) {
     const int64_t *r = c->r, *o = c->o[h];
     const int64_t rv = r[0] * r[1] * r[2];
     int64_t i[D];
@@ -92,12 +97,10 @@ static void net(const cfg *c, int h, const float *win, float *out)
             for (i[1] = 0; i[1] < o[1]; i[1]++)
                 for (i[2] = 0; i[2] < o[2]; i[2]++) {
                     int64_t src[D];
-                    for (int k = 0; k < D; k++)
-                        src[k] = i[k] * r[k] / o[k];
+                    for (int k = 0; k < D; k++) src[k] = i[k] * r[k] / o[k];
                     int64_t at = (src[0] * r[1] + src[1]) * r[2] + src[2];
                     float s = 0;
-                    for (int64_t q = 0; q < c->cin; q++)
-                        s += win[q * rv + at];
+                    for (int64_t q = 0; q < c->cin; q++) s += win[q * rv + at];
                     /* position-dependent, so overlapping windows disagree and blending
                      * matters */
                     float pos = 0.03125f * (float)(i[0] - o[0] / 2) - 0.0625f * (float)(i[2] % 3);
@@ -113,8 +116,7 @@ typedef struct pstate {
     float *scratch;
 } pstate;
 
-static int predict(void *user, swi_batch *b)
-{
+static int predict(void *user, swi_batch *b) {
     pstate *ps = user;
     const cfg *c = ps->c;
     ps->calls++;
@@ -141,13 +143,10 @@ static int predict(void *user, swi_batch *b)
     const int64_t rv = c->r[0] * c->r[1] * c->r[2];
     for (int h = 0; h < c->n_heads; h++) {
         int64_t C = c->C[h], sp[D];
-        for (int k = 0; k < D; k++)
-            sp[k] = c->o[h][k];
-        if (c->misb == MISB_PRED_SHAPE && ps->calls == c->misb_at && h == c->n_heads - 1)
-            C += 1;
+        for (int k = 0; k < D; k++) sp[k] = c->o[h][k];
+        if (c->misb == MISB_PRED_SHAPE && ps->calls == c->misb_at && h == c->n_heads - 1) C += 1;
         float *out = swi_batch_output(b, h, C, sp);
-        if (!out)
-            return 1; /* the engine has recorded why */
+        if (!out) return 1; /* the engine has recorded why */
         int64_t ov = C * sp[0] * sp[1] * sp[2];
         for (int j = 0; j < n; j++) {
             if (C != c->C[h]) {
@@ -155,8 +154,7 @@ static int predict(void *user, swi_batch *b)
                 continue;
             }
             net(c, h, in + (int64_t)j * c->cin * rv, out + j * ov);
-            if (c->misb == MISB_PRED_NAN && ps->calls == c->misb_at)
-                out[j * ov] = NAN;
+            if (c->misb == MISB_PRED_NAN && ps->calls == c->misb_at) out[j * ov] = NAN;
         }
     }
     return 0;
@@ -167,39 +165,37 @@ static int predict(void *user, swi_batch *b)
 typedef struct sink {
     const cfg *c;
     int index;
-    int64_t out[D];       /* head output grid, user dims then 1 */
-    int64_t planes;       /* channels stored per voxel */
+    int64_t out[D]; /* head output grid, user dims then 1 */
+    int64_t planes; /* channels stored per voxel */
     size_t esize;
-    unsigned char *data;  /* [batch][planes][out] */
-    int *hits;            /* [batch][out] */
+    unsigned char *data; /* [batch][planes][out] */
+    int *hits;           /* [batch][out] */
     int calls;
-    int fail_at;          /* stop on this call (1-based), 0 never */
+    int fail_at; /* stop on this call (1-based), 0 never */
 } sink;
 
-static int on_region(void *user, const swi_region *rg)
-{
+static int on_region(void *user, const swi_region *rg) {
     sink *s = user;
     int call = __atomic_add_fetch(&s->calls, 1, __ATOMIC_SEQ_CST);
     const cfg *c = s->c;
     const swi_output *o = &c->outs[s->index];
-    CHECK(rg->output == s->index && rg->head == o->head, "region of output %d head %d", rg->output,
-          rg->head);
+    CHECK(rg->output == s->index && rg->head == o->head, "region of output %d head %d", rg->output, rg->head);
     CHECK(rg->image >= 0 && rg->image < c->batch, "region image %lld", (long long)rg->image);
     CHECK(rg->dims == c->dims, "region dims %d", rg->dims);
     CHECK(rg->channels == s->planes, "region channels %lld, expected %lld", (long long)rg->channels,
           (long long)s->planes);
     CHECK(rg->data != NULL, "region without data");
-    int64_t lo[D] = { 0, 0, 0 }, hi[D] = { 1, 1, 1 };
+    int64_t lo[D] = {0, 0, 0}, hi[D] = {1, 1, 1};
     for (int k = 0; k < c->dims; k++) {
         lo[k] = rg->lo[k];
         hi[k] = rg->hi[k];
-        CHECK(0 <= lo[k] && lo[k] < hi[k] && hi[k] <= s->out[k], "region dim %d [%lld, %lld) of %lld",
-              k, (long long)lo[k], (long long)hi[k], (long long)s->out[k]);
+        CHECK(0 <= lo[k] && lo[k] < hi[k] && hi[k] <= s->out[k], "region dim %d [%lld, %lld) of %lld", k,
+              (long long)lo[k], (long long)hi[k], (long long)s->out[k]);
     }
     size_t es = rg->dtype == SWI_DTYPE_UINT8 ? 1 : rg->dtype == SWI_DTYPE_UINT16 ? 2 : 4;
     CHECK(es == s->esize, "region dtype %d", (int)rg->dtype);
     const int64_t ovol = s->out[0] * s->out[1] * s->out[2];
-    const int64_t e[D] = { hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2] };
+    const int64_t e[D] = {hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]};
     const unsigned char *src = rg->data;
     for (int64_t p = 0; p < s->planes; p++)
         for (int64_t a = 0; a < e[0]; a++)
@@ -208,15 +204,13 @@ static int on_region(void *user, const swi_region *rg)
                     int64_t v = ((lo[0] + a) * s->out[1] + lo[1] + b) * s->out[2] + lo[2] + d;
                     int64_t si = ((p * e[0] + a) * e[1] + b) * e[2] + d;
                     memcpy(s->data + ((rg->image * s->planes + p) * ovol + v) * es, src + si * es, es);
-                    if (p == 0)
-                        __atomic_add_fetch(&s->hits[rg->image * ovol + v], 1, __ATOMIC_SEQ_CST);
+                    if (p == 0) __atomic_add_fetch(&s->hits[rg->image * ovol + v], 1, __ATOMIC_SEQ_CST);
                 }
     return s->fail_at && call == s->fail_at;
 }
 
 static int cancel_at;
-static int progress_cb(void *user, int64_t done, int64_t total)
-{
+static int progress_cb(void *user, int64_t done, int64_t total) {
     int *calls = user;
     ++*calls;
     CHECK(done >= 1 && done <= total, "progress %lld of %lld", (long long)done, (long long)total);
@@ -228,11 +222,9 @@ static int progress_cb(void *user, int64_t done, int64_t total)
 static int64_t imod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
 
 /* Input index of padded coordinate q along a dim, or -1 for the constant fill. */
-static int64_t pad_index(swi_pad mode, int64_t q, int64_t before, int64_t S)
-{
+static int64_t pad_index(swi_pad mode, int64_t q, int64_t before, int64_t S) {
     int64_t i = q - before;
-    if (i >= 0 && i < S)
-        return i;
+    if (i >= 0 && i < S) return i;
     switch (mode) {
     case SWI_PAD_CONSTANT: return -1;
     case SWI_PAD_REPLICATE: return i < 0 ? 0 : S - 1;
@@ -242,27 +234,22 @@ static int64_t pad_index(swi_pad mode, int64_t q, int64_t before, int64_t S)
 }
 
 /* Starts along one dim by the README's rule. */
-static int64_t starts_of(int64_t S, int64_t r, double ov, int64_t *st)
-{
+static int64_t starts_of(int64_t S, int64_t r, double ov, int64_t *st) {
     int64_t P = S > r ? S : r;
     int64_t step = r == P ? r : (int64_t)floor((double)r * (1.0 - ov));
-    if (step < 1)
-        step = 1;
+    if (step < 1) step = 1;
     int64_t n = 0;
     for (int64_t t = 0;; t++) {
         int64_t s = t * step;
-        if (s + r > P)
-            s = P - r;
+        if (s + r > P) s = P - r;
         st[n++] = s;
-        if (t * step + r >= P)
-            break;
+        if (t * step + r >= P) break;
     }
     return n;
 }
 
 /* Weights [r] per the README (constant, gaussian), or the custom map. */
-static void ref_weights(const cfg *c, float *w)
-{
+static void ref_weights(const cfg *c, float *w) {
     const int64_t *r = c->r;
     int64_t n = r[0] * r[1] * r[2];
     if (c->mode == SWI_BLEND_CUSTOM) {
@@ -270,8 +257,7 @@ static void ref_weights(const cfg *c, float *w)
         return;
     }
     if (c->mode == SWI_BLEND_CONSTANT) {
-        for (int64_t i = 0; i < n; i++)
-            w[i] = 1;
+        for (int64_t i = 0; i < n; i++) w[i] = 1;
         return;
     }
     float g[D][64];
@@ -295,21 +281,19 @@ static void ref_weights(const cfg *c, float *w)
             }
     float floor_w = mn > 1e-3f ? mn : 1e-3f;
     for (int64_t i = 0; i < n; i++)
-        if (w[i] < floor_w)
-            w[i] = floor_w;
+        if (w[i] < floor_w) w[i] = floor_w;
 }
 
 typedef struct refhead {
     int placeable;
-    int64_t out[D];      /* cropped output grid */
-    double *scores;      /* [batch][C][out] */
+    int64_t out[D]; /* cropped output grid */
+    double *scores; /* [batch][C][out] */
 } refhead;
 
 static int64_t round_half_even(double x) { return (int64_t)nearbyint(x); }
 
 /* Blended scores of head h, or placeable = 0 when a window does not land whole. */
-static void reference(const cfg *c, int h, refhead *rh)
-{
+static void reference(const cfg *c, int h, refhead *rh) {
     const int64_t *S = c->size, *r = c->r, *o = c->o[h];
     int64_t P[D], before[D], F[D], crop[D], st[D][64], nw[D];
     double z[D];
@@ -328,24 +312,20 @@ static void reference(const cfg *c, int h, refhead *rh)
              * slicing clamps it */
             crop[k] = round_half_even((double)before[k] * z[k]);
             int64_t hi = round_half_even((double)(before[k] + S[k]) * z[k]);
-            if (hi > F[k])
-                hi = F[k];
+            if (hi > F[k]) hi = F[k];
             rh->out[k] = hi - crop[k];
         }
-        if (rh->out[k] <= 0)
-            rh->placeable = 0;
+        if (rh->out[k] <= 0) rh->placeable = 0;
         for (int64_t t = 0; t < nw[k]; t++) {
             int64_t lo = (int64_t)((double)st[k][t] * z[k]), hi = (int64_t)((double)(st[k][t] + r[k]) * z[k]);
             if (o[k] == r[k]) {
                 lo = st[k][t];
                 hi = lo + r[k];
             }
-            if (hi - lo != o[k] || lo < 0 || hi > F[k])
-                rh->placeable = 0;
+            if (hi - lo != o[k] || lo < 0 || hi > F[k]) rh->placeable = 0;
         }
     }
-    if (!rh->placeable)
-        return;
+    if (!rh->placeable) return;
     const int64_t C = c->C[h], rv = r[0] * r[1] * r[2], ovx = o[0] * o[1] * o[2];
     const int64_t fv = F[0] * F[1] * F[2];
     float *w = malloc((size_t)rv * sizeof(float)), *wo = malloc((size_t)ovx * sizeof(float));
@@ -361,8 +341,7 @@ static void reference(const cfg *c, int h, refhead *rh)
                 int64_t src[D];
                 for (int k = 0; k < D; k++) {
                     src[k] = (int64_t)floor(((double)i[k] + 0.5) * (double)r[k] / (double)o[k]);
-                    if (src[k] > r[k] - 1)
-                        src[k] = r[k] - 1;
+                    if (src[k] > r[k] - 1) src[k] = r[k] - 1;
                 }
                 wo[(i[0] * o[1] + i[1]) * o[2] + i[2]] = w[(src[0] * r[1] + src[1]) * r[2] + src[2]];
             }
@@ -371,7 +350,7 @@ static void reference(const cfg *c, int h, refhead *rh)
         for (int64_t t0 = 0; t0 < nw[0]; t0++)
             for (int64_t t1 = 0; t1 < nw[1]; t1++)
                 for (int64_t t2 = 0; t2 < nw[2]; t2++) {
-                    const int64_t s0[D] = { st[0][t0], st[1][t1], st[2][t2] };
+                    const int64_t s0[D] = {st[0][t0], st[1][t1], st[2][t2]};
                     for (int64_t q = 0; q < c->cin; q++)
                         for (i[0] = 0; i[0] < r[0]; i[0]++)
                             for (i[1] = 0; i[1] < r[1]; i[1]++)
@@ -398,8 +377,7 @@ static void reference(const cfg *c, int h, refhead *rh)
                                 int64_t fi = ((lo[0] + i[0]) * F[1] + lo[1] + i[1]) * F[2] + lo[2] + i[2];
                                 for (int64_t ch = 0; ch < C; ch++)
                                     acc[(b * C + ch) * fv + fi] += (double)pred[ch * ovx + oi] * wo[oi];
-                                if (b == 0)
-                                    cnt[fi] += wo[oi];
+                                if (b == 0) cnt[fi] += wo[oi];
                             }
                 }
     const int64_t *out = rh->out;
@@ -423,15 +401,13 @@ static void reference(const cfg *c, int h, refhead *rh)
     free(cnt);
 }
 
-static int close_enough(double got, double want, double tol)
-{
+static int close_enough(double got, double want, double tol) {
     return fabs(got - want) <= tol + tol * fabs(want);
 }
 
 /* A voxel whose blended scores include NaN (NaN input voxels under the window). */
 static void check_nan_voxel(const cfg *c, int idx, const void *data, swi_dtype dt, int64_t b, int64_t v,
-                            int64_t ov, const double *x, int64_t first_nan)
-{
+                            int64_t ov, const double *x, int64_t first_nan) {
     const swi_output *o = &c->outs[idx];
     const int64_t C = c->C[o->head];
     switch (o->reduce) {
@@ -443,8 +419,9 @@ static void check_nan_voxel(const cfg *c, int idx, const void *data, swi_dtype d
                 CHECK(isnan(got), "output %d channel %lld voxel %lld: %g where the reference is NaN", idx,
                       (long long)ch, (long long)v, got);
             else
-                CHECK(close_enough(got, x[ch * ov], 1e-4), "output %d channel %lld voxel %lld: %.9g, expected %.9g",
-                      idx, (long long)ch, (long long)v, got, x[ch * ov]);
+                CHECK(close_enough(got, x[ch * ov], 1e-4),
+                      "output %d channel %lld voxel %lld: %.9g, expected %.9g", idx, (long long)ch,
+                      (long long)v, got, x[ch * ov]);
         }
         break;
     case SWI_REDUCE_ARGMAX: {
@@ -458,14 +435,12 @@ static void check_nan_voxel(const cfg *c, int idx, const void *data, swi_dtype d
         CHECK(isnan(((const float *)data)[b * ov + v]), "output %d voxel %lld: max of NaN scores is %g", idx,
               (long long)v, ((const float *)data)[b * ov + v]);
         break;
-    default:
-        break; /* confidence and entropy of NaN scores: not specified */
+    default: break; /* confidence and entropy of NaN scores: not specified */
     }
 }
 
 /* Check one stored result `data` ([batch][planes][out] of dtype) against the reference. */
-static void check_values(const cfg *c, int idx, const refhead *rh, const void *data, swi_dtype dt)
-{
+static void check_values(const cfg *c, int idx, const refhead *rh, const void *data, swi_dtype dt) {
     const swi_output *o = &c->outs[idx];
     const int64_t C = c->C[o->head], ov = rh->out[0] * rh->out[1] * rh->out[2];
     for (int64_t b = 0; b < c->batch; b++)
@@ -473,8 +448,7 @@ static void check_values(const cfg *c, int idx, const refhead *rh, const void *d
             const double *x = rh->scores + b * C * ov + v;
             int64_t first_nan = -1;
             for (int64_t ch = 0; ch < C && first_nan < 0; ch++)
-                if (isnan(x[ch * ov]))
-                    first_nan = ch;
+                if (isnan(x[ch * ov])) first_nan = ch;
             if (first_nan >= 0) {
                 /* NaN ranks above every number; NONE keeps NaN where the reference has it */
                 check_nan_voxel(c, idx, data, dt, b, v, ov, x, first_nan);
@@ -493,8 +467,7 @@ static void check_values(const cfg *c, int idx, const refhead *rh, const void *d
                 }
             }
             double sum = 0;
-            for (int64_t ch = 0; ch < C; ch++)
-                sum += exp(x[ch * ov] - mx);
+            for (int64_t ch = 0; ch < C; ch++) sum += exp(x[ch * ov] - mx);
             switch (o->reduce) {
             case SWI_REDUCE_NONE:
             case SWI_REDUCE_CUSTOM:
@@ -531,8 +504,7 @@ static void check_values(const cfg *c, int idx, const refhead *rh, const void *d
                 double h = 0;
                 for (int64_t ch = 0; ch < C; ch++) {
                     double p = exp(x[ch * ov] - mx) / sum;
-                    if (p > 0)
-                        h -= p * log(p);
+                    if (p > 0) h -= p * log(p);
                 }
                 float got = ((const float *)data)[b * ov + v];
                 CHECK(isfinite(got) && fabs(got - h) <= 1e-3, "output %d entropy %.9g, expected %.9g", idx,
@@ -545,10 +517,9 @@ static void check_values(const cfg *c, int idx, const refhead *rh, const void *d
 
 /* ---- building a case ------------------------------------------------------------------- */
 
-static const double OVERLAPS[] = { 0.0, 0.25, 0.5, 0.75, 0.1, 0.33, 0.9, 0.6 };
+static const double OVERLAPS[] = {0.0, 0.25, 0.5, 0.75, 0.1, 0.33, 0.9, 0.6};
 
-static int build(cfg *c, bytes *in)
-{
+static int build(cfg *c, bytes *in) {
     memset(c, 0, sizeof *c);
     c->dims = 1 + (int)pick(in, 3);
     c->batch = 1 + pick(in, 2);
@@ -585,15 +556,12 @@ static int build(cfg *c, bytes *in)
     unsigned ord = take(in);
     c->auto_order = ord < 128;
     {
-        static const int perms[6][3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 },
-                                         { 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 } };
+        static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
         /* order is over the user dims; keep a permutation of 0..dims-1 */
         int n = 0;
         for (int q = 0; q < 3; q++)
-            if (perms[ord % 6][q] < c->dims)
-                c->order[n++] = perms[ord % 6][q];
-        for (; n < D; n++)
-            c->order[n] = n;
+            if (perms[ord % 6][q] < c->dims) c->order[n++] = perms[ord % 6][q];
+        for (; n < D; n++) c->order[n] = n;
     }
     unsigned mm = take(in);
     c->max_memory = mm < 200 ? 0 : (size_t)(mm - 199) * 2048;
@@ -607,13 +575,11 @@ static int build(cfg *c, bytes *in)
         for (int k = 0; k < D; k++)
             c->o[h][k] = k < c->dims && zoom && c->r[k] % 2 == 0 ? c->r[k] / 2 : c->r[k];
         /* with declared channels, spatial 0 means the roi: a zoomed head declares it */
-        if (zoom && c->declare_c[h])
-            c->declare_s[h] = 1;
+        if (zoom && c->declare_c[h]) c->declare_s[h] = 1;
     }
     if (c->mode == SWI_BLEND_CUSTOM) {
         c->weight_map = malloc((size_t)rvox * sizeof(float));
-        for (int64_t i = 0; i < rvox; i++)
-            c->weight_map[i] = 0.05f + (float)(take(in) % 64) / 16.0f;
+        for (int64_t i = 0; i < rvox; i++) c->weight_map[i] = 0.05f + (float)(take(in) % 64) / 16.0f;
     }
     c->n_outs = 1 + (int)pick(in, 4);
     for (int i = 0; i < c->n_outs; i++) {
@@ -621,7 +587,7 @@ static int build(cfg *c, bytes *in)
         swi_output_init(&c->outs[i], (int)(ob % (unsigned)c->n_heads), (swi_reduce)((ob >> 1) % 6));
         swi_output *o = &c->outs[i];
         if (o->reduce == SWI_REDUCE_ARGMAX)
-            o->dtype = (swi_dtype)((int[]){ SWI_DTYPE_AUTO, SWI_DTYPE_UINT8, SWI_DTYPE_UINT16 })[(ob >> 4) % 3];
+            o->dtype = (swi_dtype)((int[]){SWI_DTYPE_AUTO, SWI_DTYPE_UINT8, SWI_DTYPE_UINT16})[(ob >> 4) % 3];
         else
             o->dtype = (ob >> 4) & 1 ? SWI_DTYPE_FLOAT32 : SWI_DTYPE_AUTO;
         c->where[i] = o->reduce == SWI_REDUCE_CUSTOM ? 2 : (int)(wb % 4);
@@ -630,8 +596,7 @@ static int build(cfg *c, bytes *in)
     c->misb = mb < 160 ? MISB_NONE : 1 + (int)(mb % 6);
     c->misb_at = 1 + (int)pick(in, 4);
     /* a learned head takes its shape from the first call: a change shows from the second */
-    if (c->misb == MISB_PRED_SHAPE && c->misb_at == 1 && !c->declare_c[c->n_heads - 1])
-        c->misb_at = 2;
+    if (c->misb == MISB_PRED_SHAPE && c->misb_at == 1 && !c->declare_c[c->n_heads - 1]) c->misb_at = 2;
     /* the voxels */
     int64_t n = c->batch * c->cin * c->size[0] * c->size[1] * c->size[2];
     c->input = malloc((size_t)n * sizeof(float));
@@ -639,18 +604,15 @@ static int build(cfg *c, bytes *in)
         c->input[i] = in->n ? (float)((int)take(in) - 128) / 16.0f : (float)((i * 7919) % 23) / 4.0f - 2.5f;
     /* NaN voxels: they must propagate exactly as in the reference (MONAI's semantics) */
     if (c->misb == MISB_INPUT_NAN)
-        for (int64_t i = c->misb_at - 1; i < n; i += 7 * c->misb_at + 3)
-            c->input[i] = NAN;
+        for (int64_t i = c->misb_at - 1; i < n; i += 7 * c->misb_at + 3) c->input[i] = NAN;
     return 0;
 }
 
 /* ---- one run ----------------------------------------------------------------------------- */
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    if (size < 4 || size > 4096)
-        return 0;
-    bytes in = { data, size };
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 4 || size > 4096) return 0;
+    bytes in = {data, size};
     cfg c;
     build(&c, &in);
 
@@ -674,38 +636,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.n_heads = c.n_heads;
     for (int h = 0; h < c.n_heads; h++) {
         p.heads[h].channels = c.declare_c[h] ? c.C[h] : 0;
-        for (int k = 0; k < c.dims; k++)
-            p.heads[h].spatial[k] = c.declare_s[h] ? c.o[h][k] : 0;
+        for (int k = 0; k < c.dims; k++) p.heads[h].spatial[k] = c.declare_s[h] ? c.o[h][k] : 0;
     }
     int progress_calls = 0;
     cancel_at = c.misb == MISB_CANCEL ? c.misb_at : 0;
     p.progress = progress_cb;
     p.progress_user = &progress_calls;
 
-    swi_tensor t = {.data = c.input, .batch = c.batch, .channels = c.cin, .dims = c.dims, .size = { 0 }};
-    for (int k = 0; k < c.dims; k++)
-        t.size[k] = c.size[k];
+    swi_tensor t = {.data = c.input, .batch = c.batch, .channels = c.cin, .dims = c.dims, .size = {0}};
+    for (int k = 0; k < c.dims; k++) t.size[k] = c.size[k];
 
     /* What the parameters call for. */
     int reflect_bad = 0;
     for (int k = 0; k < c.dims; k++) {
         int64_t pad = (c.size[k] > c.r[k] ? c.size[k] : c.r[k]) - c.size[k];
-        if (c.pad == SWI_PAD_REFLECT && pad > 0 && pad - pad / 2 >= c.size[k])
-            reflect_bad = 1;
+        if (c.pad == SWI_PAD_REFLECT && pad > 0 && pad - pad / 2 >= c.size[k]) reflect_bad = 1;
     }
     refhead rh[2];
     memset(rh, 0, sizeof rh);
     int placeable = 1;
     for (int h = 0; h < c.n_heads; h++) {
-        if (!reflect_bad)
-            reference(&c, h, &rh[h]);
+        if (!reflect_bad) reference(&c, h, &rh[h]);
         placeable &= rh[h].placeable;
     }
 
     /* Outputs and their destinations. */
     sink sinks[4];
-    void *dst[4] = { 0 };
-    size_t need[4] = { 0 };
+    void *dst[4] = {0};
+    size_t need[4] = {0};
     memset(sinks, 0, sizeof sinks);
     for (int i = 0; i < c.n_outs; i++) {
         swi_output *o = &c.outs[i];
@@ -733,8 +691,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sink *s = &sinks[i];
             s->c = &c;
             s->index = i;
-            for (int k = 0; k < D; k++)
-                s->out[k] = k < c.dims ? rh[h].out[k] : 1;
+            for (int k = 0; k < D; k++) s->out[k] = k < c.dims ? rh[h].out[k] : 1;
             s->planes = planes;
             s->esize = es;
             s->data = calloc(1, need[i] ? need[i] : 1);
@@ -745,8 +702,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     int any_callback_stops = 0;
-    for (int i = 0; i < c.n_outs; i++)
-        any_callback_stops |= sinks[i].fail_at > 0;
+    for (int i = 0; i < c.n_outs; i++) any_callback_stops |= sinks[i].fail_at > 0;
 
     swi_ctx *ctx = swi_create();
     CHECK(ctx != NULL, "swi_create");
@@ -784,8 +740,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
               "plan failed: %s: %s", swi_status_name(pst), swi_last_error(ctx));
     }
 
-    pstate ps = { &c, 0, 0, NULL };
-    swi_predictor net_ = { predict, &ps };
+    pstate ps = {&c, 0, 0, NULL};
+    swi_predictor net_ = {predict, &ps};
     swi_status st = swi_run(ctx, &p, &t, &net_, c.outs, c.n_outs);
 
     if (st != SWI_OK) {
@@ -835,22 +791,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (o->reduce == SWI_REDUCE_CUSTOM || o->dst || o->on_region) {
                 CHECK(res == NULL, "output %d: a library result for a caller-owned output", i);
             } else {
-                CHECK(res != NULL && bytes == need[i], "output %d: library result %p of %zu bytes, expected %zu",
-                      i, res, bytes, need[i]);
-                if (!nan_run)
-                    check_values(&c, i, r, res, dt);
+                CHECK(res != NULL && bytes == need[i],
+                      "output %d: library result %p of %zu bytes, expected %zu", i, res, bytes, need[i]);
+                if (!nan_run) check_values(&c, i, r, res, dt);
             }
-            if (o->dst && !nan_run)
-                check_values(&c, i, r, o->dst, dt);
+            if (o->dst && !nan_run) check_values(&c, i, r, o->dst, dt);
             if (o->on_region) {
                 int64_t ov = r->out[0] * r->out[1] * r->out[2];
                 for (int64_t v = 0; v < c.batch * ov; v++)
-                    CHECK(sinks[i].hits[v] == 1, "output %d: voxel %lld delivered %d times", i,
-                          (long long)v, sinks[i].hits[v]);
-                if (!nan_run)
-                    check_values(&c, i, r, sinks[i].data, dt);
+                    CHECK(sinks[i].hits[v] == 1, "output %d: voxel %lld delivered %d times", i, (long long)v,
+                          sinks[i].hits[v]);
+                if (!nan_run) check_values(&c, i, r, sinks[i].data, dt);
                 if (o->dst)
-                    CHECK(memcmp(sinks[i].data, o->dst, need[i]) == 0, "output %d: regions differ from dst", i);
+                    CHECK(memcmp(sinks[i].data, o->dst, need[i]) == 0, "output %d: regions differ from dst",
+                          i);
             }
         }
     }
@@ -861,8 +815,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(sinks[i].data);
         free(sinks[i].hits);
     }
-    for (int h = 0; h < 2; h++)
-        free(rh[h].scores);
+    for (int h = 0; h < 2; h++) free(rh[h].scores);
     free(c.weight_map);
     free(c.input);
     return 0;

@@ -20,34 +20,27 @@
 
 #define CHECK(cond, ...) FUZZ_CHECK("fuzz_golden_case", cond, __VA_ARGS__)
 
-static void run_case(const golden_case *gc, int shapes_computed)
-{
+static void run_case(const golden_case *gc, int shapes_computed) {
     const int d = gc->dims;
-    int64_t in_shape[2 + SWI_MAX_DIMS] = { gc->batch, gc->in_channels };
-    for (int k = 0; k < d; k++)
-        in_shape[2 + k] = gc->image_size[k];
+    int64_t in_shape[2 + SWI_MAX_DIMS] = {gc->batch, gc->in_channels};
+    for (int k = 0; k < d; k++) in_shape[2 + k] = gc->image_size[k];
     int64_t n_in = golden_count(in_shape, 2 + d);
-    if (n_in <= 0 || n_in > 4096 || gc->out_channels > 16)
-        return;
+    if (n_in <= 0 || n_in > 4096 || gc->out_channels > 16) return;
     int64_t win[SWI_MAX_DIMS], wvox = 1;
     for (int k = 0; k < d; k++) {
         win[k] = golden_case_window(gc, k);
-        if (win[k] > 64)
-            return;
+        if (win[k] > 64) return;
         wvox *= win[k];
     }
-    if (wvox > 4096)
-        return;
+    if (wvox > 4096) return;
     int64_t n_out[SWI_MAX_HEADS];
     for (int h = 0; h < gc->n_heads; h++) {
         n_out[h] = golden_count(gc->shape[h], 2 + d);
-        if (n_out[h] <= 0 || n_out[h] > 65536)
-            return;
+        if (n_out[h] <= 0 || n_out[h] > 65536) return;
     }
 
     float *input = malloc((size_t)n_in * sizeof(float));
-    for (int64_t i = 0; i < n_in; i++)
-        input[i] = (float)((i * 37) % 11) - 5.0f;
+    for (int64_t i = 0; i < n_in; i++) input[i] = (float)((i * 37) % 11) - 5.0f;
 
     swi_params p;
     swi_params_init(&p, d);
@@ -66,8 +59,7 @@ static void run_case(const golden_case *gc, int shapes_computed)
     for (int h = 0; h < gc->n_heads; h++) {
         p.heads[h].channels = gc->head_channels[h];
         golden_predictor_window(gc->predictor, h, d, win, p.heads[h].spatial);
-        for (int k = 0; k < d; k++)
-            down2_odd |= p.heads[h].spatial[k] != win[k];
+        for (int k = 0; k < d; k++) down2_odd |= p.heads[h].spatial[k] != win[k];
     }
     int reflect_bad = 0;
     for (int k = 0; k < d; k++) {
@@ -76,15 +68,13 @@ static void run_case(const golden_case *gc, int shapes_computed)
     }
 
     swi_output outs[SWI_MAX_HEADS];
-    for (int h = 0; h < gc->n_heads; h++)
-        swi_output_init(&outs[h], h, SWI_REDUCE_NONE);
+    for (int h = 0; h < gc->n_heads; h++) swi_output_init(&outs[h], h, SWI_REDUCE_NONE);
     swi_ctx *ctx = swi_create();
     CHECK(ctx != NULL, "swi_create");
-    swi_tensor in = {.data = input, .batch = gc->batch, .channels = gc->in_channels, .dims = d, .size = { 0 }};
-    for (int k = 0; k < d; k++)
-        in.size[k] = gc->image_size[k];
-    golden_predictor gp = { gc->predictor, gc->out_channels };
-    swi_predictor pred = { golden_predict, &gp };
+    swi_tensor in = {.data = input, .batch = gc->batch, .channels = gc->in_channels, .dims = d, .size = {0}};
+    for (int k = 0; k < d; k++) in.size[k] = gc->image_size[k];
+    golden_predictor gp = {gc->predictor, gc->out_channels};
+    swi_predictor pred = {golden_predict, &gp};
     swi_status st = swi_run(ctx, &p, &in, &pred, outs, gc->n_heads);
     if (st != SWI_OK) {
         CHECK(swi_last_error(ctx)[0] != '\0', "%s without a message", swi_status_name(st));
@@ -93,10 +83,10 @@ static void run_case(const golden_case *gc, int shapes_computed)
     } else {
         CHECK(!reflect_bad, "reflect padding wider than the image accepted");
         for (int h = 0; h < gc->n_heads; h++) {
-            int64_t size[SWI_MAX_DIMS] = { 0 };
+            int64_t size[SWI_MAX_DIMS] = {0};
             CHECK(swi_result_size(ctx, h, size) == d, "swi_result_size");
             CHECK(swi_result_channels(ctx, h) == gc->head_channels[h], "channels");
-            int64_t shape[2 + SWI_MAX_DIMS] = { gc->batch, gc->head_channels[h] };
+            int64_t shape[2 + SWI_MAX_DIMS] = {gc->batch, gc->head_channels[h]};
             for (int k = 0; k < d; k++) {
                 shape[2 + k] = size[k];
                 if (shapes_computed)
@@ -116,10 +106,8 @@ static void run_case(const golden_case *gc, int shapes_computed)
     free(input);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    if (size > 65536)
-        return 0;
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size > 65536) return 0;
     char path[600], why[512];
     fuzz_write_file("case.txt", data, size, path, sizeof path);
     golden_case gc;
@@ -151,8 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* "outputK_shape" absent: the parser computed the shapes itself. */
     int given = 0;
-    for (size_t i = 0; i + 6 <= size && !given; i++)
-        given = memcmp(data + i, "_shape", 6) == 0;
+    for (size_t i = 0; i + 6 <= size && !given; i++) given = memcmp(data + i, "_shape", 6) == 0;
     run_case(&gc, !given);
     return 0;
 }

@@ -23,29 +23,25 @@
 /* Largest volume the target reads (the CLI itself reads up to 2^40 voxels). */
 #define MAX_READ_VOXELS (1 << 18)
 
-static int same_float(float a, float b)
-{
-    if (isnan(a) || isnan(b))
-        return isnan(a) && isnan(b);
+static int same_float(float a, float b) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
     return memcmp(&a, &b, sizeof a) == 0;
 }
 
 /* A valid 3x1x1 float32 NIfTI-1 volume of 12345s at fuzz_dir()/name, gzipped if gz. */
-static void plant_decoy(const char *name, int gz)
-{
+static void plant_decoy(const char *name, int gz) {
     unsigned char file[352 + 12];
     memset(file, 0, sizeof file);
     int32_t i32 = 348;
     memcpy(file, &i32, 4);
-    int16_t dim[8] = { 3, 3, 1, 1, 1, 1, 1, 1 }, dt[2] = { 16, 32 };
+    int16_t dim[8] = {3, 3, 1, 1, 1, 1, 1, 1}, dt[2] = {16, 32};
     memcpy(file + 40, dim, sizeof dim);
     memcpy(file + 70, dt, sizeof dt);
     float f = 352, one = 1, v = 12345;
     memcpy(file + 108, &f, 4);
     memcpy(file + 112, &one, 4);
     memcpy(file + 344, "n+1", 4);
-    for (int i = 0; i < 3; i++)
-        memcpy(file + 352 + 4 * i, &v, 4);
+    for (int i = 0; i < 3; i++) memcpy(file + 352 + 4 * i, &v, 4);
     char path[600];
     snprintf(path, sizeof path, "%s/%s", fuzz_dir(), name);
     if (gz) {
@@ -57,8 +53,7 @@ static void plant_decoy(const char *name, int gz)
     }
 }
 
-static void round_trip(const swi_volume *v, const float *vox, int64_t n, int gz, int labels)
-{
+static void round_trip(const swi_volume *v, const float *vox, int64_t n, int gz, int labels) {
     char path[600], err[SWI_ERRLEN];
     /* A different volume lies beside the output under the sibling name (X.nii for
      * X.nii.gz and the other way round): niftilib, asked for one by its base name, once
@@ -76,16 +71,15 @@ static void round_trip(const swi_volume *v, const float *vox, int64_t n, int gz,
         data = lab;
     }
     err[0] = '\0';
-    int rc = swi_volume_write_fd(fd, path, v, data, labels ? SWI_DTYPE_UINT8 : SWI_DTYPE_FLOAT32,
-                                 labels ? SWI_IO_LABELS : SWI_IO_IMAGE, 1, labels ? 7 : 1, NULL,
-                                 err, SWI_ERRLEN);
+    int rc =
+        swi_volume_write_fd(fd, path, v, data, labels ? SWI_DTYPE_UINT8 : SWI_DTYPE_FLOAT32,
+                            labels ? SWI_IO_LABELS : SWI_IO_IMAGE, 1, labels ? 7 : 1, NULL, err, SWI_ERRLEN);
     CHECK(rc == 0, "writing a volume that was read: %s", err);
     swi_volume w;
     rc = swi_volume_open(path, &w, err, SWI_ERRLEN);
     CHECK(rc == 0, "reopening what was written: %s", err);
     CHECK(w.size[0] == v->size[0] && w.size[1] == v->size[1] && w.size[2] == v->size[2],
-          "size changed: %lldx%lldx%lld", (long long)w.size[0], (long long)w.size[1],
-          (long long)w.size[2]);
+          "size changed: %lldx%lldx%lld", (long long)w.size[0], (long long)w.size[1], (long long)w.size[2]);
     CHECK(w.fmt.nifti.version == v->fmt.nifti.version, "version %d -> %d", v->fmt.nifti.version,
           w.fmt.nifti.version);
     CHECK(memcmp(w.affine, v->affine, sizeof w.affine) == 0, "geometry changed");
@@ -101,10 +95,8 @@ static void round_trip(const swi_volume *v, const float *vox, int64_t n, int gz,
     free(lab);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    if (size > (1 << 20))
-        return 0;
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size > (1 << 20)) return 0;
     int gz = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
     char path[600], err[SWI_ERRLEN];
     fuzz_write_file(gz ? "in.nii.gz" : "in.nii", data, size, path, sizeof path);
@@ -117,17 +109,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(v.fmt.nifti.version == 1 || v.fmt.nifti.version == 2, "version %d", v.fmt.nifti.version);
     CHECK(v.size[0] >= 1 && v.size[1] >= 1 && v.size[2] >= 1, "size");
     CHECK(v.bytes_per_voxel == 1 || v.bytes_per_voxel == 2 || v.bytes_per_voxel == 4 ||
-          v.bytes_per_voxel == 8 || v.bytes_per_voxel == 16, "bytes_per_voxel");
-    CHECK(v.affine[3][0] == 0 && v.affine[3][1] == 0 && v.affine[3][2] == 0 &&
-          v.affine[3][3] == 1, "affine's last row");
+              v.bytes_per_voxel == 8 || v.bytes_per_voxel == 16,
+          "bytes_per_voxel");
+    CHECK(v.affine[3][0] == 0 && v.affine[3][1] == 0 && v.affine[3][2] == 0 && v.affine[3][3] == 1,
+          "affine's last row");
     CHECK(v.fmt.nifti.offset >= (v.fmt.nifti.version == 1 ? 348 : 540), "offset %lld",
           (long long)v.fmt.nifti.offset);
     CHECK(isfinite(v.slope) && v.slope != 0 && isfinite(v.inter), "scaling");
     int64_t n = v.size[0] * v.size[1] * v.size[2];
-    if (!gz)
-        CHECK(v.fmt.nifti.offset + n * v.bytes_per_voxel <= (int64_t)size, "accepted a truncated file");
-    if (n > MAX_READ_VOXELS)
-        return 0;
+    if (!gz) CHECK(v.fmt.nifti.offset + n * v.bytes_per_voxel <= (int64_t)size, "accepted a truncated file");
+    if (n > MAX_READ_VOXELS) return 0;
     float *vox = malloc((size_t)n * sizeof(float));
     err[0] = '\0';
     int64_t nonfinite = -1;

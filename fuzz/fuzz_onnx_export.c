@@ -21,16 +21,14 @@
 
 #define CHECK(cond, ...) FUZZ_CHECK("fuzz_onnx_export", cond, __VA_ARGS__)
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    if (size > (1 << 18))
-        return 0;
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size > (1 << 18)) return 0;
     char model[600], out[600], out2[600];
     fuzz_write_file("net.onnx", data, size, model, sizeof model);
     snprintf(out, sizeof out, "%s/pipe.onnx", fuzz_dir());
     snprintf(out2, sizeof out2, "%s/pipe2.onnx", fuzz_dir());
     unlink(out);
-    char *argv[16] = { "swi-export", "--model", model, "--output", out, "--quiet" };
+    char *argv[16] = {"swi-export", "--model", model, "--output", out, "--quiet"};
     int argc = 6;
     switch (size % 4) {
     case 0: argv[argc++] = "--dynamic"; break;
@@ -61,8 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == 0) {
         CHECK(stat(out, &sb) == 0 && sb.st_size > 0, "exit 0 without an output file");
         /* What was written is a model of its own: the reader must take it back. */
-        char *argv2[] = { "swi-export", "--model", out, "--output", out2, "--quiet", "--force",
-                          "--dynamic", NULL };
+        char *argv2[] = {"swi-export", "--model", out,         "--output", out2,
+                         "--quiet",    "--force", "--dynamic", NULL};
         if (sb.st_size < (1 << 20)) {
             int rc2 = swi_cmd_export(8, argv2);
             CHECK(rc2 == 0 || rc2 == 1 || rc2 == 2, "re-export exit status %d", rc2);
@@ -77,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct dirent *e;
         while ((e = readdir(dir)) != NULL)
             CHECK(e->d_name[0] == '.' && (e->d_name[1] == '\0' || strcmp(e->d_name, "..") == 0)
-                      ? 1 : strcmp(e->d_name, "net.onnx") == 0,
+                      ? 1
+                      : strcmp(e->d_name, "net.onnx") == 0,
                   "exit %d left '%s' behind", rc, e->d_name);
         closedir(dir);
     }

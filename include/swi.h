@@ -165,31 +165,31 @@ typedef struct swi_head_spec {
 } swi_head_spec;
 
 typedef struct swi_params {
-    int dims;                          /**< spatial dims: 1 to SWI_MAX_DIMS */
-    int64_t roi[SWI_MAX_DIMS];         /**< window size; <= 0 means the whole image along that dim */
-    double overlap[SWI_MAX_DIMS];      /**< fraction of overlap in [0, 1); default 0.25 */
-    swi_blend mode;                    /**< default SWI_BLEND_CONSTANT */
-    double sigma_scale[SWI_MAX_DIMS];  /**< gaussian sigma / roi; default 0.125; must be > 0 */
-    const float *weight_map;           /**< SWI_BLEND_CUSTOM only: [*roi], caller-owned */
-    swi_pad padding_mode;              /**< used where roi > image; default SWI_PAD_CONSTANT */
-    float cval;                        /**< fill value of SWI_PAD_CONSTANT; default 0 */
-    int sw_batch_size;                 /**< windows per predictor call (>= 1); default 1 */
-    int threads;                       /**< blending/reduction workers, 0..SWI_MAX_THREADS;
+    int dims;                           /**< spatial dims: 1 to SWI_MAX_DIMS */
+    int64_t roi[SWI_MAX_DIMS];          /**< window size; <= 0 means the whole image along that dim */
+    double overlap[SWI_MAX_DIMS];       /**< fraction of overlap in [0, 1); default 0.25 */
+    swi_blend mode;                     /**< default SWI_BLEND_CONSTANT */
+    double sigma_scale[SWI_MAX_DIMS];   /**< gaussian sigma / roi; default 0.125; must be > 0 */
+    const float *weight_map;            /**< SWI_BLEND_CUSTOM only: [*roi], caller-owned */
+    swi_pad padding_mode;               /**< used where roi > image; default SWI_PAD_CONSTANT */
+    float cval;                         /**< fill value of SWI_PAD_CONSTANT; default 0 */
+    int sw_batch_size;                  /**< windows per predictor call (>= 1); default 1 */
+    int threads;                        /**< blending/reduction workers, 0..SWI_MAX_THREADS;
                                             0 = number of cores */
-    swi_order_mode order_mode;         /**< default SWI_ORDER_AUTO */
-    int order[SWI_MAX_DIMS];           /**< SWI_ORDER_FIXED: window loop order, outermost axis
+    swi_order_mode order_mode;          /**< default SWI_ORDER_AUTO */
+    int order[SWI_MAX_DIMS];            /**< SWI_ORDER_FIXED: window loop order, outermost axis
                                             first, a permutation of 0..dims-1 */
-    swi_pipeline pipeline;             /**< default SWI_PIPELINE_AUTO */
-    swi_reuse reuse;                   /**< default SWI_REUSE_OFF */
-    int reuse_cache;                   /**< SWI_REUSE_ON: window outputs kept for reuse across
+    swi_pipeline pipeline;              /**< default SWI_PIPELINE_AUTO */
+    swi_reuse reuse;                    /**< default SWI_REUSE_OFF */
+    int reuse_cache;                    /**< SWI_REUSE_ON: window outputs kept for reuse across
                                             batches, 0..64; 0 = 1. A window is kept the second
                                             time its input is seen, and each kept window costs
                                             its input and all its head outputs (counted by the
                                             planner; dropped to none to fit max_memory). */
-    size_t max_memory;                 /**< peak-bytes budget for swi_run (input, window buffers,
+    size_t max_memory;                  /**< peak-bytes budget for swi_run (input, window buffers,
                                             partial sums, outputs); 0 = unlimited. sw_batch_size and
                                             pipeline are lowered to fit, else SWI_ERR_BUDGET. */
-    int64_t part_lo, part_hi;          /**< part_hi > 0: compute only the output rows [part_lo,
+    int64_t part_lo, part_hi;           /**< part_hi > 0: compute only the output rows [part_lo,
                                             part_hi) along the first spatial dim (input voxels).
                                             Exactly the windows touching them run, in the order
                                             the whole run takes them, so parts computed by
@@ -198,8 +198,8 @@ typedef struct swi_params {
                                             grid; only the part's voxels are written, and regions
                                             lie inside it. Heads must not be zoomed. Default 0, 0:
                                             the whole output. */
-    int n_heads;                       /**< predictor heads, 1..SWI_MAX_HEADS; default 1 */
-    swi_head_spec heads[SWI_MAX_HEADS];/**< per-head declared shapes (zeros = learn) */
+    int n_heads;                        /**< predictor heads, 1..SWI_MAX_HEADS; default 1 */
+    swi_head_spec heads[SWI_MAX_HEADS]; /**< per-head declared shapes (zeros = learn) */
     /** Optional progress callback, called from the calling thread after each batch with the
      *  windows done and the total. Return non-zero to cancel (SWI_ERR_CANCELLED). */
     int (*progress)(void *user, int64_t windows_done, int64_t windows_total);
@@ -233,9 +233,9 @@ typedef struct swi_tensor {
     const float *data;
     int64_t batch;
     int64_t channels;
-    int dims;                     /**< must equal swi_params.dims */
+    int dims; /**< must equal swi_params.dims */
     int64_t size[SWI_MAX_DIMS];
-    const swi_reader *reader;     /**< used when data is NULL */
+    const swi_reader *reader; /**< used when data is NULL */
 } swi_tensor;
 
 /** One predictor call's windows; valid only during that call. */
@@ -302,7 +302,7 @@ typedef enum swi_reduce {
 } swi_reduce;
 
 typedef enum swi_dtype {
-    SWI_DTYPE_AUTO = 0,    /**< float32, or for argmax uint8 up to 256 channels else uint16 */
+    SWI_DTYPE_AUTO = 0, /**< float32, or for argmax uint8 up to 256 channels else uint16 */
     SWI_DTYPE_FLOAT32 = 1,
     SWI_DTYPE_UINT8 = 2,
     SWI_DTYPE_UINT16 = 3
@@ -311,15 +311,15 @@ typedef enum swi_dtype {
 /** A completed region handed to a callback. Bounds are in the output grid of its head
  *  (cropped: the same grid as the stored result), hi exclusive. */
 typedef struct swi_region {
-    int output;                /**< index into the swi_output array */
+    int output; /**< index into the swi_output array */
     int head;
-    int64_t image;             /**< batch index */
+    int64_t image; /**< batch index */
     int dims;
     int64_t lo[SWI_MAX_DIMS];
     int64_t hi[SWI_MAX_DIMS];
-    int64_t channels;          /**< planes in data: head channels (NONE, SOFTMAX, CUSTOM) or 1 */
-    swi_dtype dtype;           /**< of data */
-    const void *data;          /**< [channels, *(hi - lo)] C order; valid during the call */
+    int64_t channels; /**< planes in data: head channels (NONE, SOFTMAX, CUSTOM) or 1 */
+    swi_dtype dtype;  /**< of data */
+    const void *data; /**< [channels, *(hi - lo)] C order; valid during the call */
 } swi_region;
 
 /** Region callback: return 0 to go on, non-zero to stop the run (SWI_ERR_CALLBACK). It may
@@ -335,7 +335,7 @@ typedef int (*swi_region_fn)(void *user, const swi_region *region);
 typedef struct swi_output {
     int head;
     swi_reduce reduce;
-    swi_dtype dtype;           /**< AUTO, or UINT8/UINT16 for ARGMAX, FLOAT32 otherwise */
+    swi_dtype dtype; /**< AUTO, or UINT8/UINT16 for ARGMAX, FLOAT32 otherwise */
     void *dst;
     size_t dst_bytes;
     swi_region_fn on_region;
@@ -361,33 +361,34 @@ const char *swi_last_error(const swi_ctx *ctx);
 /** What a run will do and need, computed without running or allocating big buffers. */
 typedef struct swi_plan {
     int dims;
-    int64_t roi[SWI_MAX_DIMS];           /**< effective window */
-    int64_t padded[SWI_MAX_DIMS];        /**< padded image size P_k */
+    int64_t roi[SWI_MAX_DIMS];    /**< effective window */
+    int64_t padded[SWI_MAX_DIMS]; /**< padded image size P_k */
     int64_t pad_before[SWI_MAX_DIMS];
     int64_t windows_per_axis[SWI_MAX_DIMS];
     int64_t windows_per_image;
-    int64_t windows_total;               /**< windows that run: windows_per_image * batch, or with
+    int64_t windows_total; /**< windows that run: windows_per_image * batch, or with
                                               part_hi > 0 those touching the part */
     int64_t predictor_calls;
-    int sw_batch_size;                   /**< after fitting the budget */
-    int pipeline;                        /**< 0 or 1: pipelining chosen, after fitting the budget */
+    int sw_batch_size; /**< after fitting the budget */
+    int pipeline;      /**< 0 or 1: pipelining chosen, after fitting the budget */
     int threads;
-    int order[SWI_MAX_DIMS];             /**< window loop order chosen, outermost first */
-    int64_t head_channels[SWI_MAX_HEADS];/**< 0 where still unknown */
-    swi_dtype label_dtype[SWI_MAX_HEADS];/**< what an SWI_DTYPE_AUTO argmax of each head stores:
+    int order[SWI_MAX_DIMS];              /**< window loop order chosen, outermost first */
+    int64_t head_channels[SWI_MAX_HEADS]; /**< 0 where still unknown */
+    swi_dtype label_dtype[SWI_MAX_HEADS]; /**< what an SWI_DTYPE_AUTO argmax of each head stores:
                                               UINT8 up to 256 channels, else UINT16; AUTO while
                                               the head's channels are unknown */
-    size_t bytes_input;                  /**< the caller's input tensor (0 for a reader: its window box
+    size_t bytes_input;                   /**< the caller's input tensor (0 for a reader: its window box
                                               is counted in bytes_scratch) */
-    size_t bytes_windows;                /**< window input + predictor output buffers */
-    size_t bytes_partial;                /**< partial sums of the open frontier at their peak, with the allocator's fragmentation allowance */
-    size_t bytes_outputs;                /**< stored results (caller's or library's) */
-    size_t bytes_scratch;                /**< per-thread scratch and bookkeeping */
-    size_t bytes_reuse;                  /**< the reuse cache (SWI_REUSE_ON) */
-    size_t bytes_peak;                   /**< sum of the above: the predicted peak */
-    size_t bytes_min;                    /**< smallest peak any batch/pipeline choice gives */
-    int reuse_cache;                     /**< window outputs the reuse cache keeps, after fitting */
-    int64_t windows_reused;              /**< SWI_REUSE_ON with input->data given: windows that will
+    size_t bytes_windows;                 /**< window input + predictor output buffers */
+    size_t
+        bytes_partial; /**< partial sums of the open frontier at their peak, with the allocator's fragmentation allowance */
+    size_t bytes_outputs;   /**< stored results (caller's or library's) */
+    size_t bytes_scratch;   /**< per-thread scratch and bookkeeping */
+    size_t bytes_reuse;     /**< the reuse cache (SWI_REUSE_ON) */
+    size_t bytes_peak;      /**< sum of the above: the predicted peak */
+    size_t bytes_min;       /**< smallest peak any batch/pipeline choice gives */
+    int reuse_cache;        /**< window outputs the reuse cache keeps, after fitting */
+    int64_t windows_reused; /**< SWI_REUSE_ON with input->data given: windows that will
                                               not reach the predictor (found by reading every
                                               window once, as the run will); else 0 */
 } swi_plan;

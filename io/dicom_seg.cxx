@@ -35,8 +35,7 @@
 
 namespace {
 
-std::string num(double x)
-{
+std::string num(double x) {
     char b[32];
     snprintf(b, sizeof b, "%.10g", x); /* a DICOM decimal string holds 16 characters */
     return b;
@@ -48,14 +47,12 @@ struct Slices {
     ~Slices() { io__dicom_slices_free(s, count); }
 };
 
-swi_status fail(char *err, size_t n, const char *name, const char *what, const OFCondition &c)
-{
+swi_status fail(char *err, size_t n, const char *name, const char *what, const OFCondition &c) {
     io__err(err, n, "%s: DICOM SEG: %s: %s", name, what, c.text());
     return SWI_ERR_INVALID_ARG;
 }
 
-swi_status copy_into(const std::string &tmp, int fd, const char *name, char *err, size_t n)
-{
+swi_status copy_into(const std::string &tmp, int fd, const char *name, char *err, size_t n) {
     int in = open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
     if (in < 0) {
         io__err(err, n, "%s: write failed: %s", name, strerror(errno));
@@ -65,8 +62,7 @@ swi_status copy_into(const std::string &tmp, int fd, const char *name, char *err
     swi_status st = SWI_OK;
     for (;;) {
         ssize_t r = read(in, buf.data(), buf.size());
-        if (r < 0 && errno == EINTR)
-            continue;
+        if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             if (r < 0) {
                 io__err(err, n, "%s: write failed: %s", name, strerror(errno));
@@ -76,30 +72,25 @@ swi_status copy_into(const std::string &tmp, int fd, const char *name, char *err
         }
         for (ssize_t off = 0; off < r && st == SWI_OK;) {
             ssize_t w = write(fd, buf.data() + off, (size_t)(r - off));
-            if (w < 0 && errno == EINTR)
-                continue;
+            if (w < 0 && errno == EINTR) continue;
             if (w <= 0) {
                 io__err(err, n, "%s: write failed: %s", name, w < 0 ? strerror(errno) : "no progress");
                 st = SWI_ERR_INVALID_ARG;
             }
             off += w > 0 ? w : 0;
         }
-        if (st != SWI_OK)
-            break;
+        if (st != SWI_OK) break;
     }
     close(in);
     return st;
 }
 
-swi_status build(const std::string &tmp, const char *name, const swi_volume *like,
-                 const void *labels, int label_bytes, int64_t classes,
-                 const swi_io_cancel *cancel, char *err, size_t n)
-{
+swi_status build(const std::string &tmp, const char *name, const swi_volume *like, const void *labels,
+                 int label_bytes, int64_t classes, const swi_io_cancel *cancel, char *err, size_t n) {
     const int64_t ni = like->size[0], nj = like->size[1], nk = like->size[2];
     Slices sl;
     swi_status st = io__dicom_slices(like, &sl.s, &sl.count, err, n);
-    if (st)
-        return st;
+    if (st) return st;
     auto label = [&](int64_t i, int64_t j, int64_t k) -> int64_t {
         size_t at = (size_t)((i * nj + j) * nk + k);
         return label_bytes == 1 ? ((const uint8_t *)labels)[at] : ((const uint16_t *)labels)[at];
@@ -110,8 +101,7 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
         for (int64_t j = 0; j < nj; j++)
             for (int64_t k = 0; k < nk; k++) {
                 int64_t l = label(i, j, k);
-                if (l > 0 && l < classes)
-                    on[(size_t)l][(size_t)k] = 1;
+                if (l > 0 && l < classes) on[(size_t)l][(size_t)k] = 1;
             }
 
     /* the source's UIDs, slice by slice */
@@ -120,13 +110,10 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
         DcmFileFormat ff;
         OFCondition c = ff.loadFile(sl.s[k].file);
         OFString a, b;
-        if (c.good())
-            c = ff.getDataset()->findAndGetOFString(DCM_SOPClassUID, a);
-        if (c.good())
-            c = ff.getDataset()->findAndGetOFString(DCM_SOPInstanceUID, b);
+        if (c.good()) c = ff.getDataset()->findAndGetOFString(DCM_SOPClassUID, a);
+        if (c.good()) c = ff.getDataset()->findAndGetOFString(DCM_SOPInstanceUID, b);
         if (c.bad()) {
-            io__err(err, n, "%s: DICOM SEG: cannot take the UIDs of %s: %s", name, sl.s[k].file,
-                    c.text());
+            io__err(err, n, "%s: DICOM SEG: cannot take the UIDs of %s: %s", name, sl.s[k].file, c.text());
             return SWI_ERR_INVALID_ARG;
         }
         sop_class[(size_t)k] = a.c_str();
@@ -137,8 +124,7 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
     ContentIdentificationMacro ci("1", "SWI_LABELS", "label map from swi segment", "swi");
     DcmSegmentation *raw = NULL;
     OFCondition c = DcmSegmentation::createBinarySegmentation(raw, (Uint16)nj, (Uint16)ni, eq, ci);
-    if (c.bad() || !raw)
-        return fail(err, n, name, "cannot create the object", c);
+    if (c.bad() || !raw) return fail(err, n, name, "cannot create the object", c);
     std::unique_ptr<DcmSegmentation> seg(raw);
     if ((c = seg->importFromSourceImage(sl.s[0].file)).bad())
         return fail(err, n, name, "cannot take patient, study and frame of reference", c);
@@ -149,8 +135,8 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
     char uid[100];
     dim_uid = dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT);
     IODMultiframeDimensionModule &dims = seg->getDimensions();
-    if ((c = dims.addDimensionIndex(DCM_ReferencedSegmentNumber, dim_uid,
-                                    DCM_SegmentIdentificationSequence, "ReferencedSegmentNumber"))
+    if ((c = dims.addDimensionIndex(DCM_ReferencedSegmentNumber, dim_uid, DCM_SegmentIdentificationSequence,
+                                    "ReferencedSegmentNumber"))
             .bad() ||
         (c = dims.addDimensionIndex(DCM_ImagePositionPatient, dim_uid, DCM_PlanePositionSequence,
                                     "ImagePositionPatient"))
@@ -177,14 +163,14 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
     int64_t segments = 0;
     for (int64_t l = 1; l < classes; l++) {
         bool any = false;
-        for (int64_t k = 0; k < nk && !any; k++)
-            any = on[(size_t)l][(size_t)k];
-        if (!any)
-            continue;
+        for (int64_t k = 0; k < nk && !any; k++) any = on[(size_t)l][(size_t)k];
+        if (!any) continue;
         DcmSegment *sg = NULL;
         std::string lab = "label " + std::to_string(l);
         if ((c = DcmSegment::create(sg, lab.c_str(), category, type, DcmSegTypes::SAT_AUTOMATIC,
-                                    "swi segment")).bad() || !sg)
+                                    "swi segment"))
+                .bad() ||
+            !sg)
             return fail(err, n, name, "segment", c);
         Uint16 number = 0;
         if ((c = seg->addSegment(sg, number)).bad()) {
@@ -193,15 +179,13 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
         }
         segments++;
         for (int64_t k = 0; k < nk; k++) {
-            if (!on[(size_t)l][(size_t)k])
-                continue;
+            if (!on[(size_t)l][(size_t)k]) continue;
             if (io__cancelled(cancel)) {
                 io__err(err, n, "interrupted");
                 return SWI_ERR_CANCELLED;
             }
             for (int64_t j = 0; j < nj; j++) /* frame rows are j, columns i */
-                for (int64_t i = 0; i < ni; i++)
-                    frame[(size_t)(j * ni + i)] = label(i, j, k) == l;
+                for (int64_t i = 0; i < ni; i++) frame[(size_t)(j * ni + i)] = label(i, j, k) == l;
             const io_slice &t = sl.s[k];
             std::unique_ptr<FGPlanePosPatient> pp(FGPlanePosPatient::createMinimal(
                 num(t.origin[0]).c_str(), num(t.origin[1]).c_str(), num(t.origin[2]).c_str()));
@@ -228,16 +212,14 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
     /* the Referenced Series Sequence: every source slice */
     IODReferences refs_all;
     OFVector<OFString> files;
-    for (int64_t k = 0; k < nk; k++)
-        files.push_back(sl.s[k].file);
+    for (int64_t k = 0; k < nk; k++) files.push_back(sl.s[k].file);
     if (refs_all.addFromFiles(files) != (size_t)nk ||
         seg->getCommonInstanceReference().addReferences(refs_all) != (size_t)nk) {
         io__err(err, n, "%s: DICOM SEG: cannot reference the source slices", name);
         return SWI_ERR_INVALID_ARG;
     }
     if (segments == 0) {
-        io__err(err, n, "%s: the label map holds no label above 0: a DICOM SEG needs a segment",
-                name);
+        io__err(err, n, "%s: the label map holds no label above 0: a DICOM SEG needs a segment", name);
         return SWI_ERR_INVALID_ARG;
     }
     if ((c = seg->saveFile(tmp.c_str(), EXS_LittleEndianExplicit)).bad())
@@ -251,8 +233,7 @@ extern "C" int io__dcmseg_available(void) { return 1; }
 
 extern "C" swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_volume *like,
                                           const void *labels, swi_dtype dtype, int64_t classes,
-                                          const swi_io_cancel *cancel, char *err, size_t n)
-{
+                                          const swi_io_cancel *cancel, char *err, size_t n) {
     const char *bad = NULL;
     if (fd < 0)
         bad = "fd < 0";
@@ -265,8 +246,7 @@ extern "C" swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_vo
     else if (like->size[0] > 65535 || like->size[1] > 65535)
         bad = "slices larger than 65535 pixels";
     if (bad) {
-        if (fd >= 0)
-            close(fd);
+        if (fd >= 0) close(fd);
         io__err(err, n, "%s: %s", name, bad);
         return SWI_ERR_INVALID_ARG;
     }
@@ -285,8 +265,7 @@ extern "C" swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_vo
     std::string tmp = std::string(dirbuf.data()) + "/seg.dcm";
     swi_status st;
     try {
-        st = build(tmp, name, like, labels, dtype == SWI_DTYPE_UINT8 ? 1 : 2, classes, cancel,
-                   err, n);
+        st = build(tmp, name, like, labels, dtype == SWI_DTYPE_UINT8 ? 1 : 2, classes, cancel, err, n);
     } catch (const std::bad_alloc &) {
         io__err(err, n, "%s: out of memory", name);
         st = SWI_ERR_NOMEM;
@@ -297,8 +276,7 @@ extern "C" swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_vo
         io__err(err, n, "%s: DICOM SEG: unknown error", name);
         st = SWI_ERR_INVALID_ARG;
     }
-    if (st == SWI_OK)
-        st = copy_into(tmp, fd, name, err, n);
+    if (st == SWI_OK) st = copy_into(tmp, fd, name, err, n);
     unlink(tmp.c_str());
     rmdir(dirbuf.data());
     if (close(fd) != 0 && st == SWI_OK) {

@@ -13,26 +13,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static double dot3(const double a[3], const double b[3])
-{
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-}
+static double dot3(const double a[3], const double b[3]) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
-static int cmp_pos(const void *a, const void *b)
-{
+static int cmp_pos(const void *a, const void *b) {
     const io_slice *x = a, *y = b;
     return x->pos < y->pos ? -1 : x->pos > y->pos ? 1 : 0;
 }
 
-static const char *base(const char *p)
-{
+static const char *base(const char *p) {
     const char *s = p ? strrchr(p, '/') : NULL;
     return s ? s + 1 : p ? p : "?";
 }
 
-swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_volume *v,
-                              char *err, size_t n)
-{
+swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_volume *v, char *err,
+                              size_t n) {
     if (count < 1) {
         io__err(err, n, "%s: is a directory holding no DICOM series (no DICOM files)", dir);
         return SWI_ERR_INVALID_ARG;
@@ -41,13 +35,12 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
     for (int64_t x = 1; x < count; x++)
         if (strcmp(s[x].series_uid, s[0].series_uid) != 0) {
             int64_t other = 0;
-            for (int64_t y = 0; y < count; y++)
-                other += strcmp(s[y].series_uid, s[0].series_uid) != 0;
-            io__err(err, n, "%s: holds more than one DICOM series (SeriesInstanceUID %s in %lld "
+            for (int64_t y = 0; y < count; y++) other += strcmp(s[y].series_uid, s[0].series_uid) != 0;
+            io__err(err, n,
+                    "%s: holds more than one DICOM series (SeriesInstanceUID %s in %lld "
                     "files, %s in %s and %lld more); put each series in its own directory",
-                    dir, s[0].series_uid[0] ? s[0].series_uid : "(none)",
-                    (long long)(count - other), s[x].series_uid[0] ? s[x].series_uid : "(none)",
-                    base(s[x].file), (long long)(other - 1));
+                    dir, s[0].series_uid[0] ? s[0].series_uid : "(none)", (long long)(count - other),
+                    s[x].series_uid[0] ? s[x].series_uid : "(none)", base(s[x].file), (long long)(other - 1));
             return SWI_ERR_INVALID_ARG;
         }
     const io_slice *f = &s[0];
@@ -57,8 +50,10 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
         return SWI_ERR_INVALID_ARG;
     }
     if (f->frames != 1) {
-        io__err(err, n, "%s: %s is a multi-frame image (%lld frames); swi reads series of "
-                "single-frame slices", dir, base(f->file), (long long)f->frames);
+        io__err(err, n,
+                "%s: %s is a multi-frame image (%lld frames); swi reads series of "
+                "single-frame slices",
+                dir, base(f->file), (long long)f->frames);
         return SWI_ERR_INVALID_ARG;
     }
     if (count < 2) {
@@ -68,16 +63,15 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
     }
     /* Orientation: orthonormal, the same for every slice. */
     double nr = sqrt(dot3(f->row_dir, f->row_dir)), nc = sqrt(dot3(f->col_dir, f->col_dir));
-    if (!(fabs(nr - 1) < 1e-3) || !(fabs(nc - 1) < 1e-3) ||
-        !(fabs(dot3(f->row_dir, f->col_dir)) < 1e-3)) {
-        io__err(err, n, "%s: %s: ImageOrientationPatient is not two orthogonal unit vectors",
-                dir, base(f->file));
+    if (!(fabs(nr - 1) < 1e-3) || !(fabs(nc - 1) < 1e-3) || !(fabs(dot3(f->row_dir, f->col_dir)) < 1e-3)) {
+        io__err(err, n, "%s: %s: ImageOrientationPatient is not two orthogonal unit vectors", dir,
+                base(f->file));
         return SWI_ERR_INVALID_ARG;
     }
     if (!(f->spacing[0] > 0) || !(f->spacing[1] > 0) || !isfinite(f->spacing[0]) ||
         !isfinite(f->spacing[1])) {
-        io__err(err, n, "%s: %s: PixelSpacing %g\\%g is not positive", dir, base(f->file),
-                f->spacing[1], f->spacing[0]);
+        io__err(err, n, "%s: %s: PixelSpacing %g\\%g is not positive", dir, base(f->file), f->spacing[1],
+                f->spacing[0]);
         return SWI_ERR_INVALID_ARG;
     }
     double normal[3] = {
@@ -88,33 +82,36 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
     for (int64_t x = 0; x < count; x++) {
         const io_slice *t = &s[x];
         if (t->frames != 1) {
-            io__err(err, n, "%s: %s is a multi-frame image (%lld frames); swi reads series of "
-                    "single-frame slices", dir, base(t->file), (long long)t->frames);
+            io__err(err, n,
+                    "%s: %s is a multi-frame image (%lld frames); swi reads series of "
+                    "single-frame slices",
+                    dir, base(t->file), (long long)t->frames);
             return SWI_ERR_INVALID_ARG;
         }
         if (t->cols != f->cols || t->rows != f->rows) {
-            io__err(err, n, "%s: slices differ in size: %s is %lldx%lld, %s %lldx%lld", dir,
-                    base(f->file), (long long)f->cols, (long long)f->rows, base(t->file),
-                    (long long)t->cols, (long long)t->rows);
+            io__err(err, n, "%s: slices differ in size: %s is %lldx%lld, %s %lldx%lld", dir, base(f->file),
+                    (long long)f->cols, (long long)f->rows, base(t->file), (long long)t->cols,
+                    (long long)t->rows);
             return SWI_ERR_INVALID_ARG;
         }
         for (int a = 0; a < 3; a++)
             if (!(fabs(t->row_dir[a] - f->row_dir[a]) < 1e-4) ||
                 !(fabs(t->col_dir[a] - f->col_dir[a]) < 1e-4)) {
-                io__err(err, n, "%s: slices differ in orientation (ImageOrientationPatient of "
-                        "%s and %s)", dir, base(f->file), base(t->file));
+                io__err(err, n,
+                        "%s: slices differ in orientation (ImageOrientationPatient of "
+                        "%s and %s)",
+                        dir, base(f->file), base(t->file));
                 return SWI_ERR_INVALID_ARG;
             }
         for (int a = 0; a < 2; a++)
             if (!(fabs(t->spacing[a] - f->spacing[a]) < 1e-4 * f->spacing[a] + 1e-6)) {
-                io__err(err, n, "%s: slices differ in PixelSpacing (%s and %s)", dir,
-                        base(f->file), base(t->file));
+                io__err(err, n, "%s: slices differ in PixelSpacing (%s and %s)", dir, base(f->file),
+                        base(t->file));
                 return SWI_ERR_INVALID_ARG;
             }
         for (int a = 0; a < 3; a++)
             if (!isfinite(t->origin[a]) || fabs(t->origin[a]) > 1e9) {
-                io__err(err, n, "%s: %s: ImagePositionPatient is not a position", dir,
-                        base(t->file));
+                io__err(err, n, "%s: %s: ImagePositionPatient is not a position", dir, base(t->file));
                 return SWI_ERR_INVALID_ARG;
             }
         s[x].pos = dot3(t->origin, normal);
@@ -124,13 +121,13 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
     double step = s[1].pos - s[0].pos;
     for (int64_t x = 1; x < count; x++) {
         double d = s[x].pos - s[x - 1].pos;
-        if (d < step)
-            step = d;
+        if (d < step) step = d;
     }
     if (!(step > 1e-4)) {
         for (int64_t x = 1; x < count; x++)
             if (!(s[x].pos - s[x - 1].pos > 1e-4)) {
-                io__err(err, n, "%s: two slices at the same position (%s and %s, %.4g mm along "
+                io__err(err, n,
+                        "%s: two slices at the same position (%s and %s, %.4g mm along "
                         "the normal): a duplicate file, or several acquisitions in one series",
                         dir, base(s[x - 1].file), base(s[x].file), s[x].pos);
                 return SWI_ERR_INVALID_ARG;
@@ -139,18 +136,19 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
     double tol = 1e-3 * step + 1e-4;
     for (int64_t x = 1; x < count; x++) {
         double d = s[x].pos - s[x - 1].pos;
-        if (fabs(d - step) <= tol)
-            continue;
+        if (fabs(d - step) <= tol) continue;
         double missing = d / step - 1;
         if (fabs(missing - floor(missing + 0.5)) < 0.05 && missing > 0.5)
-            io__err(err, n, "%s: %lld slice%s missing between %s and %s (%.4g mm apart, the "
-                    "others %.4g mm)", dir, (long long)floor(missing + 0.5),
-                    floor(missing + 0.5) > 1 ? "s" : "", base(s[x - 1].file), base(s[x].file),
-                    d, step);
+            io__err(err, n,
+                    "%s: %lld slice%s missing between %s and %s (%.4g mm apart, the "
+                    "others %.4g mm)",
+                    dir, (long long)floor(missing + 0.5), floor(missing + 0.5) > 1 ? "s" : "",
+                    base(s[x - 1].file), base(s[x].file), d, step);
         else
-            io__err(err, n, "%s: uneven slice spacing: %s and %s are %.4g mm apart, others "
-                    "%.4g mm; resample the series first", dir, base(s[x - 1].file),
-                    base(s[x].file), d, step);
+            io__err(err, n,
+                    "%s: uneven slice spacing: %s and %s are %.4g mm apart, others "
+                    "%.4g mm; resample the series first",
+                    dir, base(s[x - 1].file), base(s[x].file), d, step);
         return SWI_ERR_INVALID_ARG;
     }
     /* Every position on the line through the first along the normal: else the slices are
@@ -162,7 +160,8 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
             off2 += e * e;
         }
         if (!(sqrt(off2) <= 1e-3 * fabs(dp) + 1e-3)) {
-            io__err(err, n, "%s: slice positions do not follow the slice normal (%s is %.3g mm "
+            io__err(err, n,
+                    "%s: slice positions do not follow the slice normal (%s is %.3g mm "
                     "off it): a tilted gantry or sheared series, which swi does not resample",
                     dir, base(s[x].file), sqrt(off2));
             return SWI_ERR_INVALID_ARG;
@@ -200,39 +199,31 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
 
 /* Does the file carry the DICOM Part 10 preamble ("DICM" at byte 128)? Files without it
  * (notes, DICOMDIR's neighbours, thumbnails) are not slices. */
-static int has_dicm(const char *path)
-{
+static int has_dicm(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
+    if (fd < 0) return 0;
     unsigned char b[132];
     ssize_t got = pread(fd, b, sizeof b, 0);
     close(fd);
     return got == (ssize_t)sizeof b && memcmp(b + 128, "DICM", 4) == 0;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 typedef struct series {
     io_slice *s;
     int64_t count;
 } series;
 
-static void series_free(series *se)
-{
-    for (int64_t x = 0; x < se->count; x++)
-        free(se->s[x].file);
+static void series_free(series *se) {
+    for (int64_t x = 0; x < se->count; x++) free(se->s[x].file);
     free(se->s);
     se->s = NULL;
     se->count = 0;
 }
 
 /* Scan dir's DICOM files (sorted by name only so messages are stable) and assemble them. */
-static swi_status load_series(const char *dir, series *se, swi_volume *v, char *err, size_t n)
-{
+static swi_status load_series(const char *dir, series *se, swi_volume *v, char *err, size_t n) {
     memset(se, 0, sizeof *se);
     DIR *d = opendir(dir);
     if (!d) {
@@ -244,8 +235,7 @@ static swi_status load_series(const char *dir, series *se, swi_volume *v, char *
     swi_status st = SWI_OK;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || strcmp(e->d_name, "DICOMDIR") == 0)
-            continue;
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "DICOMDIR") == 0) continue;
         if (nn == cap) {
             size_t nc = cap ? cap * 2 : 64;
             char **t = realloc(names, nc * sizeof *t);
@@ -264,64 +254,54 @@ static swi_status load_series(const char *dir, series *se, swi_volume *v, char *
         snprintf(names[nn++], len, "%s/%s", dir, e->d_name);
     }
     closedir(d);
-    if (st == SWI_OK && nn > 1)
-        qsort(names, nn, sizeof *names, cmp_name);
-    if (st == SWI_OK && nn > 0 && !(se->s = calloc(nn, sizeof *se->s)))
-        st = SWI_ERR_NOMEM;
-    if (st == SWI_ERR_NOMEM)
-        io__err(err, n, "%s: out of memory listing the directory", dir);
+    if (st == SWI_OK && nn > 1) qsort(names, nn, sizeof *names, cmp_name);
+    if (st == SWI_OK && nn > 0 && !(se->s = calloc(nn, sizeof *se->s))) st = SWI_ERR_NOMEM;
+    if (st == SWI_ERR_NOMEM) io__err(err, n, "%s: out of memory listing the directory", dir);
     size_t x = 0;
     for (; x < nn && st == SWI_OK; x++) {
         struct stat sb;
-        if (stat(names[x], &sb) != 0 || !S_ISREG(sb.st_mode) || !has_dicm(names[x]))
-            continue;
+        if (stat(names[x], &sb) != 0 || !S_ISREG(sb.st_mode) || !has_dicm(names[x])) continue;
         io_slice *t = &se->s[se->count];
         t->file = names[x];
         names[x] = NULL;
         se->count++;
         st = io__itk_dicom_slice(t->file, t, err, n);
     }
-    for (x = 0; x < nn; x++)
-        free(names[x]);
+    for (x = 0; x < nn; x++) free(names[x]);
     free(names);
-    if (st == SWI_OK)
-        st = io__dicom_assemble(se->s, se->count, dir, v, err, n);
-    if (st != SWI_OK)
-        series_free(se);
+    if (st == SWI_OK) st = io__dicom_assemble(se->s, se->count, dir, v, err, n);
+    if (st != SWI_OK) series_free(se);
     return st;
 }
 
-swi_status io__dicom_open(const char *dir, swi_volume *v, char *err, size_t n)
-{
+swi_status io__dicom_open(const char *dir, swi_volume *v, char *err, size_t n) {
     memset(v, 0, sizeof *v);
     if (strlen(dir) >= sizeof v->path) {
         io__err(err, n, "%.200s...: path too long", dir);
         return SWI_ERR_INVALID_ARG;
     }
     if (!io__itk_available()) {
-        io__err(err, n, "%s: is a directory, and reading it as a DICOM series needs ITK: "
-                "swi_io was built without it (install libinsighttoolkit5-dev and rebuild)", dir);
+        io__err(err, n,
+                "%s: is a directory, and reading it as a DICOM series needs ITK: "
+                "swi_io was built without it (install libinsighttoolkit5-dev and rebuild)",
+                dir);
         return SWI_ERR_INVALID_ARG;
     }
     series se;
     swi_status st = load_series(dir, &se, v, err, n);
-    if (st != SWI_OK)
-        return st;
+    if (st != SWI_OK) return st;
     strcpy(v->path, dir);
     series_free(&se);
     return SWI_OK;
 }
 
-swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, char *err,
-                            size_t n)
-{
+swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, char *err, size_t n) {
     series se;
     swi_volume now;
     *out = NULL;
     *count = 0;
     swi_status st = load_series(v->path, &se, &now, err, n);
-    if (st != SWI_OK)
-        return st;
+    if (st != SWI_OK) return st;
     if (memcmp(now.size, v->size, sizeof now.size) != 0 ||
         memcmp(now.affine, v->affine, sizeof now.affine) != 0) {
         series_free(&se);
@@ -333,22 +313,18 @@ swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count,
     return SWI_OK;
 }
 
-void io__dicom_slices_free(io_slice *s, int64_t count)
-{
-    series se = { s, count };
+void io__dicom_slices_free(io_slice *s, int64_t count) {
+    series se = {s, count};
     series_free(&se);
 }
 
-swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                          char *err, size_t n)
-{
+swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err, size_t n) {
     /* swi_volume holds no allocation, so the series is assembled again: it must come out
      * the same as when it was opened. */
     series se;
     swi_volume now;
     swi_status st = load_series(v->path, &se, &now, err, n);
-    if (st != SWI_OK)
-        return st;
+    if (st != SWI_OK) return st;
     if (memcmp(now.size, v->size, sizeof now.size) != 0 ||
         memcmp(now.affine, v->affine, sizeof now.affine) != 0) {
         series_free(&se);
@@ -368,11 +344,9 @@ swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *
             st = SWI_ERR_CANCELLED;
             break;
         }
-        if ((st = io__itk_dicom_pixels(&se.s[k], slice, err, n)) != SWI_OK)
-            break;
+        if ((st = io__itk_dicom_pixels(&se.s[k], slice, err, n)) != SWI_OK) break;
         for (int64_t j = 0; j < nj; j++)
-            for (int64_t i = 0; i < ni; i++)
-                dst[(i * nj + j) * nk + k] = slice[i + ni * j];
+            for (int64_t i = 0; i < ni; i++) dst[(i * nj + j) * nk + k] = slice[i + ni * j];
     }
     free(slice);
     series_free(&se);

@@ -30,11 +30,9 @@
 
 int io__gz_fast(void) { return 1; }
 
-int io__gz_is_gzip(const char *path)
-{
+int io__gz_is_gzip(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
+    if (fd < 0) return 0;
     unsigned char m[2];
     ssize_t r = read(fd, m, 2);
     close(fd);
@@ -43,11 +41,9 @@ int io__gz_is_gzip(const char *path)
 
 /* ---- reading ----------------------------------------------------------------------- */
 
-int io__gz_read(const char *path, unsigned char *dst, size_t want)
-{
+int io__gz_read(const char *path, unsigned char *dst, size_t want) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return IO_GZ_FALLBACK;
+    if (fd < 0) return IO_GZ_FALLBACK;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 18) {
         close(fd);
@@ -56,34 +52,28 @@ int io__gz_read(const char *path, unsigned char *dst, size_t want)
     const size_t len = (size_t)st.st_size;
     const unsigned char *in = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (in == MAP_FAILED)
-        return IO_GZ_FALLBACK;
+    if (in == MAP_FAILED) return IO_GZ_FALLBACK;
     madvise((void *)in, len, MADV_SEQUENTIAL);
     struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
     int rc = IO_GZ_FALLBACK;
     size_t pos = 0, got = 0;
     unsigned char *spill = NULL; /* a last member larger than what is left of dst */
-    if (!d)
-        goto out;
+    if (!d) goto out;
     while (got < want) {
-        if (len - pos < 18 || in[pos] != 0x1f || in[pos + 1] != 0x8b)
-            goto out; /* short: zlib reports it */
+        if (len - pos < 18 || in[pos] != 0x1f || in[pos + 1] != 0x8b) goto out; /* short: zlib reports it */
         size_t used = 0, out = 0;
-        enum libdeflate_result r = libdeflate_gzip_decompress_ex(d, in + pos, len - pos, dst + got,
-                                                                 want - got, &used, &out);
+        enum libdeflate_result r =
+            libdeflate_gzip_decompress_ex(d, in + pos, len - pos, dst + got, want - got, &used, &out);
         if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
             /* The member holds more than is wanted (data after the voxels): take it into
              * a buffer sized by its trailer's ISIZE when that can be trusted. */
             const unsigned char *t = in + len - 4;
             size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
-            if (isize <= want - got || isize > ((size_t)1 << 31))
-                goto out;
+            if (isize <= want - got || isize > ((size_t)1 << 31)) goto out;
             spill = malloc(isize);
-            if (!spill)
-                goto out;
+            if (!spill) goto out;
             r = libdeflate_gzip_decompress_ex(d, in + pos, len - pos, spill, isize, &used, &out);
-            if (r != LIBDEFLATE_SUCCESS || out < want - got)
-                goto out;
+            if (r != LIBDEFLATE_SUCCESS || out < want - got) goto out;
             memcpy(dst + got, spill, want - got);
             got = want;
             break;
@@ -92,8 +82,7 @@ int io__gz_read(const char *path, unsigned char *dst, size_t want)
             rc = IO_GZ_CORRUPT; /* a deflate error or a CRC that does not match */
             goto out;
         }
-        if (r != LIBDEFLATE_SUCCESS)
-            goto out;
+        if (r != LIBDEFLATE_SUCCESS) goto out;
         pos += used;
         got += out;
     }
@@ -118,29 +107,25 @@ typedef struct gz_job {
 struct io_gzw {
     int fd;
     int threads;
-    int adaptive;        /* store the rest once a batch compresses by less than 10 % */
-    int storing;         /* the jobs' compressors are level 0 now */
-    unsigned char *in;   /* threads x IO_GZ_BLOCK */
-    size_t fill;         /* bytes in `in` */
+    int adaptive;      /* store the rest once a batch compresses by less than 10 % */
+    int storing;       /* the jobs' compressors are level 0 now */
+    unsigned char *in; /* threads x IO_GZ_BLOCK */
+    size_t fill;       /* bytes in `in` */
     gz_job *jobs;
-    int failed;          /* errno of the first failed write, or ENOMEM */
+    int failed; /* errno of the first failed write, or ENOMEM */
 };
 
-static void *compress_job(void *arg)
-{
+static void *compress_job(void *arg) {
     gz_job *j = arg;
     j->out_len = libdeflate_gzip_compress(j->c, j->in, j->in_len, j->out, j->out_cap);
     return NULL;
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
+static int write_all(int fd, const unsigned char *p, size_t n) {
     while (n > 0) {
         ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? errno : EIO;
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : EIO;
         p += w;
         n -= (size_t)w;
     }
@@ -148,13 +133,11 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 }
 
 /* Compress what is buffered (up to `threads` blocks, in parallel) and write it. */
-static int flush_blocks(io_gzw *z)
-{
-    if (z->failed || z->fill == 0)
-        return z->failed;
+static int flush_blocks(io_gzw *z) {
+    if (z->failed || z->fill == 0) return z->failed;
     int nb = (int)((z->fill + IO_GZ_BLOCK - 1) / IO_GZ_BLOCK);
     pthread_t tid[IO_GZ_MAX_THREADS];
-    int started[IO_GZ_MAX_THREADS] = { 0 };
+    int started[IO_GZ_MAX_THREADS] = {0};
     for (int b = 0; b < nb; b++) {
         gz_job *j = &z->jobs[b];
         j->in = z->in + (size_t)b * IO_GZ_BLOCK;
@@ -167,8 +150,7 @@ static int flush_blocks(io_gzw *z)
     }
     compress_job(&z->jobs[nb - 1]);
     for (int b = 0; b < nb; b++)
-        if (started[b])
-            pthread_join(tid[b], NULL);
+        if (started[b]) pthread_join(tid[b], NULL);
     size_t out = 0;
     for (int b = 0; b < nb && !z->failed; b++) {
         out += z->jobs[b].out_len;
@@ -182,8 +164,7 @@ static int flush_blocks(io_gzw *z)
     if (z->adaptive && !z->storing && !z->failed && out > z->fill / 10 * 9) {
         for (int b = 0; b < z->threads; b++) {
             struct libdeflate_compressor *c = libdeflate_alloc_compressor(0);
-            if (!c)
-                break; /* keep compressing: slower, still right */
+            if (!c) break; /* keep compressing: slower, still right */
             libdeflate_free_compressor(z->jobs[b].c);
             z->jobs[b].c = c;
         }
@@ -193,31 +174,25 @@ static int flush_blocks(io_gzw *z)
     return z->failed;
 }
 
-io_gzw *io__gzw_open(int fd, int level, int adaptive, size_t total_hint)
-{
+io_gzw *io__gzw_open(int fd, int level, int adaptive, size_t total_hint) {
     io_gzw *z = calloc(1, sizeof *z);
-    if (!z)
-        return NULL;
+    if (!z) return NULL;
     z->fd = fd;
     z->adaptive = adaptive;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int t = cpus < 1 ? 1 : cpus > IO_GZ_MAX_THREADS ? IO_GZ_MAX_THREADS : (int)cpus;
     /* no more threads than blocks: a small label map stays one member */
     size_t blocks = total_hint / IO_GZ_BLOCK + 1;
-    if ((size_t)t > blocks)
-        t = (int)blocks;
+    if ((size_t)t > blocks) t = (int)blocks;
     z->threads = t;
     z->in = malloc((size_t)t * IO_GZ_BLOCK);
     z->jobs = calloc((size_t)t, sizeof *z->jobs);
-    if (!z->in || !z->jobs)
-        goto fail;
+    if (!z->in || !z->jobs) goto fail;
     for (int b = 0; b < t; b++) {
         gz_job *j = &z->jobs[b];
-        if (!(j->c = libdeflate_alloc_compressor(level)))
-            goto fail;
+        if (!(j->c = libdeflate_alloc_compressor(level))) goto fail;
         j->out_cap = libdeflate_gzip_compress_bound(j->c, IO_GZ_BLOCK);
-        if (!(j->out = malloc(j->out_cap)))
-            goto fail;
+        if (!(j->out = malloc(j->out_cap))) goto fail;
     }
     return z;
 fail:
@@ -226,8 +201,7 @@ fail:
     return NULL;
 }
 
-int io__gzw_write(io_gzw *z, const void *buf, size_t n)
-{
+int io__gzw_write(io_gzw *z, const void *buf, size_t n) {
     const unsigned char *p = buf;
     const size_t cap = (size_t)z->threads * IO_GZ_BLOCK;
     while (n > 0 && !z->failed) {
@@ -236,16 +210,13 @@ int io__gzw_write(io_gzw *z, const void *buf, size_t n)
         z->fill += take;
         p += take;
         n -= take;
-        if (z->fill == cap)
-            flush_blocks(z);
+        if (z->fill == cap) flush_blocks(z);
     }
     return z->failed;
 }
 
-int io__gzw_close(io_gzw *z)
-{
-    if (!z)
-        return 0;
+int io__gzw_close(io_gzw *z) {
+    if (!z) return 0;
     int rc = 0;
     if (z->fd >= 0) {
         /* an empty stream is still one (empty) member: a valid gzip file */
@@ -258,8 +229,7 @@ int io__gzw_close(io_gzw *z)
             flush_blocks(z);
         }
         rc = z->failed;
-        if (close(z->fd) != 0 && !rc)
-            rc = errno ? errno : EIO;
+        if (close(z->fd) != 0 && !rc) rc = errno ? errno : EIO;
     }
     if (z->jobs)
         for (int b = 0; b < z->threads; b++) {
@@ -275,28 +245,23 @@ int io__gzw_close(io_gzw *z)
 #else /* without libdeflate: zlib does it all (nifti_read.c, nifti_write.c) */
 
 int io__gz_fast(void) { return 0; }
-int io__gz_is_gzip(const char *path)
-{
+int io__gz_is_gzip(const char *path) {
     (void)path;
     return 0;
 }
-int io__gz_read(const char *path, unsigned char *dst, size_t want)
-{
+int io__gz_read(const char *path, unsigned char *dst, size_t want) {
     (void)path, (void)dst, (void)want;
     return IO_GZ_FALLBACK;
 }
-io_gzw *io__gzw_open(int fd, int level, int adaptive, size_t total_hint)
-{
+io_gzw *io__gzw_open(int fd, int level, int adaptive, size_t total_hint) {
     (void)fd, (void)level, (void)adaptive, (void)total_hint;
     return NULL;
 }
-int io__gzw_write(io_gzw *z, const void *buf, size_t n)
-{
+int io__gzw_write(io_gzw *z, const void *buf, size_t n) {
     (void)z, (void)buf, (void)n;
     return EINVAL;
 }
-int io__gzw_close(io_gzw *z)
-{
+int io__gzw_close(io_gzw *z) {
     (void)z;
     return 0;
 }

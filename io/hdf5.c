@@ -18,10 +18,7 @@ static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
 int h5__available(void) { return 1; }
 
 /* libhdf5 prints its error stack by default; a library must not. */
-static void quiet(void)
-{
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
+static void quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
 typedef struct h5r {
     hid_t file, dset;
@@ -29,8 +26,7 @@ typedef struct h5r {
     char name[4200];
 } h5r;
 
-swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err, size_t n)
-{
+swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err, size_t n) {
     char file[4096], dset[1024];
     if (store__split_h5(name, file, sizeof file, dset, sizeof dset)) {
         io__err(err, n, "%s: name an HDF5 dataset as FILE.h5:/path", name);
@@ -58,8 +54,7 @@ swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type 
     }
     /* a chunk cache for the overlap of neighbouring windows */
     dapl = H5Pcreate(H5P_DATASET_ACCESS);
-    if (dapl >= 0)
-        H5Pset_chunk_cache(dapl, 12421, (size_t)256 << 20, 1.0);
+    if (dapl >= 0) H5Pset_chunk_cache(dapl, 12421, (size_t)256 << 20, 1.0);
     r->dset = H5Dopen2(r->file, dset, dapl >= 0 ? dapl : H5P_DEFAULT);
     if (r->dset < 0) {
         io__err(err, n, "%s: no dataset %s in the file", name, dset);
@@ -97,10 +92,10 @@ swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type 
     size_t tsz = H5Tget_size(t);
     if (cls == H5T_INTEGER) {
         int sgn = H5Tget_sign(t) == H5T_SGN_2;
-        static const swi_io_type ut[] = { SWI_IO_TYPE_UINT8, SWI_IO_TYPE_UINT16, 0, SWI_IO_TYPE_UINT32, 0, 0, 0,
-                                          SWI_IO_TYPE_UINT64 };
-        static const swi_io_type it[] = { SWI_IO_TYPE_INT8, SWI_IO_TYPE_INT16, 0, SWI_IO_TYPE_INT32, 0, 0, 0,
-                                          SWI_IO_TYPE_INT64 };
+        static const swi_io_type ut[] = {
+            SWI_IO_TYPE_UINT8, SWI_IO_TYPE_UINT16, 0, SWI_IO_TYPE_UINT32, 0, 0, 0, SWI_IO_TYPE_UINT64};
+        static const swi_io_type it[] = {SWI_IO_TYPE_INT8, SWI_IO_TYPE_INT16, 0, SWI_IO_TYPE_INT32, 0, 0, 0,
+                                         SWI_IO_TYPE_INT64};
         if (tsz != 1 && tsz != 2 && tsz != 4 && tsz != 8) {
             io__err(err, n, "%s: integer type of %zu bytes", name, tsz);
             goto done;
@@ -115,17 +110,12 @@ swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type 
     r->ndim = nd;
     st = SWI_OK;
 done:
-    if (t >= 0)
-        H5Tclose(t);
-    if (space >= 0)
-        H5Sclose(space);
-    if (dapl >= 0)
-        H5Pclose(dapl);
+    if (t >= 0) H5Tclose(t);
+    if (space >= 0) H5Sclose(space);
+    if (dapl >= 0) H5Pclose(dapl);
     if (st != SWI_OK) {
-        if (r->dset >= 0)
-            H5Dclose(r->dset);
-        if (r->file >= 0)
-            H5Fclose(r->file);
+        if (r->dset >= 0) H5Dclose(r->dset);
+        if (r->file >= 0) H5Fclose(r->file);
         free(r);
     } else {
         *impl = r;
@@ -134,12 +124,11 @@ done:
     return st;
 }
 
-swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err, size_t n)
-{
+swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
+                        size_t n) {
     h5r *r = impl;
-    hsize_t start[STORE_MAX_NDIM] = { 0 }, count[STORE_MAX_NDIM];
-    for (int k = 0; k < r->ndim; k++)
-        count[k] = 1;
+    hsize_t start[STORE_MAX_NDIM] = {0}, count[STORE_MAX_NDIM];
+    for (int k = 0; k < r->ndim; k++) count[k] = 1;
     hsize_t mcount[3];
     for (int k = 0; k < 3; k++) {
         start[r->ndim - 3 + k] = (hsize_t)lo[k];
@@ -152,22 +141,19 @@ swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], fl
         H5Dread(r->dset, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, dst) >= 0)
         st = SWI_OK;
     else
-        io__err(err, n, "%s: cannot read the box [%lld..%lld, %lld..%lld, %lld..%lld) (corrupt or truncated file)",
-                r->name, (long long)lo[0], (long long)hi[0], (long long)lo[1], (long long)hi[1], (long long)lo[2],
-                (long long)hi[2]);
-    if (ms >= 0)
-        H5Sclose(ms);
-    if (fs >= 0)
-        H5Sclose(fs);
+        io__err(err, n,
+                "%s: cannot read the box [%lld..%lld, %lld..%lld, %lld..%lld) (corrupt or truncated file)",
+                r->name, (long long)lo[0], (long long)hi[0], (long long)lo[1], (long long)hi[1],
+                (long long)lo[2], (long long)hi[2]);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
     pthread_mutex_unlock(&h5_lock);
     return st;
 }
 
-void h5__close(void *impl)
-{
+void h5__close(void *impl) {
     h5r *r = impl;
-    if (!r)
-        return;
+    if (!r) return;
     pthread_mutex_lock(&h5_lock);
     H5Dclose(r->dset);
     H5Fclose(r->file);
@@ -182,14 +168,14 @@ typedef struct h5w {
     int force;
 } h5w;
 
-static hid_t mem_type(swi_dtype t)
-{
-    return t == SWI_DTYPE_FLOAT32 ? H5T_NATIVE_FLOAT : t == SWI_DTYPE_UINT16 ? H5T_NATIVE_UINT16 : H5T_NATIVE_UINT8;
+static hid_t mem_type(swi_dtype t) {
+    return t == SWI_DTYPE_FLOAT32  ? H5T_NATIVE_FLOAT
+           : t == SWI_DTYPE_UINT16 ? H5T_NATIVE_UINT16
+                                   : H5T_NATIVE_UINT8;
 }
 
-swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags, void **impl,
-                      char *err, size_t n)
-{
+swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
+                      void **impl, char *err, size_t n) {
     char dset[1024];
     h5w *w = calloc(1, sizeof *w);
     if (!w) {
@@ -211,7 +197,8 @@ swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_
     w->force = flags & SWI_STORE_FORCE;
     const char *slash = strrchr(w->final, '/');
     int dl = slash ? (int)(slash - w->final) + 1 : 0;
-    snprintf(w->tmp, sizeof w->tmp, "%.*s.%s.tmp-%ld", dl, w->final, slash ? slash + 1 : w->final, (long)getpid());
+    snprintf(w->tmp, sizeof w->tmp, "%.*s.%s.tmp-%ld", dl, w->final, slash ? slash + 1 : w->final,
+             (long)getpid());
     pthread_mutex_lock(&h5_lock);
     quiet();
     swi_status st = SWI_ERR_INVALID_ARG;
@@ -248,15 +235,11 @@ swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_
     }
     st = SWI_OK;
 done:
-    if (space >= 0)
-        H5Sclose(space);
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
-    if (lcpl >= 0)
-        H5Pclose(lcpl);
+    if (space >= 0) H5Sclose(space);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (lcpl >= 0) H5Pclose(lcpl);
     if (st != SWI_OK) {
-        if (w->dset >= 0)
-            H5Dclose(w->dset);
+        if (w->dset >= 0) H5Dclose(w->dset);
         if (w->file >= 0) {
             H5Fclose(w->file);
             unlink(w->tmp);
@@ -270,13 +253,11 @@ done:
 }
 
 swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
-                         size_t n)
-{
+                         size_t n) {
     h5w *w = impl;
-    hsize_t start[4] = { 0 }, count[4];
+    hsize_t start[4] = {0}, count[4];
     int nd = 0;
-    if (w->spec.planes > 1)
-        count[nd++] = (hsize_t)w->spec.planes;
+    if (w->spec.planes > 1) count[nd++] = (hsize_t)w->spec.planes;
     for (int a = 0; a < 3; a++) {
         start[nd] = (hsize_t)lo[a];
         count[nd++] = (hsize_t)(hi[a] - lo[a]);
@@ -288,18 +269,15 @@ swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], c
         H5Dwrite(w->dset, mem_type(w->spec.dtype), ms, fs, H5P_DEFAULT, buf) >= 0)
         st = SWI_OK;
     else
-        io__err(err, n, "%s: cannot write the box from (%lld, %lld, %lld) (disk full?)", w->name, (long long)lo[0],
-                (long long)lo[1], (long long)lo[2]);
-    if (ms >= 0)
-        H5Sclose(ms);
-    if (fs >= 0)
-        H5Sclose(fs);
+        io__err(err, n, "%s: cannot write the box from (%lld, %lld, %lld) (disk full?)", w->name,
+                (long long)lo[0], (long long)lo[1], (long long)lo[2]);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
     pthread_mutex_unlock(&h5_lock);
     return st;
 }
 
-swi_status h5__commit(void *impl, char *err, size_t n)
-{
+swi_status h5__commit(void *impl, char *err, size_t n) {
     h5w *w = impl;
     pthread_mutex_lock(&h5_lock);
     int bad = H5Dclose(w->dset) < 0;
@@ -321,11 +299,9 @@ swi_status h5__commit(void *impl, char *err, size_t n)
     return st;
 }
 
-void h5__abort(void *impl)
-{
+void h5__abort(void *impl) {
     h5w *w = impl;
-    if (!w)
-        return;
+    if (!w) return;
     pthread_mutex_lock(&h5_lock);
     H5Dclose(w->dset);
     H5Fclose(w->file);
@@ -336,37 +312,32 @@ void h5__abort(void *impl)
 
 #else /* !SWI_HAVE_HDF5 */
 
-static swi_status missing(char *err, size_t n)
-{
+static swi_status missing(char *err, size_t n) {
     io__err(err, n, "swi_io was built without HDF5 (install libhdf5-dev and rebuild)");
     return SWI_ERR_INVALID_ARG;
 }
 int h5__available(void) { return 0; }
-swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err, size_t n)
-{
+swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err, size_t n) {
     (void)name, (void)impl, (void)size, (void)type;
     return missing(err, n);
 }
-swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err, size_t n)
-{
+swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
+                        size_t n) {
     (void)impl, (void)lo, (void)hi, (void)dst;
     return missing(err, n);
 }
 void h5__close(void *impl) { (void)impl; }
-swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags, void **impl,
-                      char *err, size_t n)
-{
+swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
+                      void **impl, char *err, size_t n) {
     (void)name, (void)spec, (void)chunk, (void)flags, (void)impl;
     return missing(err, n);
 }
 swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
-                         size_t n)
-{
+                         size_t n) {
     (void)impl, (void)lo, (void)hi, (void)buf;
     return missing(err, n);
 }
-swi_status h5__commit(void *impl, char *err, size_t n)
-{
+swi_status h5__commit(void *impl, char *err, size_t n) {
     (void)impl;
     return missing(err, n);
 }

@@ -24,10 +24,7 @@ int io__ends_with(const char *path, const char *suffix);
 const char *io__bytes(size_t n, char buf[32]);
 
 /* Has the caller asked to stop? */
-static inline int io__cancelled(const swi_io_cancel *c)
-{
-    return c && c->cancelled && c->cancelled(c->user);
-}
+static inline int io__cancelled(const swi_io_cancel *c) { return c && c->cancelled && c->cancelled(c->user); }
 
 /* The module's own allocations: malloc/calloc, in a SWI_FAULT_INJECTION build drawing on
  * the library's counter (SWI_FAULT_ALLOC=N fails the N-th allocation of the process). */
@@ -39,12 +36,8 @@ bool swi__fault_point(void); /* src/alloc.c */
 #define IO__INJECTED() 0
 #endif
 #include <stdlib.h>
-static inline void *io__malloc(size_t bytes)
-{
-    return IO__INJECTED() ? NULL : malloc(bytes ? bytes : 1);
-}
-static inline void *io__calloc(size_t n, size_t size)
-{
+static inline void *io__malloc(size_t bytes) { return IO__INJECTED() ? NULL : malloc(bytes ? bytes : 1); }
+static inline void *io__calloc(size_t n, size_t size) {
     return IO__INJECTED() ? NULL : calloc(n ? n : 1, size ? size : 1);
 }
 
@@ -55,12 +48,10 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n);
  * non-finite voxels are stored as 0 and counted in *nonfinite (NULL: not wanted). */
 swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const swi_io_cancel *cancel,
                           int64_t *nonfinite, char *err, size_t n);
-swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3],
-                          char *err, size_t n);
-swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume *like,
-                              const void *data, swi_dtype dtype, swi_io_kind kind,
-                              int64_t planes, int64_t classes, const swi_io_cancel *cancel,
-                              char *err, size_t n);
+swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3], char *err, size_t n);
+swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume *like, const void *data,
+                              swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
+                              const swi_io_cancel *cancel, char *err, size_t n);
 
 /* NIfTI header for an output whose input came from another format: sform and qform
  * (code 1) from src's affine (nifti_like.c). */
@@ -69,21 +60,20 @@ swi_status io__nifti_like(const swi_volume *src, swi_volume *dst, char *err, siz
 /* The ITK module (itk_io.cxx): NRRD and MetaImage files, single DICOM slices. */
 int io__itk_available(void);
 swi_status io__itk_open(const char *path, swi_io_format f, swi_volume *v, char *err, size_t n);
-swi_status io__itk_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                        char *err, size_t n);
+swi_status io__itk_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err, size_t n);
 swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f, const swi_volume *like,
-                            const void *data, swi_dtype dtype, int64_t planes,
-                            const swi_io_cancel *cancel, char *err, size_t n);
+                            const void *data, swi_dtype dtype, int64_t planes, const swi_io_cancel *cancel,
+                            char *err, size_t n);
 
 /* One DICOM file's header, as the series assembly needs it. */
 typedef struct io_slice {
-    char *file;                /* path (owned by the series) */
+    char *file; /* path (owned by the series) */
     char series_uid[72];
     int64_t cols, rows, frames, components;
-    double origin[3];          /* ImagePositionPatient (LPS mm) */
+    double origin[3];              /* ImagePositionPatient (LPS mm) */
     double row_dir[3], col_dir[3]; /* ImageOrientationPatient: along i, along j */
-    double spacing[2];         /* along i, along j (PixelSpacing reversed) */
-    double pos;                /* along the normal (set by the assembly) */
+    double spacing[2];             /* along i, along j (PixelSpacing reversed) */
+    double pos;                    /* along the normal (set by the assembly) */
 } io_slice;
 
 /* The header of one DICOM file through ITK's GDCMImageIO (itk_io.cxx). */
@@ -95,25 +85,23 @@ swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *err, size_t
  * UID, one size, orientation and pixel spacing, even steps (a gap is named as missing
  * slices), positions along the normal (else a tilted gantry). Fills v's size, spacing and
  * affine. dir names the series in messages. Pure: no I/O (dicom_series.c). */
-swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_volume *v,
-                              char *err, size_t n);
+swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_volume *v, char *err,
+                              size_t n);
 
 /* The slices of an opened DICOM volume in their sorted order, assembled again (and
  * checked unchanged); free with io__dicom_slices_free. */
-swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, char *err,
-                            size_t n);
+swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, char *err, size_t n);
 void io__dicom_slices_free(io_slice *s, int64_t count);
 
 /* DICOM SEG out (dicom_seg.cxx through DCMTK's dcmseg; dicom_seg_stub.c without it). */
 int io__dcmseg_available(void);
-swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_volume *like,
-                               const void *labels, swi_dtype dtype, int64_t classes,
-                               const swi_io_cancel *cancel, char *err, size_t n);
+swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_volume *like, const void *labels,
+                               swi_dtype dtype, int64_t classes, const swi_io_cancel *cancel, char *err,
+                               size_t n);
 
 /* The DICOM module (dicom_series.c): a directory in. */
 swi_status io__dicom_open(const char *dir, swi_volume *v, char *err, size_t n);
-swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                          char *err, size_t n);
+swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err, size_t n);
 
 /* The PNG module (preview.c). */
 int io__png_available(void);

@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include <itkGDCMImageIO.h>
 #include <itkMetaImageIO.h>
 #include <itkNrrdImageIO.h>
@@ -47,8 +46,7 @@ std::streambuf *g_saved_err, *g_saved_out;
 NullBuf g_null;
 
 struct Quiet {
-    Quiet()
-    {
+    Quiet() {
         static std::once_flag once;
         std::call_once(once, [] {
             itk::Object::GlobalWarningDisplayOff();
@@ -62,8 +60,7 @@ struct Quiet {
             g_saved_out = std::cout.rdbuf(&g_null);
         }
     }
-    ~Quiet()
-    {
+    ~Quiet() {
         std::lock_guard<std::mutex> l(g_quiet_mu);
         if (--g_quiet_n == 0) {
             std::cerr.rdbuf(g_saved_err);
@@ -74,35 +71,36 @@ struct Quiet {
     Quiet &operator=(const Quiet &) = delete;
 };
 
-const char *format_name(swi_io_format f)
-{
+const char *format_name(swi_io_format f) {
     return f == SWI_IO_NRRD ? "NRRD" : f == SWI_IO_METAIMAGE ? "MetaImage" : "DICOM";
 }
 
-itk::ImageIOBase::Pointer make_io(swi_io_format f)
-{
-    if (f == SWI_IO_NRRD)
-        return itk::NrrdImageIO::New().GetPointer();
-    if (f == SWI_IO_METAIMAGE)
-        return itk::MetaImageIO::New().GetPointer();
+itk::ImageIOBase::Pointer make_io(swi_io_format f) {
+    if (f == SWI_IO_NRRD) return itk::NrrdImageIO::New().GetPointer();
+    if (f == SWI_IO_METAIMAGE) return itk::MetaImageIO::New().GetPointer();
     return itk::GDCMImageIO::New().GetPointer();
 }
 
 /* Bytes of a component type swi reads; 0 for the others. */
-int comp_bytes(Comp c)
-{
+int comp_bytes(Comp c) {
     switch (c) {
-    case Comp::UCHAR: case Comp::CHAR: return 1;
-    case Comp::USHORT: case Comp::SHORT: return 2;
-    case Comp::UINT: case Comp::INT: case Comp::FLOAT: return 4;
-    case Comp::ULONG: case Comp::LONG: return (int)sizeof(long);
-    case Comp::ULONGLONG: case Comp::LONGLONG: case Comp::DOUBLE: return 8;
+    case Comp::UCHAR:
+    case Comp::CHAR: return 1;
+    case Comp::USHORT:
+    case Comp::SHORT: return 2;
+    case Comp::UINT:
+    case Comp::INT:
+    case Comp::FLOAT: return 4;
+    case Comp::ULONG:
+    case Comp::LONG: return (int)sizeof(long);
+    case Comp::ULONGLONG:
+    case Comp::LONGLONG:
+    case Comp::DOUBLE: return 8;
     default: return 0;
     }
 }
 
-swi_io_type io_type(Comp c)
-{
+swi_io_type io_type(Comp c) {
     switch (c) {
     case Comp::UCHAR: return SWI_IO_TYPE_UINT8;
     case Comp::CHAR: return SWI_IO_TYPE_INT8;
@@ -120,9 +118,7 @@ swi_io_type io_type(Comp c)
 }
 
 /* src (ITK order, i fastest) -> dst [ni][nj][nk], blocked along k like the NIfTI reader. */
-template <typename T>
-void transpose_in(const void *src, const int64_t size[3], float *dst)
-{
+template <typename T> void transpose_in(const void *src, const int64_t size[3], float *dst) {
     const T *s = static_cast<const T *>(src);
     const int64_t ni = size[0], nj = size[1], nk = size[2], plane = ni * nj, KB = 16;
     for (int64_t k0 = 0; k0 < nk; k0 += KB) {
@@ -131,27 +127,20 @@ void transpose_in(const void *src, const int64_t size[3], float *dst)
             for (int64_t i = 0; i < ni; i++) {
                 float *d = dst + (i * nj + j) * nk + k0;
                 const T *p = s + i + ni * (j + nj * k0);
-                for (int64_t kk = 0; kk < kn; kk++)
-                    d[kk] = (float)p[kk * plane];
+                for (int64_t kk = 0; kk < kn; kk++) d[kk] = (float)p[kk * plane];
             }
     }
 }
 
-template <typename T>
-void plain_in(const void *src, int64_t count, float *dst)
-{
+template <typename T> void plain_in(const void *src, int64_t count, float *dst) {
     const T *s = static_cast<const T *>(src);
-    for (int64_t x = 0; x < count; x++)
-        dst[x] = (float)s[x];
+    for (int64_t x = 0; x < count; x++) dst[x] = (float)s[x];
 }
 
 /* Convert count voxels of component c; with size != NULL transposed as a volume. */
-void convert(Comp c, const void *src, const int64_t *size, int64_t count, float *dst)
-{
-#define SWI_CASE(E, T)                                                                         \
-    case Comp::E:                                                                              \
-        size ? transpose_in<T>(src, size, dst) : plain_in<T>(src, count, dst);                 \
-        break
+void convert(Comp c, const void *src, const int64_t *size, int64_t count, float *dst) {
+#define SWI_CASE(E, T) \
+    case Comp::E: size ? transpose_in<T>(src, size, dst) : plain_in<T>(src, count, dst); break
     switch (c) {
         SWI_CASE(UCHAR, unsigned char);
         SWI_CASE(CHAR, signed char);
@@ -172,27 +161,23 @@ void convert(Comp c, const void *src, const int64_t *size, int64_t count, float 
 
 /* An ITK message without ITK's object address, and of teem's chain of complaints only the
  * last, most specific one. */
-std::string describe(const itk::ExceptionObject &e)
-{
+std::string describe(const itk::ExceptionObject &e) {
     std::string d = e.GetDescription() ? e.GetDescription() : "";
     size_t at = d.find("ERROR: ");
-    if (at != std::string::npos && (at = d.find("): ", at)) != std::string::npos)
-        d = d.substr(at + 3);
+    if (at != std::string::npos && (at = d.find("): ", at)) != std::string::npos) d = d.substr(at + 3);
     if ((at = d.rfind("[nrrd] ")) != std::string::npos) {
         d = d.substr(at + 7);
         size_t colon = d.find(": ");
         if (colon != std::string::npos && d.find(' ') > colon)
             d = d.substr(colon + 2); /* teem's function name */
     }
-    while (!d.empty() && (d.back() == '\n' || d.back() == ' '))
-        d.pop_back();
+    while (!d.empty() && (d.back() == '\n' || d.back() == ' ')) d.pop_back();
     return d.empty() ? "unreadable" : d;
 }
 
 /* The image information of io as swi_volume fields; 0 or an error message. */
-swi_status take_info(itk::ImageIOBase *io, const char *path, swi_io_format f, swi_volume *v,
-                     char *err, size_t n)
-{
+swi_status take_info(itk::ImageIOBase *io, const char *path, swi_io_format f, swi_volume *v, char *err,
+                     size_t n) {
     const char *what = format_name(f);
     unsigned nd = io->GetNumberOfDimensions();
     if (nd < 2 || nd > 16) {
@@ -200,19 +185,18 @@ swi_status take_info(itk::ImageIOBase *io, const char *path, swi_io_format f, sw
         return SWI_ERR_INVALID_ARG;
     }
     int64_t dim[16];
-    for (unsigned a = 0; a < nd; a++)
-        dim[a] = (int64_t)io->GetDimensions(a);
+    for (unsigned a = 0; a < nd; a++) dim[a] = (int64_t)io->GetDimensions(a);
     unsigned eff = nd;
-    while (eff > 3 && dim[eff - 1] == 1)
-        eff--;
+    while (eff > 3 && dim[eff - 1] == 1) eff--;
     if (eff != 3 && f != SWI_IO_DICOM) {
-        io__err(err, n, "%s: is a %u-D image; swi segments 3-D volumes (4th dim 1 is fine)",
-                path, eff);
+        io__err(err, n, "%s: is a %u-D image; swi segments 3-D volumes (4th dim 1 is fine)", path, eff);
         return SWI_ERR_INVALID_ARG;
     }
     if (io->GetNumberOfComponents() != 1) {
-        io__err(err, n, "%s: %u components per voxel (a vector or colour image); swi reads "
-                "scalar volumes", path, io->GetNumberOfComponents());
+        io__err(err, n,
+                "%s: %u components per voxel (a vector or colour image); swi reads "
+                "scalar volumes",
+                path, io->GetNumberOfComponents());
         return SWI_ERR_INVALID_ARG;
     }
     Comp c = io->GetComponentType();
@@ -222,13 +206,14 @@ swi_status take_info(itk::ImageIOBase *io, const char *path, swi_io_format f, sw
                 itk::ImageIOBase::GetComponentTypeAsString(c).c_str());
         return SWI_ERR_INVALID_ARG;
     }
-    int64_t size[3] = { dim[0], dim[1], nd >= 3 ? dim[2] : 1 };
+    int64_t size[3] = {dim[0], dim[1], nd >= 3 ? dim[2] : 1};
     int64_t nvox = 1;
     for (int a = 0; a < 3; a++) {
         if (size[a] < 1 || size[a] > IO_MAX_VOXELS / nvox) {
-            io__err(err, n, "%s: header sizes %lld x %lld x %lld are not a volume swi accepts "
-                    "(each >= 1, at most 2^40 voxels)", path, (long long)size[0],
-                    (long long)size[1], (long long)size[2]);
+            io__err(err, n,
+                    "%s: header sizes %lld x %lld x %lld are not a volume swi accepts "
+                    "(each >= 1, at most 2^40 voxels)",
+                    path, (long long)size[0], (long long)size[1], (long long)size[2]);
             return SWI_ERR_INVALID_ARG;
         }
         nvox *= size[a];
@@ -238,11 +223,12 @@ swi_status take_info(itk::ImageIOBase *io, const char *path, swi_io_format f, sw
         sp[a] = a < nd ? io->GetSpacing(a) : 1.0;
         org[a] = a < nd ? io->GetOrigin(a) : 0.0;
         std::vector<double> d = a < nd ? io->GetDirection(a) : std::vector<double>();
-        for (unsigned r = 0; r < 3; r++)
-            dir[r][a] = r < d.size() ? d[r] : (r == a ? 1.0 : 0.0);
+        for (unsigned r = 0; r < 3; r++) dir[r][a] = r < d.size() ? d[r] : (r == a ? 1.0 : 0.0);
         if (!(sp[a] > 0) || !std::isfinite(sp[a]) || !std::isfinite(org[a])) {
-            io__err(err, n, "%s: corrupt geometry: spacing[%u] = %g, origin[%u] = %g (spacing "
-                    "must be positive, both finite)", path, a, sp[a], a, org[a]);
+            io__err(err, n,
+                    "%s: corrupt geometry: spacing[%u] = %g, origin[%u] = %g (spacing "
+                    "must be positive, both finite)",
+                    path, a, sp[a], a, org[a]);
             return SWI_ERR_INVALID_ARG;
         }
     }
@@ -262,8 +248,7 @@ swi_status take_info(itk::ImageIOBase *io, const char *path, swi_io_format f, sw
     memset(v->affine, 0, sizeof v->affine);
     for (int r = 0; r < 3; r++) {
         double flip = r < 2 ? -1.0 : 1.0; /* LPS -> RAS */
-        for (int k = 0; k < 3; k++)
-            v->affine[r][k] = flip * dir[r][k] * sp[k];
+        for (int k = 0; k < 3; k++) v->affine[r][k] = flip * dir[r][k] * sp[k];
         v->affine[r][3] = flip * org[r];
         v->spacing[r] = sp[r];
     }
@@ -271,8 +256,7 @@ swi_status take_info(itk::ImageIOBase *io, const char *path, swi_io_format f, sw
     return SWI_OK;
 }
 
-int set_path(swi_volume *v, const char *path, char *err, size_t n)
-{
+int set_path(swi_volume *v, const char *path, char *err, size_t n) {
     if (strlen(path) >= sizeof v->path) {
         io__err(err, n, "%.200s...: path too long", path);
         return -1;
@@ -287,9 +271,7 @@ int set_path(swi_volume *v, const char *path, char *err, size_t n)
 std::mutex g_itk_mu;
 
 /* Runs body, turning what ITK throws into a status and a message about path. */
-template <typename F>
-swi_status guarded(const char *path, const char *what, char *err, size_t n, F body)
-{
+template <typename F> swi_status guarded(const char *path, const char *what, char *err, size_t n, F body) {
     try {
         std::lock_guard<std::mutex> one_at_a_time(g_itk_mu);
         Quiet q;
@@ -316,8 +298,7 @@ swi_status guarded(const char *path, const char *what, char *err, size_t n, F bo
  * end the header, every line must be printable text, and no field may hold more numbers
  * than NDims x NDims (heap corruption in MetaIO was found by fuzz_itk_headers beyond
  * these). */
-swi_status check_meta_header(const char *path, char *err, size_t n)
-{
+swi_status check_meta_header(const char *path, char *err, size_t n) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
@@ -338,53 +319,44 @@ swi_status check_meta_header(const char *path, char *err, size_t n)
                 return SWI_ERR_INVALID_ARG;
             }
         if (line.size() > 4000) {
-            io__err(err, n, "%s: corrupt MetaImage header: a line of %zu characters", path,
-                    line.size());
+            io__err(err, n, "%s: corrupt MetaImage header: a line of %zu characters", path, line.size());
             return SWI_ERR_INVALID_ARG;
         }
         size_t eq = line.find('=');
-        if (eq == std::string::npos)
-            continue;
+        if (eq == std::string::npos) continue;
         std::string key = line.substr(0, eq);
-        static const char *const arrays[] = { "TransformMatrix", "Rotation", "Orientation",
-                                              "Offset", "Position", "Origin", "CenterOfRotation",
-                                              "ElementSpacing", "ElementSize", "DimSize" };
+        static const char *const arrays[] = {
+            "TransformMatrix", "Rotation",         "Orientation",    "Offset",      "Position",
+            "Origin",          "CenterOfRotation", "ElementSpacing", "ElementSize", "DimSize"};
         bool numeric = false;
-        for (const char *a : arrays)
-            numeric = numeric || key.find(a) != std::string::npos;
+        for (const char *a : arrays) numeric = numeric || key.find(a) != std::string::npos;
         if (ndims && numeric) {
             size_t words = 0;
             for (size_t i = eq + 1; i < line.size(); i++)
                 words += line[i] != ' ' && line[i] != '\t' &&
                          (i == eq + 1 || line[i - 1] == ' ' || line[i - 1] == '\t');
             if (words > (size_t)(ndims * ndims)) {
-                io__err(err, n, "%s: corrupt MetaImage header: %zu values in one field", path,
-                        words);
+                io__err(err, n, "%s: corrupt MetaImage header: %zu values in one field", path, words);
                 return SWI_ERR_INVALID_ARG;
             }
         }
-        while (!key.empty() && (key.back() == ' ' || key.back() == '\t'))
-            key.pop_back();
-        while (!key.empty() && (key[0] == ' ' || key[0] == '\t'))
-            key.erase(0, 1);
+        while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+        while (!key.empty() && (key[0] == ' ' || key[0] == '\t')) key.erase(0, 1);
         if (key == "NDims") {
             char *end = NULL;
             long v = strtol(line.c_str() + eq + 1, &end, 10);
-            while (end && (*end == ' ' || *end == '\r' || *end == '\t'))
-                end++;
+            while (end && (*end == ' ' || *end == '\r' || *end == '\t')) end++;
             if (v < 1 || v > 16 || !end || *end) {
                 io__err(err, n, "%s: corrupt MetaImage header: NDims must be 1..16", path);
                 return SWI_ERR_INVALID_ARG;
             }
             ndims = (int)v;
         } else if (key == "ElementDataFile") {
-            if (!ndims)
-                break;
+            if (!ndims) break;
             return SWI_OK;
         } else if (!ndims && key != "ObjectType" && key != "Comment" && key != "ObjectSubType" &&
                    key != "FormTypeName" && key != "Name") {
-            io__err(err, n, "%s: MetaImage header field %.40s comes before NDims", path,
-                    key.c_str());
+            io__err(err, n, "%s: MetaImage header field %.40s comes before NDims", path, key.c_str());
             return SWI_ERR_INVALID_ARG;
         }
     }
@@ -394,18 +366,15 @@ swi_status check_meta_header(const char *path, char *err, size_t n)
 }
 
 /* Where a MetaImage's voxel data start in its own file: after the ElementDataFile line. */
-int64_t local_data_offset(const char *path)
-{
+int64_t local_data_offset(const char *path) {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
+    if (!f) return -1;
     std::string head(1 << 20, '\0');
     size_t got = fread(&head[0], 1, head.size(), f);
     fclose(f);
     head.resize(got);
     for (size_t at = 0; (at = head.find("ElementDataFile", at)) != std::string::npos; at++) {
-        if (at > 0 && head[at - 1] != '\n')
-            continue;
+        if (at > 0 && head[at - 1] != '\n') continue;
         size_t eol = head.find('\n', at);
         return eol == std::string::npos ? -1 : (int64_t)eol + 1;
     }
@@ -415,17 +384,15 @@ int64_t local_data_offset(const char *path)
 /* MetaIO reads short or corrupt data without an error (zeros for what is missing), so the
  * data are checked first: an uncompressed file must hold them all, a compressed stream
  * must inflate to at least their size. */
-swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t bytes, char *err,
-                           size_t n)
-{
+swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t bytes, char *err, size_t n) {
     MetaImage *mi = mio->GetMetaImagePointer();
     std::string file = mi->ElementDataFileName() ? mi->ElementDataFileName() : "";
     int64_t offset;
     if (file == "LOCAL") {
         file = path;
         offset = local_data_offset(path);
-    } else if (file.empty() || file.find('%') != std::string::npos ||
-               file.compare(0, 4, "LIST") == 0 || mi->HeaderSize() < 0) {
+    } else if (file.empty() || file.find('%') != std::string::npos || file.compare(0, 4, "LIST") == 0 ||
+               mi->HeaderSize() < 0) {
         return SWI_OK; /* slice lists and patterns: ITK's own checks alone */
     } else {
         if (file[0] != '/') {
@@ -443,17 +410,18 @@ swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t byt
     }
     if (!mi->CompressedData()) {
         if ((uint64_t)st.st_size < (uint64_t)offset + bytes) {
-            io__err(err, n, "%s: truncated: the header describes %llu bytes of voxels but %s "
-                    "holds %lld after offset %lld", path, (unsigned long long)bytes,
-                    file.c_str(), (long long)(st.st_size - offset), (long long)offset);
+            io__err(err, n,
+                    "%s: truncated: the header describes %llu bytes of voxels but %s "
+                    "holds %lld after offset %lld",
+                    path, (unsigned long long)bytes, file.c_str(), (long long)(st.st_size - offset),
+                    (long long)offset);
             return SWI_ERR_INVALID_ARG;
         }
         return SWI_OK;
     }
     FILE *f = fopen(file.c_str(), "rb");
     if (!f || fseek(f, (long)offset, SEEK_SET) != 0) {
-        if (f)
-            fclose(f);
+        if (f) fclose(f);
         io__err(err, n, "%s: cannot read its voxel data: %s", path, strerror(errno));
         return SWI_ERR_INVALID_ARG;
     }
@@ -470,8 +438,7 @@ swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t byt
     while (produced < bytes && zr == Z_OK) {
         if (z.avail_in == 0) {
             size_t got = fread(in.data(), 1, in.size(), f);
-            if (got == 0)
-                break;
+            if (got == 0) break;
             z.next_in = in.data();
             z.avail_in = (uInt)got;
         }
@@ -483,9 +450,11 @@ swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t byt
     inflateEnd(&z);
     fclose(f);
     if (produced < bytes) {
-        io__err(err, n, "%s: corrupt or truncated compressed voxel data (%s after %llu of %llu "
-                "bytes)", path, zr == Z_DATA_ERROR ? "not zlib data" : "it ends",
-                (unsigned long long)produced, (unsigned long long)bytes);
+        io__err(err, n,
+                "%s: corrupt or truncated compressed voxel data (%s after %llu of %llu "
+                "bytes)",
+                path, zr == Z_DATA_ERROR ? "not zlib data" : "it ends", (unsigned long long)produced,
+                (unsigned long long)bytes);
         return SWI_ERR_INVALID_ARG;
     }
     return SWI_OK;
@@ -493,8 +462,7 @@ swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t byt
 
 /* Read all of io's voxels (after ReadImageInformation) into a new buffer. */
 swi_status read_all(itk::ImageIOBase *io, const char *path, int64_t count, int nb,
-                    std::unique_ptr<unsigned char[]> &buf, char *err, size_t n)
-{
+                    std::unique_ptr<unsigned char[]> &buf, char *err, size_t n) {
     size_t bytes = (size_t)count * (size_t)nb;
     buf.reset(new (std::nothrow) unsigned char[bytes]);
     if (!buf) {
@@ -517,12 +485,9 @@ swi_status read_all(itk::ImageIOBase *io, const char *path, int64_t count, int n
 
 extern "C" int io__itk_available(void) { return 1; }
 
-extern "C" swi_status io__itk_open(const char *path, swi_io_format f, swi_volume *v, char *err,
-                                   size_t n)
-{
+extern "C" swi_status io__itk_open(const char *path, swi_io_format f, swi_volume *v, char *err, size_t n) {
     memset(v, 0, sizeof *v);
-    if (set_path(v, path, err, n))
-        return SWI_ERR_INVALID_ARG;
+    if (set_path(v, path, err, n)) return SWI_ERR_INVALID_ARG;
     struct stat st;
     if (stat(path, &st) != 0) {
         io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
@@ -536,8 +501,7 @@ extern "C" swi_status io__itk_open(const char *path, swi_io_format f, swi_volume
     return guarded(path, what, err, n, [&]() -> swi_status {
         if (f == SWI_IO_METAIMAGE) {
             swi_status hs = check_meta_header(path, err, n);
-            if (hs)
-                return hs;
+            if (hs) return hs;
         }
         itk::ImageIOBase::Pointer io = make_io(f);
         if (!io->CanReadFile(path)) {
@@ -550,9 +514,8 @@ extern "C" swi_status io__itk_open(const char *path, swi_io_format f, swi_volume
     });
 }
 
-extern "C" swi_status io__itk_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                                   char *err, size_t n)
-{
+extern "C" swi_status io__itk_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err,
+                                   size_t n) {
     if (io__cancelled(cancel)) {
         io__err(err, n, "interrupted");
         return SWI_ERR_CANCELLED;
@@ -565,8 +528,7 @@ extern "C" swi_status io__itk_read(const swi_volume *v, float *dst, const swi_io
         swi_volume now;
         memset(&now, 0, sizeof now);
         swi_status st = take_info(io.GetPointer(), path, v->format, &now, err, n);
-        if (st)
-            return st;
+        if (st) return st;
         if (memcmp(now.size, v->size, sizeof now.size) != 0 ||
             now.fmt.itk.component != v->fmt.itk.component) {
             io__err(err, n, "%s: the file changed since it was opened", path);
@@ -578,15 +540,13 @@ extern "C" swi_status io__itk_read(const swi_volume *v, float *dst, const swi_io
             (st = check_meta_data(static_cast<itk::MetaImageIO *>(io.GetPointer()), path,
                                   (uint64_t)count * (uint64_t)v->bytes_per_voxel, err, n)))
             return st;
-        if ((st = read_all(io.GetPointer(), path, count, v->bytes_per_voxel, buf, err, n)))
-            return st;
+        if ((st = read_all(io.GetPointer(), path, count, v->bytes_per_voxel, buf, err, n))) return st;
         convert((Comp)v->fmt.itk.component, buf.get(), v->size, count, dst);
         return SWI_OK;
     });
 }
 
-extern "C" swi_status io__itk_dicom_slice(const char *file, io_slice *s, char *err, size_t n)
-{
+extern "C" swi_status io__itk_dicom_slice(const char *file, io_slice *s, char *err, size_t n) {
     return guarded(file, "DICOM", err, n, [&]() -> swi_status {
         itk::GDCMImageIO::Pointer io = itk::GDCMImageIO::New();
         if (!io->CanReadFile(file)) {
@@ -598,12 +558,10 @@ extern "C" swi_status io__itk_dicom_slice(const char *file, io_slice *s, char *e
         swi_volume v;
         memset(&v, 0, sizeof v);
         swi_status st = take_info(io.GetPointer(), file, SWI_IO_DICOM, &v, err, n);
-        if (st)
-            return st;
+        if (st) return st;
         std::string uid;
         io->GetValueFromTag("0020|000e", uid);
-        while (!uid.empty() && (uid.back() == ' ' || uid.back() == '\0'))
-            uid.pop_back();
+        while (!uid.empty() && (uid.back() == ' ' || uid.back() == '\0')) uid.pop_back();
         snprintf(s->series_uid, sizeof s->series_uid, "%s", uid.c_str());
         s->cols = v.size[0];
         s->rows = v.size[1];
@@ -630,14 +588,12 @@ std::mutex g_gdcm_mu;
 
 struct GdcmWarnings {
     std::ostringstream text;
-    std::lock_guard<std::mutex> lock{ g_gdcm_mu };
-    GdcmWarnings()
-    {
+    std::lock_guard<std::mutex> lock{g_gdcm_mu};
+    GdcmWarnings() {
         gdcm::Trace::SetWarningStream(text);
         gdcm::Trace::SetWarning(true);
     }
-    ~GdcmWarnings()
-    {
+    ~GdcmWarnings() {
         gdcm::Trace::SetWarning(false);
         gdcm::Trace::SetWarningStream(std::cerr);
     }
@@ -645,8 +601,7 @@ struct GdcmWarnings {
 
 } // namespace
 
-extern "C" swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *err, size_t n)
-{
+extern "C" swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *err, size_t n) {
     return guarded(s->file, "DICOM", err, n, [&]() -> swi_status {
         GdcmWarnings warnings;
         itk::GDCMImageIO::Pointer io = itk::GDCMImageIO::New();
@@ -666,8 +621,7 @@ extern "C" swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *
         }
         std::unique_ptr<unsigned char[]> buf;
         swi_status st = read_all(io.GetPointer(), s->file, s->cols * s->rows, nb, buf, err, n);
-        if (st)
-            return st;
+        if (st) return st;
         if (warnings.text.str().find("Incomplete Pixel Data") != std::string::npos) {
             io__err(err, n, "%s: truncated: the pixel data end before the image does", s->file);
             return SWI_ERR_INVALID_ARG;
@@ -680,9 +634,7 @@ extern "C" swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *
 namespace {
 
 /* dst [planes][ni][nj][nk] of dtype -> ITK order (i fastest), one plane after another. */
-template <typename T>
-void transpose_out(const void *src, const int64_t size[3], int64_t planes, T *dst)
-{
+template <typename T> void transpose_out(const void *src, const int64_t size[3], int64_t planes, T *dst) {
     const T *s = static_cast<const T *>(src);
     const int64_t ni = size[0], nj = size[1], nk = size[2], vol = ni * nj * nk;
     for (int64_t c = 0; c < planes; c++) {
@@ -692,15 +644,13 @@ void transpose_out(const void *src, const int64_t size[3], int64_t planes, T *ds
             for (int64_t j = 0; j < nj; j++) {
                 const T *p = sp + (i * nj + j) * nk;
                 T *q = dp + i + ni * j;
-                for (int64_t k = 0; k < nk; k++)
-                    q[k * ni * nj] = p[k];
+                for (int64_t k = 0; k < nk; k++) q[k * ni * nj] = p[k];
             }
     }
 }
 
 /* Copy the file at tmp into fd, every write checked. */
-swi_status copy_into(const char *tmp, int fd, const char *name, char *err, size_t n)
-{
+swi_status copy_into(const char *tmp, int fd, const char *name, char *err, size_t n) {
     int in = open(tmp, O_RDONLY | O_CLOEXEC);
     if (in < 0) {
         io__err(err, n, "%s: write failed: %s", name, strerror(errno));
@@ -709,26 +659,21 @@ swi_status copy_into(const char *tmp, int fd, const char *name, char *err, size_
     static const size_t CHUNK = 1 << 20;
     std::unique_ptr<char[]> buf(new (std::nothrow) char[CHUNK]);
     swi_status st = buf ? SWI_OK : SWI_ERR_NOMEM;
-    if (!buf)
-        io__err(err, n, "%s: out of memory", name);
+    if (!buf) io__err(err, n, "%s: out of memory", name);
     while (st == SWI_OK) {
         ssize_t r = read(in, buf.get(), CHUNK);
-        if (r < 0 && errno == EINTR)
-            continue;
+        if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
             io__err(err, n, "%s: write failed: %s", name, strerror(errno));
             st = SWI_ERR_INVALID_ARG;
             break;
         }
-        if (r == 0)
-            break;
+        if (r == 0) break;
         for (ssize_t off = 0; off < r;) {
             ssize_t w = write(fd, buf.get() + off, (size_t)(r - off));
-            if (w < 0 && errno == EINTR)
-                continue;
+            if (w < 0 && errno == EINTR) continue;
             if (w <= 0) {
-                io__err(err, n, "%s: write failed: %s", name,
-                        w < 0 ? strerror(errno) : "no progress");
+                io__err(err, n, "%s: write failed: %s", name, w < 0 ? strerror(errno) : "no progress");
                 st = SWI_ERR_INVALID_ARG;
                 break;
             }
@@ -741,11 +686,9 @@ swi_status copy_into(const char *tmp, int fd, const char *name, char *err, size_
 
 } // namespace
 
-extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f,
-                                       const swi_volume *like, const void *data, swi_dtype dtype,
-                                       int64_t planes, const swi_io_cancel *cancel, char *err,
-                                       size_t n)
-{
+extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f, const swi_volume *like,
+                                       const void *data, swi_dtype dtype, int64_t planes,
+                                       const swi_io_cancel *cancel, char *err, size_t n) {
     const int64_t *size = like->size;
     const char *bad = NULL;
     if (fd < 0)
@@ -759,8 +702,7 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
              size[0] * size[1] * size[2] > IO_MAX_VOXELS / planes)
         bad = "like's sizes are not a volume";
     if (bad) {
-        if (fd >= 0)
-            close(fd);
+        if (fd >= 0) close(fd);
         io__err(err, n, "%s: %s", name, bad);
         return SWI_ERR_INVALID_ARG;
     }
@@ -778,8 +720,7 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
             io__err(err, n, "%s: like's affine has a zero or non-finite column %d", name, k);
             return SWI_ERR_INVALID_ARG;
         }
-        for (int r = 0; r < 3; r++)
-            dir[r][k] = m[r] / sp[k];
+        for (int r = 0; r < 3; r++) dir[r][k] = m[r] / sp[k];
         org[k] = (k < 2 ? -1.0 : 1.0) * like->affine[k][3];
     }
     if (io__cancelled(cancel)) {
@@ -811,8 +752,7 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
                 io->SetDimensions(a, (itk::SizeValueType)size[a]);
                 io->SetSpacing(a, sp[a]);
                 io->SetOrigin(a, org[a]);
-                for (int r = 0; r < 3; r++)
-                    d[r] = dir[r][a];
+                for (int r = 0; r < 3; r++) d[r] = dir[r][a];
             } else {
                 io->SetDimensions(a, (itk::SizeValueType)planes);
                 io->SetSpacing(a, 1.0);
@@ -849,8 +789,7 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
         io->Write(buf.get());
         return SWI_OK;
     });
-    if (st == SWI_OK)
-        st = copy_into(tmp.c_str(), fd, name, err, n);
+    if (st == SWI_OK) st = copy_into(tmp.c_str(), fd, name, err, n);
     unlink(tmp.c_str());
     rmdir(dirbuf.data());
     if (close(fd) != 0 && st == SWI_OK) {
@@ -859,4 +798,3 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
     }
     return st;
 }
-

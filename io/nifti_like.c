@@ -6,11 +6,11 @@
 
 #ifndef SWI_HAVE_NIFTI
 
-swi_status io__nifti_like(const swi_volume *src, swi_volume *dst, char *err, size_t n)
-{
+swi_status io__nifti_like(const swi_volume *src, swi_volume *dst, char *err, size_t n) {
     (void)src;
     memset(dst, 0, sizeof *dst);
-    io__err(err, n, "swi_io was built without NIfTI support (install libnifti2-dev and "
+    io__err(err, n,
+            "swi_io was built without NIfTI support (install libnifti2-dev and "
             "rebuild)");
     return SWI_ERR_INVALID_ARG;
 }
@@ -19,17 +19,14 @@ swi_status io__nifti_like(const swi_volume *src, swi_volume *dst, char *err, siz
 
 #include <nifti2_io.h>
 
-swi_status io__nifti_like(const swi_volume *src, swi_volume *dst, char *err, size_t n)
-{
+swi_status io__nifti_like(const swi_volume *src, swi_volume *dst, char *err, size_t n) {
     swi_status st = io__nifti_make(dst, src->size, src->spacing, err, n);
-    if (st != SWI_OK)
-        return st;
+    if (st != SWI_OK) return st;
     nifti_1_header *h = (nifti_1_header *)dst->fmt.nifti.hdr;
     nifti_dmat44 R;
     memset(&R, 0, sizeof R);
     for (int r = 0; r < 4; r++)
-        for (int c = 0; c < 4; c++)
-            R.m[r][c] = src->affine[r][c];
+        for (int c = 0; c < 4; c++) R.m[r][c] = src->affine[r][c];
     double qb, qc, qd, qx, qy, qz, dx, dy, dz, qfac;
     nifti_dmat44_to_quatern(R, &qb, &qc, &qd, &qx, &qy, &qz, &dx, &dy, &dz, &qfac);
     h->quatern_b = (float)qb, h->quatern_c = (float)qc, h->quatern_d = (float)qd;

@@ -16,31 +16,28 @@
 
 int io__nifti_available(void) { return 0; }
 
-static swi_status no_nifti(char *err, size_t n, const char *path)
-{
-    io__err(err, n, "%s: swi_io was built without NIfTI support (install libnifti2-dev and "
-            "rebuild)", path ? path : "NIfTI");
+static swi_status no_nifti(char *err, size_t n, const char *path) {
+    io__err(err, n,
+            "%s: swi_io was built without NIfTI support (install libnifti2-dev and "
+            "rebuild)",
+            path ? path : "NIfTI");
     return SWI_ERR_INVALID_ARG;
 }
 
-swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
-{
+swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n) {
     memset(v, 0, sizeof *v);
     return no_nifti(err, n, path);
 }
 
 swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const swi_io_cancel *cancel,
-                          int64_t *nonfinite, char *err, size_t n)
-{
+                          int64_t *nonfinite, char *err, size_t n) {
     (void)dst, (void)cancel, (void)frames;
-    if (nonfinite)
-        *nonfinite = 0;
+    if (nonfinite) *nonfinite = 0;
     return no_nifti(err, n, v->path);
 }
 
-swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3],
-                          char *err, size_t n)
-{
+swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3], char *err,
+                          size_t n) {
     memset(v, 0, sizeof *v);
     (void)size, (void)spacing;
     return no_nifti(err, n, NULL);
@@ -55,22 +52,18 @@ swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spa
 
 int io__nifti_available(void) { return 1; }
 
-
-static void quiet_once(void)
-{
+static void quiet_once(void) {
     nifti_set_debug_level(0); /* we report errors ourselves, in one line */
     nifti_set_allow_upper_fext(1);
 }
 
-static void quiet_niftilib(void)
-{
+static void quiet_niftilib(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, quiet_once);
 }
 
 /* Name and size of a scalar datatype; 0 for types swi does not read. */
-static int scalar_size(int dt)
-{
+static int scalar_size(int dt) {
     switch (dt) {
     case NIFTI_TYPE_UINT8:
     case NIFTI_TYPE_INT8: return 1;
@@ -87,27 +80,34 @@ static int scalar_size(int dt)
     }
 }
 
-static int is_known_type(int dt)
-{
+static int is_known_type(int dt) {
     switch (dt) {
-    case DT_BINARY: case NIFTI_TYPE_UINT8: case NIFTI_TYPE_INT16: case NIFTI_TYPE_INT32:
-    case NIFTI_TYPE_FLOAT32: case NIFTI_TYPE_COMPLEX64: case NIFTI_TYPE_FLOAT64:
-    case NIFTI_TYPE_RGB24: case NIFTI_TYPE_INT8: case NIFTI_TYPE_UINT16: case NIFTI_TYPE_UINT32:
-    case NIFTI_TYPE_INT64: case NIFTI_TYPE_UINT64: case NIFTI_TYPE_FLOAT128:
-    case NIFTI_TYPE_COMPLEX128: case NIFTI_TYPE_COMPLEX256: case NIFTI_TYPE_RGBA32:
-        return 1;
-    default:
-        return 0;
+    case DT_BINARY:
+    case NIFTI_TYPE_UINT8:
+    case NIFTI_TYPE_INT16:
+    case NIFTI_TYPE_INT32:
+    case NIFTI_TYPE_FLOAT32:
+    case NIFTI_TYPE_COMPLEX64:
+    case NIFTI_TYPE_FLOAT64:
+    case NIFTI_TYPE_RGB24:
+    case NIFTI_TYPE_INT8:
+    case NIFTI_TYPE_UINT16:
+    case NIFTI_TYPE_UINT32:
+    case NIFTI_TYPE_INT64:
+    case NIFTI_TYPE_UINT64:
+    case NIFTI_TYPE_FLOAT128:
+    case NIFTI_TYPE_COMPLEX128:
+    case NIFTI_TYPE_COMPLEX256:
+    case NIFTI_TYPE_RGBA32: return 1;
+    default: return 0;
     }
 }
 
-static uint32_t bswap32(uint32_t x)
-{
+static uint32_t bswap32(uint32_t x) {
     return (x >> 24) | ((x >> 8) & 0xff00u) | ((x << 8) & 0xff0000u) | (x << 24);
 }
 
-static swi_io_type io_type_of(int dt)
-{
+static swi_io_type io_type_of(int dt) {
     switch (dt) {
     case NIFTI_TYPE_UINT8: return SWI_IO_TYPE_UINT8;
     case NIFTI_TYPE_INT8: return SWI_IO_TYPE_INT8;
@@ -131,13 +131,11 @@ typedef struct geom_fields {
     double srow[3][4];
 } geom_fields;
 
-static void geom_of(const swi_volume *v, geom_fields *g)
-{
+static void geom_of(const swi_volume *v, geom_fields *g) {
     memset(g, 0, sizeof *g);
     if (v->fmt.nifti.version == 1) {
         const nifti_1_header *h = (const nifti_1_header *)v->fmt.nifti.hdr;
-        for (int i = 0; i < 8; i++)
-            g->pixdim[i] = h->pixdim[i];
+        for (int i = 0; i < 8; i++) g->pixdim[i] = h->pixdim[i];
         g->qform_code = h->qform_code, g->sform_code = h->sform_code;
         g->qb = h->quatern_b, g->qc = h->quatern_c, g->qd = h->quatern_d;
         g->qx = h->qoffset_x, g->qy = h->qoffset_y, g->qz = h->qoffset_z;
@@ -148,8 +146,7 @@ static void geom_of(const swi_volume *v, geom_fields *g)
         }
     } else {
         const nifti_2_header *h = (const nifti_2_header *)v->fmt.nifti.hdr;
-        for (int i = 0; i < 8; i++)
-            g->pixdim[i] = h->pixdim[i];
+        for (int i = 0; i < 8; i++) g->pixdim[i] = h->pixdim[i];
         g->qform_code = h->qform_code, g->sform_code = h->sform_code;
         g->qb = h->quatern_b, g->qc = h->quatern_c, g->qd = h->quatern_d;
         g->qx = h->qoffset_x, g->qy = h->qoffset_y, g->qz = h->qoffset_z;
@@ -163,19 +160,16 @@ static void geom_of(const swi_volume *v, geom_fields *g)
 
 /* spacing and affine as nibabel derives them (get_best_affine): sform if its code is set,
  * else the qform (quaternion, pixdim, qfac), else pixdim with x flipped about the centre. */
-static void set_geometry(swi_volume *v)
-{
+static void set_geometry(swi_volume *v) {
     geom_fields g;
     geom_of(v, &g);
-    double (*A)[4] = v->affine;
+    double(*A)[4] = v->affine;
     memset(v->affine, 0, sizeof v->affine);
     A[3][3] = 1;
-    for (int a = 0; a < 3; a++)
-        v->spacing[a] = g.pixdim[a + 1];
+    for (int a = 0; a < 3; a++) v->spacing[a] = g.pixdim[a + 1];
     if (g.sform_code > 0) {
         for (int r = 0; r < 3; r++)
-            for (int c = 0; c < 4; c++)
-                A[r][c] = g.srow[r][c];
+            for (int c = 0; c < 4; c++) A[r][c] = g.srow[r][c];
     } else if (g.qform_code > 0) {
         double b = g.qb, c = g.qc, d = g.qd;
         double a2 = 1.0 - (b * b + c * c + d * d), a = 0;
@@ -187,14 +181,13 @@ static void set_geometry(swi_volume *v)
         }
         double qfac = g.pixdim[0] < 0 ? -1.0 : 1.0;
         double R[3][3] = {
-            { a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c) },
-            { 2 * (b * c + a * d), a * a + c * c - b * b - d * d, 2 * (c * d - a * b) },
-            { 2 * (b * d - a * c), 2 * (c * d + a * b), a * a + d * d - c * c - b * b },
+            {a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)},
+            {2 * (b * c + a * d), a * a + c * c - b * b - d * d, 2 * (c * d - a * b)},
+            {2 * (b * d - a * c), 2 * (c * d + a * b), a * a + d * d - c * c - b * b},
         };
-        double z[3] = { g.pixdim[1], g.pixdim[2], qfac * g.pixdim[3] };
+        double z[3] = {g.pixdim[1], g.pixdim[2], qfac * g.pixdim[3]};
         for (int r = 0; r < 3; r++)
-            for (int k = 0; k < 3; k++)
-                A[r][k] = R[r][k] * z[k];
+            for (int k = 0; k < 3; k++) A[r][k] = R[r][k] * z[k];
         A[0][3] = g.qx, A[1][3] = g.qy, A[2][3] = g.qz;
     } else {
         for (int k = 0; k < 3; k++) {
@@ -205,8 +198,7 @@ static void set_geometry(swi_volume *v)
     }
 }
 
-swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
-{
+swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n) {
     quiet_niftilib();
     memset(v, 0, sizeof *v);
     if (strlen(path) >= sizeof v->path) {
@@ -251,8 +243,7 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
             gzclose(g);
             return SWI_ERR_INVALID_ARG;
         }
-        if (r == 0)
-            break;
+        if (r == 0) break;
         got += r;
     }
     int is_gz = gzdirect(g) == 0;
@@ -273,8 +264,8 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
         version = 2;
         swap = sh != 540;
     } else {
-        io__err(err, n, "%s: not a NIfTI file (header size field is %u; NIfTI-1 has 348, NIfTI-2 540)",
-                path, (unsigned)sh);
+        io__err(err, n, "%s: not a NIfTI file (header size field is %u; NIfTI-1 has 348, NIfTI-2 540)", path,
+                (unsigned)sh);
         return SWI_ERR_INVALID_ARG;
     }
     if (version == 2 && got < (int)sizeof(nifti_2_header)) {
@@ -291,22 +282,18 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
     int datatype;
     if (version == 1) {
         nifti_1_header *h = (nifti_1_header *)v->fmt.nifti.hdr;
-        if (swap)
-            swap_nifti_header(h, 1);
+        if (swap) swap_nifti_header(h, 1);
         magic = h->magic;
-        for (int i = 0; i < 8; i++)
-            dim[i] = h->dim[i];
+        for (int i = 0; i < 8; i++) dim[i] = h->dim[i];
         slope = h->scl_slope;
         inter = h->scl_inter;
         vox_offset = h->vox_offset;
         datatype = h->datatype;
     } else {
         nifti_2_header *h = (nifti_2_header *)v->fmt.nifti.hdr;
-        if (swap)
-            swap_nifti_header(h, 2);
+        if (swap) swap_nifti_header(h, 2);
         magic = h->magic;
-        for (int i = 0; i < 8; i++)
-            dim[i] = h->dim[i];
+        for (int i = 0; i < 8; i++) dim[i] = h->dim[i];
         slope = h->scl_slope;
         inter = h->scl_inter;
         vox_offset = (double)h->vox_offset;
@@ -316,8 +303,7 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
     /* Magic: single-file NIfTI only. */
     if (magic[0] != 'n' || magic[3] != '\0' || magic[2] != (char)('0' + version) ||
         (magic[1] != '+' && magic[1] != 'i')) {
-        io__err(err, n, "%s: not a NIfTI-%d file (no NIfTI magic; an Analyze 7.5 header?)", path,
-                version);
+        io__err(err, n, "%s: not a NIfTI-%d file (no NIfTI magic; an Analyze 7.5 header?)", path, version);
         return SWI_ERR_INVALID_ARG;
     }
     if (magic[1] == 'i') {
@@ -338,8 +324,7 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
         }
     }
     int nd = (int)dim[0];
-    while (nd > 3 && dim[nd] == 1)
-        nd--;
+    while (nd > 3 && dim[nd] == 1) nd--;
     /* a 4th axis holds channels (the Decathlon's multi-modal images) */
     int64_t frames = nd == 4 ? dim[4] : 1;
     if (nd != 3 && nd != 4) {
@@ -348,24 +333,26 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
         for (int i = 1; i <= dim[0] && len < sizeof shape - 24; i++)
             len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", i > 1 ? "x" : "",
                                     (long long)dim[i]);
-        io__err(err, n, "%s: is a %d-D image (%s); swi segments 3-D volumes (4th dim 1 is fine)",
-                path, nd, shape);
+        io__err(err, n, "%s: is a %d-D image (%s); swi segments 3-D volumes (4th dim 1 is fine)", path, nd,
+                shape);
         return SWI_ERR_INVALID_ARG;
     }
     int64_t nvox = 1;
     for (int i = 1; i <= 3; i++) {
         if (dim[i] > IO_MAX_VOXELS / nvox) {
-            io__err(err, n, "%s: header sizes overflow: %lld x %lld x %lld voxels is more than swi "
-                    "accepts (2^40)", path, (long long)dim[1], (long long)dim[2],
-                    (long long)dim[3]);
+            io__err(err, n,
+                    "%s: header sizes overflow: %lld x %lld x %lld voxels is more than swi "
+                    "accepts (2^40)",
+                    path, (long long)dim[1], (long long)dim[2], (long long)dim[3]);
             return SWI_ERR_INVALID_ARG;
         }
         nvox *= dim[i];
     }
     if (frames > IO_MAX_VOXELS / nvox) {
-        io__err(err, n, "%s: header sizes overflow: %lld x %lld x %lld x %lld voxels is more "
-                "than swi accepts (2^40)", path, (long long)dim[1], (long long)dim[2],
-                (long long)dim[3], (long long)frames);
+        io__err(err, n,
+                "%s: header sizes overflow: %lld x %lld x %lld x %lld voxels is more "
+                "than swi accepts (2^40)",
+                path, (long long)dim[1], (long long)dim[2], (long long)dim[3], (long long)frames);
         return SWI_ERR_INVALID_ARG;
     }
 
@@ -373,8 +360,10 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
     int nbyper = scalar_size(datatype);
     if (nbyper == 0) {
         if (is_known_type(datatype))
-            io__err(err, n, "%s: unsupported datatype %s (code %d); swi reads scalar voxels "
-                    "(integers and floats)", path, nifti_datatype_string(datatype), datatype);
+            io__err(err, n,
+                    "%s: unsupported datatype %s (code %d); swi reads scalar voxels "
+                    "(integers and floats)",
+                    path, nifti_datatype_string(datatype), datatype);
         else
             io__err(err, n, "%s: corrupt header: unknown datatype code %d", path, datatype);
         return SWI_ERR_INVALID_ARG;
@@ -388,15 +377,15 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
         return SWI_ERR_INVALID_ARG;
     }
     int64_t offset = (int64_t)vox_offset;
-    if (offset < hsize)
-        offset = hsize; /* as niftilib does */
+    if (offset < hsize) offset = hsize; /* as niftilib does */
     int64_t bytes = nvox * frames * nbyper;
     if (!is_gz) {
         int64_t need = offset + bytes;
         if ((int64_t)st.st_size < need) {
-            io__err(err, n, "%s: truncated: the header describes %lld x %lld x %lld voxels "
-                    "(%lld bytes from offset %lld) but the file has %lld bytes", path,
-                    (long long)dim[1], (long long)dim[2], (long long)dim[3], (long long)bytes,
+            io__err(err, n,
+                    "%s: truncated: the header describes %lld x %lld x %lld voxels "
+                    "(%lld bytes from offset %lld) but the file has %lld bytes",
+                    path, (long long)dim[1], (long long)dim[2], (long long)dim[3], (long long)bytes,
                     (long long)offset, (long long)st.st_size);
             return SWI_ERR_INVALID_ARG;
         }
@@ -428,26 +417,25 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n)
 /* Convert + transpose: src is [nk][nj][ni] (file order), dst [ni][nj][nk]. Blocked along k so
  * both sides stream through cache lines. */
 #define KB 16
-#define CONVERT(T, EXPR_OF_X)                                                                  \
-    do {                                                                                       \
-        const T *s = (const T *)src;                                                           \
-        for (int64_t k0 = 0; k0 < nk; k0 += KB) {                                              \
-            int64_t kn = nk - k0 < KB ? nk - k0 : KB;                                          \
-            for (int64_t j = 0; j < nj; j++)                                                   \
-                for (int64_t i = 0; i < ni; i++) {                                             \
-                    float *d = dst + (i * nj + j) * nk + k0;                                   \
-                    const T *p = s + i + ni * (j + nj * k0);                                   \
-                    for (int64_t kk = 0; kk < kn; kk++) {                                      \
-                        double x = (double)p[kk * plane];                                      \
-                        d[kk] = (float)(EXPR_OF_X);                                            \
-                    }                                                                          \
-                }                                                                              \
-        }                                                                                      \
+#define CONVERT(T, EXPR_OF_X)                                \
+    do {                                                     \
+        const T *s = (const T *)src;                         \
+        for (int64_t k0 = 0; k0 < nk; k0 += KB) {            \
+            int64_t kn = nk - k0 < KB ? nk - k0 : KB;        \
+            for (int64_t j = 0; j < nj; j++)                 \
+                for (int64_t i = 0; i < ni; i++) {           \
+                    float *d = dst + (i * nj + j) * nk + k0; \
+                    const T *p = s + i + ni * (j + nj * k0); \
+                    for (int64_t kk = 0; kk < kn; kk++) {    \
+                        double x = (double)p[kk * plane];    \
+                        d[kk] = (float)(EXPR_OF_X);          \
+                    }                                        \
+                }                                            \
+        }                                                    \
     } while (0)
 
-static void convert(const void *src, int datatype, const int64_t size[3], double slope,
-                    double inter, float *dst)
-{
+static void convert(const void *src, int datatype, const int64_t size[3], double slope, double inter,
+                    float *dst) {
     const int64_t ni = size[0], nj = size[1], nk = size[2], plane = ni * nj;
     int scaled = !(slope == 1 && inter == 0);
     switch (datatype) {
@@ -461,11 +449,11 @@ static void convert(const void *src, int datatype, const int64_t size[3], double
     case NIFTI_TYPE_UINT64: CONVERT(uint64_t, x * slope + inter); break;
     case NIFTI_TYPE_FLOAT32:
         if (scaled)
-            CONVERT(float, x * slope + inter);
+            CONVERT(float, x *slope + inter);
         else
             CONVERT(float, x);
         break;
-    case NIFTI_TYPE_FLOAT64: CONVERT(double, scaled ? x * slope + inter : x); break;
+    case NIFTI_TYPE_FLOAT64: CONVERT(double, scaled ? x *slope + inter : x); break;
     case NIFTI_TYPE_FLOAT128: {
         /* long double does not fit the double-based macro without losing range first;
          * convert it the same way through long double. */
@@ -474,8 +462,7 @@ static void convert(const void *src, int datatype, const int64_t size[3], double
             for (int64_t j = 0; j < nj; j++)
                 for (int64_t i = 0; i < ni; i++) {
                     long double x = s[i + ni * (j + nj * k)];
-                    if (scaled)
-                        x = x * (long double)slope + (long double)inter;
+                    if (scaled) x = x * (long double)slope + (long double)inter;
                     dst[(i * nj + j) * nk + k] = (float)x;
                 }
         break;
@@ -487,20 +474,17 @@ static void convert(const void *src, int datatype, const int64_t size[3], double
 /* The voxels of a gzip file through libdeflate: header and voxels decompressed into one
  * malloc'd buffer, *buf (ntot bytes of voxels at its start). 0; -1 for corrupt data; 1 when
  * zlib must do it (*buf untouched). */
-static int fast_gz_read(const swi_volume *v, const nifti_image *nim, void **buf, int64_t ntot)
-{
+static int fast_gz_read(const swi_volume *v, const nifti_image *nim, void **buf, int64_t ntot) {
     const int64_t off = v->fmt.nifti.offset;
-    if (!io__gz_fast() || off < 0 || off > ((int64_t)1 << 24) || !io__gz_is_gzip(v->path))
-        return 1;
+    if (!io__gz_fast() || off < 0 || off > ((int64_t)1 << 24) || !io__gz_is_gzip(v->path)) return 1;
     unsigned char *all = io__malloc((size_t)(off + ntot));
-    if (!all)
-        return 1;
+    if (!all) return 1;
     int rc = io__gz_read(v->path, all, (size_t)(off + ntot));
     if (rc != 0) {
         free(all);
         return rc == IO_GZ_CORRUPT ? -1 : 1;
     }
-    memmove(all, all + off, (size_t)ntot); /* aligned for the conversion */
+    memmove(all, all + off, (size_t)ntot);                          /* aligned for the conversion */
     if (nim->swapsize > 1 && nim->byteorder != nifti_short_order()) /* as the zlib path */
         nifti_swap_Nbytes(ntot / nim->swapsize, nim->swapsize, all);
     *buf = all;
@@ -509,8 +493,7 @@ static int fast_gz_read(const swi_volume *v, const nifti_image *nim, void **buf,
 
 /* Voxels that are not finite numbers after conversion (NaN or +-Inf as stored, or made so
  * by scaling or by the conversion to float32) become 0; returns how many there were. */
-static int64_t zero_nonfinite(float *x, int64_t count)
-{
+static int64_t zero_nonfinite(float *x, int64_t count) {
     int64_t bad = 0;
     for (int64_t i = 0; i < count; i++)
         if (!isfinite(x[i])) {
@@ -521,10 +504,8 @@ static int64_t zero_nonfinite(float *x, int64_t count)
 }
 
 swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const swi_io_cancel *cancel,
-                          int64_t *nonfinite, char *err, size_t n)
-{
-    if (nonfinite)
-        *nonfinite = 0;
+                          int64_t *nonfinite, char *err, size_t n) {
+    if (nonfinite) *nonfinite = 0;
     quiet_niftilib();
     /* The image structure comes from the header we validated, not from nifti_image_read():
      * niftilib finds files by their base name, and asked for X.nii.gz it would read the
@@ -546,11 +527,10 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
     /* niftilib must see what we validated. */
     if (nim->nx != v->size[0] || nim->ny != v->size[1] || nim->nz != v->size[2] ||
         nim->nvox != v->size[0] * v->size[1] * v->size[2] * (v->frames > 1 ? v->frames : 1) ||
-        nim->datatype != v->fmt.nifti.datatype ||
-        nim->nbyper != v->bytes_per_voxel || nim->iname_offset != v->fmt.nifti.offset) {
-        io__err(err, n, "%s: inconsistent header (niftilib reads %lldx%lldx%lld of type %d)",
-                v->path, (long long)nim->nx, (long long)nim->ny, (long long)nim->nz,
-                nim->datatype);
+        nim->datatype != v->fmt.nifti.datatype || nim->nbyper != v->bytes_per_voxel ||
+        nim->iname_offset != v->fmt.nifti.offset) {
+        io__err(err, n, "%s: inconsistent header (niftilib reads %lldx%lldx%lld of type %d)", v->path,
+                (long long)nim->nx, (long long)nim->ny, (long long)nim->nz, nim->datatype);
         nifti_image_free(nim);
         return SWI_ERR_INVALID_ARG;
     }
@@ -580,8 +560,7 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
         buf = io__malloc((size_t)ntot);
         if (!buf) {
             char b[32];
-            io__err(err, n, "%s: out of memory reading %s of voxels", v->path,
-                    io__bytes((size_t)ntot, b));
+            io__err(err, n, "%s: out of memory reading %s of voxels", v->path, io__bytes((size_t)ntot, b));
             nifti_image_free(nim);
             return SWI_ERR_NOMEM;
         }
@@ -597,15 +576,17 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
         }
     }
     if (got != ntot) {
-        io__err(err, n, "%s: truncated or corrupt voxel data (could not read %lld bytes from "
-                "offset %lld)", v->path, (long long)ntot, (long long)v->fmt.nifti.offset);
+        io__err(err, n,
+                "%s: truncated or corrupt voxel data (could not read %lld bytes from "
+                "offset %lld)",
+                v->path, (long long)ntot, (long long)v->fmt.nifti.offset);
         free(buf);
         nifti_image_free(nim);
         return SWI_ERR_INVALID_ARG;
     }
     for (int64_t f = 0; f < frames; f++)
-        convert((const char *)buf + f * nvox3 * nim->nbyper, v->fmt.nifti.datatype, v->size,
-                v->slope, v->inter, dst + f * nvox3);
+        convert((const char *)buf + f * nvox3 * nim->nbyper, v->fmt.nifti.datatype, v->size, v->slope,
+                v->inter, dst + f * nvox3);
     free(buf);
     /* Integers convert to finite floats unless scaled (uint64's largest is far below
      * FLT_MAX); floats and scaled values are checked. */
@@ -613,16 +594,14 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
     if (dt == NIFTI_TYPE_FLOAT32 || dt == NIFTI_TYPE_FLOAT64 || dt == NIFTI_TYPE_FLOAT128 ||
         !(v->slope == 1 && v->inter == 0)) {
         int64_t bad = zero_nonfinite(dst, nvox3 * frames);
-        if (nonfinite)
-            *nonfinite = bad;
+        if (nonfinite) *nonfinite = bad;
     }
     nifti_image_free(nim);
     return SWI_OK;
 }
 
-swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3],
-                          char *err, size_t n)
-{
+swi_status io__nifti_make(swi_volume *v, const int64_t size[3], const double spacing[3], char *err,
+                          size_t n) {
     memset(v, 0, sizeof *v);
     for (int a = 0; a < 3; a++) {
         if (size[a] < 1 || size[a] > 32767) {

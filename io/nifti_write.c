@@ -10,17 +10,16 @@
 
 #ifndef SWI_HAVE_NIFTI
 
-swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume *like,
-                              const void *data, swi_dtype dtype, swi_io_kind kind,
-                              int64_t planes, int64_t classes, const swi_io_cancel *cancel,
-                              char *err, size_t n)
-{
+swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume *like, const void *data,
+                              swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
+                              const swi_io_cancel *cancel, char *err, size_t n) {
     (void)gz, (void)like, (void)data, (void)dtype, (void)kind, (void)planes, (void)classes;
     (void)cancel;
-    if (fd >= 0)
-        close(fd);
-    io__err(err, n, "%s: swi_io was built without NIfTI support (install libnifti2-dev and "
-            "rebuild)", name ? name : "NIfTI");
+    if (fd >= 0) close(fd);
+    io__err(err, n,
+            "%s: swi_io was built without NIfTI support (install libnifti2-dev and "
+            "rebuild)",
+            name ? name : "NIfTI");
     return SWI_ERR_INVALID_ARG;
 }
 
@@ -45,10 +44,8 @@ typedef struct sink {
     swi_status failed; /* SWI_OK until the first failure */
 } sink;
 
-static int sink_write(sink *s, const void *buf, size_t n)
-{
-    if (s->failed)
-        return -1;
+static int sink_write(sink *s, const void *buf, size_t n) {
+    if (s->failed) return -1;
     if (io__cancelled(s->cancel)) {
         io__err(s->err, s->errlen, "interrupted");
         s->failed = SWI_ERR_CANCELLED;
@@ -78,8 +75,7 @@ static int sink_write(sink *s, const void *buf, size_t n)
             chunk = (size_t)w;
         } else {
             ssize_t w = write(s->fd, p, chunk);
-            if (w < 0 && errno == EINTR)
-                continue;
+            if (w < 0 && errno == EINTR) continue;
             if (w <= 0) {
                 io__err(s->err, s->errlen, "%s: write failed: %s", s->name,
                         w < 0 ? strerror(errno) : "no progress");
@@ -94,25 +90,20 @@ static int sink_write(sink *s, const void *buf, size_t n)
     return 0;
 }
 
-static int out_nbyper(swi_dtype t)
-{
-    return t == SWI_DTYPE_UINT8 ? 1 : t == SWI_DTYPE_UINT16 ? 2 : 4;
-}
+static int out_nbyper(swi_dtype t) { return t == SWI_DTYPE_UINT8 ? 1 : t == SWI_DTYPE_UINT16 ? 2 : 4; }
 
-static int out_datatype(swi_dtype t)
-{
-    return t == SWI_DTYPE_UINT8 ? NIFTI_TYPE_UINT8
-         : t == SWI_DTYPE_UINT16 ? NIFTI_TYPE_UINT16 : NIFTI_TYPE_FLOAT32;
+static int out_datatype(swi_dtype t) {
+    return t == SWI_DTYPE_UINT8    ? NIFTI_TYPE_UINT8
+           : t == SWI_DTYPE_UINT16 ? NIFTI_TYPE_UINT16
+                                   : NIFTI_TYPE_FLOAT32;
 }
 
 /* Fill the header of an output from the input's: only data-describing fields change. */
-static size_t make_header(const swi_volume *like, swi_dtype type, swi_io_kind kind,
-                          int64_t channels, int64_t classes, unsigned char *out)
-{
+static size_t make_header(const swi_volume *like, swi_dtype type, swi_io_kind kind, int64_t channels,
+                          int64_t classes, unsigned char *out) {
     int dt = out_datatype(type);
     int bitpix = 8 * out_nbyper(type);
-    const char *intent_name = kind == SWI_IO_LABELS ? "labels"
-                            : kind == SWI_IO_SCORES ? "scores" : "";
+    const char *intent_name = kind == SWI_IO_LABELS ? "labels" : kind == SWI_IO_SCORES ? "scores" : "";
     int intent = kind == SWI_IO_LABELS ? NIFTI_INTENT_LABEL : NIFTI_INTENT_NONE;
     if (like->fmt.nifti.version == 2) {
         nifti_2_header h;
@@ -122,11 +113,9 @@ static size_t make_header(const swi_volume *like, swi_dtype type, swi_io_kind ki
         h.datatype = (int16_t)dt;
         h.bitpix = (int16_t)bitpix;
         h.dim[0] = channels > 1 ? 4 : 3;
-        for (int i = 0; i < 3; i++)
-            h.dim[i + 1] = like->size[i];
+        for (int i = 0; i < 3; i++) h.dim[i + 1] = like->size[i];
         h.dim[4] = channels > 1 ? channels : 1;
-        for (int i = 5; i < 8; i++)
-            h.dim[i] = 1;
+        for (int i = 5; i < 8; i++) h.dim[i] = 1;
         h.vox_offset = 544;
         h.scl_slope = 1;
         h.scl_inter = 0;
@@ -136,8 +125,7 @@ static size_t make_header(const swi_volume *like, swi_dtype type, swi_io_kind ki
         h.intent_p1 = h.intent_p2 = h.intent_p3 = 0;
         memset(h.intent_name, 0, sizeof h.intent_name);
         strncpy(h.intent_name, intent_name, sizeof h.intent_name - 1);
-        if (channels > 1 && h.pixdim[4] == 0)
-            h.pixdim[4] = 1;
+        if (channels > 1 && h.pixdim[4] == 0) h.pixdim[4] = 1;
         memcpy(out, &h, sizeof h);
         memset(out + sizeof h, 0, 4); /* no extensions */
         return sizeof h + 4;
@@ -149,11 +137,9 @@ static size_t make_header(const swi_volume *like, swi_dtype type, swi_io_kind ki
         h.datatype = (short)dt;
         h.bitpix = (short)bitpix;
         h.dim[0] = channels > 1 ? 4 : 3;
-        for (int i = 0; i < 3; i++)
-            h.dim[i + 1] = (short)like->size[i];
+        for (int i = 0; i < 3; i++) h.dim[i + 1] = (short)like->size[i];
         h.dim[4] = (short)(channels > 1 ? channels : 1);
-        for (int i = 5; i < 8; i++)
-            h.dim[i] = 1;
+        for (int i = 5; i < 8; i++) h.dim[i] = 1;
         h.vox_offset = 352;
         h.scl_slope = 1;
         h.scl_inter = 0;
@@ -164,25 +150,21 @@ static size_t make_header(const swi_volume *like, swi_dtype type, swi_io_kind ki
         memset(h.intent_name, 0, sizeof h.intent_name);
         strncpy(h.intent_name, intent_name, sizeof h.intent_name - 1);
         h.glmax = h.glmin = 0;
-        if (channels > 1 && h.pixdim[4] == 0)
-            h.pixdim[4] = 1;
+        if (channels > 1 && h.pixdim[4] == 0) h.pixdim[4] = 1;
         memcpy(out, &h, sizeof h);
         memset(out + sizeof h, 0, 4);
         return sizeof h + 4;
     }
 }
 
-swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume *like,
-                              const void *data, swi_dtype type, swi_io_kind kind,
-                              int64_t channels, int64_t classes, const swi_io_cancel *cancel,
-                              char *err, size_t n)
-{
+swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume *like, const void *data,
+                              swi_dtype type, swi_io_kind kind, int64_t channels, int64_t classes,
+                              const swi_io_cancel *cancel, char *err, size_t n) {
     const int64_t ni = like->size[0], nj = like->size[1], nk = like->size[2];
     const char *bad = NULL;
     if (fd < 0)
         bad = "fd < 0";
-    else if (like->format != SWI_IO_NIFTI || (like->fmt.nifti.version != 1 &&
-                                              like->fmt.nifti.version != 2))
+    else if (like->format != SWI_IO_NIFTI || (like->fmt.nifti.version != 1 && like->fmt.nifti.version != 2))
         bad = "like is not an opened or made NIfTI volume";
     else if (type != SWI_DTYPE_UINT8 && type != SWI_DTYPE_UINT16 && type != SWI_DTYPE_FLOAT32)
         bad = "dtype must be SWI_DTYPE_UINT8, _UINT16 or _FLOAT32";
@@ -193,8 +175,7 @@ swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume
     else if (ni < 1 || nj < 1 || nk < 1 || ni > IO_MAX_VOXELS / nj || ni * nj > IO_MAX_VOXELS / nk)
         bad = "like's sizes are not a volume";
     if (bad) {
-        if (fd >= 0)
-            close(fd);
+        if (fd >= 0) close(fd);
         io__err(err, n, "%s: %s", name, bad);
         return SWI_ERR_INVALID_ARG;
     }
@@ -212,7 +193,7 @@ swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume
         io__err(err, n, "%s: out of memory", name);
         return SWI_ERR_NOMEM;
     }
-    sink s = { fd, NULL, NULL, name, err, n, cancel, SWI_OK };
+    sink s = {fd, NULL, NULL, name, err, n, cancel, SWI_OK};
     if (gz && io__gz_fast()) {
         /* levels measured in bench/RESULTS.md ("Compression") */
         int level = type == SWI_DTYPE_FLOAT32 ? IO_GZ_LEVEL_FLOAT : IO_GZ_LEVEL_LABELS;
@@ -254,8 +235,7 @@ swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume
                     unsigned char *q = buf + (size_t)(j * ni + i) * nb;
                     switch (nb) {
                     case 1:
-                        for (int64_t kk = 0; kk < kn; kk++)
-                            q[kk * plane] = p[kk];
+                        for (int64_t kk = 0; kk < kn; kk++) q[kk * plane] = p[kk];
                         break;
                     case 2:
                         for (int64_t kk = 0; kk < kn; kk++)
@@ -274,8 +254,7 @@ swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume
     if (s.dz) {
         int e = io__gzw_close(s.dz); /* closes fd */
         if (e && !s.failed) {
-            io__err(err, n, "%s: write failed: %s", name,
-                    e == ENOMEM ? "out of memory" : strerror(e));
+            io__err(err, n, "%s: write failed: %s", name, e == ENOMEM ? "out of memory" : strerror(e));
             s.failed = SWI_ERR_INVALID_ARG;
         }
     } else if (s.gz) {

@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int swi_store_available(swi_store_kind kind)
-{
+int swi_store_available(swi_store_kind kind) {
     switch (kind) {
     case SWI_STORE_ZARR:
     case SWI_STORE_OME: return zarr__available();
@@ -17,8 +16,7 @@ int swi_store_available(swi_store_kind kind)
     }
 }
 
-int store__split_h5(const char *name, char *file, size_t fn, char *dset, size_t dn)
-{
+int store__split_h5(const char *name, char *file, size_t fn, char *dset, size_t dn) {
     const char *c = strstr(name, ".h5:");
     size_t ext = 3;
     if (!c) {
@@ -29,20 +27,17 @@ int store__split_h5(const char *name, char *file, size_t fn, char *dset, size_t 
         c = strstr(name, ".H5:");
         ext = 3;
     }
-    if (!c)
-        return -1;
+    if (!c) return -1;
     size_t flen = (size_t)(c - name) + ext;
     const char *d = c + ext + 1;
-    if (flen >= fn || strlen(d) + 2 > dn || !*d)
-        return -1;
+    if (flen >= fn || strlen(d) + 2 > dn || !*d) return -1;
     memcpy(file, name, flen);
     file[flen] = '\0';
     snprintf(dset, dn, "%s%s", *d == '/' ? "" : "/", d);
     return 0;
 }
 
-static const char *kind_missing(swi_store_kind k)
-{
+static const char *kind_missing(swi_store_kind k) {
     return k == SWI_STORE_HDF5 ? "HDF5 (install libhdf5-dev and rebuild)"
                                : "Zarr (install libjansson-dev libblosc-dev libzstd-dev and rebuild)";
 }
@@ -57,8 +52,7 @@ struct swi_store {
     char name[4096];
 };
 
-swi_status swi_store_open(const char *name, swi_store **out, char *err, size_t n)
-{
+swi_status swi_store_open(const char *name, swi_store **out, char *err, size_t n) {
     if (!out || !name) {
         io__err(err, n, "swi_store_open: %s is NULL", name ? "out" : "name");
         return SWI_ERR_INVALID_ARG;
@@ -80,8 +74,9 @@ swi_status swi_store_open(const char *name, swi_store **out, char *err, size_t n
     }
     s->kind = k;
     snprintf(s->name, sizeof s->name, "%s", name);
-    swi_status st = k == SWI_STORE_HDF5 ? h5__open(name, &s->impl, s->size, &s->type, err, n)
-                                        : zarr__open(name, k == SWI_STORE_OME, &s->impl, s->size, &s->type, err, n);
+    swi_status st = k == SWI_STORE_HDF5
+                        ? h5__open(name, &s->impl, s->size, &s->type, err, n)
+                        : zarr__open(name, k == SWI_STORE_OME, &s->impl, s->size, &s->type, err, n);
     if (st != SWI_OK) {
         free(s);
         return st;
@@ -90,19 +85,12 @@ swi_status swi_store_open(const char *name, swi_store **out, char *err, size_t n
     return SWI_OK;
 }
 
-void swi_store_size(const swi_store *s, int64_t size[3])
-{
-    memcpy(size, s->size, 3 * sizeof *size);
-}
+void swi_store_size(const swi_store *s, int64_t size[3]) { memcpy(size, s->size, 3 * sizeof *size); }
 
-swi_io_type swi_store_type(const swi_store *s)
-{
-    return s->type;
-}
+swi_io_type swi_store_type(const swi_store *s) { return s->type; }
 
 swi_status swi_store_read_box(swi_store *s, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
-                              size_t n)
-{
+                              size_t n) {
     for (int a = 0; a < 3; a++)
         if (lo[a] < 0 || hi[a] > s->size[a] || lo[a] >= hi[a]) {
             io__err(err, n, "%s: box [%lld, %lld) of axis %d is outside the volume (%lld)", s->name,
@@ -114,8 +102,7 @@ swi_status swi_store_read_box(swi_store *s, const int64_t lo[3], const int64_t h
 }
 
 static int reader_read(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *msg,
-                       size_t msg_size)
-{
+                       size_t msg_size) {
     swi_store *s = user;
     if (image != 0) {
         io__err(msg, msg_size, "%s: one image only (asked for %lld)", s->name, (long long)image);
@@ -124,16 +111,13 @@ static int reader_read(void *user, int64_t image, const int64_t *lo, const int64
     return swi_store_read_box(s, lo, hi, dst, msg, msg_size) != SWI_OK;
 }
 
-swi_reader swi_store_reader(swi_store *s)
-{
-    swi_reader r = { reader_read, s };
+swi_reader swi_store_reader(swi_store *s) {
+    swi_reader r = {reader_read, s};
     return r;
 }
 
-void swi_store_close(swi_store *s)
-{
-    if (!s)
-        return;
+void swi_store_close(swi_store *s) {
+    if (!s) return;
     if (s->kind == SWI_STORE_HDF5)
         h5__close(s->impl);
     else
@@ -143,26 +127,21 @@ void swi_store_close(swi_store *s)
 
 /* ---- writing ---- */
 
-void swi_store_spec_init(swi_store_spec *spec)
-{
+void swi_store_spec_init(swi_store_spec *spec) {
     memset(spec, 0, sizeof *spec);
     spec->planes = 1;
     spec->dtype = SWI_DTYPE_UINT8;
     spec->codec = SWI_STORE_BLOSC;
 }
 
-void swi_store_default_chunk(const swi_store_spec *spec, int64_t chunk[3])
-{
-    for (int a = 0; a < 3; a++)
-        chunk[a] = spec->size[a] < 64 ? (spec->size[a] > 0 ? spec->size[a] : 1) : 64;
+void swi_store_default_chunk(const swi_store_spec *spec, int64_t chunk[3]) {
+    for (int a = 0; a < 3; a++) chunk[a] = spec->size[a] < 64 ? (spec->size[a] > 0 ? spec->size[a] : 1) : 64;
     const int a = spec->slab_axis >= 0 && spec->slab_axis < 3 ? spec->slab_axis : 0;
     double layer = (double)(spec->planes > 0 ? spec->planes : 1) * (double)store__dtype_size(spec->dtype);
     for (int d = 0; d < 3; d++)
-        if (d != a)
-            layer *= (double)spec->size[d];
+        if (d != a) layer *= (double)spec->size[d];
     const double cap = 256.0 * 1024 * 1024;
-    while (chunk[a] > 1 && layer * (double)chunk[a] > cap)
-        chunk[a] /= 2;
+    while (chunk[a] > 1 && layer * (double)chunk[a] > cap) chunk[a] /= 2;
 }
 
 /* One slab: a layer of whole chunks along the slab axis, across the part's rows of the
@@ -190,16 +169,14 @@ struct swi_store_writer {
     char error[1024];
 };
 
-static void fail_locked(swi_store_writer *w, const char *msg)
-{
+static void fail_locked(swi_store_writer *w, const char *msg) {
     if (!w->failed) {
         w->failed = 1;
         snprintf(w->error, sizeof w->error, "%s", msg);
     }
 }
 
-static swi_status check_spec(const char *name, const swi_store_spec *spec, char *err, size_t n)
-{
+static swi_status check_spec(const char *name, const swi_store_spec *spec, char *err, size_t n) {
     for (int a = 0; a < 3; a++)
         if (spec->size[a] < 1 || spec->size[a] > SWI_MAX_AXIS || spec->chunk[a] < 0) {
             io__err(err, n, "%s: size or chunk of axis %d out of range", name, a);
@@ -209,7 +186,8 @@ static swi_status check_spec(const char *name, const swi_store_spec *spec, char 
         io__err(err, n, "%s: planes must be 1..65536 (got %lld)", name, (long long)spec->planes);
         return SWI_ERR_INVALID_ARG;
     }
-    if (spec->dtype != SWI_DTYPE_UINT8 && spec->dtype != SWI_DTYPE_UINT16 && spec->dtype != SWI_DTYPE_FLOAT32) {
+    if (spec->dtype != SWI_DTYPE_UINT8 && spec->dtype != SWI_DTYPE_UINT16 &&
+        spec->dtype != SWI_DTYPE_FLOAT32) {
         io__err(err, n, "%s: dtype must be uint8, uint16 or float32", name);
         return SWI_ERR_INVALID_ARG;
     }
@@ -225,18 +203,15 @@ static swi_status check_spec(const char *name, const swi_store_spec *spec, char 
     return SWI_OK;
 }
 
-static void chunk_of(const swi_store_spec *spec, int64_t chunk[3])
-{
+static void chunk_of(const swi_store_spec *spec, int64_t chunk[3]) {
     swi_store_default_chunk(spec, chunk);
     for (int a = 0; a < 3; a++)
-        if (spec->chunk[a] > 0)
-            chunk[a] = spec->chunk[a] < spec->size[a] ? spec->chunk[a] : spec->size[a];
+        if (spec->chunk[a] > 0) chunk[a] = spec->chunk[a] < spec->size[a] ? spec->chunk[a] : spec->size[a];
 }
 
 static swi_status create_impl(const char *name, swi_store_kind k, const swi_store_spec *spec,
                               const int64_t chunk[3], int flags, int part, int parts, void **impl, char *err,
-                              size_t n)
-{
+                              size_t n) {
     if (k == SWI_STORE_HDF5) {
         if (flags & SWI_STORE_SHARED) {
             io__err(err, n, "%s: an HDF5 output takes one writer; write shards into a Zarr store (x.zarr)",
@@ -248,8 +223,7 @@ static swi_status create_impl(const char *name, swi_store_kind k, const swi_stor
     return zarr__create(name, k == SWI_STORE_OME, spec, chunk, flags, part, parts, impl, err, n);
 }
 
-static swi_status check_kind(const char *name, swi_store_kind k, char *err, size_t n)
-{
+static swi_status check_kind(const char *name, swi_store_kind k, char *err, size_t n) {
     if (k == SWI_STORE_NONE) {
         io__err(err, n, "%s: not a store name (x.zarr, x.ome.zarr, x.h5:/dataset)", name);
         return SWI_ERR_INVALID_ARG;
@@ -261,27 +235,22 @@ static swi_status check_kind(const char *name, swi_store_kind k, char *err, size
     return SWI_OK;
 }
 
-swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flags, char *err, size_t n)
-{
+swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flags, char *err, size_t n) {
     swi_store_kind k = swi_store_kind_of(name);
     swi_status st = check_kind(name, k, err, n);
-    if (st == SWI_OK)
-        st = check_spec(name, spec, err, n);
-    if (st != SWI_OK)
-        return st;
+    if (st == SWI_OK) st = check_spec(name, spec, err, n);
+    if (st != SWI_OK) return st;
     int64_t chunk[3];
     chunk_of(spec, chunk);
     void *impl = NULL;
     /* part -1: metadata and marker only */
     st = create_impl(name, k, spec, chunk, flags | SWI_STORE_SHARED, -1, 0, &impl, err, n);
-    if (st == SWI_OK)
-        zarr__abort(impl);
+    if (st == SWI_OK) zarr__abort(impl);
     return st;
 }
 
 /* The box of slab s. */
-static void slab_box(const swi_store_writer *w, int64_t s, int64_t lo[3], int64_t hi[3])
-{
+static void slab_box(const swi_store_writer *w, int64_t s, int64_t lo[3], int64_t hi[3]) {
     for (int d = 0; d < 3; d++) {
         lo[d] = 0;
         hi[d] = w->spec.size[d];
@@ -294,8 +263,7 @@ static void slab_box(const swi_store_writer *w, int64_t s, int64_t lo[3], int64_
 }
 
 swi_status swi_store_create(const char *name, const swi_store_spec *spec, int flags, int part, int parts,
-                            int64_t row_lo, int64_t row_hi, swi_store_writer **out, char *err, size_t n)
-{
+                            int64_t row_lo, int64_t row_hi, swi_store_writer **out, char *err, size_t n) {
     if (!name || !spec || !out) {
         io__err(err, n, "swi_store_create: an argument is NULL");
         return SWI_ERR_INVALID_ARG;
@@ -303,10 +271,8 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
     *out = NULL;
     swi_store_kind k = swi_store_kind_of(name);
     swi_status st = check_kind(name, k, err, n);
-    if (st == SWI_OK)
-        st = check_spec(name, spec, err, n);
-    if (st != SWI_OK)
-        return st;
+    if (st == SWI_OK) st = check_spec(name, spec, err, n);
+    if (st != SWI_OK) return st;
     if (parts < 1 || part < 0 || part >= parts) {
         io__err(err, n, "%s: part %d of %d is out of range", name, part, parts);
         return SWI_ERR_INVALID_ARG;
@@ -322,8 +288,8 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
     chunk_of(spec, w->chunk);
     w->esize = store__dtype_size(spec->dtype);
     w->axis = spec->slab_axis;
-    if (row_lo < 0 || row_hi > spec->size[0] || row_lo > row_hi ||
-        (row_lo % w->chunk[0] != 0) || (row_hi % w->chunk[0] != 0 && row_hi != spec->size[0])) {
+    if (row_lo < 0 || row_hi > spec->size[0] || row_lo > row_hi || (row_lo % w->chunk[0] != 0) ||
+        (row_hi % w->chunk[0] != 0 && row_hi != spec->size[0])) {
         io__err(err, n, "%s: rows [%lld, %lld) are not on chunk boundaries (chunk %lld, size %lld)", name,
                 (long long)row_lo, (long long)row_hi, (long long)w->chunk[0], (long long)spec->size[0]);
         free(w);
@@ -357,18 +323,13 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
     return SWI_OK;
 }
 
-void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3])
-{
+void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3]) {
     memcpy(chunk, w->chunk, 3 * sizeof *chunk);
 }
 
-const char *swi_store_writer_error(const swi_store_writer *w)
-{
-    return w ? w->error : "";
-}
+const char *swi_store_writer_error(const swi_store_writer *w) { return w ? w->error : ""; }
 
-int swi_store_on_region(void *user, const swi_region *r)
-{
+int swi_store_on_region(void *user, const swi_region *r) {
     swi_store_writer *w = user;
     const int a = w->axis;
     const int64_t ca = w->chunk[a];
@@ -416,10 +377,12 @@ int swi_store_on_region(void *user, const swi_region *r)
         for (int64_t p = 0; p < planes; p++)
             for (int64_t i = x0[0]; i < x1[0]; i++)
                 for (int64_t j = x0[1]; j < x1[1]; j++) {
-                    const int64_t at = ((p * rd + (i - r->lo[0])) * rh + (j - r->lo[1])) * rw + (x0[2] - r->lo[2]);
+                    const int64_t at =
+                        ((p * rd + (i - r->lo[0])) * rh + (j - r->lo[1])) * rw + (x0[2] - r->lo[2]);
                     const unsigned char *from = src + (size_t)at * es;
                     unsigned char *to =
-                        sl->buf + (size_t)(((p * e0 + (i - lo[0])) * e1 + (j - lo[1])) * e2 + (x0[2] - lo[2])) * es;
+                        sl->buf +
+                        (size_t)(((p * e0 + (i - lo[0])) * e1 + (j - lo[1])) * e2 + (x0[2] - lo[2])) * es;
                     memcpy(to, from, run);
                 }
         sl->got += (x1[0] - x0[0]) * (x1[1] - x0[1]) * (x1[2] - x0[2]);
@@ -429,8 +392,9 @@ int swi_store_on_region(void *user, const swi_region *r)
         }
         pthread_mutex_unlock(&w->mu);
         if (done) {
-            swi_status st = w->kind == SWI_STORE_HDF5 ? h5__write_box(w->impl, lo, hi, done, msg, sizeof msg)
-                                                      : zarr__write_box(w->impl, lo, hi, done, msg, sizeof msg);
+            swi_status st = w->kind == SWI_STORE_HDF5
+                                ? h5__write_box(w->impl, lo, hi, done, msg, sizeof msg)
+                                : zarr__write_box(w->impl, lo, hi, done, msg, sizeof msg);
             free(done);
             pthread_mutex_lock(&w->mu);
             if (st != SWI_OK)
@@ -439,24 +403,20 @@ int swi_store_on_region(void *user, const swi_region *r)
                 w->slabs_done++;
             int failed = w->failed;
             pthread_mutex_unlock(&w->mu);
-            if (failed)
-                return 1;
+            if (failed) return 1;
         }
     }
     return 0;
 }
 
-static void free_writer(swi_store_writer *w)
-{
-    for (int64_t s = 0; s < w->n_slabs; s++)
-        free(w->slabs[s].buf);
+static void free_writer(swi_store_writer *w) {
+    for (int64_t s = 0; s < w->n_slabs; s++) free(w->slabs[s].buf);
     free(w->slabs);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }
 
-swi_status swi_store_commit(swi_store_writer *w, char *err, size_t n)
-{
+swi_status swi_store_commit(swi_store_writer *w, char *err, size_t n) {
     if (!w) {
         io__err(err, n, "swi_store_commit: w is NULL");
         return SWI_ERR_INVALID_ARG;
@@ -475,10 +435,8 @@ swi_status swi_store_commit(swi_store_writer *w, char *err, size_t n)
     return st;
 }
 
-void swi_store_abort(swi_store_writer *w)
-{
-    if (!w)
-        return;
+void swi_store_abort(swi_store_writer *w) {
+    if (!w) return;
     if (w->kind == SWI_STORE_HDF5)
         h5__abort(w->impl);
     else

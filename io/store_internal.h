@@ -11,8 +11,7 @@
 #define STORE_MAX_NDIM 5
 
 /* Bytes of one element of a written dtype. */
-static inline size_t store__dtype_size(swi_dtype t)
-{
+static inline size_t store__dtype_size(swi_dtype t) {
     return t == SWI_DTYPE_FLOAT32 ? 4 : t == SWI_DTYPE_UINT16 ? 2 : 1;
 }
 
@@ -20,8 +19,8 @@ static inline size_t store__dtype_size(swi_dtype t)
 int store__split_h5(const char *name, char *file, size_t fn, char *dset, size_t dn);
 
 /* Formats. Each returns its handle through *impl. */
-swi_status zarr__open(const char *name, int ome, void **impl, int64_t size[3], swi_io_type *type,
-                      char *err, size_t n);
+swi_status zarr__open(const char *name, int ome, void **impl, int64_t size[3], swi_io_type *type, char *err,
+                      size_t n);
 swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
                           size_t n);
 void zarr__close(void *impl);

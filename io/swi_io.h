@@ -75,12 +75,12 @@ extern "C" {
 
 typedef enum swi_io_format {
     SWI_IO_UNKNOWN = 0,
-    SWI_IO_NIFTI = 1,  /**< .nii, .nii.gz (niftilib) */
-    SWI_IO_PNG = 2,    /**< .png previews (libpng; write only) */
-    SWI_IO_NRRD = 3,   /**< .nrrd, .nhdr (ITK; write: .nrrd) */
+    SWI_IO_NIFTI = 1,     /**< .nii, .nii.gz (niftilib) */
+    SWI_IO_PNG = 2,       /**< .png previews (libpng; write only) */
+    SWI_IO_NRRD = 3,      /**< .nrrd, .nhdr (ITK; write: .nrrd) */
     SWI_IO_METAIMAGE = 4, /**< .mha, .mhd (ITK; write: .mha) */
-    SWI_IO_DICOM = 5,  /**< a directory holding one DICOM series (ITK's GDCM; read only) */
-    SWI_IO_DICOM_SEG = 6 /**< .dcm: a DICOM Segmentation of a DICOM input (DCMTK; write only) */
+    SWI_IO_DICOM = 5,     /**< a directory holding one DICOM series (ITK's GDCM; read only) */
+    SWI_IO_DICOM_SEG = 6  /**< .dcm: a DICOM Segmentation of a DICOM input (DCMTK; write only) */
 } swi_io_format;
 
 /** Is support for `format` compiled in? */
@@ -92,42 +92,50 @@ swi_io_format swi_io_format_of(const char *path);
 
 /** Element types of stored voxels. */
 typedef enum swi_io_type {
-    SWI_IO_TYPE_UINT8 = 0, SWI_IO_TYPE_INT8, SWI_IO_TYPE_UINT16, SWI_IO_TYPE_INT16,
-    SWI_IO_TYPE_UINT32, SWI_IO_TYPE_INT32, SWI_IO_TYPE_UINT64, SWI_IO_TYPE_INT64,
-    SWI_IO_TYPE_FLOAT32, SWI_IO_TYPE_FLOAT64, SWI_IO_TYPE_FLOAT128
+    SWI_IO_TYPE_UINT8 = 0,
+    SWI_IO_TYPE_INT8,
+    SWI_IO_TYPE_UINT16,
+    SWI_IO_TYPE_INT16,
+    SWI_IO_TYPE_UINT32,
+    SWI_IO_TYPE_INT32,
+    SWI_IO_TYPE_UINT64,
+    SWI_IO_TYPE_INT64,
+    SWI_IO_TYPE_FLOAT32,
+    SWI_IO_TYPE_FLOAT64,
+    SWI_IO_TYPE_FLOAT128
 } swi_io_type;
 
 /** NIfTI's own fields: the header as validated (native byte order) and as stored. */
 typedef struct swi_io_nifti {
-    int64_t offset;            /**< byte offset of the voxel data (first: hdr is 8-aligned) */
-    unsigned char hdr[544];    /**< nifti_1_header (348 B) or nifti_2_header (540 B) */
-    unsigned char raw[544];    /**< the same bytes in the file's byte order */
-    int version;               /**< 1 or 2 */
-    int datatype;              /**< NIfTI DT_* code */
+    int64_t offset;         /**< byte offset of the voxel data (first: hdr is 8-aligned) */
+    unsigned char hdr[544]; /**< nifti_1_header (348 B) or nifti_2_header (540 B) */
+    unsigned char raw[544]; /**< the same bytes in the file's byte order */
+    int version;            /**< 1 or 2 */
+    int datatype;           /**< NIfTI DT_* code */
 } swi_io_nifti;
 
 /** The fields of a volume read through ITK (NRRD, MetaImage, DICOM). */
 typedef struct swi_io_itk {
-    int component;             /**< ITK's IOComponentEnum of the stored voxels */
-    int64_t slices;            /**< DICOM: files in the series (= size[2]) */
-    char series_uid[72];       /**< DICOM: SeriesInstanceUID */
+    int component;       /**< ITK's IOComponentEnum of the stored voxels */
+    int64_t slices;      /**< DICOM: files in the series (= size[2]) */
+    char series_uid[72]; /**< DICOM: SeriesInstanceUID */
 } swi_io_itk;
 
 /** A volume's description: opened from a file, or made for generated data. */
 typedef struct swi_volume {
-    char path[4096];           /**< the file opened ("" for a made volume) */
+    char path[4096]; /**< the file opened ("" for a made volume) */
     swi_io_format format;
-    int64_t size[3];           /**< voxels along i, j, k */
-    swi_io_type type;          /**< stored element type */
-    int bytes_per_voxel;       /**< stored bytes per voxel */
-    double slope, inter;       /**< scaling applied on read (1 and 0 when none) */
-    double spacing[3];         /**< voxel size along i, j, k (millimetres; pixdim) */
-    double affine[4][4];       /**< voxel (i, j, k, 1) -> scanner mm (see above) */
+    int64_t size[3];     /**< voxels along i, j, k */
+    swi_io_type type;    /**< stored element type */
+    int bytes_per_voxel; /**< stored bytes per voxel */
+    double slope, inter; /**< scaling applied on read (1 and 0 when none) */
+    double spacing[3];   /**< voxel size along i, j, k (millimetres; pixdim) */
+    double affine[4][4]; /**< voxel (i, j, k, 1) -> scanner mm (see above) */
     union {
         swi_io_nifti nifti;
         swi_io_itk itk;
-    } fmt;                     /**< the format's own fields, by `format` */
-    int64_t frames;            /**< size of a 4th axis (channels of a 4-D file), else 1 */
+    } fmt;          /**< the format's own fields, by `format` */
+    int64_t frames; /**< size of a 4th axis (channels of a 4-D file), else 1 */
 } swi_volume;
 
 /** Voxels of a volume (size[0] * size[1] * size[2]; below 2^40 for any opened volume). */
@@ -148,8 +156,8 @@ typedef struct swi_io_cancel {
 /** Read the voxels of an opened volume as float32 into dst (swi_volume_voxels(v) floats),
  *  scaling applied; of a 4-D file, the first frame. Fails cleanly on truncated or corrupt
  *  data. cancel may be NULL. */
-swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                           char *err, size_t errlen);
+swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err,
+                           size_t errlen);
 
 /** swi_volume_read that also counts the voxels it stored as 0 because they were not finite
  *  numbers (see "Intensities" above): *nonfinite (may be NULL) receives the count, 0 when
@@ -165,14 +173,14 @@ swi_status swi_volume_read_frames(const swi_volume *v, float *dst, const swi_io_
 /** Describe a generated volume of `size` voxels (1..32767 each), `spacing` mm,
  *  axis-aligned (qform and sform = diag(spacing), scanner coordinates), to write as
  *  NIfTI-1 with swi_volume_write_fd. It has no file (path ""), so nothing to read. */
-swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double spacing[3],
-                           char *err, size_t errlen);
+swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double spacing[3], char *err,
+                           size_t errlen);
 
 /** What a written volume holds (sets the intent and display range). */
 typedef enum swi_io_kind {
-    SWI_IO_IMAGE = 0,   /**< plain image */
-    SWI_IO_LABELS = 1,  /**< a label map: intent LABEL, display range [0, classes - 1] */
-    SWI_IO_SCORES = 2   /**< per-class scores, classes along the 4th dimension */
+    SWI_IO_IMAGE = 0,  /**< plain image */
+    SWI_IO_LABELS = 1, /**< a label map: intent LABEL, display range [0, classes - 1] */
+    SWI_IO_SCORES = 2  /**< per-class scores, classes along the 4th dimension */
 } swi_io_kind;
 
 /** Write data ([planes][size[0]][size[1]][size[2]] of `dtype`: SWI_DTYPE_UINT8, _UINT16 or
@@ -180,10 +188,9 @@ typedef enum swi_io_kind {
  *  gzip-compressed, ".nrrd", ".mha"), with like's geometry (like opened from any format) and size like->size x planes (planes along the 4th
  *  dimension when > 1). `name` is also the file named in messages. Closes fd in every
  *  case. cancel may be NULL. */
-swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
-                               const void *data, swi_dtype dtype, swi_io_kind kind,
-                               int64_t planes, int64_t classes, const swi_io_cancel *cancel,
-                               char *err, size_t errlen);
+swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like, const void *data,
+                               swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
+                               const swi_io_cancel *cancel, char *err, size_t errlen);
 
 /** Write a PNG of three orthogonal mid-slices to the open descriptor fd (closed in every
  *  case). Panels, left to right: the k = nk/2 slice (columns i, rows j), the j = nj/2 slice
@@ -192,9 +199,8 @@ swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
  *  99.5th percentiles; each label > 0 of labels ([ni][nj][nk], label_bytes 1 or 2 per
  *  voxel, or NULL) is blended in its own colour. Small volumes are enlarged so the picture
  *  is ~256 pixels tall; large ones sampled down to at most 2048 high and ~8192 wide. */
-swi_status swi_io_preview_write_fd(int fd, const char *name, const int64_t size[3],
-                                   const float *image, const void *labels, int label_bytes,
-                                   char *err, size_t errlen);
+swi_status swi_io_preview_write_fd(int fd, const char *name, const int64_t size[3], const float *image,
+                                   const void *labels, int label_bytes, char *err, size_t errlen);
 
 /** RGB colour of label l (l >= 1) in previews. */
 void swi_io_label_color(int64_t l, unsigned char rgb[3]);

@@ -53,10 +53,10 @@ extern "C" {
 #endif
 
 typedef enum swi_store_kind {
-    SWI_STORE_NONE = 0,    /**< not a store name */
-    SWI_STORE_ZARR = 1,    /**< x.zarr */
-    SWI_STORE_OME = 2,     /**< x.ome.zarr, x.ome.zarr/labels/NAME */
-    SWI_STORE_HDF5 = 3     /**< x.h5:/path, x.hdf5:/path */
+    SWI_STORE_NONE = 0, /**< not a store name */
+    SWI_STORE_ZARR = 1, /**< x.zarr */
+    SWI_STORE_OME = 2,  /**< x.ome.zarr, x.ome.zarr/labels/NAME */
+    SWI_STORE_HDF5 = 3  /**< x.h5:/path, x.hdf5:/path */
 } swi_store_kind;
 
 /** The kind of store a name asks for (SWI_STORE_NONE for anything else). */
@@ -80,8 +80,8 @@ void swi_store_size(const swi_store *s, int64_t size[3]);
 swi_io_type swi_store_type(const swi_store *s);
 
 /** Read the box [lo, hi) (3 axes, inside the volume) as float32 into dst, C order. */
-swi_status swi_store_read_box(swi_store *s, const int64_t lo[3], const int64_t hi[3], float *dst,
-                              char *err, size_t errlen);
+swi_status swi_store_read_box(swi_store *s, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
+                              size_t errlen);
 
 /** The store as an swi_reader (one channel, image 0); valid while s is open. A read that
  *  fails stops the run with SWI_ERR_READ and the store's message. */
@@ -93,21 +93,21 @@ void swi_store_close(swi_store *s);
 /* ---- writing ---------------------------------------------------------------------- */
 
 typedef enum swi_store_codec {
-    SWI_STORE_BLOSC = 0,   /**< blosc with lz4 and byte shuffle (the default) */
+    SWI_STORE_BLOSC = 0, /**< blosc with lz4 and byte shuffle (the default) */
     SWI_STORE_ZSTD = 1,
     SWI_STORE_ZLIB = 2,
-    SWI_STORE_RAW = 3      /**< uncompressed */
+    SWI_STORE_RAW = 3 /**< uncompressed */
 } swi_store_codec;
 
 typedef struct swi_store_spec {
-    int64_t size[3];       /**< spatial size */
-    int64_t planes;        /**< 1: a [size] array; > 1: [planes, size] (scores, classes first) */
-    swi_dtype dtype;       /**< UINT8, UINT16 or FLOAT32 */
-    int64_t chunk[3];      /**< spatial chunk; 0 = the default (see swi_store_default_chunk) */
+    int64_t size[3];  /**< spatial size */
+    int64_t planes;   /**< 1: a [size] array; > 1: [planes, size] (scores, classes first) */
+    swi_dtype dtype;  /**< UINT8, UINT16 or FLOAT32 */
+    int64_t chunk[3]; /**< spatial chunk; 0 = the default (see swi_store_default_chunk) */
     swi_store_codec codec;
-    int labels;            /**< a label map: OME-Zarr writes image-label metadata */
-    int64_t classes;       /**< labels: the classes (written as metadata) */
-    int slab_axis;         /**< the axis the writer's slabs are layers of chunks along: the
+    int labels;      /**< a label map: OME-Zarr writes image-label metadata */
+    int64_t classes; /**< labels: the classes (written as metadata) */
+    int slab_axis;   /**< the axis the writer's slabs are layers of chunks along: the
                                 engine's outermost loop axis (swi_plan.order[0]), so slabs
                                 complete in turn and memory stays bounded; default 0 */
 } swi_store_spec;
@@ -133,8 +133,7 @@ typedef struct swi_store_writer swi_store_writer;
  *  the rows [row_lo, row_hi) of the first axis (0, size[0]: every row; bounds on chunk
  *  boundaries, or at the end). An empty part (row_lo == row_hi) writes only its commit. */
 swi_status swi_store_create(const char *name, const swi_store_spec *spec, int flags, int part, int parts,
-                            int64_t row_lo, int64_t row_hi, swi_store_writer **out, char *err,
-                            size_t errlen);
+                            int64_t row_lo, int64_t row_hi, swi_store_writer **out, char *err, size_t errlen);
 
 /** Create the metadata and the incomplete marker only (`swi ... --shard init`). */
 swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flags, char *err, size_t errlen);

@@ -2,18 +2,16 @@
  * handing each call to that format's module. */
 #include "io_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <math.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-void io__err(char *err, size_t n, const char *fmt, ...)
-{
-    if (!err || n == 0)
-        return;
+void io__err(char *err, size_t n, const char *fmt, ...) {
+    if (!err || n == 0) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, n, fmt, ap);
@@ -21,21 +19,17 @@ void io__err(char *err, size_t n, const char *fmt, ...)
     /* One line: zlib's and libpng's messages, and file names, may hold control bytes. */
     size_t len = strlen(err);
     for (size_t i = 0; i < len; i++)
-        if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f)
-            err[i] = ' ';
-    while (len > 0 && err[len - 1] == ' ')
-        err[--len] = '\0';
+        if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f) err[i] = ' ';
+    while (len > 0 && err[len - 1] == ' ') err[--len] = '\0';
 }
 
-int io__ends_with(const char *path, const char *suffix)
-{
+int io__ends_with(const char *path, const char *suffix) {
     size_t n = strlen(path), m = strlen(suffix);
     return n >= m && strcasecmp(path + n - m, suffix) == 0;
 }
 
-const char *io__bytes(size_t n, char buf[32])
-{
-    static const char *unit[] = { "B", "KB", "MB", "GB", "TB", "PB" };
+const char *io__bytes(size_t n, char buf[32]) {
+    static const char *unit[] = {"B", "KB", "MB", "GB", "TB", "PB"};
     double v = (double)n;
     int u = 0;
     while (v >= 1024.0 && u < 5) {
@@ -53,8 +47,7 @@ const char *io__bytes(size_t n, char buf[32])
     return buf;
 }
 
-int swi_io_available(swi_io_format format)
-{
+int swi_io_available(swi_io_format format) {
     switch (format) {
     case SWI_IO_NIFTI: return io__nifti_available();
     case SWI_IO_PNG: return io__png_available();
@@ -66,56 +59,40 @@ int swi_io_available(swi_io_format format)
     }
 }
 
-swi_io_format swi_io_format_of(const char *path)
-{
-    if (!path)
-        return SWI_IO_UNKNOWN;
-    if (io__ends_with(path, ".nii") || io__ends_with(path, ".nii.gz"))
-        return SWI_IO_NIFTI;
-    if (io__ends_with(path, ".png"))
-        return SWI_IO_PNG;
-    if (io__ends_with(path, ".nrrd") || io__ends_with(path, ".nhdr"))
-        return SWI_IO_NRRD;
-    if (io__ends_with(path, ".mha") || io__ends_with(path, ".mhd"))
-        return SWI_IO_METAIMAGE;
-    if (io__ends_with(path, ".dcm"))
-        return SWI_IO_DICOM_SEG;
+swi_io_format swi_io_format_of(const char *path) {
+    if (!path) return SWI_IO_UNKNOWN;
+    if (io__ends_with(path, ".nii") || io__ends_with(path, ".nii.gz")) return SWI_IO_NIFTI;
+    if (io__ends_with(path, ".png")) return SWI_IO_PNG;
+    if (io__ends_with(path, ".nrrd") || io__ends_with(path, ".nhdr")) return SWI_IO_NRRD;
+    if (io__ends_with(path, ".mha") || io__ends_with(path, ".mhd")) return SWI_IO_METAIMAGE;
+    if (io__ends_with(path, ".dcm")) return SWI_IO_DICOM_SEG;
     return SWI_IO_UNKNOWN;
 }
 
-int64_t swi_volume_voxels(const swi_volume *v)
-{
-    return v->size[0] * v->size[1] * v->size[2];
-}
+int64_t swi_volume_voxels(const swi_volume *v) { return v->size[0] * v->size[1] * v->size[2]; }
 
-swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t n)
-{
+swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t n) {
     if (!path || !v) {
         io__err(err, n, "swi_volume_open: %s is NULL", path ? "v" : "path");
         return SWI_ERR_INVALID_ARG;
     }
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return io__dicom_open(path, v, err, n);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return io__dicom_open(path, v, err, n);
     swi_io_format f = swi_io_format_of(path);
-    if (f == SWI_IO_NRRD || f == SWI_IO_METAIMAGE)
-        return io__itk_open(path, f, v, err, n);
+    if (f == SWI_IO_NRRD || f == SWI_IO_METAIMAGE) return io__itk_open(path, f, v, err, n);
     /* NIfTI explains a wrong name itself, after checking the file exists (a missing file
      * is the likelier mistake). */
     return io__nifti_open(path, v, err, n);
 }
 
-swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                           char *err, size_t n)
-{
+swi_status swi_volume_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err,
+                           size_t n) {
     return swi_volume_read_counted(v, dst, cancel, NULL, err, n);
 }
 
 swi_status swi_volume_read_counted(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                                   int64_t *nonfinite, char *err, size_t n)
-{
-    if (nonfinite)
-        *nonfinite = 0;
+                                   int64_t *nonfinite, char *err, size_t n) {
+    if (nonfinite) *nonfinite = 0;
     if (!v || !dst) {
         io__err(err, n, "swi_volume_read: %s is NULL", v ? "dst" : "v");
         return SWI_ERR_INVALID_ARG;
@@ -130,9 +107,7 @@ swi_status swi_volume_read_counted(const swi_volume *v, float *dst, const swi_io
     case SWI_IO_NRRD:
     case SWI_IO_METAIMAGE: st = io__itk_read(v, dst, cancel, err, n); break;
     case SWI_IO_DICOM: st = io__dicom_read(v, dst, cancel, err, n); break;
-    default:
-        io__err(err, n, "swi_volume_read: not an opened volume");
-        return SWI_ERR_INVALID_ARG;
+    default: io__err(err, n, "swi_volume_read: not an opened volume"); return SWI_ERR_INVALID_ARG;
     }
     if (st != SWI_OK) return st;
     /* as NIfTI reads them: non-finite voxels become 0, counted */
@@ -143,16 +118,13 @@ swi_status swi_volume_read_counted(const swi_volume *v, float *dst, const swi_io
             dst[i] = 0;
             bad++;
         }
-    if (nonfinite)
-        *nonfinite = bad;
+    if (nonfinite) *nonfinite = bad;
     return SWI_OK;
 }
 
 swi_status swi_volume_read_frames(const swi_volume *v, float *dst, const swi_io_cancel *cancel,
-                                  int64_t *nonfinite, char *err, size_t n)
-{
-    if (nonfinite)
-        *nonfinite = 0;
+                                  int64_t *nonfinite, char *err, size_t n) {
+    if (nonfinite) *nonfinite = 0;
     if (!v || !dst) {
         io__err(err, n, "swi_volume_read_frames: %s is NULL", v ? "dst" : "v");
         return SWI_ERR_INVALID_ARG;
@@ -166,9 +138,8 @@ swi_status swi_volume_read_frames(const swi_volume *v, float *dst, const swi_io_
     return io__nifti_read(v, dst, v->frames, cancel, nonfinite, err, n);
 }
 
-swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double spacing[3],
-                           char *err, size_t n)
-{
+swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double spacing[3], char *err,
+                           size_t n) {
     if (!v || !size || !spacing) {
         io__err(err, n, "swi_volume_make: an argument is NULL");
         return SWI_ERR_INVALID_ARG;
@@ -176,16 +147,12 @@ swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double sp
     return io__nifti_make(v, size, spacing, err, n);
 }
 
-swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
-                               const void *data, swi_dtype dtype, swi_io_kind kind,
-                               int64_t planes, int64_t classes, const swi_io_cancel *cancel,
-                               char *err, size_t n)
-{
+swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like, const void *data,
+                               swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
+                               const swi_io_cancel *cancel, char *err, size_t n) {
     if (!name || !like || !data) {
-        if (fd >= 0)
-            close(fd);
-        io__err(err, n, "swi_volume_write_fd: %s is NULL", !name ? "name" : !like ? "like"
-                                                                          : "data");
+        if (fd >= 0) close(fd);
+        io__err(err, n, "swi_volume_write_fd: %s is NULL", !name ? "name" : !like ? "like" : "data");
         return SWI_ERR_INVALID_ARG;
     }
     swi_io_format f = swi_io_format_of(name);
@@ -195,16 +162,14 @@ swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
         return io__itk_write_fd(fd, name, f, like, data, dtype, planes, cancel, err, n);
     if (f == SWI_IO_DICOM_SEG) {
         if (kind != SWI_IO_LABELS || planes != 1) {
-            if (fd >= 0)
-                close(fd);
+            if (fd >= 0) close(fd);
             io__err(err, n, "%s: a DICOM SEG (.dcm) holds a label map, not scores or images", name);
             return SWI_ERR_INVALID_ARG;
         }
         return io__dcmseg_write_fd(fd, name, like, data, dtype, classes, cancel, err, n);
     }
     if (f != SWI_IO_NIFTI) {
-        if (fd >= 0)
-            close(fd);
+        if (fd >= 0) close(fd);
         io__err(err, n, "%s: no volume format for this name (.nii, .nii.gz, .nrrd, .mha)", name);
         return SWI_ERR_INVALID_ARG;
     }
@@ -213,13 +178,12 @@ swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
         swi_volume nl;
         swi_status st = io__nifti_like(like, &nl, err, n);
         if (st != SWI_OK) {
-            if (fd >= 0)
-                close(fd);
+            if (fd >= 0) close(fd);
             return st;
         }
-        return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, &nl, data, dtype, kind,
-                                  planes, classes, cancel, err, n);
+        return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, &nl, data, dtype, kind, planes,
+                                  classes, cancel, err, n);
     }
-    return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, like, data, dtype, kind,
-                              planes, classes, cancel, err, n);
+    return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, like, data, dtype, kind, planes, classes,
+                              cancel, err, n);
 }

@@ -25,15 +25,13 @@ int zarr__available(void) { return 1; }
 
 /* ---- files ---- */
 
-static int join(char *out, size_t n, const char *dir, const char *leaf)
-{
+static int join(char *out, size_t n, const char *dir, const char *leaf) {
     int k = snprintf(out, n, "%s/%s", dir, leaf);
     return k < 0 || (size_t)k >= n ? -1 : 0;
 }
 
 /* mkdir -p; 0 or -1 with errno. */
-static int mkdirs(const char *path)
-{
+static int mkdirs(const char *path) {
     char buf[4096];
     size_t n = strlen(path);
     if (n >= sizeof buf) {
@@ -45,19 +43,16 @@ static int mkdirs(const char *path)
         if (buf[i] == '/' || buf[i] == '\0') {
             char c = buf[i];
             buf[i] = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return -1;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
             buf[i] = c;
         }
     return 0;
 }
 
 /* Whole file into a malloc'd buffer; NULL with errno (ENOENT: absent). */
-static unsigned char *slurp(const char *path, size_t *len)
-{
+static unsigned char *slurp(const char *path, size_t *len) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
+    if (fd < 0) return NULL;
     struct stat st;
     if (fstat(fd, &st) != 0 || st.st_size < 0) {
         int e = errno;
@@ -75,8 +70,7 @@ static unsigned char *slurp(const char *path, size_t *len)
     size_t got = 0;
     while (got < n) {
         ssize_t r = read(fd, b + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
+        if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             int e = r < 0 ? errno : EIO;
             free(b);
@@ -93,8 +87,7 @@ static unsigned char *slurp(const char *path, size_t *len)
 
 /* Write data to a temporary file beside path, then rename it (replace) or link it
  * (exclusive: EEXIST when path exists). 0 or -1 with errno. */
-static int put_file(const char *path, const void *data, size_t len, int exclusive)
-{
+static int put_file(const char *path, const void *data, size_t len, int exclusive) {
     char tmp[4200];
     const char *slash = strrchr(path, '/');
     size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
@@ -107,14 +100,12 @@ static int put_file(const char *path, const void *data, size_t len, int exclusiv
         return -1;
     }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     const unsigned char *p = data;
     size_t done = 0;
     while (done < len) {
         ssize_t w = write(fd, p + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
+        if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
             int e = w < 0 ? errno : EIO;
             close(fd);
@@ -132,14 +123,12 @@ static int put_file(const char *path, const void *data, size_t len, int exclusiv
     }
     int r = exclusive ? link(tmp, path) : rename(tmp, path);
     int e = errno;
-    if (exclusive || r != 0)
-        unlink(tmp);
+    if (exclusive || r != 0) unlink(tmp);
     errno = e;
     return r;
 }
 
-static json_t *load_json(const char *path, char *err, size_t n, const char *what)
-{
+static json_t *load_json(const char *path, char *err, size_t n, const char *what) {
     size_t len = 0;
     unsigned char *b = slurp(path, &len);
     if (!b) {
@@ -149,13 +138,11 @@ static json_t *load_json(const char *path, char *err, size_t n, const char *what
     json_error_t je;
     json_t *j = json_loadb((const char *)b, len, 0, &je);
     free(b);
-    if (!j)
-        io__err(err, n, "%s: %s is not JSON: %s (line %d)", path, what, je.text, je.line);
+    if (!j) io__err(err, n, "%s: %s is not JSON: %s (line %d)", path, what, je.text, je.line);
     return j;
 }
 
-static int put_json(const char *path, json_t *j, int exclusive)
-{
+static int put_json(const char *path, json_t *j, int exclusive) {
     char *s = json_dumps(j, JSON_INDENT(4) | JSON_SORT_KEYS);
     if (!s) {
         errno = ENOMEM;
@@ -177,17 +164,19 @@ typedef struct ztype {
     char str[8];
 } ztype;
 
-static int parse_dtype(const char *s, ztype *t)
-{
-    if (!s || strlen(s) < 3 || strlen(s) > 4 || (s[0] != '<' && s[0] != '>' && s[0] != '|'))
-        return -1;
+static int parse_dtype(const char *s, ztype *t) {
+    if (!s || strlen(s) < 3 || strlen(s) > 4 || (s[0] != '<' && s[0] != '>' && s[0] != '|')) return -1;
     int size = atoi(s + 2);
     char k = s[1];
-    struct { char k; int size; swi_io_type t; } table[] = {
-        { 'u', 1, SWI_IO_TYPE_UINT8 },   { 'i', 1, SWI_IO_TYPE_INT8 },    { 'u', 2, SWI_IO_TYPE_UINT16 },
-        { 'i', 2, SWI_IO_TYPE_INT16 },   { 'u', 4, SWI_IO_TYPE_UINT32 },  { 'i', 4, SWI_IO_TYPE_INT32 },
-        { 'u', 8, SWI_IO_TYPE_UINT64 },  { 'i', 8, SWI_IO_TYPE_INT64 },   { 'f', 4, SWI_IO_TYPE_FLOAT32 },
-        { 'f', 8, SWI_IO_TYPE_FLOAT64 },
+    struct {
+        char k;
+        int size;
+        swi_io_type t;
+    } table[] = {
+        {'u', 1, SWI_IO_TYPE_UINT8},   {'i', 1, SWI_IO_TYPE_INT8},   {'u', 2, SWI_IO_TYPE_UINT16},
+        {'i', 2, SWI_IO_TYPE_INT16},   {'u', 4, SWI_IO_TYPE_UINT32}, {'i', 4, SWI_IO_TYPE_INT32},
+        {'u', 8, SWI_IO_TYPE_UINT64},  {'i', 8, SWI_IO_TYPE_INT64},  {'f', 4, SWI_IO_TYPE_FLOAT32},
+        {'f', 8, SWI_IO_TYPE_FLOAT64},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (table[i].k == k && table[i].size == size) {
@@ -200,36 +189,68 @@ static int parse_dtype(const char *s, ztype *t)
     return -1;
 }
 
-static int host_big(void)
-{
+static int host_big(void) {
     const uint16_t one = 1;
     return *(const unsigned char *)&one == 0;
 }
 
 /* n elements of type t at src (stored byte order) to float, as C casts. */
-static void to_float(const ztype *t, const unsigned char *src, int64_t n, float *dst)
-{
+static void to_float(const ztype *t, const unsigned char *src, int64_t n, float *dst) {
     unsigned char tmp[8];
     int swap = t->big != host_big() && t->size > 1;
     for (int64_t i = 0; i < n; i++) {
         const unsigned char *e = src + (size_t)i * (size_t)t->size;
         if (swap) {
-            for (int b = 0; b < t->size; b++)
-                tmp[b] = e[t->size - 1 - b];
+            for (int b = 0; b < t->size; b++) tmp[b] = e[t->size - 1 - b];
             e = tmp;
         }
         float v;
         switch (t->type) {
         case SWI_IO_TYPE_UINT8: v = (float)*e; break;
         case SWI_IO_TYPE_INT8: v = (float)*(const int8_t *)e; break;
-        case SWI_IO_TYPE_UINT16: { uint16_t x; memcpy(&x, e, 2); v = (float)x; break; }
-        case SWI_IO_TYPE_INT16: { int16_t x; memcpy(&x, e, 2); v = (float)x; break; }
-        case SWI_IO_TYPE_UINT32: { uint32_t x; memcpy(&x, e, 4); v = (float)x; break; }
-        case SWI_IO_TYPE_INT32: { int32_t x; memcpy(&x, e, 4); v = (float)x; break; }
-        case SWI_IO_TYPE_UINT64: { uint64_t x; memcpy(&x, e, 8); v = (float)x; break; }
-        case SWI_IO_TYPE_INT64: { int64_t x; memcpy(&x, e, 8); v = (float)x; break; }
+        case SWI_IO_TYPE_UINT16: {
+            uint16_t x;
+            memcpy(&x, e, 2);
+            v = (float)x;
+            break;
+        }
+        case SWI_IO_TYPE_INT16: {
+            int16_t x;
+            memcpy(&x, e, 2);
+            v = (float)x;
+            break;
+        }
+        case SWI_IO_TYPE_UINT32: {
+            uint32_t x;
+            memcpy(&x, e, 4);
+            v = (float)x;
+            break;
+        }
+        case SWI_IO_TYPE_INT32: {
+            int32_t x;
+            memcpy(&x, e, 4);
+            v = (float)x;
+            break;
+        }
+        case SWI_IO_TYPE_UINT64: {
+            uint64_t x;
+            memcpy(&x, e, 8);
+            v = (float)x;
+            break;
+        }
+        case SWI_IO_TYPE_INT64: {
+            int64_t x;
+            memcpy(&x, e, 8);
+            v = (float)x;
+            break;
+        }
         case SWI_IO_TYPE_FLOAT32: memcpy(&v, e, 4); break;
-        case SWI_IO_TYPE_FLOAT64: { double x; memcpy(&x, e, 8); v = (float)x; break; }
+        case SWI_IO_TYPE_FLOAT64: {
+            double x;
+            memcpy(&x, e, 8);
+            v = (float)x;
+            break;
+        }
         default: v = 0; break;
         }
         dst[i] = v;
@@ -240,16 +261,14 @@ static void to_float(const ztype *t, const unsigned char *src, int64_t n, float 
 
 typedef enum codec { C_RAW, C_BLOSC, C_ZSTD, C_ZLIB, C_GZIP } codec;
 
-static int parse_codec(json_t *c, codec *out, const char **id)
-{
+static int parse_codec(json_t *c, codec *out, const char **id) {
     *id = "null";
     if (!c || json_is_null(c)) {
         *out = C_RAW;
         return 0;
     }
     *id = json_string_value(json_object_get(c, "id"));
-    if (!*id)
-        return -1;
+    if (!*id) return -1;
     if (!strcmp(*id, "blosc"))
         *out = C_BLOSC;
     else if (!strcmp(*id, "zstd"))
@@ -265,8 +284,7 @@ static int parse_codec(json_t *c, codec *out, const char **id)
 
 /* Decode src into dst of exactly want bytes: 0, or -1 with a reason. */
 static int decode(codec c, const unsigned char *src, size_t len, unsigned char *dst, size_t want,
-                  const char **why)
-{
+                  const char **why) {
     switch (c) {
     case C_RAW:
         if (len != want) {
@@ -328,8 +346,7 @@ static int decode(codec c, const unsigned char *src, size_t len, unsigned char *
 
 /* Encode: a malloc'd buffer in *out, its length in *olen; 0 or -1. */
 static int encode(swi_store_codec c, const unsigned char *src, size_t len, int typesize, unsigned char **out,
-                  size_t *olen)
-{
+                  size_t *olen) {
     size_t cap = len + 64;
     if (c == SWI_STORE_ZSTD)
         cap = ZSTD_compressBound(len);
@@ -338,11 +355,13 @@ static int encode(swi_store_codec c, const unsigned char *src, size_t len, int t
     else if (c == SWI_STORE_BLOSC)
         cap = len + BLOSC_MAX_OVERHEAD;
     unsigned char *b = malloc(cap);
-    if (!b)
-        return -1;
+    if (!b) return -1;
     size_t n = 0;
     switch (c) {
-    case SWI_STORE_RAW: memcpy(b, src, len); n = len; break;
+    case SWI_STORE_RAW:
+        memcpy(b, src, len);
+        n = len;
+        break;
     case SWI_STORE_BLOSC: {
         int r = blosc_compress_ctx(5, BLOSC_SHUFFLE, (size_t)typesize, len, src, b, cap, "lz4", 0, 1);
         if (r <= 0) {
@@ -376,13 +395,12 @@ static int encode(swi_store_codec c, const unsigned char *src, size_t len, int t
     return 0;
 }
 
-static json_t *codec_json(swi_store_codec c, int typesize)
-{
+static json_t *codec_json(swi_store_codec c, int typesize) {
     (void)typesize;
     switch (c) {
     case SWI_STORE_BLOSC:
-        return json_pack("{s:s, s:s, s:i, s:i, s:i}", "id", "blosc", "cname", "lz4", "clevel", 5, "shuffle", 1,
-                         "blocksize", 0);
+        return json_pack("{s:s, s:s, s:i, s:i, s:i}", "id", "blosc", "cname", "lz4", "clevel", 5, "shuffle",
+                         1, "blocksize", 0);
     case SWI_STORE_ZSTD: return json_pack("{s:s, s:i}", "id", "zstd", "level", 3);
     case SWI_STORE_ZLIB: return json_pack("{s:s, s:i}", "id", "zlib", "level", 5);
     default: return json_null();
@@ -413,8 +431,7 @@ typedef struct zarr_array {
 } zarr_array;
 
 /* .zarray of the array at dir into a. */
-static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t n)
-{
+static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t n) {
     char path[4200];
     if (join(path, sizeof path, dir, ".zarray")) {
         io__err(err, n, "%s: name too long", dir);
@@ -426,8 +443,7 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
         return SWI_ERR_INVALID_ARG;
     }
     json_t *j = load_json(path, err, n, "the array metadata");
-    if (!j)
-        return SWI_ERR_INVALID_ARG;
+    if (!j) return SWI_ERR_INVALID_ARG;
     swi_status st_ = SWI_ERR_INVALID_ARG;
     const char *field = NULL;
     json_t *shape = json_object_get(j, "shape"), *chunks = json_object_get(j, "chunks");
@@ -459,7 +475,8 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
             json_t *s = json_array_get(shape, (size_t)k), *c = json_array_get(chunks, (size_t)k);
             a->shape[k] = json_is_integer(s) ? json_integer_value(s) : -1;
             a->chunks[k] = json_is_integer(c) ? json_integer_value(c) : -1;
-            if (a->shape[k] < 1 || a->shape[k] > SWI_MAX_AXIS || a->chunks[k] < 1 || a->chunks[k] > SWI_MAX_AXIS) {
+            if (a->shape[k] < 1 || a->shape[k] > SWI_MAX_AXIS || a->chunks[k] < 1 ||
+                a->chunks[k] > SWI_MAX_AXIS) {
                 field = "shape/chunks (positive sizes)";
                 break;
             }
@@ -488,18 +505,16 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
     return st_;
 }
 
-static void chunk_path(const zarr_array *a, const int64_t key[3], char *out, size_t n)
-{
+static void chunk_path(const zarr_array *a, const int64_t key[3], char *out, size_t n) {
     int k = snprintf(out, n, "%s/", a->dir);
     for (int d = 0; d < a->ndim && k > 0 && (size_t)k < n; d++) {
         long long idx = d < a->ndim - 3 ? 0 : (long long)key[d - (a->ndim - 3)];
-        k += snprintf(out + k, n - (size_t)k, "%s%lld", d ? (char[]){ a->sep, 0 } : "", idx);
+        k += snprintf(out + k, n - (size_t)k, "%s%lld", d ? (char[]){a->sep, 0} : "", idx);
     }
 }
 
 /* The decoded chunk `key` (spatial chunk indices), through the cache. */
-static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char *err, size_t n)
-{
+static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char *err, size_t n) {
     a->tick++;
     int victim = 0;
     for (int i = 0; i < a->cache_n; i++) {
@@ -508,8 +523,7 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
             e->used = a->tick;
             return e->data;
         }
-        if (e->used < a->cache[victim].used)
-            victim = i;
+        if (e->used < a->cache[victim].used) victim = i;
     }
     centry *e;
     if (a->cache_n < a->cache_cap) {
@@ -539,8 +553,16 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
         for (size_t i = 0; i < count; i++) {
             unsigned char *p = e->data + i * (size_t)a->t.size;
             switch (a->t.type) {
-            case SWI_IO_TYPE_FLOAT32: { float v = (float)a->fill; memcpy(p, &v, 4); break; }
-            case SWI_IO_TYPE_FLOAT64: { double v = a->fill; memcpy(p, &v, 8); break; }
+            case SWI_IO_TYPE_FLOAT32: {
+                float v = (float)a->fill;
+                memcpy(p, &v, 4);
+                break;
+            }
+            case SWI_IO_TYPE_FLOAT64: {
+                double v = a->fill;
+                memcpy(p, &v, 8);
+                break;
+            }
             default: {
                 int64_t v = (int64_t)a->fill;
                 memcpy(p, &v, (size_t)a->t.size); /* little-endian host: low bytes first */
@@ -568,27 +590,22 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
     return e->data;
 }
 
-static void array_free(zarr_array *a)
-{
-    if (!a)
-        return;
-    for (int i = 0; i < a->cache_n; i++)
-        free(a->cache[i].data);
+static void array_free(zarr_array *a) {
+    if (!a) return;
+    for (int i = 0; i < a->cache_n; i++) free(a->cache[i].data);
     free(a->cache);
     free(a);
 }
 
 /* The array of an OME-Zarr image group: its first multiscale's first dataset. */
-static swi_status ome_level0(const char *group, char *dir, size_t dn, char *err, size_t n)
-{
+static swi_status ome_level0(const char *group, char *dir, size_t dn, char *err, size_t n) {
     char path[4200];
     if (join(path, sizeof path, group, ".zattrs")) {
         io__err(err, n, "%s: name too long", group);
         return SWI_ERR_INVALID_ARG;
     }
     json_t *j = load_json(path, err, n, "the OME-Zarr attributes");
-    if (!j)
-        return SWI_ERR_INVALID_ARG;
+    if (!j) return SWI_ERR_INVALID_ARG;
     json_t *ms = json_object_get(j, "multiscales");
     const char *p = json_string_value(
         json_object_get(json_array_get(json_object_get(json_array_get(ms, 0), "datasets"), 0), "path"));
@@ -604,17 +621,14 @@ static swi_status ome_level0(const char *group, char *dir, size_t dn, char *err,
     return st;
 }
 
-static void strip_slash(const char *in, char *out, size_t n)
-{
+static void strip_slash(const char *in, char *out, size_t n) {
     snprintf(out, n, "%s", in);
     size_t l = strlen(out);
-    while (l > 1 && out[l - 1] == '/')
-        out[--l] = '\0';
+    while (l > 1 && out[l - 1] == '/') out[--l] = '\0';
 }
 
 swi_status zarr__open(const char *name, int ome, void **impl, int64_t size[3], swi_io_type *type, char *err,
-                      size_t n)
-{
+                      size_t n) {
     zarr_array *a = calloc(1, sizeof *a);
     if (!a) {
         io__err(err, n, "%s: out of memory", name);
@@ -635,8 +649,7 @@ swi_status zarr__open(const char *name, int ome, void **impl, int64_t size[3], s
         st = ome_level0(base, a->dir, sizeof a->dir, err, n);
     else
         snprintf(a->dir, sizeof a->dir, "%s", base);
-    if (st == SWI_OK)
-        st = parse_zarray(a->dir, a, err, n);
+    if (st == SWI_OK) st = parse_zarray(a->dir, a, err, n);
     if (st == SWI_OK) {
         /* enough decoded chunks for the overlap of neighbouring windows: 256 MiB, at least 64 */
         size_t cap = ((size_t)256 << 20) / a->chunk_bytes;
@@ -651,15 +664,14 @@ swi_status zarr__open(const char *name, int ome, void **impl, int64_t size[3], s
         array_free(a);
         return st;
     }
-    for (int k = 0; k < 3; k++)
-        size[k] = a->shape[a->ndim - 3 + k];
+    for (int k = 0; k < 3; k++) size[k] = a->shape[a->ndim - 3 + k];
     *type = a->t.type;
     *impl = a;
     return SWI_OK;
 }
 
-swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err, size_t n)
-{
+swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
+                          size_t n) {
     zarr_array *a = impl;
     const int o = a->ndim - 3;
     const int64_t *cs = a->chunks + o;
@@ -669,8 +681,7 @@ swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], 
         for (key[1] = lo[1] / cs[1]; key[1] * cs[1] < hi[1]; key[1]++)
             for (key[2] = lo[2] / cs[2]; key[2] * cs[2] < hi[2]; key[2]++) {
                 const unsigned char *c = get_chunk(a, key, err, n);
-                if (!c)
-                    return SWI_ERR_INVALID_ARG;
+                if (!c) return SWI_ERR_INVALID_ARG;
                 int64_t a0[3], b0[3];
                 for (int d = 0; d < 3; d++) {
                     a0[d] = key[d] * cs[d] > lo[d] ? key[d] * cs[d] : lo[d];
@@ -679,7 +690,8 @@ swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], 
                 for (int64_t i = a0[0]; i < b0[0]; i++)
                     for (int64_t j = a0[1]; j < b0[1]; j++) {
                         size_t off = (size_t)((((i - key[0] * cs[0]) * cs[1] + (j - key[1] * cs[1])) * cs[2] +
-                                               (a0[2] - key[2] * cs[2]))) * (size_t)a->t.size;
+                                               (a0[2] - key[2] * cs[2]))) *
+                                     (size_t)a->t.size;
                         float *to = dst + ((i - lo[0]) * bh + (j - lo[1])) * bw + (a0[2] - lo[2]);
                         to_float(&a->t, c + off, b0[2] - a0[2], to);
                     }
@@ -687,10 +699,7 @@ swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], 
     return SWI_OK;
 }
 
-void zarr__close(void *impl)
-{
-    array_free(impl);
-}
+void zarr__close(void *impl) { array_free(impl); }
 
 /* ---- writing ---- */
 
@@ -703,8 +712,7 @@ typedef struct zarr_writer {
     int committed;
 } zarr_writer;
 
-static json_t *zarray_json(const swi_store_spec *spec, const int64_t chunk[3])
-{
+static json_t *zarray_json(const swi_store_spec *spec, const int64_t chunk[3]) {
     json_t *shape = json_array(), *chunks = json_array();
     if (spec->planes > 1) {
         json_array_append_new(shape, json_integer(spec->planes));
@@ -714,45 +722,47 @@ static json_t *zarray_json(const swi_store_spec *spec, const int64_t chunk[3])
         json_array_append_new(shape, json_integer(spec->size[a]));
         json_array_append_new(chunks, json_integer(chunk[a]));
     }
-    const char *dt = spec->dtype == SWI_DTYPE_FLOAT32 ? "<f4" : spec->dtype == SWI_DTYPE_UINT16 ? "<u2" : "|u1";
-    return json_pack("{s:i, s:o, s:o, s:s, s:o, s:i, s:s, s:n, s:s}", "zarr_format", 2, "shape", shape, "chunks",
-                     chunks, "dtype", dt, "compressor", codec_json(spec->codec, (int)store__dtype_size(spec->dtype)),
-                     "fill_value", 0, "order", "C", "filters", "dimension_separator", ".");
+    const char *dt = spec->dtype == SWI_DTYPE_FLOAT32  ? "<f4"
+                     : spec->dtype == SWI_DTYPE_UINT16 ? "<u2"
+                                                       : "|u1";
+    return json_pack("{s:i, s:o, s:o, s:s, s:o, s:i, s:s, s:n, s:s}", "zarr_format", 2, "shape", shape,
+                     "chunks", chunks, "dtype", dt, "compressor",
+                     codec_json(spec->codec, (int)store__dtype_size(spec->dtype)), "fill_value", 0, "order",
+                     "C", "filters", "dimension_separator", ".");
 }
 
-static json_t *ome_json(const swi_store_spec *spec, const char *name)
-{
+static json_t *ome_json(const swi_store_spec *spec, const char *name) {
     json_t *axes = json_array(), *scale = json_array();
     if (spec->planes > 1) {
         json_array_append_new(axes, json_pack("{s:s, s:s}", "name", "c", "type", "channel"));
         json_array_append_new(scale, json_real(1.0));
     }
-    const char *an[3] = { "z", "y", "x" };
+    const char *an[3] = {"z", "y", "x"};
     for (int a = 0; a < 3; a++) {
         json_array_append_new(axes, json_pack("{s:s, s:s}", "name", an[a], "type", "space"));
         json_array_append_new(scale, json_real(1.0));
     }
-    json_t *ds = json_pack("[{s:s, s:[{s:s, s:o}]}]", "path", "0", "coordinateTransformations", "type", "scale",
-                           "scale", scale);
-    json_t *j = json_pack("{s:[{s:s, s:s, s:o, s:o}]}", "multiscales", "version", "0.4", "name", name, "axes", axes,
-                          "datasets", ds);
+    json_t *ds = json_pack("[{s:s, s:[{s:s, s:o}]}]", "path", "0", "coordinateTransformations", "type",
+                           "scale", "scale", scale);
+    json_t *j = json_pack("{s:[{s:s, s:s, s:o, s:o}]}", "multiscales", "version", "0.4", "name", name, "axes",
+                          axes, "datasets", ds);
     if (j && spec->labels) {
         json_t *colors = json_array();
         for (int64_t l = 1; l < spec->classes && l < 256; l++) {
             unsigned char rgb[3];
             swi_io_label_color(l, rgb);
-            json_array_append_new(colors, json_pack("{s:I, s:[i,i,i,i]}", "label-value", (json_int_t)l, "rgba",
-                                                    rgb[0], rgb[1], rgb[2], 255));
+            json_array_append_new(colors, json_pack("{s:I, s:[i,i,i,i]}", "label-value", (json_int_t)l,
+                                                    "rgba", rgb[0], rgb[1], rgb[2], 255));
         }
-        json_object_set_new(j, "image-label", json_pack("{s:s, s:o, s:{s:s}}", "version", "0.4", "colors", colors,
-                                                        "source", "image", "../../"));
+        json_object_set_new(j, "image-label",
+                            json_pack("{s:s, s:o, s:{s:s}}", "version", "0.4", "colors", colors, "source",
+                                      "image", "../../"));
     }
     return j;
 }
 
 /* Create (or for FORCE replace) the small metadata file path from j; report failures. */
-static int write_meta(const char *path, json_t *j, char *err, size_t n)
-{
+static int write_meta(const char *path, json_t *j, char *err, size_t n) {
     if (!j || put_json(path, j, 0) != 0) {
         io__err(err, n, "%s: cannot write: %s", path, j ? strerror(errno) : "out of memory");
         return -1;
@@ -761,20 +771,17 @@ static int write_meta(const char *path, json_t *j, char *err, size_t n)
 }
 
 /* An OME labels group inside an image: x.ome.zarr/labels/NAME -> record NAME in labels/.zattrs. */
-static int register_label(const char *group, char *err, size_t n)
-{
+static int register_label(const char *group, char *err, size_t n) {
     char parent[4096];
     snprintf(parent, sizeof parent, "%s", group);
     char *slash = strrchr(parent, '/');
-    if (!slash || strcmp(slash + 1, "") == 0)
-        return 0;
+    if (!slash || strcmp(slash + 1, "") == 0) return 0;
     const char *leaf = slash + 1;
     char leafbuf[512];
     snprintf(leafbuf, sizeof leafbuf, "%s", leaf);
     *slash = '\0';
     const char *pl = strrchr(parent, '/');
-    if (strcmp(pl ? pl + 1 : parent, "labels") != 0)
-        return 0;
+    if (strcmp(pl ? pl + 1 : parent, "labels") != 0) return 0;
     char path[4200];
     json_t *g = json_pack("{s:i}", "zarr_format", 2);
     if (join(path, sizeof path, parent, ".zgroup") || write_meta(path, g, err, n)) {
@@ -784,10 +791,8 @@ static int register_label(const char *group, char *err, size_t n)
     json_decref(g);
     join(path, sizeof path, parent, ".zattrs");
     json_t *attrs = NULL;
-    if (access(path, F_OK) == 0)
-        attrs = load_json(path, err, n, "the labels attributes");
-    if (!attrs)
-        attrs = json_object();
+    if (access(path, F_OK) == 0) attrs = load_json(path, err, n, "the labels attributes");
+    if (!attrs) attrs = json_object();
     json_t *list = json_object_get(attrs, "labels");
     if (!json_is_array(list)) {
         list = json_array();
@@ -795,36 +800,31 @@ static int register_label(const char *group, char *err, size_t n)
     }
     int have = 0;
     for (size_t i = 0; i < json_array_size(list); i++)
-        if (json_is_string(json_array_get(list, i)) && !strcmp(json_string_value(json_array_get(list, i)), leafbuf))
+        if (json_is_string(json_array_get(list, i)) &&
+            !strcmp(json_string_value(json_array_get(list, i)), leafbuf))
             have = 1;
-    if (!have)
-        json_array_append_new(list, json_string(leafbuf));
+    if (!have) json_array_append_new(list, json_string(leafbuf));
     int r = write_meta(path, attrs, err, n);
     json_decref(attrs);
     return r;
 }
 
-static int same_array(const zarr_array *a, const swi_store_spec *spec, const int64_t chunk[3])
-{
+static int same_array(const zarr_array *a, const swi_store_spec *spec, const int64_t chunk[3]) {
     int o = spec->planes > 1 ? 1 : 0;
-    if (a->ndim != 3 + o || (o && (a->shape[0] != spec->planes || a->chunks[0] != 1)))
-        return 0;
+    if (a->ndim != 3 + o || (o && (a->shape[0] != spec->planes || a->chunks[0] != 1))) return 0;
     for (int k = 0; k < 3; k++)
-        if (a->shape[o + k] != spec->size[k] || a->chunks[o + k] != chunk[k])
-            return 0;
+        if (a->shape[o + k] != spec->size[k] || a->chunks[o + k] != chunk[k]) return 0;
     return (size_t)a->t.size == store__dtype_size(spec->dtype);
 }
 
-static void part_file(const zarr_writer *z, int part, char *out, size_t n)
-{
+static void part_file(const zarr_writer *z, int part, char *out, size_t n) {
     char leaf[96];
     snprintf(leaf, sizeof leaf, ".swi-part-%d-of-%d", part, z->parts);
     join(out, n, z->store, leaf);
 }
 
-swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3], int flags,
-                        int part, int parts, void **impl, char *err, size_t n)
-{
+swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3],
+                        int flags, int part, int parts, void **impl, char *err, size_t n) {
     zarr_writer *z = calloc(1, sizeof *z);
     if (!z) {
         io__err(err, n, "%s: out of memory", name);
@@ -842,8 +842,7 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
         free(z);
         return SWI_ERR_INVALID_ARG;
     }
-    if (!ome)
-        snprintf(z->dir, sizeof z->dir, "%s", z->store);
+    if (!ome) snprintf(z->dir, sizeof z->dir, "%s", z->store);
     join(path, sizeof path, z->dir, ".zarray");
     int exists = access(path, F_OK) == 0;
     int incomplete = access(marker, F_OK) == 0;
@@ -923,8 +922,7 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
 }
 
 swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
-                           size_t n)
-{
+                           size_t n) {
     zarr_writer *z = impl;
     const int64_t *c = z->chunk, *size = z->spec.size;
     const size_t es = store__dtype_size(z->spec.dtype);
@@ -949,15 +947,18 @@ swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3],
                     for (int64_t i = 0; i < ih; i++)
                         for (int64_t j = 0; j < jh; j++)
                             memcpy(chunk + (size_t)((i * c[1] + j) * c[2]) * es,
-                                   src + (size_t)(((p * e0 + ci * c[0] + i - lo[0]) * e1 + cj * c[1] + j - lo[1]) * e2 +
-                                                  ck * c[2] - lo[2]) * es,
+                                   src + (size_t)(((p * e0 + ci * c[0] + i - lo[0]) * e1 + cj * c[1] + j -
+                                                   lo[1]) *
+                                                      e2 +
+                                                  ck * c[2] - lo[2]) *
+                                             es,
                                    (size_t)kw * es);
                     unsigned char *enc = NULL;
                     size_t elen = 0;
                     char path[4400];
                     if (z->spec.planes > 1)
-                        snprintf(path, sizeof path, "%s/%lld.%lld.%lld.%lld", z->dir, (long long)p, (long long)ci,
-                                 (long long)cj, (long long)ck);
+                        snprintf(path, sizeof path, "%s/%lld.%lld.%lld.%lld", z->dir, (long long)p,
+                                 (long long)ci, (long long)cj, (long long)ck);
                     else
                         snprintf(path, sizeof path, "%s/%lld.%lld.%lld", z->dir, (long long)ci, (long long)cj,
                                  (long long)ck);
@@ -974,8 +975,7 @@ swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3],
     return st;
 }
 
-swi_status zarr__commit(void *impl, char *err, size_t n)
-{
+swi_status zarr__commit(void *impl, char *err, size_t n) {
     zarr_writer *z = impl;
     char pf[4200], marker[4200];
     part_file(z, z->part, pf, sizeof pf);
@@ -1010,45 +1010,37 @@ swi_status zarr__commit(void *impl, char *err, size_t n)
     return st;
 }
 
-void zarr__abort(void *impl)
-{
-    free(impl);
-}
+void zarr__abort(void *impl) { free(impl); }
 
 #else /* !SWI_HAVE_ZARR */
 
-static swi_status missing(char *err, size_t n)
-{
+static swi_status missing(char *err, size_t n) {
     io__err(err, n, "swi_io was built without Zarr (install libjansson-dev libblosc-dev libzstd-dev)");
     return SWI_ERR_INVALID_ARG;
 }
 int zarr__available(void) { return 0; }
 swi_status zarr__open(const char *name, int ome, void **impl, int64_t size[3], swi_io_type *type, char *err,
-                      size_t n)
-{
+                      size_t n) {
     (void)name, (void)ome, (void)impl, (void)size, (void)type;
     return missing(err, n);
 }
-swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err, size_t n)
-{
+swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
+                          size_t n) {
     (void)impl, (void)lo, (void)hi, (void)dst;
     return missing(err, n);
 }
 void zarr__close(void *impl) { (void)impl; }
-swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3], int flags,
-                        int part, int parts, void **impl, char *err, size_t n)
-{
+swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3],
+                        int flags, int part, int parts, void **impl, char *err, size_t n) {
     (void)name, (void)ome, (void)spec, (void)chunk, (void)flags, (void)part, (void)parts, (void)impl;
     return missing(err, n);
 }
 swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
-                           size_t n)
-{
+                           size_t n) {
     (void)impl, (void)lo, (void)hi, (void)buf;
     return missing(err, n);
 }
-swi_status zarr__commit(void *impl, char *err, size_t n)
-{
+swi_status zarr__commit(void *impl, char *err, size_t n) {
     (void)impl;
     return missing(err, n);
 }

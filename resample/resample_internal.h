@@ -20,29 +20,22 @@ int rs__inv3(const double m[3][3], double inv[3][3]);
 int rs__inv_affine(const double a[4][4], double inv[4][4]);
 
 /* a * (1 - f) + b * f: the one interpolation step every trilinear value here is made of */
-static inline float rs__lerp(float a, float b, float f)
-{
-    return a * (1 - f) + b * f;
-}
+static inline float rs__lerp(float a, float b, float f) { return a * (1 - f) + b * f; }
 
 /* Trilinear from corners x_abc (a along the first axis): along the last axis, then the
  * middle, then the first -- the order the separable passes take, so both give the same
  * bits. */
-static inline float rs__trilerp(float x000, float x001, float x010, float x011, float x100,
-                                float x101, float x110, float x111, float fa, float fb, float fc)
-{
+static inline float rs__trilerp(float x000, float x001, float x010, float x011, float x100, float x101,
+                                float x110, float x111, float fa, float fb, float fc) {
     return rs__lerp(rs__lerp(rs__lerp(x000, x001, fc), rs__lerp(x010, x011, fc), fb),
                     rs__lerp(rs__lerp(x100, x101, fc), rs__lerp(x110, x111, fc), fb), fa);
 }
 
 /* Coordinate s clamped to [0, n - 1] (NaN -> 0): its lower and upper taps and the weight of
  * the upper one. */
-static inline void rs__tap(double s, int64_t n, int64_t *i0, int64_t *i1, float *f)
-{
-    if (!(s > 0))
-        s = 0;
-    if (s > (double)(n - 1))
-        s = (double)(n - 1);
+static inline void rs__tap(double s, int64_t n, int64_t *i0, int64_t *i1, float *f) {
+    if (!(s > 0)) s = 0;
+    if (s > (double)(n - 1)) s = (double)(n - 1);
     double fl = floor(s);
     *i0 = (int64_t)fl;
     *i1 = *i0 + 1 < n ? *i0 + 1 : *i0;

@@ -31,22 +31,21 @@ struct swi_resample_sink {
     pthread_mutex_t lock;
     int failed;
     int64_t nt[3], ntiles, emitted, region_id;
-    int64_t *tbox;          /* per tile: source box lo[3], hi[3] */
-    int64_t *missing;       /* per tile: voxels of its box not yet fed */
-    int64_t *stamp;         /* per tile: the last region that counted it */
+    int64_t *tbox;    /* per tile: source box lo[3], hi[3] */
+    int64_t *missing; /* per tile: voxels of its box not yet fed */
+    int64_t *stamp;   /* per tile: the last region that counted it */
     unsigned char *done;
     int64_t nb[3], nblocks;
     float **blk;
-    int32_t *refs;          /* per block: tiles not yet emitted that read it */
+    int32_t *refs; /* per block: tiles not yet emitted that read it */
     int64_t ng[3], ncells;
     int64_t *cell_start, *cell_tiles;
     size_t held, peak, fixed;
-    int64_t maxbox[3];      /* the largest tile source box, per axis */
+    int64_t maxbox[3]; /* the largest tile source box, per axis */
 };
 
-static void tile_out_box(const swi_resample_sink *s, int64_t t, int64_t lo[3], int64_t hi[3])
-{
-    int64_t q[3] = { t / (s->nt[1] * s->nt[2]), (t / s->nt[2]) % s->nt[1], t % s->nt[2] };
+static void tile_out_box(const swi_resample_sink *s, int64_t t, int64_t lo[3], int64_t hi[3]) {
+    int64_t q[3] = {t / (s->nt[1] * s->nt[2]), (t / s->nt[2]) % s->nt[1], t % s->nt[2]};
     for (int a = 0; a < 3; a++) {
         lo[a] = q[a] * s->tile;
         hi[a] = lo[a] + s->tile < s->out[a] ? lo[a] + s->tile : s->out[a];
@@ -54,9 +53,8 @@ static void tile_out_box(const swi_resample_sink *s, int64_t t, int64_t lo[3], i
 }
 
 /* the source box an output box reads, with a voxel of margin, clamped */
-static void read_box(const int64_t src[3], const double m[3][4], const int64_t lo[3],
-                     const int64_t hi[3], int64_t blo[3], int64_t bhi[3])
-{
+static void read_box(const int64_t src[3], const double m[3][4], const int64_t lo[3], const int64_t hi[3],
+                     int64_t blo[3], int64_t bhi[3]) {
     for (int r = 0; r < 3; r++) {
         double mn = INFINITY, mx = -INFINITY;
         for (int c = 0; c < 8; c++) {
@@ -73,33 +71,26 @@ static void read_box(const int64_t src[3], const double m[3][4], const int64_t l
         /* a margin for the rounding of interior voxels' positions, and the upper tap */
         blo[r] = (int64_t)floor(mn - 1e-7);
         bhi[r] = (int64_t)floor(mx + 1e-7) + 2;
-        if (blo[r] < 0)
-            blo[r] = 0;
-        if (bhi[r] > src[r])
-            bhi[r] = src[r];
+        if (blo[r] < 0) blo[r] = 0;
+        if (bhi[r] > src[r]) bhi[r] = src[r];
     }
 }
 
-static int64_t overlap_voxels(const int64_t *a, const int64_t *blo, const int64_t *bhi)
-{
+static int64_t overlap_voxels(const int64_t *a, const int64_t *blo, const int64_t *bhi) {
     int64_t n = 1;
     for (int r = 0; r < 3; r++) {
         int64_t lo = a[r] > blo[r] ? a[r] : blo[r];
         int64_t hi = a[3 + r] < bhi[r] ? a[3 + r] : bhi[r];
-        if (hi <= lo)
-            return 0;
+        if (hi <= lo) return 0;
         n *= hi - lo;
     }
     return n;
 }
 
-void swi_resample_sink_free(swi_resample_sink *s)
-{
-    if (!s)
-        return;
+void swi_resample_sink_free(swi_resample_sink *s) {
+    if (!s) return;
     if (s->blk)
-        for (int64_t b = 0; b < s->nblocks; b++)
-            free(s->blk[b]);
+        for (int64_t b = 0; b < s->nblocks; b++) free(s->blk[b]);
     free(s->blk);
     free(s->refs);
     free(s->tbox);
@@ -112,25 +103,21 @@ void swi_resample_sink_free(swi_resample_sink *s)
     free(s);
 }
 
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
-                                    const double map[3][4], int64_t channels, int tile,
-                                    swi_sink_emit_fn emit, void *user, swi_resample_sink **out,
-                                    char *err, size_t errlen)
-{
+                                    const double map[3][4], int64_t channels, int tile, swi_sink_emit_fn emit,
+                                    void *user, swi_resample_sink **out, char *err, size_t errlen) {
     *out = NULL;
     if (channels < 1 || !emit || tile < 0 || tile > 1024) {
-        rs__err(err, errlen, "swi_resample_sink_create: %s", channels < 1 ? "channels < 1"
-                : !emit ? "emit is NULL" : "tile must be 0..1024");
+        rs__err(err, errlen, "swi_resample_sink_create: %s",
+                channels < 1 ? "channels < 1"
+                : !emit      ? "emit is NULL"
+                             : "tile must be 0..1024");
         return SWI_ERR_INVALID_ARG;
     }
     for (int a = 0; a < 3; a++)
-        if (src_size[a] < 1 || out_size[a] < 1 || src_size[a] > SWI_MAX_AXIS ||
-            out_size[a] > SWI_MAX_AXIS) {
+        if (src_size[a] < 1 || out_size[a] < 1 || src_size[a] > SWI_MAX_AXIS || out_size[a] > SWI_MAX_AXIS) {
             rs__err(err, errlen, "swi_resample_sink_create: grid sizes must be 1..2^31");
             return SWI_ERR_INVALID_ARG;
         }
@@ -173,8 +160,7 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
     s->blk = calloc((size_t)s->nblocks, sizeof *s->blk);
     s->refs = calloc((size_t)s->nblocks, sizeof *s->refs);
     s->cell_start = calloc((size_t)s->ncells + 1, sizeof *s->cell_start);
-    if (!s->tbox || !s->missing || !s->stamp || !s->done || !s->blk || !s->refs ||
-        !s->cell_start) {
+    if (!s->tbox || !s->missing || !s->stamp || !s->done || !s->blk || !s->refs || !s->cell_start) {
         swi_resample_sink_free(s);
         rs__err(err, errlen, "out of memory for the resampling sink's tiles");
         return SWI_ERR_NOMEM;
@@ -187,8 +173,7 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
         read_box(s->src, s->map, lo, hi, b, b + 3);
         s->missing[t] = (b[3] - b[0]) * (b[4] - b[1]) * (b[5] - b[2]);
         for (int a = 0; a < 3; a++)
-            if (b[3 + a] - b[a] > s->maxbox[a])
-                s->maxbox[a] = b[3 + a] - b[a];
+            if (b[3 + a] - b[a] > s->maxbox[a]) s->maxbox[a] = b[3 + a] - b[a];
         for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
             for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
                 for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++)
@@ -200,8 +185,7 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
                     entries++;
                 }
     }
-    for (int64_t c = 0; c < s->ncells; c++)
-        s->cell_start[c + 1] += s->cell_start[c];
+    for (int64_t c = 0; c < s->ncells; c++) s->cell_start[c + 1] += s->cell_start[c];
     s->cell_tiles = malloc((size_t)(entries > 0 ? entries : 1) * sizeof *s->cell_tiles);
     int64_t *fill = calloc((size_t)s->ncells, sizeof *fill);
     if (!s->cell_tiles || !fill) {
@@ -229,15 +213,12 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
 
 /* A block: channels x BLK3 scores; in argmax mode then each class's largest score fed so far
  * (NaN when one is NaN) and a flag: 1 once a non-finite score was fed. */
-static size_t block_floats(const swi_resample_sink *s)
-{
+static size_t block_floats(const swi_resample_sink *s) {
     return (size_t)s->channels * BLK3 + (s->labels_fn ? (size_t)s->channels + 1 : 0);
 }
 
-swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_sink_labels_fn fn, void *user)
-{
-    if (!fn || s->channels > 65536 || s->region_id != 0)
-        return SWI_ERR_INVALID_ARG;
+swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_sink_labels_fn fn, void *user) {
+    if (!fn || s->channels > 65536 || s->region_id != 0) return SWI_ERR_INVALID_ARG;
     s->labels_fn = fn;
     s->labels_user = user;
     return SWI_OK;
@@ -245,18 +226,15 @@ swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_sink_labels_fn fn,
 
 /* the tile's bound per class: the largest score of its blocks (under the lock); returns 1
  * when a block held a NaN or an infinity */
-static int tile_bounds(const swi_resample_sink *s, int64_t t, float *ub)
-{
+static int tile_bounds(const swi_resample_sink *s, int64_t t, float *ub) {
     const int64_t *b = s->tbox + 6 * t;
     int wild = 0;
-    for (int64_t c = 0; c < s->channels; c++)
-        ub[c] = -INFINITY;
+    for (int64_t c = 0; c < s->channels; c++) ub[c] = -INFINITY;
     for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
         for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
             for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++) {
                 const float *m = s->blk[(x * s->nb[1] + y) * s->nb[2] + z] + s->channels * BLK3;
-                for (int64_t c = 0; c < s->channels; c++)
-                    ub[c] = m[c] > ub[c] ? m[c] : ub[c];
+                for (int64_t c = 0; c < s->channels; c++) ub[c] = m[c] > ub[c] ? m[c] : ub[c];
                 wild |= m[s->channels] != 0;
             }
     return wild;
@@ -265,12 +243,11 @@ static int tile_bounds(const swi_resample_sink *s, int64_t t, float *ub)
 /* The eight source voxels and the three weights of an output voxel (general maps). */
 typedef struct tap8 {
     float f[3];
-    const float *q[8];  /* corner (a, b, c) at q[4a + 2b + c] */
+    const float *q[8]; /* corner (a, b, c) at q[4a + 2b + c] */
 } tap8;
 
 /* classes by bound, largest first (insertion sort: a few hundred at most, mostly in order) */
-static void sort_by_bound(int32_t *order, int64_t n, const float *ub)
-{
+static void sort_by_bound(int32_t *order, int64_t n, const float *ub) {
     for (int64_t i = 1; i < n; i++) {
         int32_t c = order[i];
         int64_t j = i;
@@ -283,17 +260,15 @@ static void sort_by_bound(int32_t *order, int64_t n, const float *ub)
 }
 
 /* the taps of every voxel of tile t (lo, hi) */
-static int64_t tile_taps(const swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
-                         tap8 *taps)
-{
+static int64_t tile_taps(const swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3], tap8 *taps) {
     int64_t o = 0;
     for (int64_t i = lo[0]; i < hi[0]; i++)
         for (int64_t j = lo[1]; j < hi[1]; j++)
             for (int64_t k = lo[2]; k < hi[2]; k++, o++) {
                 int64_t tp[3][2];
                 for (int r = 0; r < 3; r++)
-                    rs__tap(s->map[r][0] * (double)i + s->map[r][1] * (double)j +
-                                s->map[r][2] * (double)k + s->map[r][3],
+                    rs__tap(s->map[r][0] * (double)i + s->map[r][1] * (double)j + s->map[r][2] * (double)k +
+                                s->map[r][3],
                             s->src[r], &tp[r][0], &tp[r][1], &taps[o].f[r]);
                 for (int m = 0; m < 8; m++) {
                     int64_t x = tp[0][(m >> 2) & 1], y = tp[1][(m >> 1) & 1], z = tp[2][m & 1];
@@ -304,11 +279,10 @@ static int64_t tile_taps(const swi_resample_sink *s, const int64_t lo[3], const 
     return o;
 }
 
-static inline float tap_value(const tap8 *p, int64_t d)
-{
+static inline float tap_value(const tap8 *p, int64_t d) {
     const float *const *q = p->q;
-    return rs__trilerp(q[0][d], q[1][d], q[2][d], q[3][d], q[4][d], q[5][d], q[6][d], q[7][d],
-                       p->f[0], p->f[1], p->f[2]);
+    return rs__trilerp(q[0][d], q[1][d], q[2][d], q[3][d], q[4][d], q[5][d], q[6][d], q[7][d], p->f[0],
+                       p->f[1], p->f[2]);
 }
 
 /* Axis-aligned maps: each output axis reads one source axis, so the tile is interpolated in
@@ -322,27 +296,24 @@ typedef struct sep_taps {
 
 typedef struct tile_work {
     tap8 *taps;
-    float *buf, *best;      /* scores [channels, nv]; argmax: the best value per voxel */
+    float *buf, *best; /* scores [channels, nv]; argmax: the best value per voxel */
     uint16_t *label;
-    int32_t *order, *lab;   /* argmax: labels while classes are tried (int32: vectorised) */
+    int32_t *order, *lab;     /* argmax: labels while classes are tried (int32: vectorised) */
     float *g, *p1, *p2, *out; /* separable: the box, the two passes, one class's values */
-    const float **gp;       /* separable: where each box voxel lies in the blocks */
-    int64_t *ti;            /* 6 * tile taps */
-    float *tf;              /* 3 * tile weights */
+    const float **gp;         /* separable: where each box voxel lies in the blocks */
+    int64_t *ti;              /* 6 * tile taps */
+    float *tf;                /* 3 * tile weights */
 } tile_work;
 
-static int separable(const double m[3][4])
-{
+static int separable(const double m[3][4]) {
     for (int r = 0; r < 3; r++)
         for (int c = 0; c < 3; c++)
-            if (r != c && m[r][c] != 0)
-                return 0;
+            if (r != c && m[r][c] != 0) return 0;
     return 1;
 }
 
-static void sep_setup(const swi_resample_sink *s, int64_t t, const int64_t lo[3],
-                      const int64_t hi[3], tile_work *w, sep_taps *st)
-{
+static void sep_setup(const swi_resample_sink *s, int64_t t, const int64_t lo[3], const int64_t hi[3],
+                      tile_work *w, sep_taps *st) {
     const int64_t *b = s->tbox + 6 * t;
     const int64_t tl = s->tile;
     for (int r = 0; r < 3; r++) {
@@ -354,8 +325,7 @@ static void sep_setup(const swi_resample_sink *s, int64_t t, const int64_t lo[3]
         st->f[r] = w->tf + r * tl;
         for (int64_t o = 0; o < st->n[r]; o++) {
             int64_t a0, a1;
-            rs__tap(s->map[r][r] * (double)(lo[r] + o) + s->map[r][3], s->src[r], &a0, &a1,
-                    &st->f[r][o]);
+            rs__tap(s->map[r][r] * (double)(lo[r] + o) + s->map[r][3], s->src[r], &a0, &a1, &st->f[r][o]);
             st->t0[r][o] = a0 - b[r];
             st->t1[r][o] = a1 - b[r];
         }
@@ -370,14 +340,12 @@ static void sep_setup(const swi_resample_sink *s, int64_t t, const int64_t lo[3]
 }
 
 /* class c of tile t, separably, into w->out [nv] */
-static void sep_class(const sep_taps *st, int64_t c, tile_work *w)
-{
+static void sep_class(const sep_taps *st, int64_t c, tile_work *w) {
     const int64_t B0 = st->box_n[0], B1 = st->box_n[1], B2 = st->box_n[2];
     const int64_t N0 = st->n[0], N1 = st->n[1], N2 = st->n[2];
     /* gather the box from the blocks */
     const int64_t off = c * BLK3;
-    for (int64_t v = 0; v < B0 * B1 * B2; v++)
-        w->g[v] = w->gp[v][off];
+    for (int64_t v = 0; v < B0 * B1 * B2; v++) w->g[v] = w->gp[v][off];
     for (int64_t xy = 0; xy < B0 * B1; xy++)
         for (int64_t k = 0; k < N2; k++) {
             const float *g = w->g + xy * B2;
@@ -389,23 +357,20 @@ static void sep_class(const sep_taps *st, int64_t c, tile_work *w)
             const float *bb = w->p1 + (x * B1 + st->t1[1][j]) * N2;
             const float f = st->f[1][j];
             float *d = w->p2 + (x * N1 + j) * N2;
-            for (int64_t k = 0; k < N2; k++)
-                d[k] = rs__lerp(a[k], bb[k], f);
+            for (int64_t k = 0; k < N2; k++) d[k] = rs__lerp(a[k], bb[k], f);
         }
     for (int64_t i = 0; i < N0; i++) {
         const float *a = w->p2 + st->t0[0][i] * N1 * N2;
         const float *bb = w->p2 + st->t1[0][i] * N1 * N2;
         const float f = st->f[0][i];
         float *d = w->out + i * N1 * N2;
-        for (int64_t jk = 0; jk < N1 * N2; jk++)
-            d[jk] = rs__lerp(a[jk], bb[jk], f);
+        for (int64_t jk = 0; jk < N1 * N2; jk++) d[jk] = rs__lerp(a[jk], bb[jk], f);
     }
 }
 
 /* the values of class c at every voxel of the tile, into out [nv] */
-static void class_values(int sep, const sep_taps *st,
-                         const tap8 *taps, int64_t nv, int64_t c, tile_work *w, float *out)
-{
+static void class_values(int sep, const sep_taps *st, const tap8 *taps, int64_t nv, int64_t c, tile_work *w,
+                         float *out) {
     if (sep) {
         float *keep = w->out;
         w->out = out;
@@ -413,12 +378,10 @@ static void class_values(int sep, const sep_taps *st,
         w->out = keep;
         return;
     }
-    for (int64_t v = 0; v < nv; v++)
-        out[v] = tap_value(&taps[v], c * BLK3);
+    for (int64_t v = 0; v < nv; v++) out[v] = tap_value(&taps[v], c * BLK3);
 }
 
-static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, tile_work *w)
-{
+static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, tile_work *w) {
     int64_t lo[3], hi[3];
     tile_out_box(s, t, lo, hi);
     const int64_t nv = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
@@ -435,10 +398,8 @@ static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, til
     }
     /* argmax: classes by their bound, largest first, until none can win anywhere */
     const int wild = ub == NULL;
-    for (int64_t c = 0; c < s->channels; c++)
-        w->order[c] = (int32_t)c;
-    if (!wild)
-        sort_by_bound(w->order, s->channels, ub);
+    for (int64_t c = 0; c < s->channels; c++) w->order[c] = (int32_t)c;
+    if (!wild) sort_by_bound(w->order, s->channels, ub);
     float *best = w->best;
     int32_t *lab = w->lab;
     for (int64_t r = 0; r < s->channels; r++) {
@@ -447,10 +408,8 @@ static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, til
             /* below every voxel's best: neither this class nor a later one can win (checked
              * every fourth class: the minimum costs as much as a class) */
             float floor_best = best[0];
-            for (int64_t v = 1; v < nv; v++)
-                floor_best = best[v] < floor_best ? best[v] : floor_best;
-            if (ub[c] < floor_best)
-                break;
+            for (int64_t v = 1; v < nv; v++) floor_best = best[v] < floor_best ? best[v] : floor_best;
+            if (ub[c] < floor_best) break;
         }
         class_values(sep, &st, w->taps, nv, c, w, w->out);
         const float *x = w->out;
@@ -475,62 +434,55 @@ static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, til
                 }
         }
     }
-    for (int64_t v = 0; v < nv; v++)
-        w->label[v] = (uint16_t)lab[v];
+    for (int64_t v = 0; v < nv; v++) w->label[v] = (uint16_t)lab[v];
     return s->labels_fn(s->labels_user, lo, hi, w->label);
 }
 
 int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
-                           const float *data)
-{
+                           const float *data) {
     for (int a = 0; a < 3; a++)
-        if (lo[a] < 0 || hi[a] > s->src[a] || lo[a] >= hi[a])
-            return 1;
-    const int64_t rn[3] = { hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2] };
+        if (lo[a] < 0 || hi[a] > s->src[a] || lo[a] >= hi[a]) return 1;
+    const int64_t rn[3] = {hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]};
     const int64_t rv = rn[0] * rn[1] * rn[2];
     int64_t cap = 0, nready = 0, *ready = NULL;
-    float *bounds = NULL;    /* argmax: C per ready tile; NaN first where the tile is wild */
+    float *bounds = NULL; /* argmax: C per ready tile; NaN first where the tile is wild */
     const size_t bbytes = block_floats(s) * sizeof(float);
     const int amax = s->labels_fn != NULL;
     pthread_mutex_lock(&s->lock);
-    if (s->failed)
-        goto fail_locked;
+    if (s->failed) goto fail_locked;
     /* 1. into the blocks some tile still reads */
     for (int64_t x = lo[0] / BLK; x <= (hi[0] - 1) / BLK; x++)
         for (int64_t y = lo[1] / BLK; y <= (hi[1] - 1) / BLK; y++)
             for (int64_t z = lo[2] / BLK; z <= (hi[2] - 1) / BLK; z++) {
                 int64_t bi = (x * s->nb[1] + y) * s->nb[2] + z;
-                if (s->refs[bi] <= 0)
-                    continue;
+                if (s->refs[bi] <= 0) continue;
                 if (!s->blk[bi]) {
                     s->blk[bi] = malloc(bbytes);
-                    if (!s->blk[bi])
-                        goto fail_locked;
+                    if (!s->blk[bi]) goto fail_locked;
                     s->held += bbytes;
-                    if (s->held > s->peak)
-                        s->peak = s->held;
+                    if (s->held > s->peak) s->peak = s->held;
                     if (amax) {
                         float *m = s->blk[bi] + s->channels * BLK3;
-                        for (int64_t c = 0; c < s->channels; c++)
-                            m[c] = -INFINITY;
+                        for (int64_t c = 0; c < s->channels; c++) m[c] = -INFINITY;
                         m[s->channels] = 0;
                     }
                 }
                 float *dst = s->blk[bi];
-                int64_t x0 = x * BLK > lo[0] ? x * BLK : lo[0], x1 = (x + 1) * BLK < hi[0] ? (x + 1) * BLK : hi[0];
-                int64_t y0 = y * BLK > lo[1] ? y * BLK : lo[1], y1 = (y + 1) * BLK < hi[1] ? (y + 1) * BLK : hi[1];
-                int64_t z0 = z * BLK > lo[2] ? z * BLK : lo[2], z1 = (z + 1) * BLK < hi[2] ? (z + 1) * BLK : hi[2];
+                int64_t x0 = x * BLK > lo[0] ? x * BLK : lo[0],
+                        x1 = (x + 1) * BLK < hi[0] ? (x + 1) * BLK : hi[0];
+                int64_t y0 = y * BLK > lo[1] ? y * BLK : lo[1],
+                        y1 = (y + 1) * BLK < hi[1] ? (y + 1) * BLK : hi[1];
+                int64_t z0 = z * BLK > lo[2] ? z * BLK : lo[2],
+                        z1 = (z + 1) * BLK < hi[2] ? (z + 1) * BLK : hi[2];
                 float *mx = dst + s->channels * BLK3;
                 for (int64_t ch = 0; ch < s->channels; ch++)
                     for (int64_t i = x0; i < x1; i++)
                         for (int64_t j = y0; j < y1; j++) {
-                            const float *from = data + ch * rv +
-                                                ((i - lo[0]) * rn[1] + (j - lo[1])) * rn[2] +
-                                                (z0 - lo[2]);
-                            memcpy(dst + ch * BLK3 + ((i % BLK) * BLK + j % BLK) * BLK + z0 % BLK,
-                                   from, (size_t)(z1 - z0) * sizeof(float));
-                            if (!amax)
-                                continue;
+                            const float *from =
+                                data + ch * rv + ((i - lo[0]) * rn[1] + (j - lo[1])) * rn[2] + (z0 - lo[2]);
+                            memcpy(dst + ch * BLK3 + ((i % BLK) * BLK + j % BLK) * BLK + z0 % BLK, from,
+                                   (size_t)(z1 - z0) * sizeof(float));
+                            if (!amax) continue;
                             /* a NaN or an infinity makes the tiles reading it take every
                              * class, so the bound may ignore them (v - v is 0 for finite v) */
                             float m = mx[ch], wild = 0;
@@ -540,8 +492,7 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
                                 wild += v - v != 0;
                             }
                             mx[ch] = m;
-                            if (wild != 0)
-                                mx[s->channels] = 1;
+                            if (wild != 0) mx[s->channels] = 1;
                         }
             }
     /* 2. count down the tiles it reaches */
@@ -552,25 +503,20 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
                 int64_t c = (x * s->ng[1] + y) * s->ng[2] + z;
                 for (int64_t e = s->cell_start[c]; e < s->cell_start[c + 1]; e++) {
                     int64_t t = s->cell_tiles[e];
-                    if (s->stamp[t] == rid || s->done[t])
-                        continue;
+                    if (s->stamp[t] == rid || s->done[t]) continue;
                     s->stamp[t] = rid;
                     int64_t got = overlap_voxels(s->tbox + 6 * t, lo, hi);
-                    if (got == 0)
-                        continue;
+                    if (got == 0) continue;
                     s->missing[t] -= got;
                     if (s->missing[t] == 0) {
                         if (nready == cap) {
                             cap = cap ? 2 * cap : 64;
                             int64_t *r = realloc(ready, (size_t)cap * sizeof *r);
-                            if (!r)
-                                goto fail_locked;
+                            if (!r) goto fail_locked;
                             ready = r;
                             if (amax) {
-                                float *b = realloc(bounds, (size_t)cap * (size_t)s->channels *
-                                                               sizeof *b);
-                                if (!b)
-                                    goto fail_locked;
+                                float *b = realloc(bounds, (size_t)cap * (size_t)s->channels * sizeof *b);
+                                if (!b) goto fail_locked;
                                 bounds = b;
                             }
                         }
@@ -588,9 +534,8 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
         const size_t tv = (size_t)s->tile * (size_t)s->tile * (size_t)s->tile;
         /* the largest source box of a tile: its margins and taps on either side */
         size_t box = 1;
-        for (int a = 0; a < 3; a++)
-            box *= (size_t)s->maxbox[a];
-        tile_work w = { 0 };
+        for (int a = 0; a < 3; a++) box *= (size_t)s->maxbox[a];
+        tile_work w = {0};
         w.taps = malloc(tv * sizeof(tap8));
         w.buf = amax ? NULL : malloc(tv * (size_t)s->channels * sizeof(float));
         w.best = amax ? malloc(tv * sizeof(float)) : NULL;
@@ -609,8 +554,7 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
             failed = 1;
         for (int64_t r = 0; r < nready && !failed; r++) {
             const float *ub = amax ? bounds + r * s->channels : NULL;
-            if (ub && isnan(ub[0]))
-                ub = NULL; /* wild: every class, in index order */
+            if (ub && isnan(ub[0])) ub = NULL; /* wild: every class, in index order */
             failed = emit_tile(s, ready[r], ub, &w) != 0;
         }
         free(w.taps);
@@ -645,8 +589,7 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
                     }
                 }
     }
-    if (failed)
-        s->failed = 1;
+    if (failed) s->failed = 1;
     pthread_mutex_unlock(&s->lock);
     free(ready);
     free(bounds);
@@ -660,8 +603,7 @@ fail_locked:
     return 1;
 }
 
-swi_status swi_resample_sink_finish(swi_resample_sink *s, char *err, size_t errlen)
-{
+swi_status swi_resample_sink_finish(swi_resample_sink *s, char *err, size_t errlen) {
     if (s->failed) {
         rs__err(err, errlen, "resampling back to the input grid failed");
         return SWI_ERR_CALLBACK;
@@ -674,36 +616,23 @@ swi_status swi_resample_sink_finish(swi_resample_sink *s, char *err, size_t errl
     return SWI_OK;
 }
 
-size_t swi_resample_sink_peak_bytes(const swi_resample_sink *s)
-{
-    return s->peak;
-}
+size_t swi_resample_sink_peak_bytes(const swi_resample_sink *s) { return s->peak; }
 
-size_t swi_resample_sink_fixed_bytes(const swi_resample_sink *s)
-{
-    return s->fixed;
-}
+size_t swi_resample_sink_fixed_bytes(const swi_resample_sink *s) { return s->fixed; }
 
 size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out_size[3],
-                                    const double map[3][4], int64_t channels, int tile,
-                                    int outer)
-{
-    if (tile <= 0)
-        tile = 8;
-    if (outer < 0 || outer > 2)
-        outer = 0;
+                                    const double map[3][4], int64_t channels, int tile, int outer) {
+    if (tile <= 0) tile = 8;
+    if (outer < 0 || outer > 2) outer = 0;
     /* a tile's box along the outer axis (its extent and the upper tap), in whole blocks:
      * the tiles straddling the edge of a sweep hold a slab that thick until the next one */
     double ext = 0;
-    for (int k = 0; k < 3; k++)
-        ext += fabs(map[outer][k]) * (double)(tile - 1);
+    for (int k = 0; k < 3; k++) ext += fabs(map[outer][k]) * (double)(tile - 1);
     int64_t slab = (ceil_div((int64_t)ceil(ext) + 2, BLK) + 1) * BLK;
-    if (slab > src_size[outer])
-        slab = src_size[outer];
+    if (slab > src_size[outer]) slab = src_size[outer];
     size_t plane = 1;
     for (int a = 0; a < 3; a++)
-        if (a != outer)
-            plane *= (size_t)(ceil_div(src_size[a], BLK) * BLK);
+        if (a != outer) plane *= (size_t)(ceil_div(src_size[a], BLK) * BLK);
     size_t tiles = 1, blocks = 1;
     for (int a = 0; a < 3; a++) {
         tiles *= (size_t)ceil_div(out_size[a], tile);

@@ -12,28 +12,23 @@
  * identity leave the volume alone. */
 #define AFFINE_TOL 1e-3
 
-void rs__err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
+void rs__err(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || errlen == 0) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
 }
 
-int rs__inv3(const double m[3][3], double inv[3][3])
-{
+int rs__inv3(const double m[3][3], double inv[3][3]) {
     double c00 = m[1][1] * m[2][2] - m[1][2] * m[2][1];
     double c01 = m[1][2] * m[2][0] - m[1][0] * m[2][2];
     double c02 = m[1][0] * m[2][1] - m[1][1] * m[2][0];
     double det = m[0][0] * c00 + m[0][1] * c01 + m[0][2] * c02;
     double scale = 0;
     for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++)
-            scale = fmax(scale, fabs(m[r][c]));
-    if (!isfinite(det) || !(fabs(det) > 1e-12 * scale * scale * scale))
-        return -1;
+        for (int c = 0; c < 3; c++) scale = fmax(scale, fabs(m[r][c]));
+    if (!isfinite(det) || !(fabs(det) > 1e-12 * scale * scale * scale)) return -1;
     inv[0][0] = c00 / det;
     inv[1][0] = c01 / det;
     inv[2][0] = c02 / det;
@@ -46,14 +41,11 @@ int rs__inv3(const double m[3][3], double inv[3][3])
     return 0;
 }
 
-int rs__inv_affine(const double a[4][4], double inv[4][4])
-{
+int rs__inv_affine(const double a[4][4], double inv[4][4]) {
     double m[3][3], mi[3][3];
     for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++)
-            m[r][c] = a[r][c];
-    if (rs__inv3(m, mi) != 0)
-        return -1;
+        for (int c = 0; c < 3; c++) m[r][c] = a[r][c];
+    if (rs__inv3(m, mi) != 0) return -1;
     memset(inv, 0, 16 * sizeof(double));
     for (int r = 0; r < 3; r++) {
         double t = 0;
@@ -67,35 +59,31 @@ int rs__inv_affine(const double a[4][4], double inv[4][4])
     return 0;
 }
 
-static void mul_affine(const double a[4][4], const double b[4][4], double out[4][4])
-{
+static void mul_affine(const double a[4][4], const double b[4][4], double out[4][4]) {
     for (int r = 0; r < 4; r++)
         for (int c = 0; c < 4; c++) {
             double s = 0;
-            for (int k = 0; k < 4; k++)
-                s += a[r][k] * b[k][c];
+            for (int k = 0; k < 4; k++) s += a[r][k] * b[k][c];
             out[r][c] = s;
         }
 }
 
 /* numpy's allclose(a, b, atol): |a - b| <= atol + 1e-5 |b| everywhere */
-static int allclose(const double *a, const double *b, int n, double atol)
-{
+static int allclose(const double *a, const double *b, int n, double atol) {
     for (int i = 0; i < n; i++)
-        if (!(fabs(a[i] - b[i]) <= atol + 1e-5 * fabs(b[i])))
-            return 0;
+        if (!(fabs(a[i] - b[i]) <= atol + 1e-5 * fabs(b[i]))) return 0;
     return 1;
 }
 
-swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3],
-                                 const double pixdim[3], swi_spacing_grid *g, char *err,
-                                 size_t errlen)
-{
+swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3], const double pixdim[3],
+                                 swi_spacing_grid *g, char *err, size_t errlen) {
     memset(g, 0, sizeof *g);
     for (int a = 0; a < 3; a++)
         if (!isfinite(pixdim[a]) || !(pixdim[a] > 0) || pixdim[a] > 1e6) {
-            rs__err(err, errlen, "spacing %g along axis %d: must be a finite number of "
-                    "millimetres > 0", pixdim[a], a);
+            rs__err(err, errlen,
+                    "spacing %g along axis %d: must be a finite number of "
+                    "millimetres > 0",
+                    pixdim[a], a);
             return SWI_ERR_INVALID_ARG;
         }
     /* zoom_affine(diagonal=False): the rotation of rzs = Q R (R upper triangular, positive
@@ -103,31 +91,26 @@ swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3
     double q[3][3];
     for (int c = 0; c < 3; c++) {
         double v[3];
-        for (int r = 0; r < 3; r++)
-            v[r] = affine[r][c];
+        for (int r = 0; r < 3; r++) v[r] = affine[r][c];
         for (int p = 0; p < c; p++) {
             double d = 0;
-            for (int r = 0; r < 3; r++)
-                d += q[r][p] * v[r];
-            for (int r = 0; r < 3; r++)
-                v[r] -= d * q[r][p];
+            for (int r = 0; r < 3; r++) d += q[r][p] * v[r];
+            for (int r = 0; r < 3; r++) v[r] -= d * q[r][p];
         }
         double nrm = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-        double orig = sqrt(affine[0][c] * affine[0][c] + affine[1][c] * affine[1][c] +
-                           affine[2][c] * affine[2][c]);
+        double orig =
+            sqrt(affine[0][c] * affine[0][c] + affine[1][c] * affine[1][c] + affine[2][c] * affine[2][c]);
         if (!(nrm > 1e-9 * orig) || !isfinite(nrm)) {
             rs__err(err, errlen, "the affine's direction part is singular: cannot resample");
             return SWI_ERR_INVALID_ARG;
         }
-        for (int r = 0; r < 3; r++)
-            q[r][c] = v[r] / nrm;
+        for (int r = 0; r < 3; r++) q[r][c] = v[r] / nrm;
         /* a target within AFFINE_TOL of the input's spacing keeps the input's */
         g->pixdim[c] = fabs(orig - pixdim[c]) <= AFFINE_TOL ? orig : pixdim[c];
     }
-    double out[4][4] = { { 0 } };
+    double out[4][4] = {{0}};
     for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++)
-            out[r][c] = q[r][c] * g->pixdim[c];
+        for (int c = 0; c < 3; c++) out[r][c] = q[r][c] * g->pixdim[c];
     out[3][3] = 1;
 
     /* compute_shape_offset(scale_extent=False): the input's corner voxels in new voxels */
@@ -145,8 +128,7 @@ swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3
         corner[i][1] = (i & 2) ? (double)(size[1] - 1) : 0.0;
         corner[i][2] = (i & 1) ? (double)(size[2] - 1) : 0.0;
         for (int r = 0; r < 3; r++)
-            dist[i][r] = m[r][0] * corner[i][0] + m[r][1] * corner[i][1] +
-                         m[r][2] * corner[i][2] + m[r][3];
+            dist[i][r] = m[r][0] * corner[i][0] + m[r][1] * corner[i][1] + m[r][2] * corner[i][2] + m[r][3];
     }
     double out_shape[3];
     for (int r = 0; r < 3; r++) {
@@ -157,8 +139,10 @@ swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3
         }
         out_shape[r] = nearbyint(hi - lo + 1.0); /* np.round: half to even */
         if (!isfinite(out_shape[r]) || out_shape[r] < 1 || out_shape[r] > (double)SWI_MAX_AXIS) {
-            rs__err(err, errlen, "the resampled grid would have %.0f voxels along axis %d (at "
-                    "most %lld)", out_shape[r], r, (long long)SWI_MAX_AXIS);
+            rs__err(err, errlen,
+                    "the resampled grid would have %.0f voxels along axis %d (at "
+                    "most %lld)",
+                    out_shape[r], r, (long long)SWI_MAX_AXIS);
             return SWI_ERR_OVERFLOW;
         }
         g->size[r] = (int64_t)out_shape[r];
@@ -174,12 +158,10 @@ swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3
         int ok = 1;
         for (int r = 0; r < 3 && ok; r++) {
             double mn = dist[0][r] - dist[i][r];
-            for (int k = 1; k < 8; k++)
-                mn = fmin(mn, dist[k][r] - dist[i][r]);
+            for (int k = 1; k < 8; k++) mn = fmin(mn, dist[k][r] - dist[i][r]);
             ok = fabs(mn) <= 1e-8; /* np.allclose(x, 0, rtol=AFFINE_TOL): atol 1e-8 alone */
         }
-        if (ok)
-            found = i;
+        if (ok) found = i;
     }
     double offset[3];
     for (int r = 0; r < 3; r++) {
@@ -209,7 +191,7 @@ swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3
             g->to_new[r][c] = b[r][c];
         }
     /* spatial_resample's "affine unchanged" test */
-    static const double eye[16] = { 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1 };
+    static const double eye[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
     int same_size = g->size[0] == size[0] && g->size[1] == size[1] && g->size[2] == size[2];
     g->identity = same_size && (allclose(&affine[0][0], &out[0][0], 16, AFFINE_TOL) ||
                                 allclose(&a[0][0], eye, 16, AFFINE_TOL));
@@ -217,9 +199,8 @@ swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3
 }
 
 void swi_resample_trilinear(const float *src, const int64_t src_size[3], float *dst,
-                            const int64_t dst_size[3], const double map[3][4], int64_t planes,
-                            int64_t row_lo, int64_t row_hi)
-{
+                            const int64_t dst_size[3], const double map[3][4], int64_t planes, int64_t row_lo,
+                            int64_t row_hi) {
     const int64_t n0 = src_size[0], n1 = src_size[1], n2 = src_size[2];
     const int64_t vs = n0 * n1 * n2;
     const int64_t vd = (row_hi - row_lo) * dst_size[1] * dst_size[2];
@@ -230,25 +211,22 @@ void swi_resample_trilinear(const float *src, const int64_t src_size[3], float *
                 int64_t t[3][2];
                 float f[3];
                 for (int r = 0; r < 3; r++)
-                    rs__tap(map[r][0] * (double)i + map[r][1] * (double)j + map[r][2] * (double)k +
-                                map[r][3],
+                    rs__tap(map[r][0] * (double)i + map[r][1] * (double)j + map[r][2] * (double)k + map[r][3],
                             src_size[r], &t[r][0], &t[r][1], &f[r]);
                 const int64_t r00 = (t[0][0] * n1 + t[1][0]) * n2, r01 = (t[0][0] * n1 + t[1][1]) * n2;
                 const int64_t r10 = (t[0][1] * n1 + t[1][0]) * n2, r11 = (t[0][1] * n1 + t[1][1]) * n2;
                 const int64_t c0 = t[2][0], c1 = t[2][1];
                 for (int64_t p = 0; p < planes; p++) {
                     const float *x = src + p * vs;
-                    dst[p * vd + o] = rs__trilerp(x[r00 + c0], x[r00 + c1], x[r01 + c0], x[r01 + c1],
-                                                  x[r10 + c0], x[r10 + c1], x[r11 + c0], x[r11 + c1],
-                                                  f[0], f[1], f[2]);
+                    dst[p * vd + o] =
+                        rs__trilerp(x[r00 + c0], x[r00 + c1], x[r01 + c0], x[r01 + c1], x[r10 + c0],
+                                    x[r10 + c1], x[r11 + c0], x[r11 + c1], f[0], f[1], f[2]);
                 }
             }
 }
 
-void swi_resample_rows_needed(const int64_t src_size[3], const int64_t dst_size[3],
-                              const double map[3][4], int64_t row_lo, int64_t row_hi,
-                              int64_t *lo, int64_t *hi)
-{
+void swi_resample_rows_needed(const int64_t src_size[3], const int64_t dst_size[3], const double map[3][4],
+                              int64_t row_lo, int64_t row_hi, int64_t *lo, int64_t *hi) {
     double mn = INFINITY, mx = -INFINITY;
     for (int c = 0; c < 8; c++) {
         double i = (double)((c & 4) ? row_hi - 1 : row_lo);
@@ -263,6 +241,5 @@ void swi_resample_rows_needed(const int64_t src_size[3], const int64_t dst_size[
     mx = fmin(fmax(mx, 0), top);
     *lo = (int64_t)floor(mn);
     *hi = (int64_t)floor(mx) + 2;
-    if (*hi > src_size[0])
-        *hi = src_size[0];
+    if (*hi > src_size[0]) *hi = src_size[0];
 }

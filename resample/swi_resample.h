@@ -52,8 +52,7 @@ extern "C" {
 /** Parse three axis codes ("RAS", "LPS", "PIR", case-insensitive): world[j] is the world
  *  axis (0 = L/R, 1 = P/A, 2 = I/S) of axis j, sign[j] +1 towards R/A/S, -1 towards
  *  L/P/I. Fails on anything but three letters naming three distinct world axes. */
-swi_status swi_axcodes_parse(const char *codes, int world[3], int sign[3], char *err,
-                             size_t errlen);
+swi_status swi_axcodes_parse(const char *codes, int world[3], int sign[3], char *err, size_t errlen);
 
 /** The axis codes of an affine (nibabel's aff2axcodes), e.g. "LPS"; codes gets 4 bytes.
  *  Fails when the direction part is singular. */
@@ -61,11 +60,11 @@ swi_status swi_affine_axcodes(const double affine[4][4], char codes[4], char *er
 
 /** How a grid is brought to target axis codes. */
 typedef struct swi_orientation {
-    int src_axis[3];      /**< oriented axis j is input axis src_axis[j] */
-    int flip[3];          /**< 1 where oriented axis j runs backwards along it */
-    int64_t in_size[3];   /**< the input grid */
-    int64_t size[3];      /**< the oriented grid: in_size[src_axis[j]] */
-    double affine[4][4];  /**< the oriented grid's voxel -> world map */
+    int src_axis[3];     /**< oriented axis j is input axis src_axis[j] */
+    int flip[3];         /**< 1 where oriented axis j runs backwards along it */
+    int64_t in_size[3];  /**< the input grid */
+    int64_t size[3];     /**< the oriented grid: in_size[src_axis[j]] */
+    double affine[4][4]; /**< the oriented grid's voxel -> world map */
 } swi_orientation;
 
 /** Orientation of a grid (affine, size) to `codes` (see swi_axcodes_parse). */
@@ -80,26 +79,25 @@ void swi_orient_point(const swi_orientation *o, const int64_t x[3], int64_t y[3]
 
 /** Copy `planes` volumes of elem_bytes elements from the input grid (src) to the oriented
  *  grid (dst, inverse = 0), or back (inverse = 1). src and dst must not overlap. */
-void swi_orient_copy(const swi_orientation *o, const void *src, void *dst, size_t elem_bytes,
-                     int64_t planes, int inverse);
+void swi_orient_copy(const swi_orientation *o, const void *src, void *dst, size_t elem_bytes, int64_t planes,
+                     int inverse);
 
 /** Read the box [lo, hi) of the oriented grid from the input grid: dst is
  *  [planes, *(hi - lo)], src [planes, *in_size]; floats. For swi_reader callbacks. */
-void swi_orient_read_box(const swi_orientation *o, const float *src, int64_t planes,
-                         const int64_t lo[3], const int64_t hi[3], float *dst);
+void swi_orient_read_box(const swi_orientation *o, const float *src, int64_t planes, const int64_t lo[3],
+                         const int64_t hi[3], float *dst);
 
 /** Write a region [lo, hi) of the oriented grid (src [planes, *(hi - lo)]) into the input
  *  grid (dst [planes, *in_size]). Distinct regions write distinct voxels, so region
  *  callbacks on several threads may call it at once. */
-void swi_orient_write_box(const swi_orientation *o, const void *src, size_t elem_bytes,
-                          int64_t planes, const int64_t lo[3], const int64_t hi[3], void *dst);
+void swi_orient_write_box(const swi_orientation *o, const void *src, size_t elem_bytes, int64_t planes,
+                          const int64_t lo[3], const int64_t hi[3], void *dst);
 
 /** map sends points to oriented indices; out sends the same points to input indices. */
 void swi_orient_map_to_input(const swi_orientation *o, const double map[3][4], double out[3][4]);
 
 /** map takes oriented indices; out takes input indices to the same place. */
-void swi_orient_map_from_input(const swi_orientation *o, const double map[3][4],
-                               double out[3][4]);
+void swi_orient_map_from_input(const swi_orientation *o, const double map[3][4], double out[3][4]);
 
 /* ---- spacing -------------------------------------------------------------------- */
 
@@ -108,44 +106,42 @@ void swi_orient_map_from_input(const swi_orientation *o, const double map[3][4],
 
 /** The grid Spacingd makes, and the voxel maps between it and the input grid. */
 typedef struct swi_spacing_grid {
-    int64_t size[3];       /**< voxels of the new grid */
-    double affine[4][4];   /**< its voxel -> world map */
-    double pixdim[3];      /**< its spacing (the target, or the input's where within 1e-3) */
-    int centred;           /**< 1: no input corner passed the corner test; the grid is centred */
-    int identity;          /**< 1: the maps are the identity within 1e-3 and the shape is the
+    int64_t size[3];     /**< voxels of the new grid */
+    double affine[4][4]; /**< its voxel -> world map */
+    double pixdim[3];    /**< its spacing (the target, or the input's where within 1e-3) */
+    int centred;         /**< 1: no input corner passed the corner test; the grid is centred */
+    int identity;        /**< 1: the maps are the identity within 1e-3 and the shape is the
                                 input's; MONAI then leaves the volume as it is, and so should
                                 the caller */
-    double to_src[3][4];   /**< new voxel -> continuous input index (inv(src) @ new) */
-    double to_new[3][4];   /**< input voxel -> continuous new index (inv(new) @ src) */
+    double to_src[3][4]; /**< new voxel -> continuous input index (inv(src) @ new) */
+    double to_new[3][4]; /**< input voxel -> continuous new index (inv(new) @ src) */
 } swi_spacing_grid;
 
 /** The grid of an input (affine, size) resampled to pixdim (mm, each > 0 and finite).
  *  Fails on bad spacings, singular affines and grids over SWI_RESAMPLE_MAX_VOXELS or an
  *  axis over SWI_MAX_AXIS (the message names the spacing and the size). */
-swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3],
-                                 const double pixdim[3], swi_spacing_grid *g, char *err,
-                                 size_t errlen);
+swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3], const double pixdim[3],
+                                 swi_spacing_grid *g, char *err, size_t errlen);
 
 /** Trilinear resampling with border clamping: dst voxel (i, j, k) of plane p, for rows
  *  i in [row_lo, row_hi) of dst's first axis, is src plane p sampled at map @ (i, j, k, 1).
  *  src [planes, *src_size], dst [planes, row_hi - row_lo, dst_size[1], dst_size[2]]. */
 void swi_resample_trilinear(const float *src, const int64_t src_size[3], float *dst,
-                            const int64_t dst_size[3], const double map[3][4], int64_t planes,
-                            int64_t row_lo, int64_t row_hi);
+                            const int64_t dst_size[3], const double map[3][4], int64_t planes, int64_t row_lo,
+                            int64_t row_hi);
 
 /** The rows [*lo, *hi) of src's first axis that dst rows [row_lo, row_hi) read (clamped to
  *  the source), for holding only a band of the source. */
-void swi_resample_rows_needed(const int64_t src_size[3], const int64_t dst_size[3],
-                              const double map[3][4], int64_t row_lo, int64_t row_hi,
-                              int64_t *lo, int64_t *hi);
+void swi_resample_rows_needed(const int64_t src_size[3], const int64_t dst_size[3], const double map[3][4],
+                              int64_t row_lo, int64_t row_hi, int64_t *lo, int64_t *hi);
 
 /* ---- streaming back to the input grid ------------------------------------------------ */
 
 /** Receives a completed region [lo, hi) of the output grid: data [channels, *(hi - lo)],
  *  valid during the call. Called from the threads that feed the sink, concurrently for
  *  distinct regions. Return non-zero to fail the feed. */
-typedef int (*swi_sink_emit_fn)(void *user, const int64_t lo[3], const int64_t hi[3],
-                                int64_t channels, const float *data);
+typedef int (*swi_sink_emit_fn)(void *user, const int64_t lo[3], const int64_t hi[3], int64_t channels,
+                                const float *data);
 
 /** Trilinear resampling of a grid that arrives region by region, in any order, from any
  *  number of threads (swi_run's on_region of an SWI_REDUCE_CUSTOM output): every output
@@ -158,9 +154,8 @@ typedef struct swi_resample_sink swi_resample_sink;
 /** A sink from a source grid (src_size, channels planes) to an output grid (out_size);
  *  map sends output indices to source indices. tile: output tile edge (0 = 8). */
 swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
-                                    const double map[3][4], int64_t channels, int tile,
-                                    swi_sink_emit_fn emit, void *user, swi_resample_sink **out,
-                                    char *err, size_t errlen);
+                                    const double map[3][4], int64_t channels, int tile, swi_sink_emit_fn emit,
+                                    void *user, swi_resample_sink **out, char *err, size_t errlen);
 
 /** Receives the argmax labels of a completed output region [lo, hi): [*(hi - lo)]. */
 typedef int (*swi_sink_labels_fn)(void *user, const int64_t lo[3], const int64_t hi[3],
@@ -176,8 +171,7 @@ swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_sink_labels_fn fn,
 
 /** Feed the completed source region [lo, hi), data [channels, *(hi - lo)]. Thread-safe.
  *  Returns 0, or non-zero when emit failed or memory ran out (the sink is then failed). */
-int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
-                           const float *data);
+int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3], const float *data);
 
 /** After the last region: SWI_OK when every output tile was emitted. */
 swi_status swi_resample_sink_finish(swi_resample_sink *s, char *err, size_t errlen);
@@ -193,8 +187,7 @@ size_t swi_resample_sink_fixed_bytes(const swi_resample_sink *s);
  *  until the next sweep, plus the bookkeeping. An estimate, not a bound: the regions within
  *  a sweep hold smaller slabs of their own meanwhile. */
 size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out_size[3],
-                                    const double map[3][4], int64_t channels, int tile,
-                                    int outer);
+                                    const double map[3][4], int64_t channels, int tile, int outer);
 
 void swi_resample_sink_free(swi_resample_sink *s);
 

@@ -86,8 +86,10 @@ void *swi__big_alloc(size_t bytes) {
 
 void swi__big_free(void *p, size_t bytes) {
     if (!p) return;
-    if (bytes < BIG_MIN) swi__free(p);
-    else munmap(p, bytes);
+    if (bytes < BIG_MIN)
+        swi__free(p);
+    else
+        munmap(p, bytes);
 }
 #else
 void *swi__big_alloc(size_t bytes) { return swi__malloc(bytes); }

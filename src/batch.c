@@ -28,9 +28,7 @@ static int slot_index(const swi_batch *b, int i) { return b->s->run_idx ? b->s->
 int swi_batch_count(const swi_batch *b) { return b ? b->s->n_run : 0; }
 int swi_batch_dims(const swi_batch *b) { return b ? b->r->g.user_dims : 0; }
 int64_t swi_batch_channels(const swi_batch *b) { return b ? b->r->g.cin : 0; }
-const int64_t *swi_batch_roi(const swi_batch *b) {
-    return b ? &b->r->g.roi[NDIM - b->r->g.user_dims] : NULL;
-}
+const int64_t *swi_batch_roi(const swi_batch *b) { return b ? &b->r->g.roi[NDIM - b->r->g.user_dims] : NULL; }
 const float *swi_batch_input(const swi_batch *b) { return b ? b->s->input : NULL; }
 int64_t swi_batch_image(const swi_batch *b, int i) {
     return (b && i >= 0 && i < b->s->n_run) ? b->s->image[slot_index(b, i)] : -1;
@@ -76,12 +74,12 @@ static size_t head_request(swi_batch *b, int head, int64_t channels, const int64
         for (int k = 0; k < d; k++)
             if ((decl->spatial[k] > 0 || decl->channels > 0) &&
                 (decl->spatial[k] > 0 ? decl->spatial[k] : r->g.roi[swi__axis(&r->g, k)]) != spatial[k]) {
-                r->shape_err = swi__fail(ctx, SWI_ERR_SHAPE,
-                                         "predictor head %d: spatial[%d] = %lld, but params.heads[%d] declares "
-                                         "%lld (spatial 0 = the roi)",
-                                         head, k, (long long)spatial[k], head,
-                                         (long long)(decl->spatial[k] > 0 ? decl->spatial[k]
-                                                                          : r->g.roi[swi__axis(&r->g, k)]));
+                r->shape_err = swi__fail(
+                    ctx, SWI_ERR_SHAPE,
+                    "predictor head %d: spatial[%d] = %lld, but params.heads[%d] declares "
+                    "%lld (spatial 0 = the roi)",
+                    head, k, (long long)spatial[k], head,
+                    (long long)(decl->spatial[k] > 0 ? decl->spatial[k] : r->g.roi[swi__axis(&r->g, k)]));
                 return 0;
             }
         r->known[head] = 1;
@@ -124,7 +122,8 @@ float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t 
     if (!v) return NULL;
     slot *s = b->s;
     if (!head_buffer(s, head, v)) {
-        b->r->shape_err = swi__fail(b->r->ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
+        b->r->shape_err =
+            swi__fail(b->r->ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
         return NULL;
     }
     s->requested[head] = 1;
@@ -135,8 +134,8 @@ int swi_batch_set_output(swi_batch *b, int head, int64_t channels, const int64_t
                          void (*release)(void *user, const float *data), void *user) {
     if (!b) return 1;
     if (!data) {
-        b->r->shape_err = swi__fail(b->r->ctx, SWI_ERR_INVALID_ARG, "swi_batch_set_output: head %d's data is NULL",
-                                    head);
+        b->r->shape_err =
+            swi__fail(b->r->ctx, SWI_ERR_INVALID_ARG, "swi_batch_set_output: head %d's data is NULL", head);
         return 1;
     }
     size_t v = head_request(b, head, channels, spatial);
@@ -146,7 +145,8 @@ int swi_batch_set_output(swi_batch *b, int head, int64_t channels, const int64_t
         /* windows reusing outputs are placed among these, or the next call overlaps this
          * batch's blending (the caller may then reuse data): they go into the slot's buffer */
         if (!head_buffer(s, head, v)) {
-            b->r->shape_err = swi__fail(b->r->ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
+            b->r->shape_err =
+                swi__fail(b->r->ctx, SWI_ERR_NOMEM, "out of memory for head %d's output buffer", head);
             return 1;
         }
         memcpy(s->head[head], data, (size_t)s->n_run * head_floats(b->r, head) * sizeof(float));
@@ -230,7 +230,8 @@ static void choose_runs(run *r, slot *s) {
         s->src[j] = -1;
         for (int i = 0; i < s->n_run && s->src[j] == -1; i++) {
             int k = s->run_idx[i];
-            if (s->hash[k] == h && memcmp(s->input + (size_t)i * in_n, x, in_n * sizeof(float)) == 0) s->src[j] = k;
+            if (s->hash[k] == h && memcmp(s->input + (size_t)i * in_n, x, in_n * sizeof(float)) == 0)
+                s->src[j] = k;
         }
         if (s->src[j] == -1 && r->cache_ready) {
             int e = swi__reuse_find(&r->cache, h, x);
@@ -250,10 +251,13 @@ static void place_outputs(run *r, slot *s) {
         const size_t n = head_floats(r, h);
         float *o = s->head[h];
         for (int i = s->n_run - 1; i >= 0; i--) /* from the back: a slot index is >= its run index */
-            if (s->run_idx[i] != i) memmove(o + (size_t)s->run_idx[i] * n, o + (size_t)i * n, n * sizeof(float));
+            if (s->run_idx[i] != i)
+                memmove(o + (size_t)s->run_idx[i] * n, o + (size_t)i * n, n * sizeof(float));
         for (int j = 0; j < s->n; j++) {
-            if (s->src[j] >= 0) memcpy(o + (size_t)j * n, o + (size_t)s->src[j] * n, n * sizeof(float));
-            else if (s->src[j] <= -2) memcpy(o + (size_t)j * n, r->cache.e[-2 - s->src[j]].out[h], n * sizeof(float));
+            if (s->src[j] >= 0)
+                memcpy(o + (size_t)j * n, o + (size_t)s->src[j] * n, n * sizeof(float));
+            else if (s->src[j] <= -2)
+                memcpy(o + (size_t)j * n, r->cache.e[-2 - s->src[j]].out[h], n * sizeof(float));
         }
     }
 }
@@ -320,13 +324,13 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
     r->stats.windows_predicted += s->n_run;
     int rc = r->pred->predict(r->pred->user, &b);
     if (r->shape_err != SWI_OK || rc != 0) swi__slot_release(s); /* the caller's buffers are not needed */
-    if (r->shape_err != SWI_OK) return r->shape_err; /* message already set */
+    if (r->shape_err != SWI_OK) return r->shape_err;             /* message already set */
     if (rc != 0) {
         if (r->pred_msg[0])
             return swi__fail(r->ctx, SWI_ERR_PREDICTOR, "predictor failed on windows %lld..%lld: %s",
                              (long long)first, (long long)(first + n - 1), r->pred_msg);
-        return swi__fail(r->ctx, SWI_ERR_PREDICTOR, "predictor failed (returned %d) on windows %lld..%lld", rc,
-                         (long long)first, (long long)(first + n - 1));
+        return swi__fail(r->ctx, SWI_ERR_PREDICTOR, "predictor failed (returned %d) on windows %lld..%lld",
+                         rc, (long long)first, (long long)(first + n - 1));
     }
     for (int h = 0; h < g->n_heads; h++)
         if (!s->requested[h])
@@ -338,4 +342,3 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
     }
     return SWI_OK;
 }
-

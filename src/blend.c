@@ -20,7 +20,8 @@ swi_status swi__blend_items(run *r, const slot *s) {
             for (int a = 0; a < 2; a++) {
                 const axis_grid *ax = &hg->ax[a];
                 if (ax->win_cfirst[t[a]] < lo[a]) lo[a] = ax->win_cfirst[t[a]];
-                if (ax->win_cfirst[t[a]] + ax->win_ccount[t[a]] > hi[a]) hi[a] = ax->win_cfirst[t[a]] + ax->win_ccount[t[a]];
+                if (ax->win_cfirst[t[a]] + ax->win_ccount[t[a]] > hi[a])
+                    hi[a] = ax->win_cfirst[t[a]] + ax->win_ccount[t[a]];
             }
         }
         if (lo[0] >= hi[0] || lo[1] >= hi[1]) continue;
@@ -86,7 +87,8 @@ SWI_KERNEL void swi__blend_item(void *arg, int64_t item, int worker) {
                 const cell_state *st = &r->front.cells[it->head][b * hg->n_cells + swi__cell_index(hg, c)];
                 acc_seg *q = &seg[k2 * cc3 + k3];
                 q->buf = st->buf;
-                q->vox = e0 * e1 * (ax[2].cell_hi[c2] - ax[2].cell_lo[c2]) * (ax[3].cell_hi[c3] - ax[3].cell_lo[c3]);
+                q->vox = e0 * e1 * (ax[2].cell_hi[c2] - ax[2].cell_lo[c2]) *
+                         (ax[3].cell_hi[c3] - ax[3].cell_lo[c3]);
                 q->lo3 = ax[3].cell_lo[c3] - ax[3].win_lo[t[3]];
                 q->e3 = ax[3].cell_hi[c3] - ax[3].cell_lo[c3];
                 q->set = 0;
@@ -107,7 +109,8 @@ SWI_KERNEL void swi__blend_item(void *arg, int64_t item, int worker) {
                         const int64_t lo2 = ax[2].cell_lo[c2] - ax[2].win_lo[t[2]];
                         const acc_seg *row = &seg[k2 * cc3];
                         for (int64_t i2 = 0; i2 < e2; i2++) {
-                            const size_t wrow = (size_t)((((off0 + i0) * o1 + off1 + i1) * o2 + lo2 + i2) * o3);
+                            const size_t wrow =
+                                (size_t)((((off0 + i0) * o1 + off1 + i1) * o2 + lo2 + i2) * o3);
                             const size_t crow = (size_t)((i0 * e1 + i1) * e2 + i2);
                             for (int64_t k3 = 0; k3 < cc3; k3++) {
                                 const acc_seg *q = &row[k3];

@@ -14,8 +14,8 @@
 
 typedef struct task {
     int head;
-    int fresh;      /* buf allocated in this batch: its first window sets instead of adds */
-    int completes;  /* last window lands in this batch */
+    int fresh;     /* buf allocated in this batch: its first window sets instead of adds */
+    int completes; /* last window lands in this batch */
     int64_t image;
     int64_t cell[NDIM];
     int64_t ext[NDIM];
@@ -36,11 +36,11 @@ typedef struct acc_item {
 
 /* One cell of a window, as the accumulation walks it. */
 typedef struct acc_seg {
-    float *buf;     /* its partial sums, NULL if one window covers it (finished directly) */
-    int64_t vox;    /* voxels of the cell (the plane stride of buf) */
-    int64_t lo3;    /* its first column in the window, along the contiguous axis 3 */
-    int64_t e3;     /* its extent along that axis */
-    int set;        /* this window is its first since buf was opened: store, not add */
+    float *buf;  /* its partial sums, NULL if one window covers it (finished directly) */
+    int64_t vox; /* voxels of the cell (the plane stride of buf) */
+    int64_t lo3; /* its first column in the window, along the contiguous axis 3 */
+    int64_t e3;  /* its extent along that axis */
+    int set;     /* this window is its first since buf was opened: store, not add */
 } acc_seg;
 _Static_assert(sizeof(acc_seg) <= SWI_ACC_SEG_BYTES, "plan.c counts SWI_ACC_SEG_BYTES per table entry");
 
@@ -52,9 +52,9 @@ typedef struct fin_item {
 } fin_item;
 
 typedef struct slot {
-    float *input;                 /* [sw, cin, roi] */
+    float *input; /* [sw, cin, roi] */
     size_t input_bytes;
-    float *head[SWI_MAX_HEADS];   /* [sw, C, win] */
+    float *head[SWI_MAX_HEADS]; /* [sw, C, win] */
     size_t head_cap[SWI_MAX_HEADS];
     int requested[SWI_MAX_HEADS];
     /* outputs the predictor handed over (swi_batch_set_output): read in place of head[],
@@ -62,11 +62,11 @@ typedef struct slot {
     const float *adopt[SWI_MAX_HEADS];
     void (*release[SWI_MAX_HEADS])(void *user, const float *data);
     void *release_user[SWI_MAX_HEADS];
-    int64_t *image;               /* [sw] */
-    int64_t *t;                   /* [sw][NDIM] window grid coords */
-    int64_t *ustart;              /* [sw][SWI_MAX_DIMS] start in image coords */
-    int n;                        /* windows in the slot */
-    int cap;                      /* windows its buffers hold (0: not allocated yet) */
+    int64_t *image;  /* [sw] */
+    int64_t *t;      /* [sw][NDIM] window grid coords */
+    int64_t *ustart; /* [sw][SWI_MAX_DIMS] start in image coords */
+    int n;           /* windows in the slot */
+    int cap;         /* windows its buffers hold (0: not allocated yet) */
     /* reuse (SWI_REUSE_ON): the predictor sees the n_run windows to run, run_idx[i] being
      * the slot window of its window i; src[j] says where slot window j's output comes
      * from: -1 the predictor, k >= 0 slot window k, -2 - e reuse cache entry e */
@@ -78,14 +78,14 @@ typedef struct slot {
 typedef struct worker_scratch {
     acc_seg *segs; /* [seg_cap] the cells of one window, one axis-0 row of cells */
     float *scores;
-    float *soft;   /* [C][chunk] softmax of scores, when an output asks for it */
+    float *soft; /* [C][chunk] softmax of scores, when an output asks for it */
     reduce_scratch rs;
 } worker_scratch;
 
 typedef struct out_spec {
     swi_output o;
-    swi_dtype dtype;   /* resolved */
-    void *data;        /* where the whole result goes (dst or library-owned), or NULL */
+    swi_dtype dtype; /* resolved */
+    void *data;      /* where the whole result goes (dst or library-owned), or NULL */
     int owned;
 } out_spec;
 
@@ -97,25 +97,25 @@ typedef struct run {
     geom g;
     plan_choice choice;
     int threads;
-    int known[SWI_MAX_HEADS];      /* head shape learned or declared */
+    int known[SWI_MAX_HEADS]; /* head shape learned or declared */
     int64_t shape_c[SWI_MAX_HEADS];
     int64_t shape_s[SWI_MAX_HEADS][SWI_MAX_DIMS];
     int setup_done;
-    int replanned_sw;              /* the batch size changed after the first call */
-    frontier front;             /* cell state: open/close (frontier.c) */
+    int replanned_sw; /* the batch size changed after the first call */
+    frontier front;   /* cell state: open/close (frontier.c) */
     out_spec *outs;
     int n_outs;
     slot slots[2];
     int n_slots;
     int sw;
-    int64_t n_windows;          /* windows that run */
-    int64_t *wlist;             /* with a part: the order positions of the windows that run */
+    int64_t n_windows; /* windows that run */
+    int64_t *wlist;    /* with a part: the order positions of the windows that run */
     int64_t *idx_scratch;
-    float *box;                 /* a reader input: the box one window reads [cin, <= roi] */
+    float *box; /* a reader input: the box one window reads [cin, <= roi] */
     swi_pool *pool;
     worker_scratch *ws;
     size_t chunk_cap;
-    size_t seg_cap;             /* acc_seg entries per worker */
+    size_t seg_cap; /* acc_seg entries per worker */
     /* per-batch work lists */
     task *tasks;
     int32_t *pair_task, *task_wins;
@@ -125,16 +125,16 @@ typedef struct run {
     size_t acc_cap, fin_cap;
     int64_t n_acc, n_fin;
     int32_t n_tasks;
-    cellmem mem;                /* partial-sum buffers the frontier opens cells in */
-    int reuse;                  /* SWI_REUSE_ON */
-    reuse_cache cache;          /* outputs kept for reuse across batches */
-    int cache_ready;            /* the cache knows the heads' output sizes */
+    cellmem mem;       /* partial-sum buffers the frontier opens cells in */
+    int reuse;         /* SWI_REUSE_ON */
+    reuse_cache cache; /* outputs kept for reuse across batches */
+    int cache_ready;   /* the cache knows the heads' output sizes */
     swi_stats stats;
-    const slot *cur;            /* slot being blended */
+    const slot *cur; /* slot being blended */
     int32_t batch_id;
     /* errors raised inside swi_batch_output or by workers */
     swi_status shape_err;
-    atomic_int cb_failed;       /* 1 + index of the first failing output */
+    atomic_int cb_failed; /* 1 + index of the first failing output */
     char pred_msg[SWI_ERRMSG_LEN];
 } run;
 
@@ -143,9 +143,10 @@ struct swi_batch {
     slot *s;
 };
 
-
 /* Head h's outputs of the slot's windows, [n, C, win]. */
-static inline const float *swi__slot_out(const slot *s, int h) { return s->adopt[h] ? s->adopt[h] : s->head[h]; }
+static inline const float *swi__slot_out(const slot *s, int h) {
+    return s->adopt[h] ? s->adopt[h] : s->head[h];
+}
 
 /* Order position of the i-th window that runs. */
 static inline int64_t swi__run_window(const run *r, int64_t i) { return r->wlist ? r->wlist[i] : i; }

@@ -56,7 +56,9 @@ static void store_region(const out_spec *os, const head_geom *hg, int64_t image,
         for (int64_t i0 = 0; i0 < ext[0]; i0++)
             for (int64_t i1 = 0; i1 < ext[1]; i1++)
                 for (int64_t i2 = 0; i2 < ext[2]; i2++) {
-                    size_t at = (size_t)((((lo[0] + i0) * out[1] + lo[1] + i1) * out[2] + lo[2] + i2) * out[3] + lo[3]);
+                    size_t at =
+                        (size_t)((((lo[0] + i0) * out[1] + lo[1] + i1) * out[2] + lo[2] + i2) * out[3] +
+                                 lo[3]);
                     memcpy(base + at * es, from, (size_t)ext[3] * es);
                     from += (size_t)ext[3] * es;
                 }
@@ -104,7 +106,8 @@ SWI_KERNEL void swi__finish_item(void *arg, int64_t item, int worker) {
                 for (int64_t i1 = it->lo[1]; i1 < it->hi[1]; i1++)
                     for (int64_t i2 = it->lo[2]; i2 < it->hi[2]; i2++) {
                         size_t wi =
-                            (size_t)((((off[0] + i0) * o[1] + off[1] + i1) * o[2] + off[2] + i2) * o[3] + off[3]);
+                            (size_t)((((off[0] + i0) * o[1] + off[1] + i1) * o[2] + off[2] + i2) * o[3] +
+                                     off[3]);
                         const float *restrict x = P + (size_t)c * (size_t)hg->win_vox + wi;
                         const float *restrict w = hg->weights + wi;
                         float *restrict out = dst;
@@ -130,7 +133,8 @@ SWI_KERNEL void swi__finish_item(void *arg, int64_t item, int worker) {
             vals = r->ws[worker].rs.out;
             planes = 1;
         }
-        if (os->data && os->o.reduce != SWI_REDUCE_CUSTOM) store_region(os, hg, T->image, lo, ext, vals, planes);
+        if (os->data && os->o.reduce != SWI_REDUCE_CUSTOM)
+            store_region(os, hg, T->image, lo, ext, vals, planes);
         if (os->o.on_region) {
             swi_region reg;
             memset(&reg, 0, sizeof reg);

@@ -27,7 +27,8 @@ swi_status swi__frontier_init(frontier *f, const geom *g, cellmem *mem) {
         const head_geom *hg = &g->heads[h];
         if (hg->channels <= 0 || hg->n_cells == 0) continue; /* unknown until the first call */
         size_t n;
-        if (!swi__mul_size((size_t)hg->n_cells, (size_t)g->batch, &n) || !swi__mul_size(n, sizeof(cell_state), &n))
+        if (!swi__mul_size((size_t)hg->n_cells, (size_t)g->batch, &n) ||
+            !swi__mul_size(n, sizeof(cell_state), &n))
             return SWI_ERR_OVERFLOW;
         f->cells[h] = swi__malloc(n);
         if (!f->cells[h]) return SWI_ERR_NOMEM;

@@ -23,8 +23,8 @@ static void window_box(const geom *g, int64_t *const map[NDIM], int64_t lo[NDIM]
     }
 }
 
-int swi__gather(const geom *g, const swi_params *p, const swi_tensor *in, int64_t image, const int64_t start[NDIM],
-                float *dst, int64_t *idx, float *box, char *msg, size_t msg_len) {
+int swi__gather(const geom *g, const swi_params *p, const swi_tensor *in, int64_t image,
+                const int64_t start[NDIM], float *dst, int64_t *idx, float *box, char *msg, size_t msg_len) {
     int64_t *map[NDIM];
     int64_t off = 0;
     for (int a = 0; a < NDIM; a++) {
@@ -77,11 +77,13 @@ int swi__gather(const geom *g, const swi_params *p, const swi_tensor *in, int64_
                         for (int64_t j = 0; j < r3; j++) dst[j] = cval;
                         continue;
                     }
-                    const float *row = src + (((m0 - lo[0]) * ext[1] + (m1 - lo[1])) * ext[2] + (m2 - lo[2])) * ext[3];
+                    const float *row =
+                        src + (((m0 - lo[0]) * ext[1] + (m1 - lo[1])) * ext[2] + (m2 - lo[2])) * ext[3];
                     if (contiguous) {
                         memcpy(dst, row + (map[3][0] - lo[3]), (size_t)r3 * sizeof(float));
                     } else {
-                        for (int64_t j = 0; j < r3; j++) dst[j] = map[3][j] < 0 ? cval : row[map[3][j] - lo[3]];
+                        for (int64_t j = 0; j < r3; j++)
+                            dst[j] = map[3][j] < 0 ? cval : row[map[3][j] - lo[3]];
                     }
                 }
             }

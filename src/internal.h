@@ -59,10 +59,10 @@ const char *swi__fmt_bytes(size_t bytes, char *buf, size_t len);
 
 /* ---- layout.c: pure geometry ---- */
 typedef struct axis_grid {
-    int64_t n_win;        /* windows along this axis */
-    int64_t *win_lo;      /* [n_win] window start in the head's padded grid */
-    int64_t n_cells;      /* cells inside the crop along this axis */
-    int64_t *cell_lo;     /* [n_cells] cell bounds in the head's padded grid */
+    int64_t n_win;    /* windows along this axis */
+    int64_t *win_lo;  /* [n_win] window start in the head's padded grid */
+    int64_t n_cells;  /* cells inside the crop along this axis */
+    int64_t *cell_lo; /* [n_cells] cell bounds in the head's padded grid */
     int64_t *cell_hi;
     int64_t *cell_wfirst; /* [n_cells] first window covering the cell */
     int64_t *cell_wcount; /* [n_cells] windows covering it (contiguous run) */
@@ -71,33 +71,33 @@ typedef struct axis_grid {
 } axis_grid;
 
 typedef struct head_geom {
-    int64_t channels;     /* 0 while unknown */
-    int64_t win[NDIM];    /* head window size o_k */
-    int64_t full[NDIM];   /* head padded grid floor(P_k * z_k) */
-    int64_t crop_lo[NDIM];/* first kept index of the padded grid */
-    int64_t out[NDIM];    /* output (cropped) size */
-    int64_t win_vox;      /* prod(win) */
+    int64_t channels;      /* 0 while unknown */
+    int64_t win[NDIM];     /* head window size o_k */
+    int64_t full[NDIM];    /* head padded grid floor(P_k * z_k) */
+    int64_t crop_lo[NDIM]; /* first kept index of the padded grid */
+    int64_t out[NDIM];     /* output (cropped) size */
+    int64_t win_vox;       /* prod(win) */
     axis_grid ax[NDIM];
-    int64_t n_cells;      /* prod(ax[k].n_cells) */
+    int64_t n_cells;                    /* prod(ax[k].n_cells) */
     int64_t part_cell_lo, part_cell_hi; /* cells of the part along the part axis (all without one) */
-    float *weights;       /* [win] blending weights of this head */
-    void *block;          /* one allocation holding the axis arrays */
+    float *weights;                     /* [win] blending weights of this head */
+    void *block;                        /* one allocation holding the axis arrays */
 } head_geom;
 
 typedef struct geom {
     int user_dims;
-    int reader;                /* the input comes through a reader (data NULL) */
-    int has_part;              /* only rows [part_lo, part_hi) of user axis 0 are computed */
+    int reader;   /* the input comes through a reader (data NULL) */
+    int has_part; /* only rows [part_lo, part_hi) of user axis 0 are computed */
     int64_t part_lo, part_hi;
     int64_t batch, cin;
     int64_t size[NDIM], roi[NDIM], padded[NDIM], before[NDIM], step[NDIM];
     int64_t n_win[NDIM];
-    int64_t *starts[NDIM];     /* window starts in padded coordinates */
+    int64_t *starts[NDIM]; /* window starts in padded coordinates */
     int64_t win_per_image;
     int64_t roi_vox, image_vox;
     int n_heads;
     head_geom heads[SWI_MAX_HEADS];
-    float *weights;            /* [roi] base importance map */
+    float *weights; /* [roi] base importance map */
     void *starts_block;
 } geom;
 
@@ -136,8 +136,9 @@ int64_t swi__pad_index(int64_t x, int64_t s, int64_t before, swi_pad mode);
 /* Copy the window at `start` of image `image` through the padding into dst [cin, *roi].
  * A reader input is read first into box (cin x roi floats). Returns non-zero when the
  * reader failed (its message in msg). */
-int swi__gather(const geom *g, const swi_params *p, const swi_tensor *in, int64_t image, const int64_t start[NDIM],
-                float *dst, int64_t *idx_scratch, float *box, char *msg, size_t msg_len);
+int swi__gather(const geom *g, const swi_params *p, const swi_tensor *in, int64_t image,
+                const int64_t start[NDIM], float *dst, int64_t *idx_scratch, float *box, char *msg,
+                size_t msg_len);
 
 /* ---- pool.c ---- */
 typedef struct swi_pool swi_pool;
@@ -156,11 +157,11 @@ int swi__cpu_count(void);
 
 /* ---- reduce.c: consumers of finished scores ---- */
 typedef struct reduce_scratch {
-    float *best;     /* [chunk] running max */
-    int32_t *arg;    /* [chunk] running argmax */
-    float *aux;      /* [chunk] sums */
+    float *best;  /* [chunk] running max */
+    int32_t *arg; /* [chunk] running argmax */
+    float *aux;   /* [chunk] sums */
     float *aux2;
-    void *out;       /* [chunk] reduced values (4 bytes each at most) */
+    void *out; /* [chunk] reduced values (4 bytes each at most) */
 } reduce_scratch;
 /* Reduce scores [C, n] into out (n values of dtype). */
 void swi__reduce(swi_reduce r, swi_dtype dt, const float *scores, int64_t channels, int64_t n,
@@ -171,24 +172,24 @@ size_t swi__dtype_size(swi_dtype dt);
 
 /* ---- plan.c ---- */
 typedef struct plan_choice {
-    int order[NDIM];  /* internal axes, outermost first */
-    int tail;         /* the last `tail` windows along the outermost axis are interleaved
+    int order[NDIM]; /* internal axes, outermost first */
+    int tail;        /* the last `tail` windows along the outermost axis are interleaved
                          (that axis innermost within them): where the last window was moved
                          back and overlaps more, this keeps its thick overlap from being
                          open across the whole cross-section at once */
     int sw;
     int pipeline;
-    size_t frontier;  /* simulated peak of the partial sums (frontier.c's count) */
-    size_t partial;   /* what the engine reserves for them: frontier + allocator allowance */
-    int reuse_cache;  /* window outputs kept for reuse (SWI_REUSE_ON) */
+    size_t frontier; /* simulated peak of the partial sums (frontier.c's count) */
+    size_t partial;  /* what the engine reserves for them: frontier + allocator allowance */
+    int reuse_cache; /* window outputs kept for reuse (SWI_REUSE_ON) */
 } plan_choice;
 /* Grid coordinates of the i-th window of an image in the processing order `c`. */
 void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t[NDIM]);
 /* keep != NULL: plan only keep's window order and tail (a run re-planned after its first
  * call goes on in the order it started with); its batch size and pipelining are chosen
  * again. */
-swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs,
-                     int n_outs, swi_plan *plan, plan_choice *choice, const plan_choice *keep);
+swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs, int n_outs,
+                     swi_plan *plan, plan_choice *choice, const plan_choice *keep);
 /* Cells of one window in one axis-0 row of cells, at most, over all heads and windows:
  * the entries of each worker's accumulation table (SWI_ACC_SEG_BYTES each). */
 size_t swi__seg_cap(const geom *g);
@@ -304,8 +305,8 @@ typedef struct reuse_entry {
     float *out[SWI_MAX_HEADS]; /* [C][win] per head (engine only) */
 } reuse_entry;
 typedef struct reuse_cache {
-    int cap, n;                /* entries allowed, entries held */
-    int with_outputs;          /* 0: the planner's dry run */
+    int cap, n;       /* entries allowed, entries held */
+    int with_outputs; /* 0: the planner's dry run */
     reuse_entry *e;
     uint64_t seen[SWI_REUSE_SEEN];
     int seen_n, seen_next;

@@ -44,8 +44,10 @@ swi_status swi_window_starts(swi_ctx *ctx, int64_t size, int64_t roi, double ove
     if (!(overlap >= 0.0 && overlap < 1.0))
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "overlap = %g: must be in [0, 1)", overlap);
     if (cap < 0 || (cap > 0 && !starts))
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "cap = %lld with starts %s: cap must be >= 0 and starts "
-                         "not NULL when cap > 0", (long long)cap, starts ? "set" : "NULL");
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                         "cap = %lld with starts %s: cap must be >= 0 and starts "
+                         "not NULL when cap > 0",
+                         (long long)cap, starts ? "set" : "NULL");
     if (!count) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "count is NULL");
     int64_t padded = size > roi ? size : roi;
     int64_t step = axis_step(roi, padded, overlap);
@@ -87,13 +89,16 @@ swi_status swi_pad_map(swi_ctx *ctx, swi_pad mode, int64_t size, int64_t roi, in
     if ((unsigned)mode > SWI_PAD_CIRCULAR)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "mode = %d: unknown padding mode", (int)mode);
     if (cap < 0 || (cap > 0 && !map))
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "cap = %lld with map %s: cap must be >= 0 and map not "
-                         "NULL when cap > 0", (long long)cap, map ? "set" : "NULL");
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                         "cap = %lld with map %s: cap must be >= 0 and map not "
+                         "NULL when cap > 0",
+                         (long long)cap, map ? "set" : "NULL");
     int64_t P = size > roi ? size : roi, pad = P - size, b = pad / 2;
     if (mode == SWI_PAD_REFLECT && pad > 0 && pad - b >= size)
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
-                         "reflect padding needs a pad smaller than the image: size %lld, roi %lld (pad %lld after)",
-                         (long long)size, (long long)roi, (long long)(pad - b));
+        return swi__fail(
+            ctx, SWI_ERR_INVALID_ARG,
+            "reflect padding needs a pad smaller than the image: size %lld, roi %lld (pad %lld after)",
+            (long long)size, (long long)roi, (long long)(pad - b));
     for (int64_t j = 0; j < cap && j < P; j++) map[j] = swi__pad_index(j, size, b, mode);
     if (padded) *padded = P;
     if (before) *before = b;
@@ -105,14 +110,14 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     if (!p) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params is NULL");
     if (!in) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input is NULL");
     if (p->dims < 1 || p->dims > SWI_MAX_DIMS)
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.dims = %d: must be 1 to %d", p->dims, SWI_MAX_DIMS);
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.dims = %d: must be 1 to %d", p->dims,
+                         SWI_MAX_DIMS);
     if (in->dims != p->dims)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG,
                          "input.dims = %d does not match params.dims = %d (rank mismatch)", in->dims,
                          p->dims);
     if (in->batch <= 0)
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.batch = %lld: must be >= 1",
-                         (long long)in->batch);
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.batch = %lld: must be >= 1", (long long)in->batch);
     if (in->channels <= 0)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.channels = %lld: must be >= 1",
                          (long long)in->channels);
@@ -134,7 +139,8 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.pipeline = %d: unknown swi_pipeline value",
                          (int)p->pipeline);
     if ((unsigned)p->reuse > SWI_REUSE_ON)
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.reuse = %d: unknown swi_reuse value", (int)p->reuse);
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.reuse = %d: unknown swi_reuse value",
+                         (int)p->reuse);
     if (p->reuse_cache < 0 || p->reuse_cache > 64)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.reuse_cache = %d: must be 0..64", p->reuse_cache);
     if ((unsigned)p->order_mode > SWI_ORDER_FIXED)
@@ -142,18 +148,18 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
                          (int)p->order_mode);
     if (p->mode == SWI_BLEND_CUSTOM && !p->weight_map)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.weight_map is NULL but mode is SWI_BLEND_CUSTOM");
-    if (!isfinite(p->cval))
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.cval is not finite");
+    if (!isfinite(p->cval)) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.cval is not finite");
 
     g->user_dims = p->dims;
     g->batch = in->batch;
     g->reader = in->data == NULL && in->reader != NULL;
     if (p->part_lo != 0 || p->part_hi != 0) {
         if (!(p->part_lo >= 0 && p->part_lo < p->part_hi && p->part_hi <= in->size[0]))
-            return swi__fail(ctx, SWI_ERR_INVALID_ARG,
-                             "params.part_lo = %lld, part_hi = %lld: the part must be rows 0 <= lo < hi <= %lld "
-                             "of the first spatial dim",
-                             (long long)p->part_lo, (long long)p->part_hi, (long long)in->size[0]);
+            return swi__fail(
+                ctx, SWI_ERR_INVALID_ARG,
+                "params.part_lo = %lld, part_hi = %lld: the part must be rows 0 <= lo < hi <= %lld "
+                "of the first spatial dim",
+                (long long)p->part_lo, (long long)p->part_hi, (long long)in->size[0]);
         g->has_part = 1;
         g->part_lo = p->part_lo;
         g->part_hi = p->part_hi;
@@ -241,8 +247,10 @@ static int64_t lower_bound(const int64_t *v, int64_t n, int64_t x) {
     int64_t lo = 0, hi = n;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x) lo = mid + 1;
-        else hi = mid;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -277,7 +285,8 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
     if ((uint64_t)wv > SIZE_MAX / sizeof(float))
         return swi__fail(ctx, SWI_ERR_OVERFLOW, "head %d: window size overflows", h);
     hg->weights = swi__malloc((size_t)wv * sizeof(float));
-    if (!hg->block || !hg->weights) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory for head %d's layout", h);
+    if (!hg->block || !hg->weights)
+        return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory for head %d's layout", h);
     int64_t *mem = hg->block;
     int64_t ncells_total = 1;
     for (int a = 0; a < NDIM; a++) {
@@ -286,13 +295,20 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
         double z = (double)o / (double)r;
         int k = a - (NDIM - g->user_dims);
         ax->n_win = nw;
-        ax->win_lo = mem; mem += nw;
-        ax->win_cfirst = mem; mem += nw;
-        ax->win_ccount = mem; mem += nw;
-        ax->cell_lo = mem; mem += 2 * nw + 4;
-        ax->cell_hi = mem; mem += 2 * nw + 4;
-        ax->cell_wfirst = mem; mem += 2 * nw + 4;
-        ax->cell_wcount = mem; mem += 2 * nw + 4;
+        ax->win_lo = mem;
+        mem += nw;
+        ax->win_cfirst = mem;
+        mem += nw;
+        ax->win_ccount = mem;
+        mem += nw;
+        ax->cell_lo = mem;
+        mem += 2 * nw + 4;
+        ax->cell_hi = mem;
+        mem += 2 * nw + 4;
+        ax->cell_wfirst = mem;
+        mem += 2 * nw + 4;
+        ax->cell_wcount = mem;
+        mem += 2 * nw + 4;
         hg->full[a] = (int64_t)((double)g->padded[a] * z);
         if (o == r) {
             hg->crop_lo[a] = g->before[a];
@@ -312,7 +328,8 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
                 return swi__fail(ctx, SWI_ERR_SHAPE,
                                  "head %d: output size %lld along dim %d is not a whole zoom of roi %lld "
                                  "(the window at %lld maps to [%lld, %lld))",
-                                 h, (long long)o, k, (long long)r, (long long)s, (long long)lo, (long long)hi);
+                                 h, (long long)o, k, (long long)r, (long long)s, (long long)lo,
+                                 (long long)hi);
             ax->win_lo[t] = lo;
         }
         if (hg->out[a] <= 0)
@@ -326,8 +343,10 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
         b[nb++] = c0;
         while (i < nw || j < nw) {
             int64_t v;
-            if (j >= nw || (i < nw && ax->win_lo[i] <= ax->win_lo[j] + o)) v = ax->win_lo[i++];
-            else v = ax->win_lo[j++] + o;
+            if (j >= nw || (i < nw && ax->win_lo[i] <= ax->win_lo[j] + o))
+                v = ax->win_lo[i++];
+            else
+                v = ax->win_lo[j++] + o;
             if (v > c0 && v < c1 && v != b[nb - 1]) b[nb++] = v;
         }
         if (b[nb - 1] != c1) b[nb++] = c1;
@@ -335,10 +354,11 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
         const int part_axis = g->has_part && a == NDIM - g->user_dims;
         if (part_axis) {
             if (o != r)
-                return swi__fail(ctx, SWI_ERR_INVALID_ARG,
-                                 "params.part_lo/part_hi: head %d is zoomed (output %lld for roi %lld along dim "
-                                 "0); parts need heads at the window's resolution",
-                                 h, (long long)o, (long long)r);
+                return swi__fail(
+                    ctx, SWI_ERR_INVALID_ARG,
+                    "params.part_lo/part_hi: head %d is zoomed (output %lld for roi %lld along dim "
+                    "0); parts need heads at the window's resolution",
+                    h, (long long)o, (long long)r);
             const int64_t cut[2] = {g->part_lo + c0, g->part_hi + c0};
             for (int q = 0; q < 2; q++) {
                 int64_t at = lower_bound(b, nb, cut[q]);
@@ -380,8 +400,10 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
     hg->n_cells = ncells_total;
     int same = 1;
     for (int a = 0; a < NDIM; a++) same &= hg->win[a] == g->roi[a];
-    if (same) memcpy(hg->weights, g->weights, (size_t)wv * sizeof(float));
-    else swi__weights_resize(g->weights, g->roi, hg->win, hg->weights);
+    if (same)
+        memcpy(hg->weights, g->weights, (size_t)wv * sizeof(float));
+    else
+        swi__weights_resize(g->weights, g->roi, hg->win, hg->weights);
     return SWI_OK;
 }
 

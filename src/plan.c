@@ -59,11 +59,11 @@ static size_t simulate(const geom *g, const plan_choice *order, int sw, int use_
             int64_t lo[NDIM], n[NDIM], c[NDIM];
             swi__window_cells(hg, t, lo, n);
             for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) {
-                        cell_state *st;
-                        int flags;
-                        if (part && !swi__cell_in_part(g, hg, c)) continue;
-                        if (swi__frontier_land(&f, h, b, c, &st, &flags) != SWI_OK) goto out;
-                    }
+                cell_state *st;
+                int flags;
+                if (part && !swi__cell_in_part(g, hg, c)) continue;
+                if (swi__frontier_land(&f, h, b, c, &st, &flags) != SWI_OK) goto out;
+            }
         }
         if (++done % sw == 0) swi__frontier_end_batch(&f);
     }
@@ -152,11 +152,12 @@ typedef struct costs {
     int want_cache; /* entries the caller asks for (0: reuse off) */
 } costs;
 
-static swi_status plan_costs(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs, int n_outs,
-                             int threads, costs *k) {
+static swi_status plan_costs(swi_ctx *ctx, const swi_params *p, const geom *g, const swi_output *outs,
+                             int n_outs, int threads, costs *k) {
     size_t cmax = 1, rowmax = 1, book = 0;
     memset(k, 0, sizeof *k);
-    if (!g->reader) add_mul(&k->input, (size_t)g->batch * (size_t)g->cin, (size_t)g->image_vox * sizeof(float));
+    if (!g->reader)
+        add_mul(&k->input, (size_t)g->batch * (size_t)g->cin, (size_t)g->image_vox * sizeof(float));
     for (int i = 0; i < n_outs; i++) add_mul(&k->outputs, output_bytes(g, &outs[i]), 1);
     add_mul(&k->per_window, (size_t)g->cin, (size_t)g->roi_vox * sizeof(float));
     for (int h = 0; h < g->n_heads; h++) {
@@ -176,17 +177,19 @@ static swi_status plan_costs(swi_ctx *ctx, const swi_params *p, const geom *g, c
     add_mul(&k->scratch, t, (size_t)threads * sizeof(float));
     add_mul(&k->scratch, book, 1);
     add_mul(&k->scratch, (size_t)g->roi_vox, sizeof(float));
-    if (g->reader) add_mul(&k->scratch, (size_t)g->cin * (size_t)g->roi_vox, sizeof(float)); /* the read box */
+    if (g->reader)
+        add_mul(&k->scratch, (size_t)g->cin * (size_t)g->roi_vox, sizeof(float)); /* the read box */
     add_mul(&k->scratch, swi__seg_cap(g) * (size_t)threads, SWI_ACC_SEG_BYTES);
     k->want_cache = p->reuse == SWI_REUSE_ON ? (p->reuse_cache > 0 ? p->reuse_cache : 1) : 0;
     add_mul(&k->entry, (size_t)g->cin, (size_t)g->roi_vox * sizeof(float));
     for (int h = 0; h < g->n_heads; h++)
         add_mul(&k->entry, (size_t)g->heads[h].channels * sizeof(float), (size_t)g->heads[h].win_vox);
     add_mul(&k->entry, 1, sizeof(reuse_entry));
-    if (k->input == SIZE_MAX || k->outputs == SIZE_MAX || k->per_window == SIZE_MAX || k->scratch == SIZE_MAX ||
-        k->entry == SIZE_MAX)
+    if (k->input == SIZE_MAX || k->outputs == SIZE_MAX || k->per_window == SIZE_MAX ||
+        k->scratch == SIZE_MAX || k->entry == SIZE_MAX)
         return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows (channels x window size)");
-    if (k->want_cache) k->per_window += 2 * sizeof(int32_t) + sizeof(uint64_t); /* the slot's reuse bookkeeping */
+    if (k->want_cache)
+        k->per_window += 2 * sizeof(int32_t) + sizeof(uint64_t); /* the slot's reuse bookkeeping */
     return SWI_OK;
 }
 
@@ -212,8 +215,8 @@ static swi_status plan_orders(swi_ctx *ctx, const swi_params *p, const geom *g, 
             int u = p->order[k];
             if (u < 0 || u >= g->user_dims || seen[u])
                 return swi__fail(ctx, SWI_ERR_INVALID_ARG,
-                                 "params.order must be a permutation of 0..%d (order[%d] = %d)", g->user_dims - 1,
-                                 k, u);
+                                 "params.order must be a permutation of 0..%d (order[%d] = %d)",
+                                 g->user_dims - 1, k, u);
             seen[u] = 1;
             o->perms[0][lead + k] = lead + u;
         }
@@ -259,8 +262,8 @@ static int64_t windows_run(const geom *g) {
 }
 
 /* The order with the smallest frontier for batch size sw, and that frontier's peak. */
-static swi_status best_order(swi_ctx *ctx, const geom *g, const orders *o, int sw, int keep, plan_choice *best,
-                             size_t *peak) {
+static swi_status best_order(swi_ctx *ctx, const geom *g, const orders *o, int sw, int keep,
+                             plan_choice *best, size_t *peak) {
     *peak = SIZE_MAX;
     for (int i = 0; i < o->n_perms; i++)
         for (int tail = o->tail_lo; tail <= o->tail_hi; tail++) {
@@ -323,7 +326,8 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
     if (st == SWI_OK) st = plan_orders(ctx, p, g, keep, &o);
     if (st != SWI_OK) return st;
     const int64_t total = windows_run(g);
-    if (total == 0) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.part_lo/part_hi: no window touches the part");
+    if (total == 0)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.part_lo/part_hi: no window touches the part");
     int sw_req = (int64_t)p->sw_batch_size > total ? (int)total : p->sw_batch_size;
 
     /* The first choice that fits wins, preferring the largest batch, then the reuse cache,
@@ -342,12 +346,14 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
         add_mul(&peak_serial, partial, 1);
         add_mul(&peak_serial, k.outputs, 1);
         add_mul(&peak_serial, k.scratch, 1);
-        if (peak_serial == SIZE_MAX) return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
+        if (peak_serial == SIZE_MAX)
+            return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
         for (int cache = k.want_cache;; cache = 0) {
             size_t reuse = 0, with_cache = peak_serial;
             add_mul(&reuse, (size_t)cache, k.entry);
             add_mul(&with_cache, reuse, 1);
-            if (with_cache == SIZE_MAX) return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
+            if (with_cache == SIZE_MAX)
+                return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
             for (int pipe = 1; pipe >= 0; pipe--) {
                 if ((p->pipeline == SWI_PIPELINE_OFF && pipe == 1) ||
                     (p->pipeline == SWI_PIPELINE_ON && pipe == 0))
@@ -357,7 +363,8 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                 if (p->pipeline == SWI_PIPELINE_AUTO && pipe == 1 && one_slot > with_cache / 8) continue;
                 size_t windows = one_slot * (size_t)(pipe ? 2 : 1);
                 size_t peak = with_cache + (pipe ? one_slot : 0);
-                if (peak < with_cache) return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
+                if (peak < with_cache)
+                    return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
                 if (peak < best_min) best_min = peak;
                 if (!found && (p->max_memory == 0 || peak <= p->max_memory)) {
                     found = 1;
@@ -381,8 +388,8 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
         return swi__fail(ctx, SWI_ERR_BUDGET,
                          "params.max_memory = %s is below the smallest plan: at least %s (%zu bytes) is "
                          "needed (sw_batch_size 1%s)",
-                         swi__fmt_bytes(p->max_memory, a, sizeof a), swi__fmt_bytes(best_min, b, sizeof b), best_min,
-                         p->pipeline == SWI_PIPELINE_ON ? ", pipelined" : ", no pipelining");
+                         swi__fmt_bytes(p->max_memory, a, sizeof a), swi__fmt_bytes(best_min, b, sizeof b),
+                         best_min, p->pipeline == SWI_PIPELINE_ON ? ", pipelined" : ", no pipelining");
     }
     plan_report(g, &k, &best, total, threads, plan);
     if (choice) *choice = best;

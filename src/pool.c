@@ -10,13 +10,13 @@
 
 struct swi_pool {
     pthread_mutex_t mu;
-    pthread_cond_t work;  /* workers wait here for items */
-    pthread_cond_t done;  /* the submitter waits here for the job's end */
+    pthread_cond_t work; /* workers wait here for items */
+    pthread_cond_t done; /* the submitter waits here for the job's end */
     pthread_t *threads;
     int n_threads;
     int stop;
     swi_phase phases[MAX_PHASES];
-    int n_phases, phase;   /* current phase; phase == n_phases: idle */
+    int n_phases, phase; /* current phase; phase == n_phases: idle */
     int64_t next, finished;
 };
 
@@ -26,16 +26,17 @@ static void advance(swi_pool *pool) {
         pool->phase++;
         pool->next = pool->finished = 0;
     } while (pool->phase < pool->n_phases && pool->phases[pool->phase].n == 0);
-    if (pool->phase >= pool->n_phases) pthread_cond_broadcast(&pool->done);
-    else pthread_cond_broadcast(&pool->work);
+    if (pool->phase >= pool->n_phases)
+        pthread_cond_broadcast(&pool->done);
+    else
+        pthread_cond_broadcast(&pool->work);
 }
 
 static void *worker_main(void *arg) {
     swi_pool *pool = arg;
     int id;
     pthread_mutex_lock(&pool->mu);
-    for (id = 0; id < pool->n_threads && !pthread_equal(pool->threads[id], pthread_self()); id++) {
-    }
+    for (id = 0; id < pool->n_threads && !pthread_equal(pool->threads[id], pthread_self()); id++) {}
     for (;;) {
         while (!pool->stop && (pool->phase >= pool->n_phases || pool->next >= pool->phases[pool->phase].n))
             pthread_cond_wait(&pool->work, &pool->mu);

@@ -51,8 +51,8 @@ SWI_KERNEL void swi__softmax(const float *s, int64_t C, int64_t n, reduce_scratc
     }
 }
 
-SWI_KERNEL void swi__reduce(swi_reduce r, swi_dtype dt, const float *s, int64_t C, int64_t n, reduce_scratch *rs,
-                 void *out) {
+SWI_KERNEL void swi__reduce(swi_reduce r, swi_dtype dt, const float *s, int64_t C, int64_t n,
+                            reduce_scratch *rs, void *out) {
     float *best = rs->best;
     int32_t *arg = rs->arg;
     running_max(s, C, n, best, arg);
@@ -91,7 +91,6 @@ SWI_KERNEL void swi__reduce(swi_reduce r, swi_dtype dt, const float *s, int64_t 
             for (int64_t v = 0; v < n; v++) o[v] = logf(z[v]) - t[v] / z[v];
         return;
     }
-    default:
-        return;
+    default: return;
     }
 }

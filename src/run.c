@@ -43,39 +43,39 @@ static swi_status book_batch(run *r, const slot *s) {
             int64_t lo[NDIM], n[NDIM], c[NDIM];
             swi__window_cells(hg, t, lo, n);
             for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) {
-                        cell_state *st;
-                        int flags;
-                        if (g->has_part && !swi__cell_in_part(g, hg, c)) continue;
-                        swi_status e = swi__frontier_land(&r->front, h, b, c, &st, &flags);
-                        if (e == SWI_ERR_SHAPE) return swi__fail(r->ctx, e, "internal: cell landed on twice");
-                        if (e != SWI_OK)
-                            return swi__fail(r->ctx, e, "out of memory for partial sums (%zu bytes)",
-                                             swi__cell_bytes(hg, c));
-                        if (!swi__grow((void **)&r->pair_task, &r->pairs_cap, n_pairs + 1, sizeof(int32_t)))
-                            return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
-                        if (st->stamp != r->batch_id) {
-                            if (!swi__grow((void **)&r->tasks, &r->tasks_cap, (size_t)n_tasks + 1, sizeof(task)))
-                                return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
-                            task *T = &r->tasks[n_tasks];
-                            memset(T, 0, sizeof *T);
-                            T->head = h;
-                            T->image = b;
-                            T->vox = 1;
-                            for (int a = 0; a < NDIM; a++) {
-                                T->cell[a] = c[a];
-                                T->ext[a] = hg->ax[a].cell_hi[c[a]] - hg->ax[a].cell_lo[c[a]];
-                                T->vox *= T->ext[a];
-                            }
-                            /* opened now: its first window stores instead of adding */
-                            T->fresh = (flags & SWI_LAND_OPENED) != 0;
-                            T->buf = st->buf;
-                            st->stamp = r->batch_id;
-                            st->task = n_tasks++;
-                        }
-                        if (flags & SWI_LAND_COMPLETED) r->tasks[st->task].completes = 1;
-                        r->tasks[st->task].win_n++;
-                        r->pair_task[n_pairs++] = st->task;
+                cell_state *st;
+                int flags;
+                if (g->has_part && !swi__cell_in_part(g, hg, c)) continue;
+                swi_status e = swi__frontier_land(&r->front, h, b, c, &st, &flags);
+                if (e == SWI_ERR_SHAPE) return swi__fail(r->ctx, e, "internal: cell landed on twice");
+                if (e != SWI_OK)
+                    return swi__fail(r->ctx, e, "out of memory for partial sums (%zu bytes)",
+                                     swi__cell_bytes(hg, c));
+                if (!swi__grow((void **)&r->pair_task, &r->pairs_cap, n_pairs + 1, sizeof(int32_t)))
+                    return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
+                if (st->stamp != r->batch_id) {
+                    if (!swi__grow((void **)&r->tasks, &r->tasks_cap, (size_t)n_tasks + 1, sizeof(task)))
+                        return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
+                    task *T = &r->tasks[n_tasks];
+                    memset(T, 0, sizeof *T);
+                    T->head = h;
+                    T->image = b;
+                    T->vox = 1;
+                    for (int a = 0; a < NDIM; a++) {
+                        T->cell[a] = c[a];
+                        T->ext[a] = hg->ax[a].cell_hi[c[a]] - hg->ax[a].cell_lo[c[a]];
+                        T->vox *= T->ext[a];
                     }
+                    /* opened now: its first window stores instead of adding */
+                    T->fresh = (flags & SWI_LAND_OPENED) != 0;
+                    T->buf = st->buf;
+                    st->stamp = r->batch_id;
+                    st->task = n_tasks++;
+                }
+                if (flags & SWI_LAND_COMPLETED) r->tasks[st->task].completes = 1;
+                r->tasks[st->task].win_n++;
+                r->pair_task[n_pairs++] = st->task;
+            }
         }
     }
     /* windows of each task in batch order: counting sort of the (task, window) pairs */
@@ -98,7 +98,8 @@ static swi_status book_batch(run *r, const slot *s) {
             int64_t k = n[0] * n[1] * n[2] * n[3];
             if (g->has_part) { /* the cells booked above: those of the part */
                 k = 0;
-                for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) k += swi__cell_in_part(g, hg, c);
+                for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n))
+                    k += swi__cell_in_part(g, hg, c);
             }
             for (; k > 0; k--, q++) {
                 task *T = &r->tasks[r->pair_task[q]];
@@ -118,8 +119,9 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     const geom *g = &r->g;
     st = swi__frontier_init(&r->front, g, &r->mem);
     if (st != SWI_OK)
-        return swi__fail(r->ctx, st, st == SWI_ERR_NOMEM ? "out of memory for the cell tables"
-                                                         : "the cell tables' size overflows");
+        return swi__fail(r->ctx, st,
+                         st == SWI_ERR_NOMEM ? "out of memory for the cell tables"
+                                             : "the cell tables' size overflows");
     size_t cmax = 1, rowmax = 1;
     for (int h = 0; h < g->n_heads; h++) {
         const head_geom *hg = &g->heads[h];
@@ -174,7 +176,8 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     }
     if (r->reuse) {
         size_t out_floats[SWI_MAX_HEADS];
-        for (int h = 0; h < g->n_heads; h++) out_floats[h] = (size_t)(g->heads[h].channels * g->heads[h].win_vox);
+        for (int h = 0; h < g->n_heads; h++)
+            out_floats[h] = (size_t)(g->heads[h].channels * g->heads[h].win_vox);
         if (swi__reuse_init(&r->cache, r->choice.reuse_cache, (size_t)(g->cin * g->roi_vox), g->n_heads,
                             out_floats) != SWI_OK)
             return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the reuse cache");
@@ -183,7 +186,6 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     r->setup_done = 1;
     return SWI_OK;
 }
-
 
 static void free_run(run *r) {
     if (r->pool) swi__pool_destroy(r->pool);
@@ -232,7 +234,8 @@ static swi_status prepare(run *r, swi_ctx *ctx, const swi_params *p, const swi_t
     if (st != SWI_OK) return st;
     for (int h = 0; h < p->n_heads; h++) {
         const swi_head_spec *d = &p->heads[h];
-        if (d->channels < 0) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.heads[%d].channels is negative", h);
+        if (d->channels < 0)
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.heads[%d].channels is negative", h);
         for (int k = 0; k < p->dims; k++)
             if (d->spatial[k] < 0)
                 return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.heads[%d].spatial[%d] is negative", h, k);
@@ -243,7 +246,8 @@ static swi_status prepare(run *r, swi_ctx *ctx, const swi_params *p, const swi_t
     for (int i = 0; i < n_outs; i++) {
         swi_dtype dt;
         size_t bytes;
-        if (p->heads[outs[i].head].channels > 0 && (st = swi__resolve_output(ctx, &r->g, &outs[i], i, &dt, &bytes)) != SWI_OK)
+        if (p->heads[outs[i].head].channels > 0 &&
+            (st = swi__resolve_output(ctx, &r->g, &outs[i], i, &dt, &bytes)) != SWI_OK)
             return st;
     }
     return swi__plan(ctx, p, &r->g, outs, n_outs, plan, &r->choice, NULL);
@@ -329,7 +333,8 @@ swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor
     if (!plan) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "plan is NULL");
     run r;
     swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, plan);
-    if (st == SWI_OK && params->reuse == SWI_REUSE_ON && (input->data || (input->reader && input->reader->read))) {
+    if (st == SWI_OK && params->reuse == SWI_REUSE_ON &&
+        (input->data || (input->reader && input->reader->read))) {
         st = window_list(&r);
         if (st == SWI_OK) st = count_reuse(&r, plan, &plan->windows_reused);
     }
@@ -339,7 +344,8 @@ swi_status swi_plan_run(swi_ctx *ctx, const swi_params *params, const swi_tensor
         memset(ctx->out_channels, 0, sizeof ctx->out_channels);
         for (int h = 0; h < r.g.n_heads; h++) {
             ctx->out_channels[h] = r.g.heads[h].channels;
-            for (int k = 0; k < r.g.user_dims; k++) ctx->out_size[h][k] = r.g.heads[h].out[swi__axis(&r.g, k)];
+            for (int k = 0; k < r.g.user_dims; k++)
+                ctx->out_size[h][k] = r.g.heads[h].out[swi__axis(&r.g, k)];
         }
     }
     free_run(&r);
@@ -366,7 +372,8 @@ static swi_status start_run(run *r, swi_ctx *ctx, const swi_params *params, cons
     swi__cellmem_init(&r->mem, plan->bytes_partial);
     r->outs = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(out_spec));
     ctx->results = swi__calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(swi_result_buf));
-    r->idx_scratch = swi__malloc((size_t)(r->g.roi[0] + r->g.roi[1] + r->g.roi[2] + r->g.roi[3]) * sizeof(int64_t));
+    r->idx_scratch =
+        swi__malloc((size_t)(r->g.roi[0] + r->g.roi[1] + r->g.roi[2] + r->g.roi[3]) * sizeof(int64_t));
     if (!input->data) r->box = swi__big_alloc((size_t)(r->g.cin * r->g.roi_vox) * sizeof(float));
     if (!r->outs || !ctx->results || !r->idx_scratch || (!input->data && !r->box))
         return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory");
@@ -376,7 +383,8 @@ static swi_status start_run(run *r, swi_ctx *ctx, const swi_params *params, cons
     if (st != SWI_OK) return st;
     st = swi__pool_create(&r->pool, r->threads);
     if (st != SWI_OK)
-        return swi__fail(ctx, st, st == SWI_ERR_THREAD ? "could not start %d worker threads" : "out of memory",
+        return swi__fail(ctx, st,
+                         st == SWI_ERR_THREAD ? "could not start %d worker threads" : "out of memory",
                          r->threads);
     return SWI_OK;
 }
@@ -394,7 +402,8 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
     if (!predictor || !predictor->predict)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "predictor is NULL or has no predict function");
     if (input && !input->data && !(input->reader && input->reader->read))
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "input.data is NULL and input.reader has no read function");
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                         "input.data is NULL and input.reader has no read function");
     run r;
     swi_plan plan;
     swi_status st = prepare(&r, ctx, params, input, outputs, n_outputs, &plan);
@@ -428,8 +437,9 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
             st = swi__fail(ctx, SWI_ERR_CALLBACK, "outputs[%d].on_region returned non-zero", failed - 1);
         if (st != SWI_OK) break;
         if (params->progress && params->progress(params->progress_user, done_w, total) != 0) {
-            st = swi__fail(ctx, SWI_ERR_CANCELLED, "cancelled by the progress callback after %lld of %lld windows",
-                           (long long)done_w, (long long)total);
+            st = swi__fail(ctx, SWI_ERR_CANCELLED,
+                           "cancelled by the progress callback after %lld of %lld windows", (long long)done_w,
+                           (long long)total);
             break;
         }
         if (!more) break;

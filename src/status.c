@@ -51,8 +51,10 @@ const char *swi__fmt_bytes(size_t bytes, char *buf, size_t len) {
         v /= 1024.0;
         u++;
     }
-    if (u == 0) snprintf(buf, len, "%zu B", bytes);
-    else snprintf(buf, len, "%.2f %s", v, unit[u]);
+    if (u == 0)
+        snprintf(buf, len, "%zu B", bytes);
+    else
+        snprintf(buf, len, "%.2f %s", v, unit[u]);
     return buf;
 }
 

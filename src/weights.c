@@ -82,7 +82,8 @@ swi_status swi_weights(swi_ctx *ctx, swi_blend mode, int dims, const int64_t *ro
     int64_t n = 1;
     for (int k = 0; k < dims; k++) {
         if (roi[k] <= 0 || roi[k] > SWI_MAX_AXIS)
-            return swi__fail(ctx, SWI_ERR_INVALID_ARG, "roi[%d] = %lld: must be 1..2^31", k, (long long)roi[k]);
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG, "roi[%d] = %lld: must be 1..2^31", k,
+                             (long long)roi[k]);
         r[NDIM - dims + k] = roi[k];
         if (!swi__mul_i64(n, roi[k], &n) || (uint64_t)n > SIZE_MAX / 8)
             return swi__fail(ctx, SWI_ERR_OVERFLOW, "roi product overflows");

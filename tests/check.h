@@ -12,22 +12,21 @@ static int check_failures;
 static int check_count;
 
 /* CHECK(cond, "printf format", args...): count, and on failure print the location. */
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        check_count++;                                                                    \
-        if (!(cond)) {                                                                    \
-            check_failures++;                                                             \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-        }                                                                                 \
+#define CHECK(cond, ...)                                                             \
+    do {                                                                             \
+        check_count++;                                                               \
+        if (!(cond)) {                                                               \
+            check_failures++;                                                        \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                            \
+            fputc('\n', stderr);                                                     \
+        }                                                                            \
     } while (0)
 
 /* A small reproducible generator for randomised tests (xorshift64): each test seeds its
  * own state, so a failing configuration can be replayed. */
 static uint64_t check_rng_state = 0x9E3779B97F4A7C15ull;
-static inline int64_t rnd(int64_t lo, int64_t hi)
-{
+static inline int64_t rnd(int64_t lo, int64_t hi) {
     check_rng_state ^= check_rng_state << 13;
     check_rng_state ^= check_rng_state >> 7;
     check_rng_state ^= check_rng_state << 17;
@@ -35,8 +34,7 @@ static inline int64_t rnd(int64_t lo, int64_t hi)
 }
 
 /* Print the tally; 0 when nothing failed (the process exit status). */
-static inline int check_report(const char *name)
-{
+static inline int check_report(const char *name) {
     printf("%s: %d checks, %d failed\n", name, check_count, check_failures);
     return check_failures == 0 ? 0 : 1;
 }

@@ -17,16 +17,15 @@
 #include "swi.h"
 
 typedef struct pred_state {
-    int adopt;          /* hand buffers over instead of filling the engine's */
+    int adopt; /* hand buffers over instead of filling the engine's */
     int64_t C[2];
     int heads;
     int64_t handed, released, calls;
-    int fail_at;        /* fail on this call, after handing head 0 over */
+    int fail_at;                /* fail on this call, after handing head 0 over */
     int64_t unreleased_at_call; /* calls that began with a buffer not yet given back */
 } pred_state;
 
-static void release(void *user, const float *data)
-{
+static void release(void *user, const float *data) {
     pred_state *ps = user;
     ps->released++;
     /* poison: a read after release changes the results */
@@ -35,16 +34,14 @@ static void release(void *user, const float *data)
     free((size_t *)data - 2);
 }
 
-static float *own_buffer(size_t bytes)
-{
+static float *own_buffer(size_t bytes) {
     size_t *p = malloc(bytes + 2 * sizeof(size_t));
     if (!p) return NULL;
     p[0] = bytes;
     return (float *)(p + 2);
 }
 
-static int predict(void *user, swi_batch *b)
-{
+static int predict(void *user, swi_batch *b) {
     pred_state *ps = user;
     ps->calls++;
     /* every buffer handed over is given back before the next call (so a predictor may
@@ -67,7 +64,8 @@ static int predict(void *user, swi_batch *b)
                 for (int64_t v = 0; v < vox; v++) {
                     float s = 0;
                     for (int64_t ch = 0; ch < cin; ch++) s += in[(i * cin + ch) * vox + v];
-                    out[(i * C + c) * vox + v] = (float)(c + 1 + h) * s - 0.5f * (float)h + 0.001f * (float)st[0];
+                    out[(i * C + c) * vox + v] =
+                        (float)(c + 1 + h) * s - 0.5f * (float)h + 0.001f * (float)st[0];
                 }
         }
         if (ps->adopt) {
@@ -83,18 +81,15 @@ static int predict(void *user, swi_batch *b)
     return 0;
 }
 
-
 static int cancel_at;
-static int progress(void *user, int64_t done, int64_t total)
-{
+static int progress(void *user, int64_t done, int64_t total) {
     (void)total;
     (void)done;
     int *calls = user;
     return ++*calls == cancel_at;
 }
 
-int main(void)
-{
+int main(void) {
     check_rng_state = 0xC0FFEE123456789ull;
     int64_t handed = 0;
     for (int t = 0; t < 150; t++) {
@@ -138,12 +133,13 @@ int main(void)
         ps.adopt = 1;
         o.dst = b;
         swi_status s2 = swi_run(ctx, &p, &in, &pred, &o, 1);
-        CHECK(s1 == SWI_OK && s2 == SWI_OK, "config %d: %s / %s: %s", t, swi_status_name(s1), swi_status_name(s2),
-              swi_last_error(ctx));
+        CHECK(s1 == SWI_OK && s2 == SWI_OK, "config %d: %s / %s: %s", t, swi_status_name(s1),
+              swi_status_name(s2), swi_last_error(ctx));
         CHECK(memcmp(a, b, bytes) == 0, "config %d: results with handed-over outputs differ", t);
-        CHECK(ps.handed == ps.released && ps.handed > 0, "config %d: %lld buffers handed over, %lld released", t,
-              (long long)ps.handed, (long long)ps.released);
-        CHECK(ps.unreleased_at_call == 0, "config %d: %lld calls began before an earlier buffer was given back", t,
+        CHECK(ps.handed == ps.released && ps.handed > 0, "config %d: %lld buffers handed over, %lld released",
+              t, (long long)ps.handed, (long long)ps.released);
+        CHECK(ps.unreleased_at_call == 0,
+              "config %d: %lld calls began before an earlier buffer was given back", t,
               (long long)ps.unreleased_at_call);
         handed += ps.handed;
         /* a failure on a later call, after handing head 0 over */

@@ -19,19 +19,18 @@ static float g_input[2 * 2 * H * W];
 /* ---- a small configurable predictor -------------------------------------- */
 
 typedef struct test_pred {
-    int64_t channels;      /* channels requested for head 0 (and head 1 + 1) */
-    int64_t spatial[3];    /* requested window; 0 = the batch's roi */
-    int change_at;         /* call from which channels + 1 is requested; -1 never */
-    int fail_at;           /* call that returns failure; -1 never */
-    const char *fail_msg;  /* given to swi_batch_set_error when failing (NULL: none) */
-    int heads;             /* heads requested per call */
-    int64_t winner;        /* channel that gets the largest score */
+    int64_t channels;     /* channels requested for head 0 (and head 1 + 1) */
+    int64_t spatial[3];   /* requested window; 0 = the batch's roi */
+    int change_at;        /* call from which channels + 1 is requested; -1 never */
+    int fail_at;          /* call that returns failure; -1 never */
+    const char *fail_msg; /* given to swi_batch_set_error when failing (NULL: none) */
+    int heads;            /* heads requested per call */
+    int64_t winner;       /* channel that gets the largest score */
     int calls;
-    int null_outputs;      /* swi_batch_output returned NULL this many times */
+    int null_outputs; /* swi_batch_output returned NULL this many times */
 } test_pred;
 
-static void pred_defaults(test_pred *tp, int64_t channels)
-{
+static void pred_defaults(test_pred *tp, int64_t channels) {
     memset(tp, 0, sizeof(*tp));
     tp->channels = channels;
     tp->change_at = -1;
@@ -39,13 +38,11 @@ static void pred_defaults(test_pred *tp, int64_t channels)
     tp->heads = 1;
 }
 
-static int test_predict(void *user, swi_batch *b)
-{
+static int test_predict(void *user, swi_batch *b) {
     test_pred *tp = user;
     int call = tp->calls++;
     if (call == tp->fail_at) {
-        if (tp->fail_msg != NULL)
-            swi_batch_set_error(b, tp->fail_msg);
+        if (tp->fail_msg != NULL) swi_batch_set_error(b, tp->fail_msg);
         return 1;
     }
     int n = swi_batch_count(b), d = swi_batch_dims(b);
@@ -82,8 +79,7 @@ typedef struct setup {
 } setup;
 
 /* 2-D, one image of H x W, one input channel, roi 4x4, 2 output channels into dst. */
-static void setup_init(setup *s)
-{
+static void setup_init(setup *s) {
     memset(s, 0, sizeof(*s));
     swi_params_init(&s->p, 2);
     s->p.roi[0] = 4;
@@ -105,54 +101,46 @@ static void setup_init(setup *s)
     s->out.dst_bytes = sizeof(float) * 2 * H * W;
 }
 
-static void setup_free(setup *s)
-{
+static void setup_free(setup *s) {
     free(s->dst);
     s->dst = NULL;
 }
 
-static swi_status run(swi_ctx *ctx, setup *s)
-{
+static swi_status run(swi_ctx *ctx, setup *s) {
     s->tp.calls = 0;
     return swi_run(ctx, &s->p, &s->in, &s->pred, &s->out, 1);
 }
 
 /* Check status and that the message names `needle` (NULL: only non-empty). */
 static void expect_msg(const swi_ctx *ctx, swi_status got, swi_status want, const char *needle,
-                       const char *what, int line)
-{
+                       const char *what, int line) {
     const char *msg = swi_last_error(ctx);
     CHECK(got == want, "line %d, %s: status %s, expected %s (message: \"%s\")", line, what,
           swi_status_name(got), swi_status_name(want), msg != NULL ? msg : "(null)");
     CHECK(msg != NULL && msg[0] != '\0', "line %d, %s: empty error message", line, what);
     if (needle != NULL && msg != NULL)
-        CHECK(strstr(msg, needle) != NULL, "line %d, %s: message \"%s\" does not name \"%s\"",
-              line, what, msg, needle);
+        CHECK(strstr(msg, needle) != NULL, "line %d, %s: message \"%s\" does not name \"%s\"", line, what,
+              msg, needle);
 }
 #define EXPECT(ctx, got, want, needle, what) expect_msg(ctx, got, want, needle, what, __LINE__)
 
 /* The message names one of several words. */
-static int msg_has_any(const swi_ctx *ctx, const char *a, const char *b, const char *c)
-{
+static int msg_has_any(const swi_ctx *ctx, const char *a, const char *b, const char *c) {
     const char *m = swi_last_error(ctx);
     return m != NULL && ((a && strstr(m, a)) || (b && strstr(m, b)) || (c && strstr(m, c)));
 }
 
-static void expect_ok(swi_ctx *ctx, swi_status st, const char *what, int line)
-{
-    CHECK(st == SWI_OK, "line %d, %s: %s: %s", line, what, swi_status_name(st),
-          swi_last_error(ctx));
+static void expect_ok(swi_ctx *ctx, swi_status st, const char *what, int line) {
+    CHECK(st == SWI_OK, "line %d, %s: %s: %s", line, what, swi_status_name(st), swi_last_error(ctx));
     if (st == SWI_OK)
         CHECK(swi_last_error(ctx) != NULL && swi_last_error(ctx)[0] == '\0',
-              "line %d, %s: last error not cleared after success: \"%s\"", line, what,
-              swi_last_error(ctx));
+              "line %d, %s: last error not cleared after success: \"%s\"", line, what, swi_last_error(ctx));
 }
 #define EXPECT_OK(ctx, st, what) expect_ok(ctx, st, what, __LINE__)
 
 /* ---- tests ---------------------------------------------------------------- */
 
-static void test_baseline(swi_ctx *ctx)
-{
+static void test_baseline(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     EXPECT_OK(ctx, run(ctx, &s), "baseline run");
@@ -165,29 +153,23 @@ static void test_baseline(swi_ctx *ctx)
     setup_free(&s);
 }
 
-static void test_null_arguments(swi_ctx *ctx)
-{
+static void test_null_arguments(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     swi_plan plan;
     CHECK(swi_run(NULL, &s.p, &s.in, &s.pred, &s.out, 1) == SWI_ERR_INVALID_ARG, "ctx NULL");
-    CHECK(swi_plan_run(NULL, &s.p, &s.in, &s.out, 1, &plan) == SWI_ERR_INVALID_ARG,
-          "plan ctx NULL");
-    EXPECT(ctx, swi_run(ctx, NULL, &s.in, &s.pred, &s.out, 1), SWI_ERR_INVALID_ARG, "params",
-           "params NULL");
-    EXPECT(ctx, swi_run(ctx, &s.p, NULL, &s.pred, &s.out, 1), SWI_ERR_INVALID_ARG, "input",
-           "input NULL");
+    CHECK(swi_plan_run(NULL, &s.p, &s.in, &s.out, 1, &plan) == SWI_ERR_INVALID_ARG, "plan ctx NULL");
+    EXPECT(ctx, swi_run(ctx, NULL, &s.in, &s.pred, &s.out, 1), SWI_ERR_INVALID_ARG, "params", "params NULL");
+    EXPECT(ctx, swi_run(ctx, &s.p, NULL, &s.pred, &s.out, 1), SWI_ERR_INVALID_ARG, "input", "input NULL");
     EXPECT(ctx, swi_run(ctx, &s.p, &s.in, NULL, &s.out, 1), SWI_ERR_INVALID_ARG, "predictor",
            "predictor NULL");
     swi_predictor nofn = {NULL, NULL};
     EXPECT(ctx, swi_run(ctx, &s.p, &s.in, &nofn, &s.out, 1), SWI_ERR_INVALID_ARG, "predict",
            "predictor->predict NULL");
-    EXPECT(ctx, swi_run(ctx, &s.p, &s.in, &s.pred, NULL, 1), SWI_ERR_INVALID_ARG, "outputs",
-           "outputs NULL");
+    EXPECT(ctx, swi_run(ctx, &s.p, &s.in, &s.pred, NULL, 1), SWI_ERR_INVALID_ARG, "outputs", "outputs NULL");
     EXPECT(ctx, swi_run(ctx, &s.p, &s.in, &s.pred, &s.out, -1), SWI_ERR_INVALID_ARG, "outputs",
            "n_outputs -1");
-    EXPECT(ctx, swi_plan_run(ctx, &s.p, &s.in, &s.out, 1, NULL), SWI_ERR_INVALID_ARG, "plan",
-           "plan NULL");
+    EXPECT(ctx, swi_plan_run(ctx, &s.p, &s.in, &s.out, 1, NULL), SWI_ERR_INVALID_ARG, "plan", "plan NULL");
     s.in.data = NULL;
     EXPECT(ctx, swi_run(ctx, &s.p, &s.in, &s.pred, &s.out, 1), SWI_ERR_INVALID_ARG, "data",
            "input->data NULL in swi_run");
@@ -196,12 +178,21 @@ static void test_null_arguments(swi_ctx *ctx)
 
     CHECK(swi_status_name((swi_status)1234) != NULL, "swi_status_name of an unknown status");
     /* every status has its own name, spelled as in swi.h (callers log and match them) */
-    static const struct { swi_status st; const char *name; } names[] = {
-        {SWI_OK, "SWI_OK"}, {SWI_ERR_INVALID_ARG, "SWI_ERR_INVALID_ARG"},
-        {SWI_ERR_NOMEM, "SWI_ERR_NOMEM"}, {SWI_ERR_OVERFLOW, "SWI_ERR_OVERFLOW"},
-        {SWI_ERR_PREDICTOR, "SWI_ERR_PREDICTOR"}, {SWI_ERR_SHAPE, "SWI_ERR_SHAPE"},
-        {SWI_ERR_BUDGET, "SWI_ERR_BUDGET"}, {SWI_ERR_CALLBACK, "SWI_ERR_CALLBACK"},
-        {SWI_ERR_CANCELLED, "SWI_ERR_CANCELLED"}, {SWI_ERR_THREAD, "SWI_ERR_THREAD"}, {SWI_ERR_READ, "SWI_ERR_READ"},
+    static const struct {
+        swi_status st;
+        const char *name;
+    } names[] = {
+        {SWI_OK, "SWI_OK"},
+        {SWI_ERR_INVALID_ARG, "SWI_ERR_INVALID_ARG"},
+        {SWI_ERR_NOMEM, "SWI_ERR_NOMEM"},
+        {SWI_ERR_OVERFLOW, "SWI_ERR_OVERFLOW"},
+        {SWI_ERR_PREDICTOR, "SWI_ERR_PREDICTOR"},
+        {SWI_ERR_SHAPE, "SWI_ERR_SHAPE"},
+        {SWI_ERR_BUDGET, "SWI_ERR_BUDGET"},
+        {SWI_ERR_CALLBACK, "SWI_ERR_CALLBACK"},
+        {SWI_ERR_CANCELLED, "SWI_ERR_CANCELLED"},
+        {SWI_ERR_THREAD, "SWI_ERR_THREAD"},
+        {SWI_ERR_READ, "SWI_ERR_READ"},
         {SWI_ERR_IO, "SWI_ERR_IO"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -216,8 +207,7 @@ static void test_null_arguments(swi_ctx *ctx)
     setup_free(&s);
 }
 
-static void test_params(swi_ctx *ctx)
-{
+static void test_params(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     static const double bad_overlaps[] = {-0.1, 1.0, 1.5, NAN, INFINITY};
@@ -279,8 +269,7 @@ static void test_params(swi_ctx *ctx)
     s.p.weight_map = NULL;
     EXPECT(ctx, run(ctx, &s), SWI_ERR_INVALID_ARG, "weight_map", "custom blend, no map");
     float map[16];
-    for (int i = 0; i < 16; i++)
-        map[i] = 0.5f;
+    for (int i = 0; i < 16; i++) map[i] = 0.5f;
     s.p.weight_map = map;
     EXPECT_OK(ctx, run(ctx, &s), "custom blend with a positive map");
     map[5] = 0.0f;
@@ -349,8 +338,7 @@ static void test_params(swi_ctx *ctx)
     setup_free(&s);
 }
 
-static void test_outputs(swi_ctx *ctx)
-{
+static void test_outputs(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     s.out.dst_bytes = sizeof(float) * 2 * H * W - 1;
@@ -392,8 +380,7 @@ static void test_outputs(swi_ctx *ctx)
 }
 
 /* Too many classes for a uint8 label map. */
-static void test_label_range(swi_ctx *ctx)
-{
+static void test_label_range(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     uint8_t *labels8 = malloc((size_t)H * W);
@@ -409,8 +396,7 @@ static void test_label_range(swi_ctx *ctx)
     swi_status st = run(ctx, &s);
     EXPECT(ctx, st, SWI_ERR_INVALID_ARG, NULL, "uint8 labels for 300 declared channels");
     CHECK(msg_has_any(ctx, "channels", "dtype", "uint8"),
-          "uint8 for 300 classes: message \"%s\" names neither channels nor dtype",
-          swi_last_error(ctx));
+          "uint8 for 300 classes: message \"%s\" names neither channels nor dtype", swi_last_error(ctx));
     CHECK(s.tp.calls == 0, "declared 300 channels: refused only after predicting");
 
     s.p.heads[0].channels = 0; /* learned at the first call */
@@ -432,8 +418,7 @@ static void test_label_range(swi_ctx *ctx)
         st = run(ctx, &s);
         EXPECT_OK(ctx, st, pass == 0 ? "AUTO labels of 300 classes" : "UINT16 labels");
         int64_t wrong = 0;
-        for (int i = 0; i < H * W; i++)
-            wrong += labels16[i] != 280;
+        for (int i = 0; i < H * W; i++) wrong += labels16[i] != 280;
         CHECK(st != SWI_OK || wrong == 0, "uint16 labels: %lld voxels not 280", (long long)wrong);
         s.out.dtype = SWI_DTYPE_UINT16;
     }
@@ -448,16 +433,14 @@ static void test_label_range(swi_ctx *ctx)
     st = run(ctx, &s);
     EXPECT_OK(ctx, st, "uint8 labels for 256 classes");
     int64_t wrong = 0;
-    for (int i = 0; i < H * W; i++)
-        wrong += labels8[i] != 255;
+    for (int i = 0; i < H * W; i++) wrong += labels8[i] != 255;
     CHECK(st != SWI_OK || wrong == 0, "uint8 labels: %lld voxels not 255", (long long)wrong);
     free(labels8);
     free(labels16);
     setup_free(&s);
 }
 
-static void test_overflow(swi_ctx *ctx)
-{
+static void test_overflow(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     swi_plan plan;
@@ -486,8 +469,7 @@ static void test_overflow(swi_ctx *ctx)
            "2^62 declared channels");
     s.p.heads[0].channels = 0;
     s.in.size[0] = INT64_MAX;
-    EXPECT(ctx, swi_plan_run(ctx, &s.p, &s.in, &s.out, 1, &plan), SWI_ERR_OVERFLOW, NULL,
-           "size INT64_MAX");
+    EXPECT(ctx, swi_plan_run(ctx, &s.p, &s.in, &s.out, 1, &plan), SWI_ERR_OVERFLOW, NULL, "size INT64_MAX");
     /* swi_run must refuse before touching the data pointer. */
     s.in.data = g_input;
     s.in.size[0] = s.in.size[1] = s.in.size[2] = (int64_t)1 << 30;
@@ -496,8 +478,7 @@ static void test_overflow(swi_ctx *ctx)
     setup_free(&s);
 }
 
-static void test_predictor_shape(swi_ctx *ctx)
-{
+static void test_predictor_shape(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     s.out.dst = NULL;
@@ -571,8 +552,7 @@ static void test_predictor_shape(swi_ctx *ctx)
     setup_free(&s);
 }
 
-static void test_predictor_failure(swi_ctx *ctx)
-{
+static void test_predictor_failure(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     /* a successful run with a library-owned result, then a failing one drops it */
@@ -585,8 +565,7 @@ static void test_predictor_failure(swi_ctx *ctx)
 
     s.tp.fail_at = 2;
     s.tp.fail_msg = "model exploded at call 3";
-    EXPECT(ctx, run(ctx, &s), SWI_ERR_PREDICTOR, "model exploded at call 3",
-           "predictor fails at call 3");
+    EXPECT(ctx, run(ctx, &s), SWI_ERR_PREDICTOR, "model exploded at call 3", "predictor fails at call 3");
     CHECK(s.tp.calls == 3, "predictor called %d times after failing at call 3", s.tp.calls);
     CHECK(swi_result(ctx, 0, NULL) == NULL, "failed run left a library-owned result");
 
@@ -613,8 +592,7 @@ typedef struct cb_state {
     int fail_at;
 } cb_state;
 
-static int failing_region(void *user, const swi_region *r)
-{
+static int failing_region(void *user, const swi_region *r) {
     (void)r;
     cb_state *cs = user;
     /* calls may come from several threads; only "some call fails" matters here */
@@ -622,8 +600,7 @@ static int failing_region(void *user, const swi_region *r)
     return c >= cs->fail_at ? 1 : 0;
 }
 
-static void test_callbacks(swi_ctx *ctx)
-{
+static void test_callbacks(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     s.in.batch = 2;
@@ -644,8 +621,7 @@ static void test_callbacks(swi_ctx *ctx)
             s.out.on_region = failing_region;
             s.out.user = &cs;
             EXPECT(ctx, run(ctx, &s), SWI_ERR_CALLBACK, NULL, "region callback fails");
-            CHECK(atomic_load(&cs.calls) >= 2, "region callback called %d times",
-                  atomic_load(&cs.calls));
+            CHECK(atomic_load(&cs.calls) >= 2, "region callback called %d times", atomic_load(&cs.calls));
         }
     }
     setup_free(&s);
@@ -658,18 +634,15 @@ typedef struct progress_state {
     int monotonic;
 } progress_state;
 
-static int progress_cb(void *user, int64_t done, int64_t total)
-{
+static int progress_cb(void *user, int64_t done, int64_t total) {
     progress_state *ps = user;
-    if (done < ps->last_done || done > total || (ps->total != 0 && ps->total != total))
-        ps->monotonic = 0;
+    if (done < ps->last_done || done > total || (ps->total != 0 && ps->total != total)) ps->monotonic = 0;
     ps->last_done = done;
     ps->total = total;
     return ps->calls++ == ps->cancel_at ? 1 : 0;
 }
 
-static void test_progress(swi_ctx *ctx)
-{
+static void test_progress(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     progress_state ps = {0, -1, 0, 0, 1};
@@ -701,29 +674,25 @@ static void test_progress(swi_ctx *ctx)
 
 /* Does `msg` state v bytes: as the exact number, or rounded with a unit (B, KiB, MiB,
  * GiB, kB, MB, GB) to within 0.5%? */
-static int has_number(const char *msg, uint64_t v)
-{
+static int has_number(const char *msg, uint64_t v) {
     char num[32];
     snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
-    if (msg == NULL)
-        return 0;
-    if (strstr(msg, num) != NULL)
-        return 1;
+    if (msg == NULL) return 0;
+    if (strstr(msg, num) != NULL) return 1;
     for (const char *p = msg; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9' || (p > msg && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.')))
-            continue;
+        if (*p < '0' || *p > '9' || (p > msg && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.'))) continue;
         char *end;
         double x = strtod(p, &end);
-        while (*end == ' ')
-            end++;
-        static const struct { const char *unit; double scale; } units[] = {
-            {"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0}, {"GB", 1e9},
-            {"MB", 1e6},           {"kB", 1e3},        {"KB", 1e3},     {"B", 1.0}};
+        while (*end == ' ') end++;
+        static const struct {
+            const char *unit;
+            double scale;
+        } units[] = {{"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0}, {"GB", 1e9},
+                     {"MB", 1e6},           {"kB", 1e3},        {"KB", 1e3},     {"B", 1.0}};
         for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
             if (strncmp(end, units[u].unit, strlen(units[u].unit)) == 0) {
                 double bytes = x * units[u].scale;
-                if (fabs(bytes - (double)v) <= 0.005 * (double)v)
-                    return 1;
+                if (fabs(bytes - (double)v) <= 0.005 * (double)v) return 1;
                 break;
             }
         }
@@ -731,8 +700,7 @@ static int has_number(const char *msg, uint64_t v)
     return 0;
 }
 
-static void test_budget(swi_ctx *ctx)
-{
+static void test_budget(swi_ctx *ctx) {
     setup s;
     setup_init(&s);
     swi_plan plan;
@@ -740,10 +708,9 @@ static void test_budget(swi_ctx *ctx)
     s.p.sw_batch_size = 8;
     EXPECT_OK(ctx, swi_plan_run(ctx, &s.p, &s.in, &s.out, 1, &plan), "plan without budget");
     size_t min = plan.bytes_min;
-    CHECK(min > 0 && min <= plan.bytes_peak, "bytes_min %zu vs bytes_peak %zu", min,
-          plan.bytes_peak);
-    CHECK(plan.bytes_peak == plan.bytes_input + plan.bytes_windows + plan.bytes_partial +
-                                 plan.bytes_outputs + plan.bytes_scratch + plan.bytes_reuse,
+    CHECK(min > 0 && min <= plan.bytes_peak, "bytes_min %zu vs bytes_peak %zu", min, plan.bytes_peak);
+    CHECK(plan.bytes_peak == plan.bytes_input + plan.bytes_windows + plan.bytes_partial + plan.bytes_outputs +
+                                 plan.bytes_scratch + plan.bytes_reuse,
           "bytes_peak %zu is not the sum of its parts", plan.bytes_peak);
 
     /* bytes_min is the smallest peak of any choice, so no smaller than one window per call
@@ -755,8 +722,7 @@ static void test_budget(swi_ctx *ctx)
           "bytes_min %zu (planned with sw_batch_size 8) exceeds the peak %zu of sw_batch_size 1 "
           "without pipelining",
           min, plan.bytes_peak);
-    if (plan.bytes_peak < min)
-        min = plan.bytes_peak;
+    if (plan.bytes_peak < min) min = plan.bytes_peak;
     s.p.sw_batch_size = 8;
     s.p.pipeline = SWI_PIPELINE_AUTO;
 
@@ -777,14 +743,12 @@ static void test_budget(swi_ctx *ctx)
     s.p.max_memory = min;
     EXPECT_OK(ctx, swi_plan_run(ctx, &s.p, &s.in, &s.out, 1, &plan), "plan at the minimum");
     CHECK(plan.bytes_peak <= min, "plan at budget %zu predicts %zu", min, plan.bytes_peak);
-    CHECK(plan.sw_batch_size >= 1 && plan.sw_batch_size <= 8, "sw_batch_size %d",
-          plan.sw_batch_size);
+    CHECK(plan.sw_batch_size >= 1 && plan.sw_batch_size <= 8, "sw_batch_size %d", plan.sw_batch_size);
     EXPECT_OK(ctx, run(ctx, &s), "run at the minimum");
     setup_free(&s);
 }
 
-int main(void)
-{
+int main(void) {
     for (int i = 0; i < (int)(sizeof(g_input) / sizeof(g_input[0])); i++)
         g_input[i] = (float)((i * 37) % 101) / 101.0f;
     swi_ctx *ctx = swi_create();

@@ -49,8 +49,7 @@ static const starts_case starts_table[] = {
 };
 
 /* swi_window_starts as a count (-1 on failure), to keep the tables short */
-static int64_t starts_of(int64_t size, int64_t roi, double overlap, int64_t *starts, int64_t cap)
-{
+static int64_t starts_of(int64_t size, int64_t roi, double overlap, int64_t *starts, int64_t cap) {
     int64_t n = -2;
     swi_status st = swi_window_starts(NULL, size, roi, overlap, starts, cap, &n);
     if (st != SWI_OK) {
@@ -60,43 +59,36 @@ static int64_t starts_of(int64_t size, int64_t roi, double overlap, int64_t *sta
     return n;
 }
 
-static void test_window_starts_table(void)
-{
+static void test_window_starts_table(void) {
     const int n_cases = (int)(sizeof(starts_table) / sizeof(starts_table[0]));
     for (int i = 0; i < n_cases; i++) {
         const starts_case *c = &starts_table[i];
         int64_t got[MAX_STARTS];
-        for (int j = 0; j < MAX_STARTS; j++)
-            got[j] = SENTINEL;
+        for (int j = 0; j < MAX_STARTS; j++) got[j] = SENTINEL;
         int64_t asked = starts_of(c->size, c->roi, c->overlap, NULL, 0);
         CHECK(asked == c->n, "size %lld roi %lld overlap %g (%s): count %lld, expected %lld",
-              (long long)c->size, (long long)c->roi, c->overlap, c->why, (long long)asked,
-              (long long)c->n);
+              (long long)c->size, (long long)c->roi, c->overlap, c->why, (long long)asked, (long long)c->n);
         int64_t n = starts_of(c->size, c->roi, c->overlap, got, MAX_STARTS);
         CHECK(n == c->n, "size %lld roi %lld overlap %g (%s): returned %lld, expected %lld",
-              (long long)c->size, (long long)c->roi, c->overlap, c->why, (long long)n,
-              (long long)c->n);
+              (long long)c->size, (long long)c->roi, c->overlap, c->why, (long long)n, (long long)c->n);
         for (int64_t j = 0; j < c->n && j < MAX_STARTS; j++)
             CHECK(got[j] == c->starts[j],
-                  "size %lld roi %lld overlap %g (%s): start %lld is %lld, expected %lld",
-                  (long long)c->size, (long long)c->roi, c->overlap, c->why, (long long)j,
-                  (long long)got[j], (long long)c->starts[j]);
+                  "size %lld roi %lld overlap %g (%s): start %lld is %lld, expected %lld", (long long)c->size,
+                  (long long)c->roi, c->overlap, c->why, (long long)j, (long long)got[j],
+                  (long long)c->starts[j]);
         for (int64_t j = c->n; j < MAX_STARTS; j++)
-            CHECK(got[j] == SENTINEL, "size %lld roi %lld: wrote past the count at %lld",
-                  (long long)c->size, (long long)c->roi, (long long)j);
+            CHECK(got[j] == SENTINEL, "size %lld roi %lld: wrote past the count at %lld", (long long)c->size,
+                  (long long)c->roi, (long long)j);
     }
 }
 
-static void test_window_starts_cap(void)
-{
+static void test_window_starts_cap(void) {
     /* size 11 roi 4 overlap 0.25 -> 0 3 6 7; with cap 2 only 0 3 are written. */
     int64_t got[6];
-    for (int j = 0; j < 6; j++)
-        got[j] = SENTINEL;
+    for (int j = 0; j < 6; j++) got[j] = SENTINEL;
     int64_t n = starts_of(11, 4, 0.25, got, 2);
     CHECK(n == 4, "cap 2 must still return the full count 4, got %lld", (long long)n);
-    CHECK(got[0] == 0 && got[1] == 3, "cap 2: first starts %lld %lld", (long long)got[0],
-          (long long)got[1]);
+    CHECK(got[0] == 0 && got[1] == 3, "cap 2: first starts %lld %lld", (long long)got[0], (long long)got[1]);
     CHECK(got[2] == SENTINEL && got[3] == SENTINEL, "cap 2: wrote beyond the cap");
 
     /* Only the count is computed for the longest axis: nothing is allocated or written. */
@@ -116,15 +108,13 @@ static void test_window_starts_cap(void)
                 int64_t cnt = starts_of(size, roi, ov, s, 128);
                 int64_t padded = size > roi ? size : roi;
                 int ok = cnt >= 1 && cnt <= 128 && s[0] == 0 && s[cnt - 1] == padded - roi;
-                for (int64_t j = 1; ok && j < cnt; j++)
-                    ok = s[j] > s[j - 1] && s[j] <= s[j - 1] + roi;
+                for (int64_t j = 1; ok && j < cnt; j++) ok = s[j] > s[j - 1] && s[j] <= s[j - 1] + roi;
                 CHECK(ok, "size %lld roi %lld overlap %g: starts not a covering grid (count %lld)",
                       (long long)size, (long long)roi, ov, (long long)cnt);
             }
 }
 
-static void test_window_starts_invalid(void)
-{
+static void test_window_starts_invalid(void) {
     int64_t s[4];
     CHECK(starts_of(10, 0, 0.25, s, 4) == -1, "roi 0 must be rejected");
     CHECK(starts_of(10, -3, 0.25, s, 4) == -1, "roi -3 must be rejected");
@@ -144,18 +134,20 @@ static void test_window_starts_invalid(void)
     if (!ctx) return;
     int64_t n;
     CHECK(swi_window_starts(ctx, 10, 0, 0.25, s, 4, &n) == SWI_ERR_INVALID_ARG &&
-              strstr(swi_last_error(ctx), "roi"), "roi 0: message '%s'", swi_last_error(ctx));
+              strstr(swi_last_error(ctx), "roi"),
+          "roi 0: message '%s'", swi_last_error(ctx));
     CHECK(swi_window_starts(ctx, 10, 4, 1.0, s, 4, &n) == SWI_ERR_INVALID_ARG &&
-              strstr(swi_last_error(ctx), "overlap"), "overlap 1: message '%s'", swi_last_error(ctx));
+              strstr(swi_last_error(ctx), "overlap"),
+          "overlap 1: message '%s'", swi_last_error(ctx));
     CHECK(swi_window_starts(ctx, 0, 4, 0.5, s, 4, &n) == SWI_ERR_INVALID_ARG &&
-              strstr(swi_last_error(ctx), "size"), "size 0: message '%s'", swi_last_error(ctx));
+              strstr(swi_last_error(ctx), "size"),
+          "size 0: message '%s'", swi_last_error(ctx));
     swi_free(ctx);
 }
 
 /* ---- padding maps -------------------------------------------------------- */
 
-static void test_pad_map(void)
-{
+static void test_pad_map(void) {
     /* size 3 padded to 8 by roi 8: 2 before, 3 after (F.pad semantics) */
     static const struct {
         swi_pad mode;
@@ -171,8 +163,8 @@ static void test_pad_map(void)
         CHECK(st == SWI_OK && padded == 8 && before == 2, "pad map mode %d: %s, padded %lld before %lld",
               (int)table[i].mode, swi_status_name(st), (long long)padded, (long long)before);
         for (int j = 0; j < 8 && st == SWI_OK; j++)
-            CHECK(map[j] == table[i].map[j], "pad map mode %d: map[%d] = %lld, expected %lld", (int)table[i].mode,
-                  j, (long long)map[j], (long long)table[i].map[j]);
+            CHECK(map[j] == table[i].map[j], "pad map mode %d: map[%d] = %lld, expected %lld",
+                  (int)table[i].mode, j, (long long)map[j], (long long)table[i].map[j]);
     }
     /* reflect mirrors without repeating the edge: size 4, roi 8 -> 2 before, 2 after */
     int64_t map[8], padded, before;
@@ -205,42 +197,32 @@ static void test_pad_map(void)
 
 /* ---- weights ------------------------------------------------------------- */
 
-static int close_rel(double got, double exp, double rel)
-{
-    return fabs(got - exp) <= rel * fabs(exp);
-}
+static int close_rel(double got, double exp, double rel) { return fabs(got - exp) <= rel * fabs(exp); }
 
-static void check_map(const char *what, const float *got, const double *exp, int64_t n)
-{
+static void check_map(const char *what, const float *got, const double *exp, int64_t n) {
     for (int64_t i = 0; i < n; i++)
-        CHECK(close_rel(got[i], exp[i], 2e-6), "%s: weight %lld is %.9g, expected %.9g", what,
-              (long long)i, (double)got[i], exp[i]);
+        CHECK(close_rel(got[i], exp[i], 2e-6), "%s: weight %lld is %.9g, expected %.9g", what, (long long)i,
+              (double)got[i], exp[i]);
 }
 
-static void test_weights_constant(void)
-{
+static void test_weights_constant(void) {
     const int64_t roi[3] = {3, 4, 2};
     const double sig[3] = {0.125, 0.125, 0.125};
     float w[24];
     for (int d = 1; d <= 3; d++) {
-        for (int i = 0; i < 24; i++)
-            w[i] = -1.0f;
+        for (int i = 0; i < 24; i++) w[i] = -1.0f;
         swi_status st = swi_weights(NULL, SWI_BLEND_CONSTANT, d, roi, sig, w);
         CHECK(st == SWI_OK, "constant dims %d: %s", d, swi_status_name(st));
         int64_t n = 1;
-        for (int k = 0; k < d; k++)
-            n *= roi[k];
+        for (int k = 0; k < d; k++) n *= roi[k];
         for (int64_t i = 0; i < n; i++)
-            CHECK(w[i] == 1.0f, "constant dims %d: weight %lld is %g", d, (long long)i,
-                  (double)w[i]);
+            CHECK(w[i] == 1.0f, "constant dims %d: weight %lld is %g", d, (long long)i, (double)w[i]);
         for (int64_t i = n; i < 24; i++)
-            CHECK(w[i] == -1.0f, "constant dims %d: wrote past the map at %lld", d,
-                  (long long)i);
+            CHECK(w[i] == -1.0f, "constant dims %d: wrote past the map at %lld", d, (long long)i);
     }
 }
 
-static void test_weights_gaussian_by_hand(void)
-{
+static void test_weights_gaussian_by_hand(void) {
     float w[64];
     swi_status st;
 
@@ -249,8 +231,8 @@ static void test_weights_gaussian_by_hand(void)
     {
         const int64_t roi[1] = {5};
         const double sig[1] = {0.125};
-        const double exp5[5] = {0.005976022895005943, 0.27803730045319414, 1.0,
-                                0.27803730045319414, 0.005976022895005943};
+        const double exp5[5] = {0.005976022895005943, 0.27803730045319414, 1.0, 0.27803730045319414,
+                                0.005976022895005943};
         st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, 1, roi, sig, w);
         CHECK(st == SWI_OK, "gaussian roi 5: %s", swi_status_name(st));
         check_map("gaussian roi 5", w, exp5, 5);
@@ -293,8 +275,7 @@ static void test_weights_gaussian_by_hand(void)
         const double b[2] = {0.9692332344763441, 0.9692332344763441};
         double exp6[6];
         for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 2; j++)
-                exp6[i * 2 + j] = a[i] * b[j];
+            for (int j = 0; j < 2; j++) exp6[i * 2 + j] = a[i] * b[j];
         st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, 2, roi, sig, w);
         CHECK(st == SWI_OK, "gaussian 3x2: %s", swi_status_name(st));
         check_map("gaussian 3x2 sigma {0.5, 1}", w, exp6, 6);
@@ -308,8 +289,7 @@ static void test_weights_gaussian_by_hand(void)
         const double c[3] = {0.028565500784550377, 1.0, 0.028565500784550377};
         double exp6[6];
         for (int j = 0; j < 2; j++)
-            for (int k = 0; k < 3; k++)
-                exp6[j * 3 + k] = b[j] * c[k];
+            for (int k = 0; k < 3; k++) exp6[j * 3 + k] = b[j] * c[k];
         st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, roi, sig, w);
         CHECK(st == SWI_OK, "gaussian 1x2x3: %s", swi_status_name(st));
         check_map("gaussian 1x2x3", w, exp6, 6);
@@ -337,8 +317,7 @@ static void test_weights_gaussian_by_hand(void)
 
 /* The README's formula in double for many small windows (the map is float32, so a
  * relative 1e-6 covers the rounding of x^2, the division and exp). */
-static void test_weights_gaussian_formula(void)
-{
+static void test_weights_gaussian_formula(void) {
     static const double sigmas[] = {0.125, 0.3, 1.0, 0.05};
     float *w = malloc(sizeof(float) * 13 * 13 * 13);
     double *e = malloc(sizeof(double) * 13 * 13 * 13);
@@ -360,47 +339,40 @@ static void test_weights_gaussian_formula(void)
                         double s = sig[k] * (double)roi[k];
                         g[k][j] = exp(-x * x / (2.0 * s * s));
                     }
-                int64_t n0 = d >= 1 ? roi[0] : 1, n1 = d >= 2 ? roi[1] : 1,
-                        n2 = d >= 3 ? roi[2] : 1;
+                int64_t n0 = d >= 1 ? roi[0] : 1, n1 = d >= 2 ? roi[1] : 1, n2 = d >= 3 ? roi[2] : 1;
                 double mn = INFINITY;
                 for (int64_t a = 0; a < n0; a++)
                     for (int64_t b = 0; b < n1; b++)
                         for (int64_t c = 0; c < n2; c++) {
                             double v = g[0][a] * (d >= 2 ? g[1][b] : 1.0) * (d >= 3 ? g[2][c] : 1.0);
                             e[(a * n1 + b) * n2 + c] = v;
-                            if (v < mn)
-                                mn = v;
+                            if (v < mn) mn = v;
                         }
                 double floor_w = mn > 1e-3 ? mn : 1e-3;
                 int64_t n = n0 * n1 * n2;
                 for (int64_t i = 0; i < n; i++)
-                    if (e[i] < floor_w)
-                        e[i] = floor_w;
+                    if (e[i] < floor_w) e[i] = floor_w;
                 swi_status st = swi_weights(NULL, SWI_BLEND_GAUSSIAN, d, roi, sig, w);
-                CHECK(st == SWI_OK, "gaussian dims %d roi %lld: %s", d, (long long)r,
-                      swi_status_name(st));
-                if (st != SWI_OK)
-                    continue;
+                CHECK(st == SWI_OK, "gaussian dims %d roi %lld: %s", d, (long long)r, swi_status_name(st));
+                if (st != SWI_OK) continue;
                 int64_t bad = 0, first = -1;
                 for (int64_t i = 0; i < n; i++) {
                     /* Weights within a few float ulps of the floor may land on either side. */
                     double tol = e[i] < 1.001e-3 ? 1e-5 : 3e-6;
-                    if (!close_rel(w[i], e[i], tol) && bad++ == 0)
-                        first = i;
+                    if (!close_rel(w[i], e[i], tol) && bad++ == 0) first = i;
                 }
                 CHECK(bad == 0,
                       "gaussian dims %d roi [%lld %lld %lld] sigma [%g %g %g]: %lld weights off, "
                       "first %lld: %.9g vs %.9g",
-                      d, (long long)roi[0], (long long)roi[1], (long long)roi[2], sig[0], sig[1],
-                      sig[2], (long long)bad, (long long)first, first >= 0 ? (double)w[first] : 0.0,
+                      d, (long long)roi[0], (long long)roi[1], (long long)roi[2], sig[0], sig[1], sig[2],
+                      (long long)bad, (long long)first, first >= 0 ? (double)w[first] : 0.0,
                       first >= 0 ? e[first] : 0.0);
             }
     free(w);
     free(e);
 }
 
-static void test_weights_invalid(void)
-{
+static void test_weights_invalid(void) {
     float w[16];
     const int64_t roi[3] = {2, 2, 2};
     const int64_t bad_roi[3] = {2, 0, 2};
@@ -411,13 +383,13 @@ static void test_weights_invalid(void)
     const int64_t huge[3] = {(int64_t)1 << 40, (int64_t)1 << 40, (int64_t)1 << 40};
 
     CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 0, roi, sig, w) == SWI_ERR_INVALID_ARG, "dims 0");
-    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, SWI_MAX_DIMS + 1, roi, sig, w) == SWI_ERR_INVALID_ARG, "dims 5");
+    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, SWI_MAX_DIMS + 1, roi, sig, w) == SWI_ERR_INVALID_ARG,
+          "dims 5");
     CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, bad_roi, sig, w) == SWI_ERR_INVALID_ARG, "roi 0");
     CHECK(swi_weights(NULL, SWI_BLEND_CONSTANT, 3, neg_roi, sig, w) == SWI_ERR_INVALID_ARG, "roi -1");
     CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, NULL, sig, w) == SWI_ERR_INVALID_ARG, "roi NULL");
     CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, roi, sig, NULL) == SWI_ERR_INVALID_ARG, "out NULL");
-    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, roi, zero_sig, w) == SWI_ERR_INVALID_ARG,
-          "sigma_scale 0");
+    CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, roi, zero_sig, w) == SWI_ERR_INVALID_ARG, "sigma_scale 0");
     CHECK(swi_weights(NULL, SWI_BLEND_GAUSSIAN, 3, roi, neg_sig, w) == SWI_ERR_INVALID_ARG,
           "sigma_scale -0.1");
     CHECK(swi_weights(NULL, SWI_BLEND_CUSTOM, 3, roi, sig, w) == SWI_ERR_INVALID_ARG,
@@ -426,7 +398,8 @@ static void test_weights_invalid(void)
     CHECK(swi_weights(NULL, SWI_BLEND_CONSTANT, 3, huge, sig, w) == SWI_ERR_INVALID_ARG,
           "roi past SWI_MAX_AXIS must be rejected");
     const int64_t wide[3] = {SWI_MAX_AXIS, SWI_MAX_AXIS, SWI_MAX_AXIS};
-    CHECK(swi_weights(NULL, SWI_BLEND_CONSTANT, 3, wide, sig, w) == SWI_ERR_OVERFLOW, "2^93 voxels must overflow");
+    CHECK(swi_weights(NULL, SWI_BLEND_CONSTANT, 3, wide, sig, w) == SWI_ERR_OVERFLOW,
+          "2^93 voxels must overflow");
     const double inf_sig[3] = {0.125, INFINITY, 0.125};
     swi_ctx *ctx = swi_create();
     CHECK(ctx != NULL, "swi_create");
@@ -441,8 +414,7 @@ static void test_weights_invalid(void)
     }
 }
 
-int main(void)
-{
+int main(void) {
     test_window_starts_table();
     test_window_starts_cap();
     test_window_starts_invalid();

@@ -24,8 +24,7 @@ typedef struct pred_state {
 } pred_state;
 
 /* position-dependent, several heads: out[c] = (c + 1) * x + 0.01 * (start_0 + c) */
-static int predict(void *user, swi_batch *b)
-{
+static int predict(void *user, swi_batch *b) {
     const pred_state *ps = user;
     int n = swi_batch_count(b), d = swi_batch_dims(b);
     const int64_t *roi = swi_batch_roi(b);
@@ -43,7 +42,8 @@ static int predict(void *user, swi_batch *b)
                 for (int64_t v = 0; v < vox; v++) {
                     float s = 0;
                     for (int64_t ch = 0; ch < cin; ch++) s += in[(i * cin + ch) * vox + v];
-                    out[(i * C + c) * vox + v] = (float)(c + 1 + h) * s + 0.01f * (float)(st[0] + c) - (float)h;
+                    out[(i * C + c) * vox + v] =
+                        (float)(c + 1 + h) * s + 0.01f * (float)(st[0] + c) - (float)h;
                 }
         }
     }
@@ -55,19 +55,16 @@ typedef struct region_check {
     int64_t bad, calls;
 } region_check;
 
-static int on_region(void *user, const swi_region *r)
-{
+static int on_region(void *user, const swi_region *r) {
     region_check *rc = user;
     rc->calls++;
     if (r->lo[0] < rc->lo || r->hi[0] > rc->hi) rc->bad++;
     return 0;
 }
 
-
 enum { NOUT = 4 };
 
-int main(void)
-{
+int main(void) {
     check_rng_state = 0x9E3779B97F4A7C15ull;
     int64_t whole_windows = 0, part_windows = 0;
     for (int t = 0; t < 120; t++) {
@@ -108,7 +105,8 @@ int main(void)
 
         /* outputs: head 0 scores, labels, softmax; the last head's scores */
         size_t bytes[NOUT] = {(size_t)(batch * ps.C[0] * vox) * 4, (size_t)(batch * vox),
-                              (size_t)(batch * ps.C[0] * vox) * 4, (size_t)(batch * ps.C[ps.heads - 1] * vox) * 4};
+                              (size_t)(batch * ps.C[0] * vox) * 4,
+                              (size_t)(batch * ps.C[ps.heads - 1] * vox) * 4};
         unsigned char *whole[NOUT], *part[NOUT];
         for (int i = 0; i < NOUT; i++) {
             whole[i] = malloc(bytes[i]);
@@ -140,7 +138,8 @@ int main(void)
         int n_parts = (int)rnd(1, size[0] < 4 ? size[0] : 4);
         cuts[0] = 0;
         cuts[n_parts] = size[0];
-        for (int i = 1; i < n_parts; i++) cuts[i] = cuts[i - 1] + rnd(1, size[0] - cuts[i - 1] - (n_parts - i));
+        for (int i = 1; i < n_parts; i++)
+            cuts[i] = cuts[i - 1] + rnd(1, size[0] - cuts[i - 1] - (n_parts - i));
         int64_t row = vox / size[0]; /* voxels per row of the first dim */
         for (int q = 0; q < n_parts && st == SWI_OK; q++) {
             swi_params pp = p;
@@ -165,12 +164,13 @@ int main(void)
             part_windows += pst.windows_total;
             size_t planned, measured;
             if (swi__frontier_stats(ctx, &planned, &measured))
-                CHECK(planned == measured, "config %d part %d: frontier planned %zu, reached %zu", t, q, planned,
-                      measured);
-            CHECK(rc.bad == 0 && rc.calls > 0, "config %d part %d: %lld of %lld regions outside the part", t, q,
-                  (long long)rc.bad, (long long)rc.calls);
+                CHECK(planned == measured, "config %d part %d: frontier planned %zu, reached %zu", t, q,
+                      planned, measured);
+            CHECK(rc.bad == 0 && rc.calls > 0, "config %d part %d: %lld of %lld regions outside the part", t,
+                  q, (long long)rc.bad, (long long)rc.calls);
             for (int i = 0; i < NOUT; i++) {
-                int64_t planes = (int64_t)(bytes[i] / (size_t)(batch * vox)); /* bytes per voxel, all planes */
+                int64_t planes =
+                    (int64_t)(bytes[i] / (size_t)(batch * vox)); /* bytes per voxel, all planes */
                 size_t es = i == 1 ? 1 : 4;
                 int64_t per_plane = planes / (int64_t)es;
                 int64_t inside_bad = 0, outside_bad = 0;
@@ -183,10 +183,10 @@ int main(void)
                             for (size_t z = 0; z < n; z++) outside_bad += part[i][at + z] != 0xA5;
                         }
                     }
-                CHECK(inside_bad == 0, "config %d part %d output %d: %lld rows differ from the whole run", t, q, i,
-                      (long long)inside_bad);
-                CHECK(outside_bad == 0, "config %d part %d output %d: %lld bytes written outside the part", t, q, i,
-                      (long long)outside_bad);
+                CHECK(inside_bad == 0, "config %d part %d output %d: %lld rows differ from the whole run", t,
+                      q, i, (long long)inside_bad);
+                CHECK(outside_bad == 0, "config %d part %d output %d: %lld bytes written outside the part", t,
+                      q, i, (long long)outside_bad);
             }
             /* exactly the windows whose rows meet the part run (counted here independently) */
             {
@@ -205,12 +205,14 @@ int main(void)
                     if (hi > size[0]) hi = size[0];
                     touching += lo < cuts[q + 1] && hi > cuts[q];
                 }
-                CHECK(pst.windows_total == expect * touching, "config %d part %d: %lld windows ran, %lld touch the part",
-                      t, q, (long long)pst.windows_total, (long long)(expect * touching));
+                CHECK(pst.windows_total == expect * touching,
+                      "config %d part %d: %lld windows ran, %lld touch the part", t, q,
+                      (long long)pst.windows_total, (long long)(expect * touching));
             }
             /* the plan agrees on the windows that run */
             swi_plan plan;
-            CHECK(swi_plan_run(ctx, &pp, &in, o, NOUT, &plan) == SWI_OK && plan.windows_total == pst.windows_total,
+            CHECK(swi_plan_run(ctx, &pp, &in, o, NOUT, &plan) == SWI_OK &&
+                      plan.windows_total == pst.windows_total,
                   "config %d part %d: plan %lld windows, run %lld", t, q, (long long)plan.windows_total,
                   (long long)pst.windows_total);
         }
@@ -237,14 +239,16 @@ int main(void)
         for (int i = 0; i < 4; i++) {
             p.part_lo = bad[i][0];
             p.part_hi = bad[i][1];
-            CHECK(swi_plan_run(ctx, &p, &in, &o, 1, &plan) == SWI_ERR_INVALID_ARG && strstr(swi_last_error(ctx), "part"),
+            CHECK(swi_plan_run(ctx, &p, &in, &o, 1, &plan) == SWI_ERR_INVALID_ARG &&
+                      strstr(swi_last_error(ctx), "part"),
                   "part [%lld, %lld) must be refused: %s", (long long)bad[i][0], (long long)bad[i][1],
                   swi_last_error(ctx));
         }
         p.part_lo = 0;
         p.part_hi = 5;
         p.heads[0].spatial[0] = 2; /* zoomed */
-        CHECK(swi_plan_run(ctx, &p, &in, &o, 1, &plan) == SWI_ERR_INVALID_ARG && strstr(swi_last_error(ctx), "zoom"),
+        CHECK(swi_plan_run(ctx, &p, &in, &o, 1, &plan) == SWI_ERR_INVALID_ARG &&
+                  strstr(swi_last_error(ctx), "zoom"),
               "a zoomed head with a part must be refused: %s", swi_last_error(ctx));
         swi_free(ctx);
     }

@@ -36,8 +36,7 @@ int swi__frontier_stats(const swi_ctx *ctx, size_t *planned, size_t *measured);
 
 static uint64_t rng_state;
 
-static uint64_t rng_next(void)
-{
+static uint64_t rng_next(void) {
     uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -45,18 +44,13 @@ static uint64_t rng_next(void)
 }
 
 /* Uniform integer in [lo, hi]. */
-static int64_t rng_int(int64_t lo, int64_t hi)
-{
+static int64_t rng_int(int64_t lo, int64_t hi) {
     return lo + (int64_t)(rng_next() % (uint64_t)(hi - lo + 1));
 }
 
-static double rng_unit(void)
-{
-    return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0);
-}
+static double rng_unit(void) { return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0); }
 
-static uint64_t mix(uint64_t h, uint64_t v)
-{
+static uint64_t mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
     h *= 0xff51afd7ed558ccdull;
     return h ^ (h >> 33);
@@ -74,13 +68,13 @@ static const char *const head_kind_name[] = {"same", "half", "double"};
 typedef struct config {
     int dims;
     int64_t batch, cin;
-    int64_t S[3];          /* image */
-    int64_t roi_param[3];  /* as passed (may be <= 0) */
-    int64_t r[3];          /* effective window */
+    int64_t S[3];         /* image */
+    int64_t roi_param[3]; /* as passed (may be <= 0) */
+    int64_t r[3];         /* effective window */
     double overlap[3];
     swi_blend mode;
     double sigma[3];
-    float *custom_map;     /* [*r] for SWI_BLEND_CUSTOM */
+    float *custom_map; /* [*r] for SWI_BLEND_CUSTOM */
     swi_pad pad;
     float cval;
     int n_heads;
@@ -88,7 +82,7 @@ typedef struct config {
     int64_t channels[2];
     int declare_channels[2], declare_spatial[2];
     uint64_t salt;
-    float *input;          /* [batch, cin, *S] */
+    float *input; /* [batch, cin, *S] */
 } config;
 
 typedef struct run_opts {
@@ -96,55 +90,43 @@ typedef struct run_opts {
     int budget; /* run at max_memory = the plan's bytes_min */
 } run_opts;
 
-static int64_t prod3(const int64_t *v)
-{
-    return v[0] * v[1] * v[2];
-}
+static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
 
 /* Output window of head h (3-D, fake dims 1). */
-static void head_window(const config *c, int h, int64_t o[3])
-{
+static void head_window(const config *c, int h, int64_t o[3]) {
     for (int i = 0; i < 3; i++) {
         int real = i >= 3 - c->dims;
         o[i] = c->r[i];
-        if (real && c->kind[h] == HEAD_HALF)
-            o[i] = c->r[i] / 2;
-        if (real && c->kind[h] == HEAD_DOUBLE)
-            o[i] = c->r[i] * 2;
+        if (real && c->kind[h] == HEAD_HALF) o[i] = c->r[i] / 2;
+        if (real && c->kind[h] == HEAD_DOUBLE) o[i] = c->r[i] * 2;
     }
 }
 
-static const char *pad_name(swi_pad p)
-{
+static const char *pad_name(swi_pad p) {
     static const char *const n[] = {"constant", "reflect", "replicate", "circular"};
     return n[p];
 }
 
-static void print_config(const config *c, const run_opts *ro, FILE *f)
-{
-    fprintf(f, "  dims %d batch %lld cin %lld size", c->dims, (long long)c->batch,
-            (long long)c->cin);
-    for (int k = 0; k < c->dims; k++)
-        fprintf(f, " %lld", (long long)c->S[D3(c, k)]);
+static void print_config(const config *c, const run_opts *ro, FILE *f) {
+    fprintf(f, "  dims %d batch %lld cin %lld size", c->dims, (long long)c->batch, (long long)c->cin);
+    for (int k = 0; k < c->dims; k++) fprintf(f, " %lld", (long long)c->S[D3(c, k)]);
     fprintf(f, " roi");
-    for (int k = 0; k < c->dims; k++)
-        fprintf(f, " %lld", (long long)c->roi_param[D3(c, k)]);
+    for (int k = 0; k < c->dims; k++) fprintf(f, " %lld", (long long)c->roi_param[D3(c, k)]);
     fprintf(f, " overlap");
-    for (int k = 0; k < c->dims; k++)
-        fprintf(f, " %g", c->overlap[D3(c, k)]);
-    fprintf(f, " mode %s", c->mode == SWI_BLEND_CONSTANT   ? "constant"
-                           : c->mode == SWI_BLEND_GAUSSIAN ? "gaussian"
-                                                           : "custom");
+    for (int k = 0; k < c->dims; k++) fprintf(f, " %g", c->overlap[D3(c, k)]);
+    fprintf(f, " mode %s",
+            c->mode == SWI_BLEND_CONSTANT   ? "constant"
+            : c->mode == SWI_BLEND_GAUSSIAN ? "gaussian"
+                                            : "custom");
     if (c->mode == SWI_BLEND_GAUSSIAN)
-        for (int k = 0; k < c->dims; k++)
-            fprintf(f, "%s%g", k == 0 ? " sigma " : " ", c->sigma[D3(c, k)]);
+        for (int k = 0; k < c->dims; k++) fprintf(f, "%s%g", k == 0 ? " sigma " : " ", c->sigma[D3(c, k)]);
     fprintf(f, " pad %s cval %g heads", pad_name(c->pad), (double)c->cval);
     for (int h = 0; h < c->n_heads; h++)
         fprintf(f, " [%s C%lld%s%s]", head_kind_name[c->kind[h]], (long long)c->channels[h],
                 c->declare_channels[h] ? " declC" : "", c->declare_spatial[h] ? " declS" : "");
     if (ro != NULL)
-        fprintf(f, " | sw_batch %d threads %d order %d %d %d pipeline %d%s", ro->sw_batch,
-                ro->threads, ro->order[0], ro->order[1], ro->order[2], ro->pipeline,
+        fprintf(f, " | sw_batch %d threads %d order %d %d %d pipeline %d%s", ro->sw_batch, ro->threads,
+                ro->order[0], ro->order[1], ro->order[2], ro->pipeline,
                 ro->budget ? " max_memory=bytes_min" : "");
     fputc('\n', f);
 }
@@ -152,8 +134,7 @@ static void print_config(const config *c, const run_opts *ro, FILE *f)
 /* ---- the predictor: a pure function of (window, image, start, head) ------------- */
 
 static float hash_unit(uint64_t salt, int h, int64_t ch, int64_t image, const int64_t start[3],
-                       const int64_t o[3])
-{
+                       const int64_t o[3]) {
     uint64_t x = mix(salt, (uint64_t)h);
     x = mix(x, (uint64_t)ch);
     x = mix(x, (uint64_t)image);
@@ -165,17 +146,15 @@ static float hash_unit(uint64_t salt, int h, int64_t ch, int64_t image, const in
 }
 
 /* win: [cin, *r]; out: [C, *o]; start: window start in image coordinates (3-D). */
-static void predict_window(const config *c, int h, const float *win, int64_t image,
-                           const int64_t start[3], float *out, float *s)
-{
+static void predict_window(const config *c, int h, const float *win, int64_t image, const int64_t start[3],
+                           float *out, float *s) {
     const int64_t rv = prod3(c->r);
     int64_t o[3];
     head_window(c, h, o);
     const int64_t ov = prod3(o);
     for (int64_t v = 0; v < rv; v++) {
         float acc = 0.25f * win[v] * win[v];
-        for (int64_t ci = 0; ci < c->cin; ci++)
-            acc += win[ci * rv + v] * (1.0f + 0.5f * (float)ci);
+        for (int64_t ci = 0; ci < c->cin; ci++) acc += win[ci * rv + v] * (1.0f + 0.5f * (float)ci);
         s[v] = acc;
     }
     const int first = 3 - c->dims;
@@ -188,15 +167,13 @@ static void predict_window(const config *c, int h, const float *win, int64_t ima
                     base = s[(j[0] * c->r[1] + j[1]) * c->r[2] + j[2]];
                 } else if (c->kind[h] == HEAD_DOUBLE) {
                     int64_t q[3];
-                    for (int i = 0; i < 3; i++)
-                        q[i] = i >= first ? j[i] / 2 : j[i];
+                    for (int i = 0; i < 3; i++) q[i] = i >= first ? j[i] / 2 : j[i];
                     base = s[(q[0] * c->r[1] + q[1]) * c->r[2] + q[2]];
                 } else {
                     float sum = 0.0f;
                     int64_t b[3], n = 0;
                     int64_t e[3];
-                    for (int i = 0; i < 3; i++)
-                        e[i] = i >= first ? 2 : 1;
+                    for (int i = 0; i < 3; i++) e[i] = i >= first ? 2 : 1;
                     for (b[0] = 0; b[0] < e[0]; b[0]++)
                         for (b[1] = 0; b[1] < e[1]; b[1]++)
                             for (b[2] = 0; b[2] < e[2]; b[2]++) {
@@ -219,50 +196,39 @@ static void predict_window(const config *c, int h, const float *win, int64_t ima
 typedef struct naive {
     int64_t P[3], before[3];
     int64_t n_win[3];
-    int64_t *starts[3];     /* padded coordinates */
-    int64_t windows;        /* per image */
-    int64_t out[2][3];      /* cropped result size per head */
-    int placeable[2];       /* every window lands on integer positions */
-    float *scores[2];       /* [batch, C, *out] */
+    int64_t *starts[3]; /* padded coordinates */
+    int64_t windows;    /* per image */
+    int64_t out[2][3];  /* cropped result size per head */
+    int placeable[2];   /* every window lands on integer positions */
+    float *scores[2];   /* [batch, C, *out] */
 } naive;
 
-static void naive_free(naive *n)
-{
-    for (int i = 0; i < 3; i++)
-        free(n->starts[i]);
-    for (int h = 0; h < 2; h++)
-        free(n->scores[h]);
+static void naive_free(naive *n) {
+    for (int i = 0; i < 3; i++) free(n->starts[i]);
+    for (int h = 0; h < 2; h++) free(n->scores[h]);
     memset(n, 0, sizeof(*n));
 }
 
 /* Source index of padded coordinate p along an axis; -1 for the constant fill. */
-static int64_t pad_source(int64_t p, int64_t before, int64_t S, swi_pad mode)
-{
+static int64_t pad_source(int64_t p, int64_t before, int64_t S, swi_pad mode) {
     int64_t x = p - before;
-    if (x >= 0 && x < S)
-        return x;
+    if (x >= 0 && x < S) return x;
     switch (mode) {
-    case SWI_PAD_CONSTANT:
-        return -1;
+    case SWI_PAD_CONSTANT: return -1;
     case SWI_PAD_REFLECT:
-        while (x < 0 || x >= S)
-            x = x < 0 ? -x : 2 * (S - 1) - x;
+        while (x < 0 || x >= S) x = x < 0 ? -x : 2 * (S - 1) - x;
         return x;
-    case SWI_PAD_REPLICATE:
-        return x < 0 ? 0 : S - 1;
-    case SWI_PAD_CIRCULAR:
-        return ((x % S) + S) % S;
+    case SWI_PAD_REPLICATE: return x < 0 ? 0 : S - 1;
+    case SWI_PAD_CIRCULAR: return ((x % S) + S) % S;
     }
     return -1;
 }
 
 /* MONAI's importance map in float32. */
-static void naive_weights(const config *c, float *w)
-{
+static void naive_weights(const config *c, float *w) {
     const int64_t rv = prod3(c->r);
     if (c->mode == SWI_BLEND_CONSTANT) {
-        for (int64_t i = 0; i < rv; i++)
-            w[i] = 1.0f;
+        for (int64_t i = 0; i < rv; i++) w[i] = 1.0f;
         return;
     }
     if (c->mode == SWI_BLEND_CUSTOM) {
@@ -283,18 +249,15 @@ static void naive_weights(const config *c, float *w)
             for (int64_t e = 0; e < c->r[2]; e++) {
                 float v = g[0][a] * g[1][b] * g[2][e];
                 w[(a * c->r[1] + b) * c->r[2] + e] = v;
-                if (v < mn)
-                    mn = v;
+                if (v < mn) mn = v;
             }
     float floor_w = mn > 1e-3f ? mn : 1e-3f;
     for (int64_t i = 0; i < rv; i++)
-        if (w[i] < floor_w)
-            w[i] = floor_w;
+        if (w[i] < floor_w) w[i] = floor_w;
 }
 
 /* Returns 0, or -1 when out of memory. */
-static int naive_run(const config *c, naive *n)
-{
+static int naive_run(const config *c, naive *n) {
     memset(n, 0, sizeof(*n));
     int any_pad = 0;
     for (int i = 0; i < 3; i++) {
@@ -304,16 +267,13 @@ static int naive_run(const config *c, naive *n)
         int64_t step = c->r[i];
         if (c->r[i] != n->P[i]) {
             step = (int64_t)((double)c->r[i] * (1.0 - c->overlap[i]));
-            if (step <= 0)
-                step = 1;
+            if (step <= 0) step = 1;
         }
         int64_t cnt = 1;
-        while ((cnt - 1) * step + c->r[i] < n->P[i])
-            cnt++;
+        while ((cnt - 1) * step + c->r[i] < n->P[i]) cnt++;
         n->n_win[i] = cnt;
         n->starts[i] = malloc(sizeof(int64_t) * (size_t)cnt);
-        if (n->starts[i] == NULL)
-            return -1;
+        if (n->starts[i] == NULL) return -1;
         for (int64_t t = 0; t < cnt; t++)
             n->starts[i][t] = t * step < n->P[i] - c->r[i] ? t * step : n->P[i] - c->r[i];
     }
@@ -325,8 +285,7 @@ static int naive_run(const config *c, naive *n)
     float *w = malloc(sizeof(float) * (size_t)rv);
     float *win = malloc(sizeof(float) * (size_t)(c->cin * rv));
     float *s = malloc(sizeof(float) * (size_t)rv);
-    if (padded == NULL || w == NULL || win == NULL || s == NULL)
-        goto oom;
+    if (padded == NULL || w == NULL || win == NULL || s == NULL) goto oom;
     for (int64_t bc = 0; bc < c->batch * c->cin; bc++) {
         int64_t p[3];
         for (p[0] = 0; p[0] < n->P[0]; p[0]++)
@@ -355,8 +314,7 @@ static int naive_run(const config *c, naive *n)
             if (any_pad) { /* MONAI crops only when something was padded */
                 lo_c[i] = (int64_t)nearbyint((double)n->before[i] * z);
                 hi_c[i] = (int64_t)nearbyint((double)(n->before[i] + c->S[i]) * z);
-                if (hi_c[i] > Q[i])
-                    hi_c[i] = Q[i];
+                if (hi_c[i] > Q[i]) hi_c[i] = Q[i];
             }
             n->out[h][i] = hi_c[i] - lo_c[i];
         }
@@ -397,8 +355,7 @@ static int naive_run(const config *c, naive *n)
                             ps[i] = n->starts[i][t[i]];
                             start[i] = ps[i] - n->before[i];
                             lo[i] = ps[i] * o[i] / c->r[i];
-                            if ((ps[i] * o[i]) % c->r[i] != 0 ||
-                                ((ps[i] + c->r[i]) * o[i]) % c->r[i] != 0)
+                            if ((ps[i] * o[i]) % c->r[i] != 0 || ((ps[i] + c->r[i]) * o[i]) % c->r[i] != 0)
                                 n->placeable[h] = 0;
                         }
                         for (int64_t ci = 0; ci < c->cin; ci++)
@@ -407,16 +364,14 @@ static int naive_run(const config *c, naive *n)
                                     for (j[2] = 0; j[2] < c->r[2]; j[2]++)
                                         win[ci * rv + (j[0] * c->r[1] + j[1]) * c->r[2] + j[2]] =
                                             padded[(b * c->cin + ci) * pv +
-                                                   ((ps[0] + j[0]) * n->P[1] + ps[1] + j[1]) *
-                                                       n->P[2] +
+                                                   ((ps[0] + j[0]) * n->P[1] + ps[1] + j[1]) * n->P[2] +
                                                    ps[2] + j[2]];
                         predict_window(c, h, win, b, start, pred, s);
                         for (j[0] = 0; j[0] < o[0]; j[0]++)
                             for (j[1] = 0; j[1] < o[1]; j[1]++)
                                 for (j[2] = 0; j[2] < o[2]; j[2]++) {
                                     int64_t v = (j[0] * o[1] + j[1]) * o[2] + j[2];
-                                    int64_t q = ((lo[0] + j[0]) * Q[1] + lo[1] + j[1]) * Q[2] +
-                                                lo[2] + j[2];
+                                    int64_t q = ((lo[0] + j[0]) * Q[1] + lo[1] + j[1]) * Q[2] + lo[2] + j[2];
                                     for (int64_t ch = 0; ch < C; ch++)
                                         acc[(b * C + ch) * qv + q] +=
                                             (double)pred[ch * ov + v] * (double)wz[v];
@@ -431,8 +386,7 @@ static int naive_run(const config *c, naive *n)
             for (j[0] = 0; j[0] < os[0]; j[0]++)
                 for (j[1] = 0; j[1] < os[1]; j[1]++)
                     for (j[2] = 0; j[2] < os[2]; j[2]++) {
-                        int64_t q = ((lo_c[0] + j[0]) * Q[1] + lo_c[1] + j[1]) * Q[2] + lo_c[2] +
-                                    j[2];
+                        int64_t q = ((lo_c[0] + j[0]) * Q[1] + lo_c[1] + j[1]) * Q[2] + lo_c[2] + j[2];
                         n->scores[h][bc * outv + (j[0] * os[1] + j[1]) * os[2] + j[2]] =
                             (float)(acc[bc * qv + q] / cnt[q]);
                     }
@@ -456,14 +410,13 @@ oom:
 
 /* Reductions of one voxel's scores (stride apart), in double. */
 typedef struct voxel_red {
-    int64_t label;      /* first NaN, else lowest index of the maximum */
-    int64_t label2;     /* second best, for the tie check */
-    double gap;         /* best - second best */
+    int64_t label;  /* first NaN, else lowest index of the maximum */
+    int64_t label2; /* second best, for the tie check */
+    double gap;     /* best - second best */
     double max, conf, entropy;
 } voxel_red;
 
-static voxel_red reduce_voxel(const float *x, int64_t C, int64_t stride)
-{
+static voxel_red reduce_voxel(const float *x, int64_t C, int64_t stride) {
     voxel_red r;
     r.label = 0;
     for (int64_t c = 0; c < C; c++) {
@@ -471,25 +424,21 @@ static voxel_red reduce_voxel(const float *x, int64_t C, int64_t stride)
             r.label = c;
             break;
         }
-        if (x[c * stride] > x[r.label * stride])
-            r.label = c;
+        if (x[c * stride] > x[r.label * stride]) r.label = c;
     }
     double best = x[r.label * stride], second = -INFINITY;
     for (int64_t c = 0; c < C; c++)
-        if (c != r.label && x[c * stride] > second)
-            second = x[c * stride];
+        if (c != r.label && x[c * stride] > second) second = x[c * stride];
     r.gap = C > 1 ? best - second : INFINITY;
     r.label2 = 0;
     r.max = best;
     double z = 0.0;
-    for (int64_t c = 0; c < C; c++)
-        z += exp((double)x[c * stride] - best);
+    for (int64_t c = 0; c < C; c++) z += exp((double)x[c * stride] - best);
     r.conf = 1.0 / z;
     double ent = 0.0;
     for (int64_t c = 0; c < C; c++) {
         double p = exp((double)x[c * stride] - best) / z;
-        if (p > 0.0)
-            ent -= p * log(p);
+        if (p > 0.0) ent -= p * log(p);
     }
     r.entropy = ent;
     return r;
@@ -499,17 +448,17 @@ static voxel_red reduce_voxel(const float *x, int64_t C, int64_t stride)
 
 typedef enum sink_kind { SINK_DST = 0, SINK_LIB, SINK_REGION, SINK_DST_REGION } sink_kind;
 static const char *const sink_name[] = {"dst", "library", "regions", "dst+regions"};
-static const char *const reduce_name[] = {"none", "argmax", "max", "confidence", "entropy",
-                                          "custom", "softmax"};
+static const char *const reduce_name[] = {"none",    "argmax", "max",    "confidence",
+                                          "entropy", "custom", "softmax"};
 
 typedef struct out_spec {
     int head;
     swi_reduce reduce;
     swi_dtype dtype_req, dtype;
     sink_kind sink;
-    int twin;              /* output holding the same values in dst, or -1 */
-    int64_t planes;        /* channels for NONE/CUSTOM, else 1 */
-    int64_t vox;           /* voxels per image and plane */
+    int twin;       /* output holding the same values in dst, or -1 */
+    int64_t planes; /* channels for NONE/CUSTOM, else 1 */
+    int64_t vox;    /* voxels per image and plane */
     size_t elem, bytes;
     void *dst;
     /* region sink */
@@ -518,28 +467,25 @@ typedef struct out_spec {
     uint8_t *cover;
     int index;
     int64_t batch;
-    int64_t out[3];        /* result size (3-D) */
+    int64_t out[3]; /* result size (3-D) */
     int dims;
     int64_t region_calls;
     int region_errors;
     char region_error[256];
 } out_spec;
 
-static void region_fail(out_spec *os, const char *msg)
-{
-    if (os->region_errors++ == 0)
-        snprintf(os->region_error, sizeof(os->region_error), "%s", msg);
+static void region_fail(out_spec *os, const char *msg) {
+    if (os->region_errors++ == 0) snprintf(os->region_error, sizeof(os->region_error), "%s", msg);
 }
 
-static int on_region(void *user, const swi_region *rg)
-{
+static int on_region(void *user, const swi_region *rg) {
     out_spec *os = user;
     char msg[256];
     pthread_mutex_lock(&os->mu);
     os->region_calls++;
-    int bad = rg->output != os->index || rg->head != os->head || rg->image < 0 ||
-              rg->image >= os->batch || rg->dims != os->dims || rg->channels != os->planes ||
-              rg->dtype != os->dtype || rg->data == NULL;
+    int bad = rg->output != os->index || rg->head != os->head || rg->image < 0 || rg->image >= os->batch ||
+              rg->dims != os->dims || rg->channels != os->planes || rg->dtype != os->dtype ||
+              rg->data == NULL;
     int64_t lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
     for (int k = 0; k < os->dims && !bad; k++) {
         int i = k + 3 - os->dims;
@@ -565,19 +511,15 @@ static int on_region(void *user, const swi_region *rg)
         for (j[0] = 0; j[0] < ext[0]; j[0]++)
             for (j[1] = 0; j[1] < ext[1]; j[1]++)
                 for (j[2] = 0; j[2] < ext[2]; j[2]++) {
-                    int64_t v = ((lo[0] + j[0]) * os->out[1] + lo[1] + j[1]) * os->out[2] +
-                                lo[2] + j[2];
+                    int64_t v = ((lo[0] + j[0]) * os->out[1] + lo[1] + j[1]) * os->out[2] + lo[2] + j[2];
                     int64_t full = (rg->image * os->planes + p) * os->vox + v;
                     const unsigned char *from =
-                        src + (size_t)(p * rvox + (j[0] * ext[1] + j[1]) * ext[2] + j[2]) *
-                                  os->elem;
+                        src + (size_t)(p * rvox + (j[0] * ext[1] + j[1]) * ext[2] + j[2]) * os->elem;
                     memcpy(os->assembled + (size_t)full * os->elem, from, os->elem);
-                    if (p == 0)
-                        os->cover[rg->image * os->vox + v]++;
+                    if (p == 0) os->cover[rg->image * os->vox + v]++;
                     /* with dst set the region is stored before the callback */
                     if (os->dst != NULL &&
-                        memcmp((unsigned char *)os->dst + (size_t)full * os->elem, from,
-                               os->elem) != 0) {
+                        memcmp((unsigned char *)os->dst + (size_t)full * os->elem, from, os->elem) != 0) {
                         snprintf(msg, sizeof(msg),
                                  "region data differs from dst at image %lld voxel %lld plane %lld",
                                  (long long)rg->image, (long long)v, (long long)p);
@@ -595,20 +537,17 @@ typedef struct pred_state {
     const naive *n;
     int sw_batch;
     int64_t calls, windows;
-    int64_t *seen;          /* [batch * windows per image] */
+    int64_t *seen; /* [batch * windows per image] */
     int errors;
     char error[256];
     float *win, *s;
 } pred_state;
 
-static void pred_fail(pred_state *ps, const char *msg)
-{
-    if (ps->errors++ == 0)
-        snprintf(ps->error, sizeof(ps->error), "%s", msg);
+static void pred_fail(pred_state *ps, const char *msg) {
+    if (ps->errors++ == 0) snprintf(ps->error, sizeof(ps->error), "%s", msg);
 }
 
-static int random_predict(void *user, swi_batch *b)
-{
+static int random_predict(void *user, swi_batch *b) {
     pred_state *ps = user;
     const config *c = ps->c;
     char msg[256];
@@ -618,16 +557,16 @@ static int random_predict(void *user, swi_batch *b)
     const float *in = swi_batch_input(b);
     if (count < 1 || count > ps->sw_batch || swi_batch_dims(b) != c->dims ||
         swi_batch_channels(b) != c->cin || roi == NULL || in == NULL) {
-        snprintf(msg, sizeof(msg), "batch: count %d (sw_batch %d) dims %d channels %lld", count,
-                 ps->sw_batch, swi_batch_dims(b), (long long)swi_batch_channels(b));
+        snprintf(msg, sizeof(msg), "batch: count %d (sw_batch %d) dims %d channels %lld", count, ps->sw_batch,
+                 swi_batch_dims(b), (long long)swi_batch_channels(b));
         pred_fail(ps, msg);
         swi_batch_set_error(b, msg);
         return 1;
     }
     for (int k = 0; k < c->dims; k++) {
         if (roi[k] != c->r[D3(c, k)]) {
-            snprintf(msg, sizeof(msg), "batch roi[%d] = %lld, expected %lld", k,
-                     (long long)roi[k], (long long)c->r[D3(c, k)]);
+            snprintf(msg, sizeof(msg), "batch roi[%d] = %lld, expected %lld", k, (long long)roi[k],
+                     (long long)c->r[D3(c, k)]);
             pred_fail(ps, msg);
             swi_batch_set_error(b, msg);
             return 1;
@@ -638,8 +577,7 @@ static int random_predict(void *user, swi_batch *b)
     for (int h = 0; h < c->n_heads; h++) {
         int64_t o[3], sp[SWI_MAX_DIMS];
         head_window(c, h, o);
-        for (int k = 0; k < c->dims; k++)
-            sp[k] = o[D3(c, k)];
+        for (int k = 0; k < c->dims; k++) sp[k] = o[D3(c, k)];
         ov[h] = prod3(o);
         out[h] = swi_batch_output(b, h, c->channels[h], sp);
         if (out[h] == NULL) {
@@ -669,20 +607,17 @@ static int random_predict(void *user, swi_batch *b)
             }
         }
         if (!ok) {
-            snprintf(msg, sizeof(msg), "window %d: image %lld start %lld %lld %lld not on the grid",
-                     i, (long long)image, (long long)start[0], (long long)start[1],
-                     (long long)start[2]);
+            snprintf(msg, sizeof(msg), "window %d: image %lld start %lld %lld %lld not on the grid", i,
+                     (long long)image, (long long)start[0], (long long)start[1], (long long)start[2]);
             pred_fail(ps, msg);
             swi_batch_set_error(b, msg);
             return 1;
         }
-        ps->seen[image * ps->n->windows + (t[0] * ps->n->n_win[1] + t[1]) * ps->n->n_win[2] +
-                 t[2]]++;
+        ps->seen[image * ps->n->windows + (t[0] * ps->n->n_win[1] + t[1]) * ps->n->n_win[2] + t[2]]++;
         ps->windows++;
         const float *x = in + (int64_t)i * c->cin * rv;
         for (int h = 0; h < c->n_heads; h++)
-            predict_window(c, h, x, image, start, out[h] + (int64_t)i * c->channels[h] * ov[h],
-                           ps->s);
+            predict_window(c, h, x, image, start, out[h] + (int64_t)i * c->channels[h] * ov[h], ps->s);
     }
     return 0;
 }
@@ -704,18 +639,15 @@ static int g_config_failed;
 static int g_config_index;
 static uint64_t g_seed;
 
-static void report(const config *c, const run_opts *ro, const char *fmt, ...)
-{
+static void report(const config *c, const run_opts *ro, const char *fmt, ...) {
     check_failures++;
     check_count++;
     if (!g_config_failed) {
-        fprintf(stderr, "config %d (seed %llu) FAILED:\n", g_config_index,
-                (unsigned long long)g_seed);
+        fprintf(stderr, "config %d (seed %llu) FAILED:\n", g_config_index, (unsigned long long)g_seed);
         print_config(c, ro, stderr);
         g_config_failed = 1;
     }
-    if (g_details++ >= MAX_DETAILS)
-        return;
+    if (g_details++ >= MAX_DETAILS) return;
     va_list ap;
     va_start(ap, fmt);
     fputs("    ", stderr);
@@ -724,26 +656,18 @@ static void report(const config *c, const run_opts *ro, const char *fmt, ...)
     va_end(ap);
 }
 
-static void pass(void)
-{
-    check_count++;
-}
+static void pass(void) { check_count++; }
 
-static double label_at(const out_spec *os, const void *data, int64_t i)
-{
-    if (os->dtype == SWI_DTYPE_UINT8)
-        return ((const uint8_t *)data)[i];
-    if (os->dtype == SWI_DTYPE_UINT16)
-        return ((const uint16_t *)data)[i];
+static double label_at(const out_spec *os, const void *data, int64_t i) {
+    if (os->dtype == SWI_DTYPE_UINT8) return ((const uint8_t *)data)[i];
+    if (os->dtype == SWI_DTYPE_UINT16) return ((const uint16_t *)data)[i];
     return ((const float *)data)[i];
 }
 
 /* Compare one output's values (from dst, the library or assembled regions) with the
  * naive reference and, where given, with the run's own scores for the same head. */
 static void check_output(const config *c, const run_opts *ro, const naive *n, const out_spec *os,
-                         const void *data, const float *own_scores, const char *where,
-                         tally *t)
-{
+                         const void *data, const float *own_scores, const char *where, tally *t) {
     const int h = os->head;
     const int64_t C = c->channels[h], vox = os->vox;
     const float *ref = n->scores[h];
@@ -760,8 +684,8 @@ static void check_output(const config *c, const run_opts *ro, const naive *n, co
                     t->values_checked++;
                     if (!(fabs(g - e) <= ABS_TOL + REL_TOL * fabs(e)) && bad++ == 0)
                         snprintf(first, sizeof(first),
-                                 "image %lld channel %lld voxel %lld: got %.7g expected %.7g",
-                                 (long long)b, (long long)ch, (long long)v, g, e);
+                                 "image %lld channel %lld voxel %lld: got %.7g expected %.7g", (long long)b,
+                                 (long long)ch, (long long)v, g, e);
                 }
                 continue;
             }
@@ -808,39 +732,36 @@ static void check_output(const config *c, const run_opts *ro, const naive *n, co
                 e = r.entropy;
                 tol = 1e-3;
                 break;
-            default:
-                break;
+            default: break;
             }
             t->values_checked++;
             if (!skip && !(fabs(g - e) <= tol) && bad++ == 0)
-                snprintf(first, sizeof(first), "image %lld voxel %lld: got %.7g expected %.7g",
-                         (long long)b, (long long)v, g, e);
+                snprintf(first, sizeof(first), "image %lld voxel %lld: got %.7g expected %.7g", (long long)b,
+                         (long long)v, g, e);
             if (own_scores != NULL) {
                 /* the same reduction of this run's own blended scores: tight */
                 voxel_red s = reduce_voxel(own_scores + b * C * vox + v, C, vox);
-                double es = os->reduce == SWI_REDUCE_ARGMAX ? (double)s.label
-                          : os->reduce == SWI_REDUCE_MAX    ? (double)(float)s.max
-                          : os->reduce == SWI_REDUCE_CONFIDENCE ? s.conf
-                                                                : s.entropy;
+                double es = os->reduce == SWI_REDUCE_ARGMAX       ? (double)s.label
+                            : os->reduce == SWI_REDUCE_MAX        ? (double)(float)s.max
+                            : os->reduce == SWI_REDUCE_CONFIDENCE ? s.conf
+                                                                  : s.entropy;
                 double ts = os->reduce == SWI_REDUCE_ARGMAX || os->reduce == SWI_REDUCE_MAX
-                              ? 0.0
-                              : 1e-5 * (1.0 + fabs(es));
+                                ? 0.0
+                                : 1e-5 * (1.0 + fabs(es));
                 if (!(fabs(g - es) <= ts) && bad_self++ == 0)
                     snprintf(first_self, sizeof(first_self),
-                             "image %lld voxel %lld: got %.9g, from the run's own scores %.9g",
-                             (long long)b, (long long)v, g, es);
+                             "image %lld voxel %lld: got %.9g, from the run's own scores %.9g", (long long)b,
+                             (long long)v, g, es);
             }
         }
     if (bad)
-        report(c, ro, "output head %d %s via %s (%s): %lld values differ from the reference; %s",
-               h, reduce_name[os->reduce], sink_name[os->sink], where, (long long)bad, first);
+        report(c, ro, "output head %d %s via %s (%s): %lld values differ from the reference; %s", h,
+               reduce_name[os->reduce], sink_name[os->sink], where, (long long)bad, first);
     else
         pass();
     if (bad_self)
-        report(c, ro,
-               "output head %d %s via %s (%s): %lld values disagree with the run's own scores; %s",
-               h, reduce_name[os->reduce], sink_name[os->sink], where, (long long)bad_self,
-               first_self);
+        report(c, ro, "output head %d %s via %s (%s): %lld values disagree with the run's own scores; %s", h,
+               reduce_name[os->reduce], sink_name[os->sink], where, (long long)bad_self, first_self);
     else if (own_scores != NULL)
         pass();
 }
@@ -850,15 +771,13 @@ typedef struct run_result {
     float *scores[2]; /* copies of the NONE results per head, for cross-run comparison */
 } run_result;
 
-static void run_result_free(run_result *rr)
-{
+static void run_result_free(run_result *rr) {
     free(rr->scores[0]);
     free(rr->scores[1]);
     memset(rr, 0, sizeof(*rr));
 }
 
-static void random_run_opts(const config *c, run_opts *ro)
-{
+static void random_run_opts(const config *c, run_opts *ro) {
     ro->sw_batch = (int)rng_int(1, 7);
     ro->threads = (int)rng_int(0, 3);
     ro->pipeline = (int)rng_int(-1, 1);
@@ -872,14 +791,12 @@ static void random_run_opts(const config *c, run_opts *ro)
             perm[i] = perm[j];
             perm[j] = tmp;
         }
-        for (int i = 0; i < c->dims; i++)
-            ro->order[i] = perm[i];
+        for (int i = 0; i < c->dims; i++) ro->order[i] = perm[i];
     }
 }
 
 static void fill_params(const config *c, const run_opts *ro, swi_params *p, swi_blend mode,
-                        const float *map)
-{
+                        const float *map) {
     swi_params_init(p, c->dims);
     for (int k = 0; k < c->dims; k++) {
         int d3 = D3(c, k);
@@ -906,14 +823,12 @@ static void fill_params(const config *c, const run_opts *ro, swi_params *p, swi_
         int zoomed = 0;
         for (int k = 0; k < c->dims; k++) zoomed |= o[D3(c, k)] != p->roi[k];
         int decl_s = c->declare_spatial[h] || (c->declare_channels[h] && zoomed);
-        for (int k = 0; k < c->dims; k++)
-            p->heads[h].spatial[k] = decl_s ? o[D3(c, k)] : 0;
+        for (int k = 0; k < c->dims; k++) p->heads[h].spatial[k] = decl_s ? o[D3(c, k)] : 0;
     }
 }
 
 /* Choose this run's outputs: every head's scores, then a few reductions and sinks. */
-static int choose_outputs(const config *c, const naive *n, out_spec *os, int simple)
-{
+static int choose_outputs(const config *c, const naive *n, out_spec *os, int simple) {
     int m = 0;
     for (int h = 0; h < c->n_heads; h++) {
         memset(&os[m], 0, sizeof(os[m]));
@@ -935,7 +850,7 @@ static int choose_outputs(const config *c, const naive *n, out_spec *os, int sim
         os[m].twin = -1;
         if (red == SWI_REDUCE_ARGMAX)
             os[m].dtype_req = rng_int(0, 3) == 0 ? SWI_DTYPE_UINT16
-                            : rng_int(0, 1)      ? SWI_DTYPE_UINT8
+                              : rng_int(0, 1)    ? SWI_DTYPE_UINT8
                                                  : SWI_DTYPE_AUTO;
         else
             os[m].dtype_req = rng_int(0, 1) ? SWI_DTYPE_FLOAT32 : SWI_DTYPE_AUTO;
@@ -959,13 +874,13 @@ static int choose_outputs(const config *c, const naive *n, out_spec *os, int sim
         o->dims = c->dims;
         memcpy(o->out, n->out[o->head], sizeof(o->out));
         o->vox = prod3(o->out);
-        int none = o->reduce == SWI_REDUCE_NONE || o->reduce == SWI_REDUCE_CUSTOM ||
-                   o->reduce == SWI_REDUCE_SOFTMAX;
+        int none =
+            o->reduce == SWI_REDUCE_NONE || o->reduce == SWI_REDUCE_CUSTOM || o->reduce == SWI_REDUCE_SOFTMAX;
         o->planes = none ? c->channels[o->head] : 1;
         if (o->reduce == SWI_REDUCE_ARGMAX)
             o->dtype = o->dtype_req == SWI_DTYPE_UINT16 ? SWI_DTYPE_UINT16
-                     : c->channels[o->head] > 256      ? SWI_DTYPE_UINT16
-                                                       : SWI_DTYPE_UINT8;
+                       : c->channels[o->head] > 256     ? SWI_DTYPE_UINT16
+                                                        : SWI_DTYPE_UINT8;
         else
             o->dtype = SWI_DTYPE_FLOAT32;
         o->elem = o->dtype == SWI_DTYPE_UINT8 ? 1 : o->dtype == SWI_DTYPE_UINT16 ? 2 : 4;
@@ -975,9 +890,8 @@ static int choose_outputs(const config *c, const naive *n, out_spec *os, int sim
 }
 
 /* One swi_run of config c; checks everything it can against the reference. */
-static void run_once(const config *c, const naive *n, const run_opts *ro, swi_blend mode,
-                     const float *map, int simple, run_result *rr, tally *t)
-{
+static void run_once(const config *c, const naive *n, const run_opts *ro, swi_blend mode, const float *map,
+                     int simple, run_result *rr, tally *t) {
     out_spec os[MAX_OUTPUTS];
     swi_output outs[MAX_OUTPUTS];
     int m = choose_outputs(c, n, os, simple);
@@ -1000,8 +914,7 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
         if (o->sink == SINK_DST || o->sink == SINK_DST_REGION) {
             o->dst = malloc(o->bytes);
             ok_alloc &= o->dst != NULL;
-            if (o->dst != NULL)
-                memset(o->dst, 0xA5, o->bytes);
+            if (o->dst != NULL) memset(o->dst, 0xA5, o->bytes);
             outs[i].dst = o->dst;
             outs[i].dst_bytes = o->bytes;
         }
@@ -1022,12 +935,10 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
     swi_params p;
     fill_params(c, ro, &p, mode, map);
     swi_tensor in = {.data = c->input, .batch = c->batch, .channels = c->cin, .dims = c->dims, .size = {0}};
-    for (int k = 0; k < c->dims; k++)
-        in.size[k] = c->S[D3(c, k)];
+    for (int k = 0; k < c->dims; k++) in.size[k] = c->S[D3(c, k)];
 
     int all_placeable = 1;
-    for (int h = 0; h < c->n_heads; h++)
-        all_placeable &= n->placeable[h];
+    for (int h = 0; h < c->n_heads; h++) all_placeable &= n->placeable[h];
 
     swi_plan plan;
     memset(&plan, 0, sizeof(plan));
@@ -1037,8 +948,7 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
         p.max_memory = plan.bytes_min;
         pst = swi_plan_run(ctx, &p, &in, outs, m, &plan);
         if (pst == SWI_OK && plan.bytes_peak > p.max_memory)
-            report(c, ro, "plan at max_memory %zu predicts a peak of %zu", p.max_memory,
-                   plan.bytes_peak);
+            report(c, ro, "plan at max_memory %zu predicts a peak of %zu", p.max_memory, plan.bytes_peak);
     }
     swi_predictor pred = {random_predict, &ps};
     swi_status st = swi_run(ctx, &p, &in, &pred, outs, m);
@@ -1050,16 +960,14 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
         pass();
         goto done;
     }
-    if (pst != SWI_OK)
-        report(c, ro, "swi_plan_run: %s: %s", swi_status_name(pst), swi_last_error(ctx));
+    if (pst != SWI_OK) report(c, ro, "swi_plan_run: %s: %s", swi_status_name(pst), swi_last_error(ctx));
     if (st != SWI_OK) {
         report(c, ro, "swi_run: %s: %s%s%s", swi_status_name(st), swi_last_error(ctx),
                ps.errors ? " / predictor saw: " : "", ps.errors ? ps.error : "");
         goto done;
     }
     pass();
-    if (ps.errors)
-        report(c, ro, "predictor: %s", ps.error);
+    if (ps.errors) report(c, ro, "predictor: %s", ps.error);
 
     /* the planner's frontier is the engine's: the same peak of partial sums, to the byte */
     {
@@ -1076,8 +984,7 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
     /* every window exactly once */
     int64_t wrong = 0, first = -1;
     for (int64_t i = 0; i < c->batch * n->windows; i++)
-        if (ps.seen[i] != 1 && wrong++ == 0)
-            first = i;
+        if (ps.seen[i] != 1 && wrong++ == 0) first = i;
     if (wrong)
         report(c, ro, "%lld windows not seen exactly once (first: image %lld window %lld seen %lld)",
                (long long)wrong, (long long)(first / n->windows), (long long)(first % n->windows),
@@ -1088,20 +995,18 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
     /* the plan */
     if (pst == SWI_OK) {
         int bad = plan.dims != c->dims || plan.windows_per_image != n->windows ||
-                  plan.windows_total != n->windows * c->batch ||
-                  plan.windows_total != ps.windows || plan.predictor_calls != ps.calls ||
-                  plan.sw_batch_size < 1 || plan.sw_batch_size > ro->sw_batch;
+                  plan.windows_total != n->windows * c->batch || plan.windows_total != ps.windows ||
+                  plan.predictor_calls != ps.calls || plan.sw_batch_size < 1 ||
+                  plan.sw_batch_size > ro->sw_batch;
         for (int k = 0; k < c->dims; k++) {
             int d3 = D3(c, k);
             bad |= plan.roi[k] != c->r[d3] || plan.padded[k] != n->P[d3] ||
                    plan.pad_before[k] != n->before[d3] || plan.windows_per_axis[k] != n->n_win[d3];
-            if (ro->order[0] >= 0)
-                bad |= plan.order[k] != ro->order[k];
+            if (ro->order[0] >= 0) bad |= plan.order[k] != ro->order[k];
         }
         int seen_axes = 0;
         for (int k = 0; k < c->dims; k++)
-            if (plan.order[k] >= 0 && plan.order[k] < c->dims)
-                seen_axes |= 1 << plan.order[k];
+            if (plan.order[k] >= 0 && plan.order[k] < c->dims) seen_axes |= 1 << plan.order[k];
         bad |= seen_axes != (1 << c->dims) - 1;
         for (int h = 0; h < c->n_heads; h++)
             bad |= plan.head_channels[h] != (c->declare_channels[h] ? c->channels[h] : 0);
@@ -1114,10 +1019,9 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
                    (long long)n->windows, (long long)(n->windows * c->batch), (long long)ps.windows,
                    (long long)ps.calls, (long long)plan.predictor_calls, (long long)plan.roi[0],
                    (long long)plan.padded[0], (long long)plan.pad_before[0],
-                   (long long)plan.windows_per_axis[0], (long long)c->r[D3(c, 0)],
-                   (long long)n->P[D3(c, 0)], (long long)n->before[D3(c, 0)],
-                   (long long)n->n_win[D3(c, 0)], plan.order[0], plan.order[1], plan.order[2],
-                   plan.sw_batch_size);
+                   (long long)plan.windows_per_axis[0], (long long)c->r[D3(c, 0)], (long long)n->P[D3(c, 0)],
+                   (long long)n->before[D3(c, 0)], (long long)n->n_win[D3(c, 0)], plan.order[0],
+                   plan.order[1], plan.order[2], plan.sw_batch_size);
         else
             pass();
     }
@@ -1126,15 +1030,13 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
         int64_t size[SWI_MAX_DIMS] = {0};
         int rd = swi_result_size(ctx, h, size);
         int same = rd == c->dims;
-        for (int k = 0; k < c->dims && same; k++)
-            same = size[k] == n->out[h][D3(c, k)];
+        for (int k = 0; k < c->dims && same; k++) same = size[k] == n->out[h][D3(c, k)];
         int64_t want[3] = {0, 0, 0};
-        for (int k = 0; k < c->dims; k++)
-            want[k] = n->out[h][D3(c, k)];
+        for (int k = 0; k < c->dims; k++) want[k] = n->out[h][D3(c, k)];
         if (!same)
-            report(c, ro, "head %d: swi_result_size %d dims [%lld %lld %lld], expected [%lld %lld %lld]",
-                   h, rd, (long long)size[0], (long long)size[1], (long long)size[2],
-                   (long long)want[0], (long long)want[1], (long long)want[2]);
+            report(c, ro, "head %d: swi_result_size %d dims [%lld %lld %lld], expected [%lld %lld %lld]", h,
+                   rd, (long long)size[0], (long long)size[1], (long long)size[2], (long long)want[0],
+                   (long long)want[1], (long long)want[2]);
         else
             pass();
         if (swi_result_channels(ctx, h) != c->channels[h])
@@ -1142,8 +1044,7 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
                    (long long)swi_result_channels(ctx, h), (long long)c->channels[h]);
         else
             pass();
-        if (!same)
-            goto done; /* the layouts would not line up */
+        if (!same) goto done; /* the layouts would not line up */
     }
 
     /* where each output's values are */
@@ -1156,8 +1057,8 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
             size_t bytes = 0;
             data[i] = swi_result(ctx, i, &bytes);
             if (data[i] == NULL || bytes != o->bytes) {
-                report(c, ro, "output %d: swi_result gives %p with %zu bytes, expected %zu", i,
-                       data[i], bytes, o->bytes);
+                report(c, ro, "output %d: swi_result gives %p with %zu bytes, expected %zu", i, data[i],
+                       bytes, o->bytes);
                 data[i] = NULL;
             } else {
                 pass();
@@ -1177,9 +1078,9 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
                 report(c, ro,
                        "output %d (%s via %s): %lld voxels never delivered, %lld delivered more "
                        "than once, %d bad regions in %lld calls%s%s",
-                       i, reduce_name[o->reduce], sink_name[o->sink], (long long)uncovered,
-                       (long long)multi, o->region_errors, (long long)o->region_calls,
-                       o->region_errors ? ": " : "", o->region_error);
+                       i, reduce_name[o->reduce], sink_name[o->sink], (long long)uncovered, (long long)multi,
+                       o->region_errors, (long long)o->region_calls, o->region_errors ? ": " : "",
+                       o->region_error);
             else
                 pass();
         }
@@ -1187,22 +1088,20 @@ static void run_once(const config *c, const naive *n, const run_opts *ro, swi_bl
     /* head scores of this run (outputs 0..n_heads-1 are NONE) */
     const float *own[2] = {data[0], c->n_heads > 1 ? data[1] : NULL};
     for (int i = 0; i < m; i++) {
-        if (data[i] == NULL)
-            continue;
+        if (data[i] == NULL) continue;
         out_spec *o = &os[i];
-        check_output(c, ro, n, o, data[i], o->reduce == SWI_REDUCE_NONE ? NULL : own[o->head],
-                     "", t);
+        check_output(c, ro, n, o, data[i], o->reduce == SWI_REDUCE_NONE ? NULL : own[o->head], "", t);
         if (o->twin >= 0 && data[o->twin] != NULL) {
             /* reassembled regions must be exactly what dst holds */
             int64_t cnt = (int64_t)(o->bytes / o->elem), diff = 0, at = -1;
             for (int64_t v = 0; v < cnt; v++)
                 if (memcmp((const unsigned char *)data[i] + v * (int64_t)o->elem,
-                           (const unsigned char *)data[o->twin] + v * (int64_t)o->elem,
-                           o->elem) != 0 &&
+                           (const unsigned char *)data[o->twin] + v * (int64_t)o->elem, o->elem) != 0 &&
                     diff++ == 0)
                     at = v;
             if (diff)
-                report(c, ro, "output %d (%s via regions): %lld values differ from output %d in "
+                report(c, ro,
+                       "output %d (%s via regions): %lld values differ from output %d in "
                        "dst, first at %lld",
                        i, reduce_name[o->reduce], (long long)diff, o->twin, (long long)at);
             else
@@ -1232,27 +1131,24 @@ done:
 }
 
 /* Results of two runs that differ only in order/threads/sw_batch/pipeline. */
-static void compare_runs(const config *c, const naive *n, const run_opts *ro_a,
-                         const run_opts *ro_b, const run_result *a, const run_result *b,
-                         double rel, double abs_tol, const char *what)
-{
+static void compare_runs(const config *c, const naive *n, const run_opts *ro_a, const run_opts *ro_b,
+                         const run_result *a, const run_result *b, double rel, double abs_tol,
+                         const char *what) {
     for (int h = 0; h < c->n_heads; h++) {
-        if (a->scores[h] == NULL || b->scores[h] == NULL)
-            continue;
+        if (a->scores[h] == NULL || b->scores[h] == NULL) continue;
         int64_t cnt = c->batch * c->channels[h] * prod3(n->out[h]), bad = 0, at = -1;
         for (int64_t i = 0; i < cnt; i++) {
             double x = a->scores[h][i], y = b->scores[h][i];
             double tol = rel * fmax(fabs(x), fabs(y)) + abs_tol;
-            if (!(fabs(x - y) <= tol) && bad++ == 0)
-                at = i;
+            if (!(fabs(x - y) <= tol) && bad++ == 0) at = i;
         }
         if (bad)
             report(c, ro_b,
                    "%s: head %d: %lld values differ from the run with sw_batch %d threads %d "
                    "order %d %d %d pipeline %d; first at %lld: %.9g vs %.9g",
-                   what, h, (long long)bad, ro_a->sw_batch, ro_a->threads, ro_a->order[0],
-                   ro_a->order[1], ro_a->order[2], ro_a->pipeline, (long long)at,
-                   (double)a->scores[h][at], (double)b->scores[h][at]);
+                   what, h, (long long)bad, ro_a->sw_batch, ro_a->threads, ro_a->order[0], ro_a->order[1],
+                   ro_a->order[2], ro_a->pipeline, (long long)at, (double)a->scores[h][at],
+                   (double)b->scores[h][at]);
         else
             pass();
     }
@@ -1260,21 +1156,17 @@ static void compare_runs(const config *c, const naive *n, const run_opts *ro_a,
 
 /* ---- random configurations ------------------------------------------------------- */
 
-static int pad_ok(const config *c, int i)
-{
+static int pad_ok(const config *c, int i) {
     int64_t P = c->S[i] > c->r[i] ? c->S[i] : c->r[i];
     int64_t total = P - c->S[i], after = total - total / 2;
-    if (total == 0)
-        return 1;
+    if (total == 0) return 1;
     if (c->pad == SWI_PAD_REFLECT) /* F.pad: each side's pad below the size */
         return after < c->S[i];
-    if (c->pad == SWI_PAD_CIRCULAR)
-        return after <= c->S[i];
+    if (c->pad == SWI_PAD_CIRCULAR) return after <= c->S[i];
     return 1;
 }
 
-static void random_config(config *c)
-{
+static void random_config(config *c) {
     memset(c, 0, sizeof(*c));
     c->dims = (int)rng_int(1, 3);
     static const int64_t max_size[4] = {0, 40, 16, 9};
@@ -1289,8 +1181,7 @@ static void random_config(config *c)
         c->declare_spatial[h] = (int)rng_int(0, 1);
     }
     int need_even = 0;
-    for (int h = 0; h < c->n_heads; h++)
-        need_even |= c->kind[h] == HEAD_HALF;
+    for (int h = 0; h < c->n_heads; h++) need_even |= c->kind[h] == HEAD_HALF;
     c->pad = (swi_pad)rng_int(0, 3);
     c->cval = rng_int(0, 1) ? 0.0f : (float)(rng_unit() * 4.0 - 2.0);
     for (int i = 0; i < 3; i++) {
@@ -1319,42 +1210,35 @@ static void random_config(config *c)
         int64_t oi = rng_int(0, 6);
         c->overlap[i] = oi < 6 ? overlaps[oi] : rng_unit() * 0.95;
         c->sigma[i] = rng_int(0, 1) ? 0.125 : 0.05 + rng_unit();
-        if (!pad_ok(c, i))
-            c->pad = c->pad == SWI_PAD_REFLECT ? SWI_PAD_REPLICATE : SWI_PAD_CONSTANT;
+        if (!pad_ok(c, i)) c->pad = c->pad == SWI_PAD_REFLECT ? SWI_PAD_REPLICATE : SWI_PAD_CONSTANT;
     }
     /* a later dim may have changed the mode; re-check the earlier ones */
     for (int i = 0; i < 3; i++)
-        if (!pad_ok(c, i))
-            c->pad = SWI_PAD_CONSTANT;
+        if (!pad_ok(c, i)) c->pad = SWI_PAD_CONSTANT;
     c->mode = (swi_blend)rng_int(0, 2);
     c->salt = rng_next();
     int64_t n_in = c->batch * c->cin * prod3(c->S);
     c->input = malloc(sizeof(float) * (size_t)n_in);
     if (c->input != NULL)
-        for (int64_t i = 0; i < n_in; i++)
-            c->input[i] = (float)(rng_unit() * 2.0 - 1.0);
+        for (int64_t i = 0; i < n_in; i++) c->input[i] = (float)(rng_unit() * 2.0 - 1.0);
     if (c->mode == SWI_BLEND_CUSTOM) {
         c->custom_map = malloc(sizeof(float) * (size_t)prod3(c->r));
         if (c->custom_map != NULL)
-            for (int64_t i = 0; i < prod3(c->r); i++)
-                c->custom_map[i] = (float)(0.05 + 2.0 * rng_unit());
+            for (int64_t i = 0; i < prod3(c->r); i++) c->custom_map[i] = (float)(0.05 + 2.0 * rng_unit());
     }
 }
 
 /* A zoomed head whose crop is empty along some dim (MONAI returns an empty tensor there):
  * the engine refuses it with SWI_ERR_SHAPE. */
-static void run_expect_empty(const config *c, tally *t)
-{
+static void run_expect_empty(const config *c, tally *t) {
     run_opts ro;
     random_run_opts(c, &ro);
     swi_params p;
     fill_params(c, &ro, &p, c->mode, c->custom_map);
     swi_tensor in = {.data = c->input, .batch = c->batch, .channels = c->cin, .dims = c->dims, .size = {0}};
-    for (int k = 0; k < c->dims; k++)
-        in.size[k] = c->S[D3(c, k)];
+    for (int k = 0; k < c->dims; k++) in.size[k] = c->S[D3(c, k)];
     swi_output outs[2];
-    for (int h = 0; h < c->n_heads; h++)
-        swi_output_init(&outs[h], h, SWI_REDUCE_NONE);
+    for (int h = 0; h < c->n_heads; h++) swi_output_init(&outs[h], h, SWI_REDUCE_NONE);
     naive n;
     memset(&n, 0, sizeof(n));
     pred_state ps;
@@ -1373,8 +1257,7 @@ static void run_expect_empty(const config *c, tally *t)
     ps.s = malloc(sizeof(float) * (size_t)prod3(c->r));
     swi_predictor pred = {random_predict, &ps};
     swi_status st = SWI_ERR_NOMEM;
-    if (ps.seen != NULL && ps.s != NULL)
-        st = swi_run(ctx, &p, &in, &pred, outs, c->n_heads);
+    if (ps.seen != NULL && ps.s != NULL) st = swi_run(ctx, &p, &in, &pred, outs, c->n_heads);
     t->runs++;
     if (st != SWI_ERR_SHAPE)
         report(c, &ro, "an empty zoomed result: swi_run gives %s (%s), expected SWI_ERR_SHAPE",
@@ -1388,8 +1271,7 @@ static void run_expect_empty(const config *c, tally *t)
     swi_free(ctx);
 }
 
-static void test_one_config(tally *t)
-{
+static void test_one_config(tally *t) {
     config c;
     naive n;
     memset(&n, 0, sizeof(n));
@@ -1397,8 +1279,7 @@ static void test_one_config(tally *t)
     g_config_failed = 0;
     g_details = 0;
     t->configs++;
-    if (c.input == NULL || (c.mode == SWI_BLEND_CUSTOM && c.custom_map == NULL) ||
-        naive_run(&c, &n) != 0) {
+    if (c.input == NULL || (c.mode == SWI_BLEND_CUSTOM && c.custom_map == NULL) || naive_run(&c, &n) != 0) {
         report(&c, NULL, "out of memory in the test");
         naive_free(&n);
         free(c.input);
@@ -1406,12 +1287,10 @@ static void test_one_config(tally *t)
         return;
     }
     int empty = 0;
-    for (int h = 0; h < c.n_heads; h++)
-        empty |= prod3(n.out[h]) == 0;
+    for (int h = 0; h < c.n_heads; h++) empty |= prod3(n.out[h]) == 0;
     if (empty) {
         run_expect_empty(&c, t);
-        if (g_config_failed)
-            t->failures++;
+        if (g_config_failed) t->failures++;
         naive_free(&n);
         free(c.input);
         free(c.custom_map);
@@ -1422,13 +1301,11 @@ static void test_one_config(tally *t)
     random_run_opts(&c, &b);
     run_result ra, rb;
     int declared = 1;
-    for (int h = 0; h < c.n_heads; h++)
-        declared &= c.declare_channels[h] && c.declare_spatial[h];
+    for (int h = 0; h < c.n_heads; h++) declared &= c.declare_channels[h] && c.declare_spatial[h];
     b.budget = declared && rng_int(0, 1);
     run_once(&c, &n, &a, c.mode, c.custom_map, 0, &ra, t);
     run_once(&c, &n, &b, c.mode, c.custom_map, 0, &rb, t);
-    if (ra.ok && rb.ok)
-        compare_runs(&c, &n, &a, &b, &ra, &rb, 1e-5, 1e-6, "order/threads/sw_batch");
+    if (ra.ok && rb.ok) compare_runs(&c, &n, &a, &b, &ra, &rb, 1e-5, 1e-6, "order/threads/sw_batch");
 
     /* The gaussian map of swi_weights is bit-exact with the one swi_run blends with:
      * the same run with it as a custom map gives the same bits. */
@@ -1440,8 +1317,8 @@ static void test_one_config(tally *t)
             sig[k] = c.sigma[D3(&c, k)];
         }
         float *map = malloc(sizeof(float) * (size_t)prod3(c.r));
-        swi_status st = map != NULL ? swi_weights(NULL, SWI_BLEND_GAUSSIAN, c.dims, roi, sig, map)
-                                    : SWI_ERR_NOMEM;
+        swi_status st =
+            map != NULL ? swi_weights(NULL, SWI_BLEND_GAUSSIAN, c.dims, roi, sig, map) : SWI_ERR_NOMEM;
         if (st != SWI_OK) {
             report(&c, &a, "swi_weights: %s", swi_status_name(st));
         } else {
@@ -1461,8 +1338,7 @@ static void test_one_config(tally *t)
     }
     run_result_free(&ra);
     run_result_free(&rb);
-    if (g_config_failed)
-        t->failures++;
+    if (g_config_failed) t->failures++;
     naive_free(&n);
     free(c.input);
     free(c.custom_map);
@@ -1473,24 +1349,19 @@ static void test_one_config(tally *t)
 /* One window covering the whole 1-D image with constant weights blends to exactly the
  * predictor's values, so the reductions can be checked on chosen numbers: ties, NaN. */
 static const float g_hand[5][3] = {
-    {1.0f, 3.0f, 2.0f}, {5.0f, 5.0f, 1.0f}, {1.0f, NAN, NAN}, {0.0f, 0.0f, 0.0f},
-    {-2.0f, -1.0f, -3.0f}};
+    {1.0f, 3.0f, 2.0f}, {5.0f, 5.0f, 1.0f}, {1.0f, NAN, NAN}, {0.0f, 0.0f, 0.0f}, {-2.0f, -1.0f, -3.0f}};
 
-static int hand_predict(void *user, swi_batch *b)
-{
+static int hand_predict(void *user, swi_batch *b) {
     (void)user;
     int64_t sp[1] = {5};
     float *out = swi_batch_output(b, 0, 3, sp);
-    if (out == NULL)
-        return 1;
+    if (out == NULL) return 1;
     for (int c = 0; c < 3; c++)
-        for (int v = 0; v < 5; v++)
-            out[c * 5 + v] = g_hand[v][c];
+        for (int v = 0; v < 5; v++) out[c * 5 + v] = g_hand[v][c];
     return 0;
 }
 
-static void test_hand_reductions(void)
-{
+static void test_hand_reductions(void) {
     float input[5] = {0};
     swi_params p;
     swi_params_init(&p, 1);
@@ -1522,21 +1393,19 @@ static void test_hand_reductions(void)
     swi_status st = swi_run(ctx, &p, &in, &pred, o, 6);
     CHECK(st == SWI_OK, "hand reductions: %s: %s", swi_status_name(st), swi_last_error(ctx));
     swi_free(ctx);
-    if (st != SWI_OK)
-        return;
+    if (st != SWI_OK) return;
     for (int v = 0; v < 5; v++)
         for (int c = 0; c < 3; c++) {
             float e = g_hand[v][c], g = scores[c * 5 + v];
-            CHECK((isnan(e) && isnan(g)) || e == g, "hand scores voxel %d channel %d: %g vs %g",
-                  v, c, (double)g, (double)e);
+            CHECK((isnan(e) && isnan(g)) || e == g, "hand scores voxel %d channel %d: %g vs %g", v, c,
+                  (double)g, (double)e);
         }
     static const uint8_t exp_label[5] = {1, 0, 1, 0, 1};
     for (int v = 0; v < 5; v++)
-        CHECK(labels[v] == exp_label[v], "argmax voxel %d: %d, expected %d (ties: lowest; NaN first)",
-              v, labels[v], exp_label[v]);
+        CHECK(labels[v] == exp_label[v], "argmax voxel %d: %d, expected %d (ties: lowest; NaN first)", v,
+              labels[v], exp_label[v]);
     CHECK(mx[0] == 3.0f && mx[1] == 5.0f && isnan(mx[2]) && mx[3] == 0.0f && mx[4] == -1.0f,
-          "max: %g %g %g %g %g", (double)mx[0], (double)mx[1], (double)mx[2], (double)mx[3],
-          (double)mx[4]);
+          "max: %g %g %g %g %g", (double)mx[0], (double)mx[1], (double)mx[2], (double)mx[3], (double)mx[4]);
     /* voxel 0: 1 / (e^-2 + 1 + e^-1); voxel 3: 1/3, entropy ln 3 */
     double z0 = exp(-2.0) + 1.0 + exp(-1.0);
     double h0 = 0.0;
@@ -1544,12 +1413,10 @@ static void test_hand_reductions(void)
         double pc = exp((double)g_hand[0][c] - 3.0) / z0;
         h0 -= pc * log(pc);
     }
-    CHECK(fabs(conf[0] - 1.0 / z0) < 1e-6, "confidence voxel 0: %.7g, expected %.7g",
-          (double)conf[0], 1.0 / z0);
-    CHECK(fabs(conf[3] - 1.0 / 3.0) < 1e-6, "confidence voxel 3: %.7g, expected 1/3",
-          (double)conf[3]);
-    CHECK(fabs(conf[1] - 1.0 / (2.0 + exp(-4.0))) < 1e-6, "confidence voxel 1: %.7g",
-          (double)conf[1]);
+    CHECK(fabs(conf[0] - 1.0 / z0) < 1e-6, "confidence voxel 0: %.7g, expected %.7g", (double)conf[0],
+          1.0 / z0);
+    CHECK(fabs(conf[3] - 1.0 / 3.0) < 1e-6, "confidence voxel 3: %.7g, expected 1/3", (double)conf[3]);
+    CHECK(fabs(conf[1] - 1.0 / (2.0 + exp(-4.0))) < 1e-6, "confidence voxel 1: %.7g", (double)conf[1]);
     CHECK(fabs(ent[0] - h0) < 1e-5, "entropy voxel 0: %.7g, expected %.7g", (double)ent[0], h0);
     CHECK(fabs(ent[3] - log(3.0)) < 1e-5, "entropy voxel 3: %.7g, expected ln 3", (double)ent[3]);
     for (int c = 0; c < 3; c++) {
@@ -1571,15 +1438,13 @@ typedef struct order_log {
     int calls, chunk_bad, sw;
 } order_log;
 
-static int order_predict(void *user, swi_batch *b)
-{
+static int order_predict(void *user, swi_batch *b) {
     order_log *lg = user;
     int n = swi_batch_count(b);
     lg->calls++;
     const int64_t *roi = swi_batch_roi(b);
     float *out = swi_batch_output(b, 0, 2, roi);
-    if (out == NULL)
-        return 1;
+    if (out == NULL) return 1;
     memset(out, 0, sizeof(float) * (size_t)(2 * n * roi[0] * roi[1] * roi[2]));
     for (int i = 0; i < n && lg->n < 4096; i++, lg->n++) {
         memcpy(lg->starts[lg->n], swi_batch_start(b, i), 3 * sizeof(int64_t));
@@ -1588,8 +1453,7 @@ static int order_predict(void *user, swi_batch *b)
     return 0;
 }
 
-static void test_reference_order(void)
-{
+static void test_reference_order(void) {
     for (int declared = 0; declared <= 1; declared++)
         for (int sw = 1; sw <= 5; sw += 2) {
             static float vol[2 * 30 * 23 * 17];
@@ -1602,8 +1466,7 @@ static void test_reference_order(void)
             swi_tensor in = {.data = vol, .batch = 2, .channels = 1, .dims = 3, .size = {30, 23, 17}};
             order_log *lg = calloc(1, sizeof *lg);
             CHECK(lg != NULL, "calloc");
-            if (lg == NULL)
-                return;
+            if (lg == NULL) return;
             swi_predictor pred = {order_predict, lg};
             swi_output o;
             swi_output_init(&o, 0, SWI_REDUCE_ARGMAX);
@@ -1620,23 +1483,21 @@ static void test_reference_order(void)
                         for (int64_t l = 0; l < n2; l++, k++)
                             bad += k >= lg->n || lg->image[k] != b || lg->starts[k][0] != st0[i] ||
                                    lg->starts[k][1] != st1[j] || lg->starts[k][2] != st2[l];
-            CHECK(bad == 0 && k == lg->n, "declared %d sw %d: %lld of %lld windows out of the reference's order",
-                  declared, sw, (long long)bad, (long long)k);
-            CHECK(lg->calls == (int)((k + sw - 1) / sw), "declared %d sw %d: %d calls for %lld windows", declared, sw,
-                  lg->calls, (long long)k);
+            CHECK(bad == 0 && k == lg->n,
+                  "declared %d sw %d: %lld of %lld windows out of the reference's order", declared, sw,
+                  (long long)bad, (long long)k);
+            CHECK(lg->calls == (int)((k + sw - 1) / sw), "declared %d sw %d: %d calls for %lld windows",
+                  declared, sw, lg->calls, (long long)k);
             swi_free(ctx);
             free(lg);
         }
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     g_seed = 20240601;
     int configs = 300;
-    if (argc > 1)
-        g_seed = strtoull(argv[1], NULL, 0);
-    if (argc > 2)
-        configs = atoi(argv[2]);
+    if (argc > 1) g_seed = strtoull(argv[1], NULL, 0);
+    if (argc > 2) configs = atoi(argv[2]);
     rng_state = g_seed;
     printf("test_random: seed %llu, %d configurations\n", (unsigned long long)g_seed, configs);
 
@@ -1651,8 +1512,8 @@ int main(int argc, char **argv)
     printf("test_random: %lld configs, %lld runs, %lld outputs and %lld values checked, "
            "%lld zoom runs refused (SWI_ERR_SHAPE on fractional placement), %lld empty zoomed "
            "results refused, %lld planned frontier peaks checked, %lld configs failed\n",
-           (long long)t.configs, (long long)t.runs, (long long)t.outputs_checked,
-           (long long)t.values_checked, (long long)t.zoom_refused, (long long)t.empty_refused,
-           (long long)t.frontier_compared, (long long)t.failures);
+           (long long)t.configs, (long long)t.runs, (long long)t.outputs_checked, (long long)t.values_checked,
+           (long long)t.zoom_refused, (long long)t.empty_refused, (long long)t.frontier_compared,
+           (long long)t.failures);
     return check_report("test_random");
 }

@@ -24,8 +24,7 @@ typedef struct src {
 } src;
 
 static int read_box(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *msg,
-                    size_t msg_size)
-{
+                    size_t msg_size) {
     src *s = user;
     s->reads++;
     if (s->fail_at && s->reads == s->fail_at) {
@@ -61,8 +60,7 @@ static int read_box(void *user, int64_t image, const int64_t *lo, const int64_t 
 
 /* out[c] = (c + 1) * x + window position term: position-dependent, so a box read at the
  * wrong place shows */
-static int predict(void *user, swi_batch *b)
-{
+static int predict(void *user, swi_batch *b) {
     const int64_t C = *(const int64_t *)user;
     int n = swi_batch_count(b), d = swi_batch_dims(b);
     const int64_t *roi = swi_batch_roi(b);
@@ -84,10 +82,8 @@ static int predict(void *user, swi_batch *b)
     return 0;
 }
 
-
 static swi_status run(const swi_params *p, const swi_tensor *in, int64_t C, float *scores, size_t bytes,
-                      char *err, size_t err_len)
-{
+                      char *err, size_t err_len) {
     swi_ctx *ctx = swi_create();
     if (!ctx) return SWI_ERR_NOMEM;
     swi_output o;
@@ -101,8 +97,7 @@ static swi_status run(const swi_params *p, const swi_tensor *in, int64_t C, floa
     return st;
 }
 
-int main(void)
-{
+int main(void) {
     check_rng_state = 0x243F6A8885A308D3ull;
     int64_t total_reads = 0;
     for (int t = 0; t < 200; t++) {
@@ -154,8 +149,9 @@ int main(void)
         CHECK(s1 == SWI_OK && s2 == SWI_OK, "config %d: %s (%s) / %s (%s)", t, swi_status_name(s1), e1,
               swi_status_name(s2), e2);
         if (s1 == SWI_OK && s2 == SWI_OK)
-            CHECK(memcmp(a, b, bytes) == 0, "config %d (dims %d, pad %d): reader results differ from the array's", t,
-                  dims, (int)p.padding_mode);
+            CHECK(memcmp(a, b, bytes) == 0,
+                  "config %d (dims %d, pad %d): reader results differ from the array's", t, dims,
+                  (int)p.padding_mode);
         CHECK(s.bad_box == 0, "config %d: %lld boxes outside the image or larger than a window", t,
               (long long)s.bad_box);
         total_reads += s.reads;
@@ -165,12 +161,13 @@ int main(void)
         swi_plan pm, pr;
         swi_output o;
         swi_output_init(&o, 0, SWI_REDUCE_NONE);
-        CHECK(ctx && swi_plan_run(ctx, &p, &mem, &o, 1, &pm) == SWI_OK && swi_plan_run(ctx, &p, &rd, &o, 1, &pr) == SWI_OK,
+        CHECK(ctx && swi_plan_run(ctx, &p, &mem, &o, 1, &pm) == SWI_OK &&
+                  swi_plan_run(ctx, &p, &rd, &o, 1, &pr) == SWI_OK,
               "config %d: plans", t);
         CHECK(pr.bytes_input == 0 && pm.bytes_input == (size_t)(s.batch * s.cin * vox) * sizeof(float) &&
                   pr.bytes_scratch == pm.bytes_scratch + (size_t)(s.cin * s.roi_vox) * sizeof(float),
-              "config %d: reader plan input %zu scratch %zu vs array %zu / %zu", t, pr.bytes_input, pr.bytes_scratch,
-              pm.bytes_input, pm.bytes_scratch);
+              "config %d: reader plan input %zu scratch %zu vs array %zu / %zu", t, pr.bytes_input,
+              pr.bytes_scratch, pm.bytes_input, pm.bytes_scratch);
         swi_free(ctx);
 
         /* a reader failing midway */
@@ -183,8 +180,9 @@ int main(void)
             swi_status s3 = run(&p, &rd, C, b, bytes, e2, sizeof e2);
             CHECK(s3 == SWI_ERR_READ && strstr(e2, "disk on fire"), "config %d: failing reader: %s (%s)", t,
                   swi_status_name(s3), e2);
-            CHECK(f.reads == f.fail_at, "config %d: the run went on reading after a failure (%lld reads, failed at %lld)",
-                  t, (long long)f.reads, (long long)f.fail_at);
+            CHECK(f.reads == f.fail_at,
+                  "config %d: the run went on reading after a failure (%lld reads, failed at %lld)", t,
+                  (long long)f.reads, (long long)f.fail_at);
         }
         free(vol);
         free(a);

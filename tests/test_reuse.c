@@ -27,8 +27,7 @@ typedef struct pred_state {
 /* out[c][v] = (c + 1) * x[v] + sum of the window / 1000 - c: depends on the window's
  * input only, and on every voxel of it (a whole-window term), so equal outputs mean
  * equal inputs. */
-static int pure_predict(void *user, swi_batch *b)
-{
+static int pure_predict(void *user, swi_batch *b) {
     pred_state *ps = user;
     ps->calls++;
     if (ps->fail_at && ps->calls == ps->fail_at) {
@@ -56,13 +55,13 @@ static int pure_predict(void *user, swi_batch *b)
             for (int64_t v = 0; v < vox; v++) {
                 float s = 0;
                 for (int64_t ch = 0; ch < cin; ch++) s += x[ch * vox + v];
-                out[(size_t)((i * ps->C + c) * vox + v)] = (float)(c + 1) * s + (float)(sum / 1000.0) - (float)c;
+                out[(size_t)((i * ps->C + c) * vox + v)] =
+                    (float)(c + 1) * s + (float)(sum / 1000.0) - (float)c;
             }
     }
     ps->windows += n;
     return 0;
 }
-
 
 typedef struct result {
     float *scores;
@@ -73,8 +72,7 @@ typedef struct result {
     swi_status st;
 } result;
 
-static void run_one(const swi_params *p, const swi_tensor *in, int64_t C, size_t vox, result *res)
-{
+static void run_one(const swi_params *p, const swi_tensor *in, int64_t C, size_t vox, result *res) {
     memset(res, 0, sizeof *res);
     res->scores = malloc((size_t)in->batch * (size_t)C * vox * sizeof(float));
     res->labels = malloc((size_t)in->batch * vox);
@@ -102,8 +100,7 @@ static void run_one(const swi_params *p, const swi_tensor *in, int64_t C, size_t
 }
 
 /* A volume that is mostly background: value `bg` everywhere, a random blob inside. */
-static void fill_volume(float *v, int64_t batch, int64_t cin, const int64_t *size, int dims, float bg)
-{
+static void fill_volume(float *v, int64_t batch, int64_t cin, const int64_t *size, int dims, float bg) {
     int64_t vox = 1;
     for (int k = 0; k < dims; k++) vox *= size[k];
     for (int64_t i = 0; i < batch * cin * vox; i++) v[i] = bg;
@@ -122,8 +119,7 @@ static void fill_volume(float *v, int64_t batch, int64_t cin, const int64_t *siz
 
 static int64_t g_reused_total;
 
-static void sweep(int configs)
-{
+static void sweep(int configs) {
     for (int t = 0; t < configs; t++) {
         int dims = (int)rnd(1, 4);
         int64_t size[SWI_MAX_DIMS], vox = 1;
@@ -181,21 +177,25 @@ static void sweep(int configs)
         if (a.st == SWI_OK && b.st == SWI_OK) {
             size_t n = (size_t)(batch * C * vox);
             CHECK(memcmp(a.scores, b.scores, n * sizeof(float)) == 0,
-                  "config %d (dims %d, sw %d, cache %d): scores with reuse are not bitwise those without", t, dims,
-                  p.sw_batch_size, q.reuse_cache);
-            CHECK(memcmp(a.labels, b.labels, (size_t)(batch * vox)) == 0, "config %d: labels differ with reuse", t);
+                  "config %d (dims %d, sw %d, cache %d): scores with reuse are not bitwise those without", t,
+                  dims, p.sw_batch_size, q.reuse_cache);
+            CHECK(memcmp(a.labels, b.labels, (size_t)(batch * vox)) == 0,
+                  "config %d: labels differ with reuse", t);
             CHECK(a.stats.windows_reused == 0 && a.stats.windows_predicted == a.stats.windows_total,
                   "config %d: a run without reuse reused %lld windows", t, (long long)a.stats.windows_reused);
             CHECK(b.stats.windows_predicted + b.stats.windows_reused == b.stats.windows_total,
-                  "config %d: %lld predicted + %lld reused != %lld windows", t, (long long)b.stats.windows_predicted,
-                  (long long)b.stats.windows_reused, (long long)b.stats.windows_total);
-            CHECK(b.pred_windows == b.stats.windows_predicted, "config %d: predictor saw %lld windows, stats say %lld",
-                  t, (long long)b.pred_windows, (long long)b.stats.windows_predicted);
+                  "config %d: %lld predicted + %lld reused != %lld windows", t,
+                  (long long)b.stats.windows_predicted, (long long)b.stats.windows_reused,
+                  (long long)b.stats.windows_total);
+            CHECK(b.pred_windows == b.stats.windows_predicted,
+                  "config %d: predictor saw %lld windows, stats say %lld", t, (long long)b.pred_windows,
+                  (long long)b.stats.windows_predicted);
             CHECK(!b.dup_in_call, "config %d: two equal windows reached one predictor call", t);
             CHECK(a.stats.windows_total == b.stats.windows_total, "config %d: window totals differ", t);
             if (predicted >= 0)
-                CHECK(predicted == b.stats.windows_reused, "config %d: plan predicted %lld reused windows, the run %lld",
-                      t, (long long)predicted, (long long)b.stats.windows_reused);
+                CHECK(predicted == b.stats.windows_reused,
+                      "config %d: plan predicted %lld reused windows, the run %lld", t, (long long)predicted,
+                      (long long)b.stats.windows_reused);
             g_reused_total += b.stats.windows_reused;
         }
         free(a.scores);
@@ -207,8 +207,7 @@ static void sweep(int configs)
 }
 
 /* A mostly-uniform 3-D volume with a large cache: background windows are reused. */
-static void test_background(void)
-{
+static void test_background(void) {
     enum { D = 40, H = 40, W = 40 };
     float *vol = malloc(sizeof(float) * D * H * W);
     CHECK(vol != NULL, "malloc");
@@ -233,7 +232,8 @@ static void test_background(void)
     CHECK(r.stats.predictor_calls < 183, "fewer predictor calls than without reuse (183): %lld",
           (long long)r.stats.predictor_calls);
     printf("test_reuse: background volume: %lld of %lld windows reused, %lld predictor calls\n",
-           (long long)r.stats.windows_reused, (long long)r.stats.windows_total, (long long)r.stats.predictor_calls);
+           (long long)r.stats.windows_reused, (long long)r.stats.windows_total,
+           (long long)r.stats.predictor_calls);
     free(r.scores);
     free(r.labels);
 
@@ -254,8 +254,7 @@ static void test_background(void)
     free(vol);
 }
 
-static void test_params(void)
-{
+static void test_params(void) {
     float vol[64] = {0};
     swi_params p;
     swi_params_init(&p, 1);
@@ -270,7 +269,8 @@ static void test_params(void)
     swi_plan plan;
     p.pipeline = SWI_PIPELINE_OFF;
     p.reuse = (swi_reuse)7;
-    CHECK(swi_plan_run(ctx, &p, &in, &o, 1, &plan) == SWI_ERR_INVALID_ARG && strstr(swi_last_error(ctx), "reuse"),
+    CHECK(swi_plan_run(ctx, &p, &in, &o, 1, &plan) == SWI_ERR_INVALID_ARG &&
+              strstr(swi_last_error(ctx), "reuse"),
           "reuse 7: %s", swi_last_error(ctx));
     p.reuse = SWI_REUSE_ON;
     p.reuse_cache = 65;
@@ -279,8 +279,8 @@ static void test_params(void)
           "reuse_cache 65: %s", swi_last_error(ctx));
     p.reuse_cache = 4;
     CHECK(swi_plan_run(ctx, &p, &in, &o, 1, &plan) == SWI_OK, "plan with reuse: %s", swi_last_error(ctx));
-    CHECK(plan.reuse_cache == 4 && plan.bytes_reuse > 4 * (8 + 2 * 8) * sizeof(float), "4 entries planned: %d, %zu B",
-          plan.reuse_cache, plan.bytes_reuse);
+    CHECK(plan.reuse_cache == 4 && plan.bytes_reuse > 4 * (8 + 2 * 8) * sizeof(float),
+          "4 entries planned: %d, %zu B", plan.reuse_cache, plan.bytes_reuse);
     CHECK(plan.bytes_peak == plan.bytes_input + plan.bytes_windows + plan.bytes_partial + plan.bytes_outputs +
                                  plan.bytes_scratch + plan.bytes_reuse,
           "bytes_peak is the sum of its parts with the reuse cache");
@@ -291,14 +291,14 @@ static void test_params(void)
     /* a budget just below the plan drops the cache before anything else */
     size_t full = plan.bytes_peak;
     p.max_memory = full - 1;
-    CHECK(swi_plan_run(ctx, &p, &in, &o, 1, &plan) == SWI_OK && plan.reuse_cache == 0 && plan.bytes_reuse == 0 &&
-              plan.sw_batch_size == 1,
-          "budget below the cache: cache %d, %zu B, sw %d", plan.reuse_cache, plan.bytes_reuse, plan.sw_batch_size);
+    CHECK(swi_plan_run(ctx, &p, &in, &o, 1, &plan) == SWI_OK && plan.reuse_cache == 0 &&
+              plan.bytes_reuse == 0 && plan.sw_batch_size == 1,
+          "budget below the cache: cache %d, %zu B, sw %d", plan.reuse_cache, plan.bytes_reuse,
+          plan.sw_batch_size);
     swi_free(ctx);
 }
 
-int main(void)
-{
+int main(void) {
     check_rng_state = 88172645463325252ull;
     test_params();
     test_background();

@@ -13,9 +13,9 @@
 
 typedef struct ort_tensor {
     int is_tensor;
-    int type;            /* ONNXTensorElementDataType */
+    int type; /* ONNXTensorElementDataType */
     size_t rank;
-    int64_t shape[8];    /* -1 = dynamic */
+    int64_t shape[8]; /* -1 = dynamic */
 } ort_tensor;
 
 struct swi_ort_model {
@@ -28,24 +28,24 @@ struct swi_ort_model {
     swi_ort_options opts;
     char *in_name;
     ort_tensor in;
-    char **out_names;    /* n_outputs names, ORT-allocated */
+    char **out_names; /* n_outputs names, ORT-allocated */
     size_t n_outputs;
     /* settled by swi_ort_prepare */
     int prepared;
-    int output;          /* the output used */
-    ort_tensor out;      /* its declared signature */
+    int output;     /* the output used */
+    ort_tensor out; /* its declared signature */
     int64_t channels;
     int64_t roi[3];
     int64_t fixed_batch; /* 0 = dynamic */
     int64_t out_channels;
     int64_t out_spatial[3];
-    int64_t in_window;   /* floats per input window: channels x roi */
-    int64_t out_window;  /* floats per output window: classes x out_spatial */
+    int64_t in_window;  /* floats per input window: channels x roi */
+    int64_t out_window; /* floats per output window: classes x out_spatial */
     /* scratch: a padded fixed batch, the tta buffers */
     float *pad_in, *pad_out;
     float *tta_in, *tta_out;
     int64_t tta_cap;
-    int rewrites;        /* layers rewritten at load (rewrite.c) */
+    int rewrites; /* layers rewritten at load (rewrite.c) */
     char last_error[ORT_ERRLEN];
 };
 
@@ -68,12 +68,8 @@ bool swi__fault_point(void); /* src/alloc.c */
 #define ORT__INJECTED() 0
 #endif
 #include <stdlib.h>
-static inline void *ort__malloc(size_t bytes)
-{
-    return ORT__INJECTED() ? NULL : malloc(bytes ? bytes : 1);
-}
-static inline void *ort__calloc(size_t n, size_t size)
-{
+static inline void *ort__malloc(size_t bytes) { return ORT__INJECTED() ? NULL : malloc(bytes ? bytes : 1); }
+static inline void *ort__calloc(size_t n, size_t size) {
     return ORT__INJECTED() ? NULL : calloc(n ? n : 1, size ? size : 1);
 }
 
@@ -88,15 +84,14 @@ const char *ort__type_name(int type);
 void ort__shape_str(const int64_t *s, size_t rank, char *buf, size_t n);
 
 /* Read the type and shape of an input or output. */
-swi_status ort__tensor_info(const swi_ort_model *m, OrtTypeInfo *ti, const char *what,
-                            const char *name, ort_tensor *t, char *err, size_t n);
+swi_status ort__tensor_info(const swi_ort_model *m, OrtTypeInfo *ti, const char *what, const char *name,
+                            ort_tensor *t, char *err, size_t n);
 
 /* Mirroring for tta (tta.c). A batch is `planes` arrays of s[0] x s[1] x s[2] floats in C
  * order; bit a of `mask` mirrors spatial axis a. */
 void ort__flip3_copy(const float *src, float *dst, int64_t planes, const int64_t s[3], int mask);
 /* dst += mirror(src): mirroring is its own inverse, so this un-mirrors a prediction. */
-void ort__flip3_accumulate(const float *src, float *dst, int64_t planes, const int64_t s[3],
-                           int mask);
+void ort__flip3_accumulate(const float *src, float *dst, int64_t planes, const int64_t s[3], int mask);
 
 /* The model at `path` with the rewrites of rewrite.c applied, serialized into *bytes
  * (malloc'd, *len bytes; *rewritten layers), or *bytes NULL when there is nothing to rewrite

@@ -53,8 +53,8 @@ extern "C" {
 #endif
 
 typedef enum swi_ort_device {
-    SWI_ORT_CPU = 0,  /**< the CPU execution provider */
-    SWI_ORT_CUDA = 1  /**< the CUDA execution provider; an error if this ONNX Runtime lacks it */
+    SWI_ORT_CPU = 0, /**< the CPU execution provider */
+    SWI_ORT_CUDA = 1 /**< the CUDA execution provider; an error if this ONNX Runtime lacks it */
 } swi_ort_device;
 
 typedef enum swi_ort_graph_opt {
@@ -97,8 +97,8 @@ swi_status swi_ort_providers(char *buf, size_t n, int *has_cuda, char *err, size
 typedef struct swi_ort_model swi_ort_model;
 
 /** Load a model and read its signature (it must have exactly one input). */
-swi_status swi_ort_open(const char *path, const swi_ort_options *opt, swi_ort_model **out,
-                        char *err, size_t errlen);
+swi_status swi_ort_open(const char *path, const swi_ort_options *opt, swi_ort_model **out, char *err,
+                        size_t errlen);
 
 /** Layers the load rewrote (swi_ort_options.rewrite): each ConvTranspose whose strides
  *  tile its output (kernel - pads + output_padding == stride per axis, e.g. kernel 2
@@ -111,33 +111,31 @@ int swi_ort_rewrites(const swi_ort_model *m);
  *  (written to a temporary file, then renamed; an existing `out` is replaced). *rewritten
  *  (if not NULL) receives the layers rewritten; with none, `out` is a re-encoded copy.
  *  Needs swi_ort built with protobuf-c (else SWI_ERR_INVALID_ARG saying so). */
-swi_status swi_ort_optimize(const char *path, const char *out, int *rewritten, char *err,
-                            size_t errlen);
+swi_status swi_ort_optimize(const char *path, const char *out, int *rewritten, char *err, size_t errlen);
 
 /** Free a model; NULL is fine. */
 void swi_ort_close(swi_ort_model *m);
 
 /** One input or output of the model as the model declares it. */
 typedef struct swi_ort_tensor_info {
-    const char *name;       /**< owned by the model */
-    int is_tensor;          /**< 0 for sequences, maps, ... (then the rest is empty) */
-    int elem_type;          /**< ONNX TensorProto element type code (1 = float32) */
-    const char *type_name;  /**< "float32", "int64", ... */
+    const char *name;      /**< owned by the model */
+    int is_tensor;         /**< 0 for sequences, maps, ... (then the rest is empty) */
+    int elem_type;         /**< ONNX TensorProto element type code (1 = float32) */
+    const char *type_name; /**< "float32", "int64", ... */
     int rank;
-    int64_t shape[8];       /**< the first min(rank, 8) sizes; -1 where dynamic */
+    int64_t shape[8]; /**< the first min(rank, 8) sizes; -1 where dynamic */
 } swi_ort_tensor_info;
 
 /** Number of model outputs (heads the predictor can use). */
 int swi_ort_output_count(const swi_ort_model *m);
 
 /** The model's input (index 0, the only one). */
-swi_status swi_ort_input_info(const swi_ort_model *m, swi_ort_tensor_info *info, char *err,
-                              size_t errlen);
+swi_status swi_ort_input_info(const swi_ort_model *m, swi_ort_tensor_info *info, char *err, size_t errlen);
 
 /** Output `index` (0-based). For a usable head, shape[1] is its classes (-1: learned by
  *  swi_ort_prepare). */
-swi_status swi_ort_output_info(const swi_ort_model *m, int index, swi_ort_tensor_info *info,
-                               char *err, size_t errlen);
+swi_status swi_ort_output_info(const swi_ort_model *m, int index, swi_ort_tensor_info *info, char *err,
+                               size_t errlen);
 
 /** The input checks of swi_ort_prepare that need nothing but the model: input rank 5 and
  *  float32, output `output` rank 5 and float32 [batch, classes, *spatial]. */
@@ -171,8 +169,7 @@ int64_t swi_ort_calls_per_batch(const swi_ort_model *m, int64_t n);
 /** Run n windows [n, channels, *roi] into out [n, classes, *spatial] (shapes as settled by
  *  swi_ort_prepare), with tta when enabled. For tools and tests; swi_run uses the
  *  predictor. */
-swi_status swi_ort_run(swi_ort_model *m, const float *in, int64_t n, float *out, char *err,
-                       size_t errlen);
+swi_status swi_ort_run(swi_ort_model *m, const float *in, int64_t n, float *out, char *err, size_t errlen);
 
 /** The predictor for swi_run: head 0 is the prepared output. It reports failures through
  *  swi_batch_set_error. The model must outlive the run. */

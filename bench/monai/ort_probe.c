@@ -22,11 +22,16 @@
 #include <time.h>
 
 static const OrtApi *api;
-#define CK(x) do { OrtStatus *s_ = (x); if (s_) { fprintf(stderr, "ort_probe: %s: %s\n", #x, \
-        api->GetErrorMessage(s_)); exit(1); } } while (0)
+#define CK(x)                                                                     \
+    do {                                                                          \
+        OrtStatus *s_ = (x);                                                      \
+        if (s_) {                                                                 \
+            fprintf(stderr, "ort_probe: %s: %s\n", #x, api->GetErrorMessage(s_)); \
+            exit(1);                                                              \
+        }                                                                         \
+    } while (0)
 
-static double clk(clockid_t id)
-{
+static double clk(clockid_t id) {
     struct timespec t;
     clock_gettime(id, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
@@ -34,8 +39,7 @@ static double clk(clockid_t id)
 static double now(void) { return clk(CLOCK_MONOTONIC); }
 static double cpu(void) { return clk(CLOCK_PROCESS_CPUTIME_ID); }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: ort_probe MODEL.onnx [options]\n");
         return 2;
@@ -45,21 +49,38 @@ int main(int argc, char **argv)
     int parallel = 0, inter = 1, denorm = 0, classes = 14, same = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
-        if (!strcmp(a, "--batch")) batch = atoi(v), i++;
-        else if (!strcmp(a, "--roi")) roi = atoi(v), i++;
-        else if (!strcmp(a, "--calls")) calls = atoi(v), i++;
-        else if (!strcmp(a, "--threads")) threads = atoi(v), i++;
-        else if (!strcmp(a, "--opt")) opt = atoi(v), i++;
-        else if (!strcmp(a, "--spin")) spin = atoi(v), i++;
-        else if (!strcmp(a, "--inter")) inter = atoi(v), i++;
-        else if (!strcmp(a, "--classes")) classes = atoi(v), i++;
-        else if (!strcmp(a, "--profile")) profile = v, i++;
-        else if (!strcmp(a, "--no-arena")) arena = 0;
-        else if (!strcmp(a, "--arena-same")) same = 1;
-        else if (!strcmp(a, "--no-mempattern")) mempat = 0;
-        else if (!strcmp(a, "--parallel")) parallel = 1;
-        else if (!strcmp(a, "--denormal-zero")) denorm = 1;
-        else { fprintf(stderr, "ort_probe: unknown option %s\n", a); return 2; }
+        if (!strcmp(a, "--batch"))
+            batch = atoi(v), i++;
+        else if (!strcmp(a, "--roi"))
+            roi = atoi(v), i++;
+        else if (!strcmp(a, "--calls"))
+            calls = atoi(v), i++;
+        else if (!strcmp(a, "--threads"))
+            threads = atoi(v), i++;
+        else if (!strcmp(a, "--opt"))
+            opt = atoi(v), i++;
+        else if (!strcmp(a, "--spin"))
+            spin = atoi(v), i++;
+        else if (!strcmp(a, "--inter"))
+            inter = atoi(v), i++;
+        else if (!strcmp(a, "--classes"))
+            classes = atoi(v), i++;
+        else if (!strcmp(a, "--profile"))
+            profile = v, i++;
+        else if (!strcmp(a, "--no-arena"))
+            arena = 0;
+        else if (!strcmp(a, "--arena-same"))
+            same = 1;
+        else if (!strcmp(a, "--no-mempattern"))
+            mempat = 0;
+        else if (!strcmp(a, "--parallel"))
+            parallel = 1;
+        else if (!strcmp(a, "--denormal-zero"))
+            denorm = 1;
+        else {
+            fprintf(stderr, "ort_probe: unknown option %s\n", a);
+            return 2;
+        }
     }
     api = OrtGetApiBase()->GetApi(ORT_API_VERSION);
     OrtEnv *env;
@@ -74,8 +95,8 @@ int main(int argc, char **argv)
     if (denorm) CK(api->AddSessionConfigEntry(so, "session.set_denormal_as_zero", "1"));
     if (!arena) CK(api->DisableCpuMemArena(so));
     if (same) {
-        const char *keys[] = { "arena_extend_strategy" };
-        const size_t vals[] = { 1 };
+        const char *keys[] = {"arena_extend_strategy"};
+        const size_t vals[] = {1};
         OrtArenaCfg *cfg;
         OrtMemoryInfo *ami;
         CK(api->CreateArenaCfgV2(keys, vals, 1, &cfg));
@@ -101,7 +122,7 @@ int main(int argc, char **argv)
     float *y = malloc(n_out * sizeof *y);
     OrtMemoryInfo *mi;
     CK(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &mi));
-    int64_t ish[5] = { batch, 1, roi, roi, roi }, osh[5] = { batch, classes, roi, roi, roi };
+    int64_t ish[5] = {batch, 1, roi, roi, roi}, osh[5] = {batch, classes, roi, roi, roi};
     OrtValue *in, *out;
     CK(api->CreateTensorWithDataAsOrtValue(mi, x, n_in * sizeof *x, ish, 5,
                                            ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &in));
@@ -112,10 +133,10 @@ int main(int argc, char **argv)
     CK(api->GetAllocatorWithDefaultOptions(&al));
     CK(api->SessionGetInputName(sess, 0, al, &iname));
     CK(api->SessionGetOutputName(sess, 0, al, &oname));
-    const char *in_names[1] = { iname }, *out_names[1] = { oname };
+    const char *in_names[1] = {iname}, *out_names[1] = {oname};
     double sum = 0, first = 0, csum = 0, cfirst = 0;
-    printf("threads %d opt %d arena %d spin %d mempattern %d batch %d; wall(cpu) per call:",
-           threads, opt, arena, spin, mempat, batch);
+    printf("threads %d opt %d arena %d spin %d mempattern %d batch %d; wall(cpu) per call:", threads, opt,
+           arena, spin, mempat, batch);
     for (int c = 0; c < calls; c++) {
         double t = now(), ct = cpu();
         CK(api->Run(sess, NULL, in_names, (const OrtValue *const *)&in, 1, out_names, 1, &out));
@@ -128,8 +149,8 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     printf("\n  session %.2f s (cpu %.2f); %d calls wall %.2f s (first %.2f, rest mean %.2f), "
-           "cpu %.2f s (first %.2f, rest mean %.2f)\n", t_load, c_load, calls, sum, first,
-           calls > 1 ? (sum - first) / (calls - 1) : 0, csum, cfirst,
+           "cpu %.2f s (first %.2f, rest mean %.2f)\n",
+           t_load, c_load, calls, sum, first, calls > 1 ? (sum - first) / (calls - 1) : 0, csum, cfirst,
            calls > 1 ? (csum - cfirst) / (calls - 1) : 0);
     if (profile) {
         char *path;

@@ -14,10 +14,8 @@
 
 void __real_swi_params_init(swi_params *p, int dims);
 
-void __wrap_swi_params_init(swi_params *p, int dims)
-{
+void __wrap_swi_params_init(swi_params *p, int dims) {
     __real_swi_params_init(p, dims);
     const char *e = getenv("SWI_PIPELINE");
-    if (e && (*e == '0' || *e == '1'))
-        p->pipeline = *e == '1' ? SWI_PIPELINE_ON : SWI_PIPELINE_OFF;
+    if (e && (*e == '0' || *e == '1')) p->pipeline = *e == '1' ? SWI_PIPELINE_ON : SWI_PIPELINE_OFF;
 }

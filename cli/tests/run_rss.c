@@ -14,8 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: run_rss FILE COMMAND [ARGS...]\n");
         return 2;

@@ -14,16 +14,15 @@
 
 static int failures;
 
-#define EXPECT(cond)                                                                       \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                    \
-        }                                                                                  \
+#define EXPECT(cond)                                                         \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                      \
+        }                                                                    \
     } while (0)
 
-static void touch(const char *p)
-{
+static void touch(const char *p) {
     FILE *f = fopen(p, "w");
     if (!f || fputs("x", f) < 0 || fclose(f) != 0) {
         perror(p);
@@ -31,8 +30,7 @@ static void touch(const char *p)
     }
 }
 
-int main(void)
-{
+int main(void) {
     char root[] = "/tmp/swi-samefile-XXXXXX";
     if (!mkdtemp(root) || chdir(root) != 0) {
         perror("scratch folder");
@@ -45,8 +43,7 @@ int main(void)
     }
     touch("series/sub/img0001.dcm");
     touch("a.nii");
-    if (link("a.nii", "hard.nii") || symlink("a.nii", "soft.nii") ||
-        symlink("missing.nii", "dangling.nii")) {
+    if (link("a.nii", "hard.nii") || symlink("a.nii", "soft.nii") || symlink("missing.nii", "dangling.nii")) {
         perror("links");
         return 1;
     }
@@ -92,24 +89,21 @@ int main(void)
 
     /* the check as the commands call it: both names in the message */
     char err[SWI_ERRLEN];
-    const cli_named_path ins[2] = { { "--model", "m.onnx" }, { "--input", "series" } };
-    const cli_named_path outs[2] = { { "--output", "alias/sub/l.nii" }, { "--scores", "s.nii" } };
+    const cli_named_path ins[2] = {{"--model", "m.onnx"}, {"--input", "series"}};
+    const cli_named_path outs[2] = {{"--output", "alias/sub/l.nii"}, {"--scores", "s.nii"}};
     EXPECT(cli_check_outputs_apart(ins, 2, outs, 2, err) == -1);
     EXPECT(strstr(err, "--output alias/sub/l.nii lies inside --input series"));
-    const cli_named_path ins2[1] = { { "--input", "a.nii" } };
-    const cli_named_path outs2[3] = { { "--output", "l.nii" }, { "--scores", NULL },
-                                      { "--preview", "./l.nii" } };
+    const cli_named_path ins2[1] = {{"--input", "a.nii"}};
+    const cli_named_path outs2[3] = {{"--output", "l.nii"}, {"--scores", NULL}, {"--preview", "./l.nii"}};
     EXPECT(cli_check_outputs_apart(ins2, 1, outs2, 3, err) == -1);
     EXPECT(strstr(err, "--output l.nii and --preview ./l.nii are the same file"));
-    const cli_named_path outs3[2] = { { "--output", "l.nii" }, { "--scores", "s.nii" } };
+    const cli_named_path outs3[2] = {{"--output", "l.nii"}, {"--scores", "s.nii"}};
     EXPECT(cli_check_outputs_apart(ins2, 1, outs3, 2, err) == 0);
 
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", root);
-    if (failures)
-        return 1;
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    if (failures) return 1;
     printf("test_samefile: all passed\n");
     return 0;
 }

@@ -31,10 +31,14 @@ static void die(const char *msg, const char *arg) {
     exit(2);
 }
 
-static const struct { const char *name; ONNXTensorElementDataType t; size_t size; } types[] = {
-    {"f32", ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, 4},   {"f16", ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16, 2},
+static const struct {
+    const char *name;
+    ONNXTensorElementDataType t;
+    size_t size;
+} types[] = {
+    {"f32", ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, 4},     {"f16", ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16, 2},
     {"bf16", ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16, 2}, {"f64", ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE, 8},
-    {"u8", ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8, 1},     {"i64", ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, 8},
+    {"u8", ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8, 1},      {"i64", ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, 8},
 };
 
 static const char *type_name(ONNXTensorElementDataType t, size_t *size) {
@@ -56,7 +60,9 @@ static double now_ms(void) {
 #define MAXIO 16
 
 int main(int argc, char **argv) {
-    if (argc < 2) die("usage: run_onnx MODEL [--threads N] [--repeat R] --in NAME=TYPE:SHAPE:FILE --out NAME=FILE", NULL);
+    if (argc < 2)
+        die("usage: run_onnx MODEL [--threads N] [--repeat R] --in NAME=TYPE:SHAPE:FILE --out NAME=FILE",
+            NULL);
     const char *model = argv[1];
     int threads = 0, repeat = 1;
     const char *in_names[MAXIO], *out_names[MAXIO], *out_files[MAXIO];
@@ -68,8 +74,10 @@ int main(int argc, char **argv) {
     int n_in = 0, n_out = 0;
 
     for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+            repeat = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--in") && i + 1 < argc) {
             if (n_in == MAXIO) die("too many inputs", NULL);
             char *spec = strdup(argv[++i]);
@@ -107,7 +115,8 @@ int main(int argc, char **argv) {
             in_data[n_in] = malloc(in_bytes[n_in] ? in_bytes[n_in] : 1);
             FILE *f = fopen(file, "rb");
             if (!f) die("cannot open", file);
-            if (fread(in_data[n_in], 1, in_bytes[n_in], f) != in_bytes[n_in]) die("input file too short", file);
+            if (fread(in_data[n_in], 1, in_bytes[n_in], f) != in_bytes[n_in])
+                die("input file too short", file);
             fclose(f);
             in_names[n_in++] = spec;
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
@@ -139,8 +148,8 @@ int main(int argc, char **argv) {
     check(ort->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &mi), "CreateCpuMemoryInfo");
     OrtValue *inputs[MAXIO];
     for (int i = 0; i < n_in; i++)
-        check(ort->CreateTensorWithDataAsOrtValue(mi, in_data[i], in_bytes[i], in_shape[i], in_rank[i], in_type[i],
-                                                  &inputs[i]),
+        check(ort->CreateTensorWithDataAsOrtValue(mi, in_data[i], in_bytes[i], in_shape[i], in_rank[i],
+                                                  in_type[i], &inputs[i]),
               "CreateTensorWithDataAsOrtValue");
 
     OrtValue *outputs[MAXIO];
@@ -148,8 +157,8 @@ int main(int argc, char **argv) {
     for (int r = 0; r < (repeat > 0 ? repeat : 1); r++) {
         for (int k = 0; k < n_out; k++) outputs[k] = NULL;
         double t1 = now_ms();
-        check(ort->Run(sess, NULL, in_names, (const OrtValue *const *)inputs, (size_t)n_in, out_names, (size_t)n_out,
-                       outputs),
+        check(ort->Run(sess, NULL, in_names, (const OrtValue *const *)inputs, (size_t)n_in, out_names,
+                       (size_t)n_out, outputs),
               "Run");
         double dt = now_ms() - t1;
         if (r == 0 || dt < best) best = dt;

@@ -48,8 +48,9 @@ static int predict(void *user, swi_batch *b) {
         elems *= (size_t)roi[k];
     }
     OrtValue *in = NULL, *out = NULL;
-    OrtStatus *st = ort->CreateTensorWithDataAsOrtValue(n->mi, (void *)swi_batch_input(b), elems * sizeof(float), shape,
-                                                        (size_t)(2 + d), ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &in);
+    OrtStatus *st =
+        ort->CreateTensorWithDataAsOrtValue(n->mi, (void *)swi_batch_input(b), elems * sizeof(float), shape,
+                                            (size_t)(2 + d), ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &in);
     if (!st) {
         const char *in_names[1] = {n->in_name}, *out_names[1] = {n->out_name};
         st = ort->Run(n->sess, NULL, in_names, (const OrtValue *const *)&in, 1, out_names, 1, &out);
@@ -70,7 +71,8 @@ static int predict(void *user, swi_batch *b) {
     ort->ReleaseTensorTypeAndShapeInfo(info);
     float *dst = swi_batch_output(b, 0, od[1], od + 2);
     int rc = 0;
-    if (!dst) rc = 1;
+    if (!dst)
+        rc = 1;
     else {
         float *src;
         check(ort->GetTensorMutableData(out, (void **)&src), "GetTensorMutableData");
@@ -114,21 +116,25 @@ int main(int argc, char **argv) {
         const char *o = argv[i];
         if (i + 1 >= argc) die("option needs a value", o);
         const char *val = argv[++i];
-        if (!strcmp(o, "--roi")) n_roi = parse_list(val, roi, 3);
+        if (!strcmp(o, "--roi"))
+            n_roi = parse_list(val, roi, 3);
         else if (!strcmp(o, "--overlap")) {
             int n = parse_list(val, v, 3);
             for (int k = 0; k < d; k++) p.overlap[k] = v[n == 1 ? 0 : k];
         } else if (!strcmp(o, "--sigma-scale")) {
             int n = parse_list(val, v, 3);
             for (int k = 0; k < d; k++) p.sigma_scale[k] = v[n == 1 ? 0 : k];
-        } else if (!strcmp(o, "--mode")) p.mode = !strcmp(val, "gaussian") ? SWI_BLEND_GAUSSIAN : SWI_BLEND_CONSTANT;
+        } else if (!strcmp(o, "--mode"))
+            p.mode = !strcmp(val, "gaussian") ? SWI_BLEND_GAUSSIAN : SWI_BLEND_CONSTANT;
         else if (!strcmp(o, "--padding-mode")) {
             p.padding_mode = !strcmp(val, "reflect")     ? SWI_PAD_REFLECT
                              : !strcmp(val, "replicate") ? SWI_PAD_REPLICATE
                              : !strcmp(val, "circular")  ? SWI_PAD_CIRCULAR
                                                          : SWI_PAD_CONSTANT;
-        } else if (!strcmp(o, "--cval")) p.cval = strtof(val, NULL);
-        else die("unknown option", o);
+        } else if (!strcmp(o, "--cval"))
+            p.cval = strtof(val, NULL);
+        else
+            die("unknown option", o);
     }
 
     ort = OrtGetApiBase()->GetApi(ORT_API_VERSION);

@@ -15,15 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc != 7) {
         fprintf(stderr, "usage: gzip_write OUT I J K PLANES float|noise|labels\n");
         return 2;
     }
-    int64_t size[3] = { atoll(argv[2]), atoll(argv[3]), atoll(argv[4]) }, planes = atoll(argv[5]);
+    int64_t size[3] = {atoll(argv[2]), atoll(argv[3]), atoll(argv[4])}, planes = atoll(argv[5]);
     int labels = strcmp(argv[6], "labels") == 0, noise = strcmp(argv[6], "noise") == 0;
-    const double spacing[3] = { 1, 1, 1 };
+    const double spacing[3] = {1, 1, 1};
     char err[768];
     swi_volume v;
     if (swi_volume_make(&v, size, spacing, err, sizeof err) != SWI_OK) {
@@ -32,8 +31,7 @@ int main(int argc, char **argv)
     }
     const int64_t n = size[0] * size[1] * size[2] * planes;
     void *data = malloc((size_t)n * (labels ? 1 : 4));
-    if (!data)
-        return 1;
+    if (!data) return 1;
     for (int64_t x = 0; x < n; x++) {
         if (labels) {
             ((uint8_t *)data)[x] = (uint8_t)(x % 7);

@@ -13,17 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse3(const char *s, int64_t v[3])
-{
+static int parse3(const char *s, int64_t v[3]) {
     long long a, b, c;
-    if (sscanf(s, "%lld,%lld,%lld", &a, &b, &c) != 3)
-        return -1;
+    if (sscanf(s, "%lld,%lld,%lld", &a, &b, &c) != 3) return -1;
     v[0] = a, v[1] = b, v[2] = c;
     return 0;
 }
 
-static int do_read(const char *name, const char *out)
-{
+static int do_read(const char *name, const char *out) {
     char err[1024];
     swi_store *s;
     if (swi_store_open(name, &s, err, sizeof err)) {
@@ -43,10 +40,9 @@ static int do_read(const char *name, const char *out)
     for (int64_t i = 0; !rc && i < sz[0]; i += 7)
         for (int64_t j = 0; !rc && j < sz[1]; j += 5)
             for (int64_t k = 0; !rc && k < sz[2]; k += 3) {
-                int64_t lo[3] = { i, j, k }, hi[3] = { i + 7, j + 5, k + 3 };
+                int64_t lo[3] = {i, j, k}, hi[3] = {i + 7, j + 5, k + 3};
                 for (int a = 0; a < 3; a++)
-                    if (hi[a] > sz[a])
-                        hi[a] = sz[a];
+                    if (hi[a] > sz[a]) hi[a] = sz[a];
                 if (swi_store_read_box(s, lo, hi, box, err, sizeof err)) {
                     fprintf(stderr, "%s\n", err);
                     rc = 1;
@@ -55,8 +51,8 @@ static int do_read(const char *name, const char *out)
                 int64_t bh = hi[1] - lo[1], bw = hi[2] - lo[2];
                 for (int64_t a = lo[0]; a < hi[0]; a++)
                     for (int64_t b = lo[1]; b < hi[1]; b++)
-                        memcpy(all + (a * sz[1] + b) * sz[2] + lo[2], box + ((a - lo[0]) * bh + (b - lo[1])) * bw,
-                               (size_t)bw * sizeof *box);
+                        memcpy(all + (a * sz[1] + b) * sz[2] + lo[2],
+                               box + ((a - lo[0]) * bh + (b - lo[1])) * bw, (size_t)bw * sizeof *box);
             }
     if (!rc) {
         FILE *f = fopen(out, "wb");
@@ -80,22 +76,19 @@ typedef struct job {
     pthread_mutex_t *mu;
 } job;
 
-static void *writer(void *arg)
-{
+static void *writer(void *arg) {
     job *jb = arg;
     const int64_t *sz = jb->spec.size;
-    const int64_t step[3] = { 5, 6, 7 };
+    const int64_t step[3] = {5, 6, 7};
     size_t es = jb->spec.dtype == SWI_DTYPE_FLOAT32 ? 4 : jb->spec.dtype == SWI_DTYPE_UINT16 ? 2 : 1;
     double m = es == 1 ? 251 : es == 2 ? 65521 : 1e6;
     void *buf = malloc((size_t)(jb->spec.planes * step[0] * step[1] * step[2]) * es);
-    if (!buf)
-        return NULL;
+    if (!buf) return NULL;
     int idx = 0;
     for (int64_t i = 0; i < sz[0]; i += step[0])
         for (int64_t j = 0; j < sz[1]; j += step[1])
             for (int64_t k = 0; k < sz[2]; k += step[2], idx++) {
-                if (idx % 2 != jb->parity)
-                    continue;
+                if (idx % 2 != jb->parity) continue;
                 pthread_mutex_lock(jb->mu);
                 int c = ++*jb->count;
                 pthread_mutex_unlock(jb->mu);
@@ -108,7 +101,7 @@ static void *writer(void *arg)
                 r.dims = 3;
                 r.channels = jb->spec.planes;
                 r.dtype = jb->spec.dtype;
-                int64_t lo[3] = { i, j, k };
+                int64_t lo[3] = {i, j, k};
                 for (int a = 0; a < 3; a++) {
                     r.lo[a] = lo[a];
                     r.hi[a] = lo[a] + step[a] < sz[a] ? lo[a] + step[a] : sz[a];
@@ -137,16 +130,18 @@ static void *writer(void *arg)
     return NULL;
 }
 
-static int do_write(int argc, char **argv)
-{
+static int do_write(int argc, char **argv) {
     swi_store_spec spec;
     swi_store_spec_init(&spec);
     const char *name = argv[2], *dt = argv[3], *codec = argv[5];
-    spec.dtype = !strcmp(dt, "uint8") ? SWI_DTYPE_UINT8 : !strcmp(dt, "uint16") ? SWI_DTYPE_UINT16
-                                                                                 : SWI_DTYPE_FLOAT32;
+    spec.dtype = !strcmp(dt, "uint8")    ? SWI_DTYPE_UINT8
+                 : !strcmp(dt, "uint16") ? SWI_DTYPE_UINT16
+                                         : SWI_DTYPE_FLOAT32;
     spec.planes = atoll(argv[4]);
-    spec.codec = !strcmp(codec, "zstd") ? SWI_STORE_ZSTD : !strcmp(codec, "zlib") ? SWI_STORE_ZLIB
-                 : !strcmp(codec, "raw") ? SWI_STORE_RAW : SWI_STORE_BLOSC;
+    spec.codec = !strcmp(codec, "zstd")   ? SWI_STORE_ZSTD
+                 : !strcmp(codec, "zlib") ? SWI_STORE_ZLIB
+                 : !strcmp(codec, "raw")  ? SWI_STORE_RAW
+                                          : SWI_STORE_BLOSC;
     spec.labels = spec.planes == 1 && spec.dtype != SWI_DTYPE_FLOAT32;
     spec.classes = 4;
     if (parse3(argv[6], spec.size) || parse3(argv[7], spec.chunk)) {
@@ -167,15 +162,14 @@ static int do_write(int argc, char **argv)
     job jobs[2];
     pthread_t th[2];
     for (int t = 0; t < 2; t++) {
-        jobs[t] = (job){ w, spec, t, fail_after, 0, &count, &mu };
+        jobs[t] = (job){w, spec, t, fail_after, 0, &count, &mu};
         if (pthread_create(&th[t], NULL, writer, &jobs[t])) {
             writer(&jobs[t]);
             th[t] = 0;
         }
     }
     for (int t = 0; t < 2; t++)
-        if (th[t])
-            pthread_join(th[t], NULL);
+        if (th[t]) pthread_join(th[t], NULL);
     if (fail_after > 0 || jobs[0].failed || jobs[1].failed) {
         fprintf(stderr, "stopped: %s\n", swi_store_writer_error(w));
         swi_store_abort(w);
@@ -188,12 +182,10 @@ static int do_write(int argc, char **argv)
     return 0;
 }
 
-int main(int argc, char **argv)
-{
-    if (argc == 4 && !strcmp(argv[1], "read"))
-        return do_read(argv[2], argv[3]);
-    if ((argc == 8 || argc == 9) && !strcmp(argv[1], "write"))
-        return do_write(argc, argv);
-    fprintf(stderr, "usage: store_tool read STORE OUT | write STORE DTYPE PLANES CODEC D,H,W C0,C1,C2 [FAIL]\n");
+int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "read")) return do_read(argv[2], argv[3]);
+    if ((argc == 8 || argc == 9) && !strcmp(argv[1], "write")) return do_write(argc, argv);
+    fprintf(stderr,
+            "usage: store_tool read STORE OUT | write STORE DTYPE PLANES CODEC D,H,W C0,C1,C2 [FAIL]\n");
     return 2;
 }

@@ -14,8 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     int raw = argc > 1 && strcmp(argv[1], "--raw") == 0;
     int labels = argc > 1 && strcmp(argv[1], "--labels") == 0;
     int a = 1 + (raw || labels);
@@ -54,8 +53,7 @@ int main(int argc, char **argv)
             data = l;
         }
         if (fd < 0 || !data ||
-            swi_volume_write_fd(fd, argv[a + 1], &v, data,
-                                labels ? SWI_DTYPE_UINT8 : SWI_DTYPE_FLOAT32,
+            swi_volume_write_fd(fd, argv[a + 1], &v, data, labels ? SWI_DTYPE_UINT8 : SWI_DTYPE_FLOAT32,
                                 labels ? SWI_IO_LABELS : SWI_IO_IMAGE, 1, 4, NULL, err,
                                 sizeof err) != SWI_OK) {
             printf("write-error %s\n", fd < 0 ? "cannot create" : err);

@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     int read = argc > 1 && strcmp(argv[1], "--read") == 0;
     for (int i = 1 + read; i < argc; i++) {
         swi_volume v;
@@ -21,12 +20,11 @@ int main(int argc, char **argv)
             continue;
         }
         printf("%s size %lld %lld %lld type %d bpv %d slope %.17g inter %.17g spacing %.17g "
-               "%.17g %.17g affine", argv[i], (long long)v.size[0], (long long)v.size[1],
-               (long long)v.size[2], (int)v.type, v.bytes_per_voxel, v.slope, v.inter,
-               v.spacing[0], v.spacing[1], v.spacing[2]);
+               "%.17g %.17g affine",
+               argv[i], (long long)v.size[0], (long long)v.size[1], (long long)v.size[2], (int)v.type,
+               v.bytes_per_voxel, v.slope, v.inter, v.spacing[0], v.spacing[1], v.spacing[2]);
         for (int r = 0; r < 4; r++)
-            for (int c = 0; c < 4; c++)
-                printf(" %.17g", v.affine[r][c]);
+            for (int c = 0; c < 4; c++) printf(" %.17g", v.affine[r][c]);
         if (read) {
             float *x = malloc((size_t)swi_volume_voxels(&v) * sizeof *x);
             if (!x || swi_volume_read(&v, x, NULL, err, sizeof err) != SWI_OK) {
@@ -35,8 +33,7 @@ int main(int argc, char **argv)
                 continue;
             }
             double sum = 0;
-            for (int64_t k = 0; k < swi_volume_voxels(&v); k++)
-                sum += (double)x[k] * (double)((k % 7) + 1);
+            for (int64_t k = 0; k < swi_volume_voxels(&v); k++) sum += (double)x[k] * (double)((k % 7) + 1);
             printf(" sum %.17g", sum);
             free(x);
         }

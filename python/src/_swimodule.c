@@ -33,8 +33,7 @@ static PyObject *BudgetError; /* swi.BudgetError, a MemoryError */
  * lives as long as any array made from it. It is exported writable (MONAI's results are):
  * the context runs nothing more, so nothing else reads or writes that memory. */
 typedef struct {
-    PyObject_HEAD
-    PyObject *owner; /* capsule of the swi_ctx */
+    PyObject_HEAD PyObject *owner; /* capsule of the swi_ctx */
     void *ptr;
     Py_ssize_t itemsize;
     int ndim;
@@ -78,9 +77,7 @@ static PyTypeObject ResultType = {
     .tp_doc = "An engine-owned result, exported through the buffer protocol (np.asarray).",
 };
 
-static void ctx_capsule_free(PyObject *cap) {
-    swi_free(PyCapsule_GetPointer(cap, "swi_ctx"));
-}
+static void ctx_capsule_free(PyObject *cap) { swi_free(PyCapsule_GetPointer(cap, "swi_ctx")); }
 
 static PyObject *make_result(PyObject *owner, void *ptr, char fmt, Py_ssize_t itemsize, int ndim,
                              const int64_t *shape) {
@@ -203,8 +200,8 @@ static int parse_config(config *c, PyObject *input, PyObject *roi, PyObject *ove
         }
         ndim = c->in_view.ndim;
         if (ndim < 3 || ndim > NDIM_MAX + 2) {
-            PyErr_Format(PyExc_ValueError, "input must be [batch, channels, *spatial] with 1..%d spatial dims",
-                         NDIM_MAX);
+            PyErr_Format(PyExc_ValueError,
+                         "input must be [batch, channels, *spatial] with 1..%d spatial dims", NDIM_MAX);
             goto fail;
         }
         for (int k = 0; k < ndim; k++) shape[k] = c->in_view.shape[k];
@@ -244,7 +241,8 @@ static int parse_config(config *c, PyObject *input, PyObject *roi, PyObject *ove
         if (!seq) goto fail;
         Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
         if (n < 1 || n > SWI_MAX_HEADS) {
-            PyErr_Format(PyExc_ValueError, "the predictor must return 1..%d outputs, got %zd", SWI_MAX_HEADS, n);
+            PyErr_Format(PyExc_ValueError, "the predictor must return 1..%d outputs, got %zd", SWI_MAX_HEADS,
+                         n);
             Py_DECREF(seq);
             goto fail;
         }
@@ -387,7 +385,8 @@ static int adopt_head(swi_batch *b, int h, int64_t ch, const int64_t *sp, PyObje
     if (swi_batch_set_output(b, h, ch, sp, (const float *)a->view.buf, release_adopted, a) != 0) {
         PyBuffer_Release(&a->view);
         PyMem_RawFree(a);
-        PyErr_Format(PyExc_ValueError, "output %d of the predictor does not match the shape the run expects", h);
+        PyErr_Format(PyExc_ValueError, "output %d of the predictor does not match the shape the run expects",
+                     h);
         return -1;
     }
     return 1;
@@ -399,7 +398,8 @@ static int fill_head(run_state *rs, swi_batch *b, int h, PyObject *item, int cou
     long long ch;
     PyObject *sp_obj, *obj;
     if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "LOO", &ch, &sp_obj, &obj)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "internal: predictor wrapper returned a bad item");
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "internal: predictor wrapper returned a bad item");
         return -1;
     }
     int64_t sp[NDIM_MAX];
@@ -537,8 +537,8 @@ static int region_cb(void *user, const swi_region *reg) {
     lo = int64_tuple(reg->lo, reg->dims);
     hi = int64_tuple(reg->hi, reg->dims);
     if (!data || !lo || !hi) goto fail;
-    r = PyObject_CallFunction(ru->fn, "OLiLOO", data, (long long)reg->image, reg->head, (long long)reg->channels,
-                              lo, hi);
+    r = PyObject_CallFunction(ru->fn, "OLiLOO", data, (long long)reg->image, reg->head,
+                              (long long)reg->channels, lo, hi);
     if (!r) goto fail;
     rc = 0;
     goto out;
@@ -588,16 +588,19 @@ static PyObject *result_for(PyObject *owner, swi_ctx *ctx, const config *c, int 
 
 static PyObject *swi_py_run(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {"input", "roi", "overlap", "mode", "sigma_scale", "weight_map", "padding_mode",
-                             "cval", "sw_batch_size", "threads", "order", "pipeline", "max_memory", "heads",
-                             "outputs", "predictor", "copy_into", "progress", NULL};
-    PyObject *input, *roi, *overlap, *sigma, *wmap, *order, *heads, *outputs, *predictor, *copy_into, *progress;
+    static char *kwlist[] = {
+        "input",   "roi",           "overlap",   "mode",     "sigma_scale", "weight_map", "padding_mode",
+        "cval",    "sw_batch_size", "threads",   "order",    "pipeline",    "max_memory", "heads",
+        "outputs", "predictor",     "copy_into", "progress", NULL};
+    PyObject *input, *roi, *overlap, *sigma, *wmap, *order, *heads, *outputs, *predictor, *copy_into,
+        *progress;
     int mode, padding_mode, sw_batch_size, threads, pipeline;
     double cval;
     unsigned long long max_memory;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOOOOO:run", kwlist, &input, &roi, &overlap, &mode,
-                                     &sigma, &wmap, &padding_mode, &cval, &sw_batch_size, &threads, &order,
-                                     &pipeline, &max_memory, &heads, &outputs, &predictor, &copy_into, &progress))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOOOOO:run", kwlist, &input, &roi, &overlap,
+                                     &mode, &sigma, &wmap, &padding_mode, &cval, &sw_batch_size, &threads,
+                                     &order, &pipeline, &max_memory, &heads, &outputs, &predictor, &copy_into,
+                                     &progress))
         return NULL;
     if (!PyCallable_Check(predictor) || !PyCallable_Check(copy_into) ||
         (progress != Py_None && !PyCallable_Check(progress))) {
@@ -605,8 +608,8 @@ static PyObject *swi_py_run(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     config c;
-    if (parse_config(&c, input, roi, overlap, mode, sigma, wmap, padding_mode, cval, sw_batch_size, threads, order,
-                     pipeline, max_memory, heads, outputs) < 0)
+    if (parse_config(&c, input, roi, overlap, mode, sigma, wmap, padding_mode, cval, sw_batch_size, threads,
+                     order, pipeline, max_memory, heads, outputs) < 0)
         return NULL;
     if (!c.have_in) {
         config_release(&c);
@@ -645,11 +648,10 @@ static PyObject *swi_py_run(PyObject *self, PyObject *args, PyObject *kw) {
     }
     swi_predictor net = {predict_cb, &rs};
     swi_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = swi_run(ctx, &c.p, &c.in, &net, c.outs, c.n_outs);
+    Py_BEGIN_ALLOW_THREADS st = swi_run(ctx, &c.p, &c.in, &net, c.outs, c.n_outs);
     Py_END_ALLOW_THREADS
 
-    PyObject *ret = NULL;
+        PyObject *ret = NULL;
     if (rs.exc_type) {
         PyErr_Restore(rs.exc_type, rs.exc_value, rs.exc_tb);
         goto out;
@@ -685,9 +687,9 @@ static int dict_set(PyObject *d, const char *k, PyObject *v) {
 
 static PyObject *swi_py_plan(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {"input", "roi", "overlap", "mode", "sigma_scale", "weight_map", "padding_mode",
-                             "cval", "sw_batch_size", "threads", "order", "pipeline", "max_memory", "heads",
-                             "outputs", NULL};
+    static char *kwlist[] = {"input",        "roi",   "overlap",       "mode",    "sigma_scale", "weight_map",
+                             "padding_mode", "cval",  "sw_batch_size", "threads", "order",       "pipeline",
+                             "max_memory",   "heads", "outputs",       NULL};
     PyObject *input, *roi, *overlap, *sigma, *wmap, *order, *heads, *outputs;
     int mode, padding_mode, sw_batch_size, threads, pipeline;
     double cval;
@@ -697,8 +699,8 @@ static PyObject *swi_py_plan(PyObject *self, PyObject *args, PyObject *kw) {
                                      &pipeline, &max_memory, &heads, &outputs))
         return NULL;
     config c;
-    if (parse_config(&c, input, roi, overlap, mode, sigma, wmap, padding_mode, cval, sw_batch_size, threads, order,
-                     pipeline, max_memory, heads, outputs) < 0)
+    if (parse_config(&c, input, roi, overlap, mode, sigma, wmap, padding_mode, cval, sw_batch_size, threads,
+                     order, pipeline, max_memory, heads, outputs) < 0)
         return NULL;
     swi_ctx *ctx = swi_create();
     if (!ctx) {
@@ -708,10 +710,8 @@ static PyObject *swi_py_plan(PyObject *self, PyObject *args, PyObject *kw) {
     swi_plan pl;
     memset(&pl, 0, sizeof pl);
     swi_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = swi_plan_run(ctx, &c.p, &c.in, c.outs, c.n_outs, &pl);
-    Py_END_ALLOW_THREADS
-    PyObject *d = NULL;
+    Py_BEGIN_ALLOW_THREADS st = swi_plan_run(ctx, &c.p, &c.in, c.outs, c.n_outs, &pl);
+    Py_END_ALLOW_THREADS PyObject *d = NULL;
     if (st != SWI_OK) {
         raise_status(st, swi_last_error(ctx));
         goto out;
@@ -774,7 +774,8 @@ static PyObject *swi_py_window_starts(PyObject *self, PyObject *args) {
     int64_t n = 0;
     swi_status st = swi_window_starts(NULL, size, roi, overlap, NULL, 0, &n);
     if (st != SWI_OK) {
-        PyErr_Format(PyExc_ValueError, "invalid window layout (size %lld, roi %lld, overlap %g)", size, roi, overlap);
+        PyErr_Format(PyExc_ValueError, "invalid window layout (size %lld, roi %lld, overlap %g)", size, roi,
+                     overlap);
         return NULL;
     }
     int64_t *v = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
@@ -834,16 +835,16 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "swi._swi", "libswi binding (internal)", -1, methods,
-                                    NULL, NULL, NULL, NULL};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "swi._swi", "libswi binding (internal)", -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__swi(void) {
     if (PyType_Ready(&ResultType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    BudgetError = PyErr_NewExceptionWithDoc("swi.BudgetError",
-                                            "max_memory is below the smallest plan; the message names the minimum.",
-                                            PyExc_MemoryError, NULL);
+    BudgetError = PyErr_NewExceptionWithDoc(
+        "swi.BudgetError", "max_memory is below the smallest plan; the message names the minimum.",
+        PyExc_MemoryError, NULL);
     if (!BudgetError || PyModule_AddObjectRef(m, "BudgetError", BudgetError) < 0 ||
         PyModule_AddStringConstant(m, "libswi_version", swi_version()) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", SWI_MAX_DIMS) < 0 ||

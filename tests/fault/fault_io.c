@@ -30,10 +30,8 @@ static int fail_errno = ENOSPC;
 static atomic_llong counted;
 static const char *count_file;
 
-static void report(void)
-{
-    if (!count_file)
-        return;
+static void report(void) {
+    if (!count_file) return;
     FILE *f = fopen(count_file, "w");
     if (f) {
         fprintf(f, "%lld\n", (long long)atomic_load(&counted));
@@ -41,15 +39,13 @@ static void report(void)
     }
 }
 
-__attribute__((constructor)) static void init(void)
-{
+__attribute__((constructor)) static void init(void) {
     dir = getenv("SWI_FAULT_IO_DIR");
     dir_len = dir ? strlen(dir) : 0;
     const char *s = getenv("SWI_FAULT_IO_AT");
     fail_at = s && *s ? atoll(s) : -1;
     s = getenv("SWI_FAULT_IO_ERRNO");
-    if (s && *s)
-        fail_errno = atoi(s);
+    if (s && *s) fail_errno = atoi(s);
     count_file = getenv("SWI_FAULT_IO_COUNT");
     if (count_file && *count_file)
         atexit(report);
@@ -58,18 +54,14 @@ __attribute__((constructor)) static void init(void)
 }
 
 /* Is fd a file under dir? Then count the call; 1 when it is the one to fail. */
-static int should_fail(int fd)
-{
-    if (!dir_len)
-        return 0;
+static int should_fail(int fd) {
+    if (!dir_len) return 0;
     char link[64], target[4096];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(link, target, sizeof target - 1);
-    if (n <= 0)
-        return 0;
+    if (n <= 0) return 0;
     target[n] = '\0';
-    if (strncmp(target, dir, dir_len) != 0 || target[dir_len] != '/')
-        return 0;
+    if (strncmp(target, dir, dir_len) != 0 || target[dir_len] != '/') return 0;
     long long k = atomic_fetch_add(&counted, 1) + 1;
     return k == fail_at;
 }
@@ -78,11 +70,9 @@ typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
 typedef int (*sync_fn)(int);
 
-ssize_t write(int fd, const void *buf, size_t n)
-{
+ssize_t write(int fd, const void *buf, size_t n) {
     static write_fn real;
-    if (!real)
-        real = (write_fn)dlsym(RTLD_NEXT, "write");
+    if (!real) real = (write_fn)dlsym(RTLD_NEXT, "write");
     if (should_fail(fd)) {
         errno = fail_errno;
         return -1;
@@ -90,11 +80,9 @@ ssize_t write(int fd, const void *buf, size_t n)
     return real(fd, buf, n);
 }
 
-ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
-{
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
     static pwrite_fn real;
-    if (!real)
-        real = (pwrite_fn)dlsym(RTLD_NEXT, "pwrite");
+    if (!real) real = (pwrite_fn)dlsym(RTLD_NEXT, "pwrite");
     if (should_fail(fd)) {
         errno = fail_errno;
         return -1;
@@ -103,10 +91,8 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 }
 
 /* fsync and fdatasync report a failed flush as EIO (ENOSPC shows up at write time) */
-static int sync_call(const char *name, sync_fn *real, int fd)
-{
-    if (!*real)
-        *real = (sync_fn)dlsym(RTLD_NEXT, name);
+static int sync_call(const char *name, sync_fn *real, int fd) {
+    if (!*real) *real = (sync_fn)dlsym(RTLD_NEXT, name);
     if (should_fail(fd)) {
         errno = fail_errno == ENOSPC ? EIO : fail_errno;
         return -1;
@@ -114,14 +100,12 @@ static int sync_call(const char *name, sync_fn *real, int fd)
     return (*real)(fd);
 }
 
-int fsync(int fd)
-{
+int fsync(int fd) {
     static sync_fn real;
     return sync_call("fsync", &real, fd);
 }
 
-int fdatasync(int fd)
-{
+int fdatasync(int fd) {
     static sync_fn real;
     return sync_call("fdatasync", &real, fd);
 }

@@ -18,52 +18,43 @@
 #define MAX_TOKENS 16
 #define MAX_LINE_KEYS 64
 
-static void set_why(char *why, size_t why_len, const char *fmt, ...)
-{
+static void set_why(char *why, size_t why_len, const char *fmt, ...) {
     va_list ap;
-    if (why == NULL || why_len == 0)
-        return;
+    if (why == NULL || why_len == 0) return;
     va_start(ap, fmt);
     vsnprintf(why, why_len, fmt, ap);
     va_end(ap);
 }
 
-int64_t golden_count(const int64_t *shape, int n)
-{
+int64_t golden_count(const int64_t *shape, int n) {
     int64_t total = 1;
     for (int i = 0; i < n; i++) {
-        if (shape[i] <= 0 || total > INT64_MAX / shape[i])
-            return -1;
+        if (shape[i] <= 0 || total > INT64_MAX / shape[i]) return -1;
         total *= shape[i];
     }
     return total;
 }
 
-int64_t golden_case_window(const golden_case *gc, int k)
-{
+int64_t golden_case_window(const golden_case *gc, int k) {
     return gc->roi[k] <= 0 ? gc->image_size[k] : gc->roi[k];
 }
 
 /* ---- tokens ------------------------------------------------------------- */
 
-static int parse_i64(const char *tok, int64_t lo, int64_t hi, int64_t *out)
-{
+static int parse_i64(const char *tok, int64_t lo, int64_t hi, int64_t *out) {
     char *end;
     errno = 0;
     long long v = strtoll(tok, &end, 10);
-    if (errno != 0 || end == tok || *end != '\0' || v < lo || v > hi)
-        return -1;
+    if (errno != 0 || end == tok || *end != '\0' || v < lo || v > hi) return -1;
     *out = (int64_t)v;
     return 0;
 }
 
-static int parse_f64(const char *tok, double *out)
-{
+static int parse_f64(const char *tok, double *out) {
     char *end;
     errno = 0;
     double v = strtod(tok, &end);
-    if (end == tok || *end != '\0' || !isfinite(v))
-        return -1;
+    if (end == tok || *end != '\0' || !isfinite(v)) return -1;
     *out = v;
     return 0;
 }
@@ -83,8 +74,7 @@ typedef struct case_lines {
 } case_lines;
 
 /* The last line with this key, or NULL. Duplicate keys are reported by the caller. */
-static const case_line *find_key(const case_lines *cl, const char *key, int *count)
-{
+static const case_line *find_key(const case_lines *cl, const char *key, int *count) {
     const case_line *found = NULL;
     int c = 0;
     for (int i = 0; i < cl->n; i++) {
@@ -93,52 +83,41 @@ static const case_line *find_key(const case_lines *cl, const char *key, int *cou
             c++;
         }
     }
-    if (count != NULL)
-        *count = c;
+    if (count != NULL) *count = c;
     return found;
 }
 
-static int is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
 /* Split the buffer in place into lines and tokens. */
-static int split_lines(char *buf, case_lines *cl, char *why, size_t why_len)
-{
+static int split_lines(char *buf, case_lines *cl, char *why, size_t why_len) {
     int line_no = 0;
     char *p = buf;
     cl->n = 0;
     while (*p != '\0') {
         char *eol = strchr(p, '\n');
         char *next = eol != NULL ? eol + 1 : p + strlen(p);
-        if (eol != NULL)
-            *eol = '\0';
+        if (eol != NULL) *eol = '\0';
         line_no++;
         char *tok[MAX_TOKENS + 2];
         int nt = 0, too_many = 0;
         char *q = p;
         for (;;) {
-            while (*q != '\0' && is_space(*q))
-                q++;
-            if (*q == '\0' || *q == '#')
-                break;
+            while (*q != '\0' && is_space(*q)) q++;
+            if (*q == '\0' || *q == '#') break;
             char *start = q;
-            while (*q != '\0' && !is_space(*q))
-                q++;
+            while (*q != '\0' && !is_space(*q)) q++;
             int last = (*q == '\0');
             *q = '\0';
             if (nt < MAX_TOKENS + 1)
                 tok[nt++] = start;
             else
                 too_many = 1;
-            if (last)
-                break;
+            if (last) break;
             q++;
         }
         p = next;
-        if (nt == 0)
-            continue;
+        if (nt == 0) continue;
         if (cl->n == MAX_LINE_KEYS) {
             set_why(why, why_len, "case.txt: more than %d lines with keys", MAX_LINE_KEYS);
             return -1;
@@ -148,8 +127,7 @@ static int split_lines(char *buf, case_lines *cl, char *why, size_t why_len)
         l->n_val = nt - 1 > MAX_TOKENS ? MAX_TOKENS : nt - 1;
         l->too_many = too_many || nt - 1 > MAX_TOKENS;
         l->line_no = line_no;
-        for (int i = 0; i < l->n_val; i++)
-            l->val[i] = tok[i + 1];
+        for (int i = 0; i < l->n_val; i++) l->val[i] = tok[i + 1];
     }
     return 0;
 }
@@ -163,8 +141,7 @@ typedef struct parser {
 } parser;
 
 /* Fetch a key that must appear at most once. *l = NULL when absent. */
-static int get_line(parser *ps, const char *key, int required, const case_line **l)
-{
+static int get_line(parser *ps, const char *key, int required, const case_line **l) {
     int count;
     *l = find_key(ps->cl, key, &count);
     if (count > 1) {
@@ -176,85 +153,65 @@ static int get_line(parser *ps, const char *key, int required, const case_line *
         return -1;
     }
     if (*l != NULL && (*l)->too_many) {
-        set_why(ps->why, ps->why_len, "case.txt line %d: too many values for '%s'",
-                (*l)->line_no, key);
+        set_why(ps->why, ps->why_len, "case.txt line %d: too many values for '%s'", (*l)->line_no, key);
         return -1;
     }
     return 0;
 }
 
-static int get_int(parser *ps, const char *key, int required, int64_t lo, int64_t hi,
-                   int64_t *out)
-{
+static int get_int(parser *ps, const char *key, int required, int64_t lo, int64_t hi, int64_t *out) {
     const case_line *l;
-    if (get_line(ps, key, required, &l) != 0)
-        return -1;
-    if (l == NULL)
-        return 0;
+    if (get_line(ps, key, required, &l) != 0) return -1;
+    if (l == NULL) return 0;
     if (l->n_val != 1 || parse_i64(l->val[0], lo, hi, out) != 0) {
-        set_why(ps->why, ps->why_len,
-                "case.txt line %d: '%s' needs one integer in [%lld, %lld]", l->line_no, key,
-                (long long)lo, (long long)hi);
+        set_why(ps->why, ps->why_len, "case.txt line %d: '%s' needs one integer in [%lld, %lld]", l->line_no,
+                key, (long long)lo, (long long)hi);
         return -1;
     }
     return 0;
 }
 
 /* Per-dim integers: exactly `dims` values, or (when broadcast) one value for every dim. */
-static int get_ints_per_dim(parser *ps, const char *key, int required, int dims, int broadcast,
-                            int64_t lo, int64_t hi, int64_t *out)
-{
+static int get_ints_per_dim(parser *ps, const char *key, int required, int dims, int broadcast, int64_t lo,
+                            int64_t hi, int64_t *out) {
     const case_line *l;
-    if (get_line(ps, key, required, &l) != 0)
-        return -1;
-    if (l == NULL)
-        return 0;
-    if (l->n_val != dims && !(broadcast && l->n_val == 1))
-        goto bad;
+    if (get_line(ps, key, required, &l) != 0) return -1;
+    if (l == NULL) return 0;
+    if (l->n_val != dims && !(broadcast && l->n_val == 1)) goto bad;
     for (int k = 0; k < dims; k++)
-        if (parse_i64(l->val[l->n_val == 1 ? 0 : k], lo, hi, &out[k]) != 0)
-            goto bad;
+        if (parse_i64(l->val[l->n_val == 1 ? 0 : k], lo, hi, &out[k]) != 0) goto bad;
     return 0;
 bad:
-    set_why(ps->why, ps->why_len,
-            "case.txt line %d: '%s' needs %d integer(s) in [%lld, %lld]", l->line_no, key, dims,
-            (long long)lo, (long long)hi);
+    set_why(ps->why, ps->why_len, "case.txt line %d: '%s' needs %d integer(s) in [%lld, %lld]", l->line_no,
+            key, dims, (long long)lo, (long long)hi);
     return -1;
 }
 
-static int get_doubles_per_dim(parser *ps, const char *key, int dims, double lo, double hi,
-                               int hi_open, double *out)
-{
+static int get_doubles_per_dim(parser *ps, const char *key, int dims, double lo, double hi, int hi_open,
+                               double *out) {
     const case_line *l;
-    if (get_line(ps, key, 0, &l) != 0)
-        return -1;
-    if (l == NULL)
-        return 0;
-    if (l->n_val != dims && l->n_val != 1)
-        goto bad;
+    if (get_line(ps, key, 0, &l) != 0) return -1;
+    if (l == NULL) return 0;
+    if (l->n_val != dims && l->n_val != 1) goto bad;
     for (int k = 0; k < dims; k++) {
         double v;
-        if (parse_f64(l->val[l->n_val == 1 ? 0 : k], &v) != 0 || v < lo || v > hi ||
-            (hi_open && v == hi))
+        if (parse_f64(l->val[l->n_val == 1 ? 0 : k], &v) != 0 || v < lo || v > hi || (hi_open && v == hi))
             goto bad;
         out[k] = v;
     }
     return 0;
 bad:
-    set_why(ps->why, ps->why_len, "case.txt line %d: '%s' needs %d number(s) in [%g, %g%c",
-            l->line_no, key, dims, lo, hi, hi_open ? ')' : ']');
+    set_why(ps->why, ps->why_len, "case.txt line %d: '%s' needs %d number(s) in [%g, %g%c", l->line_no, key,
+            dims, lo, hi, hi_open ? ')' : ']');
     return -1;
 }
 
 /* A key whose single value is one of `names`; *out = its index. */
-static int get_word(parser *ps, const char *key, int required, const char *const *names,
-                    int n_names, int *out)
-{
+static int get_word(parser *ps, const char *key, int required, const char *const *names, int n_names,
+                    int *out) {
     const case_line *l;
-    if (get_line(ps, key, required, &l) != 0)
-        return -1;
-    if (l == NULL)
-        return 0;
+    if (get_line(ps, key, required, &l) != 0) return -1;
+    if (l == NULL) return 0;
     if (l->n_val == 1) {
         for (int i = 0; i < n_names; i++) {
             if (strcmp(l->val[0], names[i]) == 0) {
@@ -271,26 +228,21 @@ static int get_word(parser *ps, const char *key, int required, const char *const
 /* Output size of a head whose window output is o for window r (README step 8, as
  * MONAI computes it: buffer floor(P*z), crop by round() -- half to even -- only when
  * some dim is padded). */
-static int64_t zoomed_out_size(int64_t size, int64_t r, int64_t o, int any_pad)
-{
+static int64_t zoomed_out_size(int64_t size, int64_t r, int64_t o, int any_pad) {
     int64_t padded = size > r ? size : r;
     int64_t before = (padded - size) / 2;
     double z = (double)o / (double)r;
     int64_t buffer = (int64_t)((double)padded * z);
-    if (!any_pad)
-        return buffer;
+    if (!any_pad) return buffer;
     double zc = (double)buffer / (double)padded;
     int64_t lo = (int64_t)nearbyint((double)before * zc);
     int64_t hi = (int64_t)nearbyint((double)(before + size) * zc);
-    if (hi > buffer)
-        hi = buffer;
-    if (lo < 0)
-        lo = 0;
+    if (hi > buffer) hi = buffer;
+    if (lo < 0) lo = 0;
     return hi - lo;
 }
 
-int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_len)
-{
+int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_len) {
     static const char *const predictor_names[] = {"affine", "box", "coord", "down2", "pair"};
     static const char *const mode_names[] = {"constant", "gaussian"};
     static const char *const pad_names[] = {"constant", "reflect", "replicate", "circular"};
@@ -324,15 +276,13 @@ int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_l
         goto done;
     }
     buf[n] = '\0';
-    if (split_lines(buf, cl, why, why_len) != 0)
-        goto done;
+    if (split_lines(buf, cl, why, why_len) != 0) goto done;
 
     parser ps = {cl, why, why_len};
     int64_t v;
     int w;
 
-    if (get_int(&ps, "dims", 1, 1, SWI_MAX_DIMS, &v) != 0)
-        goto done;
+    if (get_int(&ps, "dims", 1, 1, SWI_MAX_DIMS, &v) != 0) goto done;
     gc->dims = (int)v;
     int d = gc->dims;
     if (get_int(&ps, "batch", 1, 1, INT64_MAX, &gc->batch) != 0 ||
@@ -342,8 +292,7 @@ int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_l
         goto done;
 
     v = 1;
-    if (get_int(&ps, "sw_batch_size", 0, 1, 1 << 30, &v) != 0)
-        goto done;
+    if (get_int(&ps, "sw_batch_size", 0, 1, 1 << 30, &v) != 0) goto done;
     gc->sw_batch_size = (int)v;
 
     for (int k = 0; k < d; k++) {
@@ -361,48 +310,40 @@ int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_l
     }
 
     w = 0;
-    if (get_word(&ps, "mode", 0, mode_names, 2, &w) != 0)
-        goto done;
+    if (get_word(&ps, "mode", 0, mode_names, 2, &w) != 0) goto done;
     gc->mode = w == 1 ? SWI_BLEND_GAUSSIAN : SWI_BLEND_CONSTANT;
     w = 0;
-    if (get_word(&ps, "padding_mode", 0, pad_names, 4, &w) != 0)
-        goto done;
-    gc->padding = w == 1 ? SWI_PAD_REFLECT
-                : w == 2 ? SWI_PAD_REPLICATE
-                : w == 3 ? SWI_PAD_CIRCULAR
-                         : SWI_PAD_CONSTANT;
+    if (get_word(&ps, "padding_mode", 0, pad_names, 4, &w) != 0) goto done;
+    gc->padding = w == 1   ? SWI_PAD_REFLECT
+                  : w == 2 ? SWI_PAD_REPLICATE
+                  : w == 3 ? SWI_PAD_CIRCULAR
+                           : SWI_PAD_CONSTANT;
 
     const case_line *l;
     gc->cval = 0.0f;
-    if (get_line(&ps, "cval", 0, &l) != 0)
-        goto done;
+    if (get_line(&ps, "cval", 0, &l) != 0) goto done;
     if (l != NULL) {
         double cv;
         if (l->n_val != 1 || parse_f64(l->val[0], &cv) != 0 || fabs(cv) > 3.4e38) {
-            set_why(why, why_len, "case.txt line %d: 'cval' needs one finite number",
-                    l->line_no);
+            set_why(why, why_len, "case.txt line %d: 'cval' needs one finite number", l->line_no);
             goto done;
         }
         gc->cval = (float)cv;
     }
 
-    if (get_word(&ps, "predictor", 1, predictor_names, 5, &w) != 0)
-        goto done;
+    if (get_word(&ps, "predictor", 1, predictor_names, 5, &w) != 0) goto done;
     gc->predictor = (golden_predictor_kind)w;
     /* Channels end up in int64 products and uint16 labels; keep them sane. */
-    if (get_int(&ps, "out_channels", 1, 1, 1 << 20, &gc->out_channels) != 0)
-        goto done;
+    if (get_int(&ps, "out_channels", 1, 1, 1 << 20, &gc->out_channels) != 0) goto done;
 
     gc->n_heads = gc->predictor == GOLDEN_PAIR ? 2 : 1;
     gc->head_channels[0] = gc->out_channels;
-    if (gc->n_heads == 2)
-        gc->head_channels[1] = gc->out_channels + 1;
+    if (gc->n_heads == 2) gc->head_channels[1] = gc->out_channels + 1;
     v = gc->n_heads;
-    if (get_int(&ps, "outputs", 0, 1, SWI_MAX_HEADS, &v) != 0)
-        goto done;
+    if (get_int(&ps, "outputs", 0, 1, SWI_MAX_HEADS, &v) != 0) goto done;
     if (v != gc->n_heads) {
-        set_why(why, why_len, "case.txt: outputs %lld, but predictor %s has %d head(s)",
-                (long long)v, predictor_names[gc->predictor], gc->n_heads);
+        set_why(why, why_len, "case.txt: outputs %lld, but predictor %s has %d head(s)", (long long)v,
+                predictor_names[gc->predictor], gc->n_heads);
         goto done;
     }
 
@@ -417,8 +358,7 @@ int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_l
         any_pad |= r > gc->image_size[k];
     }
     if (golden_count(in_shape, 2 + d) < 0 || golden_count(pad_shape, 2 + d) < 0 ||
-        golden_count(in_shape, 2 + d) > INT64_MAX / 8 ||
-        golden_count(pad_shape, 2 + d) > INT64_MAX / 8) {
+        golden_count(in_shape, 2 + d) > INT64_MAX / 8 || golden_count(pad_shape, 2 + d) > INT64_MAX / 8) {
         set_why(why, why_len, "case.txt: image size overflows");
         goto done;
     }
@@ -441,15 +381,12 @@ int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_l
         }
         char key[32];
         snprintf(key, sizeof(key), "output%d_shape", h);
-        if (get_line(&ps, key, 0, &l) != 0)
-            goto done;
+        if (get_line(&ps, key, 0, &l) != 0) goto done;
         if (l != NULL) {
             int64_t given[2 + SWI_MAX_DIMS];
-            if (l->n_val != 2 + d)
-                goto bad_shape;
+            if (l->n_val != 2 + d) goto bad_shape;
             for (int i = 0; i < 2 + d; i++)
-                if (parse_i64(l->val[i], 1, INT64_MAX, &given[i]) != 0)
-                    goto bad_shape;
+                if (parse_i64(l->val[i], 1, INT64_MAX, &given[i]) != 0) goto bad_shape;
             if (given[0] != gc->batch || given[1] != gc->head_channels[h]) {
                 set_why(why, why_len,
                         "case.txt: %s is [%lld, %lld, ...] but batch is %lld and head %d has "
@@ -461,14 +398,13 @@ int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_l
             memcpy(s, given, sizeof(given[0]) * (size_t)(2 + d));
             continue;
         bad_shape:
-            set_why(why, why_len, "case.txt line %d: '%s' needs %d positive integers",
-                    l->line_no, key, 2 + d);
+            set_why(why, why_len, "case.txt line %d: '%s' needs %d positive integers", l->line_no, key,
+                    2 + d);
             goto done;
         }
     }
     for (int h = 0; h < gc->n_heads; h++) {
-        if (golden_count(gc->shape[h], 2 + d) < 0 ||
-            golden_count(gc->shape[h], 2 + d) > INT64_MAX / 8) {
+        if (golden_count(gc->shape[h], 2 + d) < 0 || golden_count(gc->shape[h], 2 + d) > INT64_MAX / 8) {
             set_why(why, why_len, "case.txt: head %d output size overflows", h);
             goto done;
         }
@@ -481,12 +417,10 @@ done:
     return rc;
 }
 
-int golden_load_f32(const char *path, int64_t count, float **out, char *why, size_t why_len)
-{
+int golden_load_f32(const char *path, int64_t count, float **out, char *why, size_t why_len) {
     *out = NULL;
     if (count <= 0 || (uint64_t)count > SIZE_MAX / sizeof(float)) {
-        set_why(why, why_len, "%s: element count %lld does not fit in memory", path,
-                (long long)count);
+        set_why(why, why_len, "%s: element count %lld does not fit in memory", path, (long long)count);
         return -1;
     }
     FILE *f = fopen(path, "rb");
@@ -510,8 +444,8 @@ int golden_load_f32(const char *path, int64_t count, float **out, char *why, siz
         if (err)
             set_why(why, why_len, "cannot read %s", path);
         else
-            set_why(why, why_len, "%s has %s bytes, expected %zu for %lld float32 values",
-                    path, extra ? "more than the expected" : "fewer", want, (long long)count);
+            set_why(why, why_len, "%s has %s bytes, expected %zu for %lld float32 values", path,
+                    extra ? "more than the expected" : "fewer", want, (long long)count);
         return -1;
     }
     float *vals = (float *)(void *)bytes;

@@ -24,7 +24,7 @@ typedef struct golden_case {
     int64_t batch;
     int64_t in_channels;
     int64_t image_size[SWI_MAX_DIMS];
-    int64_t roi[SWI_MAX_DIMS];          /* as written: <= 0 means the whole dim */
+    int64_t roi[SWI_MAX_DIMS]; /* as written: <= 0 means the whole dim */
     int sw_batch_size;
     double overlap[SWI_MAX_DIMS];
     swi_blend mode;
@@ -33,7 +33,7 @@ typedef struct golden_case {
     float cval;
     golden_predictor_kind predictor;
     int64_t out_channels;
-    int n_heads;                         /* from the predictor; `outputs` must agree */
+    int n_heads; /* from the predictor; `outputs` must agree */
     int64_t head_channels[SWI_MAX_HEADS];
     /* Expected full shape of each head's result [batch, channels, *out]: from
      * outputK_shape when given, else computed by the README's rules. */

@@ -8,31 +8,23 @@
 
 #include <stdlib.h>
 
-int golden_predictor_heads(golden_predictor_kind kind)
-{
-    return kind == GOLDEN_PAIR ? 2 : 1;
-}
+int golden_predictor_heads(golden_predictor_kind kind) { return kind == GOLDEN_PAIR ? 2 : 1; }
 
-void golden_predictor_window(golden_predictor_kind kind, int head, int dims,
-                             const int64_t *roi, int64_t *out)
-{
+void golden_predictor_window(golden_predictor_kind kind, int head, int dims, const int64_t *roi,
+                             int64_t *out) {
     (void)head;
-    for (int k = 0; k < dims; k++)
-        out[k] = kind == GOLDEN_DOWN2 ? roi[k] / 2 : roi[k];
+    for (int k = 0; k < dims; k++) out[k] = kind == GOLDEN_DOWN2 ? roi[k] / 2 : roi[k];
 }
 
 /* Kind of one head: pair is box then coord. */
-static golden_predictor_kind head_kind(golden_predictor_kind kind, int head)
-{
-    if (kind == GOLDEN_PAIR)
-        return head == 0 ? GOLDEN_BOX : GOLDEN_COORD;
+static golden_predictor_kind head_kind(golden_predictor_kind kind, int head) {
+    if (kind == GOLDEN_PAIR) return head == 0 ? GOLDEN_BOX : GOLDEN_COORD;
     return kind;
 }
 
 /* One head of one window: s is [R], out is [C, O]. */
-static void fill_head(golden_predictor_kind kind, int dims, const int64_t R[3],
-                      const int64_t O[3], int64_t C, const float *s, float *out)
-{
+static void fill_head(golden_predictor_kind kind, int dims, const int64_t R[3], const int64_t O[3], int64_t C,
+                      const float *s, float *out) {
     const int64_t rv = R[0] * R[1] * R[2];
     const int64_t ov = O[0] * O[1] * O[2];
     const int first = 3 - dims;
@@ -62,8 +54,7 @@ static void fill_head(golden_predictor_kind kind, int dims, const int64_t R[3],
     }
     if (kind == GOLDEN_BOX) {
         float div = 1.0f;
-        for (int k = 0; k < dims; k++)
-            div *= 3.0f;
+        for (int k = 0; k < dims; k++) div *= 3.0f;
         int64_t lo[3], hi[3];
         for (int k = 0; k < 3; k++) {
             lo[k] = k < first ? 0 : -1;
@@ -78,8 +69,7 @@ static void fill_head(golden_predictor_kind kind, int dims, const int64_t R[3],
                         for (int64_t b = lo[1]; b <= hi[1]; b++)
                             for (int64_t e = lo[2]; e <= hi[2]; e++) {
                                 int64_t j0 = i[0] + a, j1 = i[1] + b, j2 = i[2] + e;
-                                if (j0 < 0 || j0 >= R[0] || j1 < 0 || j1 >= R[1] || j2 < 0 ||
-                                    j2 >= R[2])
+                                if (j0 < 0 || j0 >= R[0] || j1 < 0 || j1 >= R[1] || j2 < 0 || j2 >= R[2])
                                     continue; /* zero padding at the window border */
                                 sum += s[(j0 * R[1] + j1) * R[2] + j2];
                             }
@@ -95,8 +85,7 @@ static void fill_head(golden_predictor_kind kind, int dims, const int64_t R[3],
     int64_t bs[3];
     for (int k = 0; k < 3; k++) {
         bs[k] = k < first ? 1 : 2;
-        if (k >= first)
-            div *= 2.0f;
+        if (k >= first) div *= 2.0f;
     }
     int64_t o[3];
     for (o[0] = 0; o[0] < O[0]; o[0]++)
@@ -106,19 +95,16 @@ static void fill_head(golden_predictor_kind kind, int dims, const int64_t R[3],
                 for (int64_t a = 0; a < bs[0]; a++)
                     for (int64_t b = 0; b < bs[1]; b++)
                         for (int64_t e = 0; e < bs[2]; e++) {
-                            int64_t j0 = o[0] * bs[0] + a, j1 = o[1] * bs[1] + b,
-                                    j2 = o[2] * bs[2] + e;
+                            int64_t j0 = o[0] * bs[0] + a, j1 = o[1] * bs[1] + b, j2 = o[2] * bs[2] + e;
                             sum += s[(j0 * R[1] + j1) * R[2] + j2];
                         }
                 float m = sum / div;
                 int64_t v = (o[0] * O[1] + o[1]) * O[2] + o[2];
-                for (int64_t c = 0; c < C; c++)
-                    out[c * ov + v] = (float)(c + 1) * m;
+                for (int64_t c = 0; c < C; c++) out[c * ov + v] = (float)(c + 1) * m;
             }
 }
 
-int golden_predict(void *user, swi_batch *batch)
-{
+int golden_predict(void *user, swi_batch *batch) {
     const golden_predictor *gp = user;
     const int n = swi_batch_count(batch);
     const int dims = swi_batch_dims(batch);
@@ -132,8 +118,7 @@ int golden_predict(void *user, swi_batch *batch)
         return 1;
     }
     int64_t R[3] = {1, 1, 1};
-    for (int k = 0; k < dims; k++)
-        R[3 - dims + k] = roi[k];
+    for (int k = 0; k < dims; k++) R[3 - dims + k] = roi[k];
     const int64_t rv = R[0] * R[1] * R[2];
 
     float *out[2];
@@ -142,8 +127,7 @@ int golden_predict(void *user, swi_batch *batch)
         int64_t win[SWI_MAX_DIMS];
         golden_predictor_window(gp->kind, h, dims, roi, win);
         O[h][0] = O[h][1] = O[h][2] = 1;
-        for (int k = 0; k < dims; k++)
-            O[h][3 - dims + k] = win[k];
+        for (int k = 0; k < dims; k++) O[h][3 - dims + k] = win[k];
         ov[h] = O[h][0] * O[h][1] * O[h][2];
         C[h] = gp->out_channels + h;
         out[h] = swi_batch_output(batch, h, C[h], win);
@@ -162,13 +146,11 @@ int golden_predict(void *user, swi_batch *batch)
         const float *x = in + (int64_t)i * cin * rv;
         for (int64_t v = 0; v < rv; v++) {
             float sum = 0.0f;
-            for (int64_t c = 0; c < cin; c++)
-                sum += x[c * rv + v];
+            for (int64_t c = 0; c < cin; c++) sum += x[c * rv + v];
             s[v] = sum;
         }
         for (int h = 0; h < heads; h++)
-            fill_head(head_kind(gp->kind, h), dims, R, O[h], C[h], s,
-                      out[h] + (int64_t)i * C[h] * ov[h]);
+            fill_head(head_kind(gp->kind, h), dims, R, O[h], C[h], s, out[h] + (int64_t)i * C[h] * ov[h]);
     }
     free(s);
     return 0;

@@ -20,8 +20,8 @@ int golden_predictor_heads(golden_predictor_kind kind);
 
 /* Output window of head `head` for a window `roi` (dims entries): roi itself, or
  * floor(roi / 2) for down2. */
-void golden_predictor_window(golden_predictor_kind kind, int head, int dims,
-                             const int64_t *roi, int64_t *out);
+void golden_predictor_window(golden_predictor_kind kind, int head, int dims, const int64_t *roi,
+                             int64_t *out);
 
 /* swi_predictor.predict; user is a golden_predictor. */
 int golden_predict(void *user, swi_batch *batch);

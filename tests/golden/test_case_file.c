@@ -14,18 +14,15 @@
 #define TMP_CASE "test_case_file.case.txt"
 #define TMP_F32 "test_case_file.f32"
 
-static int write_file(const char *path, const void *data, size_t n)
-{
+static int write_file(const char *path, const void *data, size_t n) {
     FILE *f = fopen(path, "wb");
-    if (f == NULL)
-        return -1;
+    if (f == NULL) return -1;
     size_t w = fwrite(data, 1, n, f);
     return fclose(f) == 0 && w == n ? 0 : -1;
 }
 
 /* Parse `text` as a case.txt; returns the parser's status, why in `why`. */
-static int parse_text(const char *text, golden_case *gc, char *why, size_t why_len)
-{
+static int parse_text(const char *text, golden_case *gc, char *why, size_t why_len) {
     if (write_file(TMP_CASE, text, strlen(text)) != 0) {
         snprintf(why, why_len, "cannot write %s", TMP_CASE);
         return -2;
@@ -40,14 +37,12 @@ static const char *const pair_case =
     "cval 1.5\npredictor pair\nout_channels 2\noutputs 2\noutput0_shape 1 2 35 30\n"
     "output1_shape 1 3 35 30\ntags 2d multi_output\n";
 
-static void test_full_case(void)
-{
+static void test_full_case(void) {
     golden_case gc;
     char why[512];
     int rc = parse_text(pair_case, &gc, why, sizeof(why));
     CHECK(rc == 0, "full case: %s", why);
-    if (rc != 0)
-        return;
+    if (rc != 0) return;
     CHECK(gc.dims == 2 && gc.batch == 1 && gc.in_channels == 1, "full case: dims/batch/cin");
     CHECK(gc.image_size[0] == 35 && gc.image_size[1] == 30, "full case: image_size");
     CHECK(gc.roi[0] == 16 && gc.roi[1] == 16 && gc.sw_batch_size == 4, "full case: roi, sw_batch");
@@ -57,13 +52,11 @@ static void test_full_case(void)
     CHECK(gc.padding == SWI_PAD_REFLECT && gc.cval == 1.5f, "full case: padding/cval");
     CHECK(gc.predictor == GOLDEN_PAIR && gc.n_heads == 2, "full case: predictor");
     CHECK(gc.head_channels[0] == 2 && gc.head_channels[1] == 3, "full case: head channels");
-    CHECK(gc.shape[1][0] == 1 && gc.shape[1][1] == 3 && gc.shape[1][2] == 35 &&
-              gc.shape[1][3] == 30,
+    CHECK(gc.shape[1][0] == 1 && gc.shape[1][1] == 3 && gc.shape[1][2] == 35 && gc.shape[1][3] == 30,
           "full case: output1_shape");
 }
 
-static void test_defaults(void)
-{
+static void test_defaults(void) {
     golden_case gc;
     char why[512];
     /* only the structural keys: everything else takes MONAI's defaults */
@@ -72,16 +65,16 @@ static void test_defaults(void)
                         &gc, why, sizeof(why));
     CHECK(rc == 0, "defaults: %s", why);
     if (rc == 0) {
-        CHECK(gc.sw_batch_size == 1 && gc.mode == SWI_BLEND_CONSTANT &&
-                  gc.padding == SWI_PAD_CONSTANT && gc.cval == 0.0f,
+        CHECK(gc.sw_batch_size == 1 && gc.mode == SWI_BLEND_CONSTANT && gc.padding == SWI_PAD_CONSTANT &&
+                  gc.cval == 0.0f,
               "defaults: sw_batch/mode/padding/cval");
         for (int k = 0; k < 3; k++)
             CHECK(gc.overlap[k] == 0.25 && gc.sigma_scale[k] == 0.125, "defaults: dim %d", k);
         CHECK(golden_case_window(&gc, 0) == 4 && golden_case_window(&gc, 1) == 8 &&
                   golden_case_window(&gc, 2) == 7,
               "roi <= 0 means the whole dim");
-        CHECK(gc.shape[0][0] == 2 && gc.shape[0][1] == 5 && gc.shape[0][2] == 9 &&
-                  gc.shape[0][3] == 8 && gc.shape[0][4] == 7,
+        CHECK(gc.shape[0][0] == 2 && gc.shape[0][1] == 5 && gc.shape[0][2] == 9 && gc.shape[0][3] == 8 &&
+                  gc.shape[0][4] == 7,
               "defaults: computed output shape");
     }
     /* one overlap / sigma value for every dim; comments, blank lines, CRLF, unknown keys */
@@ -96,15 +89,14 @@ static void test_defaults(void)
 }
 
 /* down2's computed output size follows MONAI (buffer floor(P/2), crop by round()). */
-static void test_down2_shape(void)
-{
+static void test_down2_shape(void) {
     golden_case gc;
     char why[512];
     int rc = parse_text("dims 2\nbatch 1\nin_channels 1\nimage_size 40 36\nroi_size 16 16\n"
                         "predictor down2\nout_channels 2\n",
                         &gc, why, sizeof(why));
-    CHECK(rc == 0 && gc.shape[0][2] == 20 && gc.shape[0][3] == 18, "down2 40x36: %s [%lld %lld]",
-          why, (long long)gc.shape[0][2], (long long)gc.shape[0][3]);
+    CHECK(rc == 0 && gc.shape[0][2] == 20 && gc.shape[0][3] == 18, "down2 40x36: %s [%lld %lld]", why,
+          (long long)gc.shape[0][2], (long long)gc.shape[0][3]);
     /* 1-D, image 5 in roi 8: padded 8 (1 before), buffer 4, crop [round(0.5), round(3)) */
     rc = parse_text("dims 1\nbatch 1\nin_channels 1\nimage_size 5\nroi_size 8\n"
                     "predictor down2\nout_channels 1\n",
@@ -117,8 +109,7 @@ static void test_down2_shape(void)
     CHECK(rc == 0 && gc.shape[0][2] == 7, "down2 15 in 2: %s %lld", why, (long long)gc.shape[0][2]);
 }
 
-static void test_broken(void)
-{
+static void test_broken(void) {
     static const struct {
         const char *from, *to, *what;
     } edits[] = {
@@ -177,8 +168,7 @@ static void test_broken(void)
     golden_case gc;
     char why[512];
     char junk[300];
-    for (int i = 0; i < 300; i++)
-        junk[i] = (char)((i * 131 + 7) % 256);
+    for (int i = 0; i < 300; i++) junk[i] = (char)((i * 131 + 7) % 256);
     CHECK(write_file(TMP_CASE, junk, sizeof(junk)) == 0 &&
               golden_case_parse(TMP_CASE, &gc, why, sizeof(why)) == -1,
           "binary case.txt accepted");
@@ -187,15 +177,13 @@ static void test_broken(void)
           "missing case.txt accepted");
 }
 
-static void test_load_f32(void)
-{
+static void test_load_f32(void) {
     const float vals[3] = {1.5f, -2.0f, 3.25f};
     char why[512];
     float *got = NULL;
     CHECK(write_file(TMP_F32, vals, sizeof(vals)) == 0, "cannot write %s", TMP_F32);
     CHECK(golden_load_f32(TMP_F32, 3, &got, why, sizeof(why)) == 0, "load 3 floats: %s", why);
-    CHECK(got != NULL && got[0] == 1.5f && got[1] == -2.0f && got[2] == 3.25f,
-          "loaded values wrong");
+    CHECK(got != NULL && got[0] == 1.5f && got[1] == -2.0f && got[2] == 3.25f, "loaded values wrong");
     free(got);
     got = NULL;
     CHECK(golden_load_f32(TMP_F32, 4, &got, why, sizeof(why)) == -1 && got == NULL,
@@ -211,8 +199,7 @@ static void test_load_f32(void)
     CHECK(golden_count(big, 3) == -1, "golden_count overflow");
 }
 
-int main(void)
-{
+int main(void) {
     test_full_case();
     test_defaults();
     test_down2_shape();

@@ -14,22 +14,20 @@
 #include <string.h>
 
 static int failures;
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fprintf(stderr, "\n");                                                             \
-            failures++;                                                                        \
-        }                                                                                      \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (!(cond)) {                                           \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+            failures++;                                          \
+        }                                                        \
     } while (0)
 
 /* Run the windows idx[0..n) of `wins` as one call; out receives n outputs. */
-static int run_some(swi_ort_model *m, const float *wins, int64_t in_w, const int *idx, int n,
-                    float *scratch, float *out)
-{
-    for (int i = 0; i < n; i++)
-        memcpy(scratch + i * in_w, wins + idx[i] * in_w, (size_t)in_w * sizeof *wins);
+static int run_some(swi_ort_model *m, const float *wins, int64_t in_w, const int *idx, int n, float *scratch,
+                    float *out) {
+    for (int i = 0; i < n; i++) memcpy(scratch + i * in_w, wins + idx[i] * in_w, (size_t)in_w * sizeof *wins);
     char err[512];
     if (swi_ort_run(m, scratch, n, out, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
@@ -38,8 +36,7 @@ static int run_some(swi_ort_model *m, const float *wins, int64_t in_w, const int
     return 0;
 }
 
-static int check_threads(const char *path, int threads)
-{
+static int check_threads(const char *path, int threads) {
     char err[512];
     swi_ort_options opt;
     swi_ort_options_init(&opt);
@@ -61,38 +58,32 @@ static int check_threads(const char *path, int threads)
     float *ref = malloc((size_t)(NW * out_w) * sizeof *ref);
     float *out = malloc((size_t)(MAXB * out_w) * sizeof *out);
     int rc = -1;
-    if (!wins || !scratch || !ref || !out)
-        goto done;
+    if (!wins || !scratch || !ref || !out) goto done;
     /* two textured windows (a fixed LCG) and a uniform one, as clipped air is */
     uint32_t s = 12345;
     for (int64_t x = 0; x < 2 * in_w; x++) {
         s = s * 1664525u + 1013904223u;
         wins[x] = (float)(s >> 8) / 16777216.0f * 4.0f - 2.0f;
     }
-    for (int64_t x = 0; x < in_w; x++)
-        wins[2 * in_w + x] = -1.0f;
+    for (int64_t x = 0; x < in_w; x++) wins[2 * in_w + x] = -1.0f;
     for (int i = 0; i < NW; i++)
-        if (run_some(m, wins, in_w, &i, 1, scratch, ref + i * out_w))
-            goto done;
+        if (run_some(m, wins, in_w, &i, 1, scratch, ref + i * out_w)) goto done;
     static const int calls[][MAXB + 1] = {
-        { 2, 0, 1 }, { 2, 1, 0 }, { 3, 2, 0, 1 }, { 4, 0, 2, 2, 1 }, { 5, 1, 1, 2, 0, 2 },
-        { 2, 2, 2 },
+        {2, 0, 1}, {2, 1, 0}, {3, 2, 0, 1}, {4, 0, 2, 2, 1}, {5, 1, 1, 2, 0, 2}, {2, 2, 2},
     };
     for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
         int n = calls[c][0];
-        if (run_some(m, wins, in_w, calls[c] + 1, n, scratch, out))
-            goto done;
+        if (run_some(m, wins, in_w, calls[c] + 1, n, scratch, out)) goto done;
         for (int i = 0; i < n; i++) {
             int wi = calls[c][1 + i];
             CHECK(memcmp(out + i * out_w, ref + wi * out_w, (size_t)out_w * sizeof *out) == 0,
-                  "threads %d: window %d at position %d of a call of %d differs from it run alone",
-                  threads, wi, i, n);
+                  "threads %d: window %d at position %d of a call of %d differs from it run alone", threads,
+                  wi, i, n);
         }
     }
     /* the same window again, alone: no state carried between calls */
     int zero = 0;
-    if (run_some(m, wins, in_w, &zero, 1, scratch, out))
-        goto done;
+    if (run_some(m, wins, in_w, &zero, 1, scratch, out)) goto done;
     CHECK(memcmp(out, ref, (size_t)out_w * sizeof *out) == 0, "threads %d: a rerun differs", threads);
     rc = 0;
 done:
@@ -104,8 +95,7 @@ done:
     return rc;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_ort_deterministic MODEL.onnx [THREADS...]\n");
         return 2;

@@ -16,14 +16,14 @@
 #include <string.h>
 
 static int failures;
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fprintf(stderr, "\n");                                                             \
-            failures++;                                                                        \
-        }                                                                                      \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (!(cond)) {                                           \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+            failures++;                                          \
+        }                                                        \
     } while (0)
 
 typedef struct net {
@@ -33,8 +33,7 @@ typedef struct net {
 } net;
 
 /* Open and prepare `path`; dynamic spatial sizes get a 6x8x5 window. */
-static int open_net(const char *path, int rewrite, net *n)
-{
+static int open_net(const char *path, int rewrite, net *n) {
     char err[768];
     memset(n, 0, sizeof *n);
     swi_ort_options o;
@@ -42,17 +41,15 @@ static int open_net(const char *path, int rewrite, net *n)
     o.threads = 1;
     o.rewrite = rewrite;
     swi_ort_tensor_info in;
-    if (swi_ort_open(path, &o, &n->m, err, sizeof err) ||
-        swi_ort_input_info(n->m, &in, err, sizeof err)) {
+    if (swi_ort_open(path, &o, &n->m, err, sizeof err) || swi_ort_input_info(n->m, &in, err, sizeof err)) {
         fprintf(stderr, "FAIL: %s\n", err);
         return -1;
     }
     swi_ort_window w;
     swi_ort_window_init(&w, in.shape[1]);
-    static const int64_t dyn[3] = { 6, 8, 5 };
+    static const int64_t dyn[3] = {6, 8, 5};
     for (int a = 0; a < 3; a++)
-        if (in.shape[2 + a] <= 0)
-            w.roi[a] = dyn[a];
+        if (in.shape[2 + a] <= 0) w.roi[a] = dyn[a];
     if (swi_ort_prepare(n->m, &w, &n->head, err, sizeof err)) {
         fprintf(stderr, "FAIL: %s\n", err);
         return -1;
@@ -65,11 +62,9 @@ static int open_net(const char *path, int rewrite, net *n)
 }
 
 /* Outputs of a and b on the same random batch of 2 agree within 1e-5 of their scale. */
-static void same_function(const char *what, const net *a, const net *b)
-{
+static void same_function(const char *what, const net *a, const net *b) {
     CHECK(a->in_w == b->in_w && a->out_w == b->out_w, "%s: shapes differ", what);
-    if (a->in_w != b->in_w || a->out_w != b->out_w)
-        return;
+    if (a->in_w != b->in_w || a->out_w != b->out_w) return;
     float *x = malloc((size_t)(2 * a->in_w) * sizeof *x);
     float *ya = malloc((size_t)(2 * a->out_w) * sizeof *ya);
     float *yb = malloc((size_t)(2 * a->out_w) * sizeof *yb);
@@ -92,8 +87,8 @@ static void same_function(const char *what, const net *a, const net *b)
         scale = fmax(scale, fabs(ya[i]));
         diff = fmax(diff, fabs((double)ya[i] - yb[i]));
     }
-    CHECK(scale > 0 && diff <= 1e-5 * scale, "%s: max difference %g at scale %g (limit 1e-5 relative)",
-          what, diff, scale);
+    CHECK(scale > 0 && diff <= 1e-5 * scale, "%s: max difference %g at scale %g (limit 1e-5 relative)", what,
+          diff, scale);
     printf("  %s: max |difference| %.3g, %.3g relative\n", what, diff, scale > 0 ? diff / scale : 0.0);
 done:
     free(x);
@@ -101,8 +96,7 @@ done:
     free(yb);
 }
 
-static void check_model(const char *dir, const char *path)
-{
+static void check_model(const char *dir, const char *path) {
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     const char *rw = strstr(base, "_rw");
     int expect = rw ? atoi(rw + 3) : -1;
@@ -134,17 +128,16 @@ static void check_model(const char *dir, const char *path)
     swi_ort_close(fast.m);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: test_ort_rewrite DIR MODEL.onnx...\n");
         return 2;
     }
     char err[768];
     CHECK(swi_ort_optimize("no/such.onnx", "x.onnx", NULL, err, sizeof err) == SWI_ERR_INVALID_ARG &&
-          strstr(err, "no/such.onnx"), "missing model: %s", err);
-    for (int i = 2; i < argc; i++)
-        check_model(argv[1], argv[i]);
+              strstr(err, "no/such.onnx"),
+          "missing model: %s", err);
+    for (int i = 2; i < argc; i++) check_model(argv[1], argv[i]);
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

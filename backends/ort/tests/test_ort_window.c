@@ -23,41 +23,35 @@ typedef struct ort_opts {
 } ort_opts;
 
 static int open_prepared(const char *path, const ort_opts *o, int64_t roi[3], int roi_given,
-                         swi_head_spec *head, swi_ort_model **m, char *err)
-{
+                         swi_head_spec *head, swi_ort_model **m, char *err) {
     swi_ort_options opt;
     swi_ort_options_init(&opt);
     opt.threads = o->threads;
     opt.tta = o->tta;
-    if (swi_ort_open(path, &opt, m, err, SWI_ERRLEN))
-        return -1;
+    if (swi_ort_open(path, &opt, m, err, SWI_ERRLEN)) return -1;
     swi_ort_window w;
     swi_ort_window_init(&w, 1);
     w.output = o->head;
-    if (roi_given)
-        memcpy(w.roi, roi, sizeof w.roi);
-    if (swi_ort_prepare(*m, &w, head, err, SWI_ERRLEN))
-        return -1;
+    if (roi_given) memcpy(w.roi, roi, sizeof w.roi);
+    if (swi_ort_prepare(*m, &w, head, err, SWI_ERRLEN)) return -1;
     memcpy(roi, w.roi, sizeof w.roi);
     return 0;
 }
 
 static int failures;
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fprintf(stderr, "\n");                                                             \
-            failures++;                                                                        \
-        }                                                                                      \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (!(cond)) {                                           \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+            failures++;                                          \
+        }                                                        \
     } while (0)
 
-static float *read_f32(const char *path, size_t n)
-{
+static float *read_f32(const char *path, size_t n) {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     float *d = malloc(n * sizeof *d);
     if (d && fread(d, sizeof *d, n, f) != n) {
         free(d);
@@ -68,19 +62,18 @@ static float *read_f32(const char *path, size_t n)
 }
 
 /* The error convention: a status and one line naming the file and the field. */
-static void check_errors(const char *model)
-{
+static void check_errors(const char *model) {
     char err[SWI_ERRLEN];
     swi_ort_options opt;
     swi_ort_options_init(&opt);
     swi_ort_model *m = NULL;
-    CHECK(swi_ort_open("no/such.onnx", &opt, &m, err, sizeof err) == SWI_ERR_INVALID_ARG &&
-          !m && strstr(err, "no/such.onnx: cannot open"), "missing model: %s", err);
-    CHECK(swi_ort_open("no/such.onnx", &opt, &m, NULL, 0) == SWI_ERR_INVALID_ARG,
-          "err may be NULL");
+    CHECK(swi_ort_open("no/such.onnx", &opt, &m, err, sizeof err) == SWI_ERR_INVALID_ARG && !m &&
+              strstr(err, "no/such.onnx: cannot open"),
+          "missing model: %s", err);
+    CHECK(swi_ort_open("no/such.onnx", &opt, &m, NULL, 0) == SWI_ERR_INVALID_ARG, "err may be NULL");
     opt.graph_opt = (swi_ort_graph_opt)7;
-    CHECK(swi_ort_open(model, &opt, &m, err, sizeof err) == SWI_ERR_INVALID_ARG &&
-          strstr(err, "graph_opt"), "bad graph_opt: %s", err);
+    CHECK(swi_ort_open(model, &opt, &m, err, sizeof err) == SWI_ERR_INVALID_ARG && strstr(err, "graph_opt"),
+          "bad graph_opt: %s", err);
     swi_ort_options_init(&opt);
     opt.config = "session.no_such_key_of_swi=1;no_equals_sign";
     if (swi_ort_open(model, &opt, &m, err, sizeof err) != SWI_OK) {
@@ -89,28 +82,29 @@ static void check_errors(const char *model)
         return;
     }
     CHECK(swi_ort_output_count(m) == 1, "outputs");
-    float x[1] = { 0 };
-    CHECK(swi_ort_run(m, x, 1, x, err, sizeof err) == SWI_ERR_INVALID_ARG &&
-          strstr(err, "not prepared"), "run before prepare: %s", err);
+    float x[1] = {0};
+    CHECK(swi_ort_run(m, x, 1, x, err, sizeof err) == SWI_ERR_INVALID_ARG && strstr(err, "not prepared"),
+          "run before prepare: %s", err);
     swi_ort_window w;
     swi_head_spec head;
     swi_ort_window_init(&w, 2);
     CHECK(swi_ort_prepare(m, &w, &head, err, sizeof err) == SWI_ERR_SHAPE &&
-          strstr(err, "expects 1 input channel"), "channels: %s", err);
+              strstr(err, "expects 1 input channel"),
+          "channels: %s", err);
     swi_ort_window_init(&w, 1);
     w.roi[0] = 16;
-    CHECK(swi_ort_prepare(m, &w, &head, err, sizeof err) == SWI_ERR_SHAPE &&
-          strstr(err, "fixed at"), "roi: %s", err);
+    CHECK(swi_ort_prepare(m, &w, &head, err, sizeof err) == SWI_ERR_SHAPE && strstr(err, "fixed at"),
+          "roi: %s", err);
     swi_ort_window_init(&w, 1);
     w.output = 1;
     CHECK(swi_ort_prepare(m, &w, &head, err, sizeof err) == SWI_ERR_INVALID_ARG &&
-          strstr(err, "output 1: the model has 1 output"), "output: %s", err);
+              strstr(err, "output 1: the model has 1 output"),
+          "output: %s", err);
     swi_ort_tensor_info info;
-    CHECK(swi_ort_input_info(m, &info, err, sizeof err) == SWI_OK && info.rank == 5 &&
-          info.shape[0] == -1 && info.shape[1] == 1 && info.shape[2] == 32 &&
-          strcmp(info.type_name, "float32") == 0, "input info");
-    CHECK(swi_ort_output_info(m, 0, &info, err, sizeof err) == SWI_OK && info.shape[1] == 4,
-          "output info");
+    CHECK(swi_ort_input_info(m, &info, err, sizeof err) == SWI_OK && info.rank == 5 && info.shape[0] == -1 &&
+              info.shape[1] == 1 && info.shape[2] == 32 && strcmp(info.type_name, "float32") == 0,
+          "input info");
+    CHECK(swi_ort_output_info(m, 0, &info, err, sizeof err) == SWI_OK && info.shape[1] == 4, "output info");
     char desc[512];
     swi_ort_describe(m, desc, sizeof desc);
     CHECK(strstr(desc, "input 'image'") != NULL, "describe: %s", desc);
@@ -118,8 +112,7 @@ static void check_errors(const char *model)
     swi_ort_close(NULL);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_ort_window E2E_DIR\n");
         return 2;
@@ -146,10 +139,10 @@ int main(int argc, char **argv)
 
     snprintf(path, sizeof path, "%s/unet.onnx", argv[1]);
     check_errors(path);
-    ort_opts o = { 2, 0, 0, 0 };
+    ort_opts o = {2, 0, 0, 0};
     swi_ort_model *m;
-    int64_t roi[3] = { 0, 0, 0 };
-    swi_head_spec head = { 0, { 0, 0, 0 } };
+    int64_t roi[3] = {0, 0, 0};
+    swi_head_spec head = {0, {0, 0, 0}};
     if (open_prepared(path, &o, roi, 0, &head, &m, err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -159,7 +152,7 @@ int main(int argc, char **argv)
     const int64_t R = 32, W = R * R * R;
 
     /* Window at (0,0,0) and at (17,34,8) (last starts along each axis). */
-    int64_t starts[2][3] = { { 0, 0, 0 }, { ni - R, nj - R, nk - R } };
+    int64_t starts[2][3] = {{0, 0, 0}, {ni - R, nj - R, nk - R}};
     float *win = malloc((size_t)(2 * W) * sizeof *win);
     float *out = malloc((size_t)(2 * 4 * W) * sizeof *out);
     float *one = malloc((size_t)(4 * W) * sizeof *one);
@@ -183,10 +176,8 @@ int main(int argc, char **argv)
                     float got = out[c * W + (i * R + j) * R + k];
                     float exp = ref[c * N + (i * nj + j) * nk + k];
                     double e = fabs((double)got - exp);
-                    if (e > maxerr)
-                        maxerr = e;
-                    if (e > 1e-4 + 1e-4 * fabs(exp))
-                        bad++;
+                    if (e > maxerr) maxerr = e;
+                    if (e > 1e-4 + 1e-4 * fabs(exp)) bad++;
                 }
     CHECK(bad == 0, "%lld voxels differ from logits.f32 (max error %g)", (long long)bad, maxerr);
     printf("corner window vs logits.f32: max abs error %.3g\n", maxerr);
@@ -197,8 +188,7 @@ int main(int argc, char **argv)
         return 1;
     }
     double d = 0;
-    for (int64_t x = 0; x < 4 * W; x++)
-        d = fmax(d, fabs((double)one[x] - out[4 * W + x]));
+    for (int64_t x = 0; x < 4 * W; x++) d = fmax(d, fabs((double)one[x] - out[4 * W + x]));
     CHECK(d < 1e-4, "batch of 2 vs single run differ by %g", d);
     swi_ort_close(m);
 
