@@ -478,7 +478,7 @@ static int fast_gz_read(const swi_volume *v, const nifti_image *nim, void **buf,
     const int64_t off = v->fmt.nifti.offset;
     if (!io__gz_fast() || off < 0 || off > ((int64_t)1 << 24) || !io__gz_is_gzip(v->path)) return 1;
     unsigned char *all = io__malloc((size_t)(off + ntot));
-    if (!all) return 1;
+    if (!all) return -2; /* out of memory: as the zlib path would be */
     int rc = io__gz_read(v->path, all, (size_t)(off + ntot));
     if (rc != 0) {
         free(all);
@@ -554,6 +554,12 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
      * zlib, decompressed when it is gzip data whatever its name says (zlib reads plain files
      * through the same path). */
     int fast = fast_gz_read(v, nim, &buf, ntot);
+    if (fast == -2) {
+        char b[32];
+        io__err(err, n, "%s: out of memory reading %s of voxels", v->path, io__bytes((size_t)ntot, b));
+        nifti_image_free(nim);
+        return SWI_ERR_NOMEM;
+    }
     if (fast == 0) {
         got = ntot;
     } else if (fast > 0) {
