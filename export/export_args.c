@@ -113,17 +113,17 @@ static void usage(FILE *f, const char *prog) {
             prog, prog, prog, prog, prog, prog);
 }
 
-/* "a[,b[,c]]" into out[0..*n), at most EXPORT_MAXD values. 0 or -1. */
-static int parse_list_i64(const char *s, int64_t *out, int *n) {
+/* "a[,b[,c]]": the start of each value to `one`, which parses it into item k and returns
+ * where it ended (p itself when it is no number). At most EXPORT_MAXD values. 0 or -1. */
+static int parse_list(const char *s, int *n, const char *(*one)(const char *p, void *out, int k), void *out) {
     int k = 0;
     const char *p = s;
     while (*p) {
         if (k == EXPORT_MAXD) return -1;
-        char *end;
         errno = 0;
-        long long v = strtoll(p, &end, 10);
+        const char *end = one(p, out, k);
         if (end == p || errno) return -1;
-        out[k++] = v;
+        k++;
         p = end;
         if (*p == ',') {
             p++;
@@ -137,28 +137,20 @@ static int parse_list_i64(const char *s, int64_t *out, int *n) {
     return 0;
 }
 
-static int parse_list_f64(const char *s, double *out, int *n) {
-    int k = 0;
-    const char *p = s;
-    while (*p) {
-        if (k == EXPORT_MAXD) return -1;
-        char *end;
-        errno = 0;
-        double v = strtod(p, &end);
-        if (end == p || errno) return -1;
-        out[k++] = v;
-        p = end;
-        if (*p == ',') {
-            p++;
-            if (!*p) return -1;
-        } else if (*p) {
-            return -1;
-        }
-    }
-    if (k == 0) return -1;
-    *n = k;
-    return 0;
+static const char *one_i64(const char *p, void *out, int k) {
+    char *end;
+    ((int64_t *)out)[k] = strtoll(p, &end, 10);
+    return end;
 }
+
+static const char *one_f64(const char *p, void *out, int k) {
+    char *end;
+    ((double *)out)[k] = strtod(p, &end);
+    return end;
+}
+
+static int parse_list_i64(const char *s, int64_t *out, int *n) { return parse_list(s, n, one_i64, out); }
+static int parse_list_f64(const char *s, double *out, int *n) { return parse_list(s, n, one_f64, out); }
 
 static int set_size(export_job *job, const char *val) {
     export_options *o = &job->opt;
