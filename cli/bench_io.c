@@ -96,7 +96,7 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, cons
         cli_mpi_start(&rank, &size);
         if (rank == 0) ok = swi_store_init(b->output, &spec, flags, err, n) == SWI_OK;
         if (!cli_mpi_all_ok(ok)) {
-            if (ok) snprintf(err, n, "%s: rank 0 could not create the store", b->output);
+            if (ok) snprintf(err, n, "%s: not created: another rank failed first", b->output);
             return 1;
         }
     }

@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
     argc -= 1;
     argv += 1;
 dispatch:
-    /* under mpirun a failed rank stops the whole job (cli/mpi_job.c) */
+    /* under mpirun the ranks learn how the others ended before they exit (cli/mpi_job.c) */
     if (strcmp(cmd, "segment") == 0) return cli_mpi_finish(swi_cmd_segment(argc, argv));
     if (strcmp(cmd, "plan") == 0) return swi_cmd_plan(argc, argv);
     if (strcmp(cmd, "bench") == 0) return cli_mpi_finish(swi_cmd_bench(argc, argv));

@@ -11,6 +11,8 @@
 #include <stdio.h>
 
 static int active;
+/* whether this rank has made the job's one agreement before writing (cli_mpi_all_ok) */
+static int agreed;
 
 int cli_mpi_built(void) { return 1; }
 
@@ -34,6 +36,7 @@ int cli_mpi_active(void) { return active; }
 
 int cli_mpi_all_ok(int ok) {
     if (!active) return ok;
+    agreed = 1;
     int mine = ok ? 1 : 0, all = 0;
     if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) return 0;
     return all;
@@ -41,12 +44,32 @@ int cli_mpi_all_ok(int ok) {
 
 int cli_mpi_finish(int rc) {
     if (!active) return rc;
+    /* Every rank makes the same collective calls whatever happened to it, so a failed rank
+     * never leaves the others waiting and the job needs no MPI_Abort (whose teardown can
+     * hang under some launchers). A rank that stopped before the agreement makes it now,
+     * saying it failed. */
+    if (!agreed) (void)cli_mpi_all_ok(0);
+    int mine[2] = {rc, rc != 0}, all[2] = {rc, rc != 0};
+    if (MPI_Allreduce(&mine[0], &all[0], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS ||
+        MPI_Allreduce(&mine[1], &all[1], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        fflush(stdout);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, rc ? rc : 1);
+    }
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rc == 0 && all[1] > 0 && rank == 0)
+        fprintf(stderr,
+                "swi: %d of %d ranks failed (their messages say why); what they were writing stays "
+                "marked incomplete\n",
+                all[1], size);
     fflush(stdout);
     fflush(stderr);
-    if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
     MPI_Finalize();
     active = 0;
-    return rc;
+    agreed = 0;
+    return rc ? rc : all[0];
 }
 
 #else

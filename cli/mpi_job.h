@@ -16,12 +16,16 @@ int cli_mpi_start(int *rank, int *size);
 /* Whether cli_mpi_start initialised MPI. */
 int cli_mpi_active(void);
 
-/* Every rank's ok (non-zero) combined: 1 only when all are ok. Without MPI: ok. */
+/* The job's agreement before writing: every rank's ok (non-zero) combined, 1 only when all
+ * are ok. A subcommand makes it at most once, before it writes anything shared (rank 0
+ * creating the stores); cli_mpi_finish makes it for a rank that stopped earlier. Without
+ * MPI: ok. */
 int cli_mpi_all_ok(int ok);
 
-/* End of a subcommand with exit status rc: a failed rank stops the whole job (the others
- * are ended by the launcher; stores they were writing stay marked incomplete), a
- * successful one waits for the others. Returns rc. */
+/* End of a subcommand with exit status rc: the ranks wait for one another and learn how the
+ * others ended. A failed rank's stores stay marked incomplete (the others still finish their
+ * own parts, which a rerun of the failed shards alone completes); rank 0 says how many failed. Returns rc, or for a rank
+ * that succeeded the worst status of the job, so every rank's exit status tells. */
 int cli_mpi_finish(int rc);
 
 #endif

@@ -146,7 +146,7 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
             ok = !((o->output && swi_store_init(o->output, &ls, flags, msg, sizeof msg)) ||
                    (o->scores && swi_store_init(o->scores, &ss, flags, msg, sizeof msg)));
         if (!cli_mpi_all_ok(ok)) {
-            cli_err(err, "%s", ok ? "rank 0 could not create the output stores" : msg);
+            cli_err(err, "%s", ok ? "output stores not created: another rank failed first" : msg);
             return 1;
         }
     }
