@@ -6,7 +6,11 @@
  * arguments (at most 64). Mode 0/1: seg_parse for segment/plan, with argv[0] supplied.
  * When it accepts, every field must be within the documented ranges. Mode 2: each argument
  * goes through cli_parse_size, cli_parse_i64(_list), cli_parse_double(_list), cli_bytes
- * and cli_ends_with, whose results must be consistent with what they accepted.
+ * and cli_ends_with, whose results must be consistent with what they accepted. Mode 3: a
+ * model card (cli/card.c): the rest is the card's JSON text (byte 1 even) or an ONNX
+ * model whose metadata_props may hold one (byte 1 odd, written to a temporary file and read
+ * by card_load); an accepted card must hold values in the documented ranges, print, write
+ * its label files and apply onto parsed options that then pass the checks of mode 0.
  * seg_parse prints usage errors; run the target with -close_fd_mask=3.
  */
 #include "cli.h"
@@ -14,10 +18,14 @@
 
 #include "fuzz_common.h"
 
+#include "card.h"
+
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK(cond, ...) FUZZ_CHECK("fuzz_cli_options", cond, __VA_ARGS__)
 
@@ -85,9 +93,82 @@ void swi_io_label_color(int64_t l, unsigned char rgb[3]) {
     rgb[0] = rgb[1] = rgb[2] = 0;
 }
 
+static void check_card(const seg_card *c) {
+    for (int a = 0; a < 3; a++) {
+        if (c->has_roi) CHECK(c->roi[a] >= 1 && c->roi[a] <= 65536, "card roi %lld", (long long)c->roi[a]);
+        if (c->has_overlap) CHECK(c->overlap[a] >= 0 && c->overlap[a] < 1, "card overlap %g", c->overlap[a]);
+        if (c->has_sigma)
+            CHECK(c->sigma_scale[a] > 0 && isfinite(c->sigma_scale[a]), "card sigma %g", c->sigma_scale[a]);
+        if (c->has_spacing) CHECK(c->spacing[a] > 0 && isfinite(c->spacing[a]), "card spacing %g", c->spacing[a]);
+    }
+    if (c->has_clip) CHECK(c->clip[0] <= c->clip[1], "card clip");
+    if (c->has_scale) CHECK(c->scale[0] != c->scale[1], "card scale");
+    if (c->has_cval) CHECK(isfinite(c->cval), "card cval");
+    CHECK(c->n_channels >= 0 && c->n_channels <= CARD_MAX_NAMES, "card channels %d", c->n_channels);
+    CHECK(c->n_classes >= 0 && c->n_classes <= CARD_MAX_NAMES, "card classes %d", c->n_classes);
+    CHECK(c->n_members >= 0 && c->n_members < SEG_MAX_MODELS, "card members %d", c->n_members);
+    for (int i = 0; i < c->n_channels; i++) CHECK(c->channels[i] != NULL, "channel name %d", i);
+    for (int i = 0; i < c->n_classes; i++) CHECK(c->classes[i] != NULL, "class name %d", i);
+    for (int i = 0; i < c->n_members; i++) CHECK(c->members[i] != NULL, "member %d", i);
+    card_print(c, stdout);
+    char err[SWI_ERRLEN];
+    for (int itksnap = 0; itksnap < 2; itksnap++) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) CHECK(card_write_labels(c, fd, itksnap, "fuzz", err) <= 1, "card_write_labels");
+    }
+    /* a card fills what the command line left out; the result obeys the parser's ranges */
+    char *argv[] = {"segment", "--model", "fuzz-no-such-model.onnx", "--input", "in.nii.gz", "--output", "out.nii.gz",
+                    NULL};
+    seg_opts o;
+    if (seg_parse(7, argv, &o, 0) == 0 && card_apply(c, &o, err) == 0) check_opts(&o, 0);
+}
+
+/* Mode 3: a card as JSON text, or inside an ONNX model's metadata_props. */
+static void fuzz_card(const uint8_t *data, size_t size) {
+    if (size < 1) return;
+    seg_card c;
+    memset(&c, 0, sizeof c);
+    char err[SWI_ERRLEN] = "";
+    int ok = 0;
+    if (!(data[0] & 1)) {
+        char *text = malloc(size);
+        if (!text) return;
+        memcpy(text, data + 1, size - 1);
+        text[size - 1] = '\0';
+        int rc = card_parse(text, "fuzz.json", ".", &c, err);
+        free(text);
+        CHECK(rc == 0 || rc == 1, "card_parse returned %d", rc);
+        CHECK(rc == 0 || err[0] != '\0', "card_parse failed without a message");
+        ok = rc == 0;
+        if (!ok) card_free(&c); /* what a failed parse had taken */
+    } else {
+        char path[] = "/tmp/fuzz_card_XXXXXX";
+        int fd = mkstemp(path);
+        if (fd < 0) return;
+        int wrote = write(fd, data + 1, size - 1) == (ssize_t)(size - 1);
+        close(fd);
+        int found = 0, rc = wrote ? card_load(path, &c, &found, err) : 1;
+        unlink(path);
+        if (!wrote) return;
+        CHECK(rc == 0 || rc == 1, "card_load returned %d", rc);
+        CHECK(rc == 0 || err[0] != '\0', "card_load failed without a message");
+        ok = rc == 0 && found;
+    }
+    if (!ok) {
+        card_free(&c);
+        return;
+    }
+    check_card(&c);
+    card_free(&c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1 || size > 4096) return 0;
-    int mode = data[0] % 3;
+    int mode = data[0] % 4;
+    if (mode == 3) {
+        fuzz_card(data + 1, size - 1);
+        return 0;
+    }
     char *buf = malloc(size); /* args, NUL-terminated */
     memcpy(buf, data + 1, size - 1);
     buf[size - 1] = '\0';

@@ -142,6 +142,24 @@ def cli_seeds():
     put(t, "bad", args(0, "--roi", "1,2", "--overlap", "1", "--threads", "-1", "--bogus", "extra"))
     put(t, "numbers", args(2, "12", "-0", "1e308", "0x10", "64K", "4GiB", "1.5g", "3T", "nan", "1,2,3",
                            " 7", "9223372036854775807", "18446744073709551616", "2.5,,1", "name.NII.GZ"))
+    card = ('{"roi": [96, 96, 64], "overlap": 0.5, "blending": "gaussian", "sigma_scale": 0.125, '
+            '"padding": "reflect", "cval": -1000, "orientation": "RAS", "spacing": [1.5, 1.5, 2], '
+            '"preprocessing": {"clip": [-175, 250], "scale": [-175, 250, 0, 1], "zscore": false}, '
+            '"channels": ["CT"], "classes": ["background", "liver", "tumour"], "members": ["fold1.onnx"]}')
+    put(t, "card_json", bytes([3, 0]) + card.encode())
+    put(t, "card_bad", bytes([3, 0]) + b'{"roi": [0, 1], "spacing": -1, "bogus": true}')
+
+    def field(num, payload):  # a length-delimited protobuf field
+        n, v = len(payload), b""
+        while True:
+            v += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+            n >>= 7
+            if not n:
+                break
+        return bytes([(num << 3) | 2]) + v + payload
+    entry = field(1, b"swi.card") + field(2, card.encode())
+    onnx = bytes([0x08, 0x07]) + field(2, b"pytorch") + field(14, entry) + field(7, b"\x0a\x01x")
+    put(t, "card_onnx", bytes([3, 1]) + onnx)
 
 
 # ---- engine --------------------------------------------------------------------------------
