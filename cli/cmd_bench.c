@@ -13,6 +13,7 @@
  */
 #include "bench_io.h"
 #include "bench_resample.h"
+#include "budget.h"
 #include "swi.h"
 #include "util.h"
 
@@ -150,6 +151,9 @@ static int bench_progress(void *user, int64_t done, int64_t total) {
     if (done == total) fputc('\n', stderr);
     return 0;
 }
+
+/* what resampling back holds beside the engine under a plan */
+static size_t rs_beside(void *user, const swi_plan *plan) { return bench_rs_planned(user, plan->order[0]); }
 
 /* ---- fused-accumulate bandwidth ---- */
 typedef struct bw_job {
@@ -476,9 +480,12 @@ int swi_cmd_bench(int argc, char **argv) {
         return 1;
     }
     swi_plan plan;
-    swi_status st = swi_plan_run(ctx, &p, &in, &out, 1, &plan);
+    size_t rs_planned = 0;
+    char fit[SWI_ERRLEN];
+    swi_status st = cli_plan_fit(ctx, &p, &in, &out, 1, &plan, n_spacing ? rs_beside : NULL, &rs, &rs_planned,
+                                 fit, sizeof fit);
     if (st != SWI_OK) {
-        fprintf(stderr, "swi bench: %s\n", swi_last_error(ctx));
+        fprintf(stderr, "swi bench: %s\n", st == SWI_ERR_BUDGET && fit[0] ? fit : swi_last_error(ctx));
         swi_free(ctx);
         bench_io_close(&bio);
         return st == SWI_ERR_INVALID_ARG ? 2 : 1;
@@ -502,7 +509,6 @@ int swi_cmd_bench(int argc, char **argv) {
            cli_bytes(plan.bytes_partial, b4), cli_bytes(plan.bytes_outputs, b5),
            cli_bytes(plan.bytes_scratch, b6));
     if (bio.sharded) bench_io_report_shards(&bio, ctx, &p, &in, &out, &plan);
-    size_t rs_planned = n_spacing ? bench_rs_planned(&rs, plan.order[0]) : 0;
     if (n_spacing) {
         printf("plan: resampling back %s beside the engine (input-grid labels and the sink's band)"
                ", total %s\n",

@@ -48,11 +48,8 @@ int swi_cmd_plan(int argc, char **argv) {
         in.data = s->input;
     }
     swi_plan plan;
-    swi_status st = swi_plan_run(s->ctx, &p, &in, outs, n_outs, &plan);
-    if (st != SWI_OK) {
-        seg_engine_error(who, &o, st, s->ctx);
-        goto done;
-    }
+    size_t beside = 0;
+    if (seg_plan(who, &o, s, &p, &in, outs, n_outs, &plan, &beside)) goto done;
     char desc[1024], b[6][32];
     swi_ort_describe(s->model, desc, sizeof desc);
     const int64_t *isz = s->vols[0].size;
@@ -107,7 +104,7 @@ int swi_cmd_plan(int argc, char **argv) {
            o.threads > 0 ? o.threads : cli_cpu_count(), plan.pipeline ? "on" : "off");
     printf("classes  %lld%s\n", (long long)plan.head_channels[0],
            plan.head_channels[0] > 256 ? " (uint16 labels)" : " (uint8 labels)");
-    printf("memory   predicted peak %s%s\n", cli_bytes(plan.bytes_peak, b[0]), o.max_memory ? "" : "");
+    printf("memory   predicted peak %s\n", cli_bytes(plan.bytes_peak, b[0]));
     printf("  input         %12s\n", cli_bytes(plan.bytes_input, b[0]));
     printf("  windows       %12s   (window inputs and network outputs)\n",
            cli_bytes(plan.bytes_windows, b[1]));
@@ -119,17 +116,16 @@ int swi_cmd_plan(int argc, char **argv) {
            plan.reuse_cache, plan.reuse_cache == 1 ? "" : "s", plan.reuse_cache == 1 ? "" : "s");
     printf("  smallest plan %12s   (any batch size / pipeline)\n", cli_bytes(plan.bytes_min, b[5]));
     if (s->grid.active || s->n_members > 1) {
-        size_t gb = seg_grid_bytes(&s->grid, plan.head_channels[0], o.scores != NULL, plan.order[0]);
         size_t band = seg_grid_band_bytes(&s->grid, plan.head_channels[0], plan.order[0]);
-        size_t eb = seg_ensemble_bytes(s->n_members, &p.heads[0], plan.sw_batch_size);
-        printf("beside the engine: %s (%s)\n", cli_bytes(gb + eb, b[0]),
+        printf("beside the engine: %s (%s)\n", cli_bytes(beside, b[0]),
                s->grid.active ? "results on the input grid, the input on the model grid"
                               : "the ensemble's window buffer");
         if (band)
             printf("  resampling band %10s   (model-grid scores kept until the input-grid "
                    "voxels that read them are done)\n",
                    cli_bytes(band, b[2]));
-        printf("total    predicted peak %s\n", cli_bytes(plan.bytes_peak + gb + eb, b[1]));
+        printf("total    predicted peak %s%s\n", cli_bytes(plan.bytes_peak + beside, b[1]),
+               o.max_memory ? " (within --max-memory: the engine was planned under what is left)" : "");
     }
     printf("not counted: the file's own voxels while reading (%s), ONNX Runtime's "
            "working memory\n",

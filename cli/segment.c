@@ -223,11 +223,8 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     swi_tensor shape_only = in;
     shape_only.data = NULL;
     shape_only.reader = NULL;
-    swi_status st = swi_plan_run(s->ctx, &p, &shape_only, outs, n_outs, &plan);
-    if (st != SWI_OK) {
-        seg_engine_error(who, o, st, s->ctx);
-        return 1;
-    }
+    size_t beside = 0;
+    if (seg_plan(who, o, s, &p, &shape_only, outs, n_outs, &plan, &beside)) return 1;
     int64_t osz[SWI_MAX_DIMS] = {0};
     if (swi_result_size(s->ctx, 0, osz) == 3 && same_grid(who, o, osz, in.size)) return 1;
 
@@ -259,7 +256,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     swi_predictor net = s->n_members > 1 ? seg_ensemble_predictor(&s->ensemble) : swi_ort_predictor(s->model);
     cli_set_cancel_hook(cancel_model, s);
     if (cli_interrupted()) return interrupted_exit(who);
-    st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);
+    swi_status st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);
     cli_set_cancel_hook(NULL, NULL);
     progress_clear(&prog);
     double t_run = progress_elapsed(&prog);

@@ -56,6 +56,13 @@ int seg_read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_
 /* Print an engine failure as one line, worded for the command line. */
 void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const swi_ctx *ctx);
 
+/* Plan the run with --max-memory covering the engine and what is held beside it (the
+ * input-grid results and band of --orientation/--spacing, the ensemble's buffer): p's
+ * budget becomes the engine's share, *beside the rest. Prints the error itself and
+ * returns 1 on failure, else 0. */
+int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params *p, const swi_tensor *in,
+             const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside);
+
 /* Store inputs and outputs (segment_stores.c). */
 /* Usage checks of store names and --shard; 0 or 2 after printing. */
 int seg_store_check(const seg_opts *o, const char *who);

@@ -5,6 +5,8 @@
  */
 #include "segment.h"
 
+#include "budget.h"
+
 #include "alloc.h"
 #include "card.h"
 #include "util.h"
@@ -297,6 +299,33 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
         *n_outs = 2;
     }
     return 0;
+}
+
+typedef struct beside_of {
+    const seg_state *s;
+    const seg_opts *o;
+    const swi_head_spec *head;
+} beside_of;
+
+static size_t beside_bytes(void *user, const swi_plan *plan) {
+    const beside_of *b = user;
+    return seg_grid_bytes(&b->s->grid, plan->head_channels[0], b->o->scores != NULL, plan->order[0]) +
+           seg_ensemble_bytes(b->s->n_members, b->head, plan->sw_batch_size);
+}
+
+int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params *p, const swi_tensor *in,
+             const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside) {
+    beside_of b = {s, o, &p->heads[0]};
+    char err[SWI_ERRLEN];
+    const int any = s->grid.active || s->n_members > 1;
+    swi_status st = cli_plan_fit(s->ctx, p, in, outs, n_outs, plan, any ? beside_bytes : NULL, &b, beside,
+                                 err, sizeof err);
+    if (st == SWI_OK) return 0;
+    if (st == SWI_ERR_BUDGET && err[0])
+        fprintf(stderr, "%s: --max-memory is too small: %s\n", who, err);
+    else
+        seg_engine_error(who, o, st, s->ctx);
+    return 1;
 }
 
 void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const swi_ctx *ctx) {

@@ -99,7 +99,8 @@ static void check_card(const seg_card *c) {
         if (c->has_overlap) CHECK(c->overlap[a] >= 0 && c->overlap[a] < 1, "card overlap %g", c->overlap[a]);
         if (c->has_sigma)
             CHECK(c->sigma_scale[a] > 0 && isfinite(c->sigma_scale[a]), "card sigma %g", c->sigma_scale[a]);
-        if (c->has_spacing) CHECK(c->spacing[a] > 0 && isfinite(c->spacing[a]), "card spacing %g", c->spacing[a]);
+        if (c->has_spacing)
+            CHECK(c->spacing[a] > 0 && isfinite(c->spacing[a]), "card spacing %g", c->spacing[a]);
     }
     if (c->has_clip) CHECK(c->clip[0] <= c->clip[1], "card clip");
     if (c->has_scale) CHECK(c->scale[0] != c->scale[1], "card scale");
@@ -117,8 +118,8 @@ static void check_card(const seg_card *c) {
         if (fd >= 0) CHECK(card_write_labels(c, fd, itksnap, "fuzz", err) <= 1, "card_write_labels");
     }
     /* a card fills what the command line left out; the result obeys the parser's ranges */
-    char *argv[] = {"segment", "--model", "fuzz-no-such-model.onnx", "--input", "in.nii.gz", "--output", "out.nii.gz",
-                    NULL};
+    char *argv[] = {"segment",    "--model", "fuzz-no-such-model.onnx", "--input", "in.nii.gz", "--output",
+                    "out.nii.gz", NULL};
     seg_opts o;
     if (seg_parse(7, argv, &o, 0) == 0 && card_apply(c, &o, err) == 0) check_opts(&o, 0);
 }

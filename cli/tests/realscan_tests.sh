@@ -14,7 +14,7 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan.supp
 
 CASES=(
   orientation_exact orientation_scores orientation_plan usage_orientation
-  spacing_geometry spacing_identity spacing_plan usage_spacing spacing_overflow
+  spacing_geometry spacing_identity spacing_plan spacing_budget usage_spacing spacing_overflow
   ensemble_mean ensemble_plan ensemble_mismatch_input ensemble_mismatch_output
   channels_4d channels_4d_mismatch
   card_applied card_flags_override card_embedded card_members card_bad card_no_card info_model
@@ -140,6 +140,24 @@ t_spacing_plan() {
   run plan --model "$DATA/quant4.onnx" --input "$DATA/vol.nii.gz" --orientation RAS --spacing 1.5
   expect_rc 0; expect_out "model +grid [0-9]+ x [0-9]+ x [0-9]+, RAS, 1.5 x 1.5 x 1.5 mm"
   expect_out "beside the engine"; expect_out "total +predicted peak"
+}
+# --max-memory covers what resampling holds beside the engine, not the engine alone: a
+# model grid 4x coarser than the input, so the input-grid labels and band (10 MB) rival
+# the engine (12 MB), which alone would fit in 16M
+t_spacing_budget() {
+  local b=(bench --shape 256,256,128 --input-spacing 0.5,0.5,0.5 --spacing 2 --classes 4 --roi 32 --no-floor)
+  run "${b[@]}" --max-memory 16M
+  expect_rc 1; expect_err "16.0 MB is below the smallest plan, at least .* beside it"
+  run "${b[@]}" --max-memory 40M
+  expect_rc 0; expect_out "beside the engine"
+  "$PY" - "$T/out" <<'PYEOF' || fail "planned total above the 40M budget"
+import re, sys
+m = re.search(r"planned_mb=([0-9.]+)", open(sys.argv[1]).read())
+sys.exit(0 if m and float(m.group(1)) <= 40 else 1)
+PYEOF
+  data
+  run plan --model "$DATA/quant4.onnx" --input "$DATA/vol.nii.gz" --spacing 1.5 --max-memory 1G
+  expect_rc 0; expect_out "total +predicted peak .*within --max-memory"
 }
 t_usage_spacing() {
   mkdir -p "$T/o"
