@@ -31,9 +31,11 @@ swi_status cli_plan_fit(swi_ctx *ctx, swi_params *p, const swi_tensor *in, const
             if (swi_plan_run(ctx, p, in, outs, n_outs, &least) == SWI_OK) {
                 char a[32], b[32], c[32], d[32];
                 size_t with = beside_fn(user, &least);
-                snprintf(err, errlen, "%s is below the smallest plan, at least %s: the engine's %s (sw-batch 1, "
+                snprintf(err, errlen,
+                         "%s is below the smallest plan, at least %s: the engine's %s (sw-batch 1, "
                          "no pipelining) and %s beside it (results on the input grid, resampling band, "
-                         "ensemble buffer)", cli_bytes(budget, a), cli_bytes(least.bytes_min + with, b),
+                         "ensemble buffer)",
+                         cli_bytes(budget, a), cli_bytes(least.bytes_min + with, b),
                          cli_bytes(least.bytes_min, c), cli_bytes(with, d));
             }
             p->max_memory = budget;
@@ -49,9 +51,10 @@ swi_status cli_plan_fit(swi_ctx *ctx, swi_params *p, const swi_tensor *in, const
         engine = budget - *beside;
     }
     char a[32], b[32], c[32];
-    snprintf(err, errlen, "the engine's plan %s and %s beside it (results on the input grid, resampling band, "
-             "ensemble buffer) exceed %s", cli_bytes(plan->bytes_peak, a), cli_bytes(*beside, b),
-             cli_bytes(budget, c));
+    snprintf(err, errlen,
+             "the engine's plan %s and %s beside it (results on the input grid, resampling band, "
+             "ensemble buffer) exceed %s",
+             cli_bytes(plan->bytes_peak, a), cli_bytes(*beside, b), cli_bytes(budget, c));
     p->max_memory = budget;
     return SWI_ERR_BUDGET;
 }

@@ -182,8 +182,9 @@ typedef struct swi_params {
     swi_pipeline pipeline;              /**< default SWI_PIPELINE_AUTO */
     swi_reuse reuse;                    /**< default SWI_REUSE_OFF */
     int reuse_cache;                    /**< SWI_REUSE_ON: window outputs kept for reuse across
-                                            batches, 0..64; 0 = 1. A window is kept the second
-                                            time its input is seen, and each kept window costs
+                                            batches, 0..64; 0 = 1. A window is kept while a slot
+                                            is free, then (replacing the least used) the second
+                                            time its input is seen; each kept window costs
                                             its input and all its head outputs (counted by the
                                             planner; dropped to none to fit max_memory). */
     size_t max_memory;                  /**< peak-bytes budget for swi_run (input, window buffers,

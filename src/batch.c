@@ -262,9 +262,9 @@ static void place_outputs(run *r, slot *s) {
     }
 }
 
-/* Keep the windows just run that were seen before (the cache admits on a second
- * sighting). Their inputs are still at the front of the slot. */
-static void keep_runs(run *r, slot *s) {
+/* Offer the windows just run to the cache (swi__reuse_admit decides which it keeps).
+ * Their inputs are still at the front of the slot. */
+void swi__reuse_keep(run *r, slot *s) {
     const geom *g = &r->g;
     const size_t in_n = (size_t)(g->cin * g->roi_vox);
     for (int i = 0; i < s->n_run; i++) {
@@ -338,7 +338,7 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
                              "predictor returned 0 without filling head %d (swi_batch_output not called)", h);
     if (r->reuse) {
         place_outputs(r, s);
-        if (r->cache_ready) keep_runs(r, s);
+        if (r->cache_ready) swi__reuse_keep(r, s);
     }
     return SWI_OK;
 }

@@ -161,6 +161,9 @@ swi_status swi__slot_own(run *r, slot *s);
 void swi__slot_release(slot *s);
 /* Fill a slot with windows first..first+n-1 (gather) and run the predictor on it. */
 swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n);
+/* Offer the windows slot s just ran to the reuse cache (the first batch's too, once the
+ * cache exists after the first call). */
+void swi__reuse_keep(run *r, slot *s);
 
 /* ---- blend.c ---- */
 /* The accumulation items of the booked batch in slot s (r->acc). */

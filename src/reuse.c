@@ -6,10 +6,11 @@
  * byte, not only by hash) to an earlier one of the same batch, or to a cached one,
  * takes that output instead of a predictor call.
  *
- * Caching every output would cost C x window floats per window, so the cache admits a
- * window only on its second sighting: the hashes of windows run once are remembered
- * (cheap), a window whose hash was seen before is run again and then kept, with its
- * input for the byte comparison. Entries that were hit are kept in preference to new
+ * Caching every output would cost C x window floats per window, so while the cache has
+ * a free slot a window run is kept at once, and once it is full a window takes a slot only
+ * on its second sighting: the hashes of windows run once are remembered (cheap), a window
+ * whose hash was seen before is run again and then kept, with its input for the byte
+ * comparison. Entries that were hit are kept in preference to new
  * ones (evict the fewest hits, then the oldest), so the background window, once in,
  * stays. The same code runs without outputs for the planner's count of reused windows. */
 #include "internal.h"
@@ -79,7 +80,9 @@ int swi__reuse_admit(reuse_cache *c, uint64_t hash, const float *input) {
         c->seen[c->seen_next] = hash;
         c->seen_next = (c->seen_next + 1) % SWI_REUSE_SEEN;
         if (c->seen_n < SWI_REUSE_SEEN) c->seen_n++;
-        return -1;
+        /* a free slot costs nothing the plan has not counted: keep it at once; a full
+         * cache gives a slot only to a window seen twice */
+        if (c->n >= c->cap) return -1;
     }
     int slot;
     if (c->n < c->cap) {

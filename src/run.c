@@ -182,6 +182,7 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
                             out_floats) != SWI_OK)
             return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the reuse cache");
         r->cache_ready = 1;
+        swi__reuse_keep(r, &r->slots[0]); /* the first batch, still in its slot */
     }
     r->setup_done = 1;
     return SWI_OK;
@@ -271,7 +272,8 @@ static swi_status window_list(run *r) {
 }
 
 /* The windows a run will reuse: the run's own choice (batch.c), replayed on the input
- * without a predictor -- the same batches, the first of which meets an empty cache. */
+ * without a predictor -- the same batches, the first of which meets an empty cache (its
+ * windows are offered to the cache after it, as the run does once the cache exists). */
 static swi_status count_reuse(run *r, const swi_plan *plan, int64_t *reused) {
     const geom *g = &r->g;
     const size_t in_n = (size_t)(g->cin * g->roi_vox);
@@ -315,7 +317,7 @@ static swi_status count_reuse(run *r, const swi_plan *plan, int64_t *reused) {
             }
             hash[n_run++] = h;
         }
-        for (int i = 0; first > 0 && i < n_run; i++) swi__reuse_admit(&c, hash[i], win + (size_t)i * in_n);
+        for (int i = 0; i < n_run; i++) swi__reuse_admit(&c, hash[i], win + (size_t)i * in_n);
     }
 out:
     swi__reuse_free(&c);
