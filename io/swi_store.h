@@ -9,7 +9,7 @@
  *     x.ome.zarr/labels/NAME   written: an OME-Zarr labels group inside the image x.ome.zarr
  *     x.h5:/path        the dataset /path of an HDF5 file (also .hdf5)
  *
- * Reading: any integer or float element type (Zarr: |u1 <i2 >f8 ... in C order, no filters;
+ * Reading: any integer or float element type (Zarr: |u1 <i2 >f8 ... in C or F order, no filters;
  * compressors blosc, zstd, zlib, gzip or none), converted to float32 as a C cast would.
  * The volume is 3-D, or has leading axes of size 1 (an OME-Zarr t, c). swi_store_reader()
  * makes a store the swi_reader of an swi_tensor, so the engine reads only the windows it

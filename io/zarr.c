@@ -460,7 +460,9 @@ typedef struct zarr_array {
     centry *cache;
     int cache_cap, cache_n;
     uint64_t tick;
-    int any_leading; /* set before parse_zarray: leading axes of any size (a written store's planes) */
+    int any_leading;        /* set before parse_zarray: leading axes of any size (a written store's planes) */
+    int fortran;            /* order "F": chunks are stored first axis fastest */
+    unsigned char *scratch; /* order "F": one chunk, decoded before its transposition */
 } zarr_array;
 
 /* .zarray of the array at dir into a. */
@@ -492,8 +494,8 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
         field = "shape/chunks (3 to 5 axes, as many chunks as axes)";
     else if (parse_dtype(json_string_value(json_object_get(j, "dtype")), &a->t))
         field = "dtype (an integer or float type, e.g. <u2, <f4)";
-    else if (!order || strcmp(order, "C"))
-        field = "order (only C order is read)";
+    else if (!order || (strcmp(order, "C") && strcmp(order, "F")))
+        field = "order (C or F)";
     else if (filters && !json_is_null(filters) && !(json_is_array(filters) && json_array_size(filters) == 0))
         field = "filters (none are supported)";
     else if (parse_codec(json_object_get(j, "compressor"), &a->codec, &cid))
@@ -522,6 +524,10 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
         }
         if (!field && (vox > (double)IO_MAX_VOXELS || a->chunk_bytes > ((size_t)1 << 31)))
             field = "shape/chunks (too large)";
+        a->fortran = !field && !strcmp(order, "F");
+        for (int k = 0; a->fortran && k < a->ndim - 3; k++)
+            if (a->chunks[k] != 1)
+                field = "chunks (order F needs chunks of 1 along the axes before the last 3)";
     }
     if (!field) {
         a->sep = sep ? sep[0] : '.';
@@ -544,6 +550,18 @@ static void chunk_path(const zarr_array *a, const int64_t key[3], char *out, siz
         long long idx = d < a->ndim - 3 ? 0 : (long long)key[d - (a->ndim - 3)];
         k += snprintf(out + k, n - (size_t)k, "%s%lld", d ? (char[]){a->sep, 0} : "", idx);
     }
+}
+
+/* A chunk stored first axis fastest (order "F") into C order: element (i, j, k) of the
+ * spatial chunk moves from i + c0 (j + c1 k) to (i c1 + j) c2 + k. */
+static void fortran_to_c(const zarr_array *a, const unsigned char *src, unsigned char *dst) {
+    const int64_t c0 = a->chunks[a->ndim - 3], c1 = a->chunks[a->ndim - 2], c2 = a->chunks[a->ndim - 1];
+    const size_t es = (size_t)a->t.size;
+    for (int64_t i = 0; i < c0; i++)
+        for (int64_t j = 0; j < c1; j++)
+            for (int64_t k = 0; k < c2; k++)
+                memcpy(dst + (size_t)((i * c1 + j) * c2 + k) * es, src + (size_t)(i + c0 * (j + c1 * k)) * es,
+                       es);
 }
 
 /* The decoded chunk `key` (spatial chunk indices), through the cache. */
@@ -611,12 +629,18 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
         }
     } else {
         const char *why = "";
-        int r = decode(a->codec, raw, len, e->data, a->chunk_bytes, &why);
+        if (a->fortran && !a->scratch && !(a->scratch = malloc(a->chunk_bytes))) {
+            free(raw);
+            io__err(err, n, "%s: out of memory for a chunk", a->dir);
+            return NULL;
+        }
+        int r = decode(a->codec, raw, len, a->fortran ? a->scratch : e->data, a->chunk_bytes, &why);
         free(raw);
         if (r) {
             io__err(err, n, "%s: corrupt chunk: %s", path, why);
             return NULL;
         }
+        if (a->fortran) fortran_to_c(a, a->scratch, e->data);
     }
     memcpy(e->key, key, sizeof e->key);
     e->used = a->tick;
@@ -627,6 +651,7 @@ static void array_free(zarr_array *a) {
     if (!a) return;
     for (int i = 0; i < a->cache_n; i++) free(a->cache[i].data);
     free(a->cache);
+    free(a->scratch);
     free(a);
 }
 
