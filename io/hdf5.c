@@ -23,6 +23,7 @@ static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
  * finished dataset looks like a single writer's. */
 #define INCOMPLETE_ATTR "swi_incomplete"
 #define PARTS_ATTR "swi_parts_done"
+#define INCOMPLETE_TEXT "a run writing this dataset failed or is still running"
 
 int h5__available(void) { return 1; }
 
@@ -415,8 +416,7 @@ static int create_shared(h5w *w, char *err, size_t n) {
         io__err(err, n, "%s: cannot create the file: %s", w->tmp, strerror(errno));
     else if ((d = make_dataset(f, w->path, &w->spec, w->chunk)) < 0)
         io__err(err, n, "%s: cannot create the dataset %s", w->name, w->path);
-    else if (put_string_attr(d, INCOMPLETE_ATTR, "a run writing this dataset failed or is still running") !=
-             0)
+    else if (put_string_attr(d, INCOMPLETE_ATTR, INCOMPLETE_TEXT) != 0)
         io__err(err, n, "%s: cannot write the attribute %s", w->name, INCOMPLETE_ATTR);
     else
         bad = 0;
@@ -439,8 +439,23 @@ static int create_shared(h5w *w, char *err, size_t n) {
     return r;
 }
 
-/* Join an existing file, its lock held: it must hold this run's dataset and be incomplete
- * (or --force); mark it incomplete and this part not done. */
+/* Does the path exist (every group on the way too)? H5Lexists fails on a missing group. */
+static htri_t path_exists(hid_t f, const char *path) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *c = buf + 1;; c++) {
+        if (*c != '/' && *c) continue;
+        char keep = *c;
+        *c = '\0';
+        htri_t e = H5Lexists(f, buf, H5P_DEFAULT);
+        *c = keep;
+        if (e <= 0 || !keep) return e;
+    }
+}
+
+/* Join an existing file, its lock held: a dataset of this run's layout that is incomplete
+ * (or --force) is marked incomplete and this part not done; a missing one is created beside
+ * the file's other datasets. */
 static swi_status join_locked(h5w *w, int flags, char *err, size_t n) {
     pthread_mutex_lock(&h5_lock);
     quiet();
@@ -452,9 +467,23 @@ static swi_status join_locked(h5w *w, int flags, char *err, size_t n) {
         io__err(err, n, "%s: exists and is not an HDF5 file this run can open", w->final);
         goto out;
     }
-    if (H5Lexists(f, w->path, H5P_DEFAULT) <= 0 || (d = H5Dopen2(f, w->path, H5P_DEFAULT)) < 0) {
-        io__err(err, n, "%s: the file exists without the dataset %s (name another file, or remove it)",
-                w->name, w->path);
+    htri_t there = path_exists(f, w->path);
+    if (there < 0) {
+        io__err(err, n, "%s: cannot look up %s in the file", w->name, w->path);
+        goto out;
+    }
+    if (!there) {
+        /* another dataset of the file (labels and scores in one file): added beside the others */
+        d = make_dataset(f, w->path, &w->spec, w->chunk);
+        if (d < 0 || put_string_attr(d, INCOMPLETE_ATTR, INCOMPLETE_TEXT) != 0) {
+            io__err(err, n, "%s: cannot create the dataset %s in the file", w->name, w->path);
+            goto out;
+        }
+        st = SWI_OK; /* new: no part done */
+        goto out;
+    }
+    if ((d = H5Dopen2(f, w->path, H5P_DEFAULT)) < 0) {
+        io__err(err, n, "%s: %s is not a dataset", w->name, w->path);
         goto out;
     }
     inc = H5Aexists(d, INCOMPLETE_ATTR);
@@ -469,9 +498,7 @@ static swi_status join_locked(h5w *w, int flags, char *err, size_t n) {
                 w->name);
         goto out;
     }
-    if (inc < 0 ||
-        (inc == 0 &&
-         put_string_attr(d, INCOMPLETE_ATTR, "a run writing this dataset failed or is still running") != 0)) {
+    if (inc < 0 || (inc == 0 && put_string_attr(d, INCOMPLETE_ATTR, INCOMPLETE_TEXT) != 0)) {
         io__err(err, n, "%s: cannot write the attribute %s", w->name, INCOMPLETE_ATTR);
         goto out;
     }
