@@ -1,6 +1,8 @@
 /* hdf5.c -- HDF5 datasets (file.h5:/path): read by hyperslab with HDF5's own conversion
- * to float, written chunked and deflate-compressed into a temporary file renamed at
- * commit. libhdf5 (serial) is not thread-safe: one lock serialises every call into it. */
+ * to float, written chunked and deflate-compressed: by one writer into a temporary file
+ * renamed at commit, or by several parts in turn under the file's lock (see "several parts
+ * into one file" below). libhdf5 (serial) is not thread-safe: one lock serialises every call
+ * into it. */
 #include "store_internal.h"
 
 #ifdef SWI_HAVE_HDF5
@@ -198,7 +200,7 @@ typedef struct h5w {
     int force;
     /* one of several parts: the file is opened only while its lock is held */
     int shared, part, parts;
-    pthread_mutex_t list_mu, flush_mu; /* the pending list; one batch at a time */
+    pthread_mutex_t list_mu; /* the pending list */
     pend *head, **tail;
     size_t pending;
     double first_at;
@@ -311,15 +313,23 @@ static hid_t open_locked(const char *file) {
     return f;
 }
 
-/* Open the file and take its lock (waiting for other parts and readers); -1 with errno. */
+/* One locked section per process at a time, taken before the file's lock: two writers of
+ * one file in a process (labels and scores) would otherwise either conflict (flock on two
+ * descriptors) or, where flock is emulated by POSIX locks (NFS), share the lock and lose it
+ * when the first one's HDF5 descriptor closes. */
+static pthread_mutex_t batch_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Open the file and take its lock, waiting for other parts and for readers; -1 with errno
+ * (ENOENT: no file yet). */
 static int lock_file(const char *file) {
-    int fd = open(file, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int r;
-    while ((r = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {}
+    pthread_mutex_lock(&batch_mu);
+    int fd = open(file, O_RDWR | O_CLOEXEC), r = -1;
+    if (fd >= 0)
+        while ((r = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {}
     if (r != 0) {
         int e = errno;
-        close(fd);
+        if (fd >= 0) close(fd);
+        pthread_mutex_unlock(&batch_mu);
         errno = e;
         return -1;
     }
@@ -329,6 +339,7 @@ static int lock_file(const char *file) {
 static void unlock_file(int fd) {
     flock(fd, LOCK_UN);
     close(fd);
+    pthread_mutex_unlock(&batch_mu);
 }
 
 static void lock_error(const h5w *w, char *err, size_t n) {
@@ -597,9 +608,8 @@ static void free_list(pend *p) {
     }
 }
 
-/* Write what is pending (one batch at a time; slabs finished meanwhile wait for the next). */
+/* Write what is pending (slabs finished meanwhile wait for the next batch). */
 static swi_status flush(h5w *w, char *err, size_t n) {
-    pthread_mutex_lock(&w->flush_mu);
     pthread_mutex_lock(&w->list_mu);
     pend *list = w->head;
     w->head = NULL;
@@ -607,7 +617,6 @@ static swi_status flush(h5w *w, char *err, size_t n) {
     w->pending = 0;
     pthread_mutex_unlock(&w->list_mu);
     swi_status st = list ? write_batch(w, list, err, n) : SWI_OK;
-    pthread_mutex_unlock(&w->flush_mu);
     free_list(list);
     return st;
 }
@@ -691,7 +700,6 @@ static void free_writer(h5w *w) {
     if (w->shared) {
         free_list(w->head);
         pthread_mutex_destroy(&w->list_mu);
-        pthread_mutex_destroy(&w->flush_mu);
     }
     free(w);
 }
@@ -721,12 +729,6 @@ swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_
         w->parts = part < 0 ? 1 : parts;
         w->tail = &w->head;
         if (pthread_mutex_init(&w->list_mu, NULL) != 0) {
-            free(w);
-            io__err(err, n, "%s: out of memory", name);
-            return SWI_ERR_NOMEM;
-        }
-        if (pthread_mutex_init(&w->flush_mu, NULL) != 0) {
-            pthread_mutex_destroy(&w->list_mu);
             free(w);
             io__err(err, n, "%s: out of memory", name);
             return SWI_ERR_NOMEM;
