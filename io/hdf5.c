@@ -17,6 +17,7 @@
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -186,9 +187,19 @@ void h5__close(void *impl) {
 #define BATCH_BYTES ((size_t)64 << 20)
 #define BATCH_SECONDS 1.0
 
+/* A slab's chunks as HDF5 stores them, compressed by the thread that finished the slab, so
+ * the compression runs on every core and outside both locks; written with H5Dwrite_chunk. */
+typedef struct enc_chunk {
+    hsize_t off[4];
+    uint32_t mask; /* filters skipped: bit 0 shuffle, bit 1 deflate */
+    size_t size;
+    unsigned char *buf;
+} enc_chunk;
+
 typedef struct pend {
-    int64_t lo[3], hi[3];
-    void *buf;
+    int64_t lo[3];
+    size_t count, bytes;
+    enc_chunk *c;
     struct pend *next;
 } pend;
 
@@ -245,24 +256,114 @@ static hid_t make_dataset(hid_t file, const char *path, const swi_store_spec *sp
     return d;
 }
 
-/* Write the box [lo, hi) (every plane) from buf. Caller holds h5_lock. */
-static int write_slab(hid_t dset, const swi_store_spec *spec, const int64_t lo[3], const int64_t hi[3],
-                      const void *buf) {
-    hsize_t start[4] = {0}, count[4];
-    int nd = 0;
-    if (spec->planes > 1) count[nd++] = (hsize_t)spec->planes;
-    for (int a = 0; a < 3; a++) {
-        start[nd] = (hsize_t)lo[a];
-        count[nd++] = (hsize_t)(hi[a] - lo[a]);
+static void free_pend(pend *p) {
+    if (!p) return;
+    for (size_t i = 0; i < p->count; i++) free(p->c[i].buf);
+    free(p->c);
+    free(p);
+}
+
+static void free_list(pend *p) {
+    while (p) {
+        pend *next = p->next;
+        free_pend(p);
+        p = next;
     }
-    int ok = 0;
-    hid_t fs = H5Dget_space(dset), ms = H5Screate_simple(nd, count, NULL);
-    if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
-        H5Dwrite(dset, mem_type(spec->dtype), ms, fs, H5P_DEFAULT, buf) >= 0)
-        ok = 1;
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    return ok ? 0 : -1;
+}
+
+/* The chunks of the box [lo, hi) (chunk-aligned; every plane) from buf [planes][hi - lo], each
+ * as the dataset's filters make it: byte shuffle, then zlib's compress2 at level 4 (HDF5's
+ * deflate); edge chunks are stored whole, zero outside the dataset. A chunk deflate does not
+ * shrink is stored raw, both filters marked skipped. */
+static swi_status encode_slab(const h5w *w, const int64_t lo[3], const int64_t hi[3], const void *buf,
+                              pend **out, char *err, size_t n) {
+    const int64_t *c = w->chunk, *size = w->spec.size;
+    const size_t es = store__dtype_size(w->spec.dtype);
+    const size_t cbytes = (size_t)(c[0] * c[1] * c[2]) * es;
+    const int64_t e0 = hi[0] - lo[0], e1 = hi[1] - lo[1], e2 = hi[2] - lo[2];
+    const int64_t n0 = (e0 + c[0] - 1) / c[0], n1 = (e1 + c[1] - 1) / c[1], n2 = (e2 + c[2] - 1) / c[2];
+    const uLong bound = compressBound((uLong)cbytes);
+    pend *p = calloc(1, sizeof *p);
+    unsigned char *raw = malloc(cbytes), *shuf = es > 1 ? malloc(cbytes) : NULL;
+    if (p) {
+        memcpy(p->lo, lo, sizeof p->lo);
+        p->c = calloc((size_t)(w->spec.planes * n0 * n1 * n2), sizeof *p->c);
+    }
+    if (!p || !p->c || !raw || (es > 1 && !shuf)) {
+        free(raw);
+        free(shuf);
+        free_pend(p);
+        io__err(err, n, "%s: out of memory for a slab", w->name);
+        return SWI_ERR_NOMEM;
+    }
+    const unsigned char *src = buf;
+    const size_t ne = cbytes / es;
+    swi_status st = SWI_OK;
+    for (int64_t pl = 0; pl < w->spec.planes && st == SWI_OK; pl++)
+        for (int64_t ci = lo[0] / c[0]; ci * c[0] < hi[0] && st == SWI_OK; ci++)
+            for (int64_t cj = lo[1] / c[1]; cj * c[1] < hi[1] && st == SWI_OK; cj++)
+                for (int64_t ck = lo[2] / c[2]; ck * c[2] < hi[2] && st == SWI_OK; ck++) {
+                    memset(raw, 0, cbytes);
+                    int64_t ih = (ci + 1) * c[0] < size[0] ? c[0] : size[0] - ci * c[0];
+                    int64_t jh = (cj + 1) * c[1] < size[1] ? c[1] : size[1] - cj * c[1];
+                    int64_t kw = (ck + 1) * c[2] < size[2] ? c[2] : size[2] - ck * c[2];
+                    for (int64_t i = 0; i < ih; i++)
+                        for (int64_t j = 0; j < jh; j++)
+                            memcpy(raw + (size_t)((i * c[1] + j) * c[2]) * es,
+                                   src + (size_t)(((pl * e0 + ci * c[0] + i - lo[0]) * e1 + cj * c[1] + j -
+                                                   lo[1]) *
+                                                      e2 +
+                                                  ck * c[2] - lo[2]) *
+                                             es,
+                                   (size_t)kw * es);
+                    const unsigned char *in = raw;
+                    if (es > 1) {
+                        /* HDF5's shuffle: byte b of every element together, in element order */
+                        for (size_t b = 0; b < es; b++)
+                            for (size_t i = 0; i < ne; i++) shuf[b * ne + i] = raw[i * es + b];
+                        in = shuf;
+                    }
+                    enc_chunk *e = &p->c[p->count];
+                    int k = 0;
+                    if (w->spec.planes > 1) e->off[k++] = (hsize_t)pl;
+                    e->off[k++] = (hsize_t)(ci * c[0]);
+                    e->off[k++] = (hsize_t)(cj * c[1]);
+                    e->off[k++] = (hsize_t)(ck * c[2]);
+                    e->buf = malloc(bound);
+                    uLongf len = bound;
+                    if (!e->buf) {
+                        io__err(err, n, "%s: out of memory for a chunk", w->name);
+                        st = SWI_ERR_NOMEM;
+                    } else if (compress2(e->buf, &len, in, (uLong)cbytes, 4) == Z_OK && len < cbytes) {
+                        e->size = len;
+                        unsigned char *fit = realloc(e->buf, len);
+                        if (fit) e->buf = fit;
+                    } else {
+                        memcpy(e->buf, raw, cbytes);
+                        e->size = cbytes;
+                        e->mask = 3;
+                    }
+                    if (e->buf) {
+                        p->bytes += e->size;
+                        p->count++;
+                    }
+                }
+    free(raw);
+    free(shuf);
+    if (st != SWI_OK) {
+        free_pend(p);
+        return st;
+    }
+    *out = p;
+    return SWI_OK;
+}
+
+/* Write a slab's encoded chunks. Caller holds h5_lock. */
+static int write_chunks(hid_t d, const pend *p) {
+    for (size_t i = 0; i < p->count; i++)
+        if (H5Dwrite_chunk(d, H5P_DEFAULT, p->c[i].mask, p->c[i].off, p->c[i].size, p->c[i].buf) < 0)
+            return -1;
+    return 0;
 }
 
 /* ---- several parts into one file ----
@@ -583,7 +684,7 @@ static swi_status write_batch(h5w *w, const pend *list, char *err, size_t n) {
     } else {
         st = SWI_OK;
         for (const pend *p = list; p && st == SWI_OK; p = p->next)
-            if (write_slab(d, &w->spec, p->lo, p->hi, p->buf) != 0) {
+            if (write_chunks(d, p) != 0) {
                 io__err(err, n, "%s: cannot write the box from (%lld, %lld, %lld) (disk full?)", w->name,
                         (long long)p->lo[0], (long long)p->lo[1], (long long)p->lo[2]);
                 st = SWI_ERR_INVALID_ARG;
@@ -597,15 +698,6 @@ static swi_status write_batch(h5w *w, const pend *list, char *err, size_t n) {
     pthread_mutex_unlock(&h5_lock);
     unlock_file(fd);
     return st;
-}
-
-static void free_list(pend *p) {
-    while (p) {
-        pend *next = p->next;
-        free(p->buf);
-        free(p);
-        p = next;
-    }
 }
 
 /* Write what is pending (slabs finished meanwhile wait for the next batch). */
@@ -623,26 +715,15 @@ static swi_status flush(h5w *w, char *err, size_t n) {
 
 static swi_status shared_write(h5w *w, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
                                size_t n) {
-    size_t bytes = (size_t)w->spec.planes * store__dtype_size(w->spec.dtype);
-    for (int a = 0; a < 3; a++) bytes *= (size_t)(hi[a] - lo[a]);
-    pend *p = malloc(sizeof *p);
-    void *copy = p ? malloc(bytes) : NULL;
-    if (!copy) {
-        free(p);
-        io__err(err, n, "%s: out of memory for a slab", w->name);
-        return SWI_ERR_NOMEM;
-    }
-    memcpy(copy, buf, bytes);
-    memcpy(p->lo, lo, sizeof p->lo);
-    memcpy(p->hi, hi, sizeof p->hi);
-    p->buf = copy;
-    p->next = NULL;
+    pend *p = NULL;
+    swi_status st = encode_slab(w, lo, hi, buf, &p, err, n);
+    if (st != SWI_OK) return st;
     const double t = now_s();
     pthread_mutex_lock(&w->list_mu);
     if (!w->head) w->first_at = t;
     *w->tail = p;
     w->tail = &p->next;
-    w->pending += bytes;
+    w->pending += p->bytes;
     int due = w->pending >= BATCH_BYTES || t - w->first_at >= BATCH_SECONDS;
     pthread_mutex_unlock(&w->list_mu);
     return due ? flush(w, err, n) : SWI_OK;
@@ -781,14 +862,17 @@ swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], c
                          size_t n) {
     h5w *w = impl;
     if (w->shared) return shared_write(w, lo, hi, buf, err, n);
+    pend *p = NULL;
+    swi_status st = encode_slab(w, lo, hi, buf, &p, err, n);
+    if (st != SWI_OK) return st;
     pthread_mutex_lock(&h5_lock);
-    swi_status st = SWI_OK;
-    if (write_slab(w->dset, &w->spec, lo, hi, buf) != 0) {
+    if (write_chunks(w->dset, p) != 0) {
         io__err(err, n, "%s: cannot write the box from (%lld, %lld, %lld) (disk full?)", w->name,
                 (long long)lo[0], (long long)lo[1], (long long)lo[2]);
         st = SWI_ERR_INVALID_ARG;
     }
     pthread_mutex_unlock(&h5_lock);
+    free_pend(p);
     return st;
 }
 
