@@ -1,8 +1,9 @@
 /* hdf5.c -- HDF5 datasets (file.h5:/path): read by hyperslab with HDF5's own conversion
  * to float, written chunked and deflate-compressed: by one writer into a temporary file
  * renamed at commit, or by several parts in turn under the file's lock (see "several parts
- * into one file" below). libhdf5 (serial) is not thread-safe: one lock serialises every call
- * into it. */
+ * into one file" below). Chunks are shuffled and deflated by the thread that finished them,
+ * as HDF5's filters would, and handed to HDF5 whole. libhdf5 (serial) is not thread-safe:
+ * one lock serialises every call into it. */
 #include "store_internal.h"
 
 #ifdef SWI_HAVE_HDF5
@@ -182,7 +183,7 @@ void h5__close(void *impl) {
 
 #define MAX_PARTS 60000 /* one byte each: an attribute stays within HDF5's 64 KiB default */
 
-/* Finished slabs a part holds before taking the file's lock to write them together, and how
+/* Compressed slabs a part holds before taking the file's lock to write them together, and how
  * long the first may wait: one open and close of the file per batch, not per slab. */
 #define BATCH_BYTES ((size_t)64 << 20)
 #define BATCH_SECONDS 1.0
