@@ -188,8 +188,11 @@ void h5__close(void *impl) {
 #define BATCH_BYTES ((size_t)64 << 20)
 #define BATCH_SECONDS 1.0
 
-/* A slab's chunks as HDF5 stores them, compressed by the thread that finished the slab, so
- * the compression runs on every core and outside both locks; written with H5Dwrite_chunk. */
+/* A slab's chunks as HDF5 stores them, compressed by the thread that finished the slab
+ * outside both locks (so parts compress at the same time), written with H5Dwrite_chunk. */
+#if !H5_VERSION_GE(1, 10, 3)
+#error "swi_io needs libhdf5 1.10.3 or later (H5Dwrite_chunk)"
+#endif
 typedef struct enc_chunk {
     hsize_t off[4];
     uint32_t mask; /* filters skipped: bit 0 shuffle, bit 1 deflate */
@@ -372,7 +375,7 @@ static int write_chunks(hid_t d, const pend *p) {
  * Serial libhdf5 cannot have two writers in one file, so each part takes an exclusive
  * flock(2) on the file itself for every batch it writes: open, write, close, unlock. That is
  * the lock HDF5's own file locking takes (readers hold it shared while the file is open), so
- * h5py and swi readers never see a batch half-written. Our opens turn HDF5's locking off, as
+ * readers that lock (HDF5's default) never see a batch half-written. Our opens turn HDF5's locking off, as
  * the process already holds the lock on another descriptor and would conflict with itself. */
 
 /* Does HDF5_USE_FILE_LOCKING turn HDF5's own locking on (it overrides the access property)? */
