@@ -82,10 +82,6 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, cons
         return 1;
     }
     int flags = (b->force ? SWI_STORE_FORCE : 0) | (b->sharded ? SWI_STORE_SHARED : 0);
-    if (b->sharded && swi_store_kind_of(b->output) == SWI_STORE_HDF5) {
-        snprintf(err, n, "%s: --shard writes one shared store: use Zarr (x.zarr), not HDF5", b->output);
-        return 2;
-    }
     if (b->init) {
         if (swi_store_init(b->output, &spec, flags, err, n) != SWI_OK) return 1;
         return 0;

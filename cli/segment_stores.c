@@ -47,9 +47,6 @@ int seg_store_check(const seg_opts *o, const char *who) {
         msg = "--preview needs the whole label map: not with store outputs";
     else if (o->shard_given && !out_store)
         msg = "--shard writes parts of shared stores: give --output x.zarr";
-    else if (o->shard_given && ((o->output && swi_store_kind_of(o->output) == SWI_STORE_HDF5) ||
-                                (o->scores && swi_store_kind_of(o->scores) == SWI_STORE_HDF5)))
-        msg = "--shard: an HDF5 output takes one writer; use Zarr (x.zarr)";
     if (!msg) return 0;
     fprintf(stderr, "%s: %s (see '%s --help')\n", who, msg, who);
     return 2;

@@ -212,14 +212,7 @@ static void chunk_of(const swi_store_spec *spec, int64_t chunk[3]) {
 static swi_status create_impl(const char *name, swi_store_kind k, const swi_store_spec *spec,
                               const int64_t chunk[3], int flags, int part, int parts, void **impl, char *err,
                               size_t n) {
-    if (k == SWI_STORE_HDF5) {
-        if (flags & SWI_STORE_SHARED) {
-            io__err(err, n, "%s: an HDF5 output takes one writer; write shards into a Zarr store (x.zarr)",
-                    name);
-            return SWI_ERR_INVALID_ARG;
-        }
-        return h5__create(name, spec, chunk, flags, impl, err, n);
-    }
+    if (k == SWI_STORE_HDF5) return h5__create(name, spec, chunk, flags, part, parts, impl, err, n);
     return zarr__create(name, k == SWI_STORE_OME, spec, chunk, flags, part, parts, impl, err, n);
 }
 
@@ -245,7 +238,12 @@ swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flag
     void *impl = NULL;
     /* part -1: metadata and marker only */
     st = create_impl(name, k, spec, chunk, flags | SWI_STORE_SHARED, -1, 0, &impl, err, n);
-    if (st == SWI_OK) zarr__abort(impl);
+    if (st == SWI_OK) {
+        if (k == SWI_STORE_HDF5)
+            h5__abort(impl);
+        else
+            zarr__abort(impl);
+    }
     return st;
 }
 

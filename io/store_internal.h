@@ -42,7 +42,7 @@ swi_status zarr__commit(void *impl, char *err, size_t n);
 void zarr__abort(void *impl);
 
 swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
-                      void **impl, char *err, size_t n);
+                      int part, int parts, void **impl, char *err, size_t n);
 swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
                          size_t n);
 swi_status h5__commit(void *impl, char *err, size_t n);

@@ -34,8 +34,13 @@
  * one removes the marker), so a failed or unfinished run never looks finished;
  * swi_store_open refuses a store that still has it. Several processes may create the same
  * store at once (SWI_STORE_SHARED): the metadata are linked into place atomically by
- * whichever comes first, and the others check that they agree. HDF5 outputs are written to
- * a temporary file renamed at commit (one writer only).
+ * whichever comes first, and the others check that they agree. A single HDF5 writer writes a
+ * temporary file renamed at commit. Several HDF5 parts (SWI_STORE_SHARED) write one file in
+ * turn: each batch of finished slabs is written under an exclusive flock(2) of the file (the
+ * lock HDF5's own readers take shared), opened, written and closed; the first part links the
+ * file into place whole, the others check the dataset's shape, type and chunk; the dataset
+ * carries the attribute swi_incomplete, and swi_parts_done (a byte per part), until the last
+ * part commits and removes both. HDF5_USE_FILE_LOCKING must be unset or FALSE.
  *
  * Errors: an swi_status and one line naming the store and the field in err (NULL: none).
  */
@@ -152,8 +157,8 @@ const char *swi_store_writer_error(const swi_store_writer *w);
  *  last part to commit marks the store complete). Frees w in every case. */
 swi_status swi_store_commit(swi_store_writer *w, char *err, size_t errlen);
 
-/** Drop a writer without committing: the store stays marked incomplete (HDF5: the
- *  temporary file is removed). NULL is fine. */
+/** Drop a writer without committing: the store stays marked incomplete (a single HDF5
+ *  writer: the temporary file is removed). NULL is fine. */
 void swi_store_abort(swi_store_writer *w);
 
 #ifdef __cplusplus

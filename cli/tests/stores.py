@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cli_stores_*: swi bench and swi segment on chunked stores, checked with zarr and h5py.
 
-usage: stores.py CASE SWI WORKDIR    (CASE: formats, shards, fail, launcher, segment, mpi)
+usage: stores.py CASE SWI WORKDIR    (CASE: formats, shards, h5shards, fail, launcher, segment, mpi)
 Exit 0 passed, 1 failed, 77 skipped (a reader or a feature missing).
 """
 import os
@@ -78,6 +78,36 @@ def load(name):
     if name.endswith(".ome.zarr"):
         return zarr.open(name, mode="r")["0"][...]
     return zarr.open(name, mode="r")[...]
+
+
+def h5_attrs(name):
+    f, d = name.split(":")
+    with h5py.File(f, "r") as h:
+        return dict(h[d].attrs)
+
+
+def h5_layout(name):
+    f, d = name.split(":")
+    with h5py.File(f, "r") as h:
+        x = h[d]
+        return (x.shape, x.dtype, x.chunks, x.compression, x.compression_opts, x.shuffle, x.fillvalue)
+
+
+def shard_procs(inp, out, what, parts, n, *extra, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return [subprocess.Popen([swi, "bench", "--input", inp, "--output", what, "--output-file", out, *common, *extra,
+                              "--shard", "%d/%d" % (i, n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=e) for i in parts]
+
+
+def finish(procs):
+    outs = [p.communicate(timeout=300) for p in procs]
+    return all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+
+
+def no_temporaries():
+    return not [f for f in os.listdir(".") if ".tmp-" in f]
 
 
 if case == "formats":
@@ -178,12 +208,125 @@ if case == "shards":
             "--shard", "0/3", "--force", "--no-floor")
     check(r.returncode == 1 and ".zarray" in r.stderr, "a shard of another dtype refused: " + r.stderr)
     r = run("bench", "--input", "v.zarr", "--output-file", "x.h5:/a", *common, "--shard", "0/2")
-    check(r.returncode == 2 and "HDF5" in r.stderr, "HDF5 shards refused: " + r.stderr)
+    check(r.returncode == 0 and "swi_incomplete" in h5_attrs("x.h5:/a"),
+          "an HDF5 shard writes its part, the file stays incomplete: " + r.stderr)
     r = run("bench", "--input", "v.zarr", *common, "--shard", "0/2")
     check(r.returncode == 2 and "--output-file" in r.stderr, "--shard needs --output-file")
     for bad in ("2/2", "x", "1/0", "-1/3"):
         r = run("bench", "--input", "v.zarr", "--output-file", "y.zarr", *common, "--shard", bad)
         check(r.returncode == 2 and "--shard" in r.stderr, "--shard %s refused: %s" % (bad, r.stderr))
+    done()
+
+if case == "h5shards":
+    # shards and ranks into one HDF5 dataset: each part writes its rows under the file's lock
+    make_inputs()
+    for what in ("argmax", "scores"):
+        one = what + "_1.h5:/seg"
+        r = bench("v.zarr", one, what)
+        check(r.returncode == 0, "one process: " + r.stderr)
+        ref = load(one)
+        r = bench("v.zarr", what + "_1.zarr", what)
+        check(r.returncode == 0 and np.array_equal(ref, load(what + "_1.zarr")),
+              "%s: the HDF5 output equals the Zarr one: %s" % (what, r.stderr))
+        # 3 processes one after the other, then 2 at once and the third after, then all 3 at once
+        for mode in ("serial", "two", "three"):
+            out = "%s_%s.h5:/g/seg" % (what, mode)
+            if mode == "serial":
+                ok, errs = True, []
+                for i in range(3):
+                    o, e = finish(shard_procs("v.zarr", out, what, [i], 3))
+                    ok, errs = ok and o, errs + e
+                    if i < 2:
+                        check("swi_incomplete" in h5_attrs(out), "%s: incomplete after %d of 3 parts" % (what, i + 1))
+            elif mode == "two":
+                ok, errs = finish(shard_procs("v.zarr", out, what, [0, 1], 3))
+                check(ok and list(h5_attrs(out).get("swi_parts_done", [])) == [1, 1, 0],
+                      "%s: two concurrent parts done, the third not: %s" % (what, h5_attrs(out)))
+                o, e = finish(shard_procs("v.zarr", out, what, [2], 3))
+                ok, errs = ok and o, errs + e
+            else:
+                r = bench("v.zarr", out, what, "--shard", "init")
+                check(r.returncode == 0 and "swi_incomplete" in h5_attrs(out), "--shard init: " + r.stderr)
+                ok, errs = finish(shard_procs("v.zarr", out, what, range(3), 3))
+            check(ok, "%s %s: 3 shards: %s" % (what, mode, errs))
+            check(h5_attrs(out) == {}, "%s %s: complete, no swi_ attributes left: %s" % (what, mode, h5_attrs(out)))
+            check(np.array_equal(load(out), ref), "%s %s: 3 shards bitwise equal to one process" % (what, mode))
+            check(h5_layout(out) == h5_layout(one), "%s %s: the same shape, dtype, chunks, filters and fill value "
+                  "as one writer's: %s %s" % (what, mode, h5_layout(out), h5_layout(one)))
+            check(no_temporaries(), "no temporary files left")
+    ref = load("argmax_1.h5:/seg")
+    # a failing part (its input chunk is corrupt) leaves the file incomplete; h5py still reads
+    # it; swi refuses it as an input; rerunning that part alone completes it
+    shutil.copytree("v.zarr", "bad.zarr")
+    with open("bad.zarr/6.2.2", "r+b") as f:
+        f.truncate(7)
+    out = "part.h5:/seg"
+    ok, errs = finish(shard_procs("v.zarr", out, "argmax", [0, 1], 3))
+    check(ok, "parts 0 and 1: %s" % errs)
+    r = run("bench", "--input", "bad.zarr", "--output-file", out, *common, "--shard", "2/3")
+    check(r.returncode == 1 and "6.2.2" in r.stderr and "incomplete" in r.stderr,
+          "the failing part exits 1 naming the chunk and the incomplete output: " + r.stderr)
+    a = h5_attrs(out)
+    check("swi_incomplete" in a and list(a.get("swi_parts_done", [])) == [1, 1, 0],
+          "the file stays marked incomplete, parts 0 and 1 done: %s" % a)
+    got = load(out)
+    check(got.shape == ref.shape and np.array_equal(got[:128], ref[:128]), "h5py reads the finished parts' rows")
+    r = run("bench", "--input", out, *common)
+    check(r.returncode == 1 and "incomplete" in r.stderr, "swi refuses the incomplete dataset as input: " + r.stderr)
+    r = run("bench", "--input", "v.zarr", "--output-file", out, *common, "--shard", "2/3")
+    check(r.returncode == 0 and h5_attrs(out) == {} and np.array_equal(load(out), ref),
+          "rerunning the failed part completes the file: " + r.stderr)
+    # a part rerun after it had finished: its done flag is cleared until it finishes again
+    out = "rerun.h5:/seg"
+    finish(shard_procs("v.zarr", out, "argmax", [1], 2))
+    finish(shard_procs("bad.zarr", out, "argmax", [1], 2))
+    check(list(h5_attrs(out).get("swi_parts_done", [])) == [0, 0], "a failed rerun of a part undoes its done flag")
+    ok, errs = finish(shard_procs("v.zarr", out, "argmax", [0, 1], 2))
+    check(ok and h5_attrs(out) == {} and np.array_equal(load(out), ref), "and its reruns complete it: %s" % errs)
+    # mismatched joins are refused, the file unchanged
+    before = open("argmax_three.h5", "rb").read()
+    for args, why, what in [
+            (["--shard", "1/3"], "already exists", "a complete file without --force"),
+            (["--classes", "300", "--force", "--shard", "1/3"], "another shape, chunk or dtype", "another dtype"),
+            (["--output", "scores", "--force", "--shard", "1/3"], "another shape, chunk or dtype", "another shape")]:
+        r = run("bench", "--input", "v.zarr", "--output-file", "argmax_three.h5:/g/seg", *common, *args)
+        check(r.returncode == 1 and why in r.stderr and "argmax_three.h5" in r.stderr,
+              "%s refused: %s" % (what, r.stderr))
+    r = run("bench", "--input", "v.zarr", "--output-file", "argmax_1.h5:/seg", *common, "--shard", "0/2")
+    check(r.returncode == 1 and "already exists" in r.stderr and h5_attrs("argmax_1.h5:/seg") == {},
+          "a single writer's output is not joined without --force: " + r.stderr)
+    check(open("argmax_three.h5", "rb").read() == before, "refused joins leave the file byte for byte")
+    # a dataset the file lacks is added beside the others, which stay as they were
+    r = run("bench", "--input", "v.zarr", "--output-file", "argmax_three.h5:/other", *common, "--shard", "0/3")
+    check(r.returncode == 0 and "swi_incomplete" in h5_attrs("argmax_three.h5:/other") and
+          h5_attrs("argmax_three.h5:/g/seg") == {} and np.array_equal(load("argmax_three.h5:/g/seg"), ref),
+          "a new dataset in an existing file: " + r.stderr)
+    # --force: the parts rewrite a complete file of the same layout
+    out = "argmax_three.h5:/g/seg"
+    ok, errs = finish(shard_procs("v.zarr", out, "argmax", range(3), 3, "--force"))
+    check(ok and h5_attrs(out) == {} and np.array_equal(load(out), ref), "--force rewrites: %s" % errs)
+    # HDF5's own lock: forced on by the environment it would conflict with the part's lock
+    r = run("bench", "--input", "v.zarr", "--output-file", "env.h5:/seg", *common, "--shard", "0/2",
+            env={"HDF5_USE_FILE_LOCKING": "TRUE"})
+    check(r.returncode == 1 and "HDF5_USE_FILE_LOCKING=FALSE" in r.stderr and not os.path.exists("env.h5"),
+          "HDF5_USE_FILE_LOCKING=TRUE refused before anything is written: " + r.stderr)
+    ok, errs = finish(shard_procs("v.zarr", "env.h5:/seg", "argmax", range(2), 2,
+                                  env={"HDF5_USE_FILE_LOCKING": "FALSE"}))
+    check(ok and np.array_equal(load("env.h5:/seg"), ref), "HDF5_USE_FILE_LOCKING=FALSE works: %s" % errs)
+    # a reader holding the file open (HDF5 takes its lock shared) makes a part wait, not fail
+    out = "wait.h5:/seg"
+    r = bench("v.zarr", out, "argmax", "--shard", "init")
+    h = h5py.File("wait.h5", "r")
+    procs = shard_procs("v.zarr", out, "argmax", range(2), 2)
+    try:
+        procs[0].wait(timeout=3)
+        waited = False
+    except subprocess.TimeoutExpired:
+        waited = True
+    h.close()
+    ok, errs = finish(procs)
+    check(waited and ok and np.array_equal(load(out), ref), "a part waits for a reader to close: %s" % errs)
+    check(no_temporaries(), "no temporary files left")
     done()
 
 if case == "fail":
@@ -242,6 +385,11 @@ if case == "mpi":
             check(not os.path.exists(out + "/.swi-incomplete"), "mpirun -n %d completes the store" % n)
             check(os.path.exists(out + "/.zarray") and np.array_equal(load(out), ref),
                   "%s: %d ranks bitwise equal to one process" % (what, n))
+            out = "%s_mpi%d.h5:/seg" % (what, n)
+            r = subprocess.run([mpirun, *extra, "-n", str(n), swi, "bench", "--input", "v.zarr", "--output", what,
+                                "--output-file", out, *common], capture_output=True, text=True, timeout=300)
+            check(r.returncode == 0 and h5_attrs(out) == {} and np.array_equal(load(out), ref),
+                  "%s: %d ranks into HDF5 bitwise equal to one process: %s" % (what, n, r.stderr[-2000:]))
     # a rank fails (its rows' chunk is corrupt): the job fails, the store stays incomplete
     shutil.copytree("v.zarr", "bad.zarr")
     with open("bad.zarr/6.2.2", "r+b") as f:
@@ -251,6 +399,10 @@ if case == "mpi":
     check(r.returncode != 0 and "6.2.2" in r.stderr, "a failing rank fails the job: %s" % r.stderr[-2000:])
     check("ranks failed" in r.stderr, "rank 0 says how many ranks failed: %s" % r.stderr[-2000:])
     check(os.path.exists("mf.zarr/.swi-incomplete"), "the store stays incomplete")
+    r = subprocess.run([mpirun, *extra, "-n", "3", swi, "bench", "--input", "bad.zarr", "--output-file", "mf.h5:/s",
+                        *common], capture_output=True, text=True, timeout=120)
+    check(r.returncode != 0 and "6.2.2" in r.stderr and "swi_incomplete" in h5_attrs("mf.h5:/s"),
+          "a failing rank leaves the HDF5 output incomplete: %s" % r.stderr[-2000:])
     done()
 
 if case == "segment":
@@ -297,6 +449,17 @@ if case == "segment":
         check(all(p.returncode == 0 for p in procs), "segment %d shards: %s" % (n, errs))
         check(np.array_equal(load(out), ref) and np.array_equal(load(sc), load("s0.zarr")),
               "segment: %d shards bitwise equal to one process" % n)
+    # labels and scores as two datasets of one HDF5 file, 3 parts at once
+    procs = [subprocess.Popen([swi, *seg, "--input", "q.zarr", "--output", "sh.h5:/labels", "--scores",
+                               "sh.h5:/scores", "--shard", "%d/3" % i], stderr=subprocess.PIPE, text=True)
+             for i in range(3)]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    check(all(p.returncode == 0 for p in procs), "segment 3 shards into one HDF5 file: %s" % errs)
+    if all(p.returncode == 0 for p in procs):
+        with h5py.File("sh.h5", "r") as h:
+            check(not h["labels"].attrs.keys() and not h["scores"].attrs.keys() and
+                  np.array_equal(h["labels"][...], ref) and np.array_equal(h["scores"][...], load("s0.zarr")),
+                  "segment: 3 shards into HDF5 bitwise equal to one process")
     # NaN/Inf voxels: read as 0 as from NIfTI, or refused with --nonfinite fail
     vn = v.copy()
     vn[3, 4, 5], vn[100, 10, 2] = np.nan, np.inf
