@@ -5,12 +5,13 @@
  * 64-voxel output chunks, cli/shard.c), and each is planned with swi_plan_run exactly as a
  * rank would plan it; the box with the most windows (box 0 is as large as any) is shown.
  *
- *   cc -O2 -Iinclude bench/box_plan.c build/lib/libswi.a -lm -lpthread -o box_plan
+ *   cc -O2 -std=c11 -Iinclude bench/box_plan.c build/lib/libswi.a -lm -lpthread -o box_plan
  *   box_plan D,H,W CLASSES ROI OVERLAP [order=A,B,C] AxBxC [AxBxC...]
  *   box_plan 20000,20000,10000 8 128 0.25 1x1x1 10x10x8
  * order=A,B,C fixes the window loop order (--order) for the grids after it; else the
  * planner picks the whole run's.
  */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include "swi.h"
 
 #include <stdio.h>
