@@ -3,7 +3,8 @@
  * the numbers behind docs/cluster.md's per-box table. Not a test; a diagnostic kept with
  * the benchmarks. The boxes are cut as `swi --shard I/N --shard-grid AxBxC` cuts them (at
  * 64-voxel output chunks, cli/shard.c), and each is planned with swi_plan_run exactly as a
- * rank would plan it; the box with the most windows (box 0 is as large as any) is shown.
+ * rank would plan it; the largest box of each grid is shown (the part whose rows are the
+ * most along every axis: the parts differ by a chunk row at most).
  *
  *   cc -O2 -std=c11 -Iinclude bench/box_plan.c build/lib/libswi.a -lm -lpthread -o box_plan
  *   box_plan D,H,W CLASSES ROI OVERLAP [order=A,B,C] AxBxC [AxBxC...]
@@ -72,8 +73,8 @@ int main(int argc, char **argv) {
     o.on_region = sink;
     swi_ctx *ctx = swi_create();
     if (!ctx) return 1;
-    printf("%-10s %-26s %12s %14s %14s %8s\n", "grid", "box 0", "windows", "partial sums", "scratch",
-           "plan s");
+    printf("%-10s %-26s %12s %14s %14s %8s\n", "grid", "largest box I: size", "windows", "partial sums",
+           "scratch", "plan s");
     for (int a = 5; a < argc; a++) {
         int g[3];
         if (!strncmp(argv[a], "order=", 6)) {
@@ -84,9 +85,21 @@ int main(int argc, char **argv) {
         }
         if (sscanf(argv[a], "%dx%dx%d", &g[0], &g[1], &g[2]) != 3) return 2;
         swi_params q = p;
-        int64_t lo[3], hi[3];
+        int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+        int64_t part = 0; /* its index I in the grid, row-major */
         for (int k = 0; k < 3; k++) {
-            rows(size[k], 64, 0, g[k], &lo[k], &hi[k]);
+            int64_t best = 0, at = 0;
+            for (int64_t i = 0; i < g[k]; i++) {
+                int64_t rl, rh;
+                rows(size[k], 64, i, g[k], &rl, &rh);
+                if (rh - rl > best) {
+                    best = rh - rl;
+                    lo[k] = rl;
+                    hi[k] = rh;
+                    at = i;
+                }
+            }
+            part = part * g[k] + at;
             if (g[k] > 1) {
                 q.part_lo[k] = lo[k];
                 q.part_hi[k] = hi[k];
@@ -99,8 +112,8 @@ int main(int argc, char **argv) {
             return 1;
         }
         char box[64];
-        snprintf(box, sizeof box, "%lldx%lldx%lld", (long long)(hi[0] - lo[0]), (long long)(hi[1] - lo[1]),
-                 (long long)(hi[2] - lo[2]));
+        snprintf(box, sizeof box, "%lld: %lldx%lldx%lld", (long long)part, (long long)(hi[0] - lo[0]),
+                 (long long)(hi[1] - lo[1]), (long long)(hi[2] - lo[2]));
         printf("%-10s %-26s %12lld %11.2f GB %11.2f GB %8.1f   order %d,%d,%d\n", argv[a], box,
                (long long)plan.windows_total, (double)plan.bytes_partial / 1e9,
                (double)plan.bytes_scratch / 1e9, now() - t0, plan.order[0], plan.order[1], plan.order[2]);

@@ -69,6 +69,22 @@ static int on_region(void *user, const swi_region *r) {
 
 enum { NOUT = 4, MAXCUT = 4 };
 
+/* A head zoomed 2x along dim 0 of a 2-D run: out = (c + 1) * (start_0 + 3 start_1) + v / 64 */
+static int predict_zoom(void *user, swi_batch *b) {
+    (void)user;
+    const int64_t *roi = swi_batch_roi(b);
+    const int64_t sp[2] = {2 * roi[0], roi[1]}, ov = sp[0] * sp[1];
+    float *out = swi_batch_output(b, 0, 2, sp);
+    if (!out) return 1;
+    for (int i = 0; i < swi_batch_count(b); i++) {
+        const int64_t *st = swi_batch_start(b, i);
+        for (int64_t c = 0; c < 2; c++)
+            for (int64_t v = 0; v < ov; v++)
+                out[(i * 2 + c) * ov + v] = (float)(c + 1) * (float)(st[0] + 3 * st[1]) + (float)v / 64.0f;
+    }
+    return 0;
+}
+
 /* Windows along one dim whose input rows meet [lo, hi), counted from the public layout. */
 static int64_t touching(int64_t size, int64_t roi, double overlap, int64_t lo, int64_t hi) {
     int64_t starts[64], n = 0, before = 0, r = roi > 0 ? roi : size, k = 0;
@@ -290,6 +306,55 @@ int main(void) {
               slab.bytes_partial);
         CHECK(box.windows_total < whole.windows_total, "box %lld windows, whole %lld",
               (long long)box.windows_total, (long long)whole.windows_total);
+        swi_free(ctx);
+    }
+    /* A head zoomed along a dim the boxes leave whole: boxes cut along the other dim are
+     * bitwise the whole run inside them. */
+    {
+        float v[12 * 20] = {0};
+        swi_params p;
+        swi_params_init(&p, 2);
+        p.roi[0] = 4;
+        p.roi[1] = 6;
+        p.mode = SWI_BLEND_GAUSSIAN;
+        p.heads[0].channels = 2;
+        p.heads[0].spatial[0] = 8;
+        p.heads[0].spatial[1] = 6;
+        swi_tensor in = {.data = v, .batch = 1, .channels = 1, .dims = 2, .size = {12, 20}};
+        swi_output o;
+        swi_output_init(&o, 0, SWI_REDUCE_NONE);
+        swi_predictor pred = {predict_zoom, NULL};
+        swi_ctx *ctx = swi_create();
+        int64_t osz[SWI_MAX_DIMS] = {0};
+        size_t nb = 0;
+        CHECK(ctx && swi_run(ctx, &p, &in, &pred, &o, 1) == SWI_OK, "zoomed whole run: %s",
+              ctx ? swi_last_error(ctx) : "no context");
+        const float *r = ctx ? swi_result(ctx, 0, &nb) : NULL;
+        float *whole = r ? malloc(nb) : NULL;
+        CHECK(whole && swi_result_size(ctx, 0, osz) == 2 && osz[0] == 24 && osz[1] == 20,
+              "zoomed grid %lldx%lld", (long long)osz[0], (long long)osz[1]);
+        if (whole) {
+            memcpy(whole, r, nb);
+            const int64_t cuts[] = {0, 7, 13, 20};
+            for (int q = 0; q < 3; q++) {
+                swi_params pp = p;
+                pp.part_lo[1] = cuts[q];
+                pp.part_hi[1] = cuts[q + 1];
+                CHECK(swi_run(ctx, &pp, &in, &pred, &o, 1) == SWI_OK, "zoomed box %d: %s", q,
+                      swi_last_error(ctx));
+                const float *pr = swi_result(ctx, 0, NULL);
+                int64_t bad = 0;
+                for (int64_t c = 0; pr && c < 2; c++)
+                    for (int64_t i = 0; i < osz[0]; i++)
+                        for (int64_t j = cuts[q]; j < cuts[q + 1]; j++) {
+                            const int64_t at = (c * osz[0] + i) * osz[1] + j;
+                            bad += memcmp(&pr[at], &whole[at], sizeof(float)) != 0;
+                        }
+                CHECK(pr && bad == 0, "zoomed box %d: %lld values differ from the whole run", q,
+                      (long long)bad);
+            }
+        }
+        free(whole);
         swi_free(ctx);
     }
     /* bad boxes, along either dim */
