@@ -5,6 +5,7 @@
 #include "bench_io.h"
 
 #include "mpi_job.h"
+#include "shard.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -98,15 +99,19 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, cons
     }
     int64_t chunk[3];
     swi_store_default_chunk(&spec, chunk);
-    b->rows_lo = 0;
-    b->rows_hi = in->size[0];
-    if (b->sharded) cli_shard_rows(in->size[0], chunk[0], b->part, b->parts, &b->rows_lo, &b->rows_hi);
-    b->empty = b->rows_lo >= b->rows_hi;
-    if (b->sharded && !b->empty) {
-        p->part_lo = b->rows_lo;
-        p->part_hi = b->rows_hi;
+    for (int d = 0; d < 3; d++) {
+        b->box_lo[d] = 0;
+        b->box_hi[d] = in->size[d];
     }
-    if (swi_store_create(b->output, &spec, flags, b->part, b->parts, b->rows_lo, b->rows_hi, &b->writer, err,
+    if (b->sharded) cli_shard_box(in->size, chunk, b->part, b->grid, b->box_lo, b->box_hi);
+    b->empty = 0;
+    for (int d = 0; d < 3; d++) b->empty |= b->box_lo[d] >= b->box_hi[d];
+    if (b->sharded && !b->empty)
+        for (int d = 0; d < 3; d++) {
+            p->part_lo[d] = b->box_lo[d];
+            p->part_hi[d] = b->box_hi[d];
+        }
+    if (swi_store_create(b->output, &spec, flags, b->part, b->parts, b->box_lo, b->box_hi, &b->writer, err,
                          n) != SWI_OK)
         return 1;
     return 0;
@@ -119,27 +124,36 @@ void bench_io_report_shards(const bench_io *b, swi_ctx *ctx, const swi_params *p
     if (!c) return;
     swi_params q = *p;
     swi_plan whole, part;
-    q.part_lo = q.part_hi = 0;
+    memset(q.part_lo, 0, sizeof q.part_lo);
+    memset(q.part_hi, 0, sizeof q.part_hi);
     int64_t sum = 0;
     int counted = b->parts <= 4096;
     if (swi_plan_run(c, &q, in, out, 1, &whole) == SWI_OK) {
         int64_t chunk[3];
         swi_store_writer_chunk(b->writer, chunk);
         for (int i = 0; counted && i < b->parts; i++) {
-            int64_t lo, hi;
-            cli_shard_rows(in->size[0], chunk[0], i, b->parts, &lo, &hi);
-            if (lo >= hi) continue;
-            q.part_lo = lo;
-            q.part_hi = hi;
+            int64_t lo[3], hi[3], empty = 0;
+            cli_shard_box(in->size, chunk, i, b->grid, lo, hi);
+            for (int d = 0; d < 3; d++) empty |= lo[d] >= hi[d];
+            if (empty) continue;
+            memcpy(q.part_lo, lo, sizeof lo);
+            memcpy(q.part_hi, hi, sizeof hi);
             if (swi_plan_run(c, &q, in, out, 1, &part) != SWI_OK) {
                 counted = 0;
                 break;
             }
             sum += part.windows_total;
         }
-        printf("shard: %d/%d rows [%lld, %lld): %lld windows of the whole run's %lld", b->part, b->parts,
-               (long long)b->rows_lo, (long long)b->rows_hi, (long long)plan->windows_total,
-               (long long)whole.windows_total);
+        char box[128];
+        cli_shard_box_str(b->box_lo, b->box_hi, box, sizeof box);
+        if (b->grid_given)
+            printf("shard: %d/%d of grid %dx%dx%d, box %s: %lld windows of the whole run's %lld", b->part,
+                   b->parts, b->grid[0], b->grid[1], b->grid[2], box, (long long)plan->windows_total,
+                   (long long)whole.windows_total);
+        else
+            printf("shard: %d/%d rows [%lld, %lld): %lld windows of the whole run's %lld", b->part, b->parts,
+                   (long long)b->box_lo[0], (long long)b->box_hi[0], (long long)plan->windows_total,
+                   (long long)whole.windows_total);
         if (counted && whole.windows_total > 0)
             printf("; the %d shards run %lld windows together: %.2f%% duplicated at the boundaries", b->parts,
                    (long long)sum, 100.0 * (double)(sum - whole.windows_total) / (double)whole.windows_total);
@@ -191,7 +205,27 @@ int bench_io_mpi(bench_io *b, char *err, size_t n) {
         return 2;
     }
     b->sharded = 1;
+    b->mpi = 1;
     b->part = rank;
     b->parts = size;
+    return 0;
+}
+
+int bench_io_grid(bench_io *b, char *err, size_t n) {
+    char e[SWI_ERRLEN];
+    if (!b->grid_given) {
+        b->grid[0] = b->parts;
+        b->grid[1] = b->grid[2] = 1;
+        return 0;
+    }
+    if (!b->sharded) {
+        snprintf(err, n, "--shard-grid needs --shard I/N (box I of the grid's N) or mpirun");
+        return 2;
+    }
+    if (b->init) return 0;
+    if (cli_shard_grid_check(b->grid, b->parts, b->mpi, e)) {
+        snprintf(err, n, "%s", e);
+        return 2;
+    }
     return 0;
 }

@@ -15,11 +15,14 @@ typedef struct bench_io {
     const char *input, *output;
     int force;
     int sharded, init, part, parts;
-    int empty; /* this shard has no rows */
+    int grid[3];    /* the parts as a grid of boxes: --shard-grid, else {parts, 1, 1} */
+    int grid_given; /* --shard-grid */
+    int mpi;        /* the shard is this rank of mpirun */
+    int empty;      /* this shard has no voxels */
     cli_input in;
     float *volume; /* a NIfTI input, read whole */
     swi_store_writer *writer;
-    int64_t rows_lo, rows_hi;
+    int64_t box_lo[3], box_hi[3]; /* this shard's box (the whole volume without shards) */
 } bench_io;
 
 void bench_io_init(bench_io *b);
@@ -30,12 +33,15 @@ int bench_io_open_input(bench_io *b, int64_t shape[3], char *err, size_t n);
 /* Point in at the input (data or reader). */
 void bench_io_tensor(bench_io *b, swi_tensor *in);
 
-/* Create the output store (or join it: --shard), settle the shard's rows into p. Returns
+/* Settle the grid of the shards once --shard and mpirun are known: 0, or 2 (usage) with err. */
+int bench_io_grid(bench_io *b, char *err, size_t n);
+
+/* Create the output store (or join it: --shard), settle the shard's box into p. Returns
  * 0, 1 (error) or 2 (usage error), the message in err. */
 int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, const swi_output *out, int scores,
                           int64_t classes, char *err, size_t n);
 
-/* Print the shard's rows and the work the shard boundaries duplicate. */
+/* Print the shard's box and the work the shard boundaries duplicate. */
 void bench_io_report_shards(const bench_io *b, swi_ctx *ctx, const swi_params *p, const swi_tensor *in,
                             const swi_output *out, const swi_plan *plan);
 

@@ -70,6 +70,7 @@ typedef struct seg_opts {
     const char *progress_label; /**< drawn before the windows of the progress bar */
     int no_summary;             /**< no summary line (folder mode prints a table) */
     int shard_given, shard_part, shard_parts, shard_init; /**< --shard I/N | init (stores) */
+    int shard_grid[3], shard_grid_given;                  /**< --shard-grid AxBxC */
     int no_reuse;                                         /**< --no-reuse: every window reaches the network */
     int reuse_cache;                                      /**< --reuse-cache N (0 = the library's default) */
     int no_rewrite; /**< --no-rewrite: the model as it is, no sub-pixel rewrite */

@@ -58,6 +58,11 @@ static const char *BENCH_HELP =
     "                       'init' only creates the store for the shards to fill. Into\n"
     "                       x.h5:/path the parts take turns under a lock of the file\n"
     "                       (see 'swi segment --help'); Zarr's parts never wait\n"
+    "  --shard-grid AxBxC   with --shard I/N (N = A*B*C) or under mpirun (N ranks): the\n"
+    "                       parts are the boxes of an A x B x C grid, cut at chunk\n"
+    "                       boundaries on every axis; part I in row-major order (the\n"
+    "                       last axis fastest). A box bounds each part's memory by the\n"
+    "                       box, where rows leave it spanning the other two axes\n"
     "  --force              overwrite an existing --output-file\n"
     "  --input-spacing X,Y,Z  voxel size of --shape (mm), with --spacing:\n"
     "  --spacing X,Y,Z      run on the grid MONAI's Spacingd makes at this spacing and\n"
@@ -75,6 +80,9 @@ static const char *BENCH_HELP =
     "  swi bench --input ct.zarr --classes 8 --roi 128 --output-file labels.zarr --shard init\n"
     "  for i in 0 1 2; do swi bench --input ct.zarr --classes 8 --roi 128 \\\n"
     "            --output-file labels.zarr --shard $i/3 & done; wait\n"
+    "  # 4 boxes of a 2x2x1 grid (or: mpirun -n 4 swi bench ... --shard-grid 2x2x1)\n"
+    "  for i in 0 1 2 3; do swi bench --input ct.zarr --classes 8 --roi 128 \\\n"
+    "            --output-file labels.zarr --shard $i/4 --shard-grid 2x2x1 & done; wait\n"
     "\n"
     "  # a CT at 0.8x0.8x1 mm on a model trained at 1.5 mm, TotalSegmentator's 118 classes\n"
     "  swi bench --shape 512,512,400 --input-spacing 0.8,0.8,1 --spacing 1.5,1.5,1.5 \\\n"
@@ -281,6 +289,7 @@ int swi_cmd_bench(int argc, char **argv) {
                                          {"input", required_argument, 0, 'I'},
                                          {"output-file", required_argument, 0, 'W'},
                                          {"shard", required_argument, 0, 'S'},
+                                         {"shard-grid", required_argument, 0, 'Q'},
                                          {"force", no_argument, 0, 'f'},
                                          {"input-spacing", required_argument, 0, 'P'},
                                          {"spacing", required_argument, 0, 'G'},
@@ -359,6 +368,10 @@ int swi_cmd_bench(int argc, char **argv) {
             if (cli_shard_parse(optarg, &bio.part, &bio.parts, &bio.init, msg)) return usage_error(msg);
             bio.sharded = 1;
             break;
+        case 'Q':
+            if (cli_shard_grid_parse(optarg, bio.grid, msg)) return usage_error(msg);
+            bio.grid_given = 1;
+            break;
         case 'P':
         case 'G': {
             double *v = ch == 'P' ? in_spacing : spacing;
@@ -391,6 +404,7 @@ int swi_cmd_bench(int argc, char **argv) {
         return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
     if (bench_io_refuse_launcher()) return 1;
     if (bench_io_mpi(&bio, msg, sizeof msg)) return usage_error(msg);
+    if (bench_io_grid(&bio, msg, sizeof msg)) return usage_error(msg);
     if (n_roi != 1 && n_roi != dims) return usage_error("--roi needs one value or one per dim of --shape");
     if (n_order && n_order != dims) return usage_error("--order needs one axis per dim of --shape");
     if (n_in_spacing != n_spacing) return usage_error("--input-spacing and --spacing go together");
@@ -468,7 +482,7 @@ int swi_cmd_bench(int argc, char **argv) {
                 fprintf(stderr, "swi bench: %s\n", msg);
             else
                 printf("%s: %s\n", bio.output,
-                       bio.init ? "created for the shards" : "this shard has no rows");
+                       bio.init ? "created for the shards" : "this shard has no voxels");
             bench_io_close(&bio);
             return rc;
         }

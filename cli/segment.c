@@ -209,7 +209,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
         if (nothing) {
             if (!o->quiet)
                 fprintf(stderr, "%s: %s\n", who,
-                        o->shard_init ? "stores created for the shards" : "this shard has no rows");
+                        o->shard_init ? "stores created for the shards" : "this shard has no voxels");
             return 0;
         }
     }
@@ -271,12 +271,13 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     }
     if (stores_out) {
         if (seg_store_commit(s, err)) return seg_fail(who, err);
+        char box[128];
         if (!o->quiet)
             fprintf(stderr,
-                    "%s: %lldx%lldx%lld voxels, rows [%lld, %lld): %lld windows of the whole run's %lld in "
+                    "%s: %lldx%lldx%lld voxels, box %s: %lld windows of the whole run's %lld in "
                     "%.2f s, peak RSS %s -> %s\n",
                     who, (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
-                    (long long)s->rows_lo, (long long)s->rows_hi, (long long)plan.windows_total,
+                    cli_shard_box_str(s->box_lo, s->box_hi, box, sizeof box), (long long)plan.windows_total,
                     (long long)cli_whole_windows(&p, &in, outs, n_outs), cli_now() - t0,
                     cli_bytes(cli_peak_rss(), err), o->output);
         return 0;
@@ -350,6 +351,14 @@ int swi_cmd_segment(int argc, char **argv) {
         o.shard_part = rank;
         o.shard_parts = size;
         if (seg_store_check(&o, "swi segment")) return 2;
+        char msg[SWI_ERRLEN];
+        if (o.shard_grid_given && cli_shard_grid_check(o.shard_grid, size, 1, msg)) {
+            fprintf(stderr, "swi segment: %s\n", msg);
+            return 2;
+        }
+    } else if (o.shard_grid_given && !o.shard_given) {
+        fprintf(stderr, "swi segment: --shard-grid needs --shard I/N (box I of the grid's N) or mpirun\n");
+        return 2;
     }
     return seg_run(&o, "swi segment", NULL);
 }

@@ -32,7 +32,7 @@ typedef struct seg_state {
     int reader;         /* the inputs are stores, read window by window */
     cli_input store_in;
     swi_store_writer *w_labels, *w_scores; /* store outputs (segment_stores.c) */
-    int64_t rows_lo, rows_hi;              /* --shard: this part's rows */
+    int64_t box_lo[3], box_hi[3];          /* --shard: this part's box */
 } seg_state;
 
 /* A zeroed state with no outputs begun; NULL when out of memory. */

@@ -130,7 +130,12 @@ static const char SEGMENT_HELP[] =
     "  --shard I/N          run part I of N (from 0) along the first axis, cut at output\n"
     "                       chunk rows, into shared stores: the N parts together are\n"
     "                       bitwise one run's result; --shard init creates the stores first\n"
+    "  --shard-grid AxBxC   with --shard I/N (N = A*B*C) or under mpirun (N ranks): the\n"
+    "                       parts are the boxes of an A x B x C grid, cut at chunk\n"
+    "                       boundaries on every axis, part I in row-major order (the last\n"
+    "                       axis fastest); a box bounds a part's memory by the box\n"
     "    swi segment --model m.onnx --input ct.zarr --output seg.zarr --shard 2/8\n"
+    "    swi segment --model m.onnx --input ct.zarr --output seg.zarr --shard 5/8 --shard-grid 2x2x2\n"
     "    mpirun -n 8 swi segment --model m.onnx --input ct.zarr --output seg.zarr  (MPI builds)\n"
     "  A store being written holds .swi-incomplete until every part has finished.\n"
     "  Into HDF5 (y.h5:/labels) the parts write one file in turn, each batch under an\n"
@@ -257,6 +262,7 @@ enum {
     OPT_OUTPUT_FORMAT,
     OPT_PART,
     OPT_SHARD,
+    OPT_SHARD_GRID,
     OPT_NO_REUSE,
     OPT_REUSE_CACHE,
     OPT_NO_REWRITE
@@ -294,6 +300,7 @@ static const struct option LONG_OPTS[] = {
     {"output-format", required_argument, NULL, OPT_OUTPUT_FORMAT},
     {"part", required_argument, NULL, OPT_PART},
     {"shard", required_argument, NULL, OPT_SHARD},
+    {"shard-grid", required_argument, NULL, OPT_SHARD_GRID},
     {"no-reuse", no_argument, NULL, OPT_NO_REUSE},
     {"reuse-cache", required_argument, NULL, OPT_REUSE_CACHE},
     {"no-rewrite", no_argument, NULL, OPT_NO_REWRITE},
@@ -533,6 +540,12 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
             if (cli_shard_parse(arg, &o->shard_part, &o->shard_parts, &o->shard_init, msg))
                 return usage(who, "%s", msg, NULL);
             o->shard_given = 1;
+            break;
+        }
+        case OPT_SHARD_GRID: {
+            char msg[SWI_ERRLEN];
+            if (cli_shard_grid_parse(arg, o->shard_grid, msg)) return usage(who, "%s", msg, NULL);
+            o->shard_grid_given = 1;
             break;
         }
         case ':': return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);

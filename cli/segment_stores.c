@@ -47,6 +47,10 @@ int seg_store_check(const seg_opts *o, const char *who) {
         msg = "--preview needs the whole label map: not with store outputs";
     else if (o->shard_given && !out_store)
         msg = "--shard writes parts of shared stores: give --output x.zarr";
+    char gm[SWI_ERRLEN];
+    if (!msg && o->shard_given && !o->shard_init && o->shard_grid_given && !cli_mpi_active() &&
+        cli_shard_grid_check(o->shard_grid, o->shard_parts, 0, gm))
+        msg = gm;
     if (!msg) return 0;
     fprintf(stderr, "%s: %s (see '%s --help')\n", who, msg, who);
     return 2;
@@ -117,12 +121,15 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
     int64_t lc[3], sc[3];
     swi_store_default_chunk(&ls, lc);
     swi_store_default_chunk(&ss, sc);
-    /* Shards are cut at the label chunk rows; the score chunk rows (halved to fit) divide them. */
-    int64_t cut = o->output ? (lc[0] > sc[0] ? lc[0] : sc[0]) : sc[0];
-    if (o->output && o->scores && (cut % lc[0] != 0 || cut % sc[0] != 0)) {
-        cli_err(err, "internal error: chunk rows %lld and %lld do not nest", (long long)lc[0],
-                (long long)sc[0]);
-        return 1;
+    /* Shards are cut at the label chunks; the score chunks (halved to fit) divide them. */
+    int64_t cut[3];
+    for (int d = 0; d < 3; d++) {
+        cut[d] = o->output ? (lc[d] > sc[d] ? lc[d] : sc[d]) : sc[d];
+        if (o->output && o->scores && (cut[d] % lc[d] != 0 || cut[d] % sc[d] != 0)) {
+            cli_err(err, "internal error: chunks %lld and %lld of axis %d do not nest", (long long)lc[d],
+                    (long long)sc[d], d);
+            return 1;
+        }
     }
     int flags = (o->force ? SWI_STORE_FORCE : 0) | (o->shard_given ? SWI_STORE_SHARED : 0);
     char msg[SWI_ERRLEN];
@@ -148,24 +155,30 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
         }
     }
     int part = o->shard_given ? o->shard_part : 0, parts = o->shard_given ? o->shard_parts : 1;
-    s->rows_lo = 0;
-    s->rows_hi = in->size[0];
-    if (o->shard_given) cli_shard_rows(in->size[0], cut, part, parts, &s->rows_lo, &s->rows_hi);
-    if ((o->output && swi_store_create(o->output, &ls, flags, part, parts, s->rows_lo, s->rows_hi,
-                                       &s->w_labels, msg, sizeof msg)) ||
-        (o->scores && swi_store_create(o->scores, &ss, flags, part, parts, s->rows_lo, s->rows_hi,
-                                       &s->w_scores, msg, sizeof msg))) {
+    int grid[3] = {parts, 1, 1}, empty = 0;
+    if (o->shard_grid_given) memcpy(grid, o->shard_grid, sizeof grid);
+    for (int d = 0; d < 3; d++) {
+        s->box_lo[d] = 0;
+        s->box_hi[d] = in->size[d];
+    }
+    if (o->shard_given) cli_shard_box(in->size, cut, part, grid, s->box_lo, s->box_hi);
+    for (int d = 0; d < 3; d++) empty |= s->box_lo[d] >= s->box_hi[d];
+    if ((o->output && swi_store_create(o->output, &ls, flags, part, parts, s->box_lo, s->box_hi, &s->w_labels,
+                                       msg, sizeof msg)) ||
+        (o->scores && swi_store_create(o->scores, &ss, flags, part, parts, s->box_lo, s->box_hi, &s->w_scores,
+                                       msg, sizeof msg))) {
         cli_err(err, "%s", msg);
         return 1;
     }
-    if (s->rows_lo >= s->rows_hi) {
+    if (empty) {
         *nothing_to_do = 1;
         return seg_store_commit(s, err);
     }
-    if (o->shard_given) {
-        p->part_lo = s->rows_lo;
-        p->part_hi = s->rows_hi;
-    }
+    if (o->shard_given)
+        for (int d = 0; d < 3; d++) {
+            p->part_lo[d] = s->box_lo[d];
+            p->part_hi[d] = s->box_hi[d];
+        }
     for (int i = 0; i < n_outs; i++) outs[i].user = i == 0 ? s->w_labels : s->w_scores;
     return 0;
 }

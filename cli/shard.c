@@ -1,6 +1,6 @@
 /*
- * shard.c -- --shard on the command line: parsing, and the rows of a part (no library
- * needed, so the option parser builds alone: fuzz_cli_options).
+ * shard.c -- --shard and --shard-grid on the command line: parsing, and the rows or box
+ * of a part (no library needed, so the option parser builds alone: fuzz_cli_options).
  */
 #include "shard.h"
 
@@ -42,4 +42,61 @@ void cli_shard_rows(int64_t size, int64_t chunk, int part, int parts, int64_t *l
     *lo = a * chunk;
     *hi = b * chunk < size ? b * chunk : size;
     if (*lo > size) *lo = size;
+}
+
+int cli_shard_grid_parse(const char *s, int grid[3], char *err) {
+    const char *p = s;
+    int64_t prod = 1;
+    for (int a = 0; a < 3; a++) {
+        char v[16];
+        size_t len = strcspn(p, "x");
+        int64_t g;
+        if (len == 0 || len >= sizeof v || (a < 2 && p[len] != 'x') || (a == 2 && p[len] != '\0')) goto bad;
+        memcpy(v, p, len);
+        v[len] = '\0';
+        if (cli_parse_i64(v, 1, 1 << 20, &g)) goto bad;
+        prod *= g;
+        if (prod > (1 << 20)) goto bad;
+        grid[a] = (int)g;
+        p += len + (a < 2);
+    }
+    return 0;
+bad:
+    cli_err(err,
+            "--shard-grid %s: give the parts along each axis as AxBxC (each >= 1, at most 1048576 parts "
+            "in all), e.g. --shard-grid 4x2x1",
+            s);
+    return -1;
+}
+
+int cli_shard_grid_parts(const int grid[3]) { return grid[0] * grid[1] * grid[2]; }
+
+int cli_shard_grid_check(const int grid[3], int parts, int mpi, char *err) {
+    const int n = cli_shard_grid_parts(grid);
+    if (n == parts) return 0;
+    if (mpi)
+        cli_err(
+            err,
+            "under mpirun the ranks are the boxes of --shard-grid %dx%dx%d: start %d ranks (mpirun -n %d), "
+            "not %d",
+            grid[0], grid[1], grid[2], n, n, parts);
+    else
+        cli_err(err, "--shard I/%d with --shard-grid %dx%dx%d: N must be the grid's %d boxes (--shard I/%d)",
+                parts, grid[0], grid[1], grid[2], n, n);
+    return -1;
+}
+
+void cli_shard_box(const int64_t size[3], const int64_t chunk[3], int part, const int grid[3], int64_t lo[3],
+                   int64_t hi[3]) {
+    int rest = part;
+    for (int a = 2; a >= 0; a--) {
+        cli_shard_rows(size[a], chunk[a], rest % grid[a], grid[a], &lo[a], &hi[a]);
+        rest /= grid[a];
+    }
+}
+
+const char *cli_shard_box_str(const int64_t lo[3], const int64_t hi[3], char *buf, size_t n) {
+    snprintf(buf, n, "[%lld, %lld) x [%lld, %lld) x [%lld, %lld)", (long long)lo[0], (long long)hi[0],
+             (long long)lo[1], (long long)hi[1], (long long)lo[2], (long long)hi[2]);
+    return buf;
 }

@@ -76,7 +76,8 @@ int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *
         return -1;
     }
     swi_params whole = *p;
-    whole.part_lo = whole.part_hi = 0;
+    memset(whole.part_lo, 0, sizeof whole.part_lo);
+    memset(whole.part_hi, 0, sizeof whole.part_hi);
     whole.reuse = SWI_REUSE_OFF; /* shapes only: counting reuse would read the whole input */
     swi_plan plan;
     int rc = 0;
@@ -94,7 +95,8 @@ int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_o
     swi_ctx *ctx = swi_create();
     if (!ctx) return -1;
     swi_params whole = *p;
-    whole.part_lo = whole.part_hi = 0;
+    memset(whole.part_lo, 0, sizeof whole.part_lo);
+    memset(whole.part_hi, 0, sizeof whole.part_hi);
     whole.reuse = SWI_REUSE_OFF; /* shapes only: counting reuse would read the whole input */
     swi_plan plan;
     int64_t n = swi_plan_run(ctx, &whole, in, outs, n_outs, &plan) == SWI_OK ? plan.windows_total : -1;

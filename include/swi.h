@@ -51,6 +51,8 @@
  *    with (the shared library's soname carries the major version). Always fill
  *    structs through their *_init function (or zero them) before setting fields:
  *    every zero field means "default".
+ *    Changes: 0.2 made the part a box (swi_params.part_lo/part_hi became per-dim
+ *    arrays, cutting any dims instead of rows of the first), a source-incompatible change.
  *
  * Limits (each checked, failing with a message that names it):
  *    SWI_MAX_DIMS spatial dims, SWI_MAX_HEADS predictor heads, SWI_MAX_OUTPUTS
@@ -69,9 +71,9 @@ extern "C" {
 #endif
 
 #define SWI_VERSION_MAJOR 0
-#define SWI_VERSION_MINOR 1
+#define SWI_VERSION_MINOR 2
 #define SWI_VERSION_PATCH 0
-#define SWI_VERSION_STRING "0.1.0"
+#define SWI_VERSION_STRING "0.2.0"
 
 /** Largest number of spatial dims (1 to 4 are supported). */
 #define SWI_MAX_DIMS 4
@@ -190,15 +192,27 @@ typedef struct swi_params {
     size_t max_memory;                  /**< peak-bytes budget for swi_run (input, window buffers,
                                             partial sums, outputs); 0 = unlimited. sw_batch_size and
                                             pipeline are lowered to fit, else SWI_ERR_BUDGET. */
-    int64_t part_lo, part_hi;           /**< part_hi > 0: compute only the output rows [part_lo,
-                                            part_hi) along the first spatial dim (input voxels).
-                                            Exactly the windows touching them run, in the order
-                                            the whole run takes them, so parts computed by
-                                            separate runs (processes, machines) together are
-                                            bitwise the whole run's result. Outputs keep the whole
-                                            grid; only the part's voxels are written, and regions
-                                            lie inside it. Heads must not be zoomed. Default 0, 0:
-                                            the whole output. */
+    int64_t part_lo[SWI_MAX_DIMS];      /**< the part: a box of the output, see part_hi */
+    int64_t part_hi[SWI_MAX_DIMS];      /**< compute only the box [part_lo[d], part_hi[d]) of the
+                                            output (input voxels, d < dims), so that separate runs
+                                            (processes, machines) each computing one box of a grid
+                                            together give bitwise the whole run's result. Per dim:
+                                            part_lo[d] == part_hi[d] == 0 is the whole of dim d
+                                            (the default, all zeros: the whole output); otherwise
+                                            0 <= part_lo[d] < part_hi[d] <= size[d], else
+                                            SWI_ERR_INVALID_ARG naming the dim. Exactly the windows
+                                            touching the box run (along each cut dim those meeting
+                                            it: windows_total is the product of the per-dim
+                                            counts), in the order the planner picks for the whole
+                                            run at sw_batch_size, so every voxel sums its windows
+                                            in the whole run's order. Outputs keep the whole grid;
+                                            only the box's voxels are written (dst elsewhere is
+                                            untouched), and regions lie inside the box. Partial
+                                            sums are held for the box's own frontier (planned in
+                                            bytes_partial): a box across the cross-section of the
+                                            outermost loop axis needs less than the whole run.
+                                            Heads must not be zoomed along a cut dim (one whose
+                                            box is not the whole dim). */
     int n_heads;                        /**< predictor heads, 1..SWI_MAX_HEADS; default 1 */
     swi_head_spec heads[SWI_MAX_HEADS]; /**< per-head declared shapes (zeros = learn) */
     /** Optional progress callback, called from the calling thread after each batch with the
@@ -368,7 +382,7 @@ typedef struct swi_plan {
     int64_t windows_per_axis[SWI_MAX_DIMS];
     int64_t windows_per_image;
     int64_t windows_total; /**< windows that run: windows_per_image * batch, or with
-                                              part_hi > 0 those touching the part */
+                                              a part those touching its box */
     int64_t predictor_calls;
     int sw_batch_size; /**< after fitting the budget */
     int pipeline;      /**< 0 or 1: pipelining chosen, after fitting the budget */

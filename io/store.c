@@ -144,9 +144,8 @@ void swi_store_default_chunk(const swi_store_spec *spec, int64_t chunk[3]) {
     while (chunk[a] > 1 && layer * (double)chunk[a] > cap) chunk[a] /= 2;
 }
 
-/* One slab: a layer of whole chunks along the slab axis, across the part's rows of the
- * first axis and the whole of the other axes, every plane; and how many of its voxels
- * arrived. */
+/* One slab: a layer of whole chunks along the slab axis, across the part's box on the
+ * other axes, every plane; and how many of its voxels arrived. */
 typedef struct slab {
     unsigned char *buf;
     int64_t got;
@@ -159,8 +158,8 @@ struct swi_store_writer {
     swi_store_spec spec;
     int64_t chunk[3];
     size_t esize;
-    int axis; /* the slab axis */
-    int64_t row_lo, row_hi;
+    int axis;                     /* the slab axis */
+    int64_t box_lo[3], box_hi[3]; /* the part, on chunk boundaries */
     int64_t n_slabs;
     slab *slabs;
     int64_t slabs_done, slabs_expected;
@@ -250,18 +249,17 @@ swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flag
 /* The box of slab s. */
 static void slab_box(const swi_store_writer *w, int64_t s, int64_t lo[3], int64_t hi[3]) {
     for (int d = 0; d < 3; d++) {
-        lo[d] = 0;
-        hi[d] = w->spec.size[d];
+        lo[d] = w->box_lo[d];
+        hi[d] = w->box_hi[d];
     }
-    lo[0] = w->row_lo;
-    hi[0] = w->row_hi;
     const int a = w->axis;
-    lo[a] = s * w->chunk[a];
-    hi[a] = lo[a] + w->chunk[a] < w->spec.size[a] ? lo[a] + w->chunk[a] : w->spec.size[a];
+    lo[a] = s * w->chunk[a]; /* the box's edges are chunk edges, so this stays inside it */
+    hi[a] = lo[a] + w->chunk[a] < w->box_hi[a] ? lo[a] + w->chunk[a] : w->box_hi[a];
 }
 
 swi_status swi_store_create(const char *name, const swi_store_spec *spec, int flags, int part, int parts,
-                            int64_t row_lo, int64_t row_hi, swi_store_writer **out, char *err, size_t n) {
+                            const int64_t box_lo[3], const int64_t box_hi[3], swi_store_writer **out,
+                            char *err, size_t n) {
     if (!name || !spec || !out) {
         io__err(err, n, "swi_store_create: an argument is NULL");
         return SWI_ERR_INVALID_ARG;
@@ -286,23 +284,24 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
     chunk_of(spec, w->chunk);
     w->esize = store__dtype_size(spec->dtype);
     w->axis = spec->slab_axis;
-    if (row_lo < 0 || row_hi > spec->size[0] || row_lo > row_hi || (row_lo % w->chunk[0] != 0) ||
-        (row_hi % w->chunk[0] != 0 && row_hi != spec->size[0])) {
-        io__err(err, n, "%s: rows [%lld, %lld) are not on chunk boundaries (chunk %lld, size %lld)", name,
-                (long long)row_lo, (long long)row_hi, (long long)w->chunk[0], (long long)spec->size[0]);
-        free(w);
-        return SWI_ERR_INVALID_ARG;
+    int empty = 0;
+    for (int d = 0; d < 3; d++) {
+        const int64_t lo = box_lo ? box_lo[d] : 0, hi = box_hi ? box_hi[d] : spec->size[d], c = w->chunk[d];
+        if (lo < 0 || hi > spec->size[d] || lo > hi || lo % c != 0 || (hi % c != 0 && hi != spec->size[d])) {
+            io__err(err, n,
+                    "%s: the part [%lld, %lld) of axis %d is not on chunk boundaries (chunk %lld, size %lld)",
+                    name, (long long)lo, (long long)hi, d, (long long)c, (long long)spec->size[d]);
+            free(w);
+            return SWI_ERR_INVALID_ARG;
+        }
+        w->box_lo[d] = lo;
+        w->box_hi[d] = hi;
+        empty |= lo == hi;
     }
-    w->row_lo = row_lo;
-    w->row_hi = row_hi;
     const int a = w->axis;
     w->n_slabs = (spec->size[a] + w->chunk[a] - 1) / w->chunk[a];
-    if (row_lo == row_hi)
-        w->slabs_expected = 0;
-    else if (a == 0)
-        w->slabs_expected = (row_hi - row_lo + w->chunk[0] - 1) / w->chunk[0];
-    else
-        w->slabs_expected = w->n_slabs;
+    w->slabs_expected =
+        empty ? 0 : (w->box_hi[a] + w->chunk[a] - 1) / w->chunk[a] - w->box_lo[a] / w->chunk[a];
     w->slabs = calloc((size_t)w->n_slabs, sizeof *w->slabs);
     if (!w->slabs || pthread_mutex_init(&w->mu, NULL) != 0) {
         free(w->slabs);
@@ -335,8 +334,8 @@ int swi_store_on_region(void *user, const swi_region *r) {
     const size_t es = w->esize;
     char msg[1024];
     if (r->dims != 3 || r->image != 0 || r->channels != planes || store__dtype_size(r->dtype) != es ||
-        r->lo[0] < w->row_lo || r->hi[0] > w->row_hi || r->hi[1] > w->spec.size[1] ||
-        r->hi[2] > w->spec.size[2]) {
+        r->lo[0] < w->box_lo[0] || r->hi[0] > w->box_hi[0] || r->lo[1] < w->box_lo[1] ||
+        r->hi[1] > w->box_hi[1] || r->lo[2] < w->box_lo[2] || r->hi[2] > w->box_hi[2]) {
         pthread_mutex_lock(&w->mu);
         fail_locked(w, "a region does not fit the store (internal error)");
         pthread_mutex_unlock(&w->mu);
@@ -423,8 +422,8 @@ swi_status swi_store_commit(swi_store_writer *w, char *err, size_t n) {
         if (w->failed)
             io__err(err, n, "%s", w->error);
         else
-            io__err(err, n, "%s: %lld of %lld chunk rows were written; the store stays incomplete", w->name,
-                    (long long)w->slabs_done, (long long)w->slabs_expected);
+            io__err(err, n, "%s: %lld of %lld slabs of chunks were written; the store stays incomplete",
+                    w->name, (long long)w->slabs_done, (long long)w->slabs_expected);
         swi_store_abort(w);
         return SWI_ERR_INVALID_ARG;
     }

@@ -23,8 +23,8 @@
  *
  * Writing: swi_store_create, then swi_store_on_region as the on_region callback of an
  * swi_output (user = the writer), then swi_store_commit. Regions are gathered into slabs: layers
- * of whole chunks along spec.slab_axis, across the part's rows of the first axis and the whole
- * of the remaining axis, every plane; a slab is compressed and written as soon as every voxel of
+ * of whole chunks along spec.slab_axis, across the part's box on the other axes, every
+ * plane; a slab is compressed and written as soon as every voxel of
  * it has arrived, so memory stays bounded when the engine's outermost loop axis is the slab
  * axis (give it swi_plan.order[0]). Each
  * chunk file is written to a temporary name and renamed, so it appears whole or not at all.
@@ -135,10 +135,13 @@ typedef enum swi_store_flags {
 typedef struct swi_store_writer swi_store_writer;
 
 /** Create (or join, SWI_STORE_SHARED) the store `name` for part `part` of `parts` covering
- *  the rows [row_lo, row_hi) of the first axis (0, size[0]: every row; bounds on chunk
- *  boundaries, or at the end). An empty part (row_lo == row_hi) writes only its commit. */
+ *  the box [box_lo[d], box_hi[d]) of each axis d (both NULL: the whole volume). The box's
+ *  bounds lie on chunk boundaries (or at the end of the axis), so each chunk file belongs
+ *  to one part and parts never write the same file. An empty part (box_lo[d] == box_hi[d]
+ *  for some d) writes only its commit. */
 swi_status swi_store_create(const char *name, const swi_store_spec *spec, int flags, int part, int parts,
-                            int64_t row_lo, int64_t row_hi, swi_store_writer **out, char *err, size_t errlen);
+                            const int64_t box_lo[3], const int64_t box_hi[3], swi_store_writer **out,
+                            char *err, size_t errlen);
 
 /** Create the metadata and the incomplete marker only (`swi ... --shard init`). */
 swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flags, char *err, size_t errlen);

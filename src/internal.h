@@ -78,17 +78,19 @@ typedef struct head_geom {
     int64_t out[NDIM];     /* output (cropped) size */
     int64_t win_vox;       /* prod(win) */
     axis_grid ax[NDIM];
-    int64_t n_cells;                    /* prod(ax[k].n_cells) */
-    int64_t part_cell_lo, part_cell_hi; /* cells of the part along the part axis (all without one) */
-    float *weights;                     /* [win] blending weights of this head */
-    void *block;                        /* one allocation holding the axis arrays */
+    int64_t n_cells;            /* prod(ax[k].n_cells) */
+    int64_t part_cell_lo[NDIM]; /* cells of the part along each axis (all where not cut) */
+    int64_t part_cell_hi[NDIM];
+    float *weights; /* [win] blending weights of this head */
+    void *block;    /* one allocation holding the axis arrays */
 } head_geom;
 
 typedef struct geom {
     int user_dims;
-    int reader;   /* the input comes through a reader (data NULL) */
-    int has_part; /* only rows [part_lo, part_hi) of user axis 0 are computed */
-    int64_t part_lo, part_hi;
+    int reader;                           /* the input comes through a reader (data NULL) */
+    int has_part;                         /* only the box [part_lo, part_hi) is computed */
+    int part_cut[NDIM];                   /* the box is not the whole of this axis */
+    int64_t part_lo[NDIM], part_hi[NDIM]; /* the box, per internal axis (input voxels) */
     int64_t batch, cin;
     int64_t size[NDIM], roi[NDIM], padded[NDIM], before[NDIM], step[NDIM];
     int64_t n_win[NDIM];
@@ -111,16 +113,24 @@ void swi__geom_free(geom *g);
 static inline int swi__axis(const geom *g, int k) { return NDIM - g->user_dims + k; }
 /* Cell c of head hg lies in the part being computed (the part's edges cut cells). */
 static inline int swi__cell_in_part(const geom *g, const head_geom *hg, const int64_t c[NDIM]) {
-    const int64_t x = c[NDIM - g->user_dims];
-    return x >= hg->part_cell_lo && x < hg->part_cell_hi;
+    for (int a = NDIM - g->user_dims; a < NDIM; a++)
+        if (c[a] < hg->part_cell_lo[a] || c[a] >= hg->part_cell_hi[a]) return 0;
+    return 1;
 }
-/* Window t (grid coordinates) covers a cell of the part, so it runs. */
+/* Window ta along cut axis a covers a cell of the part there. The cells along a cut axis
+ * are the same for every head (a cut axis is never zoomed), so head 0's decide. */
+static inline int swi__window_in_part_axis(const geom *g, int a, int64_t ta) {
+    const head_geom *hg = &g->heads[0];
+    const int64_t lo = hg->ax[a].win_cfirst[ta], hi = lo + hg->ax[a].win_ccount[ta];
+    return lo < hg->part_cell_hi[a] && hi > hg->part_cell_lo[a];
+}
+/* Window t (grid coordinates) covers a cell of the part, so it runs: it meets the box
+ * along every cut axis (cells are boxes, so that is meeting the box). */
 static inline int swi__window_in_part(const geom *g, const int64_t t[NDIM]) {
     if (!g->has_part) return 1;
-    const int a = NDIM - g->user_dims;
-    const head_geom *hg = &g->heads[0];
-    const int64_t lo = hg->ax[a].win_cfirst[t[a]], hi = lo + hg->ax[a].win_ccount[t[a]];
-    return lo < hg->part_cell_hi && hi > hg->part_cell_lo;
+    for (int a = NDIM - g->user_dims; a < NDIM; a++)
+        if (g->part_cut[a] && !swi__window_in_part_axis(g, a, t[a])) return 0;
+    return 1;
 }
 
 /* ---- weights.c ---- */

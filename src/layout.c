@@ -153,17 +153,6 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     g->user_dims = p->dims;
     g->batch = in->batch;
     g->reader = in->data == NULL && in->reader != NULL;
-    if (p->part_lo != 0 || p->part_hi != 0) {
-        if (!(p->part_lo >= 0 && p->part_lo < p->part_hi && p->part_hi <= in->size[0]))
-            return swi__fail(
-                ctx, SWI_ERR_INVALID_ARG,
-                "params.part_lo = %lld, part_hi = %lld: the part must be rows 0 <= lo < hi <= %lld "
-                "of the first spatial dim",
-                (long long)p->part_lo, (long long)p->part_hi, (long long)in->size[0]);
-        g->has_part = 1;
-        g->part_lo = p->part_lo;
-        g->part_hi = p->part_hi;
-    }
     g->cin = in->channels;
     for (int a = 0; a < NDIM; a++) {
         g->size[a] = g->roi[a] = g->padded[a] = g->step[a] = g->n_win[a] = 1;
@@ -201,6 +190,25 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
                              k, (long long)s, (long long)r, (long long)(pad - pad / 2));
         g->step[a] = axis_step(r, P, ov);
         g->n_win[a] = 1 + (P - r + g->step[a] - 1) / g->step[a];
+    }
+    /* the part: a box of input voxels, each dim cut or whole */
+    for (int a = 0; a < NDIM; a++) {
+        g->part_lo[a] = 0;
+        g->part_hi[a] = g->size[a];
+    }
+    for (int k = 0; k < p->dims; k++) {
+        const int a = swi__axis(g, k);
+        const int64_t lo = p->part_lo[k], hi = p->part_hi[k], s = in->size[k];
+        if (lo == 0 && hi == 0) continue;
+        if (!(lo >= 0 && lo < hi && hi <= s))
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                             "params.part_lo[%d] = %lld, part_hi[%d] = %lld: the part must be 0 <= lo < hi "
+                             "<= %lld (the size of dim %d), or both 0 for the whole dim",
+                             k, (long long)lo, k, (long long)hi, (long long)s, k);
+        g->has_part = 1;
+        g->part_lo[a] = lo;
+        g->part_hi[a] = hi;
+        g->part_cut[a] = lo > 0 || hi < s; /* the whole dim given explicitly cuts nothing */
     }
     int64_t wpi = 1, rv = 1, iv = 1, t;
     for (int a = 0; a < NDIM; a++) {
@@ -351,15 +359,15 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
         }
         if (b[nb - 1] != c1) b[nb++] = c1;
         /* a part's edges cut cells too, so every cell lies wholly inside or outside it */
-        const int part_axis = g->has_part && a == NDIM - g->user_dims;
-        if (part_axis) {
+        if (g->part_cut[a]) {
             if (o != r)
                 return swi__fail(
                     ctx, SWI_ERR_INVALID_ARG,
-                    "params.part_lo/part_hi: head %d is zoomed (output %lld for roi %lld along dim "
-                    "0); parts need heads at the window's resolution",
-                    h, (long long)o, (long long)r);
-            const int64_t cut[2] = {g->part_lo + c0, g->part_hi + c0};
+                    "params.part_lo/part_hi: head %d is zoomed along dim %d (output %lld for roi "
+                    "%lld), which the part cuts; parts need heads at the window's resolution "
+                    "along every cut dim",
+                    h, k, (long long)o, (long long)r);
+            const int64_t cut[2] = {g->part_lo[a] + c0, g->part_hi[a] + c0};
             for (int q = 0; q < 2; q++) {
                 int64_t at = lower_bound(b, nb, cut[q]);
                 if (at < nb && b[at] == cut[q]) continue;
@@ -387,12 +395,12 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
             ax->win_cfirst[t] = first;
             ax->win_ccount[t] = end > first ? end - first : 0;
         }
-        if (part_axis) {
-            hg->part_cell_lo = lower_bound(ax->cell_lo, ax->n_cells, g->part_lo + c0);
-            hg->part_cell_hi = lower_bound(ax->cell_lo, ax->n_cells, g->part_hi + c0);
-        } else if (a == NDIM - g->user_dims) {
-            hg->part_cell_lo = 0;
-            hg->part_cell_hi = ax->n_cells;
+        if (g->part_cut[a]) {
+            hg->part_cell_lo[a] = lower_bound(ax->cell_lo, ax->n_cells, g->part_lo[a] + c0);
+            hg->part_cell_hi[a] = lower_bound(ax->cell_lo, ax->n_cells, g->part_hi[a] + c0);
+        } else {
+            hg->part_cell_lo[a] = 0;
+            hg->part_cell_hi[a] = ax->n_cells;
         }
         if (!swi__mul_i64(ncells_total, ax->n_cells, &ncells_total))
             return swi__fail(ctx, SWI_ERR_OVERFLOW, "head %d: too many cells", h);

@@ -251,14 +251,21 @@ static swi_status plan_orders(swi_ctx *ctx, const swi_params *p, const geom *g, 
     return SWI_OK;
 }
 
-/* Windows that run: all, or those touching the part. */
+/* Windows that run: all, or those touching the part: along each cut axis the windows
+ * meeting the box there, all along the others. */
 static int64_t windows_run(const geom *g) {
     int64_t total = g->win_per_image * g->batch;
     if (!g->has_part) return total;
-    const int a = NDIM - g->user_dims;
-    int64_t touching = 0, tw[NDIM] = {0, 0, 0};
-    for (tw[a] = 0; tw[a] < g->n_win[a]; tw[a]++) touching += swi__window_in_part(g, tw);
-    return total / g->n_win[a] * touching;
+    total = g->batch;
+    for (int a = 0; a < NDIM; a++) {
+        int64_t n = g->n_win[a];
+        if (g->part_cut[a]) {
+            n = 0;
+            for (int64_t t = 0; t < g->n_win[a]; t++) n += swi__window_in_part_axis(g, a, t);
+        }
+        total *= n; /* at most win_per_image * batch, checked by swi__geom_init */
+    }
+    return total;
 }
 
 /* The order with the smallest frontier for batch size sw, and that frontier's peak. */

@@ -66,6 +66,17 @@ def make_inputs():
     nib.save(nib.Nifti1Image(x, np.eye(4)), "v.nii.gz")
 
 
+# A volume over two chunks (64) along the first two axes, for grids of boxes.
+def make_grid_input():
+    g = np.random.default_rng(4).normal(0, 100, (150, 130, 29)).astype("<f4")
+    zarr.open("g.zarr", mode="w", shape=g.shape, chunks=(20, 16, 10), dtype=g.dtype)[...] = g
+
+
+def grid_cases(what):
+    # 2x2x1 across the first two axes, 1x3x1 along the second alone; another loop order
+    return [("2x2x1", []), ("1x3x1", [])] + ([("2x2x1", ["--order", "2,0,1"])] if what == "scores" else [])
+
+
 def bench(inp, out, what="argmax", *extra):
     return run("bench", "--input", inp, "--output", what, "--output-file", out, *common, *extra)
 
@@ -215,6 +226,43 @@ if case == "shards":
     for bad in ("2/2", "x", "1/0", "-1/3"):
         r = run("bench", "--input", "v.zarr", "--output-file", "y.zarr", *common, "--shard", bad)
         check(r.returncode == 2 and "--shard" in r.stderr, "--shard %s refused: %s" % (bad, r.stderr))
+    # grids of boxes (--shard-grid): cut at chunk boundaries on every axis, each box its own process
+    make_grid_input()
+    for what in ("argmax", "scores"):
+        for grid, extra in grid_cases(what):
+            n = int(np.prod([int(k) for k in grid.split("x")]))
+            tag = "".join(extra).replace(",", "").replace("-", "")
+            r = bench("g.zarr", "g%s_1%s.zarr" % (what, tag), what, *extra, "--force")
+            check(r.returncode == 0, "grid input, one process: " + r.stderr)
+            ref = load("g%s_1%s.zarr" % (what, tag))
+            out = "g%s_%s%s.zarr" % (what, grid, tag)
+            procs = [subprocess.Popen([swi, "bench", "--input", "g.zarr", "--output", what, "--output-file", out,
+                                       *common, *extra, "--shard", "%d/%d" % (i, n), "--shard-grid", grid],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(n)]
+            outs = [p.communicate() for p in procs]
+            check(all(p.returncode == 0 for p in procs), "grid %s %s: %s" % (grid, extra, [o[1] for o in outs]))
+            check(not os.path.exists(out + "/.swi-incomplete"), "grid %s completes the store" % grid)
+            check(not [f for f in os.listdir(out) if f.startswith(".swi-part") or "tmp" in f],
+                  "grid %s: no part markers or temporaries left" % grid)
+            check(np.array_equal(load(out), ref), "%s: grid %s %s bitwise equal to one process" % (what, grid, extra))
+            rep = [l for o in outs for l in o[0].splitlines() if l.startswith("shard:")]
+            check(len(rep) == n and all(("of grid " + grid) in l and "duplicated" in l for l in rep),
+                  "grid %s: each box reports its box and the duplication: %s" % (grid, rep))
+    # one box alone leaves the store incomplete
+    r = bench("g.zarr", "glone.zarr", "argmax", "--shard", "3/4", "--shard-grid", "2x2x1")
+    check(r.returncode == 0 and os.path.exists("glone.zarr/.swi-incomplete") and
+          "box [64, 150) x [64, 130) x [0, 29)" in r.stdout, "one box of four: still incomplete: " + r.stdout)
+    for args, what in [(["--shard", "0/4", "--shard-grid", "2x2"], "--shard-grid"),
+                       (["--shard", "0/4", "--shard-grid", "2x0x2"], "--shard-grid"),
+                       (["--shard", "0/4", "--shard-grid", "2x2x1x1"], "--shard-grid"),
+                       (["--shard", "0/4", "--shard-grid", "ax2x1"], "--shard-grid"),
+                       (["--shard", "0/4", "--shard-grid", "2x2x"], "--shard-grid"),
+                       (["--shard", "0/3", "--shard-grid", "2x2x1"], "N must be the grid's 4 boxes"),
+                       (["--shard", "4/4", "--shard-grid", "2x2x1"], "--shard"),
+                       (["--shard-grid", "2x2x1"], "--shard-grid needs --shard")]:
+        r = run("bench", "--input", "g.zarr", "--output-file", "gbad.zarr", *common, *args)
+        check(r.returncode == 2 and what in r.stderr and not os.path.exists("gbad.zarr"),
+              "%s refused (exit 2, nothing written): %d %s" % (args, r.returncode, r.stderr))
     done()
 
 if case == "h5shards":
@@ -254,6 +302,15 @@ if case == "h5shards":
             check(h5_layout(out) == h5_layout(one), "%s %s: the same shape, dtype, chunks, filters and fill value "
                   "as one writer's: %s %s" % (what, mode, h5_layout(out), h5_layout(one)))
             check(no_temporaries(), "no temporary files left")
+    # the boxes of a 2x2x1 grid, all at once, into one HDF5 dataset
+    make_grid_input()
+    for what in ("argmax", "scores"):
+        r = bench("g.zarr", "g%s_1.h5:/seg" % what, what)
+        gref = load("g%s_1.h5:/seg" % what)
+        out = "g%s_grid.h5:/seg" % what
+        ok, errs = finish(shard_procs("g.zarr", out, what, range(4), 4, "--shard-grid", "2x2x1"))
+        check(ok and h5_attrs(out) == {} and np.array_equal(load(out), gref),
+              "%s: a 2x2x1 grid of boxes into HDF5 bitwise equal to one process: %s" % (what, errs))
     ref = load("argmax_1.h5:/seg")
     # a failing part (its input chunk is corrupt) leaves the file incomplete; h5py still reads
     # it; swi refuses it as an input; rerunning that part alone completes it
@@ -390,6 +447,24 @@ if case == "mpi":
                                 "--output-file", out, *common], capture_output=True, text=True, timeout=300)
             check(r.returncode == 0 and h5_attrs(out) == {} and np.array_equal(load(out), ref),
                   "%s: %d ranks into HDF5 bitwise equal to one process: %s" % (what, n, r.stderr[-2000:]))
+    # the ranks as the boxes of a grid
+    make_grid_input()
+    for what in ("argmax", "scores"):
+        r = bench("g.zarr", "g%s_1.zarr" % what, what)
+        ref = load("g%s_1.zarr" % what)
+        for grid, n in (("2x2x1", 4), ("1x3x1", 3)):
+            out = "g%s_mpi%s.zarr" % (what, grid)
+            r = subprocess.run([mpirun, *extra, "-n", str(n), swi, "bench", "--input", "g.zarr", "--output", what,
+                                "--output-file", out, *common, "--shard-grid", grid], capture_output=True,
+                               text=True, timeout=300)
+            check(r.returncode == 0, "mpirun -n %d --shard-grid %s: %s" % (n, grid, r.stderr[-2000:]))
+            check(not os.path.exists(out + "/.swi-incomplete") and os.path.exists(out + "/.zarray") and
+                  np.array_equal(load(out), ref), "%s: mpirun -n %d grid %s bitwise equal to one process" %
+                  (what, n, grid))
+    r = subprocess.run([mpirun, *extra, "-n", "3", swi, "bench", "--input", "g.zarr", "--output-file", "gm.zarr",
+                        *common, "--shard-grid", "2x2x1"], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 2 and "mpirun -n 4" in r.stderr and not os.path.exists("gm.zarr"),
+          "mpirun -n 3 with a grid of 4 boxes refused: %d %s" % (r.returncode, r.stderr[-2000:]))
     # a rank fails (its rows' chunk is corrupt): the job fails, the store stays incomplete
     shutil.copytree("v.zarr", "bad.zarr")
     with open("bad.zarr/6.2.2", "r+b") as f:
@@ -460,6 +535,17 @@ if case == "segment":
             check(not h["labels"].attrs.keys() and not h["scores"].attrs.keys() and
                   np.array_equal(h["labels"][...], ref) and np.array_equal(h["scores"][...], load("s0.zarr")),
                   "segment: 3 shards into HDF5 bitwise equal to one process")
+    # a grid of boxes (the second axis holds one chunk: two of the boxes are empty)
+    procs = [subprocess.Popen([swi, *seg, "--input", "q.zarr", "--output", "lg.zarr", "--scores", "sg.zarr",
+                               "--shard", "%d/4" % i, "--shard-grid", "2x2x1"], stderr=subprocess.PIPE, text=True)
+             for i in range(4)]
+    errs = [p.communicate()[1] for p in procs]
+    check(all(p.returncode == 0 for p in procs) and np.array_equal(load("lg.zarr"), ref) and
+          np.array_equal(load("sg.zarr"), load("s0.zarr")), "segment: a 2x2x1 grid bitwise one process: %s" % errs)
+    r = run(*seg, "--input", "q.zarr", "--output", "lgb.zarr", "--shard", "0/3", "--shard-grid", "2x2x1")
+    check(r.returncode == 2 and "4 boxes" in r.stderr, "segment: N other than the grid's refused: " + r.stderr)
+    r = run(*seg, "--input", "q.zarr", "--output", "lgb.zarr", "--shard-grid", "2x2x1")
+    check(r.returncode == 2 and "--shard-grid" in r.stderr, "segment: --shard-grid alone refused: " + r.stderr)
     # NaN/Inf voxels: read as 0 as from NIfTI, or refused with --nonfinite fail
     vn = v.copy()
     vn[3, 4, 5], vn[100, 10, 2] = np.nan, np.inf

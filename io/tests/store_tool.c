@@ -153,7 +153,7 @@ static int do_write(int argc, char **argv) {
     spec.slab_axis = axis ? atoi(axis) : 0;
     char err[1024];
     swi_store_writer *w;
-    if (swi_store_create(name, &spec, SWI_STORE_EXCLUSIVE, 0, 1, 0, spec.size[0], &w, err, sizeof err)) {
+    if (swi_store_create(name, &spec, SWI_STORE_EXCLUSIVE, 0, 1, NULL, NULL, &w, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }

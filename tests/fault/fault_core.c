@@ -394,8 +394,10 @@ static void make_scenario(scenario *sc, const char *name) {
         p->reuse = SWI_REUSE_ON;
         p->reuse_cache = 2;
         p->max_memory = (size_t)1 << 30;
-        p->part_lo = 4;
-        p->part_hi = 27;
+        p->part_lo[0] = 4; /* a box cut along two dims */
+        p->part_hi[0] = 27;
+        p->part_lo[1] = 3;
+        p->part_hi[1] = 15;
         p->n_heads = 1;
         p->heads[0].channels = 0; /* learned */
         add_output(sc, 0, SWI_REDUCE_ARGMAX, 1, 0, size, 2);
