@@ -99,6 +99,15 @@ static void spec_of(const swi_tensor *in, int64_t planes, swi_dtype dtype, int l
     spec->classes = classes;
 }
 
+/* Whether a and b are datasets of one HDF5 file (x.h5:/labels, x.h5:/scores). */
+static int same_h5_file(const char *a, const char *b) {
+    if (!a || !b || swi_store_kind_of(a) != SWI_STORE_HDF5 || swi_store_kind_of(b) != SWI_STORE_HDF5)
+        return 0;
+    const char *ca = strstr(a, ":/"), *cb = strstr(b, ":/");
+    size_t na = ca ? (size_t)(ca - a) : strlen(a), nb = cb ? (size_t)(cb - b) : strlen(b);
+    return na == nb && strncmp(a, b, na) == 0;
+}
+
 int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_tensor *in, swi_output *outs,
                     int n_outs, int *nothing_to_do, char *err) {
     *nothing_to_do = 0;
@@ -132,6 +141,9 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
         }
     }
     int flags = (o->force ? SWI_STORE_FORCE : 0) | (o->shard_given ? SWI_STORE_SHARED : 0);
+    /* labels and scores as two datasets of one HDF5 file: a single writer replaces the whole
+     * file, so the two join it as the one part of a shared output */
+    if (same_h5_file(o->output, o->scores)) flags |= SWI_STORE_SHARED;
     char msg[SWI_ERRLEN];
     if (o->shard_init) {
         if ((o->output && swi_store_init(o->output, &ls, flags, msg, sizeof msg)) ||

@@ -515,6 +515,18 @@ if case == "segment":
           "store input, NIfTI output: " + r.stderr)
     r = run(*seg, "--input", "q.zarr", "--output", "l_h.h5:/seg")
     check(r.returncode == 0 and np.array_equal(load("l_h.h5:/seg"), ref), "HDF5 output: " + r.stderr)
+    # labels and scores as two datasets of one HDF5 file, one process; again: refused, --force: rewritten
+    both = ["--input", "q.zarr", "--output", "one.h5:/labels", "--scores", "one.h5:/scores"]
+    r = run(*seg, *both)
+    check(r.returncode == 0 and h5_attrs("one.h5:/labels") == {} and h5_attrs("one.h5:/scores") == {} and
+          np.array_equal(load("one.h5:/labels"), ref) and np.array_equal(load("one.h5:/scores"), load("s0.zarr")),
+          "labels and scores in one HDF5 file: " + r.stderr)
+    r = run(*seg, *both)
+    check(r.returncode == 1 and "--force" in r.stderr and np.array_equal(load("one.h5:/labels"), ref),
+          "one HDF5 file again without --force refused, untouched: " + r.stderr)
+    r = run(*seg, *both, "--force")
+    check(r.returncode == 0 and np.array_equal(load("one.h5:/labels"), ref) and h5_attrs("one.h5:/scores") == {},
+          "one HDF5 file rewritten with --force: " + r.stderr)
     for n in (2, 3):
         out, sc = "lsh%d.zarr" % n, "ssh%d.zarr" % n
         procs = [subprocess.Popen([swi, *seg, "--input", "q.zarr", "--output", out, "--scores", sc,
