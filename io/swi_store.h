@@ -3,14 +3,16 @@
  * datasets, read region by region and written chunk by chunk (part of swi_io).
  *
  * A store is named like a file; the name says the kind (swi_store_kind_of):
- *     x.zarr            a Zarr v2 array (a directory with .zarray)
- *     x.ome.zarr        an OME-Zarr 0.4 image group: level 0 of its first multiscale is read;
- *                       written, it is a one-level multiscale group of that array
+ *     x.zarr            a Zarr v2 array (a directory with .zarray); read also as Zarr v3
+ *                       (zarr.json; not sharded)
+ *     x.ome.zarr        an OME-Zarr 0.4 image group (0.5 read too: Zarr v3): level 0 of its
+ *                       first multiscale is read; written, a one-level 0.4 multiscale group
  *     x.ome.zarr/labels/NAME   written: an OME-Zarr labels group inside the image x.ome.zarr
  *     x.h5:/path        the dataset /path of an HDF5 file (also .hdf5)
  *
  * Reading: any integer or float element type (Zarr: |u1 <i2 >f8 ... in C or F order, no filters;
- * compressors blosc, zstd, zlib, gzip or none), converted to float32 as a C cast would.
+ * compressors blosc, zstd, zlib, gzip or none; v3: the codecs transpose (C or F), bytes and
+ * one of gzip, zstd, blosc, keys "c/0/0/0" or "0.0.0"), converted to float32 as a C cast would.
  * The volume is 3-D, or has leading axes of size 1 (an OME-Zarr t, c). swi_store_reader()
  * makes a store the swi_reader of an swi_tensor, so the engine reads only the windows it
  * needs; a small cache of decoded chunks serves the overlap of neighbouring windows.

@@ -462,10 +462,92 @@ typedef struct zarr_array {
     uint64_t tick;
     int any_leading;        /* set before parse_zarray: leading axes of any size (a written store's planes) */
     int fortran;            /* order "F": chunks are stored first axis fastest */
+    int v3;                 /* Zarr v3 (zarr.json): chunk keys "c/0/1/2" with the default encoding */
+    char key_prefix[3];     /* "c" and the separator for v3's default chunk keys, else "" */
     unsigned char *scratch; /* order "F": one chunk, decoded before its transposition */
 } zarr_array;
 
 /* .zarray of the array at dir into a. */
+/* The parts of a Zarr v3 array's zarr.json that a v2 .zarray holds elsewhere: the data type
+ * as a v2 dtype string, the order (from a transpose codec), the compressor, the chunk key
+ * separator. Returns the field that cannot be read, or NULL. */
+static const char *v3_fields(json_t *j, zarr_array *a, json_t **chunks, char dtype[8], const char **order,
+                             const char **sep) {
+    static const struct {
+        const char *name, *v2;
+    } types[] = {{"int8", "i1"},   {"uint8", "u1"}, {"int16", "i2"},  {"uint16", "u2"},  {"int32", "i4"},
+                 {"uint32", "u4"}, {"int64", "i8"}, {"uint64", "u8"}, {"float32", "f4"}, {"float64", "f8"}};
+    if (strcmp(json_string_value(json_object_get(j, "node_type"))
+                   ? json_string_value(json_object_get(j, "node_type"))
+                   : "",
+               "array"))
+        return "node_type (an array; for an OME-Zarr image name it x.ome.zarr)";
+    json_t *grid = json_object_get(j, "chunk_grid");
+    const char *gname = json_string_value(json_object_get(grid, "name"));
+    *chunks = json_object_get(json_object_get(grid, "configuration"), "chunk_shape");
+    if (!gname || strcmp(gname, "regular")) return "chunk_grid (regular)";
+    json_t *enc = json_object_get(j, "chunk_key_encoding");
+    const char *ename = json_string_value(json_object_get(enc, "name"));
+    *sep = json_string_value(json_object_get(json_object_get(enc, "configuration"), "separator"));
+    if (!ename || (strcmp(ename, "default") && strcmp(ename, "v2")))
+        return "chunk_key_encoding (default or v2)";
+    if (!*sep) *sep = strcmp(ename, "default") ? "." : "/";
+    if (!strcmp(ename, "default")) snprintf(a->key_prefix, sizeof a->key_prefix, "c%s", *sep);
+    const char *dt = json_string_value(json_object_get(j, "data_type"));
+    const char *v2 = NULL;
+    for (size_t i = 0; dt && i < sizeof types / sizeof *types; i++)
+        if (!strcmp(dt, types[i].name)) v2 = types[i].v2;
+    if (!v2) return "data_type (an integer or float type, e.g. uint16, float32)";
+    json_t *st = json_object_get(j, "storage_transformers");
+    if (st && !(json_is_array(st) && json_array_size(st) == 0))
+        return "storage_transformers (none are supported)";
+    /* codecs: [transpose,] bytes [, one of gzip, zstd, blosc] */
+    json_t *codecs = json_object_get(j, "codecs");
+    const char *endian = "little";
+    int have_bytes = 0, have_comp = 0;
+    *order = "C";
+    a->codec = C_RAW;
+    if (!json_is_array(codecs)) return "codecs";
+    for (size_t i = 0; i < json_array_size(codecs); i++) {
+        json_t *c = json_array_get(codecs, i), *cfg = json_object_get(c, "configuration");
+        const char *name = json_string_value(json_object_get(c, "name"));
+        if (!name) return "codecs (each needs a name)";
+        if (!strcmp(name, "transpose") && !have_bytes) {
+            json_t *ord = json_object_get(cfg, "order");
+            size_t nd = json_array_size(json_object_get(j, "shape"));
+            int ident = 1, rev = 1;
+            if (!json_is_array(ord) || json_array_size(ord) != nd)
+                return "codecs: transpose (an order for every axis)";
+            for (size_t k = 0; k < nd; k++) {
+                json_int_t v = json_integer_value(json_array_get(ord, k));
+                ident &= v == (json_int_t)k;
+                rev &= v == (json_int_t)(nd - 1 - k);
+            }
+            if (!ident && !rev) return "codecs: transpose (only the identity or the reversed order, C or F)";
+            if (rev && !ident) *order = "F";
+        } else if (!strcmp(name, "bytes") && !have_bytes) {
+            have_bytes = 1;
+            const char *e = json_string_value(json_object_get(cfg, "endian"));
+            if (e) endian = e;
+            if (strcmp(endian, "little") && strcmp(endian, "big"))
+                return "codecs: bytes (endian little or big)";
+        } else if (have_bytes && !have_comp &&
+                   (!strcmp(name, "gzip") || !strcmp(name, "zstd") || !strcmp(name, "blosc"))) {
+            have_comp = 1;
+            a->codec = !strcmp(name, "gzip") ? C_GZIP : !strcmp(name, "zstd") ? C_ZSTD : C_BLOSC;
+        } else if (!strcmp(name, "sharding_indexed")) {
+            return "codecs: sharding_indexed (sharded arrays are not read: rewrite without shards, or as Zarr v2)";
+        } else {
+            return "codecs (transpose, bytes, then at most one of gzip, zstd or blosc)";
+        }
+    }
+    if (!have_bytes) return "codecs (a bytes codec)";
+    snprintf(dtype, 8, "%c%s", !strcmp(endian, "big") ? '>' : '<', v2);
+    if (v2[1] == '1') dtype[0] = '|';
+    a->v3 = 1;
+    return NULL;
+}
+
 static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t n) {
     char path[4200];
     if (join(path, sizeof path, dir, ".zarray")) {
@@ -477,6 +559,10 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
         io__err(err, n, "%s: %s", dir, strerror(errno));
         return SWI_ERR_INVALID_ARG;
     }
+    /* Zarr v3 keeps its metadata in zarr.json */
+    int v3 =
+        access(path, F_OK) != 0 && join(path, sizeof path, dir, "zarr.json") == 0 && access(path, F_OK) == 0;
+    if (!v3) join(path, sizeof path, dir, ".zarray");
     json_t *j = load_json(path, err, n, "the array metadata");
     if (!j) return SWI_ERR_INVALID_ARG;
     swi_status st_ = SWI_ERR_INVALID_ARG;
@@ -487,18 +573,35 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
     json_t *fill = json_object_get(j, "fill_value");
     const char *sep = json_string_value(json_object_get(j, "dimension_separator"));
     const char *cid = NULL;
-    if (json_integer_value(json_object_get(j, "zarr_format")) != 2)
-        field = "zarr_format (only Zarr v2 is read)";
+    char dtype[8] = "";
+    a->v3 = 0;
+    a->key_prefix[0] = '\0';
+    if (v3) {
+        if (json_integer_value(json_object_get(j, "zarr_format")) != 3)
+            field = "zarr_format (2 or 3)";
+        else
+            field = v3_fields(j, a, &chunks, dtype, &order, &sep);
+        filters = NULL;
+    } else {
+        snprintf(dtype, sizeof dtype, "%s",
+                 json_string_value(json_object_get(j, "dtype"))
+                     ? json_string_value(json_object_get(j, "dtype"))
+                     : "");
+    }
+    if (field)
+        ;
+    else if (!v3 && json_integer_value(json_object_get(j, "zarr_format")) != 2)
+        field = "zarr_format (2 or 3)";
     else if (!json_is_array(shape) || json_array_size(shape) < 3 || json_array_size(shape) > STORE_MAX_NDIM ||
              !json_is_array(chunks) || json_array_size(chunks) != json_array_size(shape))
         field = "shape/chunks (3 to 5 axes, as many chunks as axes)";
-    else if (parse_dtype(json_string_value(json_object_get(j, "dtype")), &a->t))
+    else if (parse_dtype(dtype, &a->t))
         field = "dtype (an integer or float type, e.g. <u2, <f4)";
     else if (!order || (strcmp(order, "C") && strcmp(order, "F")))
         field = "order (C or F)";
     else if (filters && !json_is_null(filters) && !(json_is_array(filters) && json_array_size(filters) == 0))
         field = "filters (none are supported)";
-    else if (parse_codec(json_object_get(j, "compressor"), &a->codec, &cid))
+    else if (!v3 && parse_codec(json_object_get(j, "compressor"), &a->codec, &cid))
         field = "compressor (blosc, zstd, zlib, gzip or null)";
     else if (sep && strcmp(sep, ".") && strcmp(sep, "/"))
         field = "dimension_separator";
@@ -536,6 +639,10 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
             a->fill = json_number_value(fill);
         else if (json_is_string(fill) && !strcmp(json_string_value(fill), "NaN"))
             a->fill = NAN;
+        else if (json_is_string(fill) && !strcmp(json_string_value(fill), "Infinity"))
+            a->fill = INFINITY;
+        else if (json_is_string(fill) && !strcmp(json_string_value(fill), "-Infinity"))
+            a->fill = -INFINITY;
         st_ = SWI_OK;
     } else {
         io__err(err, n, "%s: unsupported or invalid %s", path, field);
@@ -545,7 +652,7 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
 }
 
 static void chunk_path(const zarr_array *a, const int64_t key[3], char *out, size_t n) {
-    int k = snprintf(out, n, "%s/", a->dir);
+    int k = snprintf(out, n, "%s/%s", a->dir, a->key_prefix);
     for (int d = 0; d < a->ndim && k > 0 && (size_t)k < n; d++) {
         long long idx = d < a->ndim - 3 ? 0 : (long long)key[d - (a->ndim - 3)];
         k += snprintf(out + k, n - (size_t)k, "%s%lld", d ? (char[]){a->sep, 0} : "", idx);
@@ -662,9 +769,23 @@ static swi_status ome_level0(const char *group, char *dir, size_t dn, char *err,
         io__err(err, n, "%s: name too long", group);
         return SWI_ERR_INVALID_ARG;
     }
+    /* OME-Zarr 0.5 is Zarr v3: the attributes are zarr.json's, under "ome" */
+    int v3 = access(path, F_OK) != 0 && join(path, sizeof path, group, "zarr.json") == 0 &&
+             access(path, F_OK) == 0;
+    if (!v3) join(path, sizeof path, group, ".zattrs");
     json_t *j = load_json(path, err, n, "the OME-Zarr attributes");
     if (!j) return SWI_ERR_INVALID_ARG;
-    json_t *ms = json_object_get(j, "multiscales");
+    const char *node = json_string_value(json_object_get(j, "node_type"));
+    if (v3 && node && !strcmp(node, "array")) { /* an array named x.ome.zarr: read it as such */
+        json_decref(j);
+        if (snprintf(dir, dn, "%s", group) >= (int)dn) {
+            io__err(err, n, "%s: name too long", group);
+            return SWI_ERR_INVALID_ARG;
+        }
+        return SWI_OK;
+    }
+    json_t *ms = v3 ? json_object_get(json_object_get(json_object_get(j, "attributes"), "ome"), "multiscales")
+                    : json_object_get(j, "multiscales");
     const char *p = json_string_value(
         json_object_get(json_array_get(json_object_get(json_array_get(ms, 0), "datasets"), 0), "path"));
     swi_status st = SWI_OK;
