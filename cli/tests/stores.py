@@ -427,7 +427,8 @@ if case == "mpi":
     mpirun = shutil.which("mpirun")
     r = run("--version")
     if not mpirun or "MPI: yes" not in r.stdout:
-        print("skipped: swi built without MPI or no mpirun")
+        print("skipped: swi built without MPI or no mpirun (mpirun: %s; swi --version exit %d: %s %s)" %
+              (mpirun, r.returncode, r.stdout.strip().replace("\n", "; "), r.stderr.strip()))
         sys.exit(77)
     make_inputs()
     extra = ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
