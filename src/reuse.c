@@ -47,11 +47,22 @@ swi_status swi__reuse_init(reuse_cache *c, int cap, size_t in_floats, int n_head
         c->e = swi__calloc((size_t)cap, sizeof *c->e);
         if (!c->e) return SWI_ERR_NOMEM;
     }
+    /* every entry's buffers now, as the plan counts them: admitting a window never fails
+     * (pages are touched only when an entry is filled) */
+    for (int i = 0; i < cap; i++) {
+        int ok = (c->e[i].input = swi__malloc(in_floats * sizeof(float))) != NULL;
+        for (int h = 0; ok && c->with_outputs && h < n_heads; h++)
+            ok = (c->e[i].out[h] = swi__malloc(c->out_floats[h] * sizeof(float))) != NULL;
+        if (!ok) {
+            swi__reuse_free(c);
+            return SWI_ERR_NOMEM;
+        }
+    }
     return SWI_OK;
 }
 
 void swi__reuse_free(reuse_cache *c) {
-    for (int i = 0; i < c->n; i++) {
+    for (int i = 0; i < c->cap && c->e; i++) {
         swi__free(c->e[i].input);
         for (int h = 0; h < c->n_heads; h++) swi__free(c->e[i].out[h]);
     }
@@ -69,9 +80,8 @@ int swi__reuse_find(reuse_cache *c, uint64_t hash, const float *input) {
     return -1;
 }
 
-/* A window was run: remember its hash, or (second sighting) keep it. Returns the entry
- * whose outputs the caller fills, or -1 (not kept, or no memory: reuse is an
- * optimisation, so a failed allocation only means no entry). */
+/* A window was run: keep it while a slot is free, else remember its hash and keep it on its
+ * second sighting. Returns the entry whose outputs the caller fills, or -1 (not kept). */
 int swi__reuse_admit(reuse_cache *c, uint64_t hash, const float *input) {
     if (c->cap <= 0) return -1;
     int seen = 0;
@@ -86,19 +96,7 @@ int swi__reuse_admit(reuse_cache *c, uint64_t hash, const float *input) {
     }
     int slot;
     if (c->n < c->cap) {
-        slot = c->n;
-        reuse_entry *e = &c->e[slot];
-        e->input = swi__malloc(c->in_floats * sizeof(float));
-        int ok = e->input != NULL;
-        for (int h = 0; ok && c->with_outputs && h < c->n_heads; h++)
-            ok = (e->out[h] = swi__malloc(c->out_floats[h] * sizeof(float))) != NULL;
-        if (!ok) {
-            swi__free(e->input);
-            for (int h = 0; h < c->n_heads; h++) swi__free(e->out[h]);
-            memset(e, 0, sizeof *e);
-            return -1;
-        }
-        c->n++;
+        slot = c->n++;
     } else {
         slot = 0;
         for (int i = 1; i < c->n; i++)
