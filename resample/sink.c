@@ -576,10 +576,19 @@ static void copy_column(const swi_resample_sink *s, const int64_t lo[3], const i
                   y1 = (by + 1) * BLK < hi[1] ? (by + 1) * BLK : hi[1];
     const int64_t rn1 = hi[1] - lo[1], rn2 = hi[2] - lo[2], rv = (hi[0] - lo[0]) * rn1 * rn2;
     const int64_t zb0 = lo[2] / BLK;
-    enum { MAXZ = 1024 }; /* lanes kept on the stack: longer columns go in pieces */
-    float m[MAXZ], acc[MAXZ];
-    for (int64_t p0 = 0; p0 < nz; p0 += MAXZ / BLK) {
-        const int64_t pn = nz - p0 < MAXZ / BLK ? nz - p0 : MAXZ / BLK;
+    enum { MAXQ = 256 }; /* blocks of a column at once (lanes on the stack): longer ones in pieces */
+    float m[MAXQ * BLK], acc[MAXQ * BLK];
+    int64_t from_at[MAXQ], to_at[MAXQ], len[MAXQ]; /* per block: its part of a row */
+    for (int64_t p0 = 0; p0 < nz; p0 += MAXQ) {
+        const int64_t pn = nz - p0 < MAXQ ? nz - p0 : MAXQ;
+        for (int64_t q = 0; q < pn; q++) {
+            const int64_t zb = zb0 + p0 + q;
+            const int64_t z0 = zb * BLK > lo[2] ? zb * BLK : lo[2];
+            const int64_t z1 = (zb + 1) * BLK < hi[2] ? (zb + 1) * BLK : hi[2];
+            from_at[q] = z0 - lo[2];
+            to_at[q] = z0 % BLK;
+            len[q] = z1 - z0;
+        }
         for (int64_t ch = 0; ch < C; ch++) {
             /* the next class's rows and block lines, into the cache meanwhile: the column
              * reads short runs of the region and writes lines of many blocks */
@@ -605,27 +614,27 @@ static void copy_column(const swi_resample_sink *s, const int64_t lo[3], const i
                     const float *row = data + ch * rv + ((i - lo[0]) * rn1 + (j - lo[1])) * rn2;
                     const int64_t in = ch * BLK3 + ((i % BLK) * BLK + j % BLK) * BLK;
                     for (int64_t q = 0; q < pn; q++) {
-                        float *d = dst[p0 + q];
-                        if (!d) continue;
-                        const int64_t zb = zb0 + p0 + q;
-                        const int64_t z0 = zb * BLK > lo[2] ? zb * BLK : lo[2];
-                        const int64_t z1 = (zb + 1) * BLK < hi[2] ? (zb + 1) * BLK : hi[2];
-                        const float *restrict from = row + (z0 - lo[2]);
-                        float *restrict to = d + in + z0 % BLK;
-                        float *restrict mq = m + q * BLK + z0 % BLK;
-                        float *restrict aq = acc + q * BLK + z0 % BLK;
-                        /* a NaN or an infinity makes the tiles reading it take every class, so
-                         * the bound may ignore them (v - v is 0 for finite v, else NaN) */
-                        if (z1 - z0 == BLK) {
+                        if (!dst[p0 + q]) continue;
+                        const float *restrict from = row + from_at[q];
+                        float *restrict to = dst[p0 + q] + in + to_at[q];
+                        if (len[q] == BLK && !mx) {
                             memcpy(to, from, BLK * sizeof(float));
-                            if (mx)
-                                for (int l = 0; l < BLK; l++) {
-                                    mq[l] = from[l] > mq[l] ? from[l] : mq[l];
-                                    aq[l] += from[l] - from[l];
-                                }
+                        } else if (len[q] == BLK) {
+                            /* a NaN or an infinity makes the tiles reading it take every class,
+                             * so the bound may ignore them (v - v is 0 for finite v, else NaN) */
+                            float v[BLK], *restrict mq = m + q * BLK, *restrict aq = acc + q * BLK;
+                            memcpy(v, from, sizeof v);
+                            memcpy(to, v, sizeof v);
+                            for (int l = 0; l < BLK; l++) {
+                                mq[l] = v[l] > mq[l] ? v[l] : mq[l];
+                                aq[l] += v[l] - v[l];
+                            }
                         } else {
-                            for (int64_t l = 0; l < z1 - z0; l++) {
+                            float *restrict mq = m + q * BLK + to_at[q], *restrict aq =
+                                                                             acc + q * BLK + to_at[q];
+                            for (int64_t l = 0; l < len[q]; l++) {
                                 to[l] = from[l];
+                                if (!mx) continue;
                                 mq[l] = from[l] > mq[l] ? from[l] : mq[l];
                                 aq[l] += from[l] - from[l];
                             }
