@@ -819,7 +819,7 @@ static int64_t slab_boxes(const int64_t size[3], int64_t (*boxes)[6], int64_t ca
 }
 
 static void test_sink_separable(void) {
-    /* tile 0 is 16 x 16 x 8 (the permuted first pass); 3 and 5 divide no grid below; 8 */
+    /* tiles of 8 (0 and 8) take the permuted first pass; 3 and 5 divide no grid below */
     static const int tiles[4] = {0, 3, 5, 8};
     for (int t = 0; t < 16; t++) {
         const int tile = tiles[t % 4], argmax = t / 4 % 2;
