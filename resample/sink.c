@@ -579,8 +579,7 @@ static void copy_column(const swi_resample_sink *s, const int64_t lo[3], const i
                   y1 = (by + 1) * BLK < hi[1] ? (by + 1) * BLK : hi[1];
     const int64_t rn1 = hi[1] - lo[1], rn2 = hi[2] - lo[2], rv = (hi[0] - lo[0]) * rn1 * rn2;
     const int64_t zb0 = lo[2] / BLK;
-    enum { MAXQ = 256 }; /* blocks of a column at once (lanes on the stack): longer ones in pieces */
-    float m[MAXQ * BLK], acc[MAXQ * BLK];
+    enum { MAXQ = 256 };                           /* blocks of a column at once: longer ones in pieces */
     int64_t from_at[MAXQ], to_at[MAXQ], len[MAXQ]; /* per block: its part of a row */
     for (int64_t p0 = 0; p0 < nz; p0 += MAXQ) {
         const int64_t pn = nz - p0 < MAXQ ? nz - p0 : MAXQ;
@@ -607,49 +606,43 @@ static void copy_column(const swi_resample_sink *s, const int64_t lo[3], const i
                         for (int64_t i = x0; i < x1; i++)
                             __builtin_prefetch(dst[p0 + q] + (ch + 1) * BLK3 + (i % BLK) * BLK * BLK, 1);
             }
-            if (mx)
-                for (int64_t l = 0; l < pn * BLK; l++) {
-                    m[l] = -INFINITY;
-                    acc[l] = 0;
-                }
-            for (int64_t i = x0; i < x1; i++)
-                for (int64_t j = y0; j < y1; j++) {
-                    const float *row = data + ch * rv + ((i - lo[0]) * rn1 + (j - lo[1])) * rn2;
-                    const int64_t in = ch * BLK3 + ((i % BLK) * BLK + j % BLK) * BLK;
-                    for (int64_t q = 0; q < pn; q++) {
-                        if (!dst[p0 + q]) continue;
-                        const float *restrict from = row + from_at[q];
-                        float *restrict to = dst[p0 + q] + in + to_at[q];
-                        if (len[q] == BLK && !mx) {
-                            memcpy(to, from, BLK * sizeof(float));
-                        } else if (len[q] == BLK) {
-                            /* a NaN or an infinity makes the tiles reading it take every class,
-                             * so the bound may ignore them (v - v is 0 for finite v, else NaN) */
-                            float v[BLK], *restrict mq = m + q * BLK, *restrict aq = acc + q * BLK;
+            /* block by block along the column: a line of each (one x, BLK y) at a time, the
+             * region's BLK rows read side by side */
+            for (int64_t i = x0; i < x1; i++) {
+                const float *rows = data + ch * rv + ((i - lo[0]) * rn1 + (y0 - lo[1])) * rn2;
+                const int64_t in = ch * BLK3 + ((i % BLK) * BLK + y0 % BLK) * BLK;
+                for (int64_t q = 0; q < pn; q++) {
+                    if (!dst[p0 + q]) continue;
+                    float *restrict to0 = dst[p0 + q] + in + to_at[q];
+                    const float *restrict from0 = rows + from_at[q];
+                    /* a NaN or an infinity makes the tiles reading it take every class, so the
+                     * bound may ignore them (v - v is 0 for finite v, else NaN) */
+                    float m[BLK] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, acc[BLK] = {0, 0, 0, 0};
+                    for (int64_t j = 0; j < y1 - y0; j++) {
+                        const float *restrict from = from0 + j * rn2;
+                        float *restrict to = to0 + j * BLK;
+                        if (len[q] == BLK) {
+                            float v[BLK];
                             memcpy(v, from, sizeof v);
                             memcpy(to, v, sizeof v);
                             for (int l = 0; l < BLK; l++) {
-                                mq[l] = v[l] > mq[l] ? v[l] : mq[l];
-                                aq[l] += v[l] - v[l];
+                                m[l] = v[l] > m[l] ? v[l] : m[l];
+                                acc[l] += v[l] - v[l];
                             }
                         } else {
-                            float *restrict mq = m + q * BLK + to_at[q], *restrict aq =
-                                                                             acc + q * BLK + to_at[q];
                             for (int64_t l = 0; l < len[q]; l++) {
                                 to[l] = from[l];
-                                if (!mx) continue;
-                                mq[l] = from[l] > mq[l] ? from[l] : mq[l];
-                                aq[l] += from[l] - from[l];
+                                m[l] = from[l] > m[l] ? from[l] : m[l];
+                                acc[l] += from[l] - from[l];
                             }
                         }
                     }
-                }
-            if (!mx) continue;
-            for (int64_t q = 0; q < pn; q++) {
-                float *mo = mx + (p0 + q) * (C + 1);
-                for (int l = 0; l < BLK; l++) {
-                    mo[ch] = m[q * BLK + l] > mo[ch] ? m[q * BLK + l] : mo[ch];
-                    if (acc[q * BLK + l] != 0) mo[C] = 1;
+                    if (!mx) continue;
+                    float *mo = mx + (p0 + q) * (C + 1);
+                    for (int l = 0; l < BLK; l++) {
+                        mo[ch] = m[l] > mo[ch] ? m[l] : mo[ch];
+                        if (acc[l] != 0) mo[C] = 1;
+                    }
                 }
             }
         }
