@@ -308,12 +308,14 @@ static inline float tap_value(const tap8 *p, int64_t d) {
  * rs__trilerp with the intermediate lerps shared between neighbours. The box's rows along the
  * last axis are copied from the blocks whole (BLK floats at a time), from the block edge
  * at or below the box. */
-/* pass 1's permutes (see pass1) */
+/* GCC vector types: pass 1's permutes (see pass1) and the copies' bounds (copy_column) */
 #define PERM_K 8
 #define PERM_ROW 16
 #if defined(__GNUC__) && !defined(__clang__)
 typedef float rs_v8f __attribute__((vector_size(PERM_K * sizeof(float))));
 typedef int32_t rs_v8i __attribute__((vector_size(PERM_K * sizeof(int32_t))));
+typedef float rs_v4f __attribute__((vector_size(BLK * sizeof(float)))); /* a block row */
+typedef int32_t rs_v4i __attribute__((vector_size(BLK * sizeof(int32_t))));
 #define RS_PERMUTE 1
 #else
 #define RS_PERMUTE 0
@@ -622,6 +624,18 @@ static void copy_column(const swi_resample_sink *s, const int64_t lo[3], const i
                         const float *restrict from = from0 + j * rn2;
                         float *restrict to = to0 + j * BLK;
                         if (len[q] == BLK) {
+#if RS_PERMUTE
+                            rs_v4f v, mv, av;
+                            memcpy(&v, from, sizeof v);
+                            memcpy(to, &v, sizeof v);
+                            memcpy(&mv, m, sizeof mv);
+                            memcpy(&av, acc, sizeof av);
+                            const rs_v4i up = v > mv; /* v > m ? v : m, lane by lane */
+                            mv = (rs_v4f)(((rs_v4i)v & up) | ((rs_v4i)mv & ~up));
+                            av += v - v;
+                            memcpy(m, &mv, sizeof mv);
+                            memcpy(acc, &av, sizeof av);
+#else
                             float v[BLK];
                             memcpy(v, from, sizeof v);
                             memcpy(to, v, sizeof v);
@@ -629,6 +643,7 @@ static void copy_column(const swi_resample_sink *s, const int64_t lo[3], const i
                                 m[l] = v[l] > m[l] ? v[l] : m[l];
                                 acc[l] += v[l] - v[l];
                             }
+#endif
                         } else {
                             for (int64_t l = 0; l < len[q]; l++) {
                                 to[l] = from[l];
