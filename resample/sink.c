@@ -444,6 +444,20 @@ static inline void sep_passes12(const sep_taps *st, int64_t c, int64_t next, flo
     if (next >= 0)
         for (int64_t r = 0; r < st->nlines; r++) __builtin_prefetch(st->lines[r] + next * BLK3);
     pass1(st, g, p1);
+#if RS_PERMUTE
+    if (N2 == PERM_K) { /* a vector per (x, j): no loop to set up for each */
+        for (int64_t x = 0; x < B0; x++)
+            for (int64_t j = 0; j < N1; j++) {
+                rs_v8f a, b;
+                memcpy(&a, p1 + (x * B1 + st->t0[1][j]) * PERM_K, sizeof a);
+                memcpy(&b, p1 + (x * B1 + st->t1[1][j]) * PERM_K, sizeof b);
+                const float fj = st->f[1][j];
+                const rs_v8f d = a * (1 - fj) + b * fj; /* rs__lerp's operations, lane by lane */
+                memcpy(p2 + (x * N1 + j) * PERM_K, &d, sizeof d);
+            }
+        return;
+    }
+#endif
     for (int64_t x = 0; x < B0; x++)
         for (int64_t j = 0; j < N1; j++) {
             const float *a = p1 + (x * B1 + st->t0[1][j]) * N2;
