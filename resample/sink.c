@@ -439,7 +439,7 @@ static inline void sep_passes12(const sep_taps *st, int64_t c, int64_t next, flo
     const int64_t B0 = st->bn[0], B1 = st->bn[1], N1 = st->n[1], N2 = st->n[2];
     const int64_t nzb = st->nzb, rz = st->rz, off = c * BLK3;
     /* whole block rows: the voxels beyond the box in its first and last ones are copied but
-     * never read (a region may be feeding them meanwhile); copying only the box's made the
+     * never read (a region may be feeding them meanwhile); copying only the box's makes the
      * sink 1.7 times slower (narrow stores stall the permutes' wide loads) */
     for (int64_t r = 0; r < B0 * B1; r++)
         for (int64_t z = 0; z < nzb; z++)
