@@ -6,6 +6,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The interpolation kernels are compiled twice on x86-64 (AVX2 and baseline) and picked at
+ * load time, as the core's (swi's SWI_KERNEL). Neither target contracts a * b + c. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    !defined(SWI_NO_CLONES) && !defined(__SANITIZE_ADDRESS__)
+#define RS_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define RS_KERNEL
+#endif
+
 /* printf into err (errlen bytes; err may be NULL). */
 void rs__err(char *err, size_t errlen, const char *fmt, ...)
 #if defined(__GNUC__)

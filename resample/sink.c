@@ -6,7 +6,11 @@
  * regions are fed. Source voxels are stored in blocks of BLK^3, each allocated when a
  * region first reaches it and freed when the last tile reading it is emitted; blocks no
  * tile reads are never stored. A coarse grid over the source lists the tiles whose box
- * touches each of its cells, so a region visits only the tiles it can complete. */
+ * touches each of its cells, so a region visits only the tiles it can complete.
+ *
+ * The lock guards the bookkeeping only: a region is copied into its blocks outside it (the
+ * blocks pinned by a reference meanwhile), and the tiles it completes are interpolated
+ * outside it too, on the thread that fed it. */
 #include "swi_resample.h"
 
 #include "resample_internal.h"
@@ -23,7 +27,7 @@
 struct swi_resample_sink {
     int64_t src[3], out[3], channels;
     double map[3][4];
-    int tile;
+    int tl[3]; /* output tile extent per axis */
     swi_sink_emit_fn emit;
     void *user;
     swi_sink_labels_fn labels_fn; /* argmax mode */
@@ -47,8 +51,8 @@ struct swi_resample_sink {
 static void tile_out_box(const swi_resample_sink *s, int64_t t, int64_t lo[3], int64_t hi[3]) {
     int64_t q[3] = {t / (s->nt[1] * s->nt[2]), (t / s->nt[2]) % s->nt[1], t % s->nt[2]};
     for (int a = 0; a < 3; a++) {
-        lo[a] = q[a] * s->tile;
-        hi[a] = lo[a] + s->tile < s->out[a] ? lo[a] + s->tile : s->out[a];
+        lo[a] = q[a] * s->tl[a];
+        hi[a] = lo[a] + s->tl[a] < s->out[a] ? lo[a] + s->tl[a] : s->out[a];
     }
 }
 
@@ -105,6 +109,14 @@ void swi_resample_sink_free(swi_resample_sink *s) {
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Tile 0: 8 a side. Wider tiles along the first two axes share more of the first passes and
+ * read fewer block lines per voxel (16 x 16 x 8 costs 14 % less in the sink alone) but gain
+ * nothing in a whole run, where the block reads wait on memory either way, and hold more of
+ * the band (tiles straddling a region's edge within a sweep): kept per axis for that trade. */
+static void tile_shape(int tile, int tl[3]) {
+    for (int a = 0; a < 3; a++) tl[a] = tile > 0 ? tile : 8;
+}
+
 swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
                                     const double map[3][4], int64_t channels, int tile, swi_sink_emit_fn emit,
                                     void *user, swi_resample_sink **out, char *err, size_t errlen) {
@@ -135,12 +147,12 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
     memcpy(s->out, out_size, sizeof s->out);
     memcpy(s->map, map, sizeof s->map);
     s->channels = channels;
-    s->tile = tile ? tile : 8;
+    tile_shape(tile, s->tl);
     s->emit = emit;
     s->user = user;
     s->ntiles = s->nblocks = s->ncells = 1;
     for (int a = 0; a < 3; a++) {
-        s->nt[a] = ceil_div(out_size[a], s->tile);
+        s->nt[a] = ceil_div(out_size[a], s->tl[a]);
         s->nb[a] = ceil_div(src_size[a], BLK);
         s->ng[a] = ceil_div(src_size[a], CELL);
         s->ntiles *= s->nt[a];
@@ -212,7 +224,7 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
 }
 
 /* A block: channels x BLK3 scores; in argmax mode then each class's largest score fed so far
- * (NaN when one is NaN) and a flag: 1 once a non-finite score was fed. */
+ * (NaNs skipped) and a flag: 1 once a non-finite score was fed. */
 static size_t block_floats(const swi_resample_sink *s) {
     return (size_t)s->channels * BLK3 + (s->labels_fn ? (size_t)s->channels + 1 : 0);
 }
@@ -246,17 +258,23 @@ typedef struct tap8 {
     const float *q[8]; /* corner (a, b, c) at q[4a + 2b + c] */
 } tap8;
 
-/* classes by bound, largest first (insertion sort: a few hundred at most, mostly in order) */
-static void sort_by_bound(int32_t *order, int64_t n, const float *ub) {
-    for (int64_t i = 1; i < n; i++) {
-        int32_t c = order[i];
-        int64_t j = i;
-        while (j > 0 && ub[order[j - 1]] < ub[c]) {
-            order[j] = order[j - 1];
-            j--;
+/* classes by bound, largest first: a merge sort (ties in any order: the argmax breaks them
+ * by index), tmp [n] */
+static void sort_by_bound(int32_t *order, int32_t *tmp, int64_t n, const float *ub) {
+    int32_t *a = order, *b = tmp;
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            const int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) b[o++] = ub[a[j]] > ub[a[i]] ? a[j++] : a[i++];
+            while (i < mid) b[o++] = a[i++];
+            while (j < hi) b[o++] = a[j++];
         }
-        order[j] = c;
+        int32_t *t = a;
+        a = b;
+        b = t;
     }
+    if (a != order) memcpy(order, a, (size_t)n * sizeof *order);
 }
 
 /* the taps of every voxel of tile t (lo, hi) */
@@ -287,10 +305,31 @@ static inline float tap_value(const tap8 *p, int64_t d) {
 
 /* Axis-aligned maps: each output axis reads one source axis, so the tile is interpolated in
  * three passes (k, then j, then i) over its source box, the same operations per voxel as
- * rs__trilerp with the intermediate lerps shared between neighbours. */
+ * rs__trilerp with the intermediate lerps shared between neighbours. The box's rows along the
+ * last axis are copied from the blocks whole (BLK floats at a time), from the block edge
+ * at or below the box. */
+/* GCC vector types: pass 1's permutes (see pass1) and the copies' bounds (copy_column) */
+#define PERM_K 8
+#define PERM_ROW 16
+#if defined(__GNUC__) && !defined(__clang__)
+typedef float rs_v8f __attribute__((vector_size(PERM_K * sizeof(float))));
+typedef int32_t rs_v8i __attribute__((vector_size(PERM_K * sizeof(int32_t))));
+typedef float rs_v4f __attribute__((vector_size(BLK * sizeof(float)))); /* a block row */
+typedef int32_t rs_v4i __attribute__((vector_size(BLK * sizeof(int32_t))));
+#define RS_PERMUTE 1
+#else
+#define RS_PERMUTE 0
+#endif
+
 typedef struct sep_taps {
-    int64_t n[3], box_lo[3], box_n[3];
-    int64_t *t0[3], *t1[3]; /* per output coordinate: taps relative to the box */
+    int64_t n[3], bn[3]; /* the tile's extents; its source box's */
+    int64_t nzb, rz;     /* blocks a box row spans; floats per row in the copy */
+    const float **rows;  /* [bn[0] * bn[1] * nzb]: each box row's block rows (class 0) */
+    const float **lines; /* [nlines]: a row in each cache line the rows lie in (a block's
+                               rows of one x share one) */
+    int64_t nlines;
+    int32_t *t0[3], *t1[3]; /* per output coordinate: taps relative to the box (the last
+                               axis: to the block edge its rows start at) */
     float *f[3];
 } sep_taps;
 
@@ -298,11 +337,12 @@ typedef struct tile_work {
     tap8 *taps;
     float *buf, *best; /* scores [channels, nv]; argmax: the best value per voxel */
     uint16_t *label;
-    int32_t *order, *lab;     /* argmax: labels while classes are tried (int32: vectorised) */
+    int32_t *order, *tmp;     /* argmax: classes in the order tried, and the sort's room */
+    int32_t *lab;             /* argmax: labels while classes are tried (int32: vectorised) */
     float *g, *p1, *p2, *out; /* separable: the box, the two passes, one class's values */
-    const float **gp;         /* separable: where each box voxel lies in the blocks */
-    int64_t *ti;              /* 6 * tile taps */
-    float *tf;                /* 3 * tile weights */
+    const float **rows;       /* separable: sep_taps.rows, then sep_taps.lines */
+    int32_t *ti;              /* 2 taps per output coordinate of each axis */
+    float *tf;                /* a weight per output coordinate of each axis */
 } tile_work;
 
 static int separable(const double m[3][4]) {
@@ -315,73 +355,173 @@ static int separable(const double m[3][4]) {
 static void sep_setup(const swi_resample_sink *s, int64_t t, const int64_t lo[3], const int64_t hi[3],
                       tile_work *w, sep_taps *st) {
     const int64_t *b = s->tbox + 6 * t;
-    const int64_t tl = s->tile;
+    const int64_t zb0 = b[2] / BLK, zb1 = (b[5] - 1) / BLK;
+    int32_t *ti = w->ti;
+    float *tf = w->tf;
     for (int r = 0; r < 3; r++) {
         st->n[r] = hi[r] - lo[r];
-        st->box_lo[r] = b[r];
-        st->box_n[r] = b[3 + r] - b[r];
-        st->t0[r] = w->ti + (2 * r) * tl;
-        st->t1[r] = w->ti + (2 * r + 1) * tl;
-        st->f[r] = w->tf + r * tl;
+        st->bn[r] = b[3 + r] - b[r];
+        const int64_t base = r == 2 ? zb0 * BLK : b[r];
+        st->t0[r] = ti;
+        st->t1[r] = ti + st->n[r];
+        st->f[r] = tf;
+        ti += 2 * st->n[r];
+        tf += st->n[r];
         for (int64_t o = 0; o < st->n[r]; o++) {
             int64_t a0, a1;
             rs__tap(s->map[r][r] * (double)(lo[r] + o) + s->map[r][3], s->src[r], &a0, &a1, &st->f[r][o]);
-            st->t0[r][o] = a0 - b[r];
-            st->t1[r][o] = a1 - b[r];
+            st->t0[r][o] = (int32_t)(a0 - base);
+            st->t1[r][o] = (int32_t)(a1 - base);
         }
     }
-    /* the box's voxels in the blocks, once for all classes */
-    int64_t v = 0;
+    st->nzb = zb1 - zb0 + 1;
+    /* the rows a permute takes whole (see pass1) are 16 floats apart */
+    st->rz = st->nzb * BLK <= PERM_ROW && st->n[2] == PERM_K ? PERM_ROW : st->nzb * BLK;
+    st->rows = w->rows;
+    int64_t e = 0;
     for (int64_t x = b[0]; x < b[3]; x++)
-        for (int64_t y = b[1]; y < b[4]; y++)
-            for (int64_t z = b[2]; z < b[5]; z++, v++)
-                w->gp[v] = s->blk[((x / BLK) * s->nb[1] + y / BLK) * s->nb[2] + z / BLK] +
-                           ((x % BLK) * BLK + y % BLK) * BLK + z % BLK;
+        for (int64_t y = b[1]; y < b[4]; y++) {
+            const int64_t bi = ((x / BLK) * s->nb[1] + y / BLK) * s->nb[2];
+            const int64_t in = ((x % BLK) * BLK + y % BLK) * BLK;
+            for (int64_t z = zb0; z <= zb1; z++) w->rows[e++] = s->blk[bi + z] + in;
+        }
+    st->lines = w->rows + e;
+    st->nlines = 0;
+    for (int64_t x = 0; x < st->bn[0]; x++)
+        for (int64_t y = 0; y < st->bn[1]; y++)
+            if (y == 0 || (b[1] + y) % BLK == 0)
+                for (int64_t z = 0; z < st->nzb; z++)
+                    w->rows[e + st->nlines++] = st->rows[(x * st->bn[1] + y) * st->nzb + z];
 }
 
-/* class c of tile t, separably, into w->out [nv] */
-static void sep_class(const sep_taps *st, int64_t c, tile_work *w) {
-    const int64_t B0 = st->box_n[0], B1 = st->box_n[1], B2 = st->box_n[2];
-    const int64_t N0 = st->n[0], N1 = st->n[1], N2 = st->n[2];
-    /* gather the box from the blocks */
-    const int64_t off = c * BLK3;
-    for (int64_t v = 0; v < B0 * B1 * B2; v++) w->g[v] = w->gp[v][off];
-    for (int64_t xy = 0; xy < B0 * B1; xy++)
-        for (int64_t k = 0; k < N2; k++) {
-            const float *g = w->g + xy * B2;
-            w->p1[xy * N2 + k] = rs__lerp(g[st->t0[2][k]], g[st->t1[2][k]], st->f[2][k]);
+/* Pass 1 (along k) of the box rows g [bn0 * bn1, rz] into p1 [bn0 * bn1, n2]. Where a tile
+ * is PERM_K long along k and its rows fit in PERM_ROW floats, each row's PERM_K values are two
+ * permutes of the row (GCC's vector extensions: AVX2's vpermps in that clone); else one voxel
+ * at a time. The same operations either way. */
+
+static inline void pass1(const sep_taps *st, const float *restrict g, float *restrict p1) {
+    const int64_t R = st->bn[0] * st->bn[1], N2 = st->n[2], rz = st->rz;
+    const int32_t *t0 = st->t0[2], *t1 = st->t1[2];
+    const float *f = st->f[2];
+#if RS_PERMUTE
+    if (N2 == PERM_K && rz == PERM_ROW) {
+        rs_v8i i0, i1;
+        rs_v8f fv;
+        for (int k = 0; k < PERM_K; k++) {
+            i0[k] = t0[k];
+            i1[k] = t1[k];
+            fv[k] = f[k];
         }
+        const rs_v8f gv = 1 - fv;
+        for (int64_t r = 0; r < R; r++) {
+            rs_v8f lo, hi;
+            memcpy(&lo, g + r * PERM_ROW, sizeof lo);
+            memcpy(&hi, g + r * PERM_ROW + PERM_K, sizeof hi);
+            /* rs__lerp's operations, lane by lane */
+            const rs_v8f d = __builtin_shuffle(lo, hi, i0) * gv + __builtin_shuffle(lo, hi, i1) * fv;
+            memcpy(p1 + r * PERM_K, &d, sizeof d);
+        }
+        return;
+    }
+#endif
+    for (int64_t r = 0; r < R; r++) {
+        const float *row = g + r * rz;
+        float *d = p1 + r * N2;
+        for (int64_t k = 0; k < N2; k++) d[k] = rs__lerp(row[t0[k]], row[t1[k]], f[k]);
+    }
+}
+
+/* passes 1 and 2 of class c: the box copied into g, along k into p1 [bn0, bn1, n2], along j
+ * into p2 [bn0, n1, n2]; class `next` (-1: none) is fetched into the cache meanwhile (its rows
+ * lie in many blocks: the copy would wait on each) */
+static inline void sep_passes12(const sep_taps *st, int64_t c, int64_t next, float *restrict g,
+                                float *restrict p1, float *restrict p2) {
+    const int64_t B0 = st->bn[0], B1 = st->bn[1], N1 = st->n[1], N2 = st->n[2];
+    const int64_t nzb = st->nzb, rz = st->rz, off = c * BLK3;
+    /* whole block rows: the voxels beyond the box in its first and last ones are copied but
+     * never read (a region may be feeding them meanwhile); copying only the box's makes the
+     * sink 1.7 times slower (narrow stores stall the permutes' wide loads) */
+    for (int64_t r = 0; r < B0 * B1; r++)
+        for (int64_t z = 0; z < nzb; z++)
+            memcpy(g + r * rz + z * BLK, st->rows[r * nzb + z] + off, BLK * sizeof(float));
+    if (next >= 0)
+        for (int64_t r = 0; r < st->nlines; r++) __builtin_prefetch(st->lines[r] + next * BLK3);
+    pass1(st, g, p1);
+#if RS_PERMUTE
+    if (N2 == PERM_K) { /* a vector per (x, j): no loop to set up for each */
+        for (int64_t x = 0; x < B0; x++)
+            for (int64_t j = 0; j < N1; j++) {
+                rs_v8f a, b;
+                memcpy(&a, p1 + (x * B1 + st->t0[1][j]) * PERM_K, sizeof a);
+                memcpy(&b, p1 + (x * B1 + st->t1[1][j]) * PERM_K, sizeof b);
+                const float fj = st->f[1][j];
+                const rs_v8f d = a * (1 - fj) + b * fj; /* rs__lerp's operations, lane by lane */
+                memcpy(p2 + (x * N1 + j) * PERM_K, &d, sizeof d);
+            }
+        return;
+    }
+#endif
     for (int64_t x = 0; x < B0; x++)
         for (int64_t j = 0; j < N1; j++) {
-            const float *a = w->p1 + (x * B1 + st->t0[1][j]) * N2;
-            const float *bb = w->p1 + (x * B1 + st->t1[1][j]) * N2;
-            const float f = st->f[1][j];
-            float *d = w->p2 + (x * N1 + j) * N2;
-            for (int64_t k = 0; k < N2; k++) d[k] = rs__lerp(a[k], bb[k], f);
+            const float *a = p1 + (x * B1 + st->t0[1][j]) * N2;
+            const float *b = p1 + (x * B1 + st->t1[1][j]) * N2;
+            const float fj = st->f[1][j];
+            float *d = p2 + (x * N1 + j) * N2;
+            for (int64_t k = 0; k < N2; k++) d[k] = rs__lerp(a[k], b[k], fj);
         }
-    for (int64_t i = 0; i < N0; i++) {
-        const float *a = w->p2 + st->t0[0][i] * N1 * N2;
-        const float *bb = w->p2 + st->t1[0][i] * N1 * N2;
+}
+
+/* pass 3 (along i) into out [nv] */
+static inline void sep_pass3(const sep_taps *st, const float *restrict p2, float *restrict out) {
+    const int64_t N12 = st->n[1] * st->n[2];
+    for (int64_t i = 0; i < st->n[0]; i++) {
+        const float *a = p2 + st->t0[0][i] * N12;
+        const float *b = p2 + st->t1[0][i] * N12;
         const float f = st->f[0][i];
-        float *d = w->out + i * N1 * N2;
-        for (int64_t jk = 0; jk < N1 * N2; jk++) d[jk] = rs__lerp(a[jk], bb[jk], f);
+        float *d = out + i * N12;
+        for (int64_t jk = 0; jk < N12; jk++) d[jk] = rs__lerp(a[jk], b[jk], f);
     }
+}
+
+/* pass 3 of class c folded into the running argmax of finite scores, classes out of index
+ * order: the lower index wins a tie */
+static inline void sep_pass3_argmax(const sep_taps *st, const float *restrict p2, int32_t c,
+                                    float *restrict best, int32_t *restrict lab) {
+    const int64_t N12 = st->n[1] * st->n[2];
+    for (int64_t i = 0; i < st->n[0]; i++) {
+        const float *a = p2 + st->t0[0][i] * N12;
+        const float *b = p2 + st->t1[0][i] * N12;
+        const float f = st->f[0][i];
+        float *bo = best + i * N12;
+        int32_t *lo = lab + i * N12;
+        for (int64_t jk = 0; jk < N12; jk++) {
+            const float x = rs__lerp(a[jk], b[jk], f);
+            const int take = (x > bo[jk]) | ((x == bo[jk]) & (c < lo[jk]));
+            bo[jk] = take ? x : bo[jk];
+            lo[jk] = take ? c : lo[jk];
+        }
+    }
+}
+
+/* where the smallest of x [n] (finite) is: the first of the smallest */
+static inline int64_t min_at(const float *x, int64_t n) {
+    int64_t at = 0;
+    for (int64_t v = 1; v < n; v++) at = x[v] < x[at] ? v : at;
+    return at;
 }
 
 /* the values of class c at every voxel of the tile, into out [nv] */
-static void class_values(int sep, const sep_taps *st, const tap8 *taps, int64_t nv, int64_t c, tile_work *w,
-                         float *out) {
+static inline void class_values(int sep, const sep_taps *st, const tap8 *taps, int64_t nv, int64_t c,
+                                int64_t next, tile_work *w, float *out) {
     if (sep) {
-        float *keep = w->out;
-        w->out = out;
-        sep_class(st, c, w);
-        w->out = keep;
+        sep_passes12(st, c, next, w->g, w->p1, w->p2);
+        sep_pass3(st, w->p2, out);
         return;
     }
     for (int64_t v = 0; v < nv; v++) out[v] = tap_value(&taps[v], c * BLK3);
 }
 
-static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, tile_work *w) {
+RS_KERNEL static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, tile_work *w) {
     int64_t lo[3], hi[3];
     tile_out_box(s, t, lo, hi);
     const int64_t nv = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
@@ -393,109 +533,230 @@ static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, til
         tile_taps(s, lo, hi, w->taps);
     if (!s->labels_fn) {
         for (int64_t ch = 0; ch < s->channels; ch++)
-            class_values(sep, &st, w->taps, nv, ch, w, w->buf + ch * nv);
+            class_values(sep, &st, w->taps, nv, ch, ch + 1 < s->channels ? ch + 1 : -1, w, w->buf + ch * nv);
         return s->emit(s->user, lo, hi, s->channels, w->buf);
     }
     /* argmax: classes by their bound, largest first, until none can win anywhere */
     const int wild = ub == NULL;
     for (int64_t c = 0; c < s->channels; c++) w->order[c] = (int32_t)c;
-    if (!wild) sort_by_bound(w->order, s->channels, ub);
+    if (!wild) sort_by_bound(w->order, w->tmp, s->channels, ub);
     float *best = w->best;
     int32_t *lab = w->lab;
+    int64_t probe = 0; /* the voxel whose best was the smallest when last looked */
     for (int64_t r = 0; r < s->channels; r++) {
         const int32_t c = w->order[r];
-        if (!wild && r > 0 && r % 4 == 0) {
-            /* below every voxel's best: neither this class nor a later one can win (checked
-             * every fourth class: the minimum costs as much as a class) */
-            float floor_best = best[0];
-            for (int64_t v = 1; v < nv; v++) floor_best = best[v] < floor_best ? best[v] : floor_best;
-            if (ub[c] < floor_best) break;
+        const int64_t next = r + 1 < s->channels ? w->order[r + 1] : -1;
+        /* below every voxel's best, neither this class nor a later one can win; not below
+         * the probe's, it may (the smallest best costs as much as a class: looked for only
+         * when the probe passes) */
+        if (!wild && r > 0 && ub[c] < best[probe]) {
+            probe = min_at(best, nv);
+            if (ub[c] < best[probe]) break;
         }
-        class_values(sep, &st, w->taps, nv, c, w, w->out);
-        const float *x = w->out;
-        if (r == 0) {
-            for (int64_t v = 0; v < nv; v++) {
-                best[v] = x[v];
-                lab[v] = c;
-            }
-        } else if (!wild) {
-            /* finite scores, classes out of index order: the lower index wins a tie */
-            for (int64_t v = 0; v < nv; v++) {
-                const int take = (x[v] > best[v]) | ((x[v] == best[v]) & (c < lab[v]));
-                best[v] = take ? x[v] : best[v];
-                lab[v] = take ? c : lab[v];
-            }
+        if (sep && !wild && r > 0) {
+            sep_passes12(&st, c, next, w->g, w->p1, w->p2);
+            sep_pass3_argmax(&st, w->p2, c, best, lab);
         } else {
-            /* index order, as the engine: the first NaN wins, then the first largest */
-            for (int64_t v = 0; v < nv; v++)
-                if (!isnan(best[v]) && (isnan(x[v]) || x[v] > best[v])) {
+            const float *x = w->out;
+            class_values(sep, &st, w->taps, nv, c, next, w, w->out);
+            if (r == 0) {
+                for (int64_t v = 0; v < nv; v++) {
                     best[v] = x[v];
                     lab[v] = c;
                 }
+            } else if (!wild) {
+                for (int64_t v = 0; v < nv; v++) {
+                    const int take = (x[v] > best[v]) | ((x[v] == best[v]) & (c < lab[v]));
+                    best[v] = take ? x[v] : best[v];
+                    lab[v] = take ? c : lab[v];
+                }
+            } else {
+                /* index order, as the engine: the first NaN wins, then the first largest */
+                for (int64_t v = 0; v < nv; v++)
+                    if (!isnan(best[v]) && (isnan(x[v]) || x[v] > best[v])) {
+                        best[v] = x[v];
+                        lab[v] = c;
+                    }
+            }
         }
     }
     for (int64_t v = 0; v < nv; v++) w->label[v] = (uint16_t)lab[v];
     return s->labels_fn(s->labels_user, lo, hi, w->label);
 }
 
+/* Copy what region (lo, hi, data) holds of the blocks of one column (bx, by) into dst [nz]
+ * (the column's blocks along the last axis, from the region's first; NULL: not kept), reading
+ * the region's rows in order; in argmax mode fold each block's largest score per class, and
+ * whether one is not finite, into mx [nz, channels + 1]. */
+static void copy_column(const swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
+                        const float *data, int64_t bx, int64_t by, float *const *dst, int64_t nz,
+                        float *restrict mx) {
+    const int64_t C = s->channels;
+    const int64_t x0 = bx * BLK > lo[0] ? bx * BLK : lo[0],
+                  x1 = (bx + 1) * BLK < hi[0] ? (bx + 1) * BLK : hi[0];
+    const int64_t y0 = by * BLK > lo[1] ? by * BLK : lo[1],
+                  y1 = (by + 1) * BLK < hi[1] ? (by + 1) * BLK : hi[1];
+    const int64_t rn1 = hi[1] - lo[1], rn2 = hi[2] - lo[2], rv = (hi[0] - lo[0]) * rn1 * rn2;
+    const int64_t zb0 = lo[2] / BLK;
+    enum { MAXQ = 256 };                           /* blocks of a column at once: longer ones in pieces */
+    int64_t from_at[MAXQ], to_at[MAXQ], len[MAXQ]; /* per block: its part of a row */
+    for (int64_t p0 = 0; p0 < nz; p0 += MAXQ) {
+        const int64_t pn = nz - p0 < MAXQ ? nz - p0 : MAXQ;
+        for (int64_t q = 0; q < pn; q++) {
+            const int64_t zb = zb0 + p0 + q;
+            const int64_t z0 = zb * BLK > lo[2] ? zb * BLK : lo[2];
+            const int64_t z1 = (zb + 1) * BLK < hi[2] ? (zb + 1) * BLK : hi[2];
+            from_at[q] = z0 - lo[2];
+            to_at[q] = z0 % BLK;
+            len[q] = z1 - z0;
+        }
+        for (int64_t ch = 0; ch < C; ch++) {
+            /* the next class's rows and block lines, into the cache meanwhile: the column
+             * reads short runs of the region and writes lines of many blocks */
+            if (ch + 1 < C) {
+                for (int64_t i = x0; i < x1; i++)
+                    for (int64_t j = y0; j < y1; j++) {
+                        const float *row = data + (ch + 1) * rv + ((i - lo[0]) * rn1 + (j - lo[1])) * rn2;
+                        for (int64_t z = 0; z < rn2; z += 16) __builtin_prefetch(row + z);
+                        __builtin_prefetch(row + rn2 - 1);
+                    }
+                for (int64_t q = 0; q < pn; q++)
+                    if (dst[p0 + q])
+                        for (int64_t i = x0; i < x1; i++)
+                            __builtin_prefetch(dst[p0 + q] + (ch + 1) * BLK3 + (i % BLK) * BLK * BLK, 1);
+            }
+            /* block by block along the column: a line of each (one x, BLK y) at a time, the
+             * region's BLK rows read side by side */
+            for (int64_t i = x0; i < x1; i++) {
+                const float *rows = data + ch * rv + ((i - lo[0]) * rn1 + (y0 - lo[1])) * rn2;
+                const int64_t in = ch * BLK3 + ((i % BLK) * BLK + y0 % BLK) * BLK;
+                for (int64_t q = 0; q < pn; q++) {
+                    if (!dst[p0 + q]) continue;
+                    float *restrict to0 = dst[p0 + q] + in + to_at[q];
+                    const float *restrict from0 = rows + from_at[q];
+                    /* a NaN or an infinity makes the tiles reading it take every class, so the
+                     * bound may ignore them (v - v is 0 for finite v, else NaN) */
+                    float m[BLK] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, acc[BLK] = {0, 0, 0, 0};
+                    for (int64_t j = 0; j < y1 - y0; j++) {
+                        const float *restrict from = from0 + j * rn2;
+                        float *restrict to = to0 + j * BLK;
+                        if (len[q] == BLK) {
+#if RS_PERMUTE
+                            rs_v4f v, mv, av;
+                            memcpy(&v, from, sizeof v);
+                            memcpy(to, &v, sizeof v);
+                            memcpy(&mv, m, sizeof mv);
+                            memcpy(&av, acc, sizeof av);
+                            const rs_v4i up = v > mv; /* v > m ? v : m, lane by lane */
+                            mv = (rs_v4f)(((rs_v4i)v & up) | ((rs_v4i)mv & ~up));
+                            av += v - v;
+                            memcpy(m, &mv, sizeof mv);
+                            memcpy(acc, &av, sizeof av);
+#else
+                            float v[BLK];
+                            memcpy(v, from, sizeof v);
+                            memcpy(to, v, sizeof v);
+                            for (int l = 0; l < BLK; l++) {
+                                m[l] = v[l] > m[l] ? v[l] : m[l];
+                                acc[l] += v[l] - v[l];
+                            }
+#endif
+                        } else {
+                            for (int64_t l = 0; l < len[q]; l++) {
+                                to[l] = from[l];
+                                m[l] = from[l] > m[l] ? from[l] : m[l];
+                                acc[l] += from[l] - from[l];
+                            }
+                        }
+                    }
+                    if (!mx) continue;
+                    float *mo = mx + (p0 + q) * (C + 1);
+                    for (int l = 0; l < BLK; l++) {
+                        mo[ch] = m[l] > mo[ch] ? m[l] : mo[ch];
+                        if (acc[l] != 0) mo[C] = 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
 int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3],
                            const float *data) {
     for (int a = 0; a < 3; a++)
         if (lo[a] < 0 || hi[a] > s->src[a] || lo[a] >= hi[a]) return 1;
-    const int64_t rn[3] = {hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]};
-    const int64_t rv = rn[0] * rn[1] * rn[2];
     int64_t cap = 0, nready = 0, *ready = NULL;
     float *bounds = NULL; /* argmax: C per ready tile; NaN first where the tile is wild */
     const size_t bbytes = block_floats(s) * sizeof(float);
     const int amax = s->labels_fn != NULL;
+    const int64_t C = s->channels;
+    int64_t nbz = (hi[2] - 1) / BLK - lo[2] / BLK + 1, nblk = nbz;
+    for (int a = 0; a < 2; a++) nblk *= (hi[a] - 1) / BLK - lo[a] / BLK + 1;
+    float **dst = calloc((size_t)nblk, sizeof *dst); /* per block of the region: where it goes */
+    float *mx = amax ? malloc((size_t)nbz * (size_t)(C + 1) * sizeof *mx) : NULL;
     pthread_mutex_lock(&s->lock);
-    if (s->failed) goto fail_locked;
-    /* 1. into the blocks some tile still reads */
+    if (s->failed || !dst || (amax && !mx)) goto fail_locked;
+    /* 1. the blocks some tile still reads, allocated, and pinned (a reference) while the copy
+     *    runs outside the lock: distinct regions write distinct voxels */
+    int64_t eb = 0;
     for (int64_t x = lo[0] / BLK; x <= (hi[0] - 1) / BLK; x++)
         for (int64_t y = lo[1] / BLK; y <= (hi[1] - 1) / BLK; y++)
-            for (int64_t z = lo[2] / BLK; z <= (hi[2] - 1) / BLK; z++) {
+            for (int64_t z = lo[2] / BLK; z <= (hi[2] - 1) / BLK; z++, eb++) {
                 int64_t bi = (x * s->nb[1] + y) * s->nb[2] + z;
                 if (s->refs[bi] <= 0) continue;
                 if (!s->blk[bi]) {
                     s->blk[bi] = malloc(bbytes);
-                    if (!s->blk[bi]) goto fail_locked;
+                    if (!s->blk[bi]) goto fail_locked; /* pins stay: a failed sink is only freed */
                     s->held += bbytes;
                     if (s->held > s->peak) s->peak = s->held;
                     if (amax) {
-                        float *m = s->blk[bi] + s->channels * BLK3;
-                        for (int64_t c = 0; c < s->channels; c++) m[c] = -INFINITY;
-                        m[s->channels] = 0;
+                        float *m = s->blk[bi] + C * BLK3;
+                        for (int64_t c = 0; c < C; c++) m[c] = -INFINITY;
+                        m[C] = 0;
                     }
                 }
-                float *dst = s->blk[bi];
-                int64_t x0 = x * BLK > lo[0] ? x * BLK : lo[0],
-                        x1 = (x + 1) * BLK < hi[0] ? (x + 1) * BLK : hi[0];
-                int64_t y0 = y * BLK > lo[1] ? y * BLK : lo[1],
-                        y1 = (y + 1) * BLK < hi[1] ? (y + 1) * BLK : hi[1];
-                int64_t z0 = z * BLK > lo[2] ? z * BLK : lo[2],
-                        z1 = (z + 1) * BLK < hi[2] ? (z + 1) * BLK : hi[2];
-                float *mx = dst + s->channels * BLK3;
-                for (int64_t ch = 0; ch < s->channels; ch++)
-                    for (int64_t i = x0; i < x1; i++)
-                        for (int64_t j = y0; j < y1; j++) {
-                            const float *from =
-                                data + ch * rv + ((i - lo[0]) * rn[1] + (j - lo[1])) * rn[2] + (z0 - lo[2]);
-                            memcpy(dst + ch * BLK3 + ((i % BLK) * BLK + j % BLK) * BLK + z0 % BLK, from,
-                                   (size_t)(z1 - z0) * sizeof(float));
-                            if (!amax) continue;
-                            /* a NaN or an infinity makes the tiles reading it take every
-                             * class, so the bound may ignore them (v - v is 0 for finite v) */
-                            float m = mx[ch], wild = 0;
-                            for (int64_t zz = 0; zz < z1 - z0; zz++) {
-                                const float v = from[zz];
-                                m = v > m ? v : m;
-                                wild += v - v != 0;
-                            }
-                            mx[ch] = m;
-                            if (wild != 0) mx[s->channels] = 1;
-                        }
+                s->refs[bi]++;
+                dst[eb] = s->blk[bi];
             }
-    /* 2. count down the tiles it reaches */
+    pthread_mutex_unlock(&s->lock);
+    /* 2. the copies, a column of blocks at a time: their bounds folded in, their pins dropped */
+    eb = 0;
+    for (int64_t x = lo[0] / BLK; x <= (hi[0] - 1) / BLK; x++)
+        for (int64_t y = lo[1] / BLK; y <= (hi[1] - 1) / BLK; y++, eb += nbz) {
+            int any = 0;
+            for (int64_t q = 0; q < nbz; q++) any |= dst[eb + q] != NULL;
+            if (!any) continue;
+            if (amax)
+                for (int64_t q = 0; q < nbz; q++) {
+                    for (int64_t c = 0; c < C; c++) mx[q * (C + 1) + c] = -INFINITY;
+                    mx[q * (C + 1) + C] = 0;
+                }
+            copy_column(s, lo, hi, data, x, y, dst + eb, nbz, mx);
+            pthread_mutex_lock(&s->lock);
+            for (int64_t q = 0; q < nbz; q++) {
+                if (!dst[eb + q]) continue;
+                const int64_t bi = (x * s->nb[1] + y) * s->nb[2] + lo[2] / BLK + q;
+                if (amax) {
+                    float *to = s->blk[bi] + C * BLK3;
+                    const float *m = mx + q * (C + 1);
+                    for (int64_t c = 0; c < C; c++) to[c] = m[c] > to[c] ? m[c] : to[c];
+                    if (m[C] != 0) to[C] = 1;
+                }
+                if (--s->refs[bi] == 0) {
+                    free(s->blk[bi]);
+                    s->blk[bi] = NULL;
+                    s->held -= bbytes;
+                }
+            }
+            pthread_mutex_unlock(&s->lock);
+        }
+    free(dst);
+    free(mx);
+    dst = NULL;
+    mx = NULL;
+    /* 3. count down the tiles it reaches */
+    pthread_mutex_lock(&s->lock);
+    if (s->failed) goto fail_locked;
     const int64_t rid = ++s->region_id;
     for (int64_t x = lo[0] / CELL; x <= (hi[0] - 1) / CELL; x++)
         for (int64_t y = lo[1] / CELL; y <= (hi[1] - 1) / CELL; y++)
@@ -515,45 +776,47 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
                             if (!r) goto fail_locked;
                             ready = r;
                             if (amax) {
-                                float *b = realloc(bounds, (size_t)cap * (size_t)s->channels * sizeof *b);
+                                float *b = realloc(bounds, (size_t)cap * (size_t)C * sizeof *b);
                                 if (!b) goto fail_locked;
                                 bounds = b;
                             }
                         }
-                        if (amax && tile_bounds(s, t, bounds + nready * s->channels))
-                            bounds[nready * s->channels] = NAN;
+                        if (amax && tile_bounds(s, t, bounds + nready * C)) bounds[nready * C] = NAN;
                         ready[nready++] = t;
                     }
                 }
             }
     pthread_mutex_unlock(&s->lock);
 
-    /* 3. the tiles it completed, outside the lock: their blocks are whole and stay */
+    /* 4. the tiles it completed, outside the lock: their blocks are whole and stay */
     int failed = 0;
     if (nready > 0) {
-        const size_t tv = (size_t)s->tile * (size_t)s->tile * (size_t)s->tile;
-        /* the largest source box of a tile: its margins and taps on either side */
-        size_t box = 1;
-        for (int a = 0; a < 3; a++) box *= (size_t)s->maxbox[a];
+        const size_t tv = (size_t)s->tl[0] * (size_t)s->tl[1] * (size_t)s->tl[2];
+        const size_t ttaps = (size_t)s->tl[0] + (size_t)s->tl[1] + (size_t)s->tl[2];
+        /* the largest source box of a tile (its margins and taps on either side), and the
+         * most blocks its rows span */
+        const size_t b01 = (size_t)s->maxbox[0] * (size_t)s->maxbox[1];
+        const size_t nzb = (size_t)(s->maxbox[2] + 2) / BLK + 1;
         tile_work w = {0};
         w.taps = malloc(tv * sizeof(tap8));
-        w.buf = amax ? NULL : malloc(tv * (size_t)s->channels * sizeof(float));
+        w.buf = amax ? NULL : malloc(tv * (size_t)C * sizeof(float));
         w.best = amax ? malloc(tv * sizeof(float)) : NULL;
         w.label = amax ? malloc(tv * sizeof(uint16_t)) : NULL;
-        w.order = amax ? malloc((size_t)s->channels * sizeof(int32_t)) : NULL;
+        w.order = amax ? malloc((size_t)C * sizeof(int32_t)) : NULL;
+        w.tmp = amax ? malloc((size_t)C * sizeof(int32_t)) : NULL;
         w.lab = amax ? malloc(tv * sizeof(int32_t)) : NULL;
-        w.g = malloc(box * sizeof(float));
-        w.gp = malloc(box * sizeof(*w.gp));
-        w.p1 = malloc(box / (size_t)s->maxbox[2] * (size_t)s->tile * sizeof(float));
-        w.p2 = malloc((size_t)s->maxbox[0] * (size_t)s->tile * (size_t)s->tile * sizeof(float));
+        w.g = malloc(b01 * (nzb * BLK > PERM_ROW ? nzb * BLK : PERM_ROW) * sizeof(float));
+        w.rows = malloc(2 * b01 * nzb * sizeof(*w.rows));
+        w.p1 = malloc(b01 * (size_t)s->tl[2] * sizeof(float));
+        w.p2 = malloc((size_t)s->maxbox[0] * (size_t)s->tl[1] * (size_t)s->tl[2] * sizeof(float));
         w.out = malloc(tv * sizeof(float));
-        w.ti = malloc(6 * (size_t)s->tile * sizeof(int64_t));
-        w.tf = malloc(3 * (size_t)s->tile * sizeof(float));
-        if (!w.taps || !w.g || !w.gp || !w.p1 || !w.p2 || !w.out || !w.ti || !w.tf ||
-            (amax ? !w.best || !w.label || !w.order || !w.lab : !w.buf))
+        w.ti = malloc(2 * ttaps * sizeof(int32_t));
+        w.tf = malloc(ttaps * sizeof(float));
+        if (!w.taps || !w.g || !w.rows || !w.p1 || !w.p2 || !w.out || !w.ti || !w.tf ||
+            (amax ? !w.best || !w.label || !w.order || !w.tmp || !w.lab : !w.buf))
             failed = 1;
         for (int64_t r = 0; r < nready && !failed; r++) {
-            const float *ub = amax ? bounds + r * s->channels : NULL;
+            const float *ub = amax ? bounds + r * C : NULL;
             if (ub && isnan(ub[0])) ub = NULL; /* wild: every class, in index order */
             failed = emit_tile(s, ready[r], ub, &w) != 0;
         }
@@ -562,16 +825,17 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
         free(w.best);
         free(w.label);
         free(w.order);
+        free(w.tmp);
         free(w.lab);
         free(w.g);
-        free(w.gp);
+        free(w.rows);
         free(w.p1);
         free(w.p2);
         free(w.out);
         free(w.ti);
         free(w.tf);
     }
-    /* 4. release what they read */
+    /* 5. release what they read */
     pthread_mutex_lock(&s->lock);
     for (int64_t r = 0; r < nready; r++) {
         int64_t t = ready[r];
@@ -598,6 +862,8 @@ int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int6
 fail_locked:
     s->failed = 1;
     pthread_mutex_unlock(&s->lock);
+    free(dst);
+    free(mx);
     free(ready);
     free(bounds);
     return 1;
@@ -622,12 +888,13 @@ size_t swi_resample_sink_fixed_bytes(const swi_resample_sink *s) { return s->fix
 
 size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out_size[3],
                                     const double map[3][4], int64_t channels, int tile, int outer) {
-    if (tile <= 0) tile = 8;
+    int tl[3];
+    tile_shape(tile, tl);
     if (outer < 0 || outer > 2) outer = 0;
     /* a tile's box along the outer axis (its extent and the upper tap), in whole blocks:
      * the tiles straddling the edge of a sweep hold a slab that thick until the next one */
     double ext = 0;
-    for (int k = 0; k < 3; k++) ext += fabs(map[outer][k]) * (double)(tile - 1);
+    for (int k = 0; k < 3; k++) ext += fabs(map[outer][k]) * (double)(tl[k] - 1);
     int64_t slab = (ceil_div((int64_t)ceil(ext) + 2, BLK) + 1) * BLK;
     if (slab > src_size[outer]) slab = src_size[outer];
     size_t plane = 1;
@@ -635,7 +902,7 @@ size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out
         if (a != outer) plane *= (size_t)(ceil_div(src_size[a], BLK) * BLK);
     size_t tiles = 1, blocks = 1;
     for (int a = 0; a < 3; a++) {
-        tiles *= (size_t)ceil_div(out_size[a], tile);
+        tiles *= (size_t)ceil_div(out_size[a], tl[a]);
         blocks *= (size_t)ceil_div(src_size[a], BLK);
     }
     return (size_t)slab * plane * (size_t)(channels + 1) * sizeof(float) +

@@ -796,7 +796,107 @@ static void test_sink_argmax(void) {
     }
 }
 
+/* ---- separable maps: the sink's passes against rs__trilerp, bit for bit --------------- */
+
+/* slabs one voxel thick along the first axis, cut in two along the second (the engine's
+ * regions), shuffled */
+static int64_t slab_boxes(const int64_t size[3], int64_t (*boxes)[6], int64_t cap) {
+    int64_t n = 0;
+    const int64_t cut = size[1] / 3 + 1;
+    for (int64_t x = 0; x < size[0]; x++)
+        for (int64_t y = 0; y < size[1] && n < cap; y += cut, n++) {
+            int64_t b[6] = {x, y, 0, x + 1, y + cut < size[1] ? y + cut : size[1], size[2]};
+            memcpy(boxes[n], b, sizeof b);
+        }
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(urand() * (double)(i + 1));
+        int64_t t[6];
+        memcpy(t, boxes[i], sizeof t);
+        memcpy(boxes[i], boxes[j], sizeof t);
+        memcpy(boxes[j], t, sizeof t);
+    }
+    return n;
+}
+
+static void test_sink_separable(void) {
+    /* tiles of 8 (0 and 8) take the permuted first pass; 3 and 5 divide no grid below */
+    static const int tiles[4] = {0, 3, 5, 8};
+    for (int t = 0; t < 16; t++) {
+        const int tile = tiles[t % 4], argmax = t / 4 % 2;
+        const int64_t src[3] = {9 + t, 12 + t % 5, 10 + 2 * (t % 3)};
+        const int64_t out[3] = {19 + 3 * t, 21 + t, 23 + 2 * t};
+        /* up- and downsampling, flips where bit a of t is set, borders clamped on both sides */
+        double map[3][4] = {{0}};
+        for (int a = 0; a < 3; a++) {
+            double scale = (double)src[a] / (double)out[a] * (t == 7 && a == 2 ? 2.2 : 1.1);
+            if ((t >> a) & 1) {
+                map[a][a] = -scale;
+                map[a][3] = (double)src[a] - 0.6;
+            } else {
+                map[a][a] = scale;
+                map[a][3] = -0.4;
+            }
+        }
+        const int64_t C = argmax ? 2 + t % 7 : 1 + t % 3;
+        const int64_t vs = src[0] * src[1] * src[2], vo = out[0] * out[1] * out[2];
+        float *x = malloc((size_t)(vs * C) * sizeof *x), *want = malloc((size_t)(vo * C) * sizeof *want);
+        sink_out so = {.dst = calloc((size_t)(vo * C), sizeof(float))};
+        label_out lo = {calloc((size_t)vo, sizeof(uint16_t)), {out[0], out[1], out[2]}};
+        int64_t(*boxes)[6] = malloc(1024 * sizeof *boxes);
+        if (!x || !want || !so.dst || !lo.dst || !boxes) {
+            CHECK(0, "out of memory");
+            return;
+        }
+        memcpy(so.size, out, sizeof so.size);
+        pthread_mutex_init(&so.lock, NULL);
+        /* argmax: few distinct values, so ties everywhere */
+        for (int64_t i = 0; i < vs * C; i++)
+            x[i] = argmax ? (float)(int)(urand() * 5) * 0.25f : (float)(urand() * 4 - 2);
+        swi_resample_trilinear(x, src, want, out, map, C, 0, out[0]);
+        swi_resample_sink *sink;
+        CHECK(swi_resample_sink_create(src, out, map, C, tile, collect, &so, &sink, NULL, 0) == SWI_OK,
+              "sink");
+        if (argmax) CHECK(swi_resample_sink_argmax(sink, collect_labels, &lo) == SWI_OK, "argmax mode");
+        int64_t nbox = t % 2 ? slab_boxes(src, boxes, 1024) : random_boxes(src, boxes, 1024);
+        pthread_t th[3];
+        feeder fd[3];
+        for (int k = 0; k < 3; k++) {
+            fd[k] = (feeder){sink, x, {src[0], src[1], src[2]}, C, (const int64_t(*)[6])boxes, k, nbox, 3, 0};
+            pthread_create(&th[k], NULL, feed_boxes, &fd[k]);
+        }
+        for (int k = 0; k < 3; k++) {
+            pthread_join(th[k], NULL);
+            CHECK(!fd[k].failed, "feed failed");
+        }
+        CHECK(swi_resample_sink_finish(sink, NULL, 0) == SWI_OK, "finish");
+        if (!argmax) {
+            CHECK(so.voxels == vo, "case %d: emitted %lld voxels of %lld", t, (long long)so.voxels,
+                  (long long)vo);
+            CHECK(memcmp(so.dst, want, (size_t)(vo * C) * sizeof(float)) == 0,
+                  "case %d (tile %d): the scores differ from rs__trilerp's bits", t, tile);
+        } else {
+            int64_t bad = 0;
+            for (int64_t v = 0; v < vo; v++) {
+                int64_t best = 0;
+                for (int64_t c = 1; c < C; c++)
+                    if (want[c * vo + v] > want[best * vo + v]) best = c;
+                bad += lo.dst[v] != best;
+            }
+            CHECK(bad == 0, "case %d (tile %d): %lld labels differ from the argmax of rs__trilerp", t, tile,
+                  (long long)bad);
+        }
+        swi_resample_sink_free(sink);
+        pthread_mutex_destroy(&so.lock);
+        free(x);
+        free(want);
+        free(so.dst);
+        free(lo.dst);
+        free(boxes);
+    }
+}
+
 int main(void) {
+    test_sink_separable();
     test_sink_argmax();
     test_sink_engine();
     test_sink();
