@@ -183,6 +183,10 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
         int64_t lo[3], hi[3], *b = s->tbox + 6 * t;
         tile_out_box(s, t, lo, hi);
         read_box(s->src, s->map, lo, hi, b, b + 3);
+        /* whole block rows along k: a tile copies block rows whole (see sep_passes12), so it
+         * waits for every voxel they hold -- none is then being fed while it is copied */
+        b[2] = b[2] / BLK * BLK;
+        b[5] = ceil_div(b[5], BLK) * BLK < s->src[2] ? ceil_div(b[5], BLK) * BLK : s->src[2];
         s->missing[t] = (b[3] - b[0]) * (b[4] - b[1]) * (b[5] - b[2]);
         for (int a = 0; a < 3; a++)
             if (b[3 + a] - b[a] > s->maxbox[a]) s->maxbox[a] = b[3 + a] - b[a];
@@ -438,9 +442,9 @@ static inline void sep_passes12(const sep_taps *st, int64_t c, int64_t next, flo
                                 float *restrict p1, float *restrict p2) {
     const int64_t B0 = st->bn[0], B1 = st->bn[1], N1 = st->n[1], N2 = st->n[2];
     const int64_t nzb = st->nzb, rz = st->rz, off = c * BLK3;
-    /* whole block rows: the voxels beyond the box in its first and last ones are copied but
-     * never read (a region may be feeding them meanwhile); copying only the box's makes the
-     * sink 1.7 times slower (narrow stores stall the permutes' wide loads) */
+    /* whole block rows (a tile's box is whole blocks along k: every voxel copied has been
+     * fed); copying only the voxels the taps read makes the sink 1.7 times slower (narrow
+     * stores stall the permutes' wide loads) */
     for (int64_t r = 0; r < B0 * B1; r++)
         for (int64_t z = 0; z < nzb; z++)
             memcpy(g + r * rz + z * BLK, st->rows[r * nzb + z] + off, BLK * sizeof(float));
