@@ -12,7 +12,7 @@
 #define IO_GZ_BLOCK ((size_t)1 << 21)
 #define IO_GZ_MAX_THREADS 16
 /* libdeflate levels of .nii.gz outputs (bench/RESULTS.md, "Compression"): float scores,
- * the fastest level, stored once they prove to shrink by less than 10 % (adaptive);
+ * the fastest level, stored once they prove to shrink by less than 25 % (adaptive);
  * label maps, level 6 (smaller than zlib's 6, faster than zlib's 1). */
 #define IO_GZ_LEVEL_FLOAT 1
 #define IO_GZ_LEVEL_LABELS 6
@@ -33,7 +33,7 @@ int io__gz_read(const char *path, unsigned char *dst, size_t want);
 
 /* A gzip writer on fd (owned from now on: closed by io__gzw_close): blocks compressed at
  * `level` (0..12) on up to one thread per core; adaptive: once a batch of blocks shrinks
- * by less than 10 %, the rest is stored (level 0). total_hint is the expected stream size
+ * by less than 25 %, the rest is stored (level 0). total_hint is the expected stream size
  * (it sets how many threads are worth starting). NULL when out of memory or without
  * libdeflate (fd is then still the caller's). */
 typedef struct io_gzw io_gzw;
