@@ -462,7 +462,6 @@ typedef struct zarr_array {
     uint64_t tick;
     int any_leading;        /* set before parse_zarray: leading axes of any size (a written store's planes) */
     int fortran;            /* order "F": chunks are stored first axis fastest */
-    int v3;                 /* Zarr v3 (zarr.json): chunk keys "c/0/1/2" with the default encoding */
     char key_prefix[3];     /* "c" and the separator for v3's default chunk keys, else "" */
     unsigned char *scratch; /* order "F": one chunk, decoded before its transposition */
 } zarr_array;
@@ -477,10 +476,8 @@ static const char *v3_fields(json_t *j, zarr_array *a, json_t **chunks, char dty
         const char *name, *v2;
     } types[] = {{"int8", "i1"},   {"uint8", "u1"}, {"int16", "i2"},  {"uint16", "u2"},  {"int32", "i4"},
                  {"uint32", "u4"}, {"int64", "i8"}, {"uint64", "u8"}, {"float32", "f4"}, {"float64", "f8"}};
-    if (strcmp(json_string_value(json_object_get(j, "node_type"))
-                   ? json_string_value(json_object_get(j, "node_type"))
-                   : "",
-               "array"))
+    const char *node = json_string_value(json_object_get(j, "node_type"));
+    if (!node || strcmp(node, "array"))
         return "node_type (an array; for an OME-Zarr image name it x.ome.zarr)";
     json_t *grid = json_object_get(j, "chunk_grid");
     const char *gname = json_string_value(json_object_get(grid, "name"));
@@ -544,7 +541,6 @@ static const char *v3_fields(json_t *j, zarr_array *a, json_t **chunks, char dty
     if (!have_bytes) return "codecs (a bytes codec)";
     snprintf(dtype, 8, "%c%s", !strcmp(endian, "big") ? '>' : '<', v2);
     if (v2[1] == '1') dtype[0] = '|';
-    a->v3 = 1;
     return NULL;
 }
 
@@ -574,7 +570,6 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
     const char *sep = json_string_value(json_object_get(j, "dimension_separator"));
     const char *cid = NULL;
     char dtype[8] = "";
-    a->v3 = 0;
     a->key_prefix[0] = '\0';
     if (v3) {
         if (json_integer_value(json_object_get(j, "zarr_format")) != 3)
@@ -583,17 +578,15 @@ static swi_status parse_zarray(const char *dir, zarr_array *a, char *err, size_t
             field = v3_fields(j, a, &chunks, dtype, &order, &sep);
         filters = NULL;
     } else {
-        snprintf(dtype, sizeof dtype, "%s",
-                 json_string_value(json_object_get(j, "dtype"))
-                     ? json_string_value(json_object_get(j, "dtype"))
-                     : "");
+        const char *d = json_string_value(json_object_get(j, "dtype"));
+        snprintf(dtype, sizeof dtype, "%s", d ? d : "");
+        if (json_integer_value(json_object_get(j, "zarr_format")) != 2) field = "zarr_format (2 or 3)";
     }
-    if (field)
-        ;
-    else if (!v3 && json_integer_value(json_object_get(j, "zarr_format")) != 2)
-        field = "zarr_format (2 or 3)";
-    else if (!json_is_array(shape) || json_array_size(shape) < 3 || json_array_size(shape) > STORE_MAX_NDIM ||
-             !json_is_array(chunks) || json_array_size(chunks) != json_array_size(shape))
+    if (field) {
+        /* named above */
+    } else if (!json_is_array(shape) || json_array_size(shape) < 3 ||
+               json_array_size(shape) > STORE_MAX_NDIM || !json_is_array(chunks) ||
+               json_array_size(chunks) != json_array_size(shape))
         field = "shape/chunks (3 to 5 axes, as many chunks as axes)";
     else if (parse_dtype(dtype, &a->t))
         field = "dtype (an integer or float type, e.g. <u2, <f4)";
