@@ -294,10 +294,10 @@ template <typename F> swi_status guarded(const char *path, const char *what, cha
 /* MetaIO loops over array fields (TransformMatrix, DimSize, ...) by the NDims it has read
  * so far, uninitialised when none came first, and reads a header without an
  * ElementDataFile line to the end of the file: hostile headers hang it. Before MetaIO
- * sees a header, NDims (1..16) must come before every other field, ElementDataFile must
- * end the header, every line must be printable text, and no field may hold more numbers
- * than NDims x NDims (heap corruption in MetaIO was found by fuzz_itk_headers beyond
- * these). */
+ * sees a header, NDims (1..16) must come before every other field, DimSize and ElementType
+ * before ElementDataFile, which must end the header, every line must be printable text,
+ * and no field may hold more numbers than NDims x NDims (heap corruption and reads past
+ * MetaIO's buffers were found by fuzz_itk_headers beyond these). */
 swi_status check_meta_header(const char *path, char *err, size_t n) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -309,6 +309,7 @@ swi_status check_meta_header(const char *path, char *err, size_t n) {
     fclose(f);
     head.resize(got);
     int ndims = 0;
+    bool dimsize = false, elemtype = false;
     for (size_t at = 0; at < head.size();) {
         size_t eol = head.find('\n', at);
         std::string line = head.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
@@ -353,7 +354,16 @@ swi_status check_meta_header(const char *path, char *err, size_t n) {
             ndims = (int)v;
         } else if (key == "ElementDataFile") {
             if (!ndims) break;
+            if (!dimsize || !elemtype) { /* MetaIO reads past its buffers without them */
+                io__err(err, n, "%s: corrupt MetaImage header: no %s before ElementDataFile", path,
+                        !dimsize ? "DimSize" : "ElementType");
+                return SWI_ERR_INVALID_ARG;
+            }
             return SWI_OK;
+        } else if (key == "DimSize" && ndims) {
+            dimsize = true;
+        } else if (key == "ElementType" && ndims) {
+            elemtype = true;
         } else if (!ndims && key != "ObjectType" && key != "Comment" && key != "ObjectSubType" &&
                    key != "FormTypeName" && key != "Name") {
             io__err(err, n, "%s: MetaImage header field %.40s comes before NDims", path, key.c_str());
