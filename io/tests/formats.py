@@ -402,6 +402,11 @@ def main():
         b"ElementType = MET_SHORT\nElementDataFile = LOCAL\n" + b"\0" * 16)
     put("many_values.mha", "ObjectType = Image\nNDims = 3\nDimSize = " + "2 " * 50 +
         "\nElementType = MET_SHORT\nElementDataFile = LOCAL\n" + "\0" * 16)
+    # MetaIO reads past its buffers on these (found by fuzz_itk_headers)
+    put("no_dimsize.mha", "ObjectType = Image\nNDims = 3\nElementType = MET_UCHAR\nElementDataFile = LOCAL\n" +
+        "\0" * 24)
+    put("no_elementtype.mha", "ObjectType = Image\nNDims = 3\nDimSize = 4 3 2\nElementDataFile = LOCAL\n" +
+        "\0" * 24)
 
     def series_dir(name, **kw):
         d = os.path.join(work, name)
