@@ -101,11 +101,9 @@ static void spec_of(const swi_tensor *in, int64_t planes, swi_dtype dtype, int l
 
 /* Whether a and b are datasets of one HDF5 file (x.h5:/labels, x.h5:/scores). */
 static int same_h5_file(const char *a, const char *b) {
-    if (!a || !b || swi_store_kind_of(a) != SWI_STORE_HDF5 || swi_store_kind_of(b) != SWI_STORE_HDF5)
-        return 0;
-    const char *ca = strstr(a, ":/"), *cb = strstr(b, ":/");
-    size_t na = ca ? (size_t)(ca - a) : strlen(a), nb = cb ? (size_t)(cb - b) : strlen(b);
-    return na == nb && strncmp(a, b, na) == 0;
+    char fa[4096], fb[4096];
+    return a && b && swi_store_split_h5(a, fa, sizeof fa, NULL, 0, NULL, 0) == SWI_OK &&
+           swi_store_split_h5(b, fb, sizeof fb, NULL, 0, NULL, 0) == SWI_OK && strcmp(fa, fb) == 0;
 }
 
 int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_tensor *in, swi_output *outs,

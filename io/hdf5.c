@@ -42,10 +42,7 @@ typedef struct h5r {
 
 swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err, size_t n) {
     char file[4096], dset[1024];
-    if (store__split_h5(name, file, sizeof file, dset, sizeof dset)) {
-        io__err(err, n, "%s: name an HDF5 dataset as FILE.h5:/path", name);
-        return SWI_ERR_INVALID_ARG;
-    }
+    if (swi_store_split_h5(name, file, sizeof file, dset, sizeof dset, err, n)) return SWI_ERR_INVALID_ARG;
     if (access(file, R_OK) != 0) {
         io__err(err, n, "%s: %s", file, strerror(errno));
         return SWI_ERR_INVALID_ARG;
@@ -799,8 +796,7 @@ swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_
         return SWI_ERR_NOMEM;
     }
     w->file = w->dset = -1;
-    if (store__split_h5(name, w->final, sizeof w->final, w->path, sizeof w->path)) {
-        io__err(err, n, "%s: name an HDF5 dataset as FILE.h5:/path", name);
+    if (swi_store_split_h5(name, w->final, sizeof w->final, w->path, sizeof w->path, err, n)) {
         free(w);
         return SWI_ERR_INVALID_ARG;
     }

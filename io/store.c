@@ -16,7 +16,12 @@ int swi_store_available(swi_store_kind kind) {
     }
 }
 
-int store__split_h5(const char *name, char *file, size_t fn, char *dset, size_t dn) {
+swi_status swi_store_split_h5(const char *name, char *file, size_t fn, char *dset, size_t dn, char *err,
+                              size_t errlen) {
+    if (!name || !file) {
+        io__err(err, errlen, "swi_store_split_h5: %s is NULL", name ? "file" : "name");
+        return SWI_ERR_INVALID_ARG;
+    }
     const char *c = strstr(name, ".h5:");
     size_t ext = 3;
     if (!c) {
@@ -27,14 +32,16 @@ int store__split_h5(const char *name, char *file, size_t fn, char *dset, size_t 
         c = strstr(name, ".H5:");
         ext = 3;
     }
-    if (!c) return -1;
-    size_t flen = (size_t)(c - name) + ext;
-    const char *d = c + ext + 1;
-    if (flen >= fn || strlen(d) + 2 > dn || !*d) return -1;
+    const size_t flen = c ? (size_t)(c - name) + ext : 0;
+    const char *d = c ? c + ext + 1 : "";
+    if (!c || flen >= fn || (dset && strlen(d) + 2 > dn) || !*d) {
+        io__err(err, errlen, "%s: name an HDF5 dataset as FILE.h5:/path", name);
+        return SWI_ERR_INVALID_ARG;
+    }
     memcpy(file, name, flen);
     file[flen] = '\0';
-    snprintf(dset, dn, "%s%s", *d == '/' ? "" : "/", d);
-    return 0;
+    if (dset) snprintf(dset, dn, "%s%s", *d == '/' ? "" : "/", d);
+    return SWI_OK;
 }
 
 static const char *kind_missing(swi_store_kind k) {

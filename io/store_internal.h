@@ -15,9 +15,6 @@ static inline size_t store__dtype_size(swi_dtype t) {
     return t == SWI_DTYPE_FLOAT32 ? 4 : t == SWI_DTYPE_UINT16 ? 2 : 1;
 }
 
-/* Store name split: the file or directory, and for HDF5 the dataset path. */
-int store__split_h5(const char *name, char *file, size_t fn, char *dset, size_t dn);
-
 /* Formats. Each returns its handle through *impl. */
 swi_status zarr__open(const char *name, int ome, void **impl, int64_t size[3], swi_io_type *type, char *err,
                       size_t n);

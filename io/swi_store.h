@@ -69,6 +69,14 @@ typedef enum swi_store_kind {
 /** The kind of store a name asks for (SWI_STORE_NONE for anything else). */
 swi_store_kind swi_store_kind_of(const char *name);
 
+/** Split an HDF5 dataset name, FILE.h5:/path (also .hdf5 and .H5; the '/' may be left out),
+ *  at the first ".h5:", else the first ".hdf5:", else the first ".H5:". file (fn bytes)
+ *  receives FILE, extension included; dset (dn bytes; NULL: not wanted) the dataset path,
+ *  always starting with '/'. SWI_ERR_INVALID_ARG when name holds none of the three, the path
+ *  is empty, or a part does not fit. */
+swi_status swi_store_split_h5(const char *name, char *file, size_t fn, char *dset, size_t dn, char *err,
+                              size_t errlen);
+
 /** Is support for `kind` compiled in (Zarr and OME-Zarr: jansson + blosc + zstd + zlib;
  *  HDF5: libhdf5)? */
 int swi_store_available(swi_store_kind kind);

@@ -526,66 +526,101 @@ static int64_t random_boxes(const int64_t size[3], int64_t (*boxes)[6], int64_t 
     return n;
 }
 
+/* One random case of the sink tests: an input grid of 4 + up to span voxels per axis
+ * under a random affine (axis-aligned for even t), its RAS spacing grid as the model
+ * grid the sink is fed on, and the buffers the test fills. */
+typedef struct sink_case {
+    int64_t size[3];     /* the input grid, the sink's output */
+    swi_spacing_grid g;  /* the model grid, the sink's source */
+    double back[3][4];   /* the model grid -> the input grid, through the orientation */
+    int64_t C, vs, vo;   /* channels; voxels of the model grid and of the input grid */
+    float *src;          /* [C, g.size], for the test to fill */
+    float *whole;        /* [C, size]: src resampled in one go */
+    int64_t (*boxes)[6]; /* room for 512 */
+} sink_case;
+
+enum { CASE_NO_MEMORY = -1, CASE_NO_GRIDS = 0, CASE_MADE = 1 };
+
+/* Draws a case and allocates its buffers; a failure has been CHECKed. A made case is freed
+ * with sink_case_free. */
+static int sink_case_make(sink_case *k, int t, const double span[3], int64_t C) {
+    memset(k, 0, sizeof *k);
+    double a[4][4];
+    random_affine(a);
+    if (t % 2 == 0) axis_aligned(a); /* the separable path */
+    for (int d = 0; d < 3; d++) k->size[d] = 4 + (int64_t)(urand() * span[d]);
+    double pix[3];
+    for (int d = 0; d < 3; d++) pix[d] = 0.6 + 2 * urand();
+    swi_orientation o;
+    if (swi_orientation_make(a, k->size, "RAS", &o, NULL, 0) != SWI_OK ||
+        swi_spacing_grid_make(o.affine, o.size, pix, &k->g, NULL, 0) != SWI_OK) {
+        CHECK(0, "grids");
+        return CASE_NO_GRIDS;
+    }
+    swi_orient_map_from_input(&o, k->g.to_new, k->back);
+    k->C = C;
+    k->vs = k->g.size[0] * k->g.size[1] * k->g.size[2];
+    k->vo = k->size[0] * k->size[1] * k->size[2];
+    k->src = malloc((size_t)(k->vs * C) * sizeof *k->src);
+    k->whole = malloc((size_t)(k->vo * C) * sizeof *k->whole);
+    k->boxes = malloc(512 * sizeof *k->boxes);
+    if (!k->src || !k->whole || !k->boxes) {
+        CHECK(0, "out of memory");
+        return CASE_NO_MEMORY;
+    }
+    return CASE_MADE;
+}
+
+static void sink_case_free(sink_case *k) {
+    free(k->src);
+    free(k->whole);
+    free(k->boxes);
+}
+
 static void test_sink(void) {
+    static const double span[3] = {30, 20, 20};
     for (int t = 0; t < 12; t++) {
-        double a[4][4];
-        random_affine(a);
-        if (t % 2 == 0) axis_aligned(a); /* the separable path */
-        int64_t size[3] = {4 + (int64_t)(urand() * 30), 4 + (int64_t)(urand() * 20),
-                           4 + (int64_t)(urand() * 20)};
-        const double pix[3] = {0.6 + 2 * urand(), 0.6 + 2 * urand(), 0.6 + 2 * urand()};
-        swi_orientation o;
-        swi_spacing_grid g;
-        if (swi_orientation_make(a, size, "RAS", &o, NULL, 0) != SWI_OK ||
-            swi_spacing_grid_make(o.affine, o.size, pix, &g, NULL, 0) != SWI_OK) {
-            CHECK(0, "grids");
-            continue;
-        }
-        /* the model grid (src) -> the input grid (out), through the orientation */
-        double back[3][4];
-        swi_orient_map_from_input(&o, g.to_new, back);
-        const int64_t C = 1 + t % 3;
-        const int64_t vs = g.size[0] * g.size[1] * g.size[2], vo = size[0] * size[1] * size[2];
-        float *src = malloc((size_t)(vs * C) * sizeof *src);
-        float *want = malloc((size_t)(vo * C) * sizeof *want);
+        sink_case k;
+        const int made = sink_case_make(&k, t, span, 1 + t % 3);
+        if (made == CASE_NO_MEMORY) return;
+        if (made == CASE_NO_GRIDS) continue;
+        const int64_t C = k.C, vo = k.vo;
         sink_out so = {.dst = calloc((size_t)(vo * C), sizeof(float))};
-        memcpy(so.size, size, sizeof so.size);
-        pthread_mutex_init(&so.lock, NULL);
-        int64_t(*boxes)[6] = malloc(512 * sizeof *boxes);
-        if (!src || !want || !so.dst || !boxes) {
+        if (!so.dst) {
             CHECK(0, "out of memory");
             return;
         }
-        for (int64_t i = 0; i < vs * C; i++) src[i] = (float)(urand() * 4 - 2);
-        swi_resample_trilinear(src, g.size, want, size, back, C, 0, size[0]);
+        memcpy(so.size, k.size, sizeof so.size);
+        pthread_mutex_init(&so.lock, NULL);
+        for (int64_t i = 0; i < k.vs * C; i++) k.src[i] = (float)(urand() * 4 - 2);
+        swi_resample_trilinear(k.src, k.g.size, k.whole, k.size, k.back, C, 0, k.size[0]);
         swi_resample_sink *sink;
         char err[256];
-        CHECK(swi_resample_sink_create(g.size, size, back, C, 1 + t % 8, collect, &so, &sink, err,
+        CHECK(swi_resample_sink_create(k.g.size, k.size, k.back, C, 1 + t % 8, collect, &so, &sink, err,
                                        sizeof err) == SWI_OK,
               "%s", err);
-        int64_t nbox = random_boxes(g.size, boxes, 512);
+        const int64_t *gs = k.g.size;
+        int64_t nbox = random_boxes(gs, k.boxes, 512);
         pthread_t th[3];
         feeder fd[3];
-        for (int k = 0; k < 3; k++) {
-            fd[k] = (feeder){
-                sink, src, {g.size[0], g.size[1], g.size[2]}, C, (const int64_t(*)[6])boxes, k, nbox, 3, 0};
-            pthread_create(&th[k], NULL, feed_boxes, &fd[k]);
+        for (int i = 0; i < 3; i++) {
+            fd[i] =
+                (feeder){sink, k.src, {gs[0], gs[1], gs[2]}, C, (const int64_t(*)[6])k.boxes, i, nbox, 3, 0};
+            pthread_create(&th[i], NULL, feed_boxes, &fd[i]);
         }
-        for (int k = 0; k < 3; k++) {
-            pthread_join(th[k], NULL);
-            CHECK(!fd[k].failed, "feed failed");
+        for (int i = 0; i < 3; i++) {
+            pthread_join(th[i], NULL);
+            CHECK(!fd[i].failed, "feed failed");
         }
         CHECK(swi_resample_sink_finish(sink, err, sizeof err) == SWI_OK, "finish: %s", err);
         CHECK(so.voxels == vo, "emitted %lld voxels of %lld", (long long)so.voxels, (long long)vo);
         double worst = 0;
-        for (int64_t i = 0; i < vo * C; i++) worst = fmax(worst, fabs(so.dst[i] - want[i]));
+        for (int64_t i = 0; i < vo * C; i++) worst = fmax(worst, fabs(so.dst[i] - k.whole[i]));
         CHECK(worst == 0, "streamed vs whole: %g", worst);
         swi_resample_sink_free(sink);
         pthread_mutex_destroy(&so.lock);
-        free(src);
-        free(want);
         free(so.dst);
-        free(boxes);
+        sink_case_free(&k);
     }
     /* the band: a long grid fed in order keeps a few slabs, not the whole source */
     const int64_t src[3] = {200, 20, 20}, out[3] = {300, 30, 30};
@@ -724,58 +759,46 @@ static int collect_labels(void *user, const int64_t lo[3], const int64_t hi[3], 
 }
 
 static void test_sink_argmax(void) {
+    static const double span[3] = {24, 16, 16};
     for (int t = 0; t < 16; t++) {
-        double a[4][4];
-        random_affine(a);
-        if (t % 2 == 0) axis_aligned(a); /* the separable path */
-        int64_t size[3] = {4 + (int64_t)(urand() * 24), 4 + (int64_t)(urand() * 16),
-                           4 + (int64_t)(urand() * 16)};
-        const double pix[3] = {0.6 + 2 * urand(), 0.6 + 2 * urand(), 0.6 + 2 * urand()};
-        swi_orientation o;
-        swi_spacing_grid g;
-        if (swi_orientation_make(a, size, "RAS", &o, NULL, 0) != SWI_OK ||
-            swi_spacing_grid_make(o.affine, o.size, pix, &g, NULL, 0) != SWI_OK) {
-            CHECK(0, "grids");
-            continue;
-        }
-        double back[3][4];
-        swi_orient_map_from_input(&o, g.to_new, back);
-        const int64_t C = 2 + t % 9;
-        const int64_t vs = g.size[0] * g.size[1] * g.size[2], vo = size[0] * size[1] * size[2];
-        float *src = malloc((size_t)(vs * C) * sizeof *src);
-        float *whole = malloc((size_t)(vo * C) * sizeof *whole);
-        label_out lo = {calloc((size_t)vo, sizeof(uint16_t)), {size[0], size[1], size[2]}};
-        int64_t(*boxes)[6] = malloc(512 * sizeof *boxes);
-        if (!src || !whole || !lo.dst || !boxes) {
+        sink_case k;
+        const int made = sink_case_make(&k, t, span, 2 + t % 9);
+        if (made == CASE_NO_MEMORY) return;
+        if (made == CASE_NO_GRIDS) continue;
+        const int64_t C = k.C, vs = k.vs, vo = k.vo;
+        label_out lo = {calloc((size_t)vo, sizeof(uint16_t)), {k.size[0], k.size[1], k.size[2]}};
+        if (!lo.dst) {
             CHECK(0, "out of memory");
             return;
         }
         /* few distinct values: ties everywhere; a class that dominates in places; and in
          * some cases a NaN and infinities */
         for (int64_t i = 0; i < vs * C; i++)
-            src[i] = (float)(int)(urand() * 4) + ((i / vs) == (i % vs) % C ? 2.0f : 0.0f);
+            k.src[i] = (float)(int)(urand() * 4) + ((i / vs) == (i % vs) % C ? 2.0f : 0.0f);
         if (t % 4 == 3) {
-            src[(int64_t)(urand() * (double)(vs * C))] = NAN;
-            src[(int64_t)(urand() * (double)(vs * C))] = INFINITY;
-            src[(int64_t)(urand() * (double)(vs * C))] = -INFINITY;
+            k.src[(int64_t)(urand() * (double)(vs * C))] = NAN;
+            k.src[(int64_t)(urand() * (double)(vs * C))] = INFINITY;
+            k.src[(int64_t)(urand() * (double)(vs * C))] = -INFINITY;
         }
-        swi_resample_trilinear(src, g.size, whole, size, back, C, 0, size[0]);
+        swi_resample_trilinear(k.src, k.g.size, k.whole, k.size, k.back, C, 0, k.size[0]);
         swi_resample_sink *sink;
-        CHECK(swi_resample_sink_create(g.size, size, back, C, 1 + t % 8, collect, NULL, &sink, NULL, 0) ==
-                  SWI_OK,
+        CHECK(swi_resample_sink_create(k.g.size, k.size, k.back, C, 1 + t % 8, collect, NULL, &sink, NULL,
+                                       0) == SWI_OK,
               "sink");
         CHECK(swi_resample_sink_argmax(sink, collect_labels, &lo) == SWI_OK, "argmax mode");
-        int64_t nbox = random_boxes(g.size, boxes, 512);
+        const int64_t *gs = k.g.size;
+        int64_t nbox = random_boxes(gs, k.boxes, 512);
         pthread_t th[2];
         feeder fd[2];
-        for (int k = 0; k < 2; k++) {
-            fd[k] = (feeder){
-                sink, src, {g.size[0], g.size[1], g.size[2]}, C, (const int64_t(*)[6])boxes, k, nbox, 2, 0};
-            pthread_create(&th[k], NULL, feed_boxes, &fd[k]);
+        for (int i = 0; i < 2; i++) {
+            fd[i] =
+                (feeder){sink, k.src, {gs[0], gs[1], gs[2]}, C, (const int64_t(*)[6])k.boxes, i, nbox, 2, 0};
+            pthread_create(&th[i], NULL, feed_boxes, &fd[i]);
         }
-        for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+        for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
         CHECK(!fd[0].failed && !fd[1].failed, "feed");
         CHECK(swi_resample_sink_finish(sink, NULL, 0) == SWI_OK, "finish");
+        const float *whole = k.whole;
         int64_t bad = 0;
         for (int64_t v = 0; v < vo; v++) {
             int64_t best = 0;
@@ -789,10 +812,8 @@ static void test_sink_argmax(void) {
         }
         CHECK(bad == 0, "case %d: %lld labels differ from the argmax of the whole scores", t, (long long)bad);
         swi_resample_sink_free(sink);
-        free(src);
-        free(whole);
         free(lo.dst);
-        free(boxes);
+        sink_case_free(&k);
     }
 }
 

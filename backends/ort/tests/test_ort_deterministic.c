@@ -7,7 +7,7 @@
  *
  *   test_ort_deterministic MODEL.onnx [THREADS...]
  */
-#include "swi_ort.h"
+#include "ort_test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,16 +38,12 @@ static int run_some(swi_ort_model *m, const float *wins, int64_t in_w, const int
 
 static int check_threads(const char *path, int threads) {
     char err[512];
-    swi_ort_options opt;
-    swi_ort_options_init(&opt);
-    opt.threads = threads;
-    swi_ort_model *m = NULL;
-    swi_head_spec head;
+    const ort_test_spec spec = {.threads = threads, .channels = 1};
+    swi_ort_model *m;
     swi_ort_window w;
-    swi_ort_window_init(&w, 1);
-    if (swi_ort_open(path, &opt, &m, err, sizeof err) || swi_ort_prepare(m, &w, &head, err, sizeof err)) {
+    swi_head_spec head;
+    if (ort_test_open(path, &spec, &m, &w, &head, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
-        swi_ort_close(m);
         return -1;
     }
     const int64_t in_w = w.roi[0] * w.roi[1] * w.roi[2];

@@ -8,7 +8,7 @@
  *
  *   test_ort_rewrite DIR MODEL.onnx...     (DIR: scratch for the saved models)
  */
-#include "swi_ort.h"
+#include "ort_test_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,25 +36,13 @@ typedef struct net {
 static int open_net(const char *path, int rewrite, net *n) {
     char err[768];
     memset(n, 0, sizeof *n);
-    swi_ort_options o;
-    swi_ort_options_init(&o);
-    o.threads = 1;
-    o.rewrite = rewrite;
-    swi_ort_tensor_info in;
-    if (swi_ort_open(path, &o, &n->m, err, sizeof err) || swi_ort_input_info(n->m, &in, err, sizeof err)) {
-        fprintf(stderr, "FAIL: %s\n", err);
-        return -1;
-    }
+    const ort_test_spec spec = {.threads = 1, .no_rewrite = !rewrite, .dyn_roi = {6, 8, 5}};
     swi_ort_window w;
-    swi_ort_window_init(&w, in.shape[1]);
-    static const int64_t dyn[3] = {6, 8, 5};
-    for (int a = 0; a < 3; a++)
-        if (in.shape[2 + a] <= 0) w.roi[a] = dyn[a];
-    if (swi_ort_prepare(n->m, &w, &n->head, err, sizeof err)) {
+    if (ort_test_open(path, &spec, &n->m, &w, &n->head, err, sizeof err)) {
         fprintf(stderr, "FAIL: %s\n", err);
         return -1;
     }
-    n->channels = in.shape[1];
+    n->channels = w.channels;
     memcpy(n->roi, w.roi, sizeof n->roi);
     n->in_w = n->channels * w.roi[0] * w.roi[1] * w.roi[2];
     n->out_w = n->head.channels * n->head.spatial[0] * n->head.spatial[1] * n->head.spatial[2];

@@ -8,6 +8,7 @@
  *   test_ort_window E2E_DIR
  */
 #include "ort_internal.h"
+#include "ort_test_util.h"
 #include "swi_io.h"
 
 #include <math.h>
@@ -24,16 +25,10 @@ typedef struct ort_opts {
 
 static int open_prepared(const char *path, const ort_opts *o, int64_t roi[3], int roi_given,
                          swi_head_spec *head, swi_ort_model **m, char *err) {
-    swi_ort_options opt;
-    swi_ort_options_init(&opt);
-    opt.threads = o->threads;
-    opt.tta = o->tta;
-    if (swi_ort_open(path, &opt, m, err, SWI_ERRLEN)) return -1;
+    ort_test_spec spec = {.threads = o->threads, .tta = o->tta, .output = o->head, .channels = 1};
+    if (roi_given) memcpy(spec.roi, roi, sizeof spec.roi);
     swi_ort_window w;
-    swi_ort_window_init(&w, 1);
-    w.output = o->head;
-    if (roi_given) memcpy(w.roi, roi, sizeof w.roi);
-    if (swi_ort_prepare(*m, &w, head, err, SWI_ERRLEN)) return -1;
+    if (ort_test_open(path, &spec, m, &w, head, err, SWI_ERRLEN)) return -1;
     memcpy(roi, w.roi, sizeof w.roi);
     return 0;
 }
