@@ -1,9 +1,9 @@
 /*
  * cmd_bench.c -- `swi bench`: size a job without a model.
  *
- * Runs the streaming engine on a synthetic volume with the synthetic predictor
- * out[c] = x * w[c] (w evenly spaced from 0.5 to 1.5 over the classes), prints the
- * plan, progress, and a last line `seconds=... peak_rss_mb=... planned_mb=...`.
+ * Runs the streaming engine on a synthetic volume with a synthetic predictor
+ * (bench_net.h: linear, the worst case for class pruning, or atlas, scores like a
+ * network's), prints the plan, progress, and a last line `seconds=... peak_rss_mb=... planned_mb=...`.
  * In the same run it measures the machine's fused-accumulate bandwidth
  * (acc += pred * w over large arrays, with the same thread count) and reports the
  * run time as a multiple of the traffic floor:
@@ -12,6 +12,7 @@
  * + one reduction read of the blended scores (4 B per voxel and class).
  */
 #include "bench_io.h"
+#include "bench_net.h"
 #include "bench_resample.h"
 #include "budget.h"
 #include "swi.h"
@@ -31,8 +32,8 @@ static const char *BENCH_HELP =
     "usage: swi bench --shape D,H,W --classes C --roi R [options]\n"
     "\n"
     "Size a sliding-window job without a model: runs the engine on a synthetic\n"
-    "volume with the synthetic predictor out[c] = x * w[c] (w from 0.5 to 1.5 over\n"
-    "the classes), then prints time, peak memory and the plan's prediction.\n"
+    "volume with a synthetic predictor (see --predictor), then prints time, peak\n"
+    "memory and the plan's prediction.\n"
     "\n"
     "options:\n"
     "  --shape D,H,W        volume size (1 to 3 dims)                    [required]\n"
@@ -47,6 +48,13 @@ static const char *BENCH_HELP =
     "  --order A,B,C        window loop order, outermost axis first      (auto)\n"
     "  --pipeline on|off    predict batch k+1 while batch k blends      (auto)\n"
     "  --no-floor           skip the bandwidth measurement\n"
+    "  --predictor P        linear | atlas                              (linear)\n"
+    "                       linear: out[c] = x * w[c] (w from 0.5 to 1.5 over the\n"
+    "                       classes) on white noise: every class could win anywhere,\n"
+    "                       the worst case for --spacing's class pruning;\n"
+    "                       atlas: scores like a trained network's on a volume of\n"
+    "                       compact regions (about 16 voxels, half background): a\n"
+    "                       voxel's class scores 2..4, the others -3..-1.5\n"
     "  --input FILE         run on a real volume instead of a generated one, read\n"
     "                       window by window: x.zarr, x.ome.zarr, x.h5:/path, x.nii.gz\n"
     "                       (--shape is then its size)\n"
@@ -92,61 +100,6 @@ static const char *BENCH_HELP =
     "  seconds=S peak_rss_mb=M planned_mb=P base_rss_mb=B floor_seconds=F floor_multiple=X\n"
     "(B: the process before the run, its code and libraries; planned is compared with\n"
     "the measured peak as P + B)\n";
-
-typedef struct bench_net {
-    int64_t classes;
-    float *w;
-    int threads;
-} bench_net;
-
-typedef struct predict_part {
-    const bench_net *net;
-    const float *in;
-    float *out;
-    int n;
-    int64_t rv, c0, c1;
-} predict_part;
-
-static void *predict_part_run(void *arg) {
-    const predict_part *pp = arg;
-    for (int i = 0; i < pp->n; i++) {
-        const float *x = pp->in + (size_t)i * (size_t)pp->rv;
-        for (int64_t c = pp->c0; c < pp->c1; c++) {
-            float *restrict o = pp->out + ((size_t)i * (size_t)pp->net->classes + (size_t)c) * (size_t)pp->rv;
-            const float wc = pp->net->w[c];
-            for (int64_t v = 0; v < pp->rv; v++) o[v] = x[v] * wc;
-        }
-    }
-    return NULL;
-}
-
-/* The synthetic network: like a real one it uses every core it is given, here by
- * splitting the classes between threads. */
-static int bench_predict(void *user, swi_batch *b) {
-    const bench_net *net = user;
-    int n = swi_batch_count(b), d = swi_batch_dims(b);
-    const int64_t *roi = swi_batch_roi(b);
-    int64_t rv = 1;
-    for (int k = 0; k < d; k++) rv *= roi[k];
-    float *out = swi_batch_output(b, 0, net->classes, roi);
-    if (!out) return 1;
-    enum { MAXT = 64 };
-    int t = net->threads < 1 ? 1 : (net->threads > MAXT ? MAXT : net->threads);
-    if (t > net->classes) t = (int)net->classes;
-    predict_part parts[MAXT];
-    pthread_t th[MAXT];
-    int started[MAXT] = {0};
-    for (int i = 0; i < t; i++) {
-        parts[i] = (predict_part){
-            net, swi_batch_input(b), out, n, rv, net->classes * i / t, net->classes * (i + 1) / t};
-        if (i > 0) started[i] = pthread_create(&th[i], NULL, predict_part_run, &parts[i]) == 0;
-        if (i > 0 && !started[i]) predict_part_run(&parts[i]);
-    }
-    predict_part_run(&parts[0]);
-    for (int i = 1; i < t; i++)
-        if (started[i]) pthread_join(th[i], NULL);
-    return 0;
-}
 
 typedef struct progress_state {
     double t0;
@@ -278,6 +231,7 @@ int swi_cmd_bench(int argc, char **argv) {
     double in_spacing[3] = {0}, spacing[3] = {0};
     int n_in_spacing = 0, n_spacing = 0;
     int gaussian = 0, scores = 0, pipeline = -1, floor_on = 1;
+    bench_net_kind kind = BENCH_NET_LINEAR;
     size_t max_memory = 0;
     static const struct option opts[] = {{"shape", required_argument, 0, 's'},
                                          {"classes", required_argument, 0, 'c'},
@@ -298,6 +252,7 @@ int swi_cmd_bench(int argc, char **argv) {
                                          {"force", no_argument, 0, 'f'},
                                          {"input-spacing", required_argument, 0, 'P'},
                                          {"spacing", required_argument, 0, 'G'},
+                                         {"predictor", required_argument, 0, 'N'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     bench_io bio;
@@ -366,6 +321,14 @@ int swi_cmd_bench(int argc, char **argv) {
                 return usage_error("--pipeline takes on, off or auto");
             break;
         case 'F': floor_on = 0; break;
+        case 'N':
+            if (!strcmp(optarg, "linear"))
+                kind = BENCH_NET_LINEAR;
+            else if (!strcmp(optarg, "atlas"))
+                kind = BENCH_NET_ATLAS;
+            else
+                return usage_error("--predictor takes linear or atlas");
+            break;
         case 'I': bio.input = optarg; break;
         case 'W': bio.output = optarg; break;
         case 'f': bio.force = 1; break;
@@ -400,6 +363,8 @@ int swi_cmd_bench(int argc, char **argv) {
     }
     if (bio.input) {
         if (dims) return usage_error("--input gives the shape: leave --shape out");
+        if (kind != BENCH_NET_LINEAR)
+            return usage_error("--predictor atlas makes its own volume: leave --input out");
         dims = 3;
     }
     if (!dims || !classes || !n_roi)
@@ -545,27 +510,20 @@ int swi_cmd_bench(int argc, char **argv) {
 
     float *vol = in.data || in.reader ? NULL : malloc((size_t)vox * sizeof(float));
     void *dst = out_bytes ? malloc(out_bytes) : NULL;
-    bench_net net = {classes, malloc((size_t)classes * sizeof(float)), 1};
+    bench_net net;
+    const int net_ok = bench_net_init(&net, kind, classes) == 0;
     hint_huge(vol, (size_t)vox * sizeof(float));
     hint_huge(dst, out_bytes);
-    if ((!vol && !in.data && !in.reader) || (!dst && out_bytes) || !net.w) {
+    if ((!vol && !in.data && !in.reader) || (!dst && out_bytes) || !net_ok) {
         fprintf(stderr, "swi bench: out of memory for the %s volume\n", cli_bytes((size_t)vox * 4, b1));
         free(vol);
         free(dst);
-        free(net.w);
+        bench_net_free(&net);
         swi_free(ctx);
         bench_io_close(&bio);
         return 1;
     }
-    for (int64_t c = 0; c < classes; c++)
-        net.w[c] = classes == 1 ? 1.0f : 0.5f + (float)c / (float)(classes - 1);
-    uint64_t h = 0x9E3779B97F4A7C15ull;
-    for (int64_t i = 0; vol && i < vox; i++) {
-        h ^= h >> 12;
-        h ^= h << 25;
-        h ^= h >> 27;
-        vol[i] = (float)((h * 2685821657736338717ull) >> 40) / (float)(1 << 24);
-    }
+    if (vol) bench_net_volume(&net, dims, shape, vol);
     if (dst) memset(dst, 0, out_bytes);
     if (vol) in.data = vol;
     net.threads = plan.threads;
@@ -573,7 +531,7 @@ int swi_cmd_bench(int argc, char **argv) {
     progress_state ps = {cli_now(), isatty(2)};
     p.progress = bench_progress;
     p.progress_user = &ps;
-    swi_predictor pred = {bench_predict, &net};
+    swi_predictor pred = {bench_net_predict, &net};
     double t0 = cli_now();
     st = swi_run(ctx, &p, &in, &pred, &out, 1);
     double secs = cli_now() - t0;
@@ -590,7 +548,7 @@ int swi_cmd_bench(int argc, char **argv) {
     if (st != SWI_OK) {
         free(vol);
         free(dst);
-        free(net.w);
+        bench_net_free(&net);
         bench_rs_free(&rs);
         swi_free(ctx);
         bench_io_close(&bio);
@@ -623,7 +581,7 @@ int swi_cmd_bench(int argc, char **argv) {
     printf("\n");
     free(vol);
     free(dst);
-    free(net.w);
+    bench_net_free(&net);
     bench_rs_free(&rs);
     swi_free(ctx);
     bench_io_close(&bio);

@@ -168,6 +168,26 @@ if case == "formats":
     check(r.returncode == 1 and "nope.zarr" in r.stderr and not os.path.exists("o.zarr"), "missing input: " + r.stderr)
     r = run("bench", "--input", "v.zarr", "--output-file", "o.nii.gz", *common)
     check(r.returncode == 2 and "--output-file" in r.stderr, "non-store output is a usage error: " + r.stderr)
+    # --predictor atlas: compact regions, half background, and scores as documented (a voxel's
+    # class 2..4, every other class -3..-1.5)
+    atlas = ["--shape", "96,80,64", "--classes", "6", "--roi", "32", "--no-floor", "--predictor", "atlas"]
+    r = run("bench", *atlas, "--output-file", "atlas.zarr")
+    r2 = run("bench", *atlas, "--output", "scores", "--output-file", "atlas_s.zarr")
+    check(r.returncode == 0 and r2.returncode == 0, "bench --predictor atlas: " + r.stderr + r2.stderr)
+    if r.returncode == 0 and r2.returncode == 0:
+        lab, sc = load("atlas.zarr"), load("atlas_s.zarr")
+        check(0.3 < np.mean(lab == 0) < 0.7 and len(np.unique(lab)) >= 5,
+              "atlas: half background, most classes (%.2f, %s)" % (np.mean(lab == 0), np.unique(lab)))
+        same = [np.mean(np.diff(lab.astype(int), axis=a) == 0) for a in range(3)]
+        check(min(same) > 0.85, "atlas: compact regions (neighbours equal: %s)" % same)
+        own = np.take_along_axis(sc, lab[None].astype(np.int64), 0)[0]
+        others = np.where(np.arange(6)[:, None, None, None] == lab[None], -np.inf, sc).max(0)
+        check(np.array_equal(np.argmax(sc, 0), lab) and own.min() >= 2 - 1e-4 and own.max() < 4 + 1e-4 and
+              others.max() < -1.5 + 1e-4 and others.min() >= -3 - 1e-4, "atlas: scores 2..4 and -3..-1.5")
+    r = run("bench", *atlas[:-1], "noise")
+    check(r.returncode == 2 and "--predictor" in r.stderr, "unknown predictor refused: " + r.stderr)
+    r = run("bench", "--input", "v.zarr", *common, "--predictor", "atlas")
+    check(r.returncode == 2 and "--input" in r.stderr, "atlas with --input refused: " + r.stderr)
     done()
 
 if case == "shards":
