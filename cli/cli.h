@@ -67,6 +67,7 @@ typedef struct seg_opts {
     const char *output_dir;     /**< OUT/<case>.<output_format> */
     const char *output_format;  /**< "nii.gz" (default), "nii", "nrrd" or "mha" */
     int part_index, part_count; /**< --part I/N: cases I, I+N, I+2N, ... (0-based) */
+    int part_given;             /**< --part was on the command line */
     const char *progress_label; /**< drawn before the windows of the progress bar */
     int no_summary;             /**< no summary line (folder mode prints a table) */
     int shard_given, shard_part, shard_parts, shard_init; /**< --shard I/N | init (stores) */

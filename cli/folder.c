@@ -338,8 +338,12 @@ static int output_dir(const seg_opts *o, char real_in[PATH_MAX], char real_out[P
     }
     if (stat(o->output_dir, &st) != 0) {
         if (mkdir(o->output_dir, 0777) != 0) {
-            cli_err(err, "%s: cannot make the output directory: %s", o->output_dir, strerror(errno));
-            return 1;
+            const int e = errno;
+            /* another part (or rank) may have made it at the same moment */
+            if (!(e == EEXIST && stat(o->output_dir, &st) == 0 && S_ISDIR(st.st_mode))) {
+                cli_err(err, "%s: cannot make the output directory: %s", o->output_dir, strerror(e));
+                return 1;
+            }
         }
     } else if (!S_ISDIR(st.st_mode)) {
         cli_err(err, "%s: not a directory (--output-dir)", o->output_dir);

@@ -48,6 +48,7 @@ int cli_mpi_finish(int rc) {
      * never leaves the others waiting and the job needs no MPI_Abort (whose teardown can
      * hang under some launchers). A rank that stopped before the agreement makes it now,
      * saying it failed. */
+    const int shared = agreed; /* this rank came to write shared stores (folder mode never does) */
     if (!agreed) (void)cli_mpi_all_ok(0);
     int mine[2] = {rc, rc != 0}, all[2] = {rc, rc != 0};
     if (MPI_Allreduce(&mine[0], &all[0], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS ||
@@ -60,10 +61,8 @@ int cli_mpi_finish(int rc) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (rc == 0 && all[1] > 0 && rank == 0)
-        fprintf(stderr,
-                "swi: %d of %d ranks failed (their messages say why); what they were writing stays "
-                "marked incomplete\n",
-                all[1], size);
+        fprintf(stderr, "swi: %d of %d ranks failed (their messages say why)%s\n", all[1], size,
+                shared ? "; what they were writing stays marked incomplete" : "");
     fflush(stdout);
     fflush(stderr);
     MPI_Finalize();

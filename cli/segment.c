@@ -333,7 +333,19 @@ int swi_cmd_segment(int argc, char **argv) {
     seg_opts o;
     int rc = seg_parse(argc, argv, &o, 0);
     if (rc) return rc < 0 ? 0 : rc;
-    if (o.input_dir) return seg_folder_run(&o);
+    if (o.input_dir) {
+        /* under mpirun the ranks divide the cases, rank I of N as --part I/N */
+        if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment")) return 1;
+        int rank = 0, size = 1;
+        if (!cli_mpi_start(&rank, &size)) return seg_folder_run(&o);
+        if (o.part_given) {
+            fprintf(stderr, "swi segment: under mpirun the ranks are the parts: leave --part out\n");
+            return cli_mpi_finish(2);
+        }
+        o.part_index = rank;
+        o.part_count = size;
+        return cli_mpi_finish(seg_folder_run(&o));
+    }
     if (seg_store_check(&o, "swi segment")) return 2;
     if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment")) return 1;
     int rank = 0, size = 1;

@@ -65,6 +65,8 @@ static const char SEGMENT_HELP[] =
     "  # two machines share a folder: each takes every 2nd case\n"
     "  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 0/2   # one\n"
     "  swi segment --model m.onnx --input-dir scans/ --output-dir out/ --part 1/2   # other\n"
+    "  # or 8 ranks of an MPI job, rank I taking --part I/8\n"
+    "  mpirun -n 8 swi segment --model m.onnx --input-dir scans/ --output-dir out/\n"
     "\n"
     "  # every window through the network (no reuse of identical windows)\n"
     "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --no-reuse\n"
@@ -117,7 +119,8 @@ static const char SEGMENT_HELP[] =
     "  --output-dir DIR     where OUT/<case>.<format> go (made if missing; not DIR itself);\n"
     "                       cases whose output exists are skipped unless --force\n"
     "  --output-format F    nii.gz (default), nii, nrrd or mha\n"
-    "  --part I/N           only cases I, I+N, I+2N, ... of the sorted list (0 <= I < N)\n"
+    "  --part I/N           only cases I, I+N, I+2N, ... of the sorted list (0 <= I < N);\n"
+    "                       under mpirun rank I of N takes part I/N\n"
     "                       The model is loaded once and the next case read while one is\n"
     "                       segmented; a failed case is reported and the rest go on (exit\n"
     "                       status 1 at the end); a table of the cases ends the run.\n"
@@ -567,6 +570,12 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
                          NULL, NULL);
         if (o->softmax)
             return usage(who, "--softmax applies to --scores, which folder mode does not write", NULL, NULL);
+        if (o->shard_given || o->shard_grid_given)
+            return usage(who,
+                         "--shard and --shard-grid cut one volume into parts of shared stores; folder "
+                         "mode divides its cases with --part I/N (or between the ranks of mpirun)",
+                         NULL, NULL);
+        o->part_given = o->part_count != 0;
         if (!o->output_format) o->output_format = "nii.gz";
         if (!o->part_count) o->part_count = 1;
         return 0;

@@ -314,6 +314,10 @@ t_folder_usage() {
   run segment "${m[@]}" --input-dir "$T"; expect_rc 2; expect_err "needs --output-dir"
   run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --part 2/2; expect_rc 2; expect_err "--part '2/2'"
   run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --part x; expect_rc 2; expect_err "--part 'x'"
+  run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --shard 0/2
+  expect_rc 2; expect_err "folder mode divides its cases with --part"
+  run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --shard-grid 2x1x1
+  expect_rc 2; expect_err "folder mode divides its cases with --part"
   run segment "${m[@]}" --input-dir "$T" --output-dir "$T/o" --output-format png
   expect_rc 2; expect_err "--output-format 'png'"
   run segment --help; expect_rc 0; grep -q -- "--input-dir scans/" "$T/stdout" || fail "--help lacks a folder example"

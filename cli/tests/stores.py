@@ -439,6 +439,9 @@ if case == "launcher":
             r = run("bench", "--input", "v.zarr", "--output-file", "m.zarr", *common, env={var: "3"})
             check(r.returncode == 1 and "without MPI" in r.stderr and not os.path.exists("m.zarr"),
                   "%s=3 without MPI: refused before anything is written: %s" % (var, r.stderr))
+            r = run("segment", "--model", "none.onnx", "--input-dir", ".", "--output-dir", "mo", env={var: "3"})
+            check(r.returncode == 1 and "without MPI" in r.stderr and not os.path.exists("mo"),
+                  "%s=3 without MPI: folder mode refused too: %s" % (var, r.stderr))
     r = run("bench", "--input", "v.zarr", "--output-file", "m1.zarr", *common, env={"OMPI_COMM_WORLD_SIZE": "1"})
     check(r.returncode == 0, "one rank runs: " + r.stderr)
     done()
@@ -499,6 +502,37 @@ if case == "mpi":
                         *common], capture_output=True, text=True, timeout=120)
     check(r.returncode != 0 and "6.2.2" in r.stderr and "swi_incomplete" in h5_attrs("mf.h5:/s"),
           "a failing rank leaves the HDF5 output incomplete: %s" % r.stderr[-2000:])
+    # folder mode: the ranks divide the cases (rank I of N as --part I/N)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import clitest
+    if "ONNX Runtime: not built in" not in run("--version").stdout:
+        clitest.make_models(work)
+        os.makedirs("cases")
+        for i in range(5):
+            nib.save(nib.Nifti1Image(clitest.volume(shape=(30, 20, 17), seed=10 + i), np.eye(4)),
+                     "cases/c%d.nii.gz" % i)
+        seg = ["segment", "--model", "quant4.onnx", "-q", "--input-dir", "cases"]
+        r = run(*seg, "--output-dir", "f1")
+        check(r.returncode == 0 and len(os.listdir("f1")) == 5, "folder, one process: " + r.stderr)
+        r = subprocess.run([mpirun, *extra, "-n", "2", swi, *seg, "--output-dir", "f2"], capture_output=True,
+                           text=True, timeout=300)
+        check(r.returncode == 0 and sorted(os.listdir("f2")) == sorted(os.listdir("f1")),
+              "folder under mpirun -n 2: every case once: %s %s" % (os.listdir("f2"), r.stderr[-2000:]))
+        for f in os.listdir("f1"):
+            if os.path.exists("f2/" + f):
+                check(np.array_equal(np.asarray(nib.load("f1/" + f).dataobj),
+                                     np.asarray(nib.load("f2/" + f).dataobj)), "folder under mpirun: %s equal" % f)
+        r = subprocess.run([mpirun, *extra, "-n", "2", swi, *seg, "--output-dir", "f3", "--part", "0/2"],
+                           capture_output=True, text=True, timeout=300)
+        check(r.returncode == 2 and "leave --part out" in r.stderr and not os.path.exists("f3"),
+              "--part under mpirun refused: %s" % r.stderr[-2000:])
+        # a case that fails on one rank: the job's status is 1 and rank 0 says a rank failed
+        with open("cases/c3.nii.gz", "wb") as f:
+            f.write(b"not a volume")
+        r = subprocess.run([mpirun, *extra, "-n", "2", swi, *seg, "--output-dir", "f4"], capture_output=True,
+                           text=True, timeout=300)
+        check(r.returncode == 1 and "1 of 2 ranks failed" in r.stderr and len(os.listdir("f4")) == 4,
+              "a failed case fails the job, the other cases written: %d %s" % (r.returncode, r.stderr[-2000:]))
     done()
 
 if case == "segment":
