@@ -227,8 +227,18 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
     return SWI_OK;
 }
 
-/* A block: channels x BLK3 scores; in argmax mode then each class's largest score fed so far
- * (NaNs skipped) and a flag: 1 once a non-finite score was fed. */
+/* Where voxel (x, y, z) of class 0 lies in its block; class c is c * CSTRIDE further. A block
+ * holds its BLK x planes one after the other, each plane every class's BLK x BLK scores: the
+ * engine's regions are slabs a few voxels thick along the first axis, and a slab then writes
+ * each block's lines in order, where class-major blocks took a line of each class scattered
+ * over the whole block (the copy took twice as long). */
+#define CSTRIDE (BLK * BLK)
+static inline int64_t at(const swi_resample_sink *s, int64_t x, int64_t y, int64_t z) {
+    return (x % BLK) * s->channels * CSTRIDE + (y % BLK) * BLK + z % BLK;
+}
+
+/* A block: channels x BLK3 scores (laid out as at() says); in argmax mode then each class's
+ * largest score fed so far (NaNs skipped) and a flag: 1 once a non-finite score was fed. */
 static size_t block_floats(const swi_resample_sink *s) {
     return (size_t)s->channels * BLK3 + (s->labels_fn ? (size_t)s->channels + 1 : 0);
 }
@@ -295,7 +305,7 @@ static int64_t tile_taps(const swi_resample_sink *s, const int64_t lo[3], const 
                 for (int m = 0; m < 8; m++) {
                     int64_t x = tp[0][(m >> 2) & 1], y = tp[1][(m >> 1) & 1], z = tp[2][m & 1];
                     int64_t bi = ((x / BLK) * s->nb[1] + y / BLK) * s->nb[2] + z / BLK;
-                    taps[o].q[m] = s->blk[bi] + ((x % BLK) * BLK + y % BLK) * BLK + z % BLK;
+                    taps[o].q[m] = s->blk[bi] + at(s, x, y, z);
                 }
             }
     return o;
@@ -386,7 +396,7 @@ static void sep_setup(const swi_resample_sink *s, int64_t t, const int64_t lo[3]
     for (int64_t x = b[0]; x < b[3]; x++)
         for (int64_t y = b[1]; y < b[4]; y++) {
             const int64_t bi = ((x / BLK) * s->nb[1] + y / BLK) * s->nb[2];
-            const int64_t in = ((x % BLK) * BLK + y % BLK) * BLK;
+            const int64_t in = at(s, x, y, 0);
             for (int64_t z = zb0; z <= zb1; z++) w->rows[e++] = s->blk[bi + z] + in;
         }
     st->lines = w->rows + e;
@@ -441,7 +451,7 @@ static inline void pass1(const sep_taps *st, const float *restrict g, float *res
 static inline void sep_passes12(const sep_taps *st, int64_t c, int64_t next, float *restrict g,
                                 float *restrict p1, float *restrict p2) {
     const int64_t B0 = st->bn[0], B1 = st->bn[1], N1 = st->n[1], N2 = st->n[2];
-    const int64_t nzb = st->nzb, rz = st->rz, off = c * BLK3;
+    const int64_t nzb = st->nzb, rz = st->rz, off = c * CSTRIDE;
     /* whole block rows (a tile's box is whole blocks along k: every voxel copied has been
      * fed); copying only the voxels the taps read makes the sink 1.7 times slower (narrow
      * stores stall the permutes' wide loads) */
@@ -449,7 +459,7 @@ static inline void sep_passes12(const sep_taps *st, int64_t c, int64_t next, flo
         for (int64_t z = 0; z < nzb; z++)
             memcpy(g + r * rz + z * BLK, st->rows[r * nzb + z] + off, BLK * sizeof(float));
     if (next >= 0)
-        for (int64_t r = 0; r < st->nlines; r++) __builtin_prefetch(st->lines[r] + next * BLK3);
+        for (int64_t r = 0; r < st->nlines; r++) __builtin_prefetch(st->lines[r] + next * CSTRIDE);
     pass1(st, g, p1);
 #if RS_PERMUTE
     if (N2 == PERM_K) { /* a vector per (x, j): no loop to set up for each */
@@ -522,7 +532,7 @@ static inline void class_values(int sep, const sep_taps *st, const tap8 *taps, i
         sep_pass3(st, w->p2, out);
         return;
     }
-    for (int64_t v = 0; v < nv; v++) out[v] = tap_value(&taps[v], c * BLK3);
+    for (int64_t v = 0; v < nv; v++) out[v] = tap_value(&taps[v], c * CSTRIDE);
 }
 
 RS_KERNEL static int emit_tile(const swi_resample_sink *s, int64_t t, const float *ub, tile_work *w) {
@@ -588,6 +598,22 @@ RS_KERNEL static int emit_tile(const swi_resample_sink *s, int64_t t, const floa
     return s->labels_fn(s->labels_user, lo, hi, w->label);
 }
 
+#if RS_PERMUTE
+/* Fold lanes mv (largest scores) and av (0, or NaN where a lane saw a NaN or an infinity) into
+ * block bounds mo [C + 1] at class ch, without a branch per lane. */
+static inline void fold_lanes(float *mo, int64_t ch, int64_t C, rs_v4f mv, rs_v4f av) {
+    rs_v4f sh = __builtin_shuffle(mv, (rs_v4i){2, 3, 0, 1});
+    rs_v4i up = sh > mv;
+    mv = (rs_v4f)(((rs_v4i)sh & up) | ((rs_v4i)mv & ~up));
+    sh = __builtin_shuffle(mv, (rs_v4i){1, 0, 3, 2});
+    up = sh > mv;
+    mv = (rs_v4f)(((rs_v4i)sh & up) | ((rs_v4i)mv & ~up));
+    mo[ch] = mv[0] > mo[ch] ? mv[0] : mo[ch];
+    const rs_v4i wild = av != 0;
+    if (wild[0] | wild[1] | wild[2] | wild[3]) mo[C] = 1;
+}
+#endif
+
 /* Copy what region (lo, hi, data) holds of the blocks of one column (bx, by) into dst [nz]
  * (the column's blocks along the last axis, from the region's first; NULL: not kept), reading
  * the region's rows in order; in argmax mode fold each block's largest score per class, and
@@ -627,50 +653,42 @@ static void copy_column(const swi_resample_sink *s, const int64_t lo[3], const i
                 for (int64_t q = 0; q < pn; q++)
                     if (dst[p0 + q])
                         for (int64_t i = x0; i < x1; i++)
-                            __builtin_prefetch(dst[p0 + q] + (ch + 1) * BLK3 + (i % BLK) * BLK * BLK, 1);
+                            __builtin_prefetch(dst[p0 + q] + at(s, i, 0, 0) + (ch + 1) * CSTRIDE, 1);
             }
             /* block by block along the column: a line of each (one x, BLK y) at a time, the
              * region's BLK rows read side by side */
             for (int64_t i = x0; i < x1; i++) {
                 const float *rows = data + ch * rv + ((i - lo[0]) * rn1 + (y0 - lo[1])) * rn2;
-                const int64_t in = ch * BLK3 + ((i % BLK) * BLK + y0 % BLK) * BLK;
+                const int64_t in = at(s, i, y0, 0) + ch * CSTRIDE;
                 for (int64_t q = 0; q < pn; q++) {
                     if (!dst[p0 + q]) continue;
                     float *restrict to0 = dst[p0 + q] + in + to_at[q];
                     const float *restrict from0 = rows + from_at[q];
                     /* a NaN or an infinity makes the tiles reading it take every class, so the
                      * bound may ignore them (v - v is 0 for finite v, else NaN) */
+#if RS_PERMUTE
+                    if (len[q] == BLK) { /* whole block rows: the lanes stay in registers */
+                        rs_v4f mv = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, av = {0, 0, 0, 0};
+                        for (int64_t j = 0; j < y1 - y0; j++) {
+                            rs_v4f v;
+                            memcpy(&v, from0 + j * rn2, sizeof v);
+                            memcpy(to0 + j * BLK, &v, sizeof v);
+                            const rs_v4i up = v > mv; /* v > m ? v : m, lane by lane */
+                            mv = (rs_v4f)(((rs_v4i)v & up) | ((rs_v4i)mv & ~up));
+                            av += v - v;
+                        }
+                        if (mx) fold_lanes(mx + (p0 + q) * (C + 1), ch, C, mv, av);
+                        continue;
+                    }
+#endif
                     float m[BLK] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, acc[BLK] = {0, 0, 0, 0};
                     for (int64_t j = 0; j < y1 - y0; j++) {
                         const float *restrict from = from0 + j * rn2;
                         float *restrict to = to0 + j * BLK;
-                        if (len[q] == BLK) {
-#if RS_PERMUTE
-                            rs_v4f v, mv, av;
-                            memcpy(&v, from, sizeof v);
-                            memcpy(to, &v, sizeof v);
-                            memcpy(&mv, m, sizeof mv);
-                            memcpy(&av, acc, sizeof av);
-                            const rs_v4i up = v > mv; /* v > m ? v : m, lane by lane */
-                            mv = (rs_v4f)(((rs_v4i)v & up) | ((rs_v4i)mv & ~up));
-                            av += v - v;
-                            memcpy(m, &mv, sizeof mv);
-                            memcpy(acc, &av, sizeof av);
-#else
-                            float v[BLK];
-                            memcpy(v, from, sizeof v);
-                            memcpy(to, v, sizeof v);
-                            for (int l = 0; l < BLK; l++) {
-                                m[l] = v[l] > m[l] ? v[l] : m[l];
-                                acc[l] += v[l] - v[l];
-                            }
-#endif
-                        } else {
-                            for (int64_t l = 0; l < len[q]; l++) {
-                                to[l] = from[l];
-                                m[l] = from[l] > m[l] ? from[l] : m[l];
-                                acc[l] += from[l] - from[l];
-                            }
+                        for (int64_t l = 0; l < len[q]; l++) {
+                            to[l] = from[l];
+                            m[l] = from[l] > m[l] ? from[l] : m[l];
+                            acc[l] += from[l] - from[l];
                         }
                     }
                     if (!mx) continue;
