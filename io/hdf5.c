@@ -669,17 +669,40 @@ static swi_status shared_create(h5w *w, int flags, char *err, size_t n) {
     return SWI_ERR_INVALID_ARG;
 }
 
-/* Write a batch of slabs in one open of the file. */
-static swi_status write_batch(h5w *w, const pend *list, char *err, size_t n) {
-    int fd = lock_file(w->final);
+/* The shared file's lock taken, HDF5's held, the file and the dataset opened (*d < 0 when they
+ * could not be): the lock's descriptor, or -1 (said in err) when the lock could not be had. */
+static int open_shared(h5w *w, hid_t *f, hid_t *d, char *err, size_t n) {
+    const int fd = lock_file(w->final);
     if (fd < 0) {
         lock_error(w, err, n);
-        return SWI_ERR_INVALID_ARG;
+        return -1;
     }
     pthread_mutex_lock(&h5_lock);
     quiet();
+    *f = open_locked(w->final);
+    *d = *f >= 0 ? H5Dopen2(*f, w->path, H5P_DEFAULT) : -1;
+    return fd;
+}
+
+/* What open_shared opened, closed and unlocked; a failing close fails st (what HDF5 still
+ * held may not be on disk). */
+static swi_status close_shared(h5w *w, int fd, hid_t f, hid_t d, swi_status st, char *err, size_t n) {
+    if (d >= 0) H5Dclose(d);
+    if (f >= 0 && H5Fclose(f) < 0 && st == SWI_OK) {
+        io__err(err, n, "%s: cannot finish writing the file (disk full?)", w->final);
+        st = SWI_ERR_INVALID_ARG;
+    }
+    pthread_mutex_unlock(&h5_lock);
+    unlock_file(fd);
+    return st;
+}
+
+/* Write a batch of slabs in one open of the file. */
+static swi_status write_batch(h5w *w, const pend *list, char *err, size_t n) {
+    hid_t f, d;
+    const int fd = open_shared(w, &f, &d, err, n);
+    if (fd < 0) return SWI_ERR_INVALID_ARG;
     swi_status st = SWI_ERR_INVALID_ARG;
-    hid_t f = open_locked(w->final), d = f >= 0 ? H5Dopen2(f, w->path, H5P_DEFAULT) : -1;
     if (d < 0) {
         io__err(err, n, "%s: cannot open the dataset to write (removed or replaced while running?)", w->name);
     } else {
@@ -691,14 +714,7 @@ static swi_status write_batch(h5w *w, const pend *list, char *err, size_t n) {
                 st = SWI_ERR_INVALID_ARG;
             }
     }
-    if (d >= 0) H5Dclose(d);
-    if (f >= 0 && H5Fclose(f) < 0 && st == SWI_OK) {
-        io__err(err, n, "%s: cannot finish writing (disk full?)", w->final);
-        st = SWI_ERR_INVALID_ARG;
-    }
-    pthread_mutex_unlock(&h5_lock);
-    unlock_file(fd);
-    return st;
+    return close_shared(w, fd, f, d, st, err, n);
 }
 
 /* Write what is pending (slabs finished meanwhile wait for the next batch). */
@@ -740,16 +756,13 @@ static swi_status shared_commit(h5w *w, char *err, size_t n) {
         io__err(err, n, "%s: out of memory", w->name);
         return SWI_ERR_NOMEM;
     }
-    int fd = lock_file(w->final);
+    hid_t f, d;
+    const int fd = open_shared(w, &f, &d, err, n);
     if (fd < 0) {
-        lock_error(w, err, n);
         free(done);
         return SWI_ERR_INVALID_ARG;
     }
-    pthread_mutex_lock(&h5_lock);
-    quiet();
     st = SWI_ERR_INVALID_ARG;
-    hid_t f = open_locked(w->final), d = f >= 0 ? H5Dopen2(f, w->path, H5P_DEFAULT) : -1;
     if (d < 0) {
         io__err(err, n, "%s: cannot open the dataset to commit (removed or replaced while running?)",
                 w->name);
@@ -767,13 +780,7 @@ static swi_status shared_commit(h5w *w, char *err, size_t n) {
         else
             st = SWI_OK;
     }
-    if (d >= 0) H5Dclose(d);
-    if (f >= 0 && H5Fclose(f) < 0 && st == SWI_OK) {
-        io__err(err, n, "%s: cannot finish the file (disk full?)", w->final);
-        st = SWI_ERR_INVALID_ARG;
-    }
-    pthread_mutex_unlock(&h5_lock);
-    unlock_file(fd);
+    st = close_shared(w, fd, f, d, st, err, n);
     free(done);
     return st;
 }

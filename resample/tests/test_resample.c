@@ -497,6 +497,17 @@ static void *feed_boxes(void *arg) {
     return NULL;
 }
 
+/* boxes [n] in a random order (the sink must not depend on the engine's) */
+static void shuffle_boxes(int64_t (*boxes)[6], int64_t n) {
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(urand() * (double)(i + 1));
+        int64_t t[6];
+        memcpy(t, boxes[i], sizeof t);
+        memcpy(boxes[i], boxes[j], sizeof t);
+        memcpy(boxes[j], t, sizeof t);
+    }
+}
+
 /* boxes cutting a grid along random planes, shuffled */
 static int64_t random_boxes(const int64_t size[3], int64_t (*boxes)[6], int64_t cap) {
     int64_t cuts[3][9], nc[3];
@@ -516,13 +527,7 @@ static int64_t random_boxes(const int64_t size[3], int64_t (*boxes)[6], int64_t 
                                 cuts[0][x + 1], cuts[1][y + 1], cuts[2][z + 1]};
                 memcpy(boxes[n], b, sizeof b);
             }
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)(urand() * (double)(i + 1));
-        int64_t t[6];
-        memcpy(t, boxes[i], sizeof t);
-        memcpy(boxes[i], boxes[j], sizeof t);
-        memcpy(boxes[j], t, sizeof t);
-    }
+    shuffle_boxes(boxes, n);
     return n;
 }
 
@@ -829,13 +834,7 @@ static int64_t slab_boxes(const int64_t size[3], int64_t (*boxes)[6], int64_t ca
             int64_t b[6] = {x, y, 0, x + 1, y + cut < size[1] ? y + cut : size[1], size[2]};
             memcpy(boxes[n], b, sizeof b);
         }
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)(urand() * (double)(i + 1));
-        int64_t t[6];
-        memcpy(t, boxes[i], sizeof t);
-        memcpy(boxes[i], boxes[j], sizeof t);
-        memcpy(boxes[j], t, sizeof t);
-    }
+    shuffle_boxes(boxes, n);
     return n;
 }
 
