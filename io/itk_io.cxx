@@ -291,6 +291,26 @@ template <typename F> swi_status guarded(const char *path, const char *what, cha
     }
 }
 
+/* MetaIO formats a numbered series' ElementDataFile (slice%03d.raw 1 40 1) with snprintf and
+ * the name as the format, an int as its one argument: any other conversion (%n, %s) writes or
+ * reads through garbage (found by fuzz_itk_headers). At most one %[0-9]*d or %[0-9]*i, and
+ * %% for a percent sign. */
+bool file_pattern_ok(const std::string &v) {
+    int ints = 0;
+    for (size_t i = 0; i < v.size(); i++) {
+        if (v[i] != '%') continue;
+        if (i + 1 < v.size() && v[i + 1] == '%') {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < v.size() && v[j] >= '0' && v[j] <= '9') j++;
+        if (j >= v.size() || (v[j] != 'd' && v[j] != 'i') || ++ints > 1 || j - i > 4) return false;
+        i = j;
+    }
+    return true;
+}
+
 /* MetaIO loops over array fields (TransformMatrix, DimSize, ...) by the NDims it has read
  * so far, uninitialised when none came first, and reads a header without an
  * ElementDataFile line to the end of the file: hostile headers hang it. Before MetaIO
@@ -357,6 +377,13 @@ swi_status check_meta_header(const char *path, char *err, size_t n) {
             if (!dimsize || !elemtype) { /* MetaIO reads past its buffers without them */
                 io__err(err, n, "%s: corrupt MetaImage header: no %s before ElementDataFile", path,
                         !dimsize ? "DimSize" : "ElementType");
+                return SWI_ERR_INVALID_ARG;
+            }
+            if (!file_pattern_ok(line.substr(eq + 1))) {
+                io__err(err, n,
+                        "%s: MetaImage ElementDataFile may hold one %%d (a numbered file series) and "
+                        "no other %% conversion",
+                        path);
                 return SWI_ERR_INVALID_ARG;
             }
             return SWI_OK;

@@ -407,6 +407,12 @@ def main():
         "\0" * 24)
     put("no_elementtype.mha", "ObjectType = Image\nNDims = 3\nDimSize = 4 3 2\nElementDataFile = LOCAL\n" +
         "\0" * 24)
+    # MetaIO formats a series' file name with snprintf, the name as the format (found by
+    # fuzz_itk_headers: %n wrote through garbage)
+    put("format_n.mhd", "ObjectType = Image\nNDims = 3\nDimSize = 8 3 3\nElementType = MET_UCHAR\n"
+        "ElementDataFile = i%n.raw\n")
+    put("format_s.mhd", "ObjectType = Image\nNDims = 3\nDimSize = 8 3 3\nElementType = MET_UCHAR\n"
+        "ElementDataFile = s%03d%s.raw 1 3 1\n")
 
     def series_dir(name, **kw):
         d = os.path.join(work, name)
@@ -440,7 +446,20 @@ def main():
         "two_series": "more than one DICOM series", "gap": "missing",
         "uneven": "uneven slice spacing", "tilted": "tilted gantry",
         "duplicate": "same position", "empty_dir": "no DICOM files",
+        "format_n.mhd": "one %d", "format_s.mhd": "one %d",
     }
+    # a numbered series of slice files (one %03d) is still read, slice by slice
+    for k in range(3):
+        with open(os.path.join(work, "ser%03d.raw" % (k + 1)), "wb") as f:
+            f.write(bytes(range(24 * k, 24 * k + 24)))
+    ser = os.path.join(work, "ser.mhd")
+    with open(ser, "w") as f:
+        f.write("ObjectType = Image\nNDims = 3\nDimSize = 8 3 3\nElementType = MET_UCHAR\n"
+                "ElementDataFile = ser%03d.raw 1 3 1\n")
+    r = subprocess.run([conv, "--raw", ser, os.path.join(work, "ser.f32")], capture_output=True, text=True)
+    got = np.fromfile(os.path.join(work, "ser.f32"), dtype=np.float32) if r.returncode == 0 else None
+    check(got is not None and got.size == 72 and sorted(got.tolist()) == list(range(72)),
+          "a numbered MetaImage series (ser%03d.raw 1 3 1) reads its three files: " + r.stdout)
     for path in hostile:
         open_out = subprocess.run([info, path], capture_output=True, text=True)
         line = open_out.stdout.strip()
