@@ -304,19 +304,7 @@ static swi_status encode_slab(const h5w *w, const int64_t lo[3], const int64_t h
         for (int64_t ci = lo[0] / c[0]; ci * c[0] < hi[0] && st == SWI_OK; ci++)
             for (int64_t cj = lo[1] / c[1]; cj * c[1] < hi[1] && st == SWI_OK; cj++)
                 for (int64_t ck = lo[2] / c[2]; ck * c[2] < hi[2] && st == SWI_OK; ck++) {
-                    memset(raw, 0, cbytes);
-                    int64_t ih = (ci + 1) * c[0] < size[0] ? c[0] : size[0] - ci * c[0];
-                    int64_t jh = (cj + 1) * c[1] < size[1] ? c[1] : size[1] - cj * c[1];
-                    int64_t kw = (ck + 1) * c[2] < size[2] ? c[2] : size[2] - ck * c[2];
-                    for (int64_t i = 0; i < ih; i++)
-                        for (int64_t j = 0; j < jh; j++)
-                            memcpy(raw + (size_t)((i * c[1] + j) * c[2]) * es,
-                                   src + (size_t)(((pl * e0 + ci * c[0] + i - lo[0]) * e1 + cj * c[1] + j -
-                                                   lo[1]) *
-                                                      e2 +
-                                                  ck * c[2] - lo[2]) *
-                                             es,
-                                   (size_t)kw * es);
+                    store__gather_chunk(raw, src, lo, hi, c, size, pl, ci, cj, ck, es);
                     const unsigned char *in = raw;
                     if (es > 1) {
                         /* HDF5's shuffle: byte b of every element together, in element order */
@@ -566,6 +554,17 @@ static htri_t path_exists(hid_t f, const char *path) {
     }
 }
 
+/* The dataset and the file closed and HDF5's lock released; a failing close fails st (what
+ * HDF5 still held may not be on disk). */
+static swi_status close_h5(h5w *w, hid_t f, hid_t d, swi_status st, char *err, size_t n) {
+    if (d >= 0) H5Dclose(d);
+    if (f >= 0 && H5Fclose(f) < 0 && st == SWI_OK) {
+        io__err(err, n, "%s: cannot finish writing the file (disk full?)", w->final);
+        st = SWI_ERR_INVALID_ARG;
+    }
+    pthread_mutex_unlock(&h5_lock);
+    return st;
+}
 /* Join an existing file, its lock held: a dataset of this run's layout that is incomplete
  * (or --force) is marked incomplete and this part not done; a missing one is created beside
  * the file's other datasets. */
@@ -631,12 +630,7 @@ static swi_status join_locked(h5w *w, int flags, char *err, size_t n) {
     }
     st = SWI_OK;
 out:
-    if (d >= 0) H5Dclose(d);
-    if (f >= 0 && H5Fclose(f) < 0 && st == SWI_OK) {
-        io__err(err, n, "%s: cannot finish the file (disk full?)", w->final);
-        st = SWI_ERR_INVALID_ARG;
-    }
-    pthread_mutex_unlock(&h5_lock);
+    st = close_h5(w, f, d, st, err, n);
     free(done);
     return st;
 }
@@ -684,15 +678,9 @@ static int open_shared(h5w *w, hid_t *f, hid_t *d, char *err, size_t n) {
     return fd;
 }
 
-/* What open_shared opened, closed and unlocked; a failing close fails st (what HDF5 still
- * held may not be on disk). */
+/* What open_shared opened, closed and unlocked (see close_h5). */
 static swi_status close_shared(h5w *w, int fd, hid_t f, hid_t d, swi_status st, char *err, size_t n) {
-    if (d >= 0) H5Dclose(d);
-    if (f >= 0 && H5Fclose(f) < 0 && st == SWI_OK) {
-        io__err(err, n, "%s: cannot finish writing the file (disk full?)", w->final);
-        st = SWI_ERR_INVALID_ARG;
-    }
-    pthread_mutex_unlock(&h5_lock);
+    st = close_h5(w, f, d, st, err, n);
     unlock_file(fd);
     return st;
 }

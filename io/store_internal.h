@@ -8,11 +8,34 @@
 #include "io_internal.h"
 #include "swi_store.h"
 
+#include <string.h>
+
 #define STORE_MAX_NDIM 5
 
 /* Bytes of one element of a written dtype. */
 static inline size_t store__dtype_size(swi_dtype t) {
     return t == SWI_DTYPE_FLOAT32 ? 4 : t == SWI_DTYPE_UINT16 ? 2 : 1;
+}
+
+/* Chunk (ci, cj, ck) of plane pl, gathered from box (lo, hi) of buf (planes x box, row-major)
+ * into chunk [c0 * c1 * c2] of es-byte elements: the part inside the array of size `size`,
+ * the rest zero (edge chunks are stored whole). The box holds every voxel of the chunk that
+ * lies inside the array (writers cut boxes at chunk boundaries). */
+static inline void store__gather_chunk(unsigned char *chunk, const unsigned char *buf, const int64_t lo[3],
+                                       const int64_t hi[3], const int64_t c[3], const int64_t size[3],
+                                       int64_t pl, int64_t ci, int64_t cj, int64_t ck, size_t es) {
+    const int64_t e0 = hi[0] - lo[0], e1 = hi[1] - lo[1], e2 = hi[2] - lo[2];
+    memset(chunk, 0, (size_t)(c[0] * c[1] * c[2]) * es);
+    const int64_t ih = (ci + 1) * c[0] < size[0] ? c[0] : size[0] - ci * c[0];
+    const int64_t jh = (cj + 1) * c[1] < size[1] ? c[1] : size[1] - cj * c[1];
+    const int64_t kw = (ck + 1) * c[2] < size[2] ? c[2] : size[2] - ck * c[2];
+    for (int64_t i = 0; i < ih; i++)
+        for (int64_t j = 0; j < jh; j++)
+            memcpy(chunk + (size_t)((i * c[1] + j) * c[2]) * es,
+                   buf + (size_t)(((pl * e0 + ci * c[0] + i - lo[0]) * e1 + cj * c[1] + j - lo[1]) * e2 +
+                                  ck * c[2] - lo[2]) *
+                             es,
+                   (size_t)kw * es);
 }
 
 /* Formats. Each returns its handle through *impl. */

@@ -1105,26 +1105,12 @@ swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3],
         return SWI_ERR_NOMEM;
     }
     const unsigned char *src = buf;
-    const int64_t e0 = hi[0] - lo[0], e1 = hi[1] - lo[1], e2 = hi[2] - lo[2];
     swi_status st = SWI_OK;
     for (int64_t p = 0; p < z->spec.planes && st == SWI_OK; p++)
         for (int64_t ci = lo[0] / c[0]; ci * c[0] < hi[0] && st == SWI_OK; ci++)
             for (int64_t cj = lo[1] / c[1]; cj * c[1] < hi[1] && st == SWI_OK; cj++)
                 for (int64_t ck = lo[2] / c[2]; ck * c[2] < hi[2] && st == SWI_OK; ck++) {
-                    /* edge chunks are stored whole, the part outside the array zero */
-                    memset(chunk, 0, cbytes);
-                    int64_t ih = (ci + 1) * c[0] < size[0] ? c[0] : size[0] - ci * c[0];
-                    int64_t jh = (cj + 1) * c[1] < size[1] ? c[1] : size[1] - cj * c[1];
-                    int64_t kw = (ck + 1) * c[2] < size[2] ? c[2] : size[2] - ck * c[2];
-                    for (int64_t i = 0; i < ih; i++)
-                        for (int64_t j = 0; j < jh; j++)
-                            memcpy(chunk + (size_t)((i * c[1] + j) * c[2]) * es,
-                                   src + (size_t)(((p * e0 + ci * c[0] + i - lo[0]) * e1 + cj * c[1] + j -
-                                                   lo[1]) *
-                                                      e2 +
-                                                  ck * c[2] - lo[2]) *
-                                             es,
-                                   (size_t)kw * es);
+                    store__gather_chunk(chunk, src, lo, hi, c, size, p, ci, cj, ck, es);
                     unsigned char *enc = NULL;
                     size_t elen = 0;
                     char path[4400];
