@@ -4,6 +4,7 @@
  * Built only with ITK; itk_stub.c stands in without it. */
 #include "io_internal.h"
 
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -418,25 +419,196 @@ int64_t local_data_offset(const char *path) {
     return -1;
 }
 
+/* A header value's words, split at blanks as MetaIO's MET_StringToWordArray does. */
+std::vector<std::string> split_words(const std::string &v) {
+    std::vector<std::string> words;
+    for (size_t at = 0; at < v.size();) {
+        size_t b = v.find_first_not_of(" \t", at);
+        if (b == std::string::npos) break;
+        size_t e = v.find_first_of(" \t", b);
+        words.push_back(v.substr(b, e == std::string::npos ? std::string::npos : e - b));
+        at = e == std::string::npos ? v.size() : e;
+    }
+    return words;
+}
+
+/* Whether a file holds at least `need` bytes (any size when compressed); else a message. */
+bool slice_file_ok(const std::string &file, uint64_t need, bool compressed, const char *path,
+                   const char *what, char *err, size_t n) {
+    struct stat st;
+    if (file.size() >= 2000 || stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        io__err(err, n, "%s: %s: the file %.2000s is missing", path, what, file.c_str());
+        return false;
+    }
+    if (!compressed && (uint64_t)st.st_size < need) {
+        io__err(err, n, "%s: %s: %s holds %lld bytes, and its slice needs %llu", path, what, file.c_str(),
+                (long long)st.st_size, (unsigned long long)need);
+        return false;
+    }
+    return true;
+}
+
+/* A numbered series' ElementDataFile is "NAME [FIRST [LAST [STEP]]]": MetaIO reads files
+ * FIRST, FIRST+STEP, ... up to LAST, at most one per slice, STEP taken as (LAST-FIRST)/slices
+ * when it is not given. It divides by STEP (a zero STEP raised SIGFPE: found by
+ * fuzz_itk_headers), loops forever on a negative one, and reads a missing or short file as
+ * zeros: so STEP must be at least 1, the files must be one per slice, and each must exist and
+ * hold its slice. */
+swi_status check_meta_series(MetaImage *mi, const std::string &dir, const char *path, uint64_t bytes,
+                             char *err, size_t n) {
+    std::string spec = mi->ElementDataFileName();
+    std::vector<std::string> words = split_words(spec);
+    int nd = mi->NDims();
+    int64_t slices = nd >= 1 ? mi->DimSize()[nd - 1] : 0;
+    int64_t num[3] = {0, 0, 0};
+    bool ok = words.size() >= 1 && words.size() <= 4 && slices >= 1 && words[0].size() <= 1000;
+    for (size_t w = 1; ok && w < words.size(); w++) {
+        const std::string &t = words[w];
+        size_t d = t[0] == '-' ? 1 : 0;
+        ok = t.size() > d && t.size() - d <= 9 && t.find_first_not_of("0123456789", d) == std::string::npos;
+        if (ok) num[w - 1] = std::stoll(t);
+    }
+    if (!ok) {
+        io__err(err, n,
+                "%s: a numbered MetaImage series needs ElementDataFile = NAME [FIRST [LAST [STEP]]], a name "
+                "without spaces and whole numbers (it has \"%.80s\")",
+                path, spec.c_str());
+        return SWI_ERR_INVALID_ARG;
+    }
+    int64_t first = words.size() >= 2 ? num[0] : 1, last = first + slices - 1, step = 1;
+    if (words.size() >= 3) {
+        last = num[1];
+        step = (last - first) / slices;
+    }
+    if (words.size() >= 4) step = num[2];
+    if (step < 1) {
+        io__err(err, n, "%s: numbered MetaImage series %.80s: its step is %lld, and must be at least 1", path,
+                spec.c_str(), (long long)step);
+        return SWI_ERR_INVALID_ARG;
+    }
+    int64_t files = last < first ? 0 : (last - first) / step + 1;
+    if (files < slices) {
+        io__err(err, n, "%s: numbered MetaImage series %.80s names %lld files for %lld slices", path,
+                spec.c_str(), (long long)files, (long long)slices);
+        return SWI_ERR_INVALID_ARG;
+    }
+    /* the one conversion is %[0][width]d or i (check_meta_header screened the name) */
+    const std::string &name = words[0];
+    uint64_t slice_bytes = bytes / (uint64_t)slices;
+    for (int64_t k = 0; k < slices; k++) { /* MetaIO reads the first `slices` of them */
+        std::string file;
+        for (size_t i = 0; i < name.size(); i++) {
+            if (name[i] != '%') {
+                file += name[i];
+            } else if (name[i + 1] == '%') {
+                file += '%';
+                i++;
+            } else {
+                size_t j = i + 1;
+                bool zero = name[j] == '0';
+                int width = 0;
+                for (; name[j] >= '0' && name[j] <= '9'; j++) width = width * 10 + (name[j] - '0');
+                char num_text[64];
+                snprintf(num_text, sizeof num_text, zero ? "%0*lld" : "%*lld", width,
+                         (long long)(first + k * step));
+                file += num_text;
+                i = j;
+            }
+        }
+        if (file[0] != '/') file = dir + file;
+        if (!slice_file_ok(file, slice_bytes, mi->CompressedData(), path, "numbered MetaImage series", err,
+                           n))
+            return SWI_ERR_INVALID_ARG;
+    }
+    return SWI_OK;
+}
+
+/* ElementDataFile = LIST [ND] names one file per line after it, each holding an N-D part
+ * (N = NDims-1 unless given). MetaIO reads a missing file as zeros, indexes its arrays
+ * with a negative N, reads before the line's buffer on an empty line, and skips a last line
+ * without a newline: so N must be a small whole number, and the header must go on with one
+ * nonempty line per part, each ending in a newline and naming a file that holds its part. */
+swi_status check_meta_list(MetaImage *mi, const std::string &dir, const char *path, uint64_t bytes, char *err,
+                           size_t n) {
+    std::vector<std::string> words = split_words(mi->ElementDataFileName());
+    int nd = mi->NDims(), part_dims = nd - 1;
+    if (words.size() > 2 ||
+        (words.size() == 2 &&
+         (words[1].size() > 3 || words[1].find_first_not_of("0123456789Dd") != std::string::npos ||
+          words[1][0] < '0' || words[1][0] > '9'))) {
+        io__err(err, n,
+                "%s: MetaImage ElementDataFile = LIST takes at most the dimension of each file (LIST 2D)",
+                path);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (words.size() == 2) {
+        int d = atoi(words[1].c_str());
+        if (d >= 1 && d <= nd) part_dims = d;
+    }
+    int64_t parts = 1;
+    for (int a = nd - 1; a >= part_dims && parts <= (1 << 20); a--) parts *= mi->DimSize()[a];
+    if (parts > (1 << 20)) {
+        io__err(err, n, "%s: MetaImage file LIST: more than %d files", path, 1 << 20);
+        return SWI_ERR_INVALID_ARG;
+    }
+    int64_t at = local_data_offset(path);
+    FILE *f = at < 0 ? NULL : fopen(path, "rb");
+    if (!f || fseek(f, (long)at, SEEK_SET) != 0) {
+        if (f) fclose(f);
+        io__err(err, n, "%s: MetaImage file LIST: cannot read the list after its ElementDataFile line", path);
+        return SWI_ERR_INVALID_ARG;
+    }
+    uint64_t part_bytes = bytes / (uint64_t)parts;
+    char line[1024];
+    for (int64_t k = 0; k < parts; k++) {
+        if (!fgets(line, sizeof line, f)) {
+            fclose(f);
+            io__err(err, n, "%s: MetaImage file LIST names %lld files, and %lld are needed", path,
+                    (long long)k, (long long)parts);
+            return SWI_ERR_INVALID_ARG;
+        }
+        size_t len = strlen(line);
+        bool whole = len > 0 && line[len - 1] == '\n';
+        while (len > 0 && (isspace((unsigned char)line[len - 1]) || !isprint((unsigned char)line[len - 1])))
+            line[--len] = '\0';
+        if (!whole || len == 0) {
+            fclose(f);
+            io__err(err, n, "%s: MetaImage file LIST: line %lld of the list is %s", path, (long long)k + 1,
+                    whole ? "empty" : "too long or lacks its newline");
+            return SWI_ERR_INVALID_ARG;
+        }
+        std::string file(line);
+        if (file[0] != '/') file = dir + file;
+        if (!slice_file_ok(file, part_bytes, mi->CompressedData(), path, "MetaImage file LIST", err, n)) {
+            fclose(f);
+            return SWI_ERR_INVALID_ARG;
+        }
+    }
+    fclose(f);
+    return SWI_OK;
+}
+
 /* MetaIO reads short or corrupt data without an error (zeros for what is missing), so the
  * data are checked first: an uncompressed file must hold them all, a compressed stream
  * must inflate to at least their size. */
 swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t bytes, char *err, size_t n) {
     MetaImage *mi = mio->GetMetaImagePointer();
     std::string file = mi->ElementDataFileName() ? mi->ElementDataFileName() : "";
+    std::string dir(path);
+    size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? std::string() : dir.substr(0, slash + 1);
     int64_t offset;
     if (file == "LOCAL") {
         file = path;
         offset = local_data_offset(path);
-    } else if (file.empty() || file.find('%') != std::string::npos || file.compare(0, 4, "LIST") == 0 ||
-               mi->HeaderSize() < 0) {
-        return SWI_OK; /* slice lists and patterns: ITK's own checks alone */
+    } else if (file.compare(0, 4, "LIST") == 0) { /* MetaIO's order: LOCAL, LIST, then a series */
+        return check_meta_list(mi, dir, path, bytes, err, n);
+    } else if (file.find('%') != std::string::npos) {
+        return check_meta_series(mi, dir, path, bytes, err, n);
+    } else if (file.empty() || mi->HeaderSize() < 0) {
+        return SWI_OK;
     } else {
-        if (file[0] != '/') {
-            std::string dir(path);
-            size_t slash = dir.rfind('/');
-            file = (slash == std::string::npos ? std::string() : dir.substr(0, slash + 1)) + file;
-        }
+        if (file[0] != '/') file = dir + file;
         offset = mi->HeaderSize();
     }
     struct stat st;

@@ -447,7 +447,49 @@ def main():
         "uneven": "uneven slice spacing", "tilted": "tilted gantry",
         "duplicate": "same position", "empty_dir": "no DICOM files",
         "format_n.mhd": "one %d", "format_s.mhd": "one %d",
+        "series_step0.mhd": "step is 0", "series_step_implied0.mhd": "step is 0",
+        "series_step_neg.mhd": "step is -1", "series_few.mhd": "names 2 files for 3 slices",
+        "series_missing.mhd": "missing", "series_short.mhd": "holds 10 bytes",
+        "series_words.mhd": "whole numbers", "list_negative.mhd": "LIST 2D",
+        "list_missing.mhd": "missing", "list_empty_line.mhd": "empty",
+        "list_no_newline.mhd": "lacks its newline", "list_few.mhd": "names 2 files, and 3",
+        "list_short.mhd": "holds 10 bytes",
     }
+    # numbered series and file lists whose files MetaIO would divide by zero for, loop on, or
+    # read as zeros (a zero step raised SIGFPE: found by fuzz_itk_headers)
+    for k in range(3):
+        with open(os.path.join(work, "ok%d.raw" % (k + 1)), "wb") as f:
+            f.write(bytes(range(24 * k, 24 * k + 24)))
+    with open(os.path.join(work, "short1.raw"), "wb") as f:
+        f.write(bytes(10))
+    head = "ObjectType = Image\nNDims = 3\nDimSize = 8 3 3\nElementType = MET_UCHAR\n"
+    for name, spec in (("series_step0", "ok%d.raw 1 3 0"), ("series_step_implied0", "ok%d.raw 1 3"),
+                       ("series_step_neg", "ok%d.raw 3 1 -1"), ("series_few", "ok%d.raw 1 2 1"),
+                       ("series_missing", "ok%d.raw 2 4 1"), ("series_short", "short%d.raw 1 3 0001"),
+                       ("series_words", "ok%d.raw 1 3 1.5")):
+        put(name + ".mhd", head + "ElementDataFile = " + spec + "\n")
+    for name, spec, body in (("list_negative", "LIST -3", "ok1.raw\nok2.raw\nok3.raw\n"),
+                             ("list_missing", "LIST", "ok1.raw\nok9.raw\nok3.raw\n"),
+                             ("list_empty_line", "LIST 2D", "ok1.raw\n\nok3.raw\n"),
+                             ("list_no_newline", "LIST", "ok1.raw\nok2.raw\nok3.raw"),
+                             ("list_few", "LIST", "ok1.raw\nok2.raw\n"),
+                             ("list_short", "LIST", "ok1.raw\nshort1.raw\nok3.raw\n")):
+        put(name + ".mhd", head + "ElementDataFile = " + spec + "\n" + body)
+    # ... and well-formed ones still read all their voxels
+    with open(os.path.join(work, "oklist.mhd"), "w") as f:
+        f.write(head + "ElementDataFile = LIST 2D\nok1.raw\nok2.raw\nok3.raw\n")
+    with open(os.path.join(work, "okseries.mhd"), "w") as f:
+        f.write(head + "ElementDataFile = ok%d.raw 1\n")
+    with open(os.path.join(work, "oklocal.mha"), "wb") as f:
+        f.write((head + "ElementDataFile = LOCAL\n").encode() + bytes(range(72)))
+    subprocess.run([conv, "--raw", os.path.join(work, "oklocal.mha"), os.path.join(work, "l.f32")], check=True)
+    want = np.fromfile(os.path.join(work, "l.f32"), dtype=np.float32)
+    for good in ("oklist.mhd", "okseries.mhd"):
+        r = subprocess.run([conv, "--raw", os.path.join(work, good), os.path.join(work, "g.f32")],
+                           capture_output=True, text=True)
+        got = np.fromfile(os.path.join(work, "g.f32"), dtype=np.float32) if r.returncode == 0 else None
+        check(got is not None and sorted(got.tolist()) == list(range(72)) and np.array_equal(got, want),
+              "%s reads its three files in order, as the same voxels in one file: %s" % (good, r.stdout))
     # a numbered series of slice files (one %03d) is still read, slice by slice
     for k in range(3):
         with open(os.path.join(work, "ser%03d.raw" % (k + 1)), "wb") as f:
