@@ -292,10 +292,11 @@ template <typename F> swi_status guarded(const char *path, const char *what, cha
     }
 }
 
-/* MetaIO formats a numbered series' ElementDataFile (slice%03d.raw 1 40 1) with snprintf and
- * the name as the format, an int as its one argument: any other conversion (%n, %s) writes or
- * reads through garbage (found by fuzz_itk_headers). At most one %[0-9]*d or %[0-9]*i, and
- * %% for a percent sign. */
+/* MetaIO and teem format a numbered series' file name (slice%03d.raw 1 40 1) with sprintf,
+ * the name as the format and an int as its one argument: any other conversion (%n, %s)
+ * writes or reads through garbage (found by fuzz_itk_headers), and teem's buffer has room
+ * for 10 characters more than the name (a width of 99 overflowed it). At most one
+ * %[0-9]*d or %[0-9]*i of width at most 11 (an int's widest), and %% for a percent sign. */
 bool file_pattern_ok(const std::string &v) {
     int ints = 0;
     for (size_t i = 0; i < v.size(); i++) {
@@ -305,11 +306,50 @@ bool file_pattern_ok(const std::string &v) {
             continue;
         }
         size_t j = i + 1;
-        while (j < v.size() && v[j] >= '0' && v[j] <= '9') j++;
-        if (j >= v.size() || (v[j] != 'd' && v[j] != 'i') || ++ints > 1 || j - i > 4) return false;
+        int width = 0;
+        while (j < v.size() && v[j] >= '0' && v[j] <= '9' && width <= 11) width = width * 10 + (v[j++] - '0');
+        if (j >= v.size() || (v[j] != 'd' && v[j] != 'i') || ++ints > 1 || width > 11) return false;
         i = j;
     }
     return true;
+}
+
+/* teem checks only the first conversion of a NRRD "data file: FORMAT MIN MAX STEP" (see
+ * file_pattern_ok): its header lines, up to the blank line that ends them, are screened for
+ * that field before teem parses them. */
+swi_status check_nrrd_header(const char *path, char *err, size_t n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
+        return SWI_ERR_INVALID_ARG;
+    }
+    std::string head(1 << 16, '\0');
+    size_t got = fread(&head[0], 1, head.size(), f);
+    fclose(f);
+    head.resize(got);
+    for (size_t at = 0; at < head.size();) {
+        size_t eol = head.find('\n', at);
+        std::string line = head.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
+        at = eol == std::string::npos ? head.size() : eol + 1;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) break;
+        size_t colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        std::string key = line.substr(0, colon);
+        if (key != "data file" && key != "datafile") continue;
+        size_t b = line.find_first_not_of(" \t", colon + 1);
+        std::string name = b == std::string::npos ? std::string() : line.substr(b);
+        name = name.substr(0, name.find_first_of(" \t"));
+        if (!file_pattern_ok(name)) {
+            io__err(err, n,
+                    "%s: NRRD data file may hold one %%d of width at most 11 (a numbered file series) and no "
+                    "other %% conversion",
+                    path);
+            return SWI_ERR_INVALID_ARG;
+        }
+        if (name == "LIST") break; /* the lines after it are file names */
+    }
+    return SWI_OK;
 }
 
 /* MetaIO loops over array fields (TransformMatrix, DimSize, ...) by the NDims it has read
@@ -708,10 +748,10 @@ extern "C" swi_status io__itk_open(const char *path, swi_io_format f, swi_volume
     }
     const char *what = format_name(f);
     return guarded(path, what, err, n, [&]() -> swi_status {
-        if (f == SWI_IO_METAIMAGE) {
-            swi_status hs = check_meta_header(path, err, n);
-            if (hs) return hs;
-        }
+        swi_status hs = f == SWI_IO_METAIMAGE ? check_meta_header(path, err, n)
+                        : f == SWI_IO_NRRD    ? check_nrrd_header(path, err, n)
+                                              : SWI_OK;
+        if (hs) return hs;
         itk::ImageIOBase::Pointer io = make_io(f);
         if (!io->CanReadFile(path)) {
             io__err(err, n, "%s: not a %s file (no valid %s header)", path, what, what);
@@ -731,6 +771,11 @@ extern "C" swi_status io__itk_read(const swi_volume *v, float *dst, const swi_io
     }
     const char *path = v->path, *what = format_name(v->format);
     return guarded(path, what, err, n, [&]() -> swi_status {
+        /* screened again: the file may have changed since it was opened */
+        swi_status hs = v->format == SWI_IO_METAIMAGE ? check_meta_header(path, err, n)
+                        : v->format == SWI_IO_NRRD    ? check_nrrd_header(path, err, n)
+                                                      : SWI_OK;
+        if (hs) return hs;
         itk::ImageIOBase::Pointer io = make_io(v->format);
         io->SetFileName(path);
         io->ReadImageInformation();

@@ -454,7 +454,14 @@ def main():
         "list_missing.mhd": "missing", "list_empty_line.mhd": "empty",
         "list_no_newline.mhd": "lacks its newline", "list_few.mhd": "names 2 files, and 3",
         "list_short.mhd": "holds 10 bytes",
+        "nrrd_format_n.nhdr": "one %d", "nrrd_format_s.nhdr": "one %d", "nrrd_wide.nhdr": "width at most 11",
     }
+    # teem checks only a NRRD series' first conversion and leaves 10 characters for the number
+    # (%99d overflowed its buffer)
+    nhead = "NRRD0004\ntype: uint8\ndimension: 3\nsizes: 8 3 3\nencoding: raw\n"
+    for name, spec in (("nrrd_format_n", "ok%n.raw 1 3 1"), ("nrrd_format_s", "ok%d%s.raw 1 3 1"),
+                       ("nrrd_wide", "ok%99d.raw 1 3 1")):
+        put(name + ".nhdr", nhead + "data file: " + spec + "\n")
     # numbered series and file lists whose files MetaIO would divide by zero for, loop on, or
     # read as zeros (a zero step raised SIGFPE: found by fuzz_itk_headers)
     for k in range(3):
@@ -484,6 +491,17 @@ def main():
         f.write((head + "ElementDataFile = LOCAL\n").encode() + bytes(range(72)))
     subprocess.run([conv, "--raw", os.path.join(work, "oklocal.mha"), os.path.join(work, "l.f32")], check=True)
     want = np.fromfile(os.path.join(work, "l.f32"), dtype=np.float32)
+    with open(os.path.join(work, "oklocal.nrrd"), "wb") as f:
+        f.write((nhead + "\n").encode() + bytes(range(72)))
+    subprocess.run([conv, "--raw", os.path.join(work, "oklocal.nrrd"), os.path.join(work, "n.f32")], check=True)
+    nwant = np.fromfile(os.path.join(work, "n.f32"), dtype=np.float32)
+    with open(os.path.join(work, "okseries.nhdr"), "w") as f:
+        f.write(nhead + "data file: ok%01d.raw 1 3 1\n")
+    r = subprocess.run([conv, "--raw", os.path.join(work, "okseries.nhdr"), os.path.join(work, "g.f32")],
+                       capture_output=True, text=True)
+    got = np.fromfile(os.path.join(work, "g.f32"), dtype=np.float32) if r.returncode == 0 else None
+    check(got is not None and sorted(got.tolist()) == list(range(72)) and np.array_equal(got, nwant),
+          "okseries.nhdr (a NRRD numbered series) reads its three files in order: " + r.stdout)
     for good in ("oklist.mhd", "okseries.mhd"):
         r = subprocess.run([conv, "--raw", os.path.join(work, good), os.path.join(work, "g.f32")],
                            capture_output=True, text=True)
