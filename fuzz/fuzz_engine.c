@@ -19,8 +19,9 @@
  *     with a message, and then report no result;
  *   - on success produce values matching the reference within the golden tolerance for
  *     every reduction (finite for finite voxels; NaN exactly where the reference has NaN,
- *     argmax = the first NaN channel, max = NaN), deliver every voxel of a streamed output exactly
- *     once, never write past a caller's buffer, and agree with swi_plan_run.
+ *     argmax = the first NaN channel, max = NaN, softmax all NaN), deliver every voxel of a
+ *     streamed output exactly once, never write past a caller's buffer, and agree with
+ *     swi_plan_run.
  */
 #include "swi.h"
 
@@ -435,6 +436,13 @@ static void check_nan_voxel(const cfg *c, int idx, const void *data, swi_dtype d
         CHECK(isnan(((const float *)data)[b * ov + v]), "output %d voxel %lld: max of NaN scores is %g", idx,
               (long long)v, ((const float *)data)[b * ov + v]);
         break;
+    case SWI_REDUCE_SOFTMAX:
+        for (int64_t ch = 0; ch < C; ch++) {
+            float got = ((const float *)data)[(b * C + ch) * ov + v];
+            CHECK(isnan(got), "output %d channel %lld voxel %lld: softmax %g where a score is NaN", idx,
+                  (long long)ch, (long long)v, got);
+        }
+        break;
     default: break; /* confidence and entropy of NaN scores: not specified */
     }
 }
@@ -500,6 +508,15 @@ static void check_values(const cfg *c, int idx, const refhead *rh, const void *d
                       "output %d confidence %.9g, expected %.9g", idx, got, 1.0 / sum);
                 break;
             }
+            case SWI_REDUCE_SOFTMAX:
+                for (int64_t ch = 0; ch < C; ch++) {
+                    float got = ((const float *)data)[(b * C + ch) * ov + v];
+                    double p = exp(x[ch * ov] - mx) / sum;
+                    CHECK(isfinite(got) && fabs(got - p) <= 1e-4,
+                          "output %d softmax image %lld channel %lld voxel %lld: %.9g, expected %.9g", idx,
+                          (long long)b, (long long)ch, (long long)v, got, p);
+                }
+                break;
             case SWI_REDUCE_ENTROPY: {
                 double h = 0;
                 for (int64_t ch = 0; ch < C; ch++) {
@@ -584,7 +601,7 @@ static int build(cfg *c, bytes *in) {
     c->n_outs = 1 + (int)pick(in, 4);
     for (int i = 0; i < c->n_outs; i++) {
         unsigned ob = take(in), wb = take(in);
-        swi_output_init(&c->outs[i], (int)(ob % (unsigned)c->n_heads), (swi_reduce)((ob >> 1) % 6));
+        swi_output_init(&c->outs[i], (int)(ob % (unsigned)c->n_heads), (swi_reduce)((ob >> 1) % 7));
         swi_output *o = &c->outs[i];
         if (o->reduce == SWI_REDUCE_ARGMAX)
             o->dtype = (swi_dtype)((int[]){SWI_DTYPE_AUTO, SWI_DTYPE_UINT8, SWI_DTYPE_UINT16})[(ob >> 4) % 3];
@@ -673,7 +690,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                            ? (o->dtype == SWI_DTYPE_AUTO ? SWI_DTYPE_UINT8 : o->dtype)
                            : SWI_DTYPE_FLOAT32;
         size_t es = dt == SWI_DTYPE_UINT8 ? 1 : dt == SWI_DTYPE_UINT16 ? 2 : 4;
-        int64_t planes = (o->reduce == SWI_REDUCE_NONE || o->reduce == SWI_REDUCE_CUSTOM) ? c.C[h] : 1;
+        int64_t planes = (o->reduce == SWI_REDUCE_NONE || o->reduce == SWI_REDUCE_CUSTOM ||
+                          o->reduce == SWI_REDUCE_SOFTMAX)
+                             ? c.C[h]
+                             : 1;
         if (!rh[h].placeable || reflect_bad) {
             /* no grid, the run must fail; a buffer the size of the image (every head here
              * is at most the image's resolution) leaves it no other reason than the real one */
