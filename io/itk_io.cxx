@@ -314,23 +314,36 @@ bool file_pattern_ok(const std::string &v) {
     return true;
 }
 
+/* The first `max` bytes of a file into head; false (errno set) when it cannot be opened. */
+bool read_head(const char *path, size_t max, std::string &head) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    head.assign(max, '\0');
+    size_t got = fread(&head[0], 1, head.size(), f);
+    fclose(f);
+    head.resize(got);
+    return true;
+}
+
+/* The line of head that starts at `at` (without its newline); `at` moves past it. */
+std::string next_line(const std::string &head, size_t &at) {
+    size_t eol = head.find('\n', at);
+    std::string line = head.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
+    at = eol == std::string::npos ? head.size() : eol + 1;
+    return line;
+}
+
 /* teem checks only the first conversion of a NRRD "data file: FORMAT MIN MAX STEP" (see
  * file_pattern_ok): its header lines, up to the blank line that ends them, are screened for
  * that field before teem parses them. */
 swi_status check_nrrd_header(const char *path, char *err, size_t n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    std::string head;
+    if (!read_head(path, 1 << 16, head)) {
         io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
         return SWI_ERR_INVALID_ARG;
     }
-    std::string head(1 << 16, '\0');
-    size_t got = fread(&head[0], 1, head.size(), f);
-    fclose(f);
-    head.resize(got);
     for (size_t at = 0; at < head.size();) {
-        size_t eol = head.find('\n', at);
-        std::string line = head.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
-        at = eol == std::string::npos ? head.size() : eol + 1;
+        std::string line = next_line(head, at);
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.empty()) break;
         size_t colon = line.find(':');
@@ -360,21 +373,15 @@ swi_status check_nrrd_header(const char *path, char *err, size_t n) {
  * and no field may hold more numbers than NDims x NDims (heap corruption and reads past
  * MetaIO's buffers were found by fuzz_itk_headers beyond these). */
 swi_status check_meta_header(const char *path, char *err, size_t n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    std::string head;
+    if (!read_head(path, 1 << 16, head)) {
         io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
         return SWI_ERR_INVALID_ARG;
     }
-    std::string head(1 << 16, '\0');
-    size_t got = fread(&head[0], 1, head.size(), f);
-    fclose(f);
-    head.resize(got);
     int ndims = 0;
     bool dimsize = false, elemtype = false;
     for (size_t at = 0; at < head.size();) {
-        size_t eol = head.find('\n', at);
-        std::string line = head.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
-        at = eol == std::string::npos ? head.size() : eol + 1;
+        std::string line = next_line(head, at);
         for (unsigned char ch : line)
             if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch > 0x7e) {
                 io__err(err, n, "%s: corrupt MetaImage header: a line holds binary data", path);
@@ -445,12 +452,8 @@ swi_status check_meta_header(const char *path, char *err, size_t n) {
 
 /* Where a MetaImage's voxel data start in its own file: after the ElementDataFile line. */
 int64_t local_data_offset(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    std::string head(1 << 20, '\0');
-    size_t got = fread(&head[0], 1, head.size(), f);
-    fclose(f);
-    head.resize(got);
+    std::string head;
+    if (!read_head(path, 1 << 20, head)) return -1;
     for (size_t at = 0; (at = head.find("ElementDataFile", at)) != std::string::npos; at++) {
         if (at > 0 && head[at - 1] != '\n') continue;
         size_t eol = head.find('\n', at);
