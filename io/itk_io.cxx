@@ -334,15 +334,21 @@ std::string next_line(const std::string &head, size_t &at) {
 }
 
 /* teem checks only the first conversion of a NRRD "data file: FORMAT MIN MAX STEP" (see
- * file_pattern_ok): its header lines, up to the blank line that ends them, are screened for
- * that field before teem parses them. */
+ * file_pattern_ok): its header lines, up to the blank line that ends them (at most 1 MB of
+ * them), are screened for that field before teem parses them. */
 swi_status check_nrrd_header(const char *path, char *err, size_t n) {
     std::string head;
-    if (!read_head(path, 1 << 16, head)) {
+    const size_t max = 1 << 20;
+    if (!read_head(path, max, head)) {
         io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
         return SWI_ERR_INVALID_ARG;
     }
-    for (size_t at = 0; at < head.size();) {
+    for (size_t at = 0;;) {
+        if (at >= head.size()) {
+            if (head.size() < max) break;
+            io__err(err, n, "%s: corrupt NRRD header: no blank line ends it in its first 1 MB", path);
+            return SWI_ERR_INVALID_ARG;
+        }
         std::string line = next_line(head, at);
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.empty()) break;

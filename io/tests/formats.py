@@ -455,6 +455,7 @@ def main():
         "list_no_newline.mhd": "lacks its newline", "list_few.mhd": "names 2 files, and 3",
         "list_short.mhd": "holds 10 bytes",
         "nrrd_format_n.nhdr": "one %d", "nrrd_format_s.nhdr": "one %d", "nrrd_wide.nhdr": "width at most 11",
+        "nrrd_long.nhdr": "first 1 MB",
     }
     # teem checks only a NRRD series' first conversion and leaves 10 characters for the number
     # (%99d overflowed its buffer)
@@ -462,6 +463,7 @@ def main():
     for name, spec in (("nrrd_format_n", "ok%n.raw 1 3 1"), ("nrrd_format_s", "ok%d%s.raw 1 3 1"),
                        ("nrrd_wide", "ok%99d.raw 1 3 1")):
         put(name + ".nhdr", nhead + "data file: " + spec + "\n")
+    put("nrrd_long.nhdr", nhead + "# a comment\n" * 100000 + "data file: ok%n.raw 1 3 1\n")
     # numbered series and file lists whose files MetaIO would divide by zero for, loop on, or
     # read as zeros (a zero step raised SIGFPE: found by fuzz_itk_headers)
     for k in range(3):
