@@ -123,14 +123,14 @@ int bench_net_predict(void *user, swi_batch *b) {
     if (t > net->classes) t = (int)net->classes;
     predict_part parts[MAXT];
     pthread_t th[MAXT];
-    int started[MAXT] = {0}, failed0 = 0;
+    int started[MAXT] = {0}, failed = 0;
     for (int i = 0; i < t; i++) {
         parts[i] = (predict_part){
             net, swi_batch_input(b), out, n, rv, net->classes * i / t, net->classes * (i + 1) / t};
         if (i > 0) started[i] = pthread_create(&th[i], NULL, predict_part_run, &parts[i]) == 0;
-        if (i > 0 && !started[i] && predict_part_run(&parts[i])) failed0 = 1;
+        if (i > 0 && !started[i]) failed |= predict_part_run(&parts[i]) != NULL; /* no thread: here */
     }
-    int failed = failed0 | (predict_part_run(&parts[0]) != NULL);
+    failed |= predict_part_run(&parts[0]) != NULL;
     for (int i = 1; i < t; i++) {
         void *r = NULL;
         if (started[i]) pthread_join(th[i], &r);
