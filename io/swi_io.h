@@ -147,6 +147,19 @@ int64_t swi_volume_voxels(const swi_volume *v);
  *  header is read and the series assembled (the read reads them again). */
 swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t errlen);
 
+/** Open `path` for reading without blocking on a FIFO or device, and refuse anything
+ *  that is not a regular file ("X: is a FIFO (named pipe), not a regular file"). Returns
+ *  a blocking descriptor (O_CLOEXEC) and the file's size in *size (NULL: not wanted), or
+ *  -1 with a message in err naming the path. */
+int swi_io_open_regular(const char *path, int64_t *size, char *err, size_t errlen);
+
+/** The same check by name, for code that hands the path to a library opening it itself:
+ *  SWI_ERR_IO unless `path` (links followed) is a regular file. Never blocks. */
+swi_status swi_io_check_regular(const char *path, int64_t *size, char *err, size_t errlen);
+
+/** What a stat mode is, for messages: "a regular file", "a FIFO (named pipe)", ... */
+const char *swi_io_file_kind(unsigned mode);
+
 /** Stop test for long reads and writes: return non-zero to stop (SWI_ERR_CANCELLED). */
 typedef struct swi_io_cancel {
     int (*cancelled)(void *user);
