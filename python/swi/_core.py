@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _swi
+from . import _autograd, _swi
 
 try:  # torch is optional: numpy in, numpy out works without it
     import torch
@@ -129,45 +129,71 @@ def _reduce_keys(kinds) -> list:
     return keys
 
 
+def _whole(v, what: str) -> int:
+    """v as an int, refusing what int() would silently truncate (2.5, "3", True)."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if torch is not None and isinstance(v, torch.Tensor) and v.numel() == 1 and not v.is_floating_point():
+            return int(v)
+        raise TypeError(f"{what} must be an int, got {v!r}")
+    return int(v)
+
+
 def _schedule(order, dims: int):
     """The engine's window order: 'monai' (C order over the start grid, MONAI's
-    enumeration), 'auto' (the planner's choice), or a permutation of the axes."""
+    enumeration), 'auto' (the planner's choice), or a permutation of the axes (ints)."""
     if order is None or order == "monai":
         return tuple(range(dims))
     if order == "auto":
         return None
+    bad = ValueError(f"order must be 'monai', 'auto' or a permutation of the spatial axes 0..{dims - 1} "
+                     f"(ints, e.g. {tuple(reversed(range(dims)))}), got {order!r}")
+    if isinstance(order, (str, bytes)) or not isinstance(order, Sequence):
+        raise bad
+    if any(isinstance(a, bool) or not isinstance(a, (int, np.integer)) for a in order):
+        raise bad
     o = tuple(int(a) for a in order)
     if sorted(o) != list(range(dims)):
-        raise ValueError(f"order must be 'monai', 'auto' or a permutation of 0..{dims - 1}, got {order!r}")
+        raise bad
     return o
+
+
+def _check_buffer(buffer_steps, buffer_dim, dims: int) -> None:
+    """MONAI's checks of its buffering knobs (which change nothing here)."""
+    if buffer_steps is None or buffer_steps <= 0:
+        return
+    if not -dims <= int(buffer_dim) <= dims:  # MONAI's bounds, both inclusive
+        raise ValueError(f"buffer_dim must be in [{-dims}, {dims}], got {buffer_dim}.")
 
 
 class _Setup:
     """Everything derived from the arguments, shared by run() and plan()."""
 
     def __init__(self, inputs, roi_size, sw_batch_size, overlap, mode, sigma_scale, padding_mode, cval,
-                 roi_weight_map, threads, max_memory, order):
+                 roi_weight_map, threads, max_memory, order, grad=False):
         self.is_torch = _is_torch(inputs)
         self.meta = None
         self.in_device = None
+        self.torch_input = None
         if isinstance(inputs, tuple):  # a bare shape (plan only)
             host = None
             shape = inputs
             self.compute_dtype = np.dtype(np.float32)
         elif self.is_torch:
-            if inputs.requires_grad and torch.is_grad_enabled():
-                raise ValueError(
-                    "swi does not propagate gradients: the input requires grad; call under torch.no_grad() "
-                    "or pass inputs.detach()")
             self.in_device = inputs.device
             self.compute_dtype = inputs.dtype if inputs.dtype.is_floating_point else torch.float32
             if type(inputs) is not torch.Tensor and type(inputs).__name__ == "MetaTensor":
                 self.meta = inputs
-            t = inputs.detach()
-            if type(t) is not torch.Tensor:
-                t = t.as_subclass(torch.Tensor)
-            host = t.to(device="cpu", dtype=torch.float32).contiguous().numpy()
-            shape = tuple(host.shape)
+            if grad:  # the differentiable path works on the tensor itself
+                t = inputs if type(inputs) is torch.Tensor else inputs.as_subclass(torch.Tensor)
+                self.torch_input = t if t.dtype == self.compute_dtype else t.to(self.compute_dtype)
+                host = None
+                shape = tuple(inputs.shape)
+            else:
+                t = inputs.detach()
+                if type(t) is not torch.Tensor:
+                    t = t.as_subclass(torch.Tensor)
+                host = t.to(device="cpu", dtype=torch.float32).contiguous().numpy()
+                shape = tuple(host.shape)
         else:
             a = np.asarray(inputs)
             self.compute_dtype = a.dtype if np.issubdtype(a.dtype, np.floating) else np.dtype(np.float32)
@@ -198,14 +224,20 @@ class _Setup:
             raise ValueError(f"padding_mode must be one of {sorted(_PAD)}, got {padding_mode!r}")
         self.padding_mode = _PAD[pm]
         self.cval = float(cval)
-        if int(sw_batch_size) < 1:
+        self.sw_batch_size = _whole(sw_batch_size, "sw_batch_size")
+        if self.sw_batch_size < 1:
             raise ValueError(f"sw_batch_size must be >= 1, got {sw_batch_size}")
-        self.sw_batch_size = int(sw_batch_size)
-        self.threads = 0 if threads is None else int(threads)
+        self.threads = 0 if threads is None else _whole(threads, "threads")
+        if self.threads < 0:
+            raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}")
         self.max_memory = _parse_memory(max_memory)
         self.order = _schedule(order, dims)
         self.pipeline = -1
         self.pad_before = tuple(max(r - s, 0) // 2 for r, s in zip(self.roi, image))
+        if self.cval != 0.0 and pm != "constant" and any(r > s for r, s in zip(self.roi, image)):
+            # MONAI pads with torch's F.pad, which takes a value for constant padding only
+            raise ValueError(f"cval={cval!r} applies to padding_mode='constant' only; got padding_mode={pm!r} "
+                             f"(the window {self.roi} is larger than the image {image})")
         self.weight_map = None
         if roi_weight_map is not None:
             self.weight_map = self._weights_from(roi_weight_map)
@@ -538,7 +570,7 @@ def _as_meta(t, like):
     except ImportError:  # pragma: no cover
         return t
     temp = MetaTensor([]).copy_meta_from(like, copy_attr=False)
-    return convert_to_dst_type(t, temp, device=t.device)[0]
+    return convert_to_dst_type(t, temp, device=t.device, dtype=t.dtype)[0]
 
 
 def _pack(pred: _Predictor, per_head):
@@ -553,16 +585,21 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
                              sigma_scale=0.125, padding_mode="constant", cval=0.0, sw_device=None, device=None,
                              progress=False, roi_weight_map=None, process_fn=None, buffer_steps=None,
                              buffer_dim=-1, with_coord=False, *args, reduce=None, max_memory=None, threads=None,
-                             order="monai", **kwargs):
+                             order="monai", predictor_kwargs=None, **kwargs):
     """MONAI 1.4's ``sliding_window_inference``, computed by libswi, streamed.
 
     With ``reduce=None`` the parameters, defaults, results and return types are MONAI's:
     a tensor, or a tuple/dict when the predictor returns one (heads of other resolutions
     included); torch in gives torch out on ``device`` (default: the input's) in the input's
     float dtype; numpy in gives numpy out. The engine computes in float32. ``buffer_steps``
-    and ``buffer_dim`` are accepted and change nothing. Gradients are not propagated: the
-    predictor runs under ``torch.no_grad()`` and an input requiring grad (with grad mode
-    on) is refused.
+    and ``buffer_dim`` are checked as MONAI checks them and change nothing else.
+
+    Gradients: when grad mode is on and the input, or a parameter of the predictor (an
+    ``nn.Module``), requires grad, the result is computed as MONAI computes it, with PyTorch
+    operations on the whole score volume, so gradients flow to the input and the
+    parameters (said once on stderr; no streaming, no ``reduce`` savings). Otherwise the
+    predictor runs under ``torch.no_grad()`` and the engine streams. Call under
+    ``torch.no_grad()`` (or ``torch.inference_mode()``) for validation.
 
     Keyword-only extras:
       reduce: None, "argmax" (labels [B, 1, *spatial], uint8; above 256 classes uint16 for
@@ -576,15 +613,25 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
         "auto" (the planner's memory-optimal order, planned with the real output size
         after the first call, whose windows are predicted again), or a permutation of the
         spatial axes (plain loop order in that permutation).
+      predictor_kwargs: keyword arguments for the predictor whose names swi takes for
+        itself (``reduce``, ``max_memory``, ``threads``, ``order``, ``predictor_kwargs``);
+        any other keyword argument reaches the predictor as in MONAI.
     """
-    del buffer_steps, buffer_dim  # the streaming engine needs no buffering knobs
+    if predictor_kwargs:
+        kwargs = {**kwargs, **dict(predictor_kwargs)}
+    dims = len(inputs.shape) - 2 if hasattr(inputs, "shape") else 0
+    _check_buffer(buffer_steps, buffer_dim, dims)  # the streaming engine needs no buffering
+    grad = _autograd.needs_grad(inputs, predictor)
     setup = _Setup(inputs, roi_size, sw_batch_size, overlap, mode, sigma_scale, padding_mode, cval,
-                   roi_weight_map, threads, max_memory, order)
+                   roi_weight_map, threads, max_memory, order, grad=grad)
     if setup.is_torch:
         out_device = torch.device(device) if device is not None else setup.in_device
     else:
         out_device = None
     kinds, single = _reduce_spec(reduce)
+    if grad:
+        return _run_grad(setup, kinds, single, predictor, sw_device, out_device, with_coord, process_fn, args,
+                         kwargs)
     pred = _Predictor(setup, predictor, sw_device, with_coord, process_fn, args, kwargs)
     prog = _Progress() if progress else None
     heads = None
@@ -624,6 +671,31 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
         per_head.append(next(iter(vals.values())) if single else vals)
     if all(callable(r) for r in kinds) and single:
         return None
+    return _pack(pred, per_head)
+
+
+def _run_grad(setup, kinds, single, predictor, sw_device, out_device, with_coord, process_fn, args, kwargs):
+    """sliding_window_inference through PyTorch operations, gradients flowing (see _autograd)."""
+    pred = _Predictor(setup, predictor, sw_device, with_coord, None, args, kwargs)
+    sw_dev = pred.sw_device
+    heads, keys, kind = _autograd.run(setup, predictor, sw_dev, out_device, with_coord, process_fn, args, kwargs,
+                                      _flatten, pred._check)
+    names = _reduce_keys(kinds)
+    per_head = []
+    for h, scores in enumerate(heads):
+        vals = {}
+        for name, r in zip(names, kinds):
+            if callable(r):
+                _autograd.call_custom(r, scores, h, Region)
+                vals[name] = None
+            else:
+                vals[name] = _autograd.reduce_torch(scores, r)
+                if setup.meta is not None:
+                    vals[name] = _as_meta(vals[name], setup.meta)
+        per_head.append(next(iter(vals.values())) if single else vals)
+    if all(callable(r) for r in kinds) and single:
+        return None
+    pred.keys, pred.kind = keys, kind
     return _pack(pred, per_head)
 
 
