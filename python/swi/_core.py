@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -21,6 +22,15 @@ except ImportError:  # pragma: no cover - exercised only where torch is absent
     torch = None
 
 __all__ = ["sliding_window_inference", "plan", "Region", "BudgetError", "MAX_DIMS"]
+
+# The public API's types (for annotations; torch stays optional at run time).
+ArrayLike = Any  # a numpy array or a torch tensor, [batch, channels, *spatial]
+Sizes = Union[int, Sequence[int]]  # one value for every spatial axis, or one per axis
+Floats = Union[float, Sequence[float]]
+Reduction = Union[str, Callable[[Any, "Region"], None]]
+Reduce = Union[None, Reduction, Sequence[Reduction]]
+Memory = Union[None, int, str]  # bytes, or "4G", "512M"
+Order = Union[str, Sequence[int], None]  # "monai", "auto", or a permutation of the spatial axes
 
 BudgetError = _swi.BudgetError
 MAX_DIMS = _swi.MAX_DIMS
@@ -40,15 +50,15 @@ class Region:
 
     image: int
     head: int
-    lo: tuple
-    hi: tuple
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
 
     @property
-    def slices(self) -> tuple:
+    def slices(self) -> tuple[slice, ...]:
         return tuple(slice(a, b) for a, b in zip(self.lo, self.hi))
 
     @property
-    def index(self) -> tuple:
+    def index(self) -> tuple[slice, ...]:
         return (slice(self.image, self.image + 1), slice(None), *self.slices)
 
 
@@ -581,11 +591,15 @@ def _pack(pred: _Predictor, per_head):
     return per_head[0]
 
 
-def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap=0.25, mode="constant",
-                             sigma_scale=0.125, padding_mode="constant", cval=0.0, sw_device=None, device=None,
-                             progress=False, roi_weight_map=None, process_fn=None, buffer_steps=None,
-                             buffer_dim=-1, with_coord=False, *args, reduce=None, max_memory=None, threads=None,
-                             order="monai", predictor_kwargs=None, **kwargs):
+def sliding_window_inference(inputs: ArrayLike, roi_size: Sizes, sw_batch_size: int,
+                             predictor: Callable[..., Any], overlap: Floats = 0.25, mode: str = "constant",
+                             sigma_scale: Floats = 0.125, padding_mode: str = "constant", cval: float = 0.0,
+                             sw_device: Any = None, device: Any = None, progress: bool = False,
+                             roi_weight_map: Optional[ArrayLike] = None, process_fn: Optional[Callable[..., Any]] = None,
+                             buffer_steps: Optional[int] = None, buffer_dim: int = -1, with_coord: bool = False,
+                             *args: Any, reduce: Reduce = None, max_memory: Memory = None,
+                             threads: Optional[int] = None, order: Order = "monai",
+                             predictor_kwargs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> Any:
     """MONAI 1.4's ``sliding_window_inference``, computed by libswi, streamed.
 
     With ``reduce=None`` the parameters, defaults, results and return types are MONAI's:
@@ -699,9 +713,10 @@ def _run_grad(setup, kinds, single, predictor, sw_device, out_device, with_coord
     return _pack(pred, per_head)
 
 
-def plan(inputs, roi_size, sw_batch_size=1, overlap=0.25, mode="constant", sigma_scale=0.125,
-         padding_mode="constant", cval=0.0, roi_weight_map=None, *, reduce=None, out_channels=None,
-         max_memory=None, threads=None, order="monai") -> dict:
+def plan(inputs: Union[ArrayLike, Sequence[int]], roi_size: Sizes, sw_batch_size: int = 1, overlap: Floats = 0.25,
+         mode: str = "constant", sigma_scale: Floats = 0.125, padding_mode: str = "constant", cval: float = 0.0,
+         roi_weight_map: Optional[ArrayLike] = None, *, reduce: Reduce = None, out_channels: Optional[int] = None,
+         max_memory: Memory = None, threads: Optional[int] = None, order: Order = "monai") -> dict[str, Any]:
     """What a run would do, without running: the window grid, predictor calls, the chosen
     batch size/order and the memory split (bytes_input, bytes_windows, bytes_partial,
     bytes_outputs, bytes_scratch, bytes_peak, bytes_min). ``inputs`` may be an array or a

@@ -7,7 +7,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._core import _BLEND, _PAD, _is_torch, _name, _parse_memory, _reduce_spec, _whole, sliding_window_inference, torch
+from ._core import (_BLEND, _PAD, Floats, Memory, Order, Reduce, Sizes, _is_torch, _name, _parse_memory, _reduce_spec,
+                    _whole, sliding_window_inference, torch)
 
 
 def _inferer_base() -> type:
@@ -35,11 +36,12 @@ class SlidingWindowInferer(_Base):
     ``cpu_thresh`` stitches on the CPU above that many voxels, as in MONAI. A
     ``monai.inferers.Inferer`` when MONAI is importable."""
 
-    def __init__(self, roi_size, sw_batch_size: int = 1, overlap=0.25, mode="constant", sigma_scale=0.125,
-                 padding_mode="constant", cval: float = 0.0, sw_device=None, device=None, progress: bool = False,
-                 cache_roi_weight_map: bool = False, cpu_thresh: int | None = None, buffer_steps=None,
-                 buffer_dim: int = -1, with_coord: bool = False, *, reduce=None, max_memory=None, threads=None,
-                 order="monai"):
+    def __init__(self, roi_size: Sizes, sw_batch_size: int = 1, overlap: Floats = 0.25, mode: str = "constant",
+                 sigma_scale: Floats = 0.125, padding_mode: str = "constant", cval: float = 0.0,
+                 sw_device: Any = None, device: Any = None, progress: bool = False,
+                 cache_roi_weight_map: bool = False, cpu_thresh: int | None = None, buffer_steps: int | None = None,
+                 buffer_dim: int = -1, with_coord: bool = False, *, reduce: Reduce = None, max_memory: Memory = None,
+                 threads: int | None = None, order: Order = "monai") -> None:
         self.roi_size = roi_size
         self.sw_batch_size = sw_batch_size
         self.overlap = overlap
@@ -91,7 +93,7 @@ class SlidingWindowInferer(_Base):
             device = "cpu"
         return device
 
-    def __call__(self, inputs, network: Callable[..., Any], *args: Any, **kwargs: Any):
+    def __call__(self, inputs: Any, network: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return self._infer(inputs, network, args, kwargs, self.reduce)
 
     def _infer(self, inputs, network, args, kwargs, reduce, sw_batch_size=None):
@@ -119,7 +121,7 @@ class SlidingWindowInfererAdapt(SlidingWindowInferer):
     fallbacks (buffered and CPU stitching) have nothing to do here. The batch size that
     worked is kept for the next call (``self.sw_batch_size``)."""
 
-    def __call__(self, inputs, network: Callable[..., Any], *args: Any, **kwargs: Any):
+    def __call__(self, inputs: Any, network: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         sw = _whole(self.sw_batch_size, "sw_batch_size")
         while True:
             try:
@@ -146,13 +148,13 @@ class SlidingWindowInfererReduced(SlidingWindowInferer):
     ([B, K, *spatial]). The default reduction is argmax over channels (computed by the
     engine, uint8/uint16 labels), so the full score volume never exists."""
 
-    def __init__(self, roi_size, sw_batch_size: int = 1, *args, reduction_fn: Callable | None = None,
-                 output_dtype=None, **kwargs):
+    def __init__(self, roi_size: Sizes, sw_batch_size: int = 1, *args: Any,
+                 reduction_fn: Callable[..., Any] | None = None, output_dtype: Any = None, **kwargs: Any) -> None:
         super().__init__(roi_size, sw_batch_size, *args, **kwargs)
         self.reduction_fn = reduction_fn
         self.output_dtype = output_dtype
 
-    def __call__(self, inputs, network: Callable[..., Any], *args: Any, **kwargs: Any):
+    def __call__(self, inputs: Any, network: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self.reduction_fn is None:
             out = self._infer(inputs, network, args, kwargs, "argmax")
             return out if self.output_dtype is None else _cast(out, self.output_dtype)
