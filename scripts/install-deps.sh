@@ -27,6 +27,8 @@ APT_PACKAGES=(
   python3-dev python3-venv python3-setuptools python3-pytest python3-torch python3-tqdm
   # python/: the wheel (make wheel: pip wheel, no build isolation) and its typing check
   python3-pip python3-wheel mypy
+  # python/: swi.dask, one part box a task on a dask.distributed cluster (its tests)
+  python3-dask python3-distributed
   # swi segment/plan/info/export: model cards are JSON (optional: cards refused without it)
   libjansson-dev
   # swi_io: NRRD, MetaImage and DICOM series through ITK's image I/O (brings GDCM; optional,

@@ -320,6 +320,9 @@ struct run_state {
     /* first exception raised in any callback; touched only with the GIL held */
     PyObject *exc_type, *exc_value, *exc_tb;
     region_user regions[MAX_OUTPUTS];
+    PyObject *reader; /* reader(image, lo, hi) -> float32 [channels, *(hi - lo)], or NULL */
+    int64_t channels;
+    swi_reader in_reader;
 };
 
 /* Keep the pending exception as the run's failure (the first one wins). */
@@ -447,6 +450,57 @@ static int fill_head(run_state *rs, swi_batch *b, int h, PyObject *item, int cou
     return r ? 0 : -1;
 }
 
+/* An input read box by box through a Python callable (a store, a dask array, a memmap). */
+static int reader_cb(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *message,
+                     size_t message_size) {
+    run_state *rs = user;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    int rc = 1;
+    PyObject *tlo = NULL, *thi = NULL, *res = NULL;
+    Py_buffer view;
+    int have_view = 0;
+    if (rs->exc_type) goto done;
+    size_t n = (size_t)rs->channels;
+    for (int k = 0; k < rs->dims; k++) n *= (size_t)(hi[k] - lo[k]);
+    tlo = int64_tuple(lo, rs->dims);
+    thi = int64_tuple(hi, rs->dims);
+    if (!tlo || !thi) goto done;
+    res = PyObject_CallFunction(rs->reader, "LOO", (long long)image, tlo, thi);
+    if (!res) goto done;
+    if (PyObject_GetBuffer(res, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    have_view = 1;
+    if (view.itemsize != 4 || !view.format || strcmp(view.format, "f") != 0 ||
+        view.len != (Py_ssize_t)(n * sizeof(float))) {
+        PyErr_Format(PyExc_ValueError,
+                     "the input reader returned %zd bytes of format '%s' for a box of %zu float32 values "
+                     "([channels, *(hi - lo)], C order)",
+                     view.len, view.format ? view.format : "B", n);
+        goto done;
+    }
+    memcpy(dst, view.buf, n * sizeof(float));
+    rc = 0;
+done:
+    if (have_view) PyBuffer_Release(&view);
+    if (rc) {
+        stash_exception(rs);
+        snprintf(message, message_size, "the input reader failed");
+    }
+    Py_XDECREF(res);
+    Py_XDECREF(tlo);
+    Py_XDECREF(thi);
+    PyGILState_Release(gil);
+    return rc;
+}
+
+/* part: None, or (lo, hi) of the output box to compute (swi_params.part_lo/part_hi). */
+static int parse_part(swi_params *p, PyObject *part) {
+    if (part == Py_None) return 0;
+    PyObject *lo, *hi;
+    if (!PyArg_ParseTuple(part, "OO:part", &lo, &hi)) return -1;
+    if (parse_int64_seq(lo, p->dims, p->part_lo, "part lo") < 0) return -1;
+    return parse_int64_seq(hi, p->dims, p->part_hi, "part hi");
+}
+
 static int predict_cb(void *user, swi_batch *b) {
     run_state *rs = user;
     PyGILState_STATE gil = PyGILState_Ensure();
@@ -555,7 +609,7 @@ out:
 
 static PyObject *result_for(PyObject *owner, swi_ctx *ctx, const config *c, int i) {
     const swi_output *o = &c->outs[i];
-    if (o->reduce == SWI_REDUCE_CUSTOM) Py_RETURN_NONE;
+    if (o->reduce == SWI_REDUCE_CUSTOM || c->out_fns[i]) Py_RETURN_NONE; /* delivered region by region */
     size_t bytes = 0;
     void *ptr = (void *)swi_result(ctx, i, &bytes);
     int64_t size[NDIM_MAX];
@@ -591,33 +645,44 @@ static PyObject *swi_py_run(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {
         "input",   "roi",           "overlap",   "mode",     "sigma_scale", "weight_map", "padding_mode",
         "cval",    "sw_batch_size", "threads",   "order",    "pipeline",    "max_memory", "heads",
-        "outputs", "predictor",     "copy_into", "progress", NULL};
+        "outputs", "predictor",     "copy_into", "progress", "reader",      "part",       NULL};
     PyObject *input, *roi, *overlap, *sigma, *wmap, *order, *heads, *outputs, *predictor, *copy_into,
-        *progress;
+        *progress, *reader = Py_None, *part = Py_None;
     int mode, padding_mode, sw_batch_size, threads, pipeline;
     double cval;
     unsigned long long max_memory;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOOOOO:run", kwlist, &input, &roi, &overlap,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOOOOO|OO:run", kwlist, &input, &roi, &overlap,
                                      &mode, &sigma, &wmap, &padding_mode, &cval, &sw_batch_size, &threads,
                                      &order, &pipeline, &max_memory, &heads, &outputs, &predictor, &copy_into,
-                                     &progress))
+                                     &progress, &reader, &part))
         return NULL;
     if (!PyCallable_Check(predictor) || !PyCallable_Check(copy_into) ||
-        (progress != Py_None && !PyCallable_Check(progress))) {
-        PyErr_SetString(PyExc_TypeError, "predictor, copy_into and progress must be callable");
+        (progress != Py_None && !PyCallable_Check(progress)) || (reader != Py_None && !PyCallable_Check(reader))) {
+        PyErr_SetString(PyExc_TypeError, "predictor, copy_into, progress and reader must be callable");
         return NULL;
     }
     config c;
     if (parse_config(&c, input, roi, overlap, mode, sigma, wmap, padding_mode, cval, sw_batch_size, threads,
                      order, pipeline, max_memory, heads, outputs) < 0)
         return NULL;
-    if (!c.have_in) {
+    if (parse_part(&c.p, part) < 0) {
         config_release(&c);
-        PyErr_SetString(PyExc_TypeError, "input must be a float32 buffer");
+        return NULL;
+    }
+    if (!c.have_in && reader == Py_None) {
+        config_release(&c);
+        PyErr_SetString(PyExc_TypeError, "input must be a float32 buffer, or a shape with a reader");
         return NULL;
     }
     run_state rs;
     memset(&rs, 0, sizeof rs);
+    if (!c.have_in) {
+        rs.reader = reader;
+        rs.channels = c.in.channels;
+        rs.in_reader.read = reader_cb;
+        rs.in_reader.user = &rs;
+        c.in.reader = &rs.in_reader;
+    }
     rs.predictor = predictor;
     rs.copy_into = copy_into;
     rs.progress = progress == Py_None ? NULL : progress;
@@ -689,19 +754,23 @@ static PyObject *swi_py_plan(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static char *kwlist[] = {"input",        "roi",   "overlap",       "mode",    "sigma_scale", "weight_map",
                              "padding_mode", "cval",  "sw_batch_size", "threads", "order",       "pipeline",
-                             "max_memory",   "heads", "outputs",       NULL};
-    PyObject *input, *roi, *overlap, *sigma, *wmap, *order, *heads, *outputs;
+                             "max_memory",   "heads", "outputs",       "part",    NULL};
+    PyObject *input, *roi, *overlap, *sigma, *wmap, *order, *heads, *outputs, *part = Py_None;
     int mode, padding_mode, sw_batch_size, threads, pipeline;
     double cval;
     unsigned long long max_memory;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOO:plan", kwlist, &input, &roi, &overlap, &mode,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOO|O:plan", kwlist, &input, &roi, &overlap, &mode,
                                      &sigma, &wmap, &padding_mode, &cval, &sw_batch_size, &threads, &order,
-                                     &pipeline, &max_memory, &heads, &outputs))
+                                     &pipeline, &max_memory, &heads, &outputs, &part))
         return NULL;
     config c;
     if (parse_config(&c, input, roi, overlap, mode, sigma, wmap, padding_mode, cval, sw_batch_size, threads,
                      order, pipeline, max_memory, heads, outputs) < 0)
         return NULL;
+    if (parse_part(&c.p, part) < 0) {
+        config_release(&c);
+        return NULL;
+    }
     swi_ctx *ctx = swi_create();
     if (!ctx) {
         config_release(&c);

@@ -648,15 +648,36 @@ def sliding_window_inference(inputs: ArrayLike, roi_size: Sizes, sw_batch_size: 
                          kwargs)
     pred = _Predictor(setup, predictor, sw_device, with_coord, process_fn, args, kwargs)
     prog = _Progress() if progress else None
+    try:
+        results = _engine(setup, pred, lambda n_heads: _outputs(kinds, n_heads, setup, out_device), prog,
+                          source=setup.host)
+    finally:
+        if prog is not None:
+            prog.close()
+    per_head = []
+    i = 0
+    names = _reduce_keys(kinds)
+    for _h in range(len(pred.first)):
+        vals = {}
+        for name, r in zip(names, kinds):
+            vals[name] = _finish(results[i], "none" if r == "none" else "reduced", setup, out_device)
+            i += 1
+        per_head.append(next(iter(vals.values())) if single else vals)
+    if all(callable(r) for r in kinds) and single:
+        return None
+    return _pack(pred, per_head)
+
+
+def _engine(setup, pred, make_outputs, prog, source, **extra):
+    """_swi.run, set up again once when the first predictor call reveals what the run
+    must declare (several heads, or the real output size for the planner or a budget)."""
     heads = None
     try:
         while True:
             n_heads = 1 if heads is None else len(heads)
-            outputs = _outputs(kinds, n_heads, setup, out_device)
             try:
-                results = _swi.run(setup.host, **setup.kwargs(heads, outputs), predictor=pred,
-                                   copy_into=_copy_into, progress=prog)
-                break
+                return _swi.run(source, **setup.kwargs(heads, make_outputs(n_heads)), predictor=pred,
+                                copy_into=_copy_into, progress=prog, **extra)
             except _Restart:
                 if heads is not None:
                     raise RuntimeError("internal: the run was set up twice") from None
@@ -671,21 +692,36 @@ def sliding_window_inference(inputs: ArrayLike, roi_size: Sizes, sw_batch_size: 
                     raise ValueError(f"the predictor returned {len(heads)} outputs; swi supports up to "
                                      f"{_swi.MAX_HEADS}") from None
     finally:
-        if prog is not None:
-            prog.close()
         pred.cache.clear()
-    per_head = []
-    i = 0
-    names = _reduce_keys(kinds)
-    for _h in range(len(pred.first)):
-        vals = {}
-        for name, r in zip(names, kinds):
-            vals[name] = _finish(results[i], "none" if r == "none" else "reduced", setup, out_device)
-            i += 1
-        per_head.append(next(iter(vals.values())) if single else vals)
-    if all(callable(r) for r in kinds) and single:
-        return None
-    return _pack(pred, per_head)
+
+
+def run_part(shape, reader, roi_size, sw_batch_size, predictor, part, sink, *, overlap=0.25, mode="constant",
+             sigma_scale=0.125, padding_mode="constant", cval=0.0, reduce="argmax", threads=None,
+             order="monai", max_memory=None):
+    """One part of a run: the output box ``part = (lo, hi)`` of an input of ``shape``
+    [batch, channels, *spatial] read box by box through ``reader(image, lo, hi)`` (float32
+    [channels, *(hi - lo)]). Each region of the named reduction ``reduce`` reaches
+    ``sink(data, image, lo, hi)`` (a numpy array [1, K, *(hi - lo)]) as soon as it is final.
+    Parts of a grid together give bitwise the whole run's result (swi_params.part_lo)."""
+    setup = _Setup(tuple(int(v) for v in shape), roi_size, sw_batch_size, overlap, mode, sigma_scale,
+                   padding_mode, cval, None, threads, max_memory, order)
+    kinds, single = _reduce_spec(reduce)
+    if not single or callable(kinds[0]):
+        raise ValueError("run_part takes one named reduction")
+    kind = kinds[0]
+
+    def deliver(data, image, head, channels, lo, hi):
+        if head != 0:
+            return
+        dt = np.float32
+        if kind == "argmax":
+            dt = np.uint8 if len(data) == int(np.prod([b - a for a, b in zip(lo, hi)])) else np.uint16
+        a = np.frombuffer(data, dtype=dt).reshape((1, channels) + tuple(b - a for a, b in zip(lo, hi)))
+        sink(a, image, tuple(lo), tuple(hi))
+
+    pred = _Predictor(setup, predictor, None, False, None, (), {})
+    _engine(setup, pred, lambda n_heads: [(h, _REDUCE[kind], _DTYPE_AUTO, deliver) for h in range(n_heads)], None,
+            source=setup.shape, reader=reader, part=(tuple(part[0]), tuple(part[1])))
 
 
 def _run_grad(setup, kinds, single, predictor, sw_device, out_device, with_coord, process_fn, args, kwargs):
