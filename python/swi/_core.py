@@ -341,6 +341,11 @@ class _Predictor:
         self.args = args
         self.kwargs = kwargs
         self.sw_device = sw_device if sw_device is not None else (setup.in_device if setup.is_torch else None)
+        self.staging = None
+        if setup.is_torch and self.sw_device is not None and torch.device(self.sw_device).type == "cuda":
+            from ._cuda import Staging
+
+            self.staging = Staging(self.sw_device)
         self.first = None  # [(channels, spatial)] of the first call
         self.keys = None
         self.kind = None
@@ -380,6 +385,8 @@ class _Predictor:
                 for i, k in enumerate(keys):
                     self.cache[k] = [_to_numpy32(h[i]) for h in heads]
             raise _Restart()
+        if self.staging is not None:
+            return [(h.shape[1], tuple(h.shape[2:]), a) for h, a in zip(heads, self.staging.to_host(heads))]
         return [(h.shape[1], tuple(h.shape[2:]), _engine_ready(h)) for h in heads]
 
     def _mixed(self, win, images, starts, hit):
@@ -408,7 +415,9 @@ class _Predictor:
     def _predict(self, x, images, starts):
         s = self.s
         count = x.shape[0]
-        if s.is_torch:
+        if self.staging is not None:
+            data = self.staging.to_device(np.asarray(x), s.compute_dtype)
+        elif s.is_torch:
             data = torch.from_numpy(np.array(x, copy=False)).to(device=self.sw_device, dtype=s.compute_dtype)
         else:
             data = x if s.compute_dtype == np.float32 else x.astype(s.compute_dtype)
