@@ -630,7 +630,10 @@ def sliding_window_inference(inputs: ArrayLike, roi_size: Sizes, sw_batch_size: 
         "softmax" (float32 probabilities [B, C, *spatial], computed region by region), a
         list of those (a dict out), or a callable ``fn(scores, region)`` called with each
         completed region of blended scores ([1, C, *region], see `Region`); it returns None.
-      max_memory: peak-bytes budget (int or "4G"); BudgetError names the minimum.
+      max_memory: the engine's peak-bytes budget (int or "4G"): the input's float32 copy,
+        window buffers, partial sums, outputs and scratch. The predictor's own memory and
+        the caller's arrays are outside it; a run with a budget says on stderr what it
+        planned and the process's peak. BudgetError names the smallest budget that works.
       threads: blending workers (default: all cores).
       order: "monai" (default: windows reach the predictor in MONAI's order and chunks),
         "auto" (the planner's memory-optimal order, planned with the real output size
@@ -657,12 +660,15 @@ def sliding_window_inference(inputs: ArrayLike, roi_size: Sizes, sw_batch_size: 
                          kwargs)
     pred = _Predictor(setup, predictor, sw_device, with_coord, process_fn, args, kwargs)
     prog = _Progress() if progress else None
+    rss0 = _peak_rss()
     try:
         results = _engine(setup, pred, lambda n_heads: _outputs(kinds, n_heads, setup, out_device), prog,
                           source=setup.host)
     finally:
         if prog is not None:
             prog.close()
+    if setup.max_memory:
+        _budget_summary(setup, pred, kinds, rss0)
     per_head = []
     i = 0
     names = _reduce_keys(kinds)
@@ -675,6 +681,36 @@ def sliding_window_inference(inputs: ArrayLike, roi_size: Sizes, sw_batch_size: 
     if all(callable(r) for r in kinds) and single:
         return None
     return _pack(pred, per_head)
+
+
+BUDGET_COVERS = ("the engine: the input's float32 copy, the window buffers, the partial sums, the outputs and "
+                 "scratch; not the predictor, its outputs before they are handed over, or the caller's arrays")
+
+
+def _peak_rss() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.0f} MiB"
+
+
+def _budget_summary(setup, pred, kinds, rss0) -> None:
+    """One line on stderr: what max_memory covered, what the plan took of it, and the
+    process's peak, so a budget is never mistaken for the process's limit."""
+    outputs = [(0, _CUSTOM if callable(r) else _REDUCE[r], _DTYPE_FLOAT32 if callable(r) else _DTYPE_AUTO, None)
+               for r in kinds]
+    heads = [(c, tuple(sp)) for c, sp in pred.first] if pred.first else None
+    try:
+        p = _swi.plan(setup.shape, **setup.kwargs(heads, outputs))
+    except Exception:  # the run succeeded; a summary is not worth an error
+        return
+    peak = _peak_rss()
+    sys.stderr.write(f"swi: max_memory {_mib(setup.max_memory)} covers {BUDGET_COVERS}: planned "
+                     f"{_mib(p['bytes_peak'])}; the process peaked at {_mib(peak)} "
+                     f"({_mib(max(peak - rss0, 0))} above its peak before the call)\n")
 
 
 def _engine(setup, pred, make_outputs, prog, source, **extra):
@@ -776,4 +812,6 @@ def plan(inputs: Union[ArrayLike, Sequence[int]], roi_size: Sizes, sw_batch_size
     heads = None if out_channels is None else [(int(out_channels), (0,) * setup.dims)]
     outputs = [(0, _CUSTOM if callable(r) else _REDUCE[r], _DTYPE_FLOAT32 if callable(r) else _DTYPE_AUTO, None)
                for r in kinds]
-    return _swi.plan(src, **setup.kwargs(heads, outputs))
+    res = _swi.plan(src, **setup.kwargs(heads, outputs))
+    res["budget_covers"] = BUDGET_COVERS
+    return res

@@ -192,3 +192,14 @@ def test_adaptive_inferer_halves_the_batch_on_device_oom():
     assert inf.sw_batch_size == 2 and max(calls[-3:]) <= 2
     with pytest.raises(ValueError):  # anything else propagates at once
         swi.SlidingWindowInfererAdapt(4, 2)(x, lambda d: (_ for _ in ()).throw(ValueError("bad")))
+
+
+def test_a_budget_says_what_it_covers(capsys):
+    x = np.random.default_rng(0).random((1, 1, 40, 40, 30), dtype=np.float32)
+    swi.sliding_window_inference(x, 16, 2, lambda d: np.concatenate([d, -d], 1), reduce="argmax",
+                                 max_memory="64M")
+    err = capsys.readouterr().err
+    assert "max_memory 64 MiB covers the engine" in err and "not the predictor" in err
+    assert "the process peaked at" in err
+    p = swi.plan((1, 1, 40, 40, 30), 16, 2, reduce="argmax", out_channels=2, max_memory="64M")
+    assert "not the predictor" in p["budget_covers"] and p["bytes_peak"] <= 64 << 20
