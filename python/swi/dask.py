@@ -68,8 +68,29 @@ def _open_input(src: Any) -> Any:
                 return h5py.File(f + ext[:-1], "r")[d if d.startswith("/") else "/" + d]
         import zarr
 
-        return zarr.open(name, mode="r")
+        z = zarr.open(name, mode="r")
+        if isinstance(z, zarr.hierarchy.Group):
+            ms = z.attrs.get("multiscales")
+            if not ms:
+                raise ValueError(f"{name}: a Zarr group without OME-Zarr multiscales metadata")
+            z = z[ms[0]["datasets"][0]["path"]]
+        return _drop_unit_axes(z)
     return src
+
+
+def _drop_unit_axes(z: Any) -> Any:
+    """An OME-Zarr level's leading axes of size 1 (t, c) indexed away, lazily."""
+    lead = len(z.shape) - 3
+    if lead <= 0 or any(int(v) != 1 for v in z.shape[:lead]):
+        return z
+
+    class View:
+        shape = tuple(int(v) for v in z.shape[lead:])
+
+        def __getitem__(self, box: Any) -> Any:
+            return z[(0,) * lead + tuple(box)]
+
+    return View()
 
 
 def _spatial(arr: Any) -> tuple[tuple[int, ...], int]:
@@ -131,18 +152,72 @@ def _task(input_src: Any, output: str, factory: Callable[[], Any], box: Any, opt
     return f"{lo}-{hi}"
 
 
-def segment(client: Any, input: Any, output: str, predictor_factory: Callable[[], Any], roi_size: Sizes,
+def _cli_window_flags(o: dict[str, Any]) -> list[str]:
+    def csv(v: Any) -> str:
+        return ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
+
+    flags = ["--roi", csv(o["roi_size"]), "--sw-batch", str(int(o["sw_batch_size"])), "--overlap", csv(o["overlap"]),
+             "--mode", str(o["mode"]), "--sigma-scale", csv(o["sigma_scale"]), "--padding-mode",
+             str(o["padding_mode"]), "--cval", repr(float(o["cval"]))]
+    if o["threads"]:
+        flags += ["--threads", str(int(o["threads"]))]
+    if o["max_memory"]:
+        flags += ["--max-memory", str(o["max_memory"])]
+    return flags
+
+
+def _cli_task(cmd: list[str]) -> str:
+    import subprocess
+
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()}")
+    return r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+
+
+def _segment_onnx(client: Any, input: Any, output: str, model: str, options: dict[str, Any],
+                  grid: Optional[Sequence[int]], force: bool, swi: str) -> str:
+    """An ONNX model: each task runs `swi segment --shard I/N --shard-grid AxBxC` (the
+    command's exact parts and its own store writer, markers and output rules)."""
+    if not isinstance(input, (str, os.PathLike)):
+        raise TypeError("with an ONNX model the input must be a store name (x.zarr, x.ome.zarr, x.h5:/path)")
+    if grid is None:
+        grid = (max(1, len(client.scheduler_info().get("workers", {}))), 1, 1)
+    n = int(np.prod(grid))
+    base = [swi, "segment", "-q", "--model", os.fspath(model), "--input", os.fspath(input), "--output", output]
+    base += _cli_window_flags(options) + (["--force"] if force else [])
+    _cli_task(base + ["--shard", "init"])
+    job = uuid.uuid4().hex[:8]
+    shape = "x".join(str(int(g)) for g in grid)
+    futures = [client.submit(_cli_task, base + ["--shard", f"{i}/{n}", "--shard-grid", shape], pure=False,
+                             key=f"swi-shard-{i}-of-{n}-{job}") for i in range(n)]
+    client.gather(futures)
+    return os.path.abspath(output)
+
+
+def segment(client: Any, input: Any, output: str, predictor_factory: Union[Callable[[], Any], str],
+            roi_size: Sizes,
             sw_batch_size: int = 1, *, overlap: Floats = 0.25, mode: str = "constant", sigma_scale: Floats = 0.125,
             padding_mode: str = "constant", cval: float = 0.0, classes: Optional[int] = None,
             grid: Optional[Sequence[int]] = None, chunks: Union[int, Sequence[int]] = 64,
-            threads: Optional[int] = 1, max_memory: Memory = None, force: bool = False) -> str:
+            threads: Optional[int] = 1, max_memory: Memory = None, force: bool = False, swi: str = "swi") -> str:
     """Labels (argmax) of `input` into the Zarr array `output`, one Dask task per part box
     of `grid` (default: one part per worker along the first axis), on `client` (a
     ``dask.distributed.Client``). `input`: a Zarr path, 'file.h5:/dataset', or an array
     (dask, zarr, numpy) that pickles to the workers. `classes` picks the label dtype
     (uint16 above 256; default uint8). `output` must not exist unless `force`, and is
     refused when it is the input. Returns the output path once every task has finished
-    (a failed task raises; the hidden store is removed and any previous output is kept)."""
+    (a failed task raises; the hidden store is removed and any previous output is kept).
+
+    `predictor_factory` may instead be an ONNX model's path: then every task runs the
+    `swi` command (`swi`: its path on the workers) on its part, `--shard I/N --shard-grid`,
+    and `input` and `output` are store names the command reads and writes (x.zarr,
+    x.ome.zarr, x.h5:/path; its output rules and markers apply)."""
+    options = dict(roi_size=roi_size, sw_batch_size=sw_batch_size, overlap=overlap, mode=mode,
+                   sigma_scale=sigma_scale, padding_mode=padding_mode, cval=cval, threads=threads,
+                   max_memory=max_memory)
+    if isinstance(predictor_factory, (str, os.PathLike)):
+        return _segment_onnx(client, input, output, os.fspath(predictor_factory), options, grid, force, swi)
     import zarr
 
     arr = _open_input(input)
@@ -166,9 +241,6 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Callable[[]
     work = tempfile.mkdtemp(prefix=f".{leaf}.swi-", dir=parent)
     z = zarr.open(work, mode="w", shape=size, chunks=ch, dtype=dtype, fill_value=0)
     open(os.path.join(work, _INCOMPLETE), "w").close()
-    options = dict(roi_size=roi_size, sw_batch_size=sw_batch_size, overlap=overlap, mode=mode,
-                   sigma_scale=sigma_scale, padding_mode=padding_mode, cval=cval, threads=threads,
-                   max_memory=max_memory)
     boxes = part_boxes(size, grid, z.chunks)
     job = uuid.uuid4().hex[:8]
     try:

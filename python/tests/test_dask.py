@@ -33,8 +33,8 @@ def volume(tmp_path_factory):
     return d, x
 
 
-def _reference(x, net, **kw):
-    return swi.sliding_window_inference(x[None, None], (24, 20, 16), 3, net, reduce="argmax", **kw)[0, 0]
+def _reference(x, net, sw=3, **kw):
+    return swi.sliding_window_inference(x[None, None], (24, 20, 16), sw, net, reduce="argmax", **kw)[0, 0]
 
 
 def test_part_boxes_cover_once_on_chunk_edges():
@@ -106,3 +106,39 @@ def test_a_failed_run_keeps_the_previous_output(client, volume):
                          grid=(2, 1, 1), chunks=16, force=True)
     assert np.array_equal(zarr.open(out, mode="r")[:], before)
     assert sorted(p.name for p in d.iterdir() if p.name.startswith(".keep.zarr")) == []
+
+
+def test_onnx_model_through_the_command_shards(client, tmp_path):
+    """An ONNX model: each task runs `swi segment --shard`; the parts are bitwise the
+    command's one-process result."""
+    import shutil
+    import subprocess
+
+    swi_bin = os.environ.get("SWI_BINARY")
+    golden = os.environ.get("SWI_GOLDEN_DIR")
+    if not swi_bin or not golden:
+        pytest.skip("SWI_BINARY and SWI_GOLDEN_DIR are set by ctest (the swi command and the e2e model)")
+    model = os.path.join(golden, "e2e", "unet.onnx")
+    x = np.random.default_rng(5).random((70, 40, 36)).astype(np.float32)
+    zarr.save_array(str(tmp_path / "in.zarr"), x, chunks=(32, 32, 32))
+    common = ["--roi", "32", "--overlap", "0.25", "--mode", "gaussian", "--sw-batch", "2"]
+    subprocess.run([swi_bin, "segment", "-q", "--model", model, "--input", str(tmp_path / "in.zarr"), "--output",
+                    str(tmp_path / "whole.zarr")] + common, check=True)
+    swi.dask.segment(client, str(tmp_path / "in.zarr"), str(tmp_path / "parts.zarr"), model, 32, 2, overlap=0.25,
+                     mode="gaussian", grid=(2, 2, 1), swi=swi_bin)
+    whole, parts = zarr.open(str(tmp_path / "whole.zarr"), mode="r")[:], zarr.open(str(tmp_path / "parts.zarr"),
+                                                                                   mode="r")[:]
+    assert np.array_equal(whole, parts) and not os.path.exists(tmp_path / "parts.zarr" / ".swi-incomplete")
+    shutil.rmtree(tmp_path / "parts.zarr")
+
+
+def test_ome_zarr_input(client, tmp_path):
+    x = np.random.default_rng(8).standard_normal((1, 1, 40, 36, 30)).astype(np.float32)
+    g = zarr.open_group(str(tmp_path / "img.ome.zarr"), mode="w")
+    g.create_dataset("s0", data=x, chunks=(1, 1, 20, 20, 20))
+    g.attrs["multiscales"] = [{"version": "0.4", "axes": [{"name": n} for n in "tczyx"],
+                               "datasets": [{"path": "s0"}]}]
+    out = str(tmp_path / "labels.zarr")
+    swi.dask.segment(client, str(tmp_path / "img.ome.zarr"), out, dask_nets.make_numpy_net, (24, 20, 16), 2,
+                     grid=(2, 1, 1), chunks=16)
+    assert np.array_equal(zarr.open(out, mode="r")[:], _reference(x[0, 0], dask_nets.numpy_net, sw=2))
