@@ -98,6 +98,21 @@ swi_io_type swi_store_type(const swi_store *s);
 swi_status swi_store_read_box(swi_store *s, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
                               size_t errlen);
 
+/** OME-Zarr's scale and translation of the level read (coordinateTransformations of the
+ *  dataset, then of the multiscale; the last three values, for the axes z, y, x, which are
+ *  the store's axes 0, 1, 2), in millimetres (UDUNITS axis units converted; none: taken as
+ *  mm). Returns 1 when the store has them; 0 with scale 1 and translation 0 otherwise. */
+int swi_store_geometry(const swi_store *s, double scale[3], double translation[3]);
+
+/** A NIfTI description of the store's grid for writing files of its results (NIfTI, NRRD,
+ *  MetaImage): size, spacing = scale, affine diag(scale) with the translation as its last
+ *  column -- store axis 0 (OME z) is NIfTI's i and the first world axis, unflipped; a store
+ *  without geometry gets 1 mm axis-aligned voxels at the origin. */
+swi_status swi_store_volume(const swi_store *s, swi_volume *v, char *err, size_t errlen);
+
+/** The value absent chunks read as (Zarr fill_value; may be NaN or infinite; HDF5: 0). */
+double swi_store_fill_value(const swi_store *s);
+
 /** The store as an swi_reader (one channel, image 0); valid while s is open. A read that
  *  fails stops the run with SWI_ERR_READ and the store's message. */
 swi_reader swi_store_reader(swi_store *s);
@@ -125,6 +140,9 @@ typedef struct swi_store_spec {
     int slab_axis;   /**< the axis the writer's slabs are layers of chunks along: the
                                 engine's outermost loop axis (swi_plan.order[0]), so slabs
                                 complete in turn and memory stays bounded; default 0 */
+    const char *job; /**< SWI_STORE_SHARED: an opaque fingerprint of the job (its inputs,
+                          model, options; NULL: none). Recorded by the part that creates the
+                          store; a part whose fingerprint differs is refused. */
 } swi_store_spec;
 
 /** Zero a spec and fill the defaults. */

@@ -117,6 +117,16 @@ def finish(procs):
     return all(p.returncode == 0 for p in procs), [o[1] for o in outs]
 
 
+def tree(root):
+    """Every file under root with its bytes: a store exactly as it was."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            with open(os.path.join(d, f), "rb") as h:
+                out[os.path.relpath(os.path.join(d, f), root)] = h.read()
+    return out
+
+
 def no_temporaries():
     return not [f for f in os.listdir(".") if ".tmp-" in f]
 
@@ -234,10 +244,29 @@ if case == "shards":
     r = bench("v.zarr", out, "argmax", "--shard", "1/2")
     check(r.returncode == 0 and not os.path.exists(out + "/.swi-incomplete") and
           np.array_equal(load(out), load("argmax_1.zarr")), "the second shard completes it")
-    # shards of another geometry cannot join
+    # shards of another geometry cannot join (an incomplete store: one of three parts written)
+    r = bench("v.zarr", "mix.zarr", "argmax", "--shard", "0/3")
+    check(r.returncode == 0 and os.path.exists("mix.zarr/.swi-incomplete"), "one part of three: " + r.stderr)
+    before = tree("mix.zarr")
+    r = run("bench", "--input", "v.zarr", "--output-file", "mix.zarr", "--classes", "300", "--roi", "16",
+            "--shard", "1/3", "--no-floor")
+    check(r.returncode == 1 and "--shard 1/3" in r.stderr and ("another job" in r.stderr or ".zarray" in r.stderr)
+          and tree("mix.zarr") == before, "a shard of another dtype refused, the store untouched: " + r.stderr)
+    # --force with shards over a complete store: the parts write a hidden replacement, which
+    # takes the store's place when the last part commits; until then the old store is whole
+    before = tree("argmax_sh3.zarr")
+    ok, errs = finish(shard_procs("v.zarr", "argmax_sh3.zarr", "argmax", [0, 1], 3, "--force"))
+    check(ok and tree("argmax_sh3.zarr") == before and os.path.isdir(".argmax_sh3.zarr.swi-next"),
+          "two of three forced parts: the complete store unchanged: %s" % errs)
     r = run("bench", "--input", "v.zarr", "--output-file", "argmax_sh3.zarr", "--classes", "300", "--roi", "16",
-            "--shard", "0/3", "--force", "--no-floor")
-    check(r.returncode == 1 and ".zarray" in r.stderr, "a shard of another dtype refused: " + r.stderr)
+            "--shard", "2/3", "--force", "--no-floor")
+    check(r.returncode == 1 and "another job" in r.stderr and tree("argmax_sh3.zarr") == before,
+          "a forced part of another job refused: " + r.stderr)
+    ok, errs = finish(shard_procs("v.zarr", "argmax_sh3.zarr", "argmax", [2], 3, "--force"))
+    check(ok and not os.path.exists(".argmax_sh3.zarr.swi-next") and
+          not os.path.exists("argmax_sh3.zarr/.swi-incomplete") and
+          np.array_equal(load("argmax_sh3.zarr"), load("argmax_1.zarr")) and
+          not [f for f in os.listdir(".") if ".swi-" in f], "the last forced part swaps it in: %s" % errs)
     r = run("bench", "--input", "v.zarr", "--output-file", "x.h5:/a", *common, "--shard", "0/2")
     check(r.returncode == 0 and "swi_incomplete" in h5_attrs("x.h5:/a"),
           "an HDF5 shard writes its part, the file stays incomplete: " + r.stderr)
