@@ -127,6 +127,26 @@ def tree(root):
     return out
 
 
+def mtimes(root):
+    return {os.path.join(d, f): os.stat(os.path.join(d, f)).st_mtime_ns for d, _, fs in os.walk(root) for f in fs}
+
+
+def writing(root, snap):
+    """Has a rewrite of root begun: a chunk in its hidden replacement, or one of its own files changed?"""
+    head, leaf = os.path.split(root)
+    for f in os.listdir(head or "."):
+        if f.startswith("." + leaf + ".swi-new"):
+            try:
+                if any(c[0].isdigit() for c in os.listdir(os.path.join(head, f))):
+                    return True
+            except FileNotFoundError:
+                pass
+    try:
+        return mtimes(root) != snap
+    except FileNotFoundError:
+        return True
+
+
 def no_temporaries():
     return not [f for f in os.listdir(".") if ".tmp-" in f]
 
@@ -601,13 +621,9 @@ if case == "outputs":
     before = tree("big.zarr")
     p = subprocess.Popen([swi, *big[:-2], "--predictor", "atlas", "--output-file", "big.zarr", "--force"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    t0, seen = time.time(), False
+    t0, seen, snap = time.time(), False, mtimes("big.zarr")
     while time.time() - t0 < 60 and not seen and p.poll() is None:
-        new = [f for f in os.listdir(".") if f.startswith(".big.zarr.swi-new")]
-        try:
-            seen = bool(new) and any(c[0].isdigit() for c in os.listdir(new[0]))
-        except FileNotFoundError:
-            pass
+        seen = writing("big.zarr", snap)
         time.sleep(0.01)
     p.send_signal(signal.SIGTERM)  # swi bench does not catch it: killed as by any signal
     _, err = p.communicate(timeout=60)
@@ -786,13 +802,9 @@ if case == "segment":
     before = tree("lb.zarr")
     p = subprocess.Popen([swi, *seg, "--input", "qb.zarr", "--output", "lb.zarr", "--force", "--threads", "1",
                           "--overlap", "0.75"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    t0, seen = time.time(), False
+    t0, seen, snap = time.time(), False, mtimes("lb.zarr")
     while time.time() - t0 < 120 and not seen and p.poll() is None:
-        new = [f for f in os.listdir(".") if f.startswith(".lb.zarr.swi-new")]
-        try:
-            seen = bool(new) and any(c[0].isdigit() for c in os.listdir(new[0]))
-        except FileNotFoundError:
-            pass
+        seen = writing("lb.zarr", snap)
         time.sleep(0.01)
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)

@@ -406,11 +406,16 @@ if have_zarr:
         f.write("years of work\n")
     with open(os.path.join(user, ".zarray"), "w") as f:
         f.write("{}")
-    before = tree(user)
-    for flags in ["", "force", "shared", "force,shared"]:
-        r = run("write", user, *wargs, env={"STORE_TOOL_FLAGS": flags})
-        check(r.returncode == 1 and "not a Zarr array" in r.stderr and "thesis" in r.stderr and tree(user) == before,
-              "a folder of the user's files refused (flags %r), untouched: %s" % (flags, r.stderr))
+    plain = os.path.join(work, "plain.zarr")
+    os.makedirs(plain)
+    with open(os.path.join(plain, "notes.txt"), "w") as f:
+        f.write("years of work\n")
+    for d, who in [(user, "thesis"), (plain, "notes.txt")]:
+        before = tree(d)
+        for flags in ["", "force", "shared", "force,shared"]:
+            r = run("write", d, *wargs, env={"STORE_TOOL_FLAGS": flags})
+            check(r.returncode == 1 and "not a Zarr array" in r.stderr and who in r.stderr and tree(d) == before,
+                  "a folder of the user's files refused (flags %r), untouched: %s" % (flags, r.stderr))
     # an OME image whose level is not named 0: refused without force, its metadata untouched
     img = os.path.join(work, "img.ome.zarr")
     before = tree(img)
