@@ -504,6 +504,7 @@ static json_t *codec_json(swi_store_codec c, int typesize) {
 struct ome_geom {
     int has; /* coordinateTransformations were found */
     double scale[3], trans[3];
+    char unit[3][32]; /* the spatial axes' units as the metadata names them ("": none) */
 };
 
 typedef struct centry {
@@ -879,8 +880,8 @@ static void apply_transforms(json_t *list, size_t nd, double s[3], double t[3], 
 }
 
 /* The geometry of dataset ds of multiscale ms (OME-Zarr 0.4/0.5): the dataset's transforms,
- * then the multiscale's own, in the unit of the spatial axes. */
-static void ome_geometry(json_t *ms, json_t *ds, ome_geom *g) {
+ * then the multiscale's own; in millimetres (to_mm), else in the axes' own units. */
+static void ome_geometry(json_t *ms, json_t *ds, ome_geom *g, int to_mm) {
     memset(g, 0, sizeof *g);
     for (int k = 0; k < 3; k++) g->scale[k] = 1;
     json_t *axes = json_object_get(ms, "axes");
@@ -889,7 +890,9 @@ static void ome_geometry(json_t *ms, json_t *ds, ome_geom *g) {
     apply_transforms(json_object_get(ds, "coordinateTransformations"), nd, g->scale, g->trans, &g->has);
     apply_transforms(json_object_get(ms, "coordinateTransformations"), nd, g->scale, g->trans, &g->has);
     for (int k = 0; k < 3; k++) {
-        double mm = unit_mm(json_string_value(json_object_get(json_array_get(axes, nd - 3 + (size_t)k), "unit")));
+        const char *u = json_string_value(json_object_get(json_array_get(axes, nd - 3 + (size_t)k), "unit"));
+        snprintf(g->unit[k], sizeof g->unit[k], "%s", u && strlen(u) < sizeof g->unit[k] ? u : "");
+        double mm = to_mm ? unit_mm(u) : 1;
         g->scale[k] *= mm;
         g->trans[k] *= mm;
     }
@@ -971,7 +974,7 @@ static swi_status ome_level0(const char *group, char *dir, size_t dn, ome_geom *
         io__err(err, n, "%s: name too long", group);
         st = SWI_ERR_INVALID_ARG;
     } else {
-        ome_geometry(ms, ds, g);
+        ome_geometry(ms, ds, g, 1);
     }
     json_decref(root);
     return st;
@@ -1115,9 +1118,10 @@ static json_t *ome_json(const swi_store_spec *spec, const char *name, const ome_
     }
     const char *an[3] = {"z", "y", "x"};
     for (int a = 0; a < 3; a++) {
-        json_array_append_new(axes, g && g->has ? json_pack("{s:s, s:s, s:s}", "name", an[a], "type", "space",
-                                                            "unit", "millimeter")
-                                                : json_pack("{s:s, s:s}", "name", an[a], "type", "space"));
+        json_array_append_new(axes, g && g->has && g->unit[a][0]
+                                        ? json_pack("{s:s, s:s, s:s}", "name", an[a], "type", "space", "unit",
+                                                    g->unit[a])
+                                        : json_pack("{s:s, s:s}", "name", an[a], "type", "space"));
         json_array_append_new(scale, json_real(g && g->has ? g->scale[a] : 1.0));
         json_array_append_new(trans, json_real(g && g->has ? g->trans[a] : 0.0));
     }
@@ -1175,7 +1179,7 @@ static int labels_parent(const char *group, char *image, size_t in, char *leaf, 
 }
 
 /* Labels written into an image carry the geometry of the image's level they were computed
- * on: the first level whose spatial shape is the labels' size (none found: none written). */
+ * on (the first level whose spatial shape is the labels' size), in the image's own units. */
 static void image_level_geometry(const char *image, const int64_t size[3], ome_geom *g) {
     memset(g, 0, sizeof *g);
     json_t *root = NULL;
@@ -1193,8 +1197,9 @@ static void image_level_geometry(const char *image, const int64_t size[3], ome_g
         a->any_leading = 1;
         if (parse_zarray(dir, a, NULL, 0) == SWI_OK && a->shape[a->ndim - 3] == size[0] &&
             a->shape[a->ndim - 2] == size[1] && a->shape[a->ndim - 1] == size[2]) {
-            ome_geometry(ms, ds, g);
-            g->has = 1;
+            ome_geometry(ms, ds, g, 0);
+            free(a);
+            break;
         }
         free(a);
     }

@@ -442,12 +442,26 @@ if have_zarr:
     check(la == {"labels": ["manual", "auto"], "note": "kept"}, "labels/.zattrs merged: %s" % la)
     ms = json.load(open(os.path.join(name, "labels", "auto", ".zattrs")))["multiscales"][0]
     ct = ms["datasets"][0]["coordinateTransformations"]
-    check(ct == [{"type": "scale", "scale": [2.0, 0.5, 0.5]}, {"type": "translation", "translation": [10.0, -3.0, 0.0]}]
-          and all(a.get("unit") == "millimeter" for a in ms["axes"]),
-          "labels carry level s0's scale and translation (mm): %s" % ct)
+    check(ct == [{"type": "scale", "scale": [2000.0, 500.0, 500.0]},
+                 {"type": "translation", "translation": [10000.0, -3000.0, 0.0]}]
+          and all(a.get("unit") == "micrometer" for a in ms["axes"]),
+          "labels carry level s0's scale and translation, in the image's units: %s" % ct)
     r = run("geom", os.path.join(name, "labels", "auto"))
     check(r.returncode == 0 and r.stdout.split()[:8] == "scale 2 0.5 0.5 translation 10 -3 0".split(),
           "the labels read back with the image's geometry: " + r.stdout + r.stderr)
+    # force over the labels group: swapped in beside the image's own files, which stay as they were
+    r = run("write", os.path.join(name, "labels", "auto"), "uint8", "1", "zstd", "19,13,11", "4,4,4",
+            env={"STORE_TOOL_FLAGS": "force"})
+    check(r.returncode == 0 and {k: v for k, v in tree(name).items() if not k.startswith("labels")} == image and
+          json.load(open(os.path.join(name, "labels", ".zattrs"))) == la and
+          zarr.open(os.path.join(name, "labels", "auto", "0"), mode="r").chunks == (4, 4, 4) and
+          not [f for f in os.listdir(os.path.join(name, "labels")) if ".swi-" in f],
+          "labels rewritten with force inside the image, nothing else touched: " + r.stderr)
+    r = run("write", os.path.join(name, "labels", "auto"), "uint8", "1", "zstd", "19,13,11", "8,8,8", "5",
+            env={"STORE_TOOL_FLAGS": "force"})
+    check(r.returncode == 1 and zarr.open(os.path.join(name, "labels", "auto", "0"), mode="r").chunks == (4, 4, 4)
+          and not [f for f in os.listdir(os.path.join(name, "labels")) if ".swi-" in f],
+          "a failed forced rewrite of the labels leaves them as they were")
     with open(os.path.join(name, "labels", ".zattrs"), "w") as f:
         f.write("{not json")
     r = run("write", os.path.join(name, "labels", "third"), *wargs)
