@@ -143,7 +143,8 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
     }
     /* parts of one store must come from one job: the same inputs, models and options */
     char job[3072], extra[512];
-    snprintf(extra, sizeof extra, "clip %d %g,%g scale %d %g,%g,%g,%g zscore %d softmax %d tta %d head %d nonfinite %d",
+    snprintf(extra, sizeof extra,
+             "clip %d %g,%g scale %d %g,%g,%g,%g zscore %d softmax %d tta %d head %d nonfinite %d",
              o->clip_given, o->clip[0], o->clip[1], o->scale_given, o->scale[0], o->scale[1], o->scale[2],
              o->scale[3], o->zscore, o->softmax, o->tta, o->head, o->nonfinite_fail);
     cli_job_fingerprint(o->inputs, o->n_inputs, in->size, o->models, o->n_models, p, extra, job, sizeof job);

@@ -19,10 +19,14 @@ int cli_input_open_store(cli_input *in, int c, const char *name, char *err) {
     }
     double fill = swi_store_fill_value(in->stores[c]);
     if (!isfinite(fill))
-        fprintf(stderr,
-                "swi: warning: %s: fill_value %s: chunks that are absent hold it, and are read as 0 (--nonfinite "
-                "fail refuses them)\n",
-                name, isnan(fill) ? "NaN" : fill > 0 ? "Infinity" : "-Infinity");
+        fprintf(
+            stderr,
+            "swi: warning: %s: fill_value %s: chunks that are absent hold it, and are read as 0 (--nonfinite "
+            "fail refuses them)\n",
+            name,
+            isnan(fill) ? "NaN"
+            : fill > 0  ? "Infinity"
+                        : "-Infinity");
     int64_t sz[3];
     swi_store_size(in->stores[c], sz);
     if (c == 0) {
@@ -159,15 +163,16 @@ static void real_name(const char *name, char *out, size_t n) {
     free(r);
 }
 
-void cli_job_fingerprint(const char *const *inputs, int n_inputs, const int64_t size[3], const char *const *models,
-                         int n_models, const swi_params *p, const char *extra, char *out, size_t n) {
+void cli_job_fingerprint(const char *const *inputs, int n_inputs, const int64_t size[3],
+                         const char *const *models, int n_models, const swi_params *p, const char *extra,
+                         char *out, size_t n) {
     size_t k = 0;
-#define ADD(...)                                                                  \
-    do {                                                                          \
-        if (k < n) {                                                              \
-            int w_ = snprintf(out + k, n - k, __VA_ARGS__);                       \
-            k = w_ < 0 ? n : k + (size_t)w_ < n ? k + (size_t)w_ : n - 1;         \
-        }                                                                         \
+#define ADD(...)                                                          \
+    do {                                                                  \
+        if (k < n) {                                                      \
+            int w_ = snprintf(out + k, n - k, __VA_ARGS__);               \
+            k = w_ < 0 ? n : k + (size_t)w_ < n ? k + (size_t)w_ : n - 1; \
+        }                                                                 \
     } while (0)
     out[0] = '\0';
     char rn[4096];
@@ -183,8 +188,9 @@ void cli_job_fingerprint(const char *const *inputs, int n_inputs, const int64_t 
     }
     ADD("; roi %lld,%lld,%lld overlap %g,%g,%g mode %d sigma %g,%g,%g padding %d cval %g batch %d order %d:%d,%d,%d",
         (long long)p->roi[0], (long long)p->roi[1], (long long)p->roi[2], p->overlap[0], p->overlap[1],
-        p->overlap[2], (int)p->mode, p->sigma_scale[0], p->sigma_scale[1], p->sigma_scale[2], (int)p->padding_mode,
-        (double)p->cval, p->sw_batch_size, (int)p->order_mode, p->order[0], p->order[1], p->order[2]);
+        p->overlap[2], (int)p->mode, p->sigma_scale[0], p->sigma_scale[1], p->sigma_scale[2],
+        (int)p->padding_mode, (double)p->cval, p->sw_batch_size, (int)p->order_mode, p->order[0], p->order[1],
+        p->order[2]);
     for (int h = 0; h < p->n_heads; h++) ADD(" head%d %lld classes", h, (long long)p->heads[h].channels);
     if (extra && *extra) ADD("; %s", extra);
 #undef ADD

@@ -105,8 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     double scale[3], trans[3];
     swi_store_geometry(s, scale, trans);
     for (int a = 0; a < 3; a++)
-        CHECK(scale[a] > 0 && isfinite(scale[a]) && isfinite(trans[a]), "geometry of axis %d: %g %g", a, scale[a],
-              trans[a]);
+        CHECK(scale[a] > 0 && isfinite(scale[a]) && isfinite(trans[a]), "geometry of axis %d: %g %g", a,
+              scale[a], trans[a]);
     (void)swi_store_fill_value(s);
     if (vox <= (double)MAX_READ_VOXELS) {
         int64_t lo[3] = {0, 0, 0}, hi[3];

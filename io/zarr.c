@@ -70,7 +70,8 @@ static int mkdirs(const char *path) {
 /* The whole regular file path, at most max bytes, into a malloc'd buffer. A FIFO, device
  * or directory is refused without blocking (swi_io_open_regular), a file larger than max
  * by its size, unread. NULL with errno (ENOENT: absent) and the reason in err. */
-static unsigned char *slurp(const char *path, size_t max, size_t *len, char *err, size_t n, const char *what) {
+static unsigned char *slurp(const char *path, size_t max, size_t *len, char *err, size_t n,
+                            const char *what) {
     int64_t size = 0;
     int fd = swi_io_open_regular(path, &size, NULL, 0);
     if (fd < 0) {
@@ -105,7 +106,8 @@ static unsigned char *slurp(const char *path, size_t max, size_t *len, char *err
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             int e = r < 0 ? errno : EIO;
-            io__err(err, n, "%s: cannot read %s: %s", path, what, r < 0 ? strerror(e) : "shorter than its size");
+            io__err(err, n, "%s: cannot read %s: %s", path, what,
+                    r < 0 ? strerror(e) : "shorter than its size");
             free(b);
             close(fd);
             errno = e;
@@ -347,8 +349,8 @@ static int decode(codec c, const unsigned char *src, size_t len, unsigned char *
         }
         blosc_cbuffer_sizes(src, &nbytes, &cbytes, &bs);
         if (nbytes != want || cbytes != len) {
-            snprintf(why, wn, "blosc header claims %zu bytes from %zu, the chunk has %zu from %zu", nbytes, cbytes,
-                     want, len);
+            snprintf(why, wn, "blosc header claims %zu bytes from %zu, the chunk has %zu from %zu", nbytes,
+                     cbytes, want, len);
             return -1;
         }
         if (blosc_cbuffer_validate(src, len, &nbytes) != 0 || nbytes != want ||
@@ -360,7 +362,8 @@ static int decode(codec c, const unsigned char *src, size_t len, unsigned char *
     }
     case C_ZSTD: {
         unsigned long long fcs = ZSTD_getFrameContentSize(src, len);
-        if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR && fcs != (unsigned long long)want) {
+        if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR &&
+            fcs != (unsigned long long)want) {
             snprintf(why, wn, "zstd frame claims %llu bytes, the chunk has %zu", fcs, want);
             return -1;
         }
@@ -809,7 +812,8 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
             io__err(err, n, "%s: out of memory for a chunk", a->dir);
             return NULL;
         }
-        int r = decode(a->codec, raw, len, a->fortran ? a->scratch : e->data, a->chunk_bytes, why, sizeof why);
+        int r =
+            decode(a->codec, raw, len, a->fortran ? a->scratch : e->data, a->chunk_bytes, why, sizeof why);
         free(raw);
         if (r) {
             io__err(err, n, "%s: corrupt chunk: %s", path, why);
@@ -841,9 +845,9 @@ static double unit_mm(const char *u) {
     static const struct {
         const char *name;
         double mm;
-    } units[] = {{"millimeter", 1},   {"micrometer", 1e-3}, {"nanometer", 1e-6},
-                 {"centimeter", 10},  {"meter", 1e3},       {"angstrom", 1e-7},
-                 {"decimeter", 100},  {"picometer", 1e-9},  {"inch", 25.4}};
+    } units[] = {{"millimeter", 1},  {"micrometer", 1e-3}, {"nanometer", 1e-6},
+                 {"centimeter", 10}, {"meter", 1e3},       {"angstrom", 1e-7},
+                 {"decimeter", 100}, {"picometer", 1e-9},  {"inch", 25.4}};
     for (size_t i = 0; u && i < sizeof units / sizeof *units; i++)
         if (!strcmp(u, units[i].name)) return units[i].mm;
     return 1;
@@ -1118,10 +1122,10 @@ static json_t *ome_json(const swi_store_spec *spec, const char *name, const ome_
     }
     const char *an[3] = {"z", "y", "x"};
     for (int a = 0; a < 3; a++) {
-        json_array_append_new(axes, g && g->has && g->unit[a][0]
-                                        ? json_pack("{s:s, s:s, s:s}", "name", an[a], "type", "space", "unit",
-                                                    g->unit[a])
-                                        : json_pack("{s:s, s:s}", "name", an[a], "type", "space"));
+        json_array_append_new(
+            axes, g && g->has && g->unit[a][0]
+                      ? json_pack("{s:s, s:s, s:s}", "name", an[a], "type", "space", "unit", g->unit[a])
+                      : json_pack("{s:s, s:s}", "name", an[a], "type", "space"));
         json_array_append_new(scale, json_real(g && g->has ? g->scale[a] : 1.0));
         json_array_append_new(trans, json_real(g && g->has ? g->trans[a] : 0.0));
     }
@@ -1246,7 +1250,8 @@ static int register_label(const char *group, char *err, size_t n) {
     }
     int have = 0;
     for (size_t i = 0; i < json_array_size(list); i++)
-        if (json_is_string(json_array_get(list, i)) && !strcmp(json_string_value(json_array_get(list, i)), leaf))
+        if (json_is_string(json_array_get(list, i)) &&
+            !strcmp(json_string_value(json_array_get(list, i)), leaf))
             have = 1;
     int r = 0;
     if (!have) {
@@ -1362,7 +1367,8 @@ static int ome_entries(const char *group, char *why, size_t wn) {
         }
         int level = 0;
         for (size_t i = 0; i < json_array_size(dss); i++)
-            level |= json_is_string(json_array_get(dss, i)) && !strcmp(json_string_value(json_array_get(dss, i)), s);
+            level |= json_is_string(json_array_get(dss, i)) &&
+                     !strcmp(json_string_value(json_array_get(dss, i)), s);
         if (!attrs && !strcmp(s, "0")) level = 1; /* a store swi left incomplete before its metadata */
         if (S_ISREG(st.st_mode) && (!strcmp(s, ".zgroup") || !strcmp(s, ".zattrs") || is_swi_name(s)))
             continue;
@@ -1443,8 +1449,10 @@ static int swap_in(const char *next, const char *final, char *err, size_t n) {
     }
     if (rename(next, final) != 0) {
         int e = errno;
-        if (had) rename(old, final);
-        else rmdir(old);
+        if (had)
+            rename(old, final);
+        else
+            rmdir(old);
         io__err(err, n, "%s: cannot move the new store into place: %s", final, strerror(e));
         return -1;
     }
@@ -1502,7 +1510,8 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
                 name, what, why);
         goto fail;
     }
-    int incomplete = t == T_OURS && join(marker, sizeof marker, z->final, MARKER) == 0 && access(marker, F_OK) == 0;
+    int incomplete =
+        t == T_OURS && join(marker, sizeof marker, z->final, MARKER) == 0 && access(marker, F_OK) == 0;
     if (t == T_OURS && !((flags & SWI_STORE_SHARED) && incomplete)) {
         if (!(flags & SWI_STORE_FORCE)) {
             io__err(err, n, "%s: already exists%s (use --force to overwrite)", name,
@@ -1523,8 +1532,8 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
             }
             target tn = classify(z->store, ome, why, sizeof why);
             if (tn == T_OTHER) {
-                io__err(err, n, "%s: the replacement being written, %s, holds what swi did not write (%s)", name,
-                        z->store, why);
+                io__err(err, n, "%s: the replacement being written, %s, holds what swi did not write (%s)",
+                        name, z->store, why);
                 goto fail;
             }
         } else {

@@ -159,7 +159,8 @@ static int do_write(int argc, char **argv) {
     char err[1024];
     swi_store_writer *w;
     const char *fl = getenv("STORE_TOOL_FLAGS"), *pause = getenv("STORE_TOOL_PAUSE");
-    int flags = (fl && strstr(fl, "force") ? SWI_STORE_FORCE : 0) | (fl && strstr(fl, "shared") ? SWI_STORE_SHARED : 0);
+    int flags = (fl && strstr(fl, "force") ? SWI_STORE_FORCE : 0) |
+                (fl && strstr(fl, "shared") ? SWI_STORE_SHARED : 0);
     spec.job = getenv("STORE_TOOL_JOB");
     if (swi_store_create(name, &spec, flags, 0, 1, NULL, NULL, &w, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
@@ -199,8 +200,8 @@ static int do_geom(const char *name) {
     }
     double sc[3], tr[3];
     int has = swi_store_geometry(s, sc, tr);
-    printf("scale %.17g %.17g %.17g translation %.17g %.17g %.17g has %d\n", sc[0], sc[1], sc[2], tr[0], tr[1],
-           tr[2], has);
+    printf("scale %.17g %.17g %.17g translation %.17g %.17g %.17g has %d\n", sc[0], sc[1], sc[2], tr[0],
+           tr[1], tr[2], has);
     swi_store_close(s);
     return 0;
 }
