@@ -181,11 +181,13 @@ int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, s
     if (st != SWI_OK) {
         /* the writer's own failure says more than "a region callback returned non-zero" */
         const char *why = swi_store_writer_error(w);
-        snprintf(err, n, "%s; %s is left marked incomplete",
+        snprintf(err, n, "%s; %s %s",
                  *why  ? why
                  : ctx ? swi_last_error(ctx)
                        : "failed",
-                 b->output);
+                 b->output,
+                 swi_store_writer_replaces(w) ? "is kept as it was (its rewrite did not finish)"
+                                              : "is left marked incomplete");
         swi_store_abort(w);
         return -1;
     }

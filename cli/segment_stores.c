@@ -222,6 +222,12 @@ int seg_store_commit(seg_state *s, char *err) {
     return bad;
 }
 
+const char *seg_store_left(const seg_state *s) {
+    const int l = !s->w_labels || swi_store_writer_replaces(s->w_labels);
+    const int c = !s->w_scores || swi_store_writer_replaces(s->w_scores);
+    return l && c ? "the previous output is kept as it was" : "the output stays marked incomplete";
+}
+
 const char *seg_store_error(const seg_state *s) {
     const char *a = s->w_labels ? swi_store_writer_error(s->w_labels) : "";
     const char *b = s->w_scores ? swi_store_writer_error(s->w_scores) : "";

@@ -202,6 +202,11 @@ void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3]);
  *  non-zero after a failure (its message: swi_store_writer_error). */
 int swi_store_on_region(void *user, const swi_region *region);
 
+/** 1 when w writes a replacement of an existing store (SWI_STORE_FORCE), which stays
+ *  exactly as it was unless w (or, shared, the last part) commits; 0 when w writes the
+ *  store itself, which a writer that does not commit leaves marked incomplete. */
+int swi_store_writer_replaces(const swi_store_writer *w);
+
 /** The writer's first failure ("" if none). */
 const char *swi_store_writer_error(const swi_store_writer *w);
 

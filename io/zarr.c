@@ -1716,6 +1716,8 @@ swi_status zarr__commit(void *impl, char *err, size_t n) {
     return st;
 }
 
+int zarr__replaces(const void *impl) { return ((const zarr_writer *)impl)->swap != 0; }
+
 void zarr__abort(void *impl) {
     zarr_writer *z = impl;
     if (z && z->swap == 1) rm_tree(z->store); /* the replacement never took the old store's place */
@@ -1764,5 +1766,9 @@ swi_status zarr__commit(void *impl, char *err, size_t n) {
     return missing(err, n);
 }
 void zarr__abort(void *impl) { (void)impl; }
+int zarr__replaces(const void *impl) {
+    (void)impl;
+    return 0;
+}
 
 #endif

@@ -432,7 +432,7 @@ t_concurrent_force() {
 # or marked incomplete, with no temporary left in it. Sets $walked.
 store_walk_one() {
   local errno_="$1" force="$2" shim_env="verify_asan_link_order=0:$ASAN_OPTIONS"
-  local args=(bench --shape 130,40,40 --classes 4 --roi 16 --no-floor -q --output-file "$T/o/s.zarr")
+  local args=(bench --shape 130,40,40 --classes 4 --roi 16 --no-floor --output-file "$T/o/s.zarr")
   rm -rf "$T/o" "$T/ref" && mkdir "$T/o" "$T/ref"
   if [ "$force" = 1 ]; then
     run "${args[@]}" --predictor atlas
