@@ -774,9 +774,14 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
     char path[4400];
     chunk_path(a, key, path, sizeof path);
     size_t len = 0;
-    unsigned char *raw = slurp(path, max_stored(a->codec, a->chunk_bytes), &len, err, n, "the chunk");
+    char why_read[1024];
+    unsigned char *raw =
+        slurp(path, max_stored(a->codec, a->chunk_bytes), &len, why_read, sizeof why_read, "the chunk");
     if (!raw) {
-        if (errno != ENOENT) return NULL;
+        if (errno != ENOENT) {
+            io__err(err, n, "%s", why_read);
+            return NULL;
+        }
         /* a missing chunk holds the fill value */
         size_t count = a->chunk_bytes / (size_t)a->t.size;
         for (size_t i = 0; i < count; i++) {
@@ -979,6 +984,16 @@ static swi_status ome_level0(const char *group, char *dir, size_t dn, ome_geom *
         st = SWI_ERR_INVALID_ARG;
     } else {
         ome_geometry(ms, ds, g, 1);
+        for (int k = 0; k < 3 && st == SWI_OK; k++)
+            if (!(g->scale[k] > 0) || !isfinite(g->scale[k]) || g->scale[k] > 1e30 ||
+                !isfinite(g->trans[k]) || fabs(g->trans[k]) > 1e30) {
+                io__err(
+                    err, n,
+                    "%s: coordinateTransformations of %s give axis %d a scale of %g mm and a translation of "
+                    "%g mm (a scale must be positive, both finite)",
+                    group, p, k, g->scale[k], g->trans[k]);
+                st = SWI_ERR_INVALID_ARG;
+            }
     }
     json_decref(root);
     return st;

@@ -386,6 +386,14 @@ if have_zarr:
     r = run("geom", name)
     check(r.returncode == 0 and r.stdout.split() == "scale 2 0.5 0.5 translation 10 -3 0 has 1".split(),
           "OME-Zarr scale and translation in mm (multiscale scale composed): " + r.stdout + r.stderr)
+    name = os.path.join(work, "zero_scale.ome.zarr")
+    shutil.copytree(os.path.join(work, "published.zarr"), name)
+    attrs = json.load(open(os.path.join(name, ".zattrs")))
+    attrs["multiscales"][0]["datasets"][0]["coordinateTransformations"][0]["scale"] = [1, 0, 1, 1]
+    json.dump(attrs, open(os.path.join(name, ".zattrs"), "w"))
+    r = run("geom", name)
+    check(r.returncode == 1 and "coordinateTransformations" in r.stderr and "s0" in r.stderr,
+          "a scale of 0 refused, naming the transformations: " + r.stderr)
     r = run("geom", os.path.join(work, "sparse.zarr"))
     check(r.returncode == 0 and r.stdout.split() == "scale 1 1 1 translation 0 0 0 has 0".split(),
           "a plain Zarr array has no geometry: " + r.stdout)
