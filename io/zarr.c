@@ -867,15 +867,19 @@ static void apply_transforms(json_t *list, size_t nd, double s[3], double t[3], 
         if (!type) continue;
         int sc = !strcmp(type, "scale"), tl = !strcmp(type, "translation");
         json_t *v = json_object_get(tr, sc ? "scale" : "translation");
-        if ((!sc && !tl) || !json_is_array(v) || json_array_size(v) != nd || nd < 3) continue;
+        if (!sc && !tl) continue;
         double x[3];
-        int ok = 1;
-        for (int k = 0; k < 3; k++) {
+        int ok = json_is_array(v) && json_array_size(v) == nd && nd >= 3;
+        for (int k = 0; k < 3 && ok; k++) {
             json_t *e = json_array_get(v, nd - 3 + (size_t)k);
             x[k] = json_number_value(e);
             ok &= json_is_number(e) && isfinite(x[k]) && (!sc || x[k] > 0);
         }
-        if (!ok) continue;
+        if (!ok) { /* a transformation swi cannot apply: no geometry rather than a wrong one */
+            for (int k = 0; k < 3; k++) s[k] = NAN;
+            *has = 1;
+            return;
+        }
         for (int k = 0; k < 3; k++) {
             if (sc) {
                 s[k] *= x[k];
@@ -1217,6 +1221,8 @@ static void image_level_geometry(const char *image, const int64_t size[3], ome_g
         if (parse_zarray(dir, a, NULL, 0) == SWI_OK && a->shape[a->ndim - 3] == size[0] &&
             a->shape[a->ndim - 2] == size[1] && a->shape[a->ndim - 1] == size[2]) {
             ome_geometry(ms, ds, g, 0);
+            for (int k = 0; k < 3; k++)
+                if (!(g->scale[k] > 0) || !isfinite(g->scale[k]) || !isfinite(g->trans[k])) g->has = 0;
             free(a);
             break;
         }
