@@ -295,6 +295,11 @@ def store_seeds():
         "coordinateTransformations": [{"type": "scale", "scale": [1, 1, 1, 2]}]}]}
     put(t, "ome_geometry", store_seed(2, json.dumps(ome), zlib.compress(raw, 1)))
     put(t, "ome_no_multiscales", store_seed(2, json.dumps({"labels": ["a"]}), zlib.compress(raw, 1)))
+    over = [{"type": "scale", "scale": [1, 1e300, 1, 1]}]
+    put(t, "ome_scale_overflow", store_seed(2, json.dumps({"multiscales": [{"axes": [
+        {"name": "c", "type": "channel"}] + [{"name": a, "type": "space"} for a in "zyx"],
+        "datasets": [{"path": "0", "coordinateTransformations": over}], "coordinateTransformations": over}]}),
+        zlib.compress(bytes(1024))))
     put(t, "ome_path_escape", store_seed(2, json.dumps({"multiscales": [{"datasets": [{"path": "../x"}]}]})))
 
 
