@@ -256,7 +256,7 @@ def store_seeds():
     raw = bytes(range(256)) * 4  # one 8^3 uint16 chunk
     put(t, "v2_raw", store_seed(0, zarray(), raw))
     put(t, "v2_zlib", store_seed(0, zarray(compressor={"id": "zlib", "level": 1}), zlib.compress(raw, 1)))
-    put(t, "v2_gzip", store_seed(0, zarray(compressor={"id": "gzip", "level": 1}), gzip.compress(raw, 1)))
+    put(t, "v2_gzip", store_seed(0, zarray(compressor={"id": "gzip", "level": 1}), gzip.compress(raw, 1, mtime=0)))
     put(t, "v2_F_be", store_seed(0, zarray(dtype=">i2", order="F"), raw))
     put(t, "v2_missing_chunk_fill", store_seed(0, zarray(shape=(9, 9, 9), fill=7), raw))
     put(t, "v2_nested_5d", store_seed(0, zarray(shape=(1, 1, 8, 8, 8), chunks=(1, 1, 8, 8, 8),
@@ -273,7 +273,7 @@ def store_seeds():
     put(t, "v3_gzip_F", store_seed(1, zjson(codecs=[
         {"name": "transpose", "configuration": {"order": [2, 1, 0]}},
         {"name": "bytes", "configuration": {"endian": "big"}}, {"name": "gzip", "configuration": {"level": 1}}]),
-        gzip.compress(raw, 1)))
+        gzip.compress(raw, 1, mtime=0)))
     put(t, "v3_nan_fill", store_seed(1, zjson(dtype="float32", shape=(9, 9, 9), fill="NaN"), bytes(2048)))
     put(t, "v3_sharded", store_seed(1, zjson(codecs=[{"name": "sharding_indexed"}]), raw))
     try:
