@@ -264,7 +264,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if (st != SWI_OK) {
         const char *why = seg_store_error(s);
         if (why)
-            fprintf(stderr, "%s: %s; the output stays marked incomplete\n", who, why);
+            fprintf(stderr, "%s: %s; %s\n", who, why, seg_store_left(s));
         else
             seg_engine_error(who, o, st, s->ctx);
         return 1;

@@ -79,6 +79,8 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
 int seg_store_commit(seg_state *s, char *err);
 /* The writers' first failure, or NULL. */
 const char *seg_store_error(const seg_state *s);
+/* What a failed run leaves of its store outputs, for the message. */
+const char *seg_store_left(const seg_state *s);
 
 /* Print "who: msg" and return 1. */
 int seg_fail(const char *who, const char *msg);

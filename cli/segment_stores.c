@@ -82,10 +82,13 @@ int seg_store_open_inputs(const seg_opts *o, seg_state *s, char *err) {
     s->store_in.transform = preprocess_box;
     s->store_in.transform_user = (void *)o;
     cli_input_reader(&s->store_in);
-    /* NIfTI outputs of a store input: an axis-aligned geometry of 1 mm voxels */
-    if (!seg_store_outputs(o) &&
-        swi_volume_make(&s->vols[0], s->store_in.size, (const double[3]){1, 1, 1}, err, SWI_ERRLEN))
+    /* NIfTI/NRRD outputs of a store input: its OME-Zarr scale and translation as the
+     * affine (axis-aligned, store axis 0 = i), else 1 mm voxels at the origin */
+    char msg[SWI_ERRLEN];
+    if (!seg_store_outputs(o) && swi_store_volume(s->store_in.stores[0], &s->vols[0], msg, sizeof msg)) {
+        cli_err(err, "%s", msg);
         return 1;
+    }
     return 0;
 }
 
@@ -138,6 +141,14 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
             return 1;
         }
     }
+    /* parts of one store must come from one job: the same inputs, models and options */
+    char job[3072], extra[512];
+    snprintf(extra, sizeof extra,
+             "clip %d %g,%g scale %d %g,%g,%g,%g zscore %d softmax %d tta %d head %d nonfinite %d",
+             o->clip_given, o->clip[0], o->clip[1], o->scale_given, o->scale[0], o->scale[1], o->scale[2],
+             o->scale[3], o->zscore, o->softmax, o->tta, o->head, o->nonfinite_fail);
+    cli_job_fingerprint(o->inputs, o->n_inputs, in->size, o->models, o->n_models, p, extra, job, sizeof job);
+    ls.job = ss.job = job;
     int flags = (o->force ? SWI_STORE_FORCE : 0) | (o->shard_given ? SWI_STORE_SHARED : 0);
     /* labels and scores as two datasets of one HDF5 file: a single writer replaces the whole
      * file, so the two join it as the one part of a shared output */
@@ -177,7 +188,10 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
                                        msg, sizeof msg)) ||
         (o->scores && swi_store_create(o->scores, &ss, flags, part, parts, s->box_lo, s->box_hi, &s->w_scores,
                                        msg, sizeof msg))) {
-        cli_err(err, "%s", msg);
+        if (o->shard_given && !cli_mpi_active())
+            cli_err(err, "--shard %d/%d: %s", part, parts, msg);
+        else
+            cli_err(err, "%s", msg);
         return 1;
     }
     if (empty) {
@@ -206,6 +220,12 @@ int seg_store_commit(seg_state *s, char *err) {
     if (!bad && sc && swi_store_commit(sc, msg, sizeof msg)) bad = 1;
     if (bad) cli_err(err, "%s", msg);
     return bad;
+}
+
+const char *seg_store_left(const seg_state *s) {
+    const int l = !s->w_labels || swi_store_writer_replaces(s->w_labels);
+    const int c = !s->w_scores || swi_store_writer_replaces(s->w_scores);
+    return l && c ? "the previous output is kept as it was" : "the output stays marked incomplete";
 }
 
 const char *seg_store_error(const seg_state *s) {

@@ -281,6 +281,239 @@ if have_zarr:
     r = run("read", name, os.path.join(work, "x.f32"))
     check(r.returncode == 1 and "incomplete" in r.stderr, "incomplete store refused: " + r.stderr)
 
+if have_zarr:
+    # ---- hostile stores: special files, sizes the metadata claims, inflation ----
+    import stat as stat_mod
+    import time
+
+    def read_err(name, timeout=20):
+        t0 = time.time()
+        try:
+            r = subprocess.run([tool, "read", name, os.path.join(work, "x.f32")], capture_output=True, text=True,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, "hung for %d s" % timeout
+        return r, "%.1f s: %s" % (time.time() - t0, r.stderr.strip())
+
+    def small(name, chunks=(8, 8, 8), codec=None, **kw):
+        zarr.open(name, mode="w", shape=shape, chunks=chunks, dtype="<u2", compressor=codec, **kw)[...] = 7
+
+    # a FIFO as a chunk, as .zarray, as .zattrs of an image, as zarr.json: refused at once
+    for what in ["0.0.0", ".zarray", "zarr.json"]:
+        name = os.path.join(work, "fifo_%s.zarr" % what.strip("."))
+        if what == "zarr.json":
+            write_v3(name, np.zeros(shape, "uint16"), (8, 8, 8))
+            os.remove(os.path.join(name, what))
+        else:
+            small(name)
+            os.remove(os.path.join(name, what))
+        os.mkfifo(os.path.join(name, what))
+        r, msg = read_err(name)
+        check(r is not None and r.returncode == 1 and what in r.stderr and "FIFO" in r.stderr,
+              "a FIFO as %s refused without blocking: %s" % (what, msg))
+    name = os.path.join(work, "fifo_attrs.ome.zarr")
+    os.makedirs(name)
+    os.mkfifo(os.path.join(name, ".zattrs"))
+    r, msg = read_err(name)
+    check(r is not None and r.returncode == 1 and ".zattrs" in r.stderr and "FIFO" in r.stderr,
+          "a FIFO as an image's .zattrs refused without blocking: " + msg)
+
+    # a sparse 3 GB chunk file is refused by its size, unread (a raw chunk is 1 KiB here)
+    name = os.path.join(work, "sparse_chunk.zarr")
+    small(name)
+    with open(os.path.join(name, "0.0.0"), "r+b") as f:
+        f.truncate(3 << 30)
+    r, msg = read_err(name)
+    check(r is not None and r.returncode == 1 and "0.0.0" in r.stderr and "more than" in r.stderr,
+          "a 3 GB chunk file refused by its size: " + msg)
+    for codec in [numcodecs.Zlib(level=1), numcodecs.Zstd(level=1), numcodecs.Blosc(cname="lz4")]:
+        name = os.path.join(work, "big_chunk_%s.zarr" % codec.codec_id)
+        small(name, codec=codec)
+        with open(os.path.join(name, "0.0.0"), "r+b") as f:
+            f.truncate(1 << 20)
+        r, msg = read_err(name)
+        check(r is not None and r.returncode == 1 and "0.0.0" in r.stderr and "more than" in r.stderr,
+              "a %s chunk file larger than its codec can make refused: %s" % (codec.codec_id, msg))
+
+    # chunks: 8192^3 over a 19x13x11 array, over 1 GiB; a big chunk that fits the array is read
+    for chunks, what in [((8192, 8192, 8192), "at most"), ((4096, 64, 64), "times what lies inside")]:
+        name = os.path.join(work, "huge_chunks_%d.zarr" % chunks[0])
+        small(name)
+        with open(os.path.join(name, ".zarray")) as f:
+            meta = json.load(f)
+        meta["chunks"] = list(chunks)
+        with open(os.path.join(name, ".zarray"), "w") as f:
+            json.dump(meta, f)
+        r, msg = read_err(name)
+        check(r is not None and r.returncode == 1 and "chunks" in r.stderr and what in r.stderr,
+              "chunks %s refused before allocating: %s" % (chunks, msg))
+    name = os.path.join(work, "chunk_over_array.zarr")
+    small(name, chunks=(64, 64, 64))
+    got, err = read_back(name, shape)
+    check(got is not None and np.all(got == 7), "a chunk of 64^3 over a 19x13x11 array is read: " + err)
+
+    # a chunk that inflates beyond its size, and headers claiming other sizes, name the chunk
+    cbytes = 8 * 8 * 8 * 2
+    for cid, data in [("zlib", numcodecs.Zlib(level=1).encode(bytes(cbytes * 64))),
+                      ("gzip", numcodecs.GZip(level=1).encode(bytes(cbytes * 64))),
+                      ("zstd", numcodecs.Zstd(level=1).encode(bytes(cbytes * 64))),
+                      ("blosc", numcodecs.Blosc(cname="lz4").encode(bytes(cbytes * 2)))]:
+        codec = {"zlib": numcodecs.Zlib(level=1), "gzip": numcodecs.GZip(level=1), "zstd": numcodecs.Zstd(level=1),
+                 "blosc": numcodecs.Blosc(cname="lz4")}[cid]
+        name = os.path.join(work, "inflate_%s.zarr" % cid)
+        small(name, codec=codec)
+        with open(os.path.join(name, "1.0.0"), "wb") as f:
+            f.write(data)
+        r, msg = read_err(name)
+        check(r is not None and r.returncode == 1 and "1.0.0" in r.stderr and
+              ("beyond" in r.stderr or "claims" in r.stderr),
+              "%s chunk inflating beyond its size refused: %s" % (cid, msg))
+
+    # ---- geometry: OME-Zarr known by its metadata; scale and translation read ----
+    name = os.path.join(work, "published.zarr")  # an OME-Zarr image named x.zarr
+    g = zarr.open_group(name, mode="w")
+    x = rng.integers(0, 4000, (1,) + shape).astype("<i2")
+    g.create_dataset("s0", data=x, chunks=(1, 8, 8, 8))
+    g.create_dataset("s1", data=x[:, ::2, ::2, ::2], chunks=(1, 8, 8, 8))
+    axes = [{"name": "c", "type": "channel"}] + [{"name": a, "type": "space", "unit": "micrometer"} for a in "zyx"]
+    g.attrs["multiscales"] = [{"version": "0.4", "axes": axes, "datasets": [
+        {"path": "s0", "coordinateTransformations": [{"type": "scale", "scale": [1, 2000, 500, 250]},
+                                                     {"type": "translation", "translation": [0, 10000, -3000, 0]}]},
+        {"path": "s1", "coordinateTransformations": [{"type": "scale", "scale": [1, 4000, 1000, 500]}]}],
+        "coordinateTransformations": [{"type": "scale", "scale": [1, 1, 1, 2]}]}]
+    got, err = read_back(name, shape)
+    check(got is not None and np.array_equal(got, x[0].astype(np.float32)), "OME-Zarr named x.zarr read: " + err)
+    r = run("geom", name)
+    check(r.returncode == 0 and r.stdout.split() == "scale 2 0.5 0.5 translation 10 -3 0 has 1".split(),
+          "OME-Zarr scale and translation in mm (multiscale scale composed): " + r.stdout + r.stderr)
+    name = os.path.join(work, "zero_scale.ome.zarr")
+    shutil.copytree(os.path.join(work, "published.zarr"), name)
+    attrs = json.load(open(os.path.join(name, ".zattrs")))
+    attrs["multiscales"][0]["datasets"][0]["coordinateTransformations"][0]["scale"] = [1, 0, 1, 1]
+    json.dump(attrs, open(os.path.join(name, ".zattrs"), "w"))
+    r = run("geom", name)
+    check(r.returncode == 1 and "coordinateTransformations" in r.stderr and "s0" in r.stderr,
+          "a scale of 0 refused, naming the transformations: " + r.stderr)
+    r = run("geom", os.path.join(work, "sparse.zarr"))
+    check(r.returncode == 0 and r.stdout.split() == "scale 1 1 1 translation 0 0 0 has 0".split(),
+          "a plain Zarr array has no geometry: " + r.stdout)
+
+    # ---- the output rule: only swi's own kind of store is replaced, and only with force ----
+    def tree(root):
+        out = {}
+        for d, _, files in os.walk(root):
+            for f in files:
+                p = os.path.join(d, f)
+                out[os.path.relpath(p, root)] = open(p, "rb").read() if not stat_mod.S_ISFIFO(os.lstat(p).st_mode) else "fifo"
+        return out
+
+    wargs = ["uint8", "1", "blosc", "19,13,11", "8,8,8"]
+    user = os.path.join(work, "user.zarr")
+    os.makedirs(os.path.join(user, "thesis"))
+    with open(os.path.join(user, "thesis", "notes.txt"), "w") as f:
+        f.write("years of work\n")
+    with open(os.path.join(user, ".zarray"), "w") as f:
+        f.write("{}")
+    plain = os.path.join(work, "plain.zarr")
+    os.makedirs(plain)
+    with open(os.path.join(plain, "notes.txt"), "w") as f:
+        f.write("years of work\n")
+    for d, who in [(user, "thesis"), (plain, "notes.txt")]:
+        before = tree(d)
+        for flags in ["", "force", "shared", "force,shared"]:
+            r = run("write", d, *wargs, env={"STORE_TOOL_FLAGS": flags})
+            check(r.returncode == 1 and "not a Zarr array" in r.stderr and who in r.stderr and tree(d) == before,
+                  "a folder of the user's files refused (flags %r), untouched: %s" % (flags, r.stderr))
+    # an OME image whose level is not named 0: refused without force, its metadata untouched
+    img = os.path.join(work, "img.ome.zarr")
+    before = tree(img)
+    r = run("write", img, *wargs)
+    check(r.returncode == 1 and "exists" in r.stderr and tree(img) == before,
+          "an OME image (levels s0, s1, labels) as output refused, untouched: " + r.stderr)
+    r = run("write", img, *wargs, env={"STORE_TOOL_FLAGS": "force"})
+    check(r.returncode == 1 and "labels" in r.stderr and tree(img) == before,
+          "an OME image holding labels is not replaced, even with force: " + r.stderr)
+    # labels into an image: the image's own metadata and levels byte for byte, the labels
+    # list merged, the level's scale and translation carried
+    name = os.path.join(work, "geo.ome.zarr")
+    shutil.copytree(os.path.join(work, "published.zarr"), name)
+    os.makedirs(os.path.join(name, "labels"))
+    with open(os.path.join(name, "labels", ".zattrs"), "w") as f:
+        json.dump({"labels": ["manual"], "note": "kept"}, f)
+    image = {k: v for k, v in tree(name).items() if not k.startswith("labels")}
+    r = run("write", os.path.join(name, "labels", "auto"), *wargs)
+    check(r.returncode == 0, "labels into an image with levels s0, s1: " + r.stderr)
+    after = tree(name)
+    check({k: v for k, v in after.items() if not k.startswith("labels")} == image,
+          "the image's .zattrs, .zgroup and levels are byte for byte as before")
+    la = json.load(open(os.path.join(name, "labels", ".zattrs")))
+    check(la == {"labels": ["manual", "auto"], "note": "kept"}, "labels/.zattrs merged: %s" % la)
+    ms = json.load(open(os.path.join(name, "labels", "auto", ".zattrs")))["multiscales"][0]
+    ct = ms["datasets"][0]["coordinateTransformations"]
+    check(ct == [{"type": "scale", "scale": [2000.0, 500.0, 500.0]},
+                 {"type": "translation", "translation": [10000.0, -3000.0, 0.0]}]
+          and all(a.get("unit") == "micrometer" for a in ms["axes"]),
+          "labels carry level s0's scale and translation, in the image's units: %s" % ct)
+    r = run("geom", os.path.join(name, "labels", "auto"))
+    check(r.returncode == 0 and r.stdout.split()[:8] == "scale 2 0.5 0.5 translation 10 -3 0".split(),
+          "the labels read back with the image's geometry: " + r.stdout + r.stderr)
+    # force over the labels group: swapped in beside the image's own files, which stay as they were
+    r = run("write", os.path.join(name, "labels", "auto"), "uint8", "1", "zstd", "19,13,11", "4,4,4",
+            env={"STORE_TOOL_FLAGS": "force"})
+    check(r.returncode == 0 and {k: v for k, v in tree(name).items() if not k.startswith("labels")} == image and
+          json.load(open(os.path.join(name, "labels", ".zattrs"))) == la and
+          zarr.open(os.path.join(name, "labels", "auto", "0"), mode="r").chunks == (4, 4, 4) and
+          not [f for f in os.listdir(os.path.join(name, "labels")) if ".swi-" in f],
+          "labels rewritten with force inside the image, nothing else touched: " + r.stderr)
+    r = run("write", os.path.join(name, "labels", "auto"), "uint8", "1", "zstd", "19,13,11", "8,8,8", "5",
+            env={"STORE_TOOL_FLAGS": "force"})
+    check(r.returncode == 1 and zarr.open(os.path.join(name, "labels", "auto", "0"), mode="r").chunks == (4, 4, 4)
+          and not [f for f in os.listdir(os.path.join(name, "labels")) if ".swi-" in f],
+          "a failed forced rewrite of the labels leaves them as they were")
+    with open(os.path.join(name, "labels", ".zattrs"), "w") as f:
+        f.write("{not json")
+    r = run("write", os.path.join(name, "labels", "third"), *wargs)
+    check(r.returncode == 1 and ".zattrs" in r.stderr and open(os.path.join(name, "labels", ".zattrs")).read() ==
+          "{not json", "an unreadable labels/.zattrs is refused, not replaced: " + r.stderr)
+
+    # force over a complete store: written beside it and swapped in at commit; a writer that
+    # fails or is killed midway leaves the old store exactly as it was
+    name = os.path.join(work, "w_uint8_blosc.zarr")
+    before = tree(name)
+    r = run("write", name, "uint8", "1", "blosc", "23,17,12", "8,8,8", "20", env={"STORE_TOOL_FLAGS": "force"})
+    check(r.returncode == 1 and tree(name) == before and not [f for f in os.listdir(work) if ".swi-new" in f],
+          "a failed forced rewrite leaves the old store as it was, nothing beside it")
+    p = subprocess.Popen([tool, "write", name, "uint16", "1", "zstd", "23,17,12", "8,8,8"],
+                         env=dict(os.environ, STORE_TOOL_FLAGS="force", STORE_TOOL_PAUSE="10"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t0, seen = time.time(), False
+    while time.time() - t0 < 20 and not seen:
+        new = [f for f in os.listdir(work) if f.startswith(".w_uint8_blosc.zarr.swi-new")]
+        seen = bool(new) and any(c[0].isdigit() for c in os.listdir(os.path.join(work, new[0])))
+        time.sleep(0.05)
+    p.kill()
+    p.wait()
+    check(seen and tree(name) == before, "a forced rewrite killed with chunks written: the old store as it was")
+    for f in os.listdir(work):
+        if f.startswith(".w_uint8_blosc.zarr.swi-new"):
+            shutil.rmtree(os.path.join(work, f))
+    r = run("write", name, "uint16", "1", "zstd", "23,17,12", "5,16,7", env={"STORE_TOOL_FLAGS": "force"})
+    z = zarr.open(name, mode="r")
+    check(r.returncode == 0 and z.dtype == np.uint16 and z.chunks == (5, 16, 7) and
+          np.array_equal(z[...], pattern(1, "uint16", size)) and
+          not [f for f in os.listdir(work) if ".swi-" in f], "force rewrites a complete store whole: " + r.stderr)
+
+    # shared stores record the job; a part of another job is refused, naming both
+    name = os.path.join(work, "jobs.zarr")
+    r = run("write", name, *wargs, "3", env={"STORE_TOOL_FLAGS": "shared", "STORE_TOOL_JOB": "input a.zarr model m"})
+    before = tree(name)
+    r = run("write", name, *wargs, env={"STORE_TOOL_FLAGS": "shared", "STORE_TOOL_JOB": "input b.zarr model m"})
+    check(r.returncode == 1 and "another job" in r.stderr and "a.zarr" in r.stderr and "b.zarr" in r.stderr and
+          tree(name) == before, "a part of another job refused: " + r.stderr)
+    r = run("write", name, *wargs, env={"STORE_TOOL_FLAGS": "shared", "STORE_TOOL_JOB": "input a.zarr model m"})
+    check(r.returncode == 0 and not os.path.exists(os.path.join(name, ".swi-incomplete")) and
+          not os.path.exists(os.path.join(name, ".swi-job")), "the same job completes it: " + r.stderr)
+
 if have_h5:
     name = os.path.join(work, "v.h5")
     with h5py.File(name, "w") as f:

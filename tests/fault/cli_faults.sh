@@ -32,6 +32,7 @@ CASES=(
   input_promises_too_much  # a tiny .nii.gz whose header promises 2^38 voxels
   input_sibling_nii     # X.nii.gz read while a different X.nii lies beside it
   concurrent_force      # two runs with --force writing one path
+  store_write_walk      # every write/fsync/rename/link/mkdir of a Zarr store write fails in turn
 )
 
 if [ "${1:-}" = --list ]; then
@@ -422,6 +423,65 @@ t_concurrent_force() {
   no_sanitizer_report
   [ "$(ls -A "$T/o")" = l.nii ] || fail "left behind: $(ls -A "$T/o")"
   cmp -s "$T/o/l.nii" "$T/ref.nii" || fail "the output is not one complete run's labels"
+}
+
+# store_walk_one ERRNO FORCE: `swi bench` writes a Zarr store (over a complete one with
+# FORCE=1) while each counted write, fsync, rename, link and mkdir under the output folder
+# fails in turn with ERRNO: exit 1 with one line naming what failed; with FORCE the previous
+# store is byte for byte as it was and nothing lies beside it, without it the store is absent
+# or marked incomplete, with no temporary left in it. Sets $walked.
+store_walk_one() {
+  local errno_="$1" force="$2" shim_env="verify_asan_link_order=0:$ASAN_OPTIONS"
+  local args=(bench --shape 130,40,40 --classes 4 --roi 16 --no-floor --output-file "$T/o/s.zarr")
+  rm -rf "$T/o" "$T/ref" && mkdir "$T/o" "$T/ref"
+  if [ "$force" = 1 ]; then
+    run "${args[@]}" --predictor atlas
+    expect_rc 0
+    cp -a "$T/o/s.zarr" "$T/ref/s.zarr"
+    args+=(--force)
+  fi
+  ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_NAMES=1 \
+    SWI_FAULT_IO_COUNT="$T/count" "$SWI" "${args[@]}" >"$T/out" 2>"$T/err" </dev/null
+  rc=$?
+  expect_rc 0; no_sanitizer_report
+  local count bad="" n
+  count=$(cat "$T/count")
+  [ "${count:-0}" -ge 5 ] || fail "the shim saw only ${count:-0} calls"
+  for n in $(seq 1 "$count"); do
+    rm -rf "$T/o" && mkdir "$T/o"
+    [ "$force" = 1 ] && cp -a "$T/ref/s.zarr" "$T/o/s.zarr"
+    ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_NAMES=1 \
+      SWI_FAULT_IO_AT=$n SWI_FAULT_IO_ERRNO=$errno_ "$SWI" "${args[@]}" >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    echo "errno $errno_, force $force, call $n of $count fails: exit $rc: $(head -c 300 "$T/err" | tr '\n' ' ')"
+    local ok=1
+    [ $rc -eq 1 ] || ok=0
+    (one_line_err && expect_err "s\.zarr.*(No space left on device|Input/output error)") >/dev/null || ok=0
+    if [ "$force" = 1 ]; then
+      diff -r "$T/ref/s.zarr" "$T/o/s.zarr" >/dev/null || ok=0
+      [ "$(ls -A "$T/o")" = s.zarr ] || ok=0
+    else
+      [ ! -e "$T/o/s.zarr" ] || [ -e "$T/o/s.zarr/.swi-incomplete" ] || ok=0
+      [ -z "$(ls -A "$T/o" | grep -v '^s\.zarr$')" ] || ok=0
+      [ -z "$(find "$T/o" -name '.tmp-*' 2>/dev/null)" ] || ok=0
+    fi
+    [ $ok = 1 ] || { bad="$bad $n"; echo "    BAD: left: [$(cd "$T/o" && find . | head -20 | tr '\n' ' ')]"; }
+  done
+  [ -z "$bad" ] || fail "store write failures$bad of $count (errno $errno_, force $force) misbehave (see above)"
+  walked=$count
+}
+
+t_store_write_walk() {
+  [ -f "$IO_SHIM" ] || skip "no fault_io shim (SWI_FAULT_IO)"
+  "$SWI" --version 2>&1 | grep -q "Zarr.*: yes" || skip "swi built without Zarr"
+  local total=0 e f walked
+  for f in 1 0; do
+    for e in 28 5; do
+      store_walk_one "$e" "$f"
+      total=$((total + walked))
+    done
+  done
+  echo "store write walk: $total failure points"
 }
 
 run_case() {
