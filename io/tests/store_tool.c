@@ -3,7 +3,8 @@
  *   store_tool write STORE DTYPE PLANES CODEC D,H,W C0,C1,C2 [FAIL_AFTER]
  *       writes value(p, i, j, k) = (p * 7 + i * 5 + j * 3 + k) % M (M 251, 65521 or 1e6)
  *       through swi_store_on_region in unaligned boxes from two threads, in slabs along the
- *       axis STORE_TOOL_SLAB_AXIS (environment; default 0); with FAIL_AFTER
+ *       axis STORE_TOOL_SLAB_AXIS (environment; default 0), over an existing store with
+ *       STORE_TOOL_FORCE=1 (SWI_STORE_FORCE); with FAIL_AFTER
  *       it stops after that many regions and aborts, as a failed run would.
  * Exit 0 on success, 1 with the message on stderr. */
 #include "swi_store.h"
@@ -153,7 +154,9 @@ static int do_write(int argc, char **argv) {
     spec.slab_axis = axis ? atoi(axis) : 0;
     char err[1024];
     swi_store_writer *w;
-    if (swi_store_create(name, &spec, SWI_STORE_EXCLUSIVE, 0, 1, NULL, NULL, &w, err, sizeof err)) {
+    const char *force = getenv("STORE_TOOL_FORCE");
+    int flags = force && *force == '1' ? SWI_STORE_FORCE : SWI_STORE_EXCLUSIVE;
+    if (swi_store_create(name, &spec, flags, 0, 1, NULL, NULL, &w, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
