@@ -43,8 +43,20 @@ static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int h5__available(void) { return 1; }
 
-/* libhdf5 prints its error stack by default; a library must not. */
-static void quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+/* Close a file HDF5 may still write to. After a failed H5Fclose libhdf5 keeps a file it can
+ * neither close again nor survive closing at exit (1.10: a crash in its exit handler), so the
+ * file is flushed first and, if that fails, left open for HDF5 to close at exit. 0: closed. */
+static int close_file(hid_t f) {
+    if (H5Fflush(f, H5F_SCOPE_LOCAL) < 0) return -1;
+    return H5Fclose(f) < 0 ? -1 : 0;
+}
+
+/* libhdf5 prints its error stack by default; a library must not. The setting is per thread
+ * in a thread-safe libhdf5: every entry takes h5_lock through here. */
+static void h5_enter(void) {
+    pthread_mutex_lock(&h5_lock);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
 
 /* An object's identity within its file (its header's address), to tell whether a path in a
  * byte-for-byte copy of the file names the same dataset. */
@@ -265,8 +277,7 @@ swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type 
     r->file_size = fsize;
     r->dev = fst.st_dev;
     r->ino = fst.st_ino;
-    pthread_mutex_lock(&h5_lock);
-    quiet();
+    h5_enter();
     swi_status st = SWI_ERR_INVALID_ARG;
     hid_t space = -1, dcpl = -1;
     r->file = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -533,7 +544,7 @@ static swi_status read_chunked(h5r *r, const int64_t lo[3], const int64_t hi[3],
 swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
                         size_t n) {
     h5r *r = impl;
-    pthread_mutex_lock(&h5_lock);
+    h5_enter();
     if (r->chunked) {
         swi_status st = read_chunked(r, lo, hi, dst, err, n);
         pthread_mutex_unlock(&h5_lock);
@@ -565,7 +576,7 @@ swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], fl
 void h5__close(void *impl) {
     h5r *r = impl;
     if (!r) return;
-    pthread_mutex_lock(&h5_lock);
+    h5_enter();
     for (h5r **p = &readers; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;
@@ -1021,12 +1032,11 @@ static int same_dataset(hid_t d, const swi_store_spec *spec, const int64_t chunk
  * fails if another part was first. 0 created, 1 another part's file is there, -1 error. */
 static int create_shared(h5w *w, char *err, size_t n) {
     if (make_tmp(w->final, &w->tmp, err, n)) return -1;
-    pthread_mutex_lock(&h5_lock);
-    quiet();
+    h5_enter();
     int bad = 1;
     hid_t f = create_tmp(&w->tmp), d = -1;
     if (f < 0)
-        io__err(err, n, "%s: cannot create the file: %s", w->tmp.file, strerror(errno));
+        io__err(err, n, "%s: cannot create the file (in %s): %s", w->final, w->tmp.dir, strerror(errno));
     else if ((d = make_dataset(f, w->path, &w->spec, w->chunk)) < 0)
         io__err(err, n, "%s: cannot create the dataset %s", w->name, w->path);
     else if (put_string_attr(d, INCOMPLETE_ATTR, INCOMPLETE_TEXT) != 0)
@@ -1034,7 +1044,7 @@ static int create_shared(h5w *w, char *err, size_t n) {
     else
         bad = 0;
     if (d >= 0 && H5Dclose(d) < 0) bad = 1;
-    if (f >= 0 && H5Fclose(f) < 0 && !bad) {
+    if (f >= 0 && close_file(f) != 0 && !bad) {
         io__err(err, n, "%s: cannot finish the file (disk full?)", w->tmp.file);
         bad = 1;
     }
@@ -1070,7 +1080,7 @@ static htri_t path_exists(hid_t f, const char *path) {
  * HDF5 still held may not be on disk). */
 static swi_status close_h5(h5w *w, hid_t f, hid_t d, swi_status st, char *err, size_t n) {
     if (d >= 0) H5Dclose(d);
-    if (f >= 0 && H5Fclose(f) < 0 && st == SWI_OK) {
+    if (f >= 0 && close_file(f) != 0 && st == SWI_OK) {
         io__err(err, n, "%s: cannot finish writing the file (disk full?)", w->final);
         st = SWI_ERR_INVALID_ARG;
     }
@@ -1081,8 +1091,7 @@ static swi_status close_h5(h5w *w, hid_t f, hid_t d, swi_status st, char *err, s
  * (or --force) is marked incomplete and this part not done; a missing one is created beside
  * the file's other datasets. */
 static swi_status join_locked(h5w *w, int flags, char *err, size_t n) {
-    pthread_mutex_lock(&h5_lock);
-    quiet();
+    h5_enter();
     swi_status st = SWI_ERR_INVALID_ARG;
     unsigned char *done = NULL;
     hid_t f = open_locked(w->final), d = -1;
@@ -1157,7 +1166,7 @@ static swi_status shared_create(h5w *w, int flags, char *err, size_t n) {
     /* The lock a part takes would wait forever on the one HDF5 holds for this process's own
      * reader of the file. */
     struct stat fs;
-    pthread_mutex_lock(&h5_lock);
+    h5_enter();
     int input = stat(w->final, &fs) == 0 && is_read(fs.st_dev, fs.st_ino, NULL);
     pthread_mutex_unlock(&h5_lock);
     if (input) {
@@ -1196,8 +1205,7 @@ static int open_shared(h5w *w, hid_t *f, hid_t *d, char *err, size_t n) {
         lock_error(w, err, n);
         return -1;
     }
-    pthread_mutex_lock(&h5_lock);
-    quiet();
+    h5_enter();
     *f = open_locked(w->final);
     *d = *f >= 0 ? H5Dopen2(*f, w->path, H5P_DEFAULT) : -1;
     return fd;
@@ -1341,11 +1349,22 @@ static void out_free(h5out *o) {
             *p = o->next;
             break;
         }
-    if (o->file >= 0) H5Fclose(o->file);
+    if (o->file >= 0) close_file(o->file);
     drop_tmp(&o->tmp);
     if (o->fd >= 0) close(o->fd);
     free(o->paths);
     free(o);
+}
+
+/* Does the file start with HDF5's signature (at 0, 512, 1024, 2048, ...: after a user block)? */
+static int hdf5_signature(int fd, off_t size) {
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    for (off_t at = 0; at + 8 <= size; at = at ? 2 * at : 512) {
+        unsigned char b[8];
+        if (pread(fd, b, 8, at) != 8) return 0;
+        if (!memcmp(b, sig, 8)) return 1;
+    }
+    return 0;
 }
 
 /* The copy of final (or a new file) to write into. Caller holds h5_lock. */
@@ -1364,7 +1383,7 @@ static h5out *out_open(const char *final, const struct stat *st, char *err, size
     if (make_tmp(final, &o->tmp, err, n)) goto fail;
     if (!st) {
         if ((o->file = create_tmp(&o->tmp)) < 0) {
-            io__err(err, n, "%s: cannot create the file: %s", o->tmp.file, strerror(errno));
+            io__err(err, n, "%s: cannot create the file (in %s): %s", final, o->tmp.dir, strerror(errno));
             goto fail;
         }
         return o;
@@ -1389,11 +1408,15 @@ static h5out *out_open(const char *final, const struct stat *st, char *err, size
         io__err(err, n, "%s: cannot copy the file to add the dataset: %s", final, strerror(e));
         goto fail;
     }
+    if (!hdf5_signature(o->fd, o->was.st_size)) {
+        io__err(err, n, "%s: exists and is not an HDF5 file; not replaced, --force or not", final);
+        goto fail;
+    }
     hid_t fapl = no_lock_fapl();
     o->file = fapl >= 0 ? H5Fopen(o->tmp.file, H5F_ACC_RDWR, fapl) : -1;
     if (fapl >= 0) H5Pclose(fapl);
     if (o->file < 0) {
-        io__err(err, n, "%s: exists and is not an HDF5 file swi can open; not replaced, --force or not",
+        io__err(err, n, "%s: cannot open the file's copy to add the dataset (a corrupt file, or disk full?)",
                 final);
         goto fail;
     }
@@ -1516,8 +1539,7 @@ static swi_status single_create(h5w *w, char *err, size_t n) {
                 swi_io_file_kind(st.st_mode));
         return SWI_ERR_INVALID_ARG;
     }
-    pthread_mutex_lock(&h5_lock);
-    quiet();
+    h5_enter();
     swi_status rc = SWI_ERR_INVALID_ARG;
     h5out *o = NULL;
     for (h5out *q = outs; q && !o; q = q->next)
@@ -1551,7 +1573,7 @@ out:
 
 /* Put the finished copy in place. Caller holds h5_lock. */
 static swi_status out_finish(h5out *o, char *err, size_t n) {
-    int bad = H5Fclose(o->file) < 0;
+    int bad = close_file(o->file) != 0;
     o->file = -1;
     if (bad) {
         io__err(err, n, "%s: cannot finish writing the file (disk full?)", o->final);
@@ -1596,7 +1618,7 @@ static swi_status out_finish(h5out *o, char *err, size_t n) {
 }
 
 static swi_status single_commit(h5w *w, char *err, size_t n) {
-    pthread_mutex_lock(&h5_lock);
+    h5_enter();
     h5out *o = w->out;
     swi_status st = SWI_OK;
     if (w->dset >= 0 && H5Dclose(w->dset) < 0) {
@@ -1619,7 +1641,7 @@ static swi_status single_commit(h5w *w, char *err, size_t n) {
 }
 
 static void single_abort(h5w *w) {
-    pthread_mutex_lock(&h5_lock);
+    h5_enter();
     h5out *o = w->out;
     if (w->dset >= 0) H5Dclose(w->dset);
     w->dset = -1;
@@ -1682,7 +1704,7 @@ swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], c
     pend *p = NULL;
     swi_status st = encode_slab(w, lo, hi, buf, &p, err, n);
     if (st != SWI_OK) return st;
-    pthread_mutex_lock(&h5_lock);
+    h5_enter();
     if (write_chunks(w->dset, p) != 0) {
         io__err(err, n, "%s: cannot write the box from (%lld, %lld, %lld) (disk full?)", w->name,
                 (long long)lo[0], (long long)lo[1], (long long)lo[2]);
