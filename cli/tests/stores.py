@@ -290,6 +290,20 @@ if case == "shards":
 if case == "h5shards":
     # shards and ranks into one HDF5 dataset: each part writes its rows under the file's lock
     make_inputs()
+    # the first part creates the file in a temporary that is never a planted link (the name
+    # it used to take, .NAME.tmp-HOST-PID with PID the process's own, points at a victim)
+    import socket
+    with open("victim.txt", "w") as f:
+        f.write("precious")
+    host = socket.gethostname()[:64]
+    r = subprocess.run(["sh", "-c", 'ln -s victim.txt ".planted.h5.tmp-$1-$$"; shift; exec "$@"', "sh", host, swi,
+                        "bench", "--input", "v.zarr", "--output-file", "planted.h5:/seg", *common, "--shard", "0/2"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and open("victim.txt", "rb").read() == b"precious" and
+          "swi_incomplete" in h5_attrs("planted.h5:/seg"), "a part's temporary never follows a planted link: " + r.stderr)
+    for f in os.listdir("."):
+        if f.startswith(".planted.h5.tmp-"):
+            os.unlink(f)
     for what in ("argmax", "scores"):
         one = what + "_1.h5:/seg"
         r = bench("v.zarr", one, what)
