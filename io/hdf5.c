@@ -1,9 +1,11 @@
-/* hdf5.c -- HDF5 datasets (file.h5:/path): read by hyperslab with HDF5's own conversion
- * to float, written chunked and deflate-compressed: by one writer into a temporary file
- * renamed at commit, or by several parts in turn under the file's lock (see "several parts
- * into one file" below). Chunks are shuffled and deflated by the thread that finished them,
- * as HDF5's filters would, and handed to HDF5 whole. libhdf5 (serial) is not thread-safe:
- * one lock serialises every call into it. */
+/* hdf5.c -- HDF5 datasets (file.h5:/path). Read chunk by chunk as stored, each inflated by
+ * zlib within the size it must have (see "reading"), or by hyperslab when contiguous, and
+ * converted to float by HDF5. Written chunked, shuffled and deflated: by one writer (or the
+ * writers of one file in a process) into a copy of the file, or a new file, renamed over it
+ * at commit (see "one writer"), or by several parts in turn in place under the file's lock
+ * (see "several parts into one file"). Chunks are shuffled and deflated by the thread that
+ * finished them, as HDF5's filters would, and handed to HDF5 whole. libhdf5 (serial) is not
+ * thread-safe: one lock serialises every call into it. */
 #include "store_internal.h"
 
 #ifdef SWI_HAVE_HDF5

@@ -480,6 +480,27 @@ if have_h5:
         rss_mb = int(r.stdout.split()[-1]) / 1024.0 if r.stdout.split() else -1
         check(r.returncode == 1 and re.search(why, r.stderr) and "bomb.h5:/" + path in r.stderr and rss_mb < 200,
               "%s refused (%s) within %.0f MB: %s" % (path, why, rss_mb, r.stderr))
+    # data elsewhere: a path through an external link (here to a FIFO, which would block), raw
+    # data in an external file, a soft link
+    fifo = os.path.join(work, "fifo2.h5")
+    os.mkfifo(fifo)
+    name = os.path.join(work, "links.h5")
+    with h5py.File(name, "w") as f:
+        f["ext"] = h5py.ExternalLink(fifo, "/x")
+        f["soft"] = h5py.SoftLink("/real")
+        f.create_dataset("real", data=np.ones((4, 4, 4), "u1"))
+        f.create_dataset("outside", shape=(4, 4, 4), dtype="u1", external=[(os.path.join(work, "raw.bin"), 0, 64)])
+    with open(os.path.join(work, "raw.bin"), "wb") as f:
+        f.write(bytes(64))
+    for path, why in [("ext", "soft or external link"), ("soft", "soft or external link"),
+                      ("outside", "external file")]:
+        try:
+            r = subprocess.run([tool, "read", name + ":/" + path, os.path.join(work, "x.f32")], capture_output=True,
+                               text=True, timeout=20)
+            check(r.returncode == 1 and why in r.stderr, "%s refused: %s" % (path, r.stderr))
+        except subprocess.TimeoutExpired:
+            check(False, "%s blocks" % path)
+    os.unlink(fifo)
     # an HDF5 file holding swi's own chunks is still read, raw chunks (tiny) too
     got, err = read_back(os.path.join(work, "w_tiny.h5") + ":/t", size)
     check(got is not None and (want_u8 is None or np.array_equal(got, want_u8.astype(np.float32))),
