@@ -1390,7 +1390,12 @@ static h5out *out_open(const char *final, const struct stat *st, char *err, size
         }
         return o;
     }
-    if ((o->fd = swi_io_open_regular(final, NULL, err, n)) < 0) goto fail;
+    int64_t size = 0;
+    if ((o->fd = swi_io_open_regular(final, &size, err, n)) < 0) goto fail;
+    if (!hdf5_signature(o->fd, (off_t)size)) {
+        io__err(err, n, "%s: exists and is not an HDF5 file; not replaced, --force or not", final);
+        goto fail;
+    }
     if (share_lock(o->fd) != 0) {
         io__err(err, n, "%s: another program is writing the file (HDF5's lock is held): %s", final,
                 strerror(errno));
@@ -1410,10 +1415,6 @@ static h5out *out_open(const char *final, const struct stat *st, char *err, size
         io__err(err, n, "%s: cannot copy the file to add the dataset: %s", final, strerror(e));
         goto fail;
     }
-    if (!hdf5_signature(o->fd, o->was.st_size)) {
-        io__err(err, n, "%s: exists and is not an HDF5 file; not replaced, --force or not", final);
-        goto fail;
-    }
     hid_t fapl = no_lock_fapl();
     o->file = fapl >= 0 ? H5Fopen(o->tmp.file, H5F_ACC_RDWR, fapl) : -1;
     if (fapl >= 0) H5Pclose(fapl);
@@ -1428,15 +1429,19 @@ fail:
     return NULL;
 }
 
-/* Why the dataset d is not one swi writes (and so is never replaced), or NULL. */
+#define WHY_LEN 160
+
+/* An attribute swi does not write: named in op (WHY_LEN bytes), the iteration stopped. */
 static herr_t foreign_attr(hid_t loc, const char *name, const H5A_info_t *info, void *op) {
     (void)loc, (void)info;
     if (strncmp(name, "swi_", 4) == 0) return 0;
-    snprintf(op, 160, "it carries the attribute %.100s", name);
+    snprintf(op, WHY_LEN, "it carries the attribute %.100s", name);
     return 1;
 }
 
-static const char *not_swi_kind(hid_t d, char *why, size_t wn) {
+/* Why the dataset d is not one swi writes (and so is never replaced), or NULL; why holds
+ * WHY_LEN bytes. */
+static const char *not_swi_kind(hid_t d, char *why) {
     hid_t p = H5Dget_create_plist(d), t = H5Dget_type(d), s = H5Dget_space(d);
     int nd = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
     const char *r = NULL;
@@ -1459,7 +1464,6 @@ static const char *not_swi_kind(hid_t d, char *why, size_t wn) {
         if (H5Aiterate2(d, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, foreign_attr, why) != 0)
             r = why[0] ? why : "its attributes cannot be listed";
     }
-    (void)wn;
     if (p >= 0) H5Pclose(p);
     if (t >= 0) H5Tclose(t);
     if (s >= 0) H5Sclose(s);
@@ -1490,10 +1494,10 @@ static swi_status place_dataset(h5w *w, h5out *o, char *err, size_t n) {
         }
         hid_t d = H5Dopen2(o->file, w->path, H5P_DEFAULT);
         obj_key k;
-        char why[160];
+        char why[WHY_LEN];
         const char *no = NULL;
         int input = d >= 0 && key_of(d, &k) == 0 && o->existed && is_read(o->was.st_dev, o->was.st_ino, &k);
-        if (d >= 0 && !input && w->force) no = not_swi_kind(d, why, sizeof why);
+        if (d >= 0 && !input && w->force) no = not_swi_kind(d, why);
         if (d >= 0) H5Dclose(d);
         if (d < 0) {
             io__err(err, n, "%s: cannot open the existing dataset", w->name);
