@@ -60,6 +60,12 @@ static void h5_enter(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
+/* The messages of a failure are dropped: a worker thread's stack is otherwise never freed. */
+static void h5_leave(void) {
+    H5Eclear2(H5E_DEFAULT);
+    pthread_mutex_unlock(&h5_lock);
+}
+
 /* An object's identity within its file (its header's address), to tell whether a path in a
  * byte-for-byte copy of the file names the same dataset. */
 typedef struct obj_key {
@@ -375,7 +381,7 @@ done:
         readers = r;
         *impl = r;
     }
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     return st;
 }
 
@@ -549,7 +555,7 @@ swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], fl
     h5_enter();
     if (r->chunked) {
         swi_status st = read_chunked(r, lo, hi, dst, err, n);
-        pthread_mutex_unlock(&h5_lock);
+        h5_leave();
         return st;
     }
     hsize_t start[STORE_MAX_NDIM] = {0}, count[STORE_MAX_NDIM];
@@ -571,7 +577,7 @@ swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], fl
                 (long long)lo[2], (long long)hi[2]);
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     return st;
 }
 
@@ -585,7 +591,7 @@ void h5__close(void *impl) {
             break;
         }
     free_reader(r);
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
 }
 
 /* ---- temporaries ----
@@ -1050,7 +1056,7 @@ static int create_shared(h5w *w, char *err, size_t n) {
         io__err(err, n, "%s: cannot finish the file (disk full?)", w->tmp.file);
         bad = 1;
     }
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     int r = bad ? -1 : 0;
     if (!bad && link(w->tmp.file, w->final) != 0) {
         if (errno == EEXIST) {
@@ -1086,7 +1092,7 @@ static swi_status close_h5(h5w *w, hid_t f, hid_t d, swi_status st, char *err, s
         io__err(err, n, "%s: cannot finish writing the file (disk full?)", w->final);
         st = SWI_ERR_INVALID_ARG;
     }
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     return st;
 }
 /* Join an existing file, its lock held: a dataset of this run's layout that is incomplete
@@ -1170,7 +1176,7 @@ static swi_status shared_create(h5w *w, int flags, char *err, size_t n) {
     struct stat fs;
     h5_enter();
     int input = stat(w->final, &fs) == 0 && is_read(fs.st_dev, fs.st_ino, NULL);
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     if (input) {
         io__err(err, n,
                 "%s: the file is also an input of this run; parts (--shard, mpirun) write into it in place "
@@ -1573,7 +1579,7 @@ static swi_status single_create(h5w *w, char *err, size_t n) {
     w->out = o;
     rc = place_dataset(w, o, err, n);
 out:
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     return rc;
 }
 
@@ -1642,7 +1648,7 @@ static swi_status single_commit(h5w *w, char *err, size_t n) {
         }
         out_free(o);
     }
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     return st;
 }
 
@@ -1655,7 +1661,7 @@ static void single_abort(h5w *w) {
         o->failed = 1;
         if (--o->users == 0) out_free(o);
     }
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
 }
 
 /* ---- the writer ---- */
@@ -1716,7 +1722,7 @@ swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], c
                 (long long)lo[0], (long long)lo[1], (long long)lo[2]);
         st = SWI_ERR_INVALID_ARG;
     }
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     free_pend(p);
     return st;
 }
