@@ -102,13 +102,6 @@ static void spec_of(const swi_tensor *in, int64_t planes, swi_dtype dtype, int l
     spec->classes = classes;
 }
 
-/* Whether a and b are datasets of one HDF5 file (x.h5:/labels, x.h5:/scores). */
-static int same_h5_file(const char *a, const char *b) {
-    char fa[4096], fb[4096];
-    return a && b && swi_store_split_h5(a, fa, sizeof fa, NULL, 0, NULL, 0) == SWI_OK &&
-           swi_store_split_h5(b, fb, sizeof fb, NULL, 0, NULL, 0) == SWI_OK && strcmp(fa, fb) == 0;
-}
-
 int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_tensor *in, swi_output *outs,
                     int n_outs, int *nothing_to_do, char *err) {
     *nothing_to_do = 0;
@@ -149,10 +142,8 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
              o->scale[3], o->zscore, o->softmax, o->tta, o->head, o->nonfinite_fail);
     cli_job_fingerprint(o->inputs, o->n_inputs, in->size, o->models, o->n_models, p, extra, job, sizeof job);
     ls.job = ss.job = job;
+    /* labels and scores as two datasets of one HDF5 file share the writer's copy of it */
     int flags = (o->force ? SWI_STORE_FORCE : 0) | (o->shard_given ? SWI_STORE_SHARED : 0);
-    /* labels and scores as two datasets of one HDF5 file: a single writer replaces the whole
-     * file, so the two join it as the one part of a shared output */
-    if (same_h5_file(o->output, o->scores)) flags |= SWI_STORE_SHARED;
     char msg[SWI_ERRLEN];
     if (o->shard_init) {
         if ((o->output && swi_store_init(o->output, &ls, flags, msg, sizeof msg)) ||

@@ -57,13 +57,37 @@
  * swi_store_open refuses a store that still has it. Several processes may create the same
  * store at once (SWI_STORE_SHARED): the metadata are linked into place atomically by
  * whichever comes first, and the others check that they agree; the creator records
- * spec.job (.swi-job), and a part whose job differs is refused. A single HDF5 writer writes a
- * temporary file renamed at commit. Several HDF5 parts (SWI_STORE_SHARED) write one file in
- * turn: each batch of finished slabs is written under an exclusive flock(2) of the file (the
- * lock HDF5's own readers take shared), opened, written and closed; the first part links the
- * file into place whole, the others check the dataset's shape, type and chunk; the dataset
- * carries the attribute swi_incomplete, and swi_parts_done (a byte per part), until the last
- * part commits and removes both. HDF5_USE_FILE_LOCKING must be unset or FALSE.
+ * spec.job (.swi-job), and a part whose job differs is refused.
+ *
+ * HDF5. An HDF5 output is one dataset of a file; the file's other datasets, groups and
+ * attributes are never changed. A single writer never writes the existing file: it copies it
+ * (a reflink or copy_file_range where the file system has them; a new file is created
+ * instead) into a private temporary directory beside it, .NAME.swi-XXXXXX (mkdtemp: made
+ * exclusively, unpredictable, mode 0700; nothing is created through a link), writes the
+ * dataset into the copy and, at commit, renames the copy over the file if the file is still
+ * the one copied (else the commit fails: another program wrote it meanwhile). An existing
+ * dataset is refused without SWI_STORE_FORCE; with it, only a dataset of the kind swi writes
+ * (chunked, shuffle + deflate, uint8/uint16/float32, 3 or 4 dimensions, no attributes but
+ * swi_*) is replaced, never a group, a user's dataset, a file that is not HDF5, or a dataset
+ * this process has open as an input. A failed, aborted or interrupted writer leaves the file
+ * exactly as it was. Writers of one file open at once in a process (labels and scores)
+ * share the copy: it is put in place when the last one commits (an earlier one's commit
+ * returns SWI_OK and the file appears with the last), not at all if one fails or is aborted.
+ * The cost: a read and a write of the whole file (none with reflinks), and its size in free
+ * space until commit. Several HDF5 parts (SWI_STORE_SHARED) write one file in turn, in
+ * place: each batch of finished slabs is written under an exclusive flock(2) of the file
+ * (the lock HDF5's own readers take shared), opened, written and closed; the first part
+ * links the file into place whole, the others check the dataset's shape, type and chunk;
+ * the dataset carries the attribute swi_incomplete, and swi_parts_done (a byte per part),
+ * until the last part commits and removes both. A failed part leaves the dataset marked
+ * incomplete and the file's other objects as they were. Parts refuse a file this process
+ * reads as an input (their lock would wait forever on the reader's).
+ * HDF5_USE_FILE_LOCKING must be unset or FALSE.
+ * Reading HDF5, every chunk is inflated within the size it must have (a chunk inflating
+ * beyond it, of over 1 GiB, or with dimensions over the dataset's is refused, naming the
+ * chunk); only the filters deflate and shuffle are read; a dataset whose data lie in other
+ * files (external, virtual) or behind a soft or external link is refused; a .h5 that
+ * is not a regular file (a FIFO) is refused without being opened.
  *
  * Errors: an swi_status and one line naming the store and the field in err (NULL: none).
  */
@@ -215,7 +239,7 @@ const char *swi_store_writer_error(const swi_store_writer *w);
 swi_status swi_store_commit(swi_store_writer *w, char *err, size_t errlen);
 
 /** Drop a writer without committing: the store stays marked incomplete (a single HDF5
- *  writer: the temporary file is removed). NULL is fine. */
+ *  writer: its temporary is removed and the file is as it was). NULL is fine. */
 void swi_store_abort(swi_store_writer *w);
 
 #ifdef __cplusplus

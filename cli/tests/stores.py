@@ -6,8 +6,10 @@ Exit 0 passed, 1 failed, 77 skipped (a reader or a feature missing).
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -148,7 +150,7 @@ def writing(root, snap):
 
 
 def no_temporaries():
-    return not [f for f in os.listdir(".") if ".tmp-" in f]
+    return not [f for f in os.listdir(".") if ".tmp-" in f or ".swi-" in f]
 
 
 if case == "formats":
@@ -337,6 +339,20 @@ if case == "shards":
 if case == "h5shards":
     # shards and ranks into one HDF5 dataset: each part writes its rows under the file's lock
     make_inputs()
+    # the first part creates the file in a temporary that is never a planted link (the name
+    # it used to take, .NAME.tmp-HOST-PID with PID the process's own, points at a victim)
+    import socket
+    with open("victim.txt", "w") as f:
+        f.write("precious")
+    host = socket.gethostname()[:64]
+    r = subprocess.run(["sh", "-c", 'ln -s victim.txt ".planted.h5.tmp-$1-$$"; shift; exec "$@"', "sh", host, swi,
+                        "bench", "--input", "v.zarr", "--output-file", "planted.h5:/seg", *common, "--shard", "0/2"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and open("victim.txt", "rb").read() == b"precious" and
+          "swi_incomplete" in h5_attrs("planted.h5:/seg"), "a part's temporary never follows a planted link: " + r.stderr)
+    for f in os.listdir("."):
+        if f.startswith(".planted.h5.tmp-"):
+            os.unlink(f)
     for what in ("argmax", "scores"):
         one = what + "_1.h5:/seg"
         r = bench("v.zarr", one, what)
@@ -720,6 +736,60 @@ if case == "segment":
     r = run(*seg, *both, "--force")
     check(r.returncode == 0 and np.array_equal(load("one.h5:/labels"), ref) and h5_attrs("one.h5:/scores") == {},
           "one HDF5 file rewritten with --force: " + r.stderr)
+    # --force on one dataset of a user's file rewrites that dataset only (the input another file)
+    with h5py.File("user.h5", "w") as f:
+        f.attrs["study"] = "mine"
+        f.create_dataset("ct", data=v, chunks=(16, 16, 16), compression="gzip")
+        f["ct"].attrs["units"] = "HU"
+        f.create_group("notes").attrs["who"] = "me"
+    run(*seg, "--input", "q.zarr", "--output", "user.h5:/labels")
+    r = run(*seg, "--input", "q.zarr", "--output", "user.h5:/labels", "--force")
+    with h5py.File("user.h5", "r") as f:
+        kept = (f.attrs.get("study") == "mine" and "ct" in f and np.array_equal(f["ct"][...], v) and
+                f["ct"].attrs.get("units") == "HU" and "notes" in f and f["notes"].attrs.get("who") == "me")
+        check(r.returncode == 0 and kept and np.array_equal(f["labels"][...], ref) and no_temporaries(),
+              "--force on user.h5:/labels keeps the file's other datasets and attributes: " + r.stderr)
+    # labels and scores into the input's own file: written beside the input, which is untouched
+    shutil.copy("q.h5", "qi.h5")
+    try:
+        r = subprocess.run([swi, *seg, "--input", "qi.h5:/v", "--output", "qi.h5:/labels", "--scores",
+                            "qi.h5:/scores"], capture_output=True, text=True, timeout=120)
+        with h5py.File("qi.h5", "r") as f:
+            check(r.returncode == 0 and np.array_equal(f["v"][...], v) and "labels" in f and "scores" in f and
+                  np.array_equal(f["labels"][...], ref) and np.array_equal(f["scores"][...], load("s0.zarr")) and
+                  no_temporaries(),
+                  "labels and scores into the input's own HDF5 file: " + r.stderr)
+    except subprocess.TimeoutExpired:
+        check(False, "labels and scores into the input's own HDF5 file hang")
+    before = open("qi.h5", "rb").read()
+    r = run(*seg, "--input", "qi.h5:/v", "--output", "qi.h5:/v", "--force")
+    check(r.returncode == 1 and "is an input of this run" in r.stderr and open("qi.h5", "rb").read() == before,
+          "the input dataset as --output is refused, --force or not: " + r.stderr)
+    try:
+        r = subprocess.run([swi, *seg, "--input", "qi.h5:/v", "--output", "qi.h5:/l2", "--shard", "0/2"],
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 1 and "also an input of this run" in r.stderr and open("qi.h5", "rb").read() == before,
+              "parts into the input's own HDF5 file refused at once: " + r.stderr)
+    except subprocess.TimeoutExpired:
+        check(False, "parts into the input's own HDF5 file hang")
+    # SIGTERM during a --force rewrite: the file stays exactly as it was, nothing left
+    big = clitest.volume(shape=(160, 96, 96), seed=6)
+    zarr.open("big.zarr", mode="w", shape=big.shape, chunks=(32, 32, 32), dtype="<f4")[...] = big
+    before = open("user.h5", "rb").read()
+    p = subprocess.Popen([swi, *seg, "--input", "big.zarr", "--output", "user.h5:/labels", "--scores",
+                          "user.h5:/scores", "--force", "--overlap", "0.75"], stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while no_temporaries() and p.poll() is None and time.time() - t0 < 60:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    try:
+        err = p.communicate(timeout=30)[1]
+        check(p.returncode == 143 and open("user.h5", "rb").read() == before and no_temporaries(),
+              "SIGTERM during a --force rewrite leaves the HDF5 file as it was: %d %s" % (p.returncode, err))
+    except subprocess.TimeoutExpired:
+        p.kill()
+        check(False, "SIGTERM does not stop a run writing HDF5")
     for n in (2, 3):
         out, sc = "lsh%d.zarr" % n, "ssh%d.zarr" % n
         procs = [subprocess.Popen([swi, *seg, "--input", "q.zarr", "--output", out, "--scores", sc,

@@ -3,7 +3,8 @@
  *   store_tool write STORE DTYPE PLANES CODEC D,H,W C0,C1,C2 [FAIL_AFTER]
  *       writes value(p, i, j, k) = (p * 7 + i * 5 + j * 3 + k) % M (M 251, 65521 or 1e6)
  *       through swi_store_on_region in unaligned boxes from two threads, in slabs along the
- *       axis STORE_TOOL_SLAB_AXIS (environment; default 0); with FAIL_AFTER
+ *       axis STORE_TOOL_SLAB_AXIS (environment; default 0), over an existing store with
+ *       STORE_TOOL_FORCE=1 (SWI_STORE_FORCE); with FAIL_AFTER
  *       it stops after that many regions and aborts, as a failed run would. Environment:
  *       STORE_TOOL_FLAGS ("force", "shared", "force,shared"), STORE_TOOL_JOB (the job
  *       fingerprint), STORE_TOOL_PAUSE=N (sleep 60 s after N regions: to be killed there).
@@ -162,6 +163,8 @@ static int do_write(int argc, char **argv) {
     int flags = (fl && strstr(fl, "force") ? SWI_STORE_FORCE : 0) |
                 (fl && strstr(fl, "shared") ? SWI_STORE_SHARED : 0);
     spec.job = getenv("STORE_TOOL_JOB");
+    const char *force = getenv("STORE_TOOL_FORCE");
+    if (force && *force == '1') flags |= SWI_STORE_FORCE;
     if (swi_store_create(name, &spec, flags, 0, 1, NULL, NULL, &w, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;

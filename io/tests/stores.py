@@ -551,5 +551,218 @@ if have_h5:
     check(r.returncode == 1 and not os.path.exists(name) and
           not [f for f in os.listdir(work) if f.startswith(".failed.h5")], "failed hdf5 leaves nothing")
 
+if have_h5:
+    import re
+    import signal
+    import time
+    import zlib
+
+    size = (23, 17, 12)
+    want_u8 = pattern(1, "uint8", size) if have_zarr else None
+
+    def h5_tree(path):
+        """Every object of the file: its kind, attributes and data, to compare files."""
+        out = {}
+        with h5py.File(path, "r") as f:
+            out["/"] = ("file", sorted((k, repr(v)) for k, v in f.attrs.items()))
+
+            def visit(name, obj):
+                attrs = sorted((k, repr(v)) for k, v in obj.attrs.items())
+                if isinstance(obj, h5py.Dataset):
+                    out[name] = ("dataset", attrs, obj.dtype.str, obj.shape, obj[...].tobytes())
+                else:
+                    out[name] = ("group", attrs)
+            f.visititems(visit)
+        return out
+
+    def user_file(path):
+        with h5py.File(path, "w") as f:
+            f.attrs["study"] = "mine"
+            f.create_dataset("raw/ct", data=rng.normal(0, 1, (5, 6, 7)), chunks=(2, 3, 4), compression="gzip")
+            f["raw/ct"].attrs["units"] = "HU"
+            f.create_group("notes").attrs["who"] = "me"
+            f.create_dataset("mine", data=np.arange(60, dtype="<u2").reshape(3, 4, 5))
+
+    def write(name, *extra, force=False, env=None):
+        e = {"STORE_TOOL_FORCE": "1"} if force else {}
+        e.update(env or {})
+        return run("write", name, "uint8", "1", "blosc", "23,17,12", "8,8,8", *extra, env=e)
+
+    def leftovers():
+        return [f for f in os.listdir(work) if ".swi-" in f or ".tmp-" in f]
+
+    # a new dataset in an existing file: every other object and attribute is kept
+    name = os.path.join(work, "user.h5")
+    user_file(name)
+    before = h5_tree(name)
+    r = write(name + ":/seg/labels")
+    after = h5_tree(name) if r.returncode == 0 else {}
+    check(r.returncode == 0 and all(after.get(k) == v for k, v in before.items()) and "seg/labels" in after,
+          "a new dataset beside the user's keeps every other object and attribute: " + r.stderr)
+    if want_u8 is not None and r.returncode == 0:
+        with h5py.File(name, "r") as f:
+            check(np.array_equal(f["seg/labels"][...], want_u8), "the new dataset holds what was written")
+    # again without --force: refused, the file byte for byte as it was
+    raw = open(name, "rb").read()
+    r = write(name + ":/seg/labels")
+    check(r.returncode == 1 and "--force" in r.stderr and open(name, "rb").read() == raw,
+          "an existing dataset without --force refused, the file untouched: " + r.stderr)
+    # --force replaces that dataset only; a failed --force run leaves the file byte for byte
+    r = write(name + ":/seg/labels", "5", force=True)
+    check(r.returncode == 1 and open(name, "rb").read() == raw and not leftovers(),
+          "a failed --force run leaves the file byte for byte, no temporary: %s %s" % (r.stderr, leftovers()))
+    r = write(name + ":/seg/labels", force=True)
+    after = h5_tree(name) if r.returncode == 0 else {}
+    check(r.returncode == 0 and all(after.get(k) == v for k, v in before.items()) and not leftovers(),
+          "--force rewrites the dataset and keeps the rest of the file: " + r.stderr)
+    sizes = [os.path.getsize(name)]
+    for i in range(3):
+        write(name + ":/seg/labels", force=True)
+        sizes.append(os.path.getsize(name))
+    print("file size over --force rewrites:", sizes)
+    check(sizes[-1] <= 2 * sizes[0], "repeated --force rewrites reuse the old dataset's space: %s" % sizes)
+    # --force never replaces what swi does not write: a user's dataset, a group, another file
+    raw = open(name, "rb").read()
+    for path, why in [("/raw/ct", "not a dataset swi writes"), ("/mine", "not a dataset swi writes"),
+                      ("/notes", "not a dataset"), ("/raw", "not a dataset")]:
+        r = write(name + ":" + path, force=True)
+        check(r.returncode == 1 and why in r.stderr and open(name, "rb").read() == raw and not leftovers(),
+              "--force on %s refused, the file untouched: %s" % (path, r.stderr))
+    other = os.path.join(work, "notes.h5")
+    with open(other, "wb") as f:
+        f.write(b"my notes, not HDF5\n" * 10)
+    r = write(other + ":/x", force=True)
+    check(r.returncode == 1 and "not an HDF5 file" in r.stderr and
+          open(other, "rb").read() == b"my notes, not HDF5\n" * 10, "--force over a non-HDF5 file refused: " + r.stderr)
+    # writers of other datasets of the file at once: none loses another's dataset (a writer
+    # whose copy is outdated at commit fails and says so)
+    procs = [subprocess.Popen([tool, "write", "%s:/c%d" % (name, i), "uint8", "1", "blosc", "23,17,12", "8,8,8"],
+                              env=dict(os.environ, STORE_TOOL_FORCE="1"), stderr=subprocess.PIPE, text=True)
+             for i in range(4)]
+    errs = [p.communicate(timeout=120)[1] for p in procs]
+    after = h5_tree(name)
+    ok = [i for i, p in enumerate(procs) if p.returncode == 0]
+    print("concurrent writers of one file: %d of 4 committed, the others refused" % len(ok))
+    check(ok and all("c%d" % i in after for i in ok) and all(after.get(k) == v for k, v in before.items()) and
+          all(p.returncode == 0 or "changed while swi was running" in e for p, e in zip(procs, errs)) and
+          not leftovers(), "concurrent writers of one file lose no dataset: %s %s" % (ok, errs))
+    raw, prior = open(name, "rb").read(), h5_tree(name)
+    # a writer killed midway (SIGKILL: nothing of it runs) leaves the previous file as it was
+    p = subprocess.Popen([tool, "write", name + ":/seg/labels", "uint8", "1", "blosc", "23,17,12", "8,8,8"],
+                         env=dict(os.environ, STORE_TOOL_FORCE="1"), stderr=subprocess.DEVNULL)
+    time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    now = h5_tree(name)
+    check(open(name, "rb").read() == raw or (now.keys() == prior.keys() and
+                                             all(now[k] == v for k, v in prior.items() if k != "seg/labels")),
+          "a killed writer leaves the file as it was (or, done before the kill, complete)")
+    for d in leftovers():
+        shutil.rmtree(os.path.join(work, d), ignore_errors=True)
+
+    # the temporary is never a planted link: the victim stays untouched
+    victim = os.path.join(work, "victim.txt")
+    for out in ("planted.h5", "planted2.h5"):
+        with open(victim, "w") as f:
+            f.write("precious")
+        outp = os.path.join(work, out)
+        if out == "planted2.h5":
+            user_file(outp)
+        # the name the writer used to take: .NAME.tmp-PID, PID the process's own ($$ after exec)
+        r = subprocess.run(["sh", "-c", 'ln -s "$1" "$2/.$3.tmp-$$"; exec "$4" write "$2/$3:/seg" uint8 1 blosc '
+                            '23,17,12 8,8,8', "sh", victim, work, out, tool], capture_output=True, text=True)
+        check(r.returncode == 0 and open(victim, "rb").read() == b"precious",
+              "a link planted at a temporary name is not followed (%s): %s" % (out, r.stderr))
+        for f in os.listdir(work):
+            if f.startswith("." + out + ".tmp-"):
+                os.unlink(os.path.join(work, f))
+
+    # an input that is a FIFO, or a directory: refused at once
+    fifo = os.path.join(work, "fifo.h5")
+    os.mkfifo(fifo)
+    os.mkdir(os.path.join(work, "dir.h5"))
+    for what in ("fifo.h5", "dir.h5"):
+        try:
+            r = subprocess.run([tool, "read", os.path.join(work, what) + ":/x", os.path.join(work, "x.f32")],
+                               capture_output=True, text=True, timeout=20)
+            check(r.returncode == 1 and "not a regular file" in r.stderr, "%s refused: %s" % (what, r.stderr))
+        except subprocess.TimeoutExpired:
+            check(False, "%s as an HDF5 input blocks" % what)
+    os.unlink(fifo)
+
+    # chunks bounded by their header: a stream that inflates beyond its chunk, a chunk
+    # over the cap, chunk dimensions over the dataset's, filters swi does not read
+    def bomb(nbytes):
+        """A zlib stream of nbytes zeros, built from one independently decodable 64 MiB piece."""
+        piece = 64 << 20
+        c = zlib.compressobj(9)
+        head = c.compress(bytes(piece)) + c.flush(zlib.Z_FULL_FLUSH)
+        seg = head[2:]
+        tail = c.flush(zlib.Z_FINISH)[:-4]
+        b = nbytes % 65521
+        return head[:2] + seg * (nbytes // piece) + tail + ((b << 16) | 1).to_bytes(4, "big")
+
+    name = os.path.join(work, "bomb.h5")
+    with h5py.File(name, "w") as f:
+        d = f.create_dataset("small", shape=(64, 64, 64), dtype="u1", chunks=(64, 64, 64), compression="gzip")
+        d.id.write_direct_chunk((0, 0, 0), bomb(64 << 20), filter_mask=0)
+        d = f.create_dataset("big", shape=(1536, 1024, 1024), dtype="u2", chunks=(1536, 1024, 1024),
+                             compression="gzip")
+        d.id.write_direct_chunk((0, 0, 0), bomb(3 << 30), filter_mask=0)
+        f.create_dataset("wide", shape=(40, 40, 40), dtype="u1", chunks=(40, 40, 40), maxshape=(None, None, None),
+                         compression="gzip")
+        f["wide"].resize((4, 40, 40))
+        f.create_dataset("fletcher", data=np.ones((8, 8, 8), "u1"), chunks=(4, 4, 4), fletcher32=True)
+        f.create_dataset("lzf", data=np.ones((8, 8, 8), "u1"), chunks=(4, 4, 4), compression="lzf")
+    for path, why in [("small", "chunk \\(0, 0, 0\\): it inflates beyond the 262144 bytes"),
+                      ("big", "over the 1024 MiB a chunk may hold"),
+                      ("wide", "chunk dimension 0 of 40 is larger than the dataset's 4"),
+                      ("fletcher", "filter 3 \\(fletcher32\\)"), ("lzf", "filter 32000")]:
+        # a fresh process per case: its peak memory is the children's maximum so far
+        r = subprocess.run([sys.executable, "-c", "import resource, subprocess, sys; "
+                            "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+                            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+                            "sys.stderr.write(r.stderr); sys.exit(r.returncode)",
+                            tool, "read", name + ":/" + path, os.path.join(work, "x.f32")],
+                           capture_output=True, text=True, timeout=300)
+        rss_mb = int(r.stdout.split()[-1]) / 1024.0 if r.stdout.split() else -1
+        check(r.returncode == 1 and re.search(why, r.stderr) and "bomb.h5:/" + path in r.stderr and rss_mb < 200,
+              "%s refused (%s) within %.0f MB: %s" % (path, why, rss_mb, r.stderr))
+    # data elsewhere: a path through an external link (here to a FIFO, which would block), raw
+    # data in an external file, a soft link
+    fifo = os.path.join(work, "fifo2.h5")
+    os.mkfifo(fifo)
+    name = os.path.join(work, "links.h5")
+    with h5py.File(name, "w") as f:
+        f["ext"] = h5py.ExternalLink(fifo, "/x")
+        f["soft"] = h5py.SoftLink("/real")
+        f.create_dataset("real", data=np.ones((4, 4, 4), "u1"))
+        f.create_dataset("outside", shape=(4, 4, 4), dtype="u1", external=[(os.path.join(work, "raw.bin"), 0, 64)])
+    with open(os.path.join(work, "raw.bin"), "wb") as f:
+        f.write(bytes(64))
+    for path, why in [("ext", "soft or external link"), ("soft", "soft or external link"),
+                      ("outside", "external file")]:
+        try:
+            r = subprocess.run([tool, "read", name + ":/" + path, os.path.join(work, "x.f32")], capture_output=True,
+                               text=True, timeout=20)
+            check(r.returncode == 1 and why in r.stderr, "%s refused: %s" % (path, r.stderr))
+        except subprocess.TimeoutExpired:
+            check(False, "%s blocks" % path)
+    os.unlink(fifo)
+    # an HDF5 file holding swi's own chunks is still read, raw chunks (tiny) too
+    got, err = read_back(os.path.join(work, "w_tiny.h5") + ":/t", size)
+    check(got is not None and (want_u8 is None or np.array_equal(got, want_u8.astype(np.float32))),
+          "swi reads its own raw-stored chunks: " + err)
+    # an unwritten chunk reads as the fill value
+    name = os.path.join(work, "fill.h5")
+    with h5py.File(name, "w") as f:
+        d = f.create_dataset("d", shape=(10, 10, 10), dtype="<i2", chunks=(5, 5, 5), compression="gzip",
+                             shuffle=True, fillvalue=-7)
+        d[:5, :5, :5] = 3
+    got, err = read_back(name + ":/d", (10, 10, 10))
+    exp = np.full((10, 10, 10), -7, np.float32)
+    exp[:5, :5, :5] = 3
+    check(got is not None and np.array_equal(got, exp), "unwritten chunks read as the fill value: " + err)
+
 print("%d checks, %d failures" % (checks, len(failures)))
 sys.exit(1 if failures or checks == 0 else 0)

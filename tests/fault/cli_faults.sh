@@ -19,6 +19,7 @@ CASES=(
   alloc_walk            # every allocation of a small run fails in turn (library, swi_io, swi_ort, swi)
   ort_walk              # every ONNX Runtime object creation (session, tensors, run) fails in turn
   write_walk            # every write/fsync of every output kind fails in turn (ENOSPC, then EIO)
+  write_walk_hdf5       # every write/fsync/copy of the HDF5 writer fails in turn: the file stays as it was
   write_full_fs         # a really full file system (tmpfs, needs root)
   write_file_too_big    # RLIMIT_FSIZE: EFBIG with SIGXFSZ ignored; killed by it otherwise
   write_dev_full        # the output path is /dev/full (through a symlink)
@@ -246,6 +247,72 @@ t_write_walk() {
   done
   [ ${#png[@]} -eq 0 ] || grep -q "p.png: write failed: " "$T/wmsg" || fail "no write of the PNG preview failed"
   echo "PASS: $total write/fsync failures, each a clean exit 1"
+}
+
+# every counted write/fsync/copy_file_range of a run writing labels and scores into an HDF5
+# file fails in turn: into a user's file holding other datasets (--force rewrites /labels)
+# and into a new file. Each failure exits 1 with one line naming the file; the user's file is
+# byte for byte as before, no new file appears, no temporary is left.
+t_write_walk_hdf5() {
+  data; need_swi_features
+  [ -f "$IO_SHIM" ] || skip "no fault_io shim (SWI_FAULT_IO)"
+  "$SWI" --version | grep -q "HDF5 (libhdf5): yes" || skip "swi built without HDF5"
+  "$PY" -c "import h5py" 2>/dev/null || skip "$PY lacks h5py (apt-get install python3-h5py)"
+  local shim_env="verify_asan_link_order=0:$ASAN_OPTIONS" total=0 out count n bad="" crashed=""
+  rm -rf "$T/o" && mkdir "$T/o"
+  "$PY" - "$T/o/f.h5" <<'EOF'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f.attrs["study"] = "mine"
+    f.create_dataset("ct", data=np.arange(1000, dtype="<i2").reshape(10, 10, 10), chunks=(5, 5, 5),
+                     compression="gzip")
+    f.create_group("notes").attrs["who"] = "me"
+EOF
+  seg $(tiny_args) --output "$T/o/f.h5:/labels"
+  expect_rc 0
+  cp "$T/o/f.h5" "$T/before.h5"
+  : >"$T/wmsg"
+  for out in f.h5 new.h5; do
+    local args=(--output "$T/o/$out:/labels" --scores "$T/o/$out:/scores" --force)
+    ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_COUNT="$T/count" \
+      "$SWI" segment -q $(tiny_args) "${args[@]}" >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    expect_rc 0; no_sanitizer_report
+    count=$(cat "$T/count")
+    [ "${count:-0}" -ge 3 ] || fail "the shim saw only ${count:-0} writes into $out"
+    rm -f "$T/o/new.h5" && cp "$T/before.h5" "$T/o/f.h5"
+    for n in $(seq 1 "$count"); do
+      ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_AT=$n \
+        "$SWI" segment -q $(tiny_args) "${args[@]}" >"$T/out" 2>"$T/err" </dev/null
+      rc=$?
+      echo "$out: write $n of $count fails: exit $rc: $(head -c 300 "$T/err" | tr '\n' ' ')"
+      cat "$T/err" >>"$T/wmsg"
+      # libhdf5 1.10 cannot survive a failed H5Fclose: its exit handler then dies on the file
+      # (SIGSEGV in H5F__close_cb; under ASan its report). swi has said why and removed its
+      # temporary by then; counted, not hidden.
+      if { [ $rc -eq 139 ] || grep -q "#0 .* in H5F__close_cb" "$T/err"; } &&
+         head -1 "$T/err" | grep -q "$out: cannot finish writing the file" &&
+         cmp -s "$T/o/f.h5" "$T/before.h5" && [ "$(ls -A "$T/o")" = f.h5 ]; then
+        crashed="$crashed $out:$n"
+        continue
+      fi
+      if [ $rc -ne 1 ] || ! (one_line_err && expect_err "$out") >/dev/null ||
+         ! cmp -s "$T/o/f.h5" "$T/before.h5" || [ "$(ls -A "$T/o")" != f.h5 ]; then
+        bad="$bad $out:$n"
+        echo "    BAD: exit $rc, folder: [$(ls -A "$T/o" | tr '\n' ' ')]"
+        rm -rf "$T/o/new.h5" "$T/o"/.*.swi-* && cp "$T/before.h5" "$T/o/f.h5"
+      fi
+    done
+    total=$((total + count))
+  done
+  [ -z "$bad" ] || fail "write failures$bad misbehave (see above)"
+  # the walk reached the copy, HDF5's own writes and the final fsync
+  local what
+  for what in "cannot copy the file" "cannot (write the box|finish)" "cannot complete the output"; do
+    grep -qE "$what" "$T/wmsg" || fail "no failure reported '$what'"
+  done
+  [ -z "$crashed" ] || echo "KNOWN: libhdf5's exit handler died after a failed H5Fclose at$crashed (the file as it was)"
+  echo "PASS: $total write/fsync/copy failures of the HDF5 writer, each an exit 1 naming the file, the file as it was"
 }
 
 t_write_full_fs() {

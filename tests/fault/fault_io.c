@@ -1,8 +1,8 @@
 /*
  * fault_io.c -- LD_PRELOAD shim: write failures on chosen files, one at a time.
  *
- * Counts write(), pwrite(), fsync() and fdatasync() calls on descriptors whose file lies
- * under $SWI_FAULT_IO_DIR, and makes the $SWI_FAULT_IO_AT-th of them fail with errno
+ * Counts write(), pwrite(), copy_file_range() (its output), fsync() and fdatasync() calls on
+ * descriptors whose file lies under $SWI_FAULT_IO_DIR, and makes the $SWI_FAULT_IO_AT-th of them fail with errno
  * $SWI_FAULT_IO_ERRNO (default ENOSPC, "no space left on device", what /dev/full and a
  * full disk give). With $SWI_FAULT_IO_COUNT set to a file name, the number of counted
  * calls is written there at exit, so a test can walk every one.
@@ -11,8 +11,8 @@
  * $SWI_FAULT_IO_DIR are counted (and failed) with them: the steps of a store's commit.
  *
  * Only calls that reach the dynamic symbols are seen: zlib's writes, swi_io's PNG writer
- * (libpng's output goes through write(2), io/preview.c) and the command's own are;
- * stdio's internal writes would not be.
+ * (libpng's output goes through write(2), io/preview.c), libhdf5's (its sec2 driver writes
+ * with pwrite or write) and the command's own are; stdio's internal writes would not be.
  * Under AddressSanitizer set ASAN_OPTIONS=verify_asan_link_order=0.
  */
 #define _GNU_SOURCE
@@ -73,6 +73,7 @@ static int should_fail(int fd) {
 }
 
 typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*copy_fn)(int, off_t *, int, off_t *, size_t, unsigned);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
 typedef int (*sync_fn)(int);
 
@@ -94,6 +95,17 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
         return -1;
     }
     return real(fd, buf, n, off);
+}
+
+/* the kernel's copy (swi_io's HDF5 writer copies a file before adding a dataset to it) */
+ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t n, unsigned flags) {
+    static copy_fn real;
+    if (!real) real = (copy_fn)dlsym(RTLD_NEXT, "copy_file_range");
+    if (should_fail(out)) {
+        errno = fail_errno;
+        return -1;
+    }
+    return real(in, in_off, out, out_off, n, flags);
 }
 
 /* fsync and fdatasync report a failed flush as EIO (ENOSPC shows up at write time) */
