@@ -186,7 +186,7 @@ int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, s
                  : ctx ? swi_last_error(ctx)
                        : "failed",
                  b->output,
-                 swi_store_writer_replaces(w) ? "is kept as it was (its rewrite did not finish)"
+                 swi_store_writer_replaces(w) ? "is left as it was before the run"
                                               : "is left marked incomplete");
         swi_store_abort(w);
         return -1;

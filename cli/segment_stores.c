@@ -216,7 +216,7 @@ int seg_store_commit(seg_state *s, char *err) {
 const char *seg_store_left(const seg_state *s) {
     const int l = !s->w_labels || swi_store_writer_replaces(s->w_labels);
     const int c = !s->w_scores || swi_store_writer_replaces(s->w_scores);
-    return l && c ? "the previous output is kept as it was" : "the output stays marked incomplete";
+    return l && c ? "the outputs are left as they were before the run" : "the output stays marked incomplete";
 }
 
 const char *seg_store_error(const seg_state *s) {

@@ -47,7 +47,7 @@ int h5__available(void) { return 1; }
 
 /* Close a file HDF5 may still write to. After a failed H5Fclose libhdf5 keeps a file it can
  * neither close again nor survive closing at exit (1.10: a crash in its exit handler), so the
- * file is flushed first and, if that fails, left open for HDF5 to close at exit. 0: closed. */
+ * file is flushed first and, if that fails, left open (never closed at exit: h5_enter). 0: closed. */
 static int close_file(hid_t f) {
     if (H5Fflush(f, H5F_SCOPE_LOCAL) < 0) return -1;
     return H5Fclose(f) < 0 ? -1 : 0;
@@ -56,7 +56,14 @@ static int close_file(hid_t f) {
 /* libhdf5 prints its error stack by default; a library must not. The setting is per thread
  * in a thread-safe libhdf5: every entry takes h5_lock through here. */
 static void h5_enter(void) {
+    static int started;
     pthread_mutex_lock(&h5_lock);
+    if (!started) {
+        /* no library close at exit: after a failed H5Fclose (a full disk) libhdf5's exit
+         * handler dies on the half-closed file; the process's end frees everything anyway */
+        H5dont_atexit();
+        started = 1;
+    }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
@@ -1038,6 +1045,10 @@ static int same_dataset(hid_t d, const swi_store_spec *spec, const int64_t chunk
 
 /* Create the file whole in a temporary (see "temporaries") and link it into place: link(2)
  * fails if another part was first. 0 created, 1 another part's file is there, -1 error. */
+/* A single writer works on a copy of the file, renamed over it only at commit: a writer that
+ * does not commit leaves the file as it was. Parts write the file in place. */
+int h5__replaces(const void *impl) { return !((const h5w *)impl)->shared; }
+
 static int create_shared(h5w *w, char *err, size_t n) {
     if (make_tmp(w->final, &w->tmp, err, n)) return -1;
     h5_enter();

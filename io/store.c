@@ -367,7 +367,7 @@ void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3]) {
 const char *swi_store_writer_error(const swi_store_writer *w) { return w ? w->error : ""; }
 
 int swi_store_writer_replaces(const swi_store_writer *w) {
-    return w && w->kind != SWI_STORE_HDF5 && zarr__replaces(w->impl);
+    return w && (w->kind == SWI_STORE_HDF5 ? h5__replaces(w->impl) : zarr__replaces(w->impl));
 }
 
 int swi_store_on_region(void *user, const swi_region *r) {

@@ -65,6 +65,7 @@ swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3],
 swi_status zarr__commit(void *impl, char *err, size_t n);
 void zarr__abort(void *impl);
 int zarr__replaces(const void *impl); /* a hidden replacement of an existing store is written */
+int h5__replaces(const void *impl);   /* a copy of the file is written, renamed over it at commit */
 
 swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
                       int part, int parts, void **impl, char *err, size_t n);

@@ -226,8 +226,9 @@ void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3]);
  *  non-zero after a failure (its message: swi_store_writer_error). */
 int swi_store_on_region(void *user, const swi_region *region);
 
-/** 1 when w writes a replacement of an existing store (SWI_STORE_FORCE), which stays
- *  exactly as it was unless w (or, shared, the last part) commits; 0 when w writes the
+/** 1 when a writer that does not commit leaves the previous output exactly as it was: a
+ *  replacement of an existing Zarr store (SWI_STORE_FORCE; shared: until the last part
+ *  commits), and every single HDF5 writer (it writes a copy of the file); 0 when w writes the
  *  store itself, which a writer that does not commit leaves marked incomplete. */
 int swi_store_writer_replaces(const swi_store_writer *w);
 

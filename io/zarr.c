@@ -1326,12 +1326,13 @@ static int array_entries(const char *dir, int depth, char *why, size_t wn) {
         char p[4400];
         struct stat st;
         if (join(p, sizeof p, dir, s) || lstat(p, &st) != 0) {
+            if (errno == ENOENT && is_swi_name(s)) continue; /* another writer's temporary, renamed */
             snprintf(why, wn, "%s/%s cannot be examined", dir, s);
             ok = 0;
         } else if (depth == 0 && (!strcmp(s, ".zarray") || !strcmp(s, MARKER)) && S_ISREG(st.st_mode)) {
             meta = 1;
-        } else if ((depth == 0 && (!strcmp(s, ".zattrs") || is_swi_name(s)) && S_ISREG(st.st_mode)) ||
-                   (is_key_name(s, 1) && S_ISREG(st.st_mode))) {
+        } else if (((depth == 0 && !strcmp(s, ".zattrs")) || is_swi_name(s) || is_key_name(s, 1)) &&
+                   S_ISREG(st.st_mode)) {
             /* its own */
         } else if (is_key_name(s, 0) && S_ISDIR(st.st_mode) && depth < STORE_MAX_NDIM) {
             ok = array_entries(p, depth + 1, why, wn);
@@ -1382,6 +1383,7 @@ static int ome_entries(const char *group, char *why, size_t wn) {
         if (!strcmp(s, ".") || !strcmp(s, "..")) continue;
         char p[4400];
         if (join(p, sizeof p, group, s) || lstat(p, &st) != 0) {
+            if (errno == ENOENT && is_swi_name(s)) continue; /* another writer's temporary, renamed */
             snprintf(why, wn, "%s/%s cannot be examined", group, s);
             ok = 0;
             continue;
