@@ -34,10 +34,11 @@ typedef struct seg_opts {
     const char *model;
     const char *inputs[SEG_MAX_INPUTS];
     int n_inputs;
-    const char *output;  /**< labels (.nii / .nii.gz) */
-    const char *scores;  /**< blended scores, float32, classes along dim 4; or NULL */
-    const char *preview; /**< PNG; or NULL */
-    const char *report;  /**< HTML review page (report/swi_report.h); or NULL */
+    const char *output;       /**< labels (.nii / .nii.gz) */
+    const char *scores;       /**< blended scores, float32, classes along dim 4; or NULL */
+    const char *preview;      /**< PNG; or NULL */
+    const char *report;       /**< HTML review page (report/swi_report.h); or NULL */
+    const char *report_title; /**< its heading (folder mode: the case); NULL: the input's name */
     int64_t roi[3];
     int roi_given;
     double overlap[3];

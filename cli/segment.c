@@ -155,8 +155,9 @@ static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const
                                 s->reader ? s->store_in.size : s->vols[0].size, s->reader ? NULL : s->input,
                                 r->labels, r->label_bytes, err, SWI_ERRLEN))
         return seg_fail(who, err);
-    if (o->report && seg_report_write(o, s, cli_out_take_fd(&s->out_report), o->report, o->inputs[0],
-                                      r->labels, r->label_bytes, r->classes, cli_now() - t0, err))
+    if (o->report && seg_report_write(o, s, cli_out_take_fd(&s->out_report), o->report,
+                                      o->report_title ? o->report_title : o->inputs[0], r->labels,
+                                      r->label_bytes, r->classes, cli_now() - t0, err))
         return step_failed(who, err);
     const int names = s->itk_path[0] != '\0';
     if (names && (card_write_labels(o->card, cli_out_take_fd(&s->out_itk), 1, s->itk_path, err) ||

@@ -85,4 +85,9 @@ const char *seg_store_left(const seg_state *s);
 /* Print "who: msg" and return 1. */
 int seg_fail(const char *who, const char *msg);
 
+/* The last seg_fail message ("" after seg_clear_error): a failed case's error in folder
+ * mode's index page. */
+const char *seg_last_error(void);
+void seg_clear_error(void);
+
 #endif

@@ -599,7 +599,8 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         o->part_given = o->part_count != 0;
         if (!o->output_format) o->output_format = "nii.gz";
         if (!o->part_count) o->part_count = 1;
-        return 0;
+        /* every case is run as swi segment runs one: with the model's card */
+        return load_card(who, o);
     }
     if (o->report_dir) return usage(who, "--report-dir is for folder mode (--input-dir)", NULL, NULL);
     if (o->n_inputs == 0) return usage(who, "--input is required", NULL, NULL);

@@ -15,7 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the last message, for folder mode's index page */
+static char last_error[SWI_ERRLEN];
+
+const char *seg_last_error(void) { return last_error; }
+
+void seg_clear_error(void) { last_error[0] = '\0'; }
+
 int seg_fail(const char *who, const char *msg) {
+    snprintf(last_error, sizeof last_error, "%s", msg);
     fprintf(stderr, "%s: %s\n", who, msg);
     return 1;
 }

@@ -56,7 +56,7 @@ swi_status swi_report_index_write_fd(int fd, const char *name, const char *title
             fputs("\">", f);
         }
         fputs("</td><td class=\"case\">", f);
-        if (r->href && !r->failed) {
+        if (r->href) {
             fputs("<a href=\"", f);
             rep__html(f, r->href);
             fputs("\">", f);
@@ -65,8 +65,9 @@ swi_status swi_report_index_write_fd(int fd, const char *name, const char *title
         } else {
             rep__html(f, r->name);
         }
-        fprintf(f, "</td><td class=\"status\">%s</td><td class=\"num seconds\" data-sort=\"%.6g\">%.2f</td>",
-                r->failed ? "failed" : "ok", r->seconds, r->seconds);
+        fputs("</td><td class=\"status\">", f);
+        rep__html(f, r->status ? r->status : r->failed ? "failed" : "ok");
+        fprintf(f, "</td><td class=\"num seconds\" data-sort=\"%.6g\">%.2f</td>", r->seconds, r->seconds);
         for (int k = 0; k < n_classes; k++) {
             if (r->ml && !r->failed)
                 fprintf(f, "<td class=\"num ml\" data-sort=\"%.17g\">%.3f</td>", r->ml[k], r->ml[k]);

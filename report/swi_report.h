@@ -87,9 +87,10 @@ swi_status swi_report_write_fd(int fd, const char *name, const swi_report_page *
 
 /** One case of a folder's index page. */
 typedef struct swi_report_case {
-    const char *name; /**< the case */
-    const char *href; /**< its page, relative to the index (NULL: no link) */
-    int failed;       /**< 1: the case failed with `error` */
+    const char *name;   /**< the case */
+    const char *href;   /**< its page, relative to the index (NULL: no link) */
+    int failed;         /**< 1: the case failed with `error` */
+    const char *status; /**< the status shown (NULL: "ok" or "failed") */
     const char *error;
     double seconds;           /**< the case's run time */
     const double *ml;         /**< n_classes volumes (mL) of classes 1..n_classes, or NULL */

@@ -267,14 +267,17 @@ def case_refused(swi, work):
         fail("exit %d, message %r" % (r.returncode, r.stderr))
     if os.path.exists(out) or os.path.exists(html) or [f for f in os.listdir(work) if f.startswith(".r")]:
         fail("something was written: %s" % os.listdir(work))
-    # a file that is not NiiVue's bundle is refused too
-    bad = os.path.join(work, "bad.js")
-    open(bad, "w").write("console.log('x')\n</script><script>alert(1)</script>\n")
-    r = run([swi, "segment", "--model", model, "--input", os.path.join(work, "in.nii.gz"), "--output", out,
-             "--report", html], env=dict(os.environ, SWI_NIIVUE_JS=bad), ok=False)
-    print(r.stderr.strip())
-    if r.returncode != 1 or "bad.js" not in r.stderr or os.path.exists(out):
-        fail("a bad bundle: exit %d, %r" % (r.returncode, r.stderr))
+    # a file that is not NiiVue's bundle is refused too, and one that would end its
+    # <script> element early
+    for text, why in (("console.log('x')\n", "not NiiVue"),
+                      ("var niivue = 1; // </script><script>alert(1)</script>\n", "cannot be inlined")):
+        bad = os.path.join(work, "bad.js")
+        open(bad, "w").write(text)
+        r = run([swi, "segment", "--model", model, "--input", os.path.join(work, "in.nii.gz"), "--output", out,
+                 "--report", html], env=dict(os.environ, SWI_NIIVUE_JS=bad), ok=False)
+        print(r.stderr.strip())
+        if r.returncode != 1 or "bad.js" not in r.stderr or why not in r.stderr or os.path.exists(out):
+            fail("a bad bundle: exit %d, %r" % (r.returncode, r.stderr))
     # --report needs .html; --report-dir needs folder mode
     r = run([swi, "segment", "--model", model, "--input", "x.nii", "--output", out, "--report", "x.htm"], ok=False)
     if r.returncode != 2 or ".html" not in r.stderr:
@@ -343,6 +346,8 @@ def case_folder(swi, work):
         if order[0][:2] != up or order[1][:2] != up[::-1] or order[0][2] != "broken" or order[1][2] != "broken":
             fail("sorting by liver's volume gave %s" % order)
         check_quiet(b, url)
+        with open(os.path.join(work, "index.png"), "wb") as f:
+            f.write(page.screenshot())
         # a case's page, through the index's link
         page2 = b.open("file://" + os.path.join(repd, by["a"]["href"]) + "#opacity=1")
         page2.settle()
@@ -350,8 +355,6 @@ def case_folder(swi, work):
         if page2.eval("document.getElementById('title').textContent") != "a":
             fail("case page title %r" % page2.eval("document.getElementById('title').textContent"))
         check_quiet(b, url)
-        with open(os.path.join(work, "index.png"), "wb") as f:
-            f.write(page.screenshot())
     print("ok: folder")
 
 
