@@ -286,6 +286,17 @@ def case_refused(swi, work):
             ok=False)
     if r.returncode != 2 or "--input-dir" not in r.stderr:
         fail("--report-dir without folder mode: exit %d %r" % (r.returncode, r.stderr))
+    # a page needs the whole label map: not with chunked-store outputs
+    r = run([swi, "segment", "--model", model, "--input", os.path.join(work, "in.nii.gz"), "--output",
+             os.path.join(work, "o.zarr"), "--report", html], ok=False)
+    if r.returncode != 2 or "--report" not in r.stderr or os.path.exists(os.path.join(work, "o.zarr")):
+        fail("--report with a store output: exit %d %r" % (r.returncode, r.stderr))
+    # a page that cannot be written is refused before the run: no labels either
+    r = run([swi, "segment", "--model", model, "--input", os.path.join(work, "in.nii.gz"), "--output", out,
+             "--report", os.path.join(work, "no-such-dir", "r.html")], ok=False)
+    print(r.stderr.strip())
+    if r.returncode != 1 or "no-such-dir" not in r.stderr or os.path.exists(out):
+        fail("--report in a missing folder: exit %d %r" % (r.returncode, r.stderr))
     print("ok: refused")
 
 
