@@ -65,10 +65,19 @@ swi_status swi_report_stats(const swi_report_page *p, int64_t classes, swi_repor
         rep__err(err, n, "swi_report_stats: classes must be >= 1 and stats given");
         return SWI_ERR_INVALID_ARG;
     }
+    double(*sum)[3] = calloc((size_t)classes, sizeof *sum);
+    double *best = malloc((size_t)classes * sizeof *best);
+    if (!sum || !best) {
+        free(sum);
+        free(best);
+        rep__err(err, n, "swi_report_stats: out of memory");
+        return SWI_ERR_NOMEM;
+    }
     for (int64_t c = 0; c < classes; c++) {
         st[c].voxels = 0;
         st[c].ml = 0;
-        for (int a = 0; a < 3; a++) st[c].lo[a] = st[c].hi[a] = -1;
+        best[c] = INFINITY;
+        for (int a = 0; a < 3; a++) st[c].lo[a] = st[c].hi[a] = st[c].at[a] = -1;
     }
     const int64_t ni = p->size[0], nj = p->size[1], nk = p->size[2];
     int64_t v = 0;
@@ -79,6 +88,7 @@ swi_status swi_report_stats(const swi_report_page *p, int64_t classes, swi_repor
                 if (l >= classes) continue;
                 swi_report_class_stats *s = &st[l];
                 const int64_t x[3] = {i, j, k};
+                sum[l][0] += (double)i, sum[l][1] += (double)j, sum[l][2] += (double)k;
                 if (s->voxels++ == 0) {
                     memcpy(s->lo, x, sizeof x);
                     memcpy(s->hi, x, sizeof x);
@@ -89,6 +99,27 @@ swi_status swi_report_stats(const swi_report_page *p, int64_t classes, swi_repor
                     if (x[a] > s->hi[a]) s->hi[a] = x[a];
                 }
             }
+    /* a voxel of each class to show it by: the one nearest its centroid (a centroid or a
+     * box's centre may lie outside a curved structure) */
+    for (int64_t c = 0; c < classes; c++)
+        if (st[c].voxels)
+            for (int a = 0; a < 3; a++) sum[c][a] /= (double)st[c].voxels;
+    v = 0;
+    for (int64_t i = 0; i < ni; i++)
+        for (int64_t j = 0; j < nj; j++)
+            for (int64_t k = 0; k < nk; k++, v++) {
+                int64_t l = label_at(p->labels, p->label_bytes, v);
+                if (l >= classes) continue;
+                const double di = (double)i - sum[l][0], dj = (double)j - sum[l][1],
+                             dk = (double)k - sum[l][2];
+                const double d = di * di + dj * dj + dk * dk;
+                if (d < best[l]) {
+                    best[l] = d;
+                    st[l].at[0] = i, st[l].at[1] = j, st[l].at[2] = k;
+                }
+            }
+    free(sum);
+    free(best);
     const double ml = rep__voxel_ml(p->affine);
     for (int64_t c = 0; c < classes; c++) st[c].ml = (double)st[c].voxels * ml;
     return SWI_OK;
@@ -404,6 +435,9 @@ static int write_meta(FILE *f, const swi_report_page *p, const preview *pv, int6
         fprintf(f, "%s%.17g", c ? "," : "",
                 sqrt(p->affine[0][c] * p->affine[0][c] + p->affine[1][c] * p->affine[1][c] +
                      p->affine[2][c] * p->affine[2][c]));
+    fputs("],\"affine\":[", f);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++) fprintf(f, "%s%.17g", r + c ? "," : "", p->affine[r][c]);
     fprintf(f, "],\"voxel_ml\":%.17g,\"hasImage\":%s,\"ncolors\":%lld,\"classes\":[",
             rep__voxel_ml(p->affine), p->image ? "true" : "false", (long long)ncolors);
     for (int64_t l = 1; l < classes; l++) {
@@ -419,6 +453,8 @@ static int write_meta(FILE *f, const swi_report_page *p, const preview *pv, int6
         put_ints(f, st[l].lo, 3);
         fputs(",\"hi\":", f);
         put_ints(f, st[l].hi, 3);
+        fputs(",\"at\":", f);
+        put_ints(f, st[l].at, 3);
         fputc('}', f);
     }
     fputs("],\"summary\":[", f);

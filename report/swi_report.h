@@ -69,6 +69,7 @@ typedef struct swi_report_class_stats {
     int64_t voxels;
     double ml;            /**< voxels x voxel volume (|det| of the affine's 3x3) / 1000 */
     int64_t lo[3], hi[3]; /**< bounding box, inclusive voxel indexes (-1 when absent) */
+    int64_t at[3];        /**< the class's voxel nearest its centroid (-1 when absent) */
 } swi_report_class_stats;
 
 /** Statistics of labels 0 .. classes - 1 into stats[classes] (labels >= classes are not

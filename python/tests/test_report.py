@@ -63,6 +63,9 @@ def test_report_stats_match_numpy(tmp_path):
         assert c["ml"] == pytest.approx(len(idx) * ml, rel=1e-12)
         if len(idx):
             assert c["lo"] == idx.min(0).tolist() and c["hi"] == idx.max(0).tolist()
+            # where a click on the row goes: the class's voxel nearest its centroid
+            d = ((idx - idx.mean(0)) ** 2).sum(1)
+            assert c["at"] == idx[np.argmin(d)].tolist()
         else:
             assert c["lo"] == [-1, -1, -1]
     # a summary value cannot end the script element it is in

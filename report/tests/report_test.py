@@ -182,6 +182,15 @@ def case_page(swi, work):
         print("opacity 0: %s" % seen5)
         if seen5[1] > 2 or seen5[2] > 2:
             fail("at opacity 0 the canvas still shows %s" % seen5)
+        # a row of the table takes the crosshair into its class's box
+        page.eval("document.querySelector('#stats tr[data-label=\"2\"]').click()")
+        page.settle()
+        loc = page.eval("(() => { const v = window.swiLocation && window.swiLocation.values;"
+                        " return v ? v.map(x => x.value) : null; })()")
+        print("spleen's row: the values under the crosshair %s (%s)" %
+              (loc, page.eval("document.getElementById('where').textContent")))
+        if not loc or loc[-1] != 2:
+            fail("clicking spleen's row did not take the crosshair into spleen: %s" % loc)
         # a fragment hides a class from the start
         page2 = b.open(url + "#opacity=1&hide=1")
         page2.settle()
