@@ -10,6 +10,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "swi_io.h"
 
 void rep__err(char *err, size_t n, const char *fmt, ...) {
@@ -363,6 +365,34 @@ static unsigned char *preview_image(const swi_report_page *p, const preview *pv)
     return out;
 }
 
+/* src as one gzip member (zlib) into a malloc'd *out: 0, or 1 when out of memory. */
+static int gzip_one_member(const unsigned char *src, size_t n, unsigned char **out, size_t *out_len) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    /* 15 + 16: a gzip header and trailer around the deflate stream */
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return 1;
+    uLong bound = deflateBound(&z, (uLong)n);
+    unsigned char *dst = malloc(bound);
+    if (!dst || n > (size_t)UINT32_MAX) {
+        free(dst);
+        deflateEnd(&z);
+        return 1;
+    }
+    z.next_in = (Bytef *)src;
+    z.avail_in = (uInt)n;
+    z.next_out = dst;
+    z.avail_out = (uInt)bound;
+    int rc = deflate(&z, Z_FINISH);
+    *out_len = z.total_out;
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(dst);
+        return 1;
+    }
+    *out = dst;
+    return 0;
+}
+
 /* data on the preview grid as a .nii.gz, base64 onto f. */
 static int write_volume_b64(FILE *f, const char *page, const preview *pv, const void *data, swi_dtype type,
                             swi_io_kind kind, int64_t classes, char *err, size_t n) {
@@ -384,7 +414,7 @@ static int write_volume_b64(FILE *f, const char *page, const preview *pv, const 
     }
     int fd = dup(fileno(tmp));
     char why[512];
-    if (fd < 0 || swi_volume_write_fd(fd, "preview.nii.gz", &like, data, type, kind, 1, classes, NULL, why,
+    if (fd < 0 || swi_volume_write_fd(fd, "preview.nii", &like, data, type, kind, 1, classes, NULL, why,
                                       sizeof why) != SWI_OK) {
         rep__err(err, n, "%s: the preview volume: %s", page, fd < 0 ? strerror(errno) : why);
         fclose(tmp);
@@ -399,8 +429,18 @@ static int write_volume_b64(FILE *f, const char *page, const preview *pv, const 
         return 1;
     }
     fclose(tmp);
-    rep__base64(f, buf, (size_t)len, 1);
+    /* gzip as one member: swi_io's .nii.gz is several (written on every core), and the
+     * page's decompressor reads only the first */
+    unsigned char *gz = NULL;
+    size_t gz_len = 0;
+    if (gzip_one_member(buf, (size_t)len, &gz, &gz_len)) {
+        rep__err(err, n, "%s: out of memory compressing the preview volume", page);
+        free(buf);
+        return 1;
+    }
     free(buf);
+    rep__base64(f, gz, gz_len, 1);
+    free(gz);
     return 0;
 }
 
