@@ -80,6 +80,26 @@ def test_report_stats_match_numpy(tmp_path):
     assert not [p for p in os.listdir(tmp_path) if p != "seg.html"], "a temporary file was left"
 
 
+def test_report_volumes_one_gzip_member(tmp_path):
+    """Volumes above swi_io's 2 MB gzip block: still one member (NiiVue reads only the first)."""
+    niivue()
+    import zlib
+    lab = np.zeros((180, 160, 100), np.uint8)
+    lab[20:150, 30:120, 10:90] = 1
+    img = np.random.default_rng(1).normal(0, 1, lab.shape)
+    out = tmp_path / "big.html"
+    swi.report(lab, image=img, path=out)
+    meta, text = meta_of(out)
+    assert meta["preview"] == [180, 160, 100]
+    for name in ("swi-labels", "swi-image"):
+        raw = base64.b64decode(re.search(r'<script id="%s" type="text/plain">(.*?)</script>' % name, text,
+                                         re.S).group(1))
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        first = d.decompress(raw)
+        assert d.eof and d.unused_data == b"", "%s: more than one gzip member" % name
+        assert len(first) == 352 + lab.size, (name, len(first))
+
+
 def test_report_refuses(tmp_path, monkeypatch):
     niivue()
     lab, _ = volumes()
