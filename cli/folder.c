@@ -337,7 +337,6 @@ static void print_table(const folder *f, double seconds) {
 static int report_dir(const seg_opts *o, const char *real_in, char real[PATH_MAX], char *err) {
     real[0] = '\0';
     if (!o->report_dir) return 0;
-    if (seg_report_check(o->report_dir, err)) return 1;
     struct stat st;
     if (stat(o->report_dir, &st) != 0) {
         if (mkdir(o->report_dir, 0777) != 0 &&
@@ -451,6 +450,8 @@ int seg_folder_run(const seg_opts *o) {
     double t0 = cli_now();
     if (cli_signals_start() != 0) /* before the reader thread: it inherits the mask */
         return seg_fail(WHO, "cannot set up signal handling");
+    /* pages that cannot be written (no NiiVue) are refused before anything is made */
+    if (o->report_dir && seg_report_check(o->report_dir, err)) return seg_fail(WHO, err);
     int rc = output_dir(o, real_in, real_out, err);
     if (rc) {
         fprintf(stderr, "%s: %s%s\n", WHO, err, rc == 2 ? " (see 'swi segment --help')" : "");

@@ -375,6 +375,24 @@ def case_folder(swi, work):
         if page2.eval("document.getElementById('title').textContent") != "a":
             fail("case page title %r" % page2.eval("document.getElementById('title').textContent"))
         check_quiet(b, url)
+    # a rerun skips the finished cases: listed as skipped, still linking to their pages
+    r = run([swi, "segment", "--model", model, "--input-dir", cases, "--output-dir", outd, "--report-dir", repd,
+             "--quiet"], ok=False)
+    text = open(os.path.join(repd, "index.html"), encoding="utf-8").read()
+    for n in ("a", "b"):
+        if not re.search(r'<a href="%s.html">%s</a></td><td class="status">skipped \(output exists\)' % (n, n), text):
+            fail("rerun: case %s is not listed as skipped with its link" % n)
+    if r.returncode != 1 or '<td class="status">failed</td>' not in text:
+        fail("rerun: exit %d, the failed case %s" % (r.returncode, "missing" if "failed" not in text else "listed"))
+    # without NiiVue the folder run is refused before anything is made
+    shutil.rmtree(outd)
+    shutil.rmtree(repd)
+    r = run([swi, "segment", "--model", model, "--input-dir", cases, "--output-dir", outd, "--report-dir", repd],
+            env=dict(os.environ, SWI_NIIVUE_JS=os.path.join(work, "none.js")), ok=False)
+    print(r.stderr.strip())
+    if r.returncode != 1 or "install-deps.sh" not in r.stderr or os.path.exists(outd) or os.path.exists(repd):
+        fail("folder run without NiiVue: exit %d %r, made %s" % (r.returncode, r.stderr,
+                                                                 [d for d in (outd, repd) if os.path.exists(d)]))
     print("ok: folder")
 
 
