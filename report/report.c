@@ -46,6 +46,12 @@ static int check_page(const swi_report_page *p, const char *name, char *err, siz
                  (long long)p->size[1], (long long)p->size[2]);
         return 1;
     }
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++)
+            if (!isfinite(p->affine[r][c])) {
+                rep__err(err, n, "%s: affine[%d][%d] is not a finite number", name, r, c);
+                return 1;
+            }
     if (p->classes < 0 || p->classes > 65536 || p->n_summary < 0) {
         rep__err(err, n, "%s: classes must be 0..65536 and n_summary >= 0", name);
         return 1;

@@ -50,8 +50,7 @@ class Browser:
                 "--enable-unsafe-swiftshader", "--remote-debugging-pipe", "--no-first-run",
                 "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--metrics-recording-only",
-                "--user-data-dir=" + self.profile, "--window-size=%d,%d" % self.size,
-                "--allow-file-access-from-files", "about:blank"]
+                "--user-data-dir=" + self.profile, "--window-size=%d,%d" % self.size, "about:blank"]
         if self.offline == "proxy":
             # no route anywhere: every request goes to a port nobody listens on
             args[1:1] = ["--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"]

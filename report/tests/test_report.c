@@ -96,6 +96,10 @@ static void test_refusals(void) {
     CHECK(swi_report_stats(&p, 4, st, err, sizeof err) == SWI_ERR_INVALID_ARG && strstr(err, "axis 1"), "%s",
           err);
     page_of(&p, lab, 1);
+    p.affine[1][2] = NAN;
+    CHECK(swi_report_stats(&p, 4, st, err, sizeof err) == SWI_ERR_INVALID_ARG && strstr(err, "affine[1][2]"),
+          "%s", err);
+    page_of(&p, lab, 1);
     CHECK(swi_report_stats(&p, 0, st, err, sizeof err) == SWI_ERR_INVALID_ARG, "classes 0");
     p.size[0] = p.size[1] = p.size[2] = 1 << 20;
     CHECK(swi_report_stats(&p, 4, st, err, sizeof err) == SWI_ERR_INVALID_ARG && strstr(err, "too many"),
