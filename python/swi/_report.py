@@ -1,13 +1,19 @@
 """swi.report: the review page of a segmentation (report/swi_report.h), from numpy."""
+from __future__ import annotations
+
 import os
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Optional, Union
 
 import numpy as np
 
 from . import _swi
 
 
-def report(labels, image=None, affine=None, classes=None, path="report.html", title=None, summary=None):
+def report(labels: Any, image: Any = None, affine: Any = None, classes: Optional[Sequence[str]] = None,
+           path: Union[str, "os.PathLike[str]"] = "report.html", title: Optional[str] = None,
+           summary: Union[Mapping[str, Any], Iterable[tuple[str, Any]], None] = None) -> None:
     """Write a self-contained HTML review page of a 3-D label map to ``path``.
 
     The page opens offline in a browser: the image with the labels overlaid in three
@@ -46,20 +52,20 @@ def report(labels, image=None, affine=None, classes=None, path="report.html", ti
     if aff.shape != (4, 4) or not np.all(np.isfinite(aff)):
         raise ValueError("affine must be a finite 4x4 matrix")
     names = None if classes is None else [str(c) for c in classes]
-    items = []
+    items: list[tuple[str, str]] = []
     if summary:
-        pairs = summary.items() if isinstance(summary, dict) else summary
+        pairs = summary.items() if isinstance(summary, Mapping) else summary
         items = [(str(k), str(v)) for k, v in pairs]
-    path = os.fspath(path)
+    where = os.fspath(path)
     if title is None:
-        title = os.path.basename(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+        title = os.path.basename(where)
+    folder = os.path.dirname(os.path.abspath(where))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(where) + ".", suffix=".tmp", dir=folder)
     try:
         # the writer closes fd in every case
-        _swi.report(fd, path, lab, lab.itemsize, lab.shape, img, aff.flatten().tolist(), names, items, title)
+        _swi.report(fd, where, lab, lab.itemsize, lab.shape, img, aff.flatten().tolist(), names, items, title)
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        os.replace(tmp, where)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -68,7 +74,7 @@ def report(labels, image=None, affine=None, classes=None, path="report.html", ti
         raise
 
 
-def _umask():
+def _umask() -> int:
     m = os.umask(0)
     os.umask(m)
     return m
