@@ -3,7 +3,7 @@ pixels read with zlib: what the report tests need, with no package beyond the st
 library.
 
     with Browser() as b:
-        page = b.open("file:///tmp/x.html")      # waits for window.swiReady
+        page = b.open("file:///path/to/seg.html")  # waits for window.swiReady
         png = page.screenshot(selector="#gl")
         b.errors                                  # console errors, exceptions, log errors
         b.requests                                # every URL the page asked for
