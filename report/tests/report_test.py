@@ -191,6 +191,26 @@ def case_page(swi, work):
               (loc, page.eval("document.getElementById('where').textContent")))
         if not loc or loc[-1] != 2:
             fail("clicking spleen's row did not take the crosshair into spleen: %s" % loc)
+        # each class's colour is where its voxels are: one plane, the crosshair on the class's
+        # voxel (its row clicked), a pixel beside the crosshair's lines (drawn a voxel wide; the
+        # boxes are 12 voxels wide)
+        page3 = b.open(url + "#opacity=1&view=axial")
+        page3.settle()
+        for c in (1, 2):
+            page3.eval("document.querySelector('#stats tr[data-label=\"%d\"]').click()" % c)
+            page3.settle()
+            pos = page3.eval("(() => { const p = swiViewer.frac2canvasPos(swiViewer.scene.crosshairPos);"
+                             " const c = document.getElementById('gl'), r = c.getBoundingClientRect();"
+                             " return p ? [p[0] * r.width / c.width, p[1] * r.height / c.height] : null; })()")
+            _, _, rows = browser.png_pixels(page3.screenshot("#gl"))
+            if not pos:
+                fail("no canvas position for class %d" % c)
+            x, y = int(pos[0]) + 20, int(pos[1]) + 20
+            px = rows[y][x]
+            got = browser.count_hues([[px]], COLORS)
+            print("class %d: crosshair at %s, pixel %s at (%d, %d)" % (c, pos, px, x, y))
+            if got[c] != 1:
+                fail("class %d's voxel is drawn %s, not in its colour %s" % (c, px, COLORS[c]))
         # a fragment hides a class from the start
         page2 = b.open(url + "#opacity=1&hide=1")
         page2.settle()
