@@ -24,7 +24,7 @@ typedef struct seg_state {
     seg_grid grid; /* the model's grid (--orientation, --spacing) */
     swi_ctx *ctx;
     float *input;
-    cli_out out_labels, out_scores, out_preview;
+    cli_out out_labels, out_scores, out_preview, out_report;
     cli_out out_itk, out_ctbl; /* the card's class names beside the labels */
     char itk_path[4200], ctbl_path[4200];
     int vols_ready;     /* vols are opened (and input, when set, read): seg_setup keeps them */
@@ -84,5 +84,10 @@ const char *seg_store_left(const seg_state *s);
 
 /* Print "who: msg" and return 1. */
 int seg_fail(const char *who, const char *msg);
+
+/* The last seg_fail message ("" after seg_clear_error): a failed case's error in folder
+ * mode's index page. */
+const char *seg_last_error(void);
+void seg_clear_error(void);
 
 #endif

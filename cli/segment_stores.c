@@ -45,6 +45,8 @@ int seg_store_check(const seg_opts *o, const char *who) {
         msg = "--output and --scores: write both to stores or both to NIfTI";
     else if (out_store && o->preview)
         msg = "--preview needs the whole label map: not with store outputs";
+    else if (out_store && o->report)
+        msg = "--report needs the whole label map: not with store outputs";
     else if (o->shard_given && !out_store)
         msg = "--shard writes parts of shared stores: give --output x.zarr";
     char gm[SWI_ERRLEN];

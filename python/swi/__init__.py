@@ -9,6 +9,7 @@ callable) every region is reduced as soon as its last window lands, so the full
 
 from ._core import MAX_DIMS, BudgetError, Region, plan, sliding_window_inference
 from ._inferer import SlidingWindowInferer, SlidingWindowInfererAdapt, SlidingWindowInfererReduced
+from ._report import report
 from ._swi import libswi_version
 
 __version__ = libswi_version
@@ -19,6 +20,7 @@ __all__ = [
     "SlidingWindowInfererAdapt",
     "SlidingWindowInfererReduced",
     "Region",
+    "report",
     "BudgetError",
     "MAX_DIMS",
 ]
