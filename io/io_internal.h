@@ -76,8 +76,18 @@ typedef struct io_slice {
     double pos;                    /* along the normal (set by the assembly) */
 } io_slice;
 
+/* One DICOM file's header read by DCMTK and checked before GDCM reads the file: GDCM
+ * aborts on some headers and reads short pixel data as whole. With s, its size, series
+ * and geometry (as the standard defines them) into s (dicom_screen.cxx; without DCMTK,
+ * dicom_seg_stub.c refuses every file). */
+int io__dicom_screen_available(void);
+swi_status io__dicom_screen(const char *file, io_slice *s, char *err, size_t n);
+
 /* The header of one DICOM file through ITK's GDCMImageIO (itk_io.cxx). */
 swi_status io__itk_dicom_slice(const char *file, io_slice *s, char *err, size_t n);
+/* Take (hold 1) or release (hold 0) the lock every ITK call runs under: held across a
+ * fork, so the child finds it free (no other thread is then inside ITK). */
+void io__itk_hold(int hold);
 /* Its voxels, rescaled, cols x rows floats with i (the column index) fastest. */
 swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *err, size_t n);
 
