@@ -207,12 +207,17 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
 /* Does the file carry the DICOM Part 10 preamble ("DICM" at byte 128)? Files without it
  * (notes, DICOMDIR's neighbours, thumbnails) are not slices. */
 static int has_dicm(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return 0;
     unsigned char b[132];
     ssize_t got = pread(fd, b, sizeof b, 0);
     close(fd);
     return got == (ssize_t)sizeof b && memcmp(b + 128, "DICM", 4) == 0;
+}
+
+int io__is_dicom_file(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && has_dicm(path);
 }
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }

@@ -109,6 +109,9 @@ swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_volume *like,
                                swi_dtype dtype, int64_t classes, const swi_io_cancel *cancel, char *err,
                                size_t n);
 
+/* Whether path is a regular file with the DICOM preamble (dicom_series.c). */
+int io__is_dicom_file(const char *path);
+
 /* The DICOM module (dicom_series.c): a directory in. */
 swi_status io__dicom_open(const char *dir, swi_volume *v, char *err, size_t n);
 swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err, size_t n);

@@ -77,9 +77,18 @@ swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t n)
         return SWI_ERR_INVALID_ARG;
     }
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return io__dicom_open(path, v, err, n);
+    int exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) return io__dicom_open(path, v, err, n);
     swi_io_format f = swi_io_format_of(path);
     if (f == SWI_IO_NRRD || f == SWI_IO_METAIMAGE) return io__itk_open(path, f, v, err, n);
+    if (exists && (f == SWI_IO_DICOM_SEG || (f == SWI_IO_UNKNOWN && io__is_dicom_file(path)))) {
+        memset(v, 0, sizeof *v);
+        io__err(err, n,
+                "%s: a single DICOM file; swi reads a DICOM series from the directory holding its "
+                "slices: give that directory as the input",
+                path);
+        return SWI_ERR_INVALID_ARG;
+    }
     /* NIfTI explains a wrong name itself, after checking the file exists (a missing file
      * is the likelier mistake). */
     return io__nifti_open(path, v, err, n);

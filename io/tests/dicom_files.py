@@ -156,6 +156,14 @@ def main():
         check(len(lines) == 1 and " error " in lines[0] and all(w in lines[0] for w in words),
               "%s: one line naming the file and field (%s): %r" % (name, ", ".join(words), out[:400]))
 
+    # a single file, with or without the .dcm suffix: refused, pointing at the directory
+    plain = os.path.join(work, "CT_small_copy")
+    shutil.copy(f("CT_small.dcm"), plain)
+    for one in (f("CT_small.dcm"), plain):
+        sig, rc, out = run_info(info, one)
+        check(sig is None and len(out.splitlines()) == 1 and "a single DICOM file" in out and "directory" in out,
+              "%s: a single DICOM file is refused, naming the directory to give: %r" % (os.path.basename(one), out))
+
     # real series, read whole: the geometry pydicom gives, no library chatter
     good = {
         "CT_small": make_series(work, "ct", f("CT_small.dcm")),
