@@ -105,9 +105,10 @@ void io__dicom_slices_free(io_slice *s, int64_t count);
 
 /* DICOM SEG out (dicom_seg.cxx through DCMTK's dcmseg; dicom_seg_stub.c without it). */
 int io__dcmseg_available(void);
+/* names[l] labels segment l (NULL, or an entry NULL or "": "label l"). */
 swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_volume *like, const void *labels,
-                               swi_dtype dtype, int64_t classes, const swi_io_cancel *cancel, char *err,
-                               size_t n);
+                               swi_dtype dtype, int64_t classes, const char *const *names,
+                               const swi_io_cancel *cancel, char *err, size_t n);
 
 /* Whether path is a regular file with the DICOM preamble (dicom_series.c). */
 int io__is_dicom_file(const char *path);

@@ -13,7 +13,7 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan.supp
 
 CASES=(
   formats_same_labels formats_output_nrrd_mha formats_bad_series formats_dicom_seg
-  formats_dicom_seg_needs_dicom
+  formats_dicom_seg_needs_dicom formats_dicom_seg_names_bad_dates
   folder_basic folder_same_as_single folder_channels folder_missing_channel
   folder_bad_case_goes_on folder_case_abort_goes_on folder_skip_existing folder_force folder_part
   folder_output_inside_input folder_output_is_input folder_output_format folder_usage
@@ -165,6 +165,46 @@ for f, g in enumerate(seg.PerFrameFunctionalGroupsSequence):
 want = {(int(l), k) for k in range(lab.shape[2]) for l in np.unique(lab[:, :, k]) if l > 0}
 assert seen == want, (sorted(seen), sorted(want))
 print("ok", len(seen), "frames")
+PY
+}
+
+# A source with dates that break their VR (DCMTK refused the whole SEG: "Value
+# Representation violated") is written without them; segments carry the card's class names.
+t_formats_dicom_seg_names_bad_dates() {
+  data
+  "$SWI" --version | grep -q "DICOM SEG output (DCMTK): yes" || skip "swi built without DICOM SEG"
+  mkdir -p "$T/m" && cp "$DATA/quant4.onnx" "$T/m/q.onnx"
+  echo '{"classes": ["background", "liver", "kidney", "spleen"]}' >"$T/m/q.json"
+  cp -r "$DATA/scan/scan_dicom" "$T/src"
+  "$PY" - "$T/src" <<'PY' 2>/dev/null || fail "could not edit the series"
+import os, sys, pydicom
+for f in os.listdir(sys.argv[1]):
+    p = os.path.join(sys.argv[1], f)
+    ds = pydicom.dcmread(p)
+    ds.StudyDate, ds.PatientBirthDate, ds.StudyTime = "2004-01-19", "19XX0101", "ab:cd"
+    ds.save_as(p)
+PY
+  run segment -q --model "$T/m/q.onnx" "${SCALE[@]}" --input "$T/src" --output "$T/o/seg.dcm"; expect_rc 0
+  run segment -q --model "$T/m/q.onnx" "${SCALE[@]}" --input "$T/src" --output "$T/o/l.nii.gz"; expect_rc 0
+  "$PY" - "$T/o/seg.dcm" "$T/o/l.nii.gz" <<'PY' >"$T/check" 2>&1 || { cat "$T/check"; fail "DICOM SEG names"; }
+import sys
+import nibabel as nib
+import numpy as np
+import pydicom
+names = ["background", "liver", "kidney", "spleen"]
+seg = pydicom.dcmread(sys.argv[1])
+lab = np.asanyarray(nib.load(sys.argv[2]).dataobj)
+got = [s.SegmentLabel for s in seg.SegmentSequence]
+want = [names[l] for l in sorted(set(np.unique(lab).tolist()) - {0})]
+assert got == want, (got, want)
+assert seg.get("StudyDate", "") in ("", None), seg.StudyDate
+frames = seg.pixel_array.reshape((-1, lab.shape[1], lab.shape[0]))
+for f, g in enumerate(seg.PerFrameFunctionalGroupsSequence):
+    s = int(g.SegmentIdentificationSequence[0].ReferencedSegmentNumber)
+    label = names.index(seg.SegmentSequence[s - 1].SegmentLabel)
+    k = int(g.FrameContentSequence[0].DimensionIndexValues[1]) - 1
+    assert np.array_equal(frames[f], (lab[:, :, k].T == label).astype(frames.dtype)), "frame %d" % f
+print("ok", got)
 PY
 }
 
