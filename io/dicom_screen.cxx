@@ -8,6 +8,7 @@
 
 #include <dcmtk/config/osconfig.h>
 #include <dcmtk/dcmdata/dcdeftag.h>
+#include <dcmtk/dcmdata/dcdict.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
 #include <dcmtk/dcmdata/dcmetinf.h>
 #include <dcmtk/dcmdata/dcxfer.h>
@@ -210,6 +211,15 @@ swi_status screen(const char *file, io_slice *s, char *err, size_t n) {
 } // namespace
 
 extern "C" int io__dicom_screen_available(void) { return 1; }
+
+extern "C" void io__dicom_screen_warm(void) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        OFLog::configure(OFLogger::OFF_LOG_LEVEL);
+        dcmDataDict.rdlock(); /* loads the dictionary */
+        dcmDataDict.rdunlock();
+    });
+}
 
 extern "C" swi_status io__dicom_screen(const char *file, io_slice *s, char *err, size_t n) {
     static std::once_flag quiet;

@@ -282,6 +282,7 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
     rep->at = -1;
     rep->err[0] = '\0';
     fflush(NULL);
+    io__dicom_screen_warm();
     io__itk_hold(1); /* no other thread inside ITK while the child is made */
     pid_t pid = fork();
     io__itk_hold(0);
@@ -313,7 +314,7 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
     if (w != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || !rep->done) {
         if (pst != SWI_OK) return pst; /* stopped here first (interrupted): the child was let go */
         if (w == pid && WIFSIGNALED(ws))
-            io__err(err, n, "%s: the DICOM library (GDCM) died reading this file (%s)%s%s", file,
+            io__err(err, n, "%s: a DICOM library (DCMTK or GDCM) died reading this file (%s)%s%s", file,
                     strsignal(WTERMSIG(ws)), said[0] ? ": " : "", said);
         else
             io__err(err, n, "%s: the DICOM reader stopped without an answer", file);
@@ -531,6 +532,46 @@ static swi_status take_pixels(void *ctx, int sock, char *err, size_t n) {
         if (send_all(sock, "g", 1) != 0) return SWI_OK;
     }
     return SWI_OK;
+}
+
+swi_status io__dicom_probe(const char *file, io_slice *s, float *dst, int64_t max_pixels, char *err,
+                           size_t n) {
+    memset(s, 0, sizeof *s);
+    char *name = strdup(file);
+    if (!name) {
+        io__err(err, n, "%s: out of memory", file);
+        return SWI_ERR_NOMEM;
+    }
+    s->file = name;
+    series se = {s, 1};
+    child_report *rep = shared_alloc(sizeof(child_report) + sizeof(io_slice));
+    swi_status st = SWI_ERR_NOMEM;
+    if (rep) {
+        header_job j = {(io_slice *)(rep + 1), 1};
+        *j.s = *s;
+        st = in_child(read_headers, NULL, &j, rep, s, 1, file, err, n);
+        if (st == SWI_OK) *s = *j.s;
+        munmap(rep, sizeof(child_report) + sizeof(io_slice));
+    }
+    if (st == SWI_OK && s->frames == 1 && s->cols * s->rows <= max_pixels && dst) {
+        swi_volume v;
+        memset(&v, 0, sizeof v);
+        v.size[0] = s->cols;
+        v.size[1] = s->rows;
+        v.size[2] = 1;
+        size_t bytes = sizeof(child_report) + (size_t)(s->cols * s->rows) * sizeof(float);
+        if (!(rep = shared_alloc(bytes))) {
+            st = SWI_ERR_NOMEM;
+        } else {
+            pixel_job pj = {&se, &v, (float *)(rep + 1), dst, NULL};
+            st = in_child(read_pixels, take_pixels, &pj, rep, s, 1, file, err, n);
+            munmap(rep, bytes);
+        }
+    }
+    if (st == SWI_ERR_NOMEM) io__err(err, n, "%s: out of memory", file);
+    s->file = NULL;
+    free(name);
+    return st;
 }
 
 swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err, size_t n) {

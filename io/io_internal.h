@@ -79,8 +79,11 @@ typedef struct io_slice {
 /* One DICOM file's header read by DCMTK and checked before GDCM reads the file: GDCM
  * aborts on some headers and reads short pixel data as whole. With s, its size, series
  * and geometry (as the standard defines them) into s (dicom_screen.cxx; without DCMTK,
- * dicom_seg_stub.c refuses every file). */
+ * dicom_screen_stub.c refuses every file). */
 int io__dicom_screen_available(void);
+/* DCMTK's one-time set-up (its dictionary, from a file of its own), done before a fork so
+ * that each child does not repeat it. */
+void io__dicom_screen_warm(void);
 swi_status io__dicom_screen(const char *file, io_slice *s, char *err, size_t n);
 
 /* The header of one DICOM file through ITK's GDCMImageIO (itk_io.cxx). */
@@ -97,6 +100,11 @@ swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *err, size_t
  * affine. dir names the series in messages. Pure: no I/O (dicom_series.c). */
 swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_volume *v, char *err,
                               size_t n);
+
+/* One file read as a slice is (the header screened, GDCM's header and, for one frame of at
+ * most max_pixels and dst != NULL, its pixels into dst, in a child): the fuzzers' entry.
+ * s->file is NULL on return. */
+swi_status io__dicom_probe(const char *file, io_slice *s, float *dst, int64_t max_pixels, char *err, size_t n);
 
 /* The slices of an opened DICOM volume in their sorted order, assembled again (and
  * checked unchanged); free with io__dicom_slices_free. */

@@ -18,6 +18,30 @@ import numpy as np
 
 FAILED = []
 
+ABORT_SO = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static int pass(const char *name, const char *p, int f, va_list ap) {
+    int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, name);
+    if (p && strstr(p, "ABORT_HERE") && !(f & O_NONBLOCK)) abort();
+    return real(p, f, (f & (O_CREAT | O_TMPFILE)) ? va_arg(ap, int) : 0);
+}
+int open(const char *p, int f, ...) { va_list ap; va_start(ap, f); int r = pass("open", p, f, ap); va_end(ap); return r; }
+int open64(const char *p, int f, ...) { va_list ap; va_start(ap, f); int r = pass("open64", p, f, ap); va_end(ap); return r; }
+static FILE *fpass(const char *name, const char *p, const char *m) {
+    FILE *(*real)(const char *, const char *) = (FILE * (*)(const char *, const char *))dlsym(RTLD_NEXT, name);
+    if (p && strstr(p, "ABORT_HERE")) abort();
+    return real(p, m);
+}
+FILE *fopen(const char *p, const char *m) { return fpass("fopen", p, m); }
+FILE *fopen64(const char *p, const char *m) { return fpass("fopen64", p, m); }
+"""
+
 
 def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what)
@@ -155,6 +179,28 @@ def main():
         lines = out.splitlines()
         check(len(lines) == 1 and " error " in lines[0] and all(w in lines[0] for w in words),
               "%s: one line naming the file and field (%s): %r" % (name, ", ".join(words), out[:400]))
+
+    # a library that aborts while reading a slice (a stand-in preloaded: open() aborts on a
+    # file named ABORT_HERE, unless opened non-blocking as swi's own preamble check does):
+    # the reader's child dies, the process goes on and names the file
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc:
+        src = os.path.join(work, "abort.c")
+        with open(src, "w") as fh:
+            fh.write(ABORT_SO)
+        so = os.path.join(work, "abort.so")
+        built = subprocess.run([cc, "-shared", "-fPIC", "-o", so, src, "-ldl"], capture_output=True).returncode == 0
+        d = make_series(work, "aborts", f("CT_small.dcm"))
+        os.rename(os.path.join(d, "s02.dcm"), os.path.join(d, "s02_ABORT_HERE.dcm"))
+        env = dict(os.environ, LD_PRELOAD=so,
+                   ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+        r = subprocess.run([info, "--read", d], capture_output=True, text=True, timeout=60, env=env) if built else None
+        check(r is not None and r.returncode == 0 and len(r.stdout.splitlines()) == 1 and
+              "s02_ABORT_HERE.dcm: a DICOM library (DCMTK or GDCM) died reading this file (Aborted)" in r.stdout,
+              "a library abort while reading a slice is one message naming it: %r" %
+              ((r.stdout + r.stderr)[:400] if r else "the stand-in did not build"))
+    else:
+        print("note: no C compiler: the library-abort case is not run")
 
     # a single file, with or without the .dcm suffix: refused, pointing at the directory
     plain = os.path.join(work, "CT_small_copy")
