@@ -290,6 +290,9 @@ def dicom_seeds():
     put(t, "unknown_syntax.dcm", ok.replace(explicit, b"1.2.840.10008.1.2.4.70"[:20]))
     put(t, "cut_in_padding.dcm", ok[:-6])
     put(t, "no_position.dcm", slice_(lambda ds: delattr(ds, "ImagePositionPatient")))
+    # NumberOfFrames with the VR AT (GDCM asserted; found by fuzz_dicom_headers)
+    frames = slice_(setter(NumberOfFrames=1))
+    put(t, "frames_vr_at.dcm", frames.replace(b"\x28\x00\x08\x00IS", b"\x28\x00\x08\x00AT"))
 
 
 def main():

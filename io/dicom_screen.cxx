@@ -46,8 +46,43 @@ bool decodable(E_TransferSyntax x) {
 int get_us(DcmDataset *ds, const DcmTagKey &tag, Uint16 *v) {
     DcmElement *e = NULL;
     if (ds->findAndGetElement(tag, e).bad() || !e) return 0;
-    if (e->getVM() == 0) return 0;
-    return e->getUint16(*v).good() ? 1 : -1;
+    if (e->getLength() == 0) return 0;
+    return e->getVM() == 1 && e->getUint16(*v).good() ? 1 : -1;
+}
+
+/* Whether a VR read from the file fits the dictionary's (which may allow several). */
+bool vr_fits(DcmEVR file, DcmEVR dict) {
+    if (file == dict) return true;
+    switch (dict) {
+    case EVR_xs: return file == EVR_US || file == EVR_SS;
+    case EVR_lt: return file == EVR_US || file == EVR_SS || file == EVR_OW;
+    case EVR_ox:
+    case EVR_px: return file == EVR_OB || file == EVR_OW;
+    case EVR_up: return file == EVR_UL;
+    default: return false;
+    }
+}
+
+/* GDCM asserts when an image attribute it reads (group 0028, the position and orientation)
+ * carries another VR than the standard's, as an explicit-VR file may say: refused by name. */
+swi_status check_vrs(DcmDataset *ds, const char *file, char *err, size_t n) {
+    for (unsigned long i = 0; i < ds->card(); i++) {
+        DcmElement *e = ds->getElement(i);
+        if (!e) continue;
+        const DcmTag &t = e->getTag();
+        if (t.getGroup() != 0x0028 && t != DCM_ImagePositionPatient && t != DCM_ImageOrientationPatient)
+            continue;
+        DcmTag dict(t.getGroup(), t.getElement());
+        if (dict.getEVR() == EVR_UNKNOWN || dict.getEVR() == EVR_UN)
+            continue; /* private or retired-unknown */
+        if (!vr_fits(t.getEVR(), dict.getEVR())) {
+            io__err(err, n, "%s: %s (%04X,%04X) has VR %s, and the standard's is %s", file, dict.getTagName(),
+                    t.getGroup(), t.getElement(), DcmVR(t.getEVR()).getVRName(),
+                    DcmVR(dict.getEVR()).getVRName());
+            return SWI_ERR_INVALID_ARG;
+        }
+    }
+    return SWI_OK;
 }
 
 /* Whether a multi-valued decimal string holds `want` finite numbers (into v). */
@@ -80,6 +115,7 @@ swi_status screen(const char *file, io_slice *s, char *err, size_t n) {
                 uid.empty() ? "(none)" : uid.c_str(), xfer.getXferName());
         return SWI_ERR_INVALID_ARG;
     }
+    if (check_vrs(ds, file, err, n) != SWI_OK) return SWI_ERR_INVALID_ARG;
     DcmElement *pixels = NULL;
     if (ds->findAndGetElement(DCM_PixelData, pixels).bad() || !pixels) {
         io__err(err, n, "%s: no PixelData (7FE0,0010): not an image", file);
@@ -132,9 +168,9 @@ swi_status screen(const char *file, io_slice *s, char *err, size_t n) {
     }
     long frames = 1;
     DcmElement *nf = NULL;
-    if (ds->findAndGetElement(DCM_NumberOfFrames, nf).good() && nf && nf->getVM() > 0) {
+    if (ds->findAndGetElement(DCM_NumberOfFrames, nf).good() && nf && nf->getLength() > 0) {
         Sint32 v = 0;
-        if (nf->getSint32(v).bad() || v < 1) {
+        if (nf->getVM() != 1 || nf->getSint32(v).bad() || v < 1) {
             io__err(err, n, "%s: NumberOfFrames (0028,0008) is not a positive number", file);
             return SWI_ERR_INVALID_ARG;
         }

@@ -287,6 +287,10 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
     pid_t pid = fork();
     io__itk_hold(0);
     if (pid == 0) {
+        /* a library's death is the parent's to report: no crash handler of this process's
+         * (a sanitizer's, a fuzzer's, an application's) runs in the child */
+        static const int fatal[] = {SIGABRT, SIGSEGV, SIGFPE, SIGBUS, SIGILL, SIGTRAP};
+        for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
         close(sv[0]);
         if (dup2(fileno(chatter), 2) >= 0) {
             rep->st = child(ctx, sv[1], rep);

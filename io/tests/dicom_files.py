@@ -150,6 +150,9 @@ def main():
         ds.FrameIncrementPointer = 0x3004000C
         ds.pop(0x00280008, None)
 
+    def one_frame(ds):
+        ds.NumberOfFrames = 1
+
     explicit, rle = b"1.2.840.10008.1.2.1\0", b"1.2.840.10008.1.2.5\0"
     # name -> (series dir, words the one-line refusal must hold)
     bad = {
@@ -171,6 +174,10 @@ def main():
         "cut_mr_in_padding": (make_series(work, "cut_mr", f("MR_small.dcm"), cut=60), ["s01.dcm", "truncated"]),
         "no_position": (make_series(work, "no_ipp", f("CT_small.dcm"), edit=no_ipp),
                         ["s0", "ImagePositionPatient", "missing"]),
+        # found by fuzz_dicom_headers: GDCM asserted on an image attribute of another VR
+        "frames_vr_at": (make_series(work, "frames_at", f("CT_small.dcm"), edit=one_frame,
+                                     patch=(b"\x28\x00\x08\x00IS", b"\x28\x00\x08\x00AT")),
+                         ["s0", "NumberOfFrames", "VR AT"]),
     }
     for name, (d, words) in sorted(bad.items()):
         sig, rc, out = run_info(info, d)
