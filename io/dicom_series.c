@@ -325,8 +325,9 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
         return SWI_ERR_INVALID_ARG;
     }
     if (pst != SWI_OK) return pst;
-    if (rep->st != SWI_OK) {
-        io__err(err, n, "%s", rep->err);
+    if (rep->st != SWI_OK) { /* with what the library printed last, if it did */
+        io__err(err, n, "%s%s%s%s", rep->err, said[0] ? " (the library said: " : "", said,
+                said[0] ? ")" : "");
         return rep->st;
     }
     return SWI_OK;
@@ -337,11 +338,18 @@ typedef struct header_job {
     int64_t count;
 } header_job;
 
+/* In the child: what the libraries print (to fd 2, the chatter file) is kept for the file
+ * now read only. */
+static void chatter_restart(void) {
+    if (ftruncate(2, 0) == 0) lseek(2, 0, SEEK_SET);
+}
+
 static swi_status read_headers(void *ctx, int sock, child_report *rep) {
     header_job *j = ctx;
     (void)sock;
     for (int64_t x = 0; x < j->count; x++) {
         rep->at = x;
+        chatter_restart();
         io_slice gdcm = j->s[x];
         swi_status st = io__dicom_screen(j->s[x].file, &j->s[x], rep->err, sizeof rep->err);
         /* GDCM must read it too (the pixels are its); the geometry is DCMTK's */
@@ -503,6 +511,7 @@ static swi_status read_pixels(void *ctx, int sock, child_report *rep) {
     pixel_job *j = ctx;
     for (int64_t k = 0; k < j->v->size[2]; k++) {
         rep->at = k;
+        chatter_restart();
         const io_slice *t = &j->se->s[k];
         io_slice now = *t;
         swi_status st = io__dicom_screen(t->file, &now, rep->err, sizeof rep->err);

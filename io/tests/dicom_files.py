@@ -35,7 +35,10 @@ int open(const char *p, int f, ...) { va_list ap; va_start(ap, f); int r = pass(
 int open64(const char *p, int f, ...) { va_list ap; va_start(ap, f); int r = pass("open64", p, f, ap); va_end(ap); return r; }
 static FILE *fpass(const char *name, const char *p, const char *m) {
     FILE *(*real)(const char *, const char *) = (FILE * (*)(const char *, const char *))dlsym(RTLD_NEXT, name);
-    if (p && strstr(p, "ABORT_HERE")) abort();
+    if (p && strstr(p, "ABORT_HERE")) {
+        fputs("stand-in library: cannot go on\n", stderr);
+        abort();
+    }
     return real(p, m);
 }
 FILE *fopen(const char *p, const char *m) { return fpass("fopen", p, m); }
@@ -203,8 +206,9 @@ def main():
                    ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
         r = subprocess.run([info, "--read", d], capture_output=True, text=True, timeout=60, env=env) if built else None
         check(r is not None and r.returncode == 0 and len(r.stdout.splitlines()) == 1 and
-              "s02_ABORT_HERE.dcm: a DICOM library (DCMTK or GDCM) died reading this file (Aborted)" in r.stdout,
-              "a library abort while reading a slice is one message naming it: %r" %
+              "s02_ABORT_HERE.dcm: a DICOM library (DCMTK or GDCM) died reading this file (Aborted): "
+              "stand-in library: cannot go on" in r.stdout,
+              "a library abort while reading a slice is one message naming it, with the library's last words: %r" %
               ((r.stdout + r.stderr)[:400] if r else "the stand-in did not build"))
     else:
         print("note: no C compiler: the library-abort case is not run")
