@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,7 +282,6 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
     rep->done = 0;
     rep->at = -1;
     rep->err[0] = '\0';
-    fflush(NULL);
     io__dicom_screen_warm();
     io__itk_hold(1); /* no other thread inside ITK while the child is made */
     pid_t pid = fork();
@@ -307,7 +307,8 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
         return SWI_ERR_INVALID_ARG;
     }
     swi_status pst = parent ? parent(ctx, sv[0], err, n) : SWI_OK;
-    close(sv[0]); /* a child waiting on the socket sees its end and stops */
+    close(sv[0]);                          /* a child waiting on the socket sees its end and stops */
+    if (pst != SWI_OK) kill(pid, SIGKILL); /* one still decoding is not waited for */
     int ws = 0;
     pid_t w;
     while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {}
@@ -534,6 +535,14 @@ static swi_status take_pixels(void *ctx, int sock, char *err, size_t n) {
     pixel_job *j = ctx;
     const int64_t ni = j->v->size[0], nj = j->v->size[1], nk = j->v->size[2];
     for (int64_t k = 0; k < nk; k++) {
+        /* the next slice, watching for a cancel while the child decodes */
+        struct pollfd pf = {sock, POLLIN, 0};
+        int pr;
+        while ((pr = poll(&pf, 1, 200)) == 0 || (pr < 0 && errno == EINTR))
+            if (io__cancelled(j->cancel)) {
+                io__err(err, n, "interrupted");
+                return SWI_ERR_CANCELLED;
+            }
         int64_t got;
         if (recv_all(sock, &got, sizeof got) != 0 || got != k) return SWI_OK; /* the child's report tells */
         for (int64_t jj = 0; jj < nj; jj++)
