@@ -259,14 +259,17 @@ static int write_all(int fd, const void *p, size_t len) {
 
 int seg_read_volumes_child(int n, char **files) {
     /* every volume opened first (the parent checks they share a grid), then each read */
-    child_record *r = calloc((size_t)(n > 0 ? n : 1), sizeof *r);
-    if (!r || n < 1 || n > SEG_MAX_INPUTS) return 2;
-    for (int k = 0; k < n; k++) {
+    if (n < 1 || n > SEG_MAX_INPUTS) return 2;
+    child_record *r = calloc((size_t)n, sizeof *r);
+    if (!r) return 2;
+    int rc = 0, opened = 0;
+    for (int k = 0; k < n && rc == 0; k++) {
         r[k].status = (int32_t)swi_volume_open(files[k], &r[k].v, r[k].err, sizeof r[k].err);
-        if (write_all(1, &r[k], sizeof r[k]) != 0) return 1;
-        if (r[k].status != SWI_OK) return 0;
+        if (write_all(1, &r[k], sizeof r[k]) != 0) rc = 1;
+        if (r[k].status != SWI_OK) break;
+        opened++;
     }
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n && rc == 0 && opened == n; k++) {
         const int64_t N = swi_volume_voxels(&r[k].v);
         float *x = malloc((size_t)N * sizeof *x);
         child_record a = {0};
@@ -279,15 +282,13 @@ int seg_read_volumes_child(int n, char **files) {
             a.status = (int32_t)swi_volume_read(&r[k].v, x, NULL, a.err, sizeof a.err);
         }
         if (write_all(1, &a, sizeof a) != 0 ||
-            (a.status == SWI_OK && write_all(1, x, (size_t)N * sizeof *x) != 0)) {
-            free(x);
-            return 1;
-        }
+            (a.status == SWI_OK && write_all(1, x, (size_t)N * sizeof *x) != 0))
+            rc = 1;
         free(x);
-        if (a.status != SWI_OK) return 0;
+        if (a.status != SWI_OK) break;
     }
     free(r);
-    return 0;
+    return rc;
 }
 
 /* Read len bytes from the child's pipe, watching for an interrupt; 0, 1 at its end, -1 when
