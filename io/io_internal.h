@@ -104,7 +104,8 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
 /* One file read as a slice is (the header screened, GDCM's header and, for one frame of at
  * most max_pixels and dst != NULL, its pixels into dst, in a child): the fuzzers' entry.
  * s->file is NULL on return. */
-swi_status io__dicom_probe(const char *file, io_slice *s, float *dst, int64_t max_pixels, char *err, size_t n);
+swi_status io__dicom_probe(const char *file, io_slice *s, float *dst, int64_t max_pixels, char *err,
+                           size_t n);
 
 /* The slices of an opened DICOM volume in their sorted order, assembled again (and
  * checked unchanged); free with io__dicom_slices_free. */
