@@ -108,4 +108,8 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep);
  *  Returns 0, 1 if any case failed, 2 on a usage error, 128+N when interrupted. */
 int seg_folder_run(const seg_opts *o);
 
+/** `swi --read-volumes-child FILE...` (run by folder mode, not by users): open and read the
+ *  volumes, writing each answer and the voxels to stdout for the parent (cli/folder.c). */
+int seg_read_volumes_child(int n, char **files);
+
 #endif

@@ -94,6 +94,7 @@ int main(int argc, char **argv) {
 #endif
         return 0;
     }
+    if (strcmp(cmd, "--read-volumes-child") == 0) return seg_read_volumes_child(argc - 2, argv + 2);
     /* Subcommands see argv[0] = their name. */
     argc -= 1;
     argv += 1;

@@ -142,9 +142,13 @@ static int take_results(const seg_opts *o, const char *who, const seg_state *s, 
 static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const seg_results *r, double t0) {
     char err[SWI_ERRLEN];
     const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
-    if (o->output && swi_volume_write_fd(cli_out_take_fd(&s->out_labels), o->output, &s->vols[0], r->labels,
-                                         r->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16,
-                                         SWI_IO_LABELS, 1, r->classes, &cancel, err, SWI_ERRLEN))
+    /* the card's class names, where it names every class (a DICOM SEG labels its segments) */
+    const char *const *class_names =
+        o->card && o->card->n_classes == r->classes ? (const char *const *)o->card->classes : NULL;
+    if (o->output &&
+        swi_volume_write_labels_fd(cli_out_take_fd(&s->out_labels), o->output, &s->vols[0], r->labels,
+                                   r->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16, r->classes,
+                                   class_names, &cancel, err, SWI_ERRLEN))
         return step_failed(who, err);
     if (o->scores && swi_volume_write_fd(cli_out_take_fd(&s->out_scores), o->scores, &s->vols[0], r->scores,
                                          SWI_DTYPE_FLOAT32, SWI_IO_SCORES, r->classes, r->classes, &cancel,

@@ -303,6 +303,74 @@ def store_seeds():
     put(t, "ome_path_escape", store_seed(2, json.dumps({"multiscales": [{"datasets": [{"path": "../x"}]}]})))
 
 
+def dicom_seeds():
+    """Small DICOM slices made here (pydicom; skipped without it), well-formed and the kinds
+    GDCM aborted on: FrameIncrementPointer without NumberOfFrames, BitsAllocated 1, 12 and
+    32 over 16-bit data, short PixelData, RLE syntax over raw pixels, a file cut in its
+    trailing padding, a JPEG syntax over raw pixels."""
+    try:
+        import pydicom
+        from pydicom.dataset import FileDataset, FileMetaDataset
+        from pydicom.uid import ExplicitVRLittleEndian, ImplicitVRLittleEndian
+    except ImportError:
+        print("make_corpus: pydicom not found: no DICOM seeds")
+        return
+    import io
+    t = "fuzz_dicom_headers"
+
+    def slice_(edit=None, implicit=False, padding=True):
+        meta = FileMetaDataset()
+        meta.MediaStorageSOPClassUID = "1.2.840.10008.5.1.4.1.1.2"
+        meta.MediaStorageSOPInstanceUID = "1.2.3.4.5"
+        meta.TransferSyntaxUID = ImplicitVRLittleEndian if implicit else ExplicitVRLittleEndian
+        ds = FileDataset("seed", {}, file_meta=meta, preamble=b"\0" * 128)
+        ds.is_little_endian, ds.is_implicit_VR = True, implicit
+        ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, "1.2.3.4.5"
+        ds.Modality, ds.SeriesInstanceUID, ds.StudyInstanceUID = "CT", "1.2.3.4", "1.2.3"
+        ds.ImagePositionPatient = ["-10", "-20", "5"]
+        ds.ImageOrientationPatient = ["1", "0", "0", "0", "1", "0"]
+        ds.PixelSpacing = ["0.5", "0.75"]
+        ds.Rows, ds.Columns, ds.SamplesPerPixel = 3, 4, 1
+        ds.PhotometricInterpretation = "MONOCHROME2"
+        ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 12, 11, 1
+        ds.RescaleSlope, ds.RescaleIntercept = "1", "-1024"
+        ds.PixelData = bytes(range(24))
+        if padding:
+            ds.add_new(0xFFFCFFFC, "OB", b"\0" * 16)
+        if edit:
+            edit(ds)
+        b = io.BytesIO()
+        ds.save_as(b, write_like_original=False)
+        return b.getvalue()
+
+    def setter(**kw):
+        def e(ds):
+            for k, v in kw.items():
+                setattr(ds, k, v)
+        return e
+
+    def fip(ds):
+        ds.FrameIncrementPointer = 0x3004000C
+    ok = slice_()
+    put(t, "ct_16bit.dcm", ok)
+    put(t, "ct_implicit.dcm", slice_(implicit=True))
+    put(t, "ct_8bit.dcm", slice_(setter(BitsAllocated=8, BitsStored=8, HighBit=7, PixelData=bytes(12))))
+    put(t, "two_frames.dcm", slice_(setter(NumberOfFrames=2, PixelData=bytes(48))))
+    put(t, "fip_no_frames.dcm", slice_(fip))
+    put(t, "bits1.dcm", slice_(setter(BitsAllocated=1, BitsStored=1, HighBit=0)))
+    put(t, "bits12.dcm", slice_(setter(BitsAllocated=12)))
+    put(t, "bits32_over_16.dcm", slice_(setter(BitsAllocated=32)))
+    put(t, "short_pixels.dcm", slice_(setter(PixelData=bytes(10))))
+    explicit = b"1.2.840.10008.1.2.1\0"
+    put(t, "rle_over_raw.dcm", ok.replace(explicit, b"1.2.840.10008.1.2.5\0"))
+    put(t, "unknown_syntax.dcm", ok.replace(explicit, b"1.2.840.10008.1.2.4.70"[:20]))
+    put(t, "cut_in_padding.dcm", ok[:-6])
+    put(t, "no_position.dcm", slice_(lambda ds: delattr(ds, "ImagePositionPatient")))
+    # NumberOfFrames with the VR AT (GDCM asserted; found by fuzz_dicom_headers)
+    frames = slice_(setter(NumberOfFrames=1))
+    put(t, "frames_vr_at.dcm", frames.replace(b"\x28\x00\x08\x00IS", b"\x28\x00\x08\x00AT"))
+
+
 def main():
     cases = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "data", "golden", "cases")
     nifti_seeds()
@@ -311,6 +379,7 @@ def main():
     engine_seeds()
     onnx_seeds()
     store_seeds()
+    dicom_seeds()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 /* dicom_seg.cxx -- a label map as a DICOM Segmentation object (binary) through DCMTK's
  * dcmseg, for a volume read from a DICOM series: patient, study and frame of reference
  * taken from the series, one segment per label present, one frame per segment and slice
- * holding it, each frame placed (ImagePositionPatient) and derived from its source slice.
+ * holding it, each frame placed (ImagePositionPatient) and derived from its source slice,
+ * each segment labelled with its class's name. Attributes of the source whose values break
+ * their value representation (dates like 2004-01-19) would fail the whole write: they are
+ * left out (UIDs, which the SEG needs, are kept, and named if the write fails).
  * Everything DCMTK does runs inside a try block; its logging is off. Built only with
  * DCMTK (dicom_seg_stub.c stands in without it). */
 #include "io_internal.h"
@@ -9,6 +12,7 @@
 #include <dcmtk/config/osconfig.h>
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
+#include <dcmtk/dcmdata/dcsequen.h>
 #include <dcmtk/dcmdata/dcuid.h>
 #include <dcmtk/dcmfg/fgderimg.h>
 #include <dcmtk/dcmfg/fgfracon.h>
@@ -85,8 +89,53 @@ swi_status copy_into(const std::string &tmp, int fd, const char *name, char *err
     return st;
 }
 
+/* The attributes the SEG takes from its source as they are: an invalid one is named, not
+ * dropped. */
+bool needed(const DcmTagKey &t) {
+    return t == DCM_StudyInstanceUID || t == DCM_FrameOfReferenceUID || t == DCM_SOPClassUID ||
+           t == DCM_SOPInstanceUID || t == DCM_SeriesInstanceUID || t == DCM_SpecificCharacterSet;
+}
+
+std::string tag_name(DcmElement *e) {
+    DcmTag tag = e->getTag();
+    char b[64];
+    snprintf(b, sizeof b, " (%04X,%04X)", tag.getGroup(), tag.getElement());
+    return std::string(tag.getTagName()) + b;
+}
+
+/* Remove from item (and its sequences' items) every element whose value breaks its VR, but
+ * the needed ones: those are listed in kept_bad. */
+void drop_invalid(DcmItem *item, std::string &kept_bad) {
+    for (unsigned long i = item->card(); i-- > 0;) {
+        DcmElement *e = item->getElement(i);
+        if (!e) continue;
+        if (e->ident() == EVR_SQ) {
+            DcmSequenceOfItems *sq = static_cast<DcmSequenceOfItems *>(e);
+            for (unsigned long k = 0; k < sq->card(); k++) drop_invalid(sq->getItem(k), kept_bad);
+            continue;
+        }
+        if (e->getTag().getGroup() == 0x7fe0 || e->checkValue("1-n").good()) continue;
+        if (needed(e->getTag())) {
+            if (kept_bad.empty()) kept_bad = tag_name(e);
+            continue;
+        }
+        delete item->remove(e);
+    }
+}
+
+/* A segment label (LO: at most 64 characters, no backslash or control character). */
+std::string segment_label(const char *const *names, int64_t l) {
+    std::string out;
+    const char *nm = names ? names[l] : NULL;
+    for (const char *p = nm ? nm : ""; *p && out.size() < 64; p++)
+        out += (*p == '\\' || (unsigned char)*p < 0x20) ? '_' : *p;
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out.empty() ? "label " + std::to_string(l) : out;
+}
+
 swi_status build(const std::string &tmp, const char *name, const swi_volume *like, const void *labels,
-                 int label_bytes, int64_t classes, const swi_io_cancel *cancel, char *err, size_t n) {
+                 int label_bytes, int64_t classes, const char *const *names, const swi_io_cancel *cancel,
+                 char *err, size_t n) {
     const int64_t ni = like->size[0], nj = like->size[1], nk = like->size[2];
     Slices sl;
     swi_status st = io__dicom_slices(like, &sl.s, &sl.count, err, n);
@@ -126,7 +175,12 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
     OFCondition c = DcmSegmentation::createBinarySegmentation(raw, (Uint16)nj, (Uint16)ni, eq, ci);
     if (c.bad() || !raw) return fail(err, n, name, "cannot create the object", c);
     std::unique_ptr<DcmSegmentation> seg(raw);
-    if ((c = seg->importFromSourceImage(sl.s[0].file)).bad())
+    DcmFileFormat source;
+    std::string kept_bad;
+    if ((c = source.loadFile(sl.s[0].file)).bad())
+        return fail(err, n, name, "cannot read the source slice", c);
+    drop_invalid(source.getDataset(), kept_bad);
+    if ((c = seg->importFromSourceImage(*source.getDataset())).bad())
         return fail(err, n, name, "cannot take patient, study and frame of reference", c);
     seg->getSeries().setSeriesNumber("9901");
     seg->getSeries().setSeriesDescription("swi segment labels");
@@ -166,7 +220,7 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
         for (int64_t k = 0; k < nk && !any; k++) any = on[(size_t)l][(size_t)k];
         if (!any) continue;
         DcmSegment *sg = NULL;
-        std::string lab = "label " + std::to_string(l);
+        std::string lab = segment_label(names, l);
         if ((c = DcmSegment::create(sg, lab.c_str(), category, type, DcmSegTypes::SAT_AUTOMATIC,
                                     "swi segment"))
                 .bad() ||
@@ -222,8 +276,15 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
         io__err(err, n, "%s: the label map holds no label above 0: a DICOM SEG needs a segment", name);
         return SWI_ERR_INVALID_ARG;
     }
-    if ((c = seg->saveFile(tmp.c_str(), EXS_LittleEndianExplicit)).bad())
-        return fail(err, n, name, "writing", c);
+    if ((c = seg->saveFile(tmp.c_str(), EXS_LittleEndianExplicit)).bad()) {
+        if (!kept_bad.empty())
+            io__err(err, n,
+                    "%s: DICOM SEG: writing: %s (the source's %s in %s breaks its value representation)",
+                    name, c.text(), kept_bad.c_str(), sl.s[0].file);
+        else
+            fail(err, n, name, "writing", c);
+        return SWI_ERR_INVALID_ARG;
+    }
     return SWI_OK;
 }
 
@@ -233,7 +294,8 @@ extern "C" int io__dcmseg_available(void) { return 1; }
 
 extern "C" swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_volume *like,
                                           const void *labels, swi_dtype dtype, int64_t classes,
-                                          const swi_io_cancel *cancel, char *err, size_t n) {
+                                          const char *const *names, const swi_io_cancel *cancel, char *err,
+                                          size_t n) {
     const char *bad = NULL;
     if (fd < 0)
         bad = "fd < 0";
@@ -265,7 +327,7 @@ extern "C" swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_vo
     std::string tmp = std::string(dirbuf.data()) + "/seg.dcm";
     swi_status st;
     try {
-        st = build(tmp, name, like, labels, dtype == SWI_DTYPE_UINT8 ? 1 : 2, classes, cancel, err, n);
+        st = build(tmp, name, like, labels, dtype == SWI_DTYPE_UINT8 ? 1 : 2, classes, names, cancel, err, n);
     } catch (const std::bad_alloc &) {
         io__err(err, n, "%s: out of memory", name);
         st = SWI_ERR_NOMEM;

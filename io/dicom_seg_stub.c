@@ -6,9 +6,9 @@
 int io__dcmseg_available(void) { return 0; }
 
 swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_volume *like, const void *labels,
-                               swi_dtype dtype, int64_t classes, const swi_io_cancel *cancel, char *err,
-                               size_t n) {
-    (void)like, (void)labels, (void)dtype, (void)classes, (void)cancel;
+                               swi_dtype dtype, int64_t classes, const char *const *names,
+                               const swi_io_cancel *cancel, char *err, size_t n) {
+    (void)like, (void)labels, (void)dtype, (void)classes, (void)names, (void)cancel;
     if (fd >= 0) close(fd);
     io__err(err, n,
             "%s: swi_io was built without DICOM SEG output (install libdcmtk-dev, with "

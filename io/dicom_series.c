@@ -1,16 +1,24 @@
 /* dicom_series.c -- a directory holding one DICOM series as a volume: the files' headers
- * (through itk_io.cxx), the series assembled and checked here (pure, so a fuzzer can drive
- * it), the slices read one by one into the volume's [i][j][k] layout. */
+ * (screened by DCMTK in dicom_screen.cxx, then read through GDCM in itk_io.cxx), the series
+ * assembled and checked here (pure, so a fuzzer can drive it), the slices read one by one
+ * into the volume's [i][j][k] layout. GDCM and its codecs may still abort on a file, and
+ * print to stderr: they run in a child process, its stderr kept in a file, its death
+ * reported as a message naming the file it was reading. */
 #include "io_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static double dot3(const double a[3], const double b[3]) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
@@ -200,12 +208,17 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
 /* Does the file carry the DICOM Part 10 preamble ("DICM" at byte 128)? Files without it
  * (notes, DICOMDIR's neighbours, thumbnails) are not slices. */
 static int has_dicm(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return 0;
     unsigned char b[132];
     ssize_t got = pread(fd, b, sizeof b, 0);
     close(fd);
     return got == (ssize_t)sizeof b && memcmp(b + 128, "DICM", 4) == 0;
+}
+
+int io__is_dicom_file(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && has_dicm(path);
 }
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -220,6 +233,138 @@ static void series_free(series *se) {
     free(se->s);
     se->s = NULL;
     se->count = 0;
+}
+
+/* What the child reports, in memory shared with it. */
+typedef struct child_report {
+    swi_status st;
+    int done;   /* set by the child when it returns normally */
+    int64_t at; /* index of the file being read */
+    char err[1024];
+} child_report;
+
+static void *shared_alloc(size_t bytes) {
+    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* The last nonempty line the child printed, for a message (empty when none). */
+static void last_line(FILE *f, char *line, size_t n) {
+    line[0] = '\0';
+    if (!f || fflush(f) != 0 || fseek(f, 0, SEEK_END) != 0) return;
+    long end = ftell(f), from = end > 4096 ? end - 4096 : 0;
+    char buf[4097];
+    if (end <= 0 || fseek(f, from, SEEK_SET) != 0) return;
+    size_t got = fread(buf, 1, (size_t)(end - from), f);
+    buf[got] = '\0';
+    while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == '\r' || buf[got - 1] == ' '))
+        buf[--got] = '\0';
+    char *nl = strrchr(buf, '\n');
+    snprintf(line, n, "%.300s", nl ? nl + 1 : buf);
+}
+
+typedef swi_status (*child_fn)(void *ctx, int sock, child_report *rep);
+typedef swi_status (*parent_fn)(void *ctx, int sock, char *err, size_t n);
+
+/* Run child(ctx) in a child process (stderr into a file) and parent(ctx, sock) here meanwhile,
+ * the two joined by a socket; files[rep->at] names the file a failure or a death is about. */
+static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_report *rep, io_slice *files,
+                           int64_t count, const char *dir, char *err, size_t n) {
+    int sv[2];
+    FILE *chatter = tmpfile();
+    if (!chatter || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        int e = errno;
+        if (chatter) fclose(chatter);
+        io__err(err, n, "%s: cannot start the DICOM reader: %s", dir, strerror(e));
+        return SWI_ERR_INVALID_ARG;
+    }
+    rep->st = SWI_ERR_INVALID_ARG;
+    rep->done = 0;
+    rep->at = -1;
+    rep->err[0] = '\0';
+    io__dicom_screen_warm();
+    io__itk_hold(1); /* no other thread inside ITK while the child is made */
+    pid_t pid = fork();
+    io__itk_hold(0);
+    if (pid == 0) {
+        /* a library's death is the parent's to report: no crash handler of this process's
+         * (a sanitizer's, a fuzzer's, an application's) runs in the child */
+        static const int fatal[] = {SIGABRT, SIGSEGV, SIGFPE, SIGBUS, SIGILL, SIGTRAP};
+        for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
+        close(sv[0]);
+        if (dup2(fileno(chatter), 2) >= 0) {
+            rep->st = child(ctx, sv[1], rep);
+            rep->done = 1;
+        }
+        _exit(0);
+    }
+    int e = errno;
+    close(sv[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        fclose(chatter);
+        io__err(err, n, "%s: cannot start the DICOM reader: %s", dir, strerror(e));
+        return SWI_ERR_INVALID_ARG;
+    }
+    swi_status pst = parent ? parent(ctx, sv[0], err, n) : SWI_OK;
+    close(sv[0]);                          /* a child waiting on the socket sees its end and stops */
+    if (pst != SWI_OK) kill(pid, SIGKILL); /* one still decoding is not waited for */
+    int ws = 0;
+    pid_t w;
+    while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {}
+    char said[320];
+    last_line(chatter, said, sizeof said);
+    fclose(chatter);
+    const char *file = rep->at >= 0 && rep->at < count ? files[rep->at].file : dir;
+    if (w != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || !rep->done) {
+        if (pst != SWI_OK) return pst; /* stopped here first (interrupted): the child was let go */
+        if (w == pid && WIFSIGNALED(ws))
+            io__err(err, n, "%s: a DICOM library (DCMTK or GDCM) died reading this file (%s)%s%s", file,
+                    strsignal(WTERMSIG(ws)), said[0] ? ": " : "", said);
+        else
+            io__err(err, n, "%s: the DICOM reader stopped without an answer", file);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (pst != SWI_OK) return pst;
+    if (rep->st != SWI_OK) { /* with what the library printed last, if it did */
+        io__err(err, n, "%s%s%s%s", rep->err, said[0] ? " (the library said: " : "", said,
+                said[0] ? ")" : "");
+        return rep->st;
+    }
+    return SWI_OK;
+}
+
+typedef struct header_job {
+    io_slice *s; /* shared with the child */
+    int64_t count;
+} header_job;
+
+/* In the child: what the libraries print (to fd 2, the chatter file) is kept for the file
+ * now read only. */
+static void chatter_restart(void) {
+    if (ftruncate(2, 0) == 0) lseek(2, 0, SEEK_SET);
+}
+
+static swi_status read_headers(void *ctx, int sock, child_report *rep) {
+    header_job *j = ctx;
+    (void)sock;
+    for (int64_t x = 0; x < j->count; x++) {
+        rep->at = x;
+        chatter_restart();
+        io_slice gdcm = j->s[x];
+        swi_status st = io__dicom_screen(j->s[x].file, &j->s[x], rep->err, sizeof rep->err);
+        /* GDCM must read it too (the pixels are its); the geometry is DCMTK's */
+        if (st == SWI_OK) st = io__itk_dicom_slice(j->s[x].file, &gdcm, rep->err, sizeof rep->err);
+        if (st == SWI_OK && (gdcm.cols != j->s[x].cols || gdcm.rows != j->s[x].rows)) {
+            snprintf(rep->err, sizeof rep->err,
+                     "%s: GDCM reads %lldx%lld pixels where Columns x Rows say %lldx%lld", j->s[x].file,
+                     (long long)gdcm.cols, (long long)gdcm.rows, (long long)j->s[x].cols,
+                     (long long)j->s[x].rows);
+            st = SWI_ERR_INVALID_ARG;
+        }
+        if (st != SWI_OK) return st;
+    }
+    return SWI_OK;
 }
 
 /* Scan dir's DICOM files (sorted by name only so messages are stable) and assemble them. */
@@ -265,10 +410,23 @@ static swi_status load_series(const char *dir, series *se, swi_volume *v, char *
         t->file = names[x];
         names[x] = NULL;
         se->count++;
-        st = io__itk_dicom_slice(t->file, t, err, n);
     }
     for (x = 0; x < nn; x++) free(names[x]);
     free(names);
+    if (st == SWI_OK && se->count > 0) {
+        size_t bytes = sizeof(child_report) + (size_t)se->count * sizeof(io_slice);
+        child_report *rep = shared_alloc(bytes);
+        if (!rep) {
+            io__err(err, n, "%s: out of memory", dir);
+            st = SWI_ERR_NOMEM;
+        } else {
+            header_job j = {(io_slice *)(rep + 1), se->count};
+            memcpy(j.s, se->s, (size_t)se->count * sizeof *j.s);
+            st = in_child(read_headers, NULL, &j, rep, se->s, se->count, dir, err, n);
+            if (st == SWI_OK) memcpy(se->s, j.s, (size_t)se->count * sizeof *j.s); /* same file pointers */
+            munmap(rep, bytes);
+        }
+    }
     if (st == SWI_OK) st = io__dicom_assemble(se->s, se->count, dir, v, err, n);
     if (st != SWI_OK) series_free(se);
     return st;
@@ -318,6 +476,126 @@ void io__dicom_slices_free(io_slice *s, int64_t count) {
     series_free(&se);
 }
 
+/* The slices decoded one by one in the child into a shared slot, each taken from it here:
+ * the child sends the slice's index, waits for a byte back, decodes the next. */
+typedef struct pixel_job {
+    series *se;
+    const swi_volume *v;
+    float *slot; /* shared */
+    float *dst;
+    const swi_io_cancel *cancel;
+} pixel_job;
+
+static int send_all(int sock, const void *p, size_t len) {
+    while (len > 0) {
+        ssize_t w = send(sock, p, len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p = (const char *)p + w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static int recv_all(int sock, void *p, size_t len) {
+    while (len > 0) {
+        ssize_t r = recv(sock, p, len, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p = (char *)p + r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+static swi_status read_pixels(void *ctx, int sock, child_report *rep) {
+    pixel_job *j = ctx;
+    for (int64_t k = 0; k < j->v->size[2]; k++) {
+        rep->at = k;
+        chatter_restart();
+        const io_slice *t = &j->se->s[k];
+        io_slice now = *t;
+        swi_status st = io__dicom_screen(t->file, &now, rep->err, sizeof rep->err);
+        if (st == SWI_OK && (now.cols != t->cols || now.rows != t->rows)) {
+            snprintf(rep->err, sizeof rep->err, "%s: the file changed since the series was opened", t->file);
+            st = SWI_ERR_INVALID_ARG;
+        }
+        if (st == SWI_OK) st = io__itk_dicom_pixels(t, j->slot, rep->err, sizeof rep->err);
+        if (st != SWI_OK) return st;
+        char go;
+        if (send_all(sock, &k, sizeof k) != 0 || recv_all(sock, &go, 1) != 0) {
+            snprintf(rep->err, sizeof rep->err, "interrupted");
+            return SWI_ERR_CANCELLED;
+        }
+    }
+    return SWI_OK;
+}
+
+static swi_status take_pixels(void *ctx, int sock, char *err, size_t n) {
+    pixel_job *j = ctx;
+    const int64_t ni = j->v->size[0], nj = j->v->size[1], nk = j->v->size[2];
+    for (int64_t k = 0; k < nk; k++) {
+        /* the next slice, watching for a cancel while the child decodes */
+        struct pollfd pf = {sock, POLLIN, 0};
+        int pr;
+        while ((pr = poll(&pf, 1, 200)) == 0 || (pr < 0 && errno == EINTR))
+            if (io__cancelled(j->cancel)) {
+                io__err(err, n, "interrupted");
+                return SWI_ERR_CANCELLED;
+            }
+        int64_t got;
+        if (recv_all(sock, &got, sizeof got) != 0 || got != k) return SWI_OK; /* the child's report tells */
+        for (int64_t jj = 0; jj < nj; jj++)
+            for (int64_t i = 0; i < ni; i++) j->dst[(i * nj + jj) * nk + k] = j->slot[i + ni * jj];
+        if (io__cancelled(j->cancel)) {
+            io__err(err, n, "interrupted");
+            return SWI_ERR_CANCELLED;
+        }
+        if (send_all(sock, "g", 1) != 0) return SWI_OK;
+    }
+    return SWI_OK;
+}
+
+swi_status io__dicom_probe(const char *file, io_slice *s, float *dst, int64_t max_pixels, char *err,
+                           size_t n) {
+    memset(s, 0, sizeof *s);
+    char *name = strdup(file);
+    if (!name) {
+        io__err(err, n, "%s: out of memory", file);
+        return SWI_ERR_NOMEM;
+    }
+    s->file = name;
+    series se = {s, 1};
+    child_report *rep = shared_alloc(sizeof(child_report) + sizeof(io_slice));
+    swi_status st = SWI_ERR_NOMEM;
+    if (rep) {
+        header_job j = {(io_slice *)(rep + 1), 1};
+        *j.s = *s;
+        st = in_child(read_headers, NULL, &j, rep, s, 1, file, err, n);
+        if (st == SWI_OK) *s = *j.s;
+        munmap(rep, sizeof(child_report) + sizeof(io_slice));
+    }
+    if (st == SWI_OK && s->frames == 1 && s->cols * s->rows <= max_pixels && dst) {
+        swi_volume v;
+        memset(&v, 0, sizeof v);
+        v.size[0] = s->cols;
+        v.size[1] = s->rows;
+        v.size[2] = 1;
+        size_t bytes = sizeof(child_report) + (size_t)(s->cols * s->rows) * sizeof(float);
+        if (!(rep = shared_alloc(bytes))) {
+            st = SWI_ERR_NOMEM;
+        } else {
+            pixel_job pj = {&se, &v, (float *)(rep + 1), dst, NULL};
+            st = in_child(read_pixels, take_pixels, &pj, rep, s, 1, file, err, n);
+            munmap(rep, bytes);
+        }
+    }
+    if (st == SWI_ERR_NOMEM) io__err(err, n, "%s: out of memory", file);
+    s->file = NULL;
+    free(name);
+    return st;
+}
+
 swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err, size_t n) {
     /* swi_volume holds no allocation, so the series is assembled again: it must come out
      * the same as when it was opened. */
@@ -331,24 +609,17 @@ swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *
         io__err(err, n, "%s: the series changed since it was opened", v->path);
         return SWI_ERR_INVALID_ARG;
     }
-    const int64_t ni = v->size[0], nj = v->size[1], nk = v->size[2];
-    float *slice = malloc((size_t)(ni * nj) * sizeof *slice);
-    if (!slice) {
+    const int64_t ni = v->size[0], nj = v->size[1];
+    size_t bytes = sizeof(child_report) + (size_t)(ni * nj) * sizeof(float);
+    child_report *rep = shared_alloc(bytes);
+    if (!rep) {
         series_free(&se);
         io__err(err, n, "%s: out of memory", v->path);
         return SWI_ERR_NOMEM;
     }
-    for (int64_t k = 0; k < nk && st == SWI_OK; k++) {
-        if (io__cancelled(cancel)) {
-            io__err(err, n, "interrupted");
-            st = SWI_ERR_CANCELLED;
-            break;
-        }
-        if ((st = io__itk_dicom_pixels(&se.s[k], slice, err, n)) != SWI_OK) break;
-        for (int64_t j = 0; j < nj; j++)
-            for (int64_t i = 0; i < ni; i++) dst[(i * nj + j) * nk + k] = slice[i + ni * j];
-    }
-    free(slice);
+    pixel_job j = {&se, v, (float *)(rep + 1), dst, cancel};
+    st = in_child(read_pixels, take_pixels, &j, rep, se.s, se.count, v->path, err, n);
+    munmap(rep, bytes);
     series_free(&se);
     return st;
 }

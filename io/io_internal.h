@@ -76,8 +76,21 @@ typedef struct io_slice {
     double pos;                    /* along the normal (set by the assembly) */
 } io_slice;
 
+/* One DICOM file's header read by DCMTK and checked before GDCM reads the file: GDCM
+ * aborts on some headers and reads short pixel data as whole. With s, its size, series
+ * and geometry (as the standard defines them) into s (dicom_screen.cxx; without DCMTK,
+ * dicom_screen_stub.c refuses every file). */
+int io__dicom_screen_available(void);
+/* DCMTK's one-time set-up (its dictionary, from a file of its own), done before a fork so
+ * that each child does not repeat it. */
+void io__dicom_screen_warm(void);
+swi_status io__dicom_screen(const char *file, io_slice *s, char *err, size_t n);
+
 /* The header of one DICOM file through ITK's GDCMImageIO (itk_io.cxx). */
 swi_status io__itk_dicom_slice(const char *file, io_slice *s, char *err, size_t n);
+/* Take (hold 1) or release (hold 0) the lock every ITK call runs under: held across a
+ * fork, so the child finds it free (no other thread is then inside ITK). */
+void io__itk_hold(int hold);
 /* Its voxels, rescaled, cols x rows floats with i (the column index) fastest. */
 swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *err, size_t n);
 
@@ -88,6 +101,12 @@ swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *err, size_t
 swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_volume *v, char *err,
                               size_t n);
 
+/* One file read as a slice is (the header screened, GDCM's header and, for one frame of at
+ * most max_pixels and dst != NULL, its pixels into dst, in a child): the fuzzers' entry.
+ * s->file is NULL on return. */
+swi_status io__dicom_probe(const char *file, io_slice *s, float *dst, int64_t max_pixels, char *err,
+                           size_t n);
+
 /* The slices of an opened DICOM volume in their sorted order, assembled again (and
  * checked unchanged); free with io__dicom_slices_free. */
 swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, char *err, size_t n);
@@ -95,9 +114,13 @@ void io__dicom_slices_free(io_slice *s, int64_t count);
 
 /* DICOM SEG out (dicom_seg.cxx through DCMTK's dcmseg; dicom_seg_stub.c without it). */
 int io__dcmseg_available(void);
+/* names[l] labels segment l (NULL, or an entry NULL or "": "label l"). */
 swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_volume *like, const void *labels,
-                               swi_dtype dtype, int64_t classes, const swi_io_cancel *cancel, char *err,
-                               size_t n);
+                               swi_dtype dtype, int64_t classes, const char *const *names,
+                               const swi_io_cancel *cancel, char *err, size_t n);
+
+/* Whether path is a regular file with the DICOM preamble (dicom_series.c). */
+int io__is_dicom_file(const char *path);
 
 /* The DICOM module (dicom_series.c): a directory in. */
 swi_status io__dicom_open(const char *dir, swi_volume *v, char *err, size_t n);

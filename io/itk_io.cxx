@@ -843,6 +843,13 @@ extern "C" swi_status io__itk_dicom_slice(const char *file, io_slice *s, char *e
     });
 }
 
+extern "C" void io__itk_hold(int hold) {
+    if (hold)
+        g_itk_mu.lock();
+    else
+        g_itk_mu.unlock();
+}
+
 namespace {
 
 /* GDCM pads short pixel data with zeros, saying so only in a warning: while a slice is

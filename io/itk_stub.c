@@ -43,3 +43,5 @@ swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *err, size_t
     (void)dst;
     return no_itk(err, n, s->file);
 }
+
+void io__itk_hold(int hold) { (void)hold; }

@@ -205,6 +205,13 @@ swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
                                swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
                                const swi_io_cancel *cancel, char *err, size_t errlen);
 
+/** As swi_volume_write_fd for a label map (SWI_IO_LABELS, one plane), with each class's
+ *  name: names[l] for label l (names NULL, or an entry NULL or "": "label l"), which a DICOM
+ *  SEG (.dcm) records as its segments' labels; other formats write as swi_volume_write_fd. */
+swi_status swi_volume_write_labels_fd(int fd, const char *name, const swi_volume *like, const void *labels,
+                                      swi_dtype dtype, int64_t classes, const char *const *names,
+                                      const swi_io_cancel *cancel, char *err, size_t errlen);
+
 /** Write a PNG of three orthogonal mid-slices to the open descriptor fd (closed in every
  *  case). Panels, left to right: the k = nk/2 slice (columns i, rows j), the j = nj/2 slice
  *  (columns i, rows k) and the i = ni/2 slice (columns j, rows k), rows bottom-up. image

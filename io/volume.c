@@ -77,9 +77,18 @@ swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t n)
         return SWI_ERR_INVALID_ARG;
     }
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return io__dicom_open(path, v, err, n);
+    int exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) return io__dicom_open(path, v, err, n);
     swi_io_format f = swi_io_format_of(path);
     if (f == SWI_IO_NRRD || f == SWI_IO_METAIMAGE) return io__itk_open(path, f, v, err, n);
+    if (exists && (f == SWI_IO_DICOM_SEG || (f == SWI_IO_UNKNOWN && io__is_dicom_file(path)))) {
+        memset(v, 0, sizeof *v);
+        io__err(err, n,
+                "%s: a single DICOM file; swi reads a DICOM series from the directory holding its "
+                "slices: give that directory as the input",
+                path);
+        return SWI_ERR_INVALID_ARG;
+    }
     /* NIfTI explains a wrong name itself, after checking the file exists (a missing file
      * is the likelier mistake). */
     return io__nifti_open(path, v, err, n);
@@ -166,7 +175,7 @@ swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
             io__err(err, n, "%s: a DICOM SEG (.dcm) holds a label map, not scores or images", name);
             return SWI_ERR_INVALID_ARG;
         }
-        return io__dcmseg_write_fd(fd, name, like, data, dtype, classes, cancel, err, n);
+        return io__dcmseg_write_fd(fd, name, like, data, dtype, classes, NULL, cancel, err, n);
     }
     if (f != SWI_IO_NIFTI) {
         if (fd >= 0) close(fd);
@@ -186,4 +195,12 @@ swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like,
     }
     return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, like, data, dtype, kind, planes, classes,
                               cancel, err, n);
+}
+
+swi_status swi_volume_write_labels_fd(int fd, const char *name, const swi_volume *like, const void *labels,
+                                      swi_dtype dtype, int64_t classes, const char *const *names,
+                                      const swi_io_cancel *cancel, char *err, size_t n) {
+    if (name && like && labels && swi_io_format_of(name) == SWI_IO_DICOM_SEG)
+        return io__dcmseg_write_fd(fd, name, like, labels, dtype, classes, names, cancel, err, n);
+    return swi_volume_write_fd(fd, name, like, labels, dtype, SWI_IO_LABELS, 1, classes, cancel, err, n);
 }

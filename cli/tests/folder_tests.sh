@@ -13,9 +13,9 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan.supp
 
 CASES=(
   formats_same_labels formats_output_nrrd_mha formats_bad_series formats_dicom_seg
-  formats_dicom_seg_needs_dicom
+  formats_dicom_seg_needs_dicom formats_dicom_seg_names_bad_dates
   folder_basic folder_same_as_single folder_channels folder_missing_channel
-  folder_bad_case_goes_on folder_skip_existing folder_force folder_part
+  folder_bad_case_goes_on folder_case_abort_goes_on folder_skip_existing folder_force folder_part
   folder_output_inside_input folder_output_is_input folder_output_format folder_usage
   folder_no_cases
 )
@@ -168,6 +168,46 @@ print("ok", len(seen), "frames")
 PY
 }
 
+# A source with dates that break their VR (DCMTK refused the whole SEG: "Value
+# Representation violated") is written without them; segments carry the card's class names.
+t_formats_dicom_seg_names_bad_dates() {
+  data
+  "$SWI" --version | grep -q "DICOM SEG output (DCMTK): yes" || skip "swi built without DICOM SEG"
+  mkdir -p "$T/m" && cp "$DATA/quant4.onnx" "$T/m/q.onnx"
+  echo '{"classes": ["background", "liver", "kidney", "spleen"]}' >"$T/m/q.json"
+  cp -r "$DATA/scan/scan_dicom" "$T/src"
+  "$PY" - "$T/src" <<'PY' 2>/dev/null || fail "could not edit the series"
+import os, sys, pydicom
+for f in os.listdir(sys.argv[1]):
+    p = os.path.join(sys.argv[1], f)
+    ds = pydicom.dcmread(p)
+    ds.StudyDate, ds.PatientBirthDate, ds.StudyTime = "2004-01-19", "19XX0101", "ab:cd"
+    ds.save_as(p)
+PY
+  run segment -q --model "$T/m/q.onnx" "${SCALE[@]}" --input "$T/src" --output "$T/o/seg.dcm"; expect_rc 0
+  run segment -q --model "$T/m/q.onnx" "${SCALE[@]}" --input "$T/src" --output "$T/o/l.nii.gz"; expect_rc 0
+  "$PY" - "$T/o/seg.dcm" "$T/o/l.nii.gz" <<'PY' >"$T/check" 2>&1 || { cat "$T/check"; fail "DICOM SEG names"; }
+import sys
+import nibabel as nib
+import numpy as np
+import pydicom
+names = ["background", "liver", "kidney", "spleen"]
+seg = pydicom.dcmread(sys.argv[1])
+lab = np.asanyarray(nib.load(sys.argv[2]).dataobj)
+got = [s.SegmentLabel for s in seg.SegmentSequence]
+want = [names[l] for l in sorted(set(np.unique(lab).tolist()) - {0})]
+assert got == want, (got, want)
+assert seg.get("StudyDate", "") in ("", None), seg.StudyDate
+frames = seg.pixel_array.reshape((-1, lab.shape[1], lab.shape[0]))
+for f, g in enumerate(seg.PerFrameFunctionalGroupsSequence):
+    s = int(g.SegmentIdentificationSequence[0].ReferencedSegmentNumber)
+    label = names.index(seg.SegmentSequence[s - 1].SegmentLabel)
+    k = int(g.FrameContentSequence[0].DimensionIndexValues[1]) - 1
+    assert np.array_equal(frames[f], (lab[:, :, k].T == label).astype(frames.dtype)), "frame %d" % f
+print("ok", got)
+PY
+}
+
 t_formats_dicom_seg_needs_dicom() {
   data
   "$SWI" --version | grep -q "DICOM SEG output (DCMTK): yes" || skip "swi built without DICOM SEG"
@@ -241,6 +281,37 @@ t_folder_bad_case_goes_on() {
   expect_err "4 done, 2 failed, 0 skipped"
   [ "$(ls "$T/out" | wc -l)" -eq 4 ] || fail "the good cases were not all written: $(ls "$T/out")"
   [ -z "$(ls -A "$T/out" | grep -E '^bad|swi-')" ] || fail "left behind: $(ls -A "$T/out")"
+}
+
+# A library that aborts inside one case's reading (a stand-in preloaded into swi: open()
+# aborts on the file named ABORT_HERE) fails that case only: the others are written.
+t_folder_case_abort_goes_on() {
+  data; mkfolder "$T/in"
+  cp "$DATA/scan/scan.nii.gz" "$T/in/0_ABORT_HERE.nii.gz"
+  cat >"$T/abort.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+static int pass(const char *name, const char *p, int f, va_list ap) {
+    int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, name);
+    if (p && strstr(p, "ABORT_HERE")) abort();
+    return real(p, f, (f & (O_CREAT | O_TMPFILE)) ? va_arg(ap, int) : 0);
+}
+int open(const char *p, int f, ...) { va_list ap; va_start(ap, f); int r = pass("open", p, f, ap); va_end(ap); return r; }
+int open64(const char *p, int f, ...) { va_list ap; va_start(ap, f); int r = pass("open64", p, f, ap); va_end(ap); return r; }
+C
+  "${CC:-cc}" -shared -fPIC -o "$T/abort.so" "$T/abort.c" -ldl 2>"$T/cc.err" || skip "no C compiler for the stand-in library"
+  LD_PRELOAD="$T/abort.so" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    run segment --model "$DATA/quant4.onnx" "${SCALE[@]}" --input-dir "$T/in" --output-dir "$T/out"
+  expect_rc 1
+  expect_err "swi segment: 0_ABORT_HERE: .*0_ABORT_HERE.nii.gz: reading it killed the reader \(Aborted\)"
+  expect_err "^0_ABORT_HERE .*FAILED"
+  expect_err "4 done, 1 failed, 0 skipped"
+  for c in a b scan_z d_series; do [ -f "$T/out/$c.nii.gz" ] || fail "no $c.nii.gz"; done
+  [ -z "$(ls -A "$T/out" | grep -E 'ABORT|swi-')" ] || fail "left behind: $(ls -A "$T/out")"
 }
 
 t_folder_skip_existing() {
