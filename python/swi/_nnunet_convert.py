@@ -28,6 +28,10 @@ KNOWN_NORMALIZATIONS = ("CTNormalization", "ZScoreNormalization", "RescaleTo01No
                         "RGBTo01Normalization", "NoNormalization")
 
 
+# how nnU-Net reads the images decides the axis order the plans speak of (semantics-nnunet.md)
+KNOWN_READERS = ("SimpleITKIO", "NibabelIO", "NibabelIOWithReorient")
+
+
 class ConvertError(Exception):
     """One line naming the file (and field) and the problem."""
 
@@ -331,6 +335,12 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
     spacing = conf.get("spacing")
     if not isinstance(spacing, list) or len(spacing) != len(patch):
         raise ConvertError(f"{plans_path}: configuration {conf_name!r}: spacing must have {len(patch)} entries")
+    lm = plans.get("label_manager", "LabelManager")
+    if lm != "LabelManager":
+        raise ConvertError(f"{plans_path}: label_manager {lm!r} is not supported (LabelManager)")
+    rw = plans.get("image_reader_writer")
+    if rw is not None and rw not in KNOWN_READERS:
+        raise ConvertError(f"{plans_path}: image_reader_writer {rw!r} is not supported ({', '.join(KNOWN_READERS)})")
     channels = _channels(plans, conf, dataset, plans_path, dataset_path)
     labels = _label_info(dataset, dataset_path)
     tf, tb = plans.get("transpose_forward"), plans.get("transpose_backward")
@@ -407,6 +417,7 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
             "output": {"name": "output", "shape": ["batch", labels["num_segmentation_heads"], *window],
                        "kind": "logits"},
             "spacing": [float(s) for s in spacing],
+            "image_reader_writer": rw,
             "transpose_forward": tf,
             "transpose_backward": tb,
             "channels": channels,

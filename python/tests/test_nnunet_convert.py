@@ -96,6 +96,7 @@ def test_convert_model_folder(tmp_path, model):
     assert card["transpose_forward"] == plans["transpose_forward"]
     assert card["transpose_backward"] == plans["transpose_backward"]
     assert card["file_ending"] == dataset["file_ending"]
+    assert card["image_reader_writer"] == plans["image_reader_writer"] == "SimpleITKIO"
     assert card["mirroring_axes"] == list(range(len(conf["patch_size"])))
     assert card["labels"] == dataset["labels"]
     fp = plans["foreground_intensity_properties_per_channel"]
@@ -303,6 +304,14 @@ def test_refuses_folds_that_disagree(tmp_path):
     edit_checkpoint(m / "fold_1" / "checkpoint_final.pth", lambda ck: ck.update(trainer_name="nnUNetTrainerDA5"))
     msg = refused(tmp_path, m)
     assert "nnUNetTrainerDA5" in msg and "agree" in msg
+
+
+def test_refuses_unknown_reader_and_label_manager(tmp_path):
+    m = copy_model(tmp_path, MODELS[0])
+    edit_json(m / "plans.json", lambda p: p.update(image_reader_writer="Tiff3DIO"))
+    assert "Tiff3DIO" in refused(tmp_path, m)
+    edit_json(m / "plans.json", lambda p: p.update(image_reader_writer="SimpleITKIO", label_manager="MyLabels"))
+    assert "MyLabels" in refused(tmp_path, m)
 
 
 def test_refuses_unsupported_normalization(tmp_path):
