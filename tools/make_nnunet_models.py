@@ -14,7 +14,10 @@ nnunetv2.utilities.get_network_from_plans does (pydoc.locate of the class and of
 _kw_requires_import entries), trained for a few steps on a synthetic phantom so that
 every weight (residual branches included) matters, and
   reference/MODEL/fold_N.input.npy, fold_N.output.npy
-holds the network's eval-mode output (deep supervision off) on a fixed input batch.
+holds the network's eval-mode output (deep supervision off) on a fixed input batch;
+variants/NAME/ the same for architecture options the model folders do not use (batch
+norm, dropout, nonlin_first, no norm, ELU, a 2-D ResidualEncoderUNet with stem_channels):
+arch.json (class and arch_kwargs), network_weights.pth (the state_dict), input/output.npy.
 """
 
 import copy
@@ -176,6 +179,62 @@ MODELS = [
 ]
 
 
+# Architecture variants beyond the model folders' (layers and options nnU-Net's plans can
+# name): variants/NAME/{arch.json, network_weights.pth, input.npy, output.npy}.
+VARIANTS = {
+    "plain3d_batchnorm_dropout_nonlin_first": ("dynamic_network_architectures.architectures.unet.PlainConvUNet", {
+        "n_stages": 3, "features_per_stage": [3, 6, 8], "conv_op": "torch.nn.modules.conv.Conv3d",
+        "kernel_sizes": [[3, 3, 3], [3, 3, 3], [1, 3, 3]], "strides": [[1, 1, 1], [2, 2, 2], [1, 2, 2]],
+        "n_conv_per_stage": [1, 2, 2], "n_conv_per_stage_decoder": [1, 2], "conv_bias": False,
+        "norm_op": "torch.nn.modules.batchnorm.BatchNorm3d", "norm_op_kwargs": {"eps": 1e-3, "momentum": 0.3},
+        "dropout_op": "torch.nn.modules.dropout.Dropout3d", "dropout_op_kwargs": {"p": 0.2},
+        "nonlin": "torch.nn.ReLU", "nonlin_kwargs": {"inplace": True}, "nonlin_first": True,
+    }, 1, 3, [8, 12, 12]),
+    "plain3d_no_norm_elu": ("dynamic_network_architectures.architectures.unet.PlainConvUNet", {
+        "n_stages": 2, "features_per_stage": [4, 6], "conv_op": "torch.nn.modules.conv.Conv3d",
+        "kernel_sizes": [3, 3], "strides": [1, 2], "n_conv_per_stage": 2, "n_conv_per_stage_decoder": 1,
+        "conv_bias": True, "norm_op": None, "norm_op_kwargs": None, "dropout_op": None, "dropout_op_kwargs": None,
+        "nonlin": "torch.nn.ELU", "nonlin_kwargs": {"alpha": 0.7},
+    }, 2, 2, [6, 8, 10]),
+    "resenc2d_stem_batchnorm": ("dynamic_network_architectures.architectures.unet.ResidualEncoderUNet", {
+        "n_stages": 3, "features_per_stage": [4, 6, 8], "conv_op": "torch.nn.modules.conv.Conv2d",
+        "kernel_sizes": [[3, 3], [3, 3], [3, 1]], "strides": [[1, 1], [2, 2], [2, 1]],
+        "n_blocks_per_stage": [1, 1, 2], "n_conv_per_stage_decoder": [1, 1], "conv_bias": True,
+        "norm_op": "torch.nn.modules.batchnorm.BatchNorm2d", "norm_op_kwargs": {"eps": 1e-05, "affine": True},
+        "dropout_op": None, "dropout_op_kwargs": None, "nonlin": "torch.nn.LeakyReLU",
+        "nonlin_kwargs": {"negative_slope": 0.1, "inplace": True}, "stem_channels": 3,
+    }, 1, 4, [12, 8]),
+}
+
+
+def make_variants(out):
+    for k, (cls_name, kw_json, cin, classes, patch) in enumerate(VARIANTS.values()):
+        name = list(VARIANTS)[k]
+        kw = dict(kw_json)
+        for key in ("conv_op", "norm_op", "dropout_op", "nonlin"):
+            if kw[key] is not None:
+                kw[key] = pydoc.locate(kw[key])
+        torch.manual_seed(500 + k)
+        net = pydoc.locate(cls_name)(input_channels=cin, num_classes=classes, deep_supervision=True, **kw)
+        if hasattr(net, "initialize"):
+            net.apply(net.initialize)
+        train(net, classes, patch, cin, False, 90 + k)
+        net.decoder.deep_supervision = False
+        net.eval()
+        x = torch.randn(2, cin, *patch, generator=torch.Generator().manual_seed(9 + k))
+        with torch.no_grad():
+            y = net(x)
+        d = out / "variants" / name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "arch.json").write_text(json.dumps({"network_class_name": cls_name, "arch_kwargs": kw_json,
+                                                 "input_channels": cin, "num_classes": classes,
+                                                 "patch_size": patch}, indent=1) + "\n")
+        torch.save(net.state_dict(), d / "network_weights.pth")
+        np.save(d / "input.npy", x.numpy().astype("<f4"))
+        np.save(d / "output.npy", y.numpy().astype("<f4"))
+        print(f"{d}: {sum(p.numel() for p in net.parameters())} parameters, output {list(y.shape)}")
+
+
 def build(plans, conf_name, dataset):
     """As get_network_from_plans: locate the class and the _kw_requires_import entries."""
     arch = plans["configurations"][conf_name]["architecture"]
@@ -232,6 +291,7 @@ def main(dna_src, out_dir):
     import dynamic_network_architectures  # noqa: F401
 
     out = Path(out_dir)
+    make_variants(out)
     for k, (ds, folder, make_plans, dataset) in enumerate(MODELS):
         trainer, plans_name, conf_name = folder.split("__")
         plans = make_plans(ds)

@@ -125,7 +125,8 @@ class _Unpickler(pickle.Unpickler):
         return self._storages[key]
 
 
-def load_checkpoint(path: Path) -> dict:
+def read_torch_archive(path: Path):
+    """What torch.save wrote to path (zip format), read with the allow-list above."""
     import io
     import zipfile
 
@@ -137,13 +138,17 @@ def load_checkpoint(path: Path) -> dict:
             prefix = names[0][: -len("data.pkl")]
             if f"{prefix}byteorder" in zf.namelist() and zf.read(f"{prefix}byteorder").strip() != b"little":
                 raise ConvertError(f"{path}: a big-endian checkpoint is not supported")
-            ck = _Unpickler(io.BytesIO(zf.read(names[0])), zf, prefix).load()
+            return _Unpickler(io.BytesIO(zf.read(names[0])), zf, prefix).load()
     except zipfile.BadZipFile:
         raise ConvertError(f"{path}: not a PyTorch checkpoint archive (saved by torch < 1.6, or damaged)") from None
     except pickle.UnpicklingError as e:
         raise ConvertError(f"{path}: refused to unpickle: {e}") from None
     except (OSError, EOFError, ValueError, TypeError, AttributeError, IndexError, RuntimeError) as e:
         raise ConvertError(f"{path}: not a readable PyTorch checkpoint ({type(e).__name__}: {e})") from None
+
+
+def load_checkpoint(path: Path) -> dict:
+    ck = read_torch_archive(path)
     if not isinstance(ck, dict):
         raise ConvertError(f"{path}: not an nnU-Net checkpoint (a {type(ck).__name__}, not a dict)")
     for k in ("network_weights", "init_args", "trainer_name"):
@@ -305,6 +310,9 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
         raise ConvertError(f"{out}: exists (choose a new directory, or --force to replace it)")
     if out.exists() and not out.is_dir():
         raise ConvertError(f"{out}: exists and is not a directory")
+    mres, ores = mdir.resolve(), out.resolve()
+    if ores == mres or ores in mres.parents:
+        raise ConvertError(f"{out}: is the model folder or holds it (the output must be a directory of its own)")
 
     cks = []
     for f in fold_list:
@@ -381,22 +389,12 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
                 nets.load_weights(net, ck["network_weights"], str(p))
             except nets.PlansError as e:
                 raise ConvertError(str(e)) from None
-            net.eval()
-            m = nets.Window2D(net) if len(patch) == 2 else net
             name = f"fold_{f}.onnx"
-            x = torch.zeros(1, len(channels), *window)
-            with torch.no_grad(), warnings.catch_warnings():
-                # instance norm without running stats is the same in eval and train mode
-                warnings.filterwarnings("ignore", message=".*operator 'instance_norm' is set to train=True.*")
-                # the tracer's note on instance norm's size check: the patch size is fixed
-                warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-                try:
-                    torch.onnx.export(m, x, str(tmp / name), input_names=["input"], output_names=["output"],
-                                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
-                                      opset_version=OPSET, do_constant_folding=True)
-                except (RuntimeError, ValueError, TypeError) as e:
-                    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                    raise ConvertError(f"{p}: the ONNX export failed ({msg})") from None
+            try:
+                export_onnx(net, patch, len(channels), tmp / name)
+            except (RuntimeError, ValueError, TypeError) as e:
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise ConvertError(f"{p}: the ONNX export failed ({msg})") from None
             models.append(name)
             log(f"fold {f}: {p} -> {out / name}")
         card = {
@@ -440,6 +438,26 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return card
+
+
+def export_onnx(net, patch, channels: int, path: Path) -> None:
+    """One network to ONNX: input [batch, channels, *window] -> logits [batch, K, *window]
+    (a 2-D network as a window one voxel thick), opset 17, the batch dynamic."""
+    import torch
+
+    from . import _nnunet_nets as nets
+
+    net.eval()
+    m = nets.Window2D(net) if len(patch) == 2 else net
+    x = torch.zeros(1, channels, *nets.window_shape(patch))
+    with torch.no_grad(), warnings.catch_warnings():
+        # instance norm without running stats is the same in eval and train mode
+        warnings.filterwarnings("ignore", message=".*operator 'instance_norm' is set to train=True.*")
+        # the tracer's note on instance norm's size check: the patch size is fixed
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        torch.onnx.export(m, x, str(path), input_names=["input"], output_names=["output"],
+                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, opset_version=OPSET,
+                          do_constant_folding=True)
 
 
 HELP_EPILOG = """\
@@ -486,6 +504,9 @@ def main(argv: Optional[List[str]] = None, prog: str = "python3 -m swi convert n
         card = convert(a.model_dir, a.output, a.folds, a.checkpoint, a.force, log)
     except ConvertError as e:
         print(f"swi convert nnunet: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"swi convert nnunet: {e.filename or a.output}: {e.strerror or e}", file=sys.stderr)
         return 1
     log(f"wrote {Path(a.output) / CARD_NAME}: {card['configuration']}, folds {card['folds']}")
     return 0

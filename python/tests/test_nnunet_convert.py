@@ -146,15 +146,33 @@ def swi_binary_with_ort():
     return None if "ONNX Runtime: not built in" in v else b
 
 
+def onnx_through_swi(swi, model, x, tmp_path):
+    """The ONNX run by the swi command (ONNX Runtime) on the batch x [2, C, *window]: the
+    two inputs side by side along the first axis, two windows of the patch in one batch-2
+    call, no overlap, constant blending: the scores are the network's outputs, returned
+    as [2, K, *window]."""
+    nib = pytest.importorskip("nibabel")
+    vol = np.concatenate([x[0], x[1]], axis=1)
+    ins = []
+    for c in range(vol.shape[0]):
+        p = tmp_path / f"in{c}.nii"
+        nib.save(nib.Nifti1Image(vol[c], np.eye(4)), str(p))
+        ins += ["--input", str(p)]
+    r = subprocess.run([swi, "segment", "-q", "--model", str(model), *ins, "--output", str(tmp_path / "l.nii"),
+                        "--scores", str(tmp_path / "s.nii"), "--force", "--roi", ",".join(map(str, x.shape[2:])),
+                        "--overlap", "0", "--mode", "constant", "--sw-batch", "2", "--no-card", "--no-rewrite",
+                        "--no-reuse"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = np.asarray(nib.load(str(tmp_path / "s.nii")).dataobj).transpose(3, 0, 1, 2)  # K, 2*D0, D1, D2
+    d0 = x.shape[2]
+    return np.stack([got[:, :d0], got[:, d0:]])
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_onnx_equals_dna_through_swi(tmp_path, model):
-    """Each fold's ONNX run by the swi command (ONNX Runtime): the two reference inputs
-    side by side along the first axis, two windows of the patch in one batch-2 call, no
-    overlap, constant blending: the scores are the network's outputs."""
     swi = swi_binary_with_ort()
     if swi is None:
         pytest.skip("SWI_BINARY (set by ctest) with ONNX Runtime is needed to run the ONNX")
-    nib = pytest.importorskip("nibabel")
     out = tmp_path / "out"
     rc, msg = run_convert(DATA / model, "--output", out)
     assert rc == 0, msg
@@ -162,24 +180,42 @@ def test_onnx_equals_dna_through_swi(tmp_path, model):
         x, y = reference(model, f)
         if x.ndim == 4:  # 2-D: a window one voxel thick
             x, y = x[:, :, None], y[:, :, None]
-        vol = np.concatenate([x[0], x[1]], axis=1)
-        ins = []
-        for c in range(vol.shape[0]):
-            p = tmp_path / f"in{c}.nii"
-            nib.save(nib.Nifti1Image(vol[c], np.eye(4)), str(p))
-            ins += ["--input", str(p)]
-        r = subprocess.run([swi, "segment", "-q", "--model", str(out / f"fold_{f}.onnx"), *ins,
-                            "--output", str(tmp_path / "l.nii"), "--scores", str(tmp_path / "s.nii"), "--force",
-                            "--roi", ",".join(map(str, x.shape[2:])), "--overlap", "0", "--mode", "constant",
-                            "--sw-batch", "2", "--no-card", "--no-rewrite", "--no-reuse"],
-                           capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        got = np.asarray(nib.load(str(tmp_path / "s.nii")).dataobj)
-        want = np.concatenate([y[0], y[1]], axis=1).transpose(1, 2, 3, 0)
-        assert got.shape == want.shape
-        err = float(np.abs(got - want).max())
+        got = onnx_through_swi(swi, out / f"fold_{f}.onnx", x, tmp_path)
+        assert got.shape == y.shape
+        err = float(np.abs(got - y).max())
         print(f"{model} fold {f}: max |ONNX (swi) - DNA| = {err:.3g}")
         assert err <= TOL
+
+
+VARIANTS = sorted(p.name for p in (DATA / "variants").iterdir())
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_variant_rebuild_and_onnx_equal_dna(tmp_path, variant):
+    """Layers and options the model folders do not use (batch norm with running stats,
+    dropout, nonlin_first, no norm, ELU, a 2-D ResidualEncoderUNet with stem_channels)."""
+    d = DATA / "variants" / variant
+    a = json.loads((d / "arch.json").read_text())
+    x, want = np.load(d / "input.npy"), np.load(d / "output.npy")
+    net = nets.build_network(a["network_class_name"], a["arch_kwargs"], a["input_channels"], a["num_classes"])
+    nets.load_weights(net, conv.read_torch_archive(d / "network_weights.pth"), variant)
+    net.eval()
+    with torch.no_grad():
+        got = net(torch.from_numpy(x)).numpy()
+    err = float(np.abs(got - want).max())
+    print(f"{variant}: max |rebuild - DNA| = {err:.3g}")
+    assert got.shape == want.shape and err <= TOL
+    conv.export_onnx(net, a["patch_size"], a["input_channels"], tmp_path / "m.onnx")
+    onnx.checker.check_model(onnx.load(str(tmp_path / "m.onnx")))
+    swi = swi_binary_with_ort()
+    if swi is None:
+        pytest.skip("SWI_BINARY (set by ctest) with ONNX Runtime is needed to run the ONNX")
+    if x.ndim == 4:
+        x, want = x[:, :, None], want[:, :, None]
+    got = onnx_through_swi(swi, tmp_path / "m.onnx", x, tmp_path)
+    err = float(np.abs(got - want).max())
+    print(f"{variant}: max |ONNX (swi) - DNA| = {err:.3g}")
+    assert err <= TOL
 
 
 # ---- refusals: each names what it refuses, and writes nothing ------------------------
@@ -350,6 +386,20 @@ def test_refuses_existing_output_and_bad_folds(tmp_path):
     rc, msg = run_convert(DATA / MODELS[0], "--output", tmp_path / "out", "--force", "--folds", "0")
     assert rc == 0, msg
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["fold_0.onnx", "nnunet.json"]
+
+
+def test_refuses_output_that_is_or_holds_the_model(tmp_path):
+    m = copy_model(tmp_path, MODELS[1])
+    for target in (m, tmp_path):
+        rc = conv.main([str(m), "--output", str(target), "--force", "-q"])
+        msg = _captured.readouterr().err
+        assert rc == 1 and "is the model folder or holds it" in msg
+    assert (m / "fold_0" / "checkpoint_final.pth").is_file() and (m / "plans.json").is_file()
+    # an output under a regular file: one line, no traceback
+    (tmp_path / "file").write_text("x")
+    rc = conv.main([str(m), "--output", str(tmp_path / "file" / "out"), "-q"])
+    msg = _captured.readouterr().err
+    assert rc == 1 and msg.startswith("swi convert nnunet: ") and len(msg.strip().splitlines()) == 1, msg
 
 
 def test_help_teaches_by_example():
