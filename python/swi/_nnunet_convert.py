@@ -186,7 +186,8 @@ def resolve_configuration(plans: dict, name: str, plans_path: Path) -> dict:
             raise ConvertError(f"{plans_path}: configuration {cur!r} is not in configurations "
                                f"(has: {', '.join(confs)})")
         if cur in seen:
-            raise ConvertError(f"{plans_path}: configuration {name!r}: inherits_from loops ({' -> '.join(seen + [cur])})")
+            raise ConvertError(f"{plans_path}: configuration {name!r}: inherits_from loops "
+                               f"({' -> '.join(seen + [cur])})")
         seen.append(cur)
         c = confs[cur]
         if not isinstance(c, dict):
@@ -207,6 +208,12 @@ def _label_info(dataset: dict, dataset_path: Path) -> dict:
         raise ConvertError(f"{dataset_path}: labels must be an object with 'background'")
     if labels["background"] != 0:
         raise ConvertError(f"{dataset_path}: labels.background must be 0")
+    for k, v in labels.items():
+        vs = v if isinstance(v, list) else [v]
+        if not vs or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in vs) \
+                or (k == "ignore" and isinstance(v, list)):
+            raise ConvertError(f"{dataset_path}: labels.{k}: {v!r} is not a label (a non-negative integer"
+                               + (")" if k == "ignore" else ", or a list of them for a region)"))
     has_regions = any(isinstance(v, list) and len(v) > 1 for v in labels.values())
     ignore = labels.get("ignore")
     all_labels = sorted({int(i) for k, v in labels.items() if k != "ignore"
@@ -238,6 +245,8 @@ def _channels(plans: dict, conf: dict, dataset: dict, plans_path: Path, dataset_
     if not isinstance(names, dict) or not names:
         raise ConvertError(f"{dataset_path}: channel_names is missing")
     n = len(names)
+    if sorted(names) != sorted(str(i) for i in range(n)):
+        raise ConvertError(f"{dataset_path}: channel_names keys must be \"0\" .. \"{n - 1}\"")
     schemes = conf.get("normalization_schemes")
     masks = conf.get("use_mask_for_norm")
     if not isinstance(schemes, list) or len(schemes) != n:
@@ -292,8 +301,6 @@ def _folds(model_dir: Path, folds: Optional[str], checkpoint: str) -> List[str]:
 def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint: str = "checkpoint_final.pth",
             force: bool = False, log=None) -> dict:
     """Converts; returns the card written. Raises ConvertError (nothing is left in OUT_DIR)."""
-    import torch
-
     from . import _nnunet_nets as nets
 
     log = log or (lambda s: None)
@@ -361,6 +368,9 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
                                  labels["num_segmentation_heads"])
     except nets.PlansError as e:
         raise ConvertError(f"{plans_path}: configuration {conf_name!r}: {e}") from None
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise ConvertError(f"{plans_path}: configuration {conf_name!r}: architecture.arch_kwargs do not make a "
+                           f"network ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
     if net.dim != len(patch):
         raise ConvertError(f"{plans_path}: configuration {conf_name!r}: a {net.dim}-D conv_op with a "
                            f"{len(patch)}-D patch_size")

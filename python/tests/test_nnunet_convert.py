@@ -5,7 +5,6 @@ forward pass; every refusal names what it refuses."""
 
 import json
 import os
-import pickle
 import shutil
 import subprocess
 import sys
@@ -348,6 +347,21 @@ def test_refuses_unknown_reader_and_label_manager(tmp_path):
     assert "Tiff3DIO" in refused(tmp_path, m)
     edit_json(m / "plans.json", lambda p: p.update(image_reader_writer="SimpleITKIO", label_manager="MyLabels"))
     assert "MyLabels" in refused(tmp_path, m)
+
+
+def test_refuses_malformed_labels_channels_and_kwargs(tmp_path):
+    m = copy_model(tmp_path, MODELS[0])
+    good = (m / "dataset.json").read_text()
+    edit_json(m / "dataset.json", lambda d: d["labels"].update(liver="one"))
+    assert "labels.liver" in refused(tmp_path, m)
+    (m / "dataset.json").write_text(good)
+    edit_json(m / "dataset.json", lambda d: d.update(channel_names={"CT": "0"}))
+    assert "channel_names" in refused(tmp_path, m)
+    (m / "dataset.json").write_text(good)
+    edit_json(m / "plans.json",
+              lambda p: p["configurations"]["3d_fullres"]["architecture"]["arch_kwargs"].update(
+                  features_per_stage=[4, "8", 12]))
+    assert "arch_kwargs" in refused(tmp_path, m)
 
 
 def test_refuses_unsupported_normalization(tmp_path):
