@@ -91,6 +91,9 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module, name):
         import torch
 
+        if module == "__builtin__":  # protocol 2 spells builtins the Python 2 way
+            module = "builtins"
+
         if module == "torch" and name in _STORAGE_DTYPES:
             return _StorageType(getattr(torch, _STORAGE_DTYPES[name]))
         if module == "torch._utils" and name == "_rebuild_tensor_v2":

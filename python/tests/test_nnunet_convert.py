@@ -372,6 +372,28 @@ def test_refuses_unsupported_normalization(tmp_path):
     assert "MyNormalization" in msg and "normalization_schemes[0]" in msg
 
 
+def test_checkpoint_reader_equals_torch_load(tmp_path):
+    """The allow-list reader gives what torch.load gives: shared storages, views with
+    offsets and strides, every dtype a checkpoint holds, numpy scalars and arrays."""
+    base = torch.arange(60, dtype=torch.float32).reshape(3, 4, 5)
+    obj = {
+        "w": base, "view": base[1:, ::2, 1:4], "t": base.transpose(0, 2), "half": base.half(),
+        "d": torch.randn(3, dtype=torch.float64), "i": torch.arange(5), "b": torch.tensor([True, False]),
+        "u8": torch.tensor([1, 255], dtype=torch.uint8), "empty": torch.zeros(0, 3), "scalar": torch.tensor(2.5),
+        "np": [np.float64(0.25), np.float32(1.5), np.int64(7), np.arange(4.0)], "dev": torch.device("cpu"),
+        "nested": {"a": (1, 2.0, "x", None, True), "s": {3}},
+    }
+    torch.save(obj, tmp_path / "c.pth")
+    got, want = conv.read_torch_archive(tmp_path / "c.pth"), torch.load(tmp_path / "c.pth")
+    for k in ("w", "view", "t", "half", "d", "i", "b", "u8", "empty", "scalar"):
+        assert got[k].dtype == want[k].dtype and torch.equal(got[k], want[k]), k
+    assert got["np"][:3] == want["np"][:3] and np.array_equal(got["np"][3], want["np"][3])
+    assert got["dev"] == want["dev"] and got["nested"] == want["nested"]
+    (tmp_path / "junk.pth").write_bytes(b"not a zip")
+    with pytest.raises(conv.ConvertError, match="not a PyTorch checkpoint archive"):
+        conv.read_torch_archive(tmp_path / "junk.pth")
+
+
 class _Evil:
     def __reduce__(self):
         return (os.system, ("echo pwned > /dev/null",))
