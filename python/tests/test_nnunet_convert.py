@@ -137,6 +137,24 @@ def test_convert_selected_folds_and_checkpoint(tmp_path):
     assert not (tmp_path / "o2").exists()
 
 
+def test_convert_fold_all_and_inherited_configuration(tmp_path):
+    """--folds all takes fold_all/ (the automatic choice never does, as nnU-Net's); a
+    configuration that inherits_from another gets the parent's keys under its own."""
+    m = copy_model(tmp_path, MODELS[0])
+    shutil.copytree(m / "fold_0", m / "fold_all")
+    edit_json(m / "plans.json", lambda p: p["configurations"].update(
+        {"3d_fullres_bs4": {"inherits_from": "3d_fullres", "batch_size": 4, "spacing": [3.0, 0.9, 0.9]}}))
+    edit_checkpoint(m / "fold_all" / "checkpoint_final.pth",
+                    lambda ck: ck["init_args"].update(configuration="3d_fullres_bs4"))
+    assert conv.main([str(m), "--output", str(tmp_path / "all"), "--folds", "all", "-q"]) == 0
+    card = json.loads((tmp_path / "all" / "nnunet.json").read_text())
+    assert card["folds"] == ["all"] and card["models"] == ["fold_all.onnx"]
+    assert card["configuration"] == "3d_fullres_bs4"
+    assert card["patch_size"] == [8, 16, 16] and card["spacing"] == [3.0, 0.9, 0.9]
+    assert conv.main([str(m), "--output", str(tmp_path / "auto"), "-q"]) == 0
+    assert json.loads((tmp_path / "auto" / "nnunet.json").read_text())["folds"] == [0, 1]
+
+
 def swi_binary_with_ort():
     b = os.environ.get("SWI_BINARY")
     if not b or not Path(b).is_file():
