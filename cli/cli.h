@@ -18,6 +18,7 @@ int swi_cmd_bench(int argc, char **argv);    /* cli/cmd_bench.c (the lead's) */
 int swi_cmd_export(int argc, char **argv);   /* export/ (when built) */
 int swi_cmd_info(int argc, char **argv);     /* cli/cmd_info.c: a model and its card */
 int swi_cmd_optimize(int argc, char **argv); /* cli/cmd_optimize.c */
+int swi_cmd_convert(int argc, char **argv);  /* cli/cmd_convert.c: runs python3 -m swi convert */
 
 /* Whether swi links the ONNX Runtime backend (else cli/ort_stub.c stands in for it). */
 #ifdef SWI_HAVE_ORT

@@ -26,6 +26,7 @@ static const char MAIN_HELP[] =
     "  export    export sliding-window inference as an ONNX graph\n"
     "  info      show a model's inputs, outputs and model card\n"
     "  optimize  save an ONNX model with the faster equivalent layers segment runs\n"
+    "  convert   convert a trained nnU-Net v2 model folder (runs python3 -m swi convert)\n"
     "\n"
     "Examples:\n"
     "  swi demo                                     # try it: writes out/demo_*.nii.gz, .png\n"
@@ -107,6 +108,7 @@ dispatch:
     if (strcmp(cmd, "export") == 0) return swi_cmd_export(argc, argv);
     if (strcmp(cmd, "info") == 0) return swi_cmd_info(argc, argv);
     if (strcmp(cmd, "optimize") == 0) return swi_cmd_optimize(argc, argv);
+    if (strcmp(cmd, "convert") == 0) return swi_cmd_convert(argc, argv);
     fprintf(stderr, "swi: unknown command '%s' (see 'swi --help')\n", cmd);
     return 2;
 }

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# convert_tests.sh -- `swi convert`: the subcommand that runs `python3 -m swi convert ...`.
+# Its own behaviour (help, usage, the interpreter or the package missing, the exit status
+# handed back) needs no PyTorch; the conversion itself is python/tests/test_nnunet_convert.py.
+#
+#   convert_tests.sh --list | CASE
+#
+# Environment (cli/tests/CMakeLists.txt): SWI (the binary), SWI_TEST_WORK (scratch).
+set -u
+CASES=(convert_help convert_usage convert_unknown_source convert_no_python convert_no_package
+       convert_exit_status)
+if [ "${1:-}" = --list ]; then printf '%s\n' "${CASES[@]}"; exit 0; fi
+fail() { echo "FAIL: $*" >&2; exit 1; }
+T="${SWI_TEST_WORK:-/tmp}/convert/$1"
+rm -rf "$T" && mkdir -p "$T" || exit 1
+run() { "$SWI" "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
+lines() { wc -l <"$1"; }
+
+t_convert_help() {
+  run convert --help
+  [ $rc -eq 0 ] || fail "exit $rc"
+  grep -q "swi convert nnunet MODEL_DIR --output OUT_DIR" "$T/out" || fail "no usage line"
+  grep -q "SWI_PYTHON" "$T/out" || fail "SWI_PYTHON not documented"
+  grep -q "Examples:" "$T/out" || fail "no examples"
+  run --help
+  grep -q "convert" "$T/out" || fail "swi --help does not list convert"
+}
+t_convert_usage() {
+  run convert
+  [ $rc -eq 2 ] || fail "exit $rc"
+  grep -q "usage: swi convert nnunet" "$T/err" || fail "no usage on stderr"
+}
+t_convert_unknown_source() {
+  run convert monai x --output y
+  [ $rc -eq 2 ] && [ "$(lines "$T/err")" -eq 1 ] || fail "exit $rc, $(lines "$T/err") lines"
+  grep -q "unknown source 'monai'" "$T/err" || fail "$(cat "$T/err")"
+}
+t_convert_no_python() {
+  SWI_PYTHON="$T/no-such-python" run convert nnunet x --output "$T/o"
+  [ $rc -eq 1 ] && [ "$(lines "$T/err")" -eq 1 ] || fail "exit $rc, $(lines "$T/err") lines"
+  grep -q "cannot run $T/no-such-python" "$T/err" || fail "$(cat "$T/err")"
+  [ ! -e "$T/o" ] || fail "output written"
+}
+# a stand-in interpreter: runs the real python3 with an empty path, so `import swi` fails
+t_convert_no_package() {
+  command -v python3 >/dev/null || exit 77
+  mkdir -p "$T/empty"
+  printf '#!/bin/sh\ncd "%s" && PYTHONPATH="%s" exec python3 -I "$@"\n' "$T/empty" "$T/empty" >"$T/py"
+  chmod +x "$T/py"
+  SWI_PYTHON="$T/py" run convert nnunet x --output "$T/o"
+  [ $rc -eq 1 ] && [ "$(lines "$T/err")" -eq 1 ] || fail "exit $rc, $(cat "$T/err")"
+  grep -q "swi convert: the swi Python package is not importable" "$T/err" || fail "$(cat "$T/err")"
+  [ ! -e "$T/o" ] || fail "output written"
+}
+# the converter's status comes back as swi's, its arguments passed as given
+t_convert_exit_status() {
+  printf '#!/bin/sh\nprintf "%%s\\n" "$@" > "%s/args"\nexit 3\n' "$T" >"$T/py"
+  chmod +x "$T/py"
+  SWI_PYTHON="$T/py" run convert nnunet "a b" --output o --folds 0,1
+  [ $rc -eq 3 ] || fail "exit $rc, expected 3"
+  # -c BOOT (a few lines of Python), then the command's arguments one per line
+  [ "$(head -n 1 "$T/args")" = "-c" ] || fail "not run as python -c: $(head -n 1 "$T/args")"
+  [ "$(tail -n 7 "$T/args" | tr '\n' '|')" = "convert|nnunet|a b|--output|o|--folds|0,1|" ] \
+    || fail "arguments: $(tr '\n' '|' <"$T/args")"
+}
+"t_$1"
