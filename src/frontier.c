@@ -6,9 +6,10 @@
  * released when their batch is done. A cell covered by one window is never stored:
  * it is finished straight from that window's prediction.
  *
- * The engine and the planner run this same code: the engine with a partial-sum
- * allocator, the planner in a dry run that only counts bytes. So the planned peak is
- * by construction the peak the engine reaches for the same order and batch size. */
+ * The planner (plan.c) counts the same quantities without a table of cells: with the
+ * order monotone along every axis, what a window opens and completes is a product of
+ * per-axis sums, so the planned peak is the peak this code reaches for the same order
+ * and batch size (test_random, test_parts and fuzz_engine compare the two). */
 #include "internal.h"
 
 #include <string.h>

@@ -189,7 +189,7 @@ typedef struct plan_choice {
                          open across the whole cross-section at once */
     int sw;
     int pipeline;
-    size_t frontier; /* simulated peak of the partial sums (frontier.c's count) */
+    size_t frontier; /* planned peak of the partial sums (frontier.c's count) */
     size_t partial;  /* what the engine reserves for them: frontier + allocator allowance */
     int reuse_cache; /* window outputs kept for reuse (SWI_REUSE_ON) */
 } plan_choice;
@@ -229,7 +229,7 @@ void swi__cellmem_put(cellmem *m, void *p, size_t bytes);
 void swi__cellmem_free(cellmem *m);
 void swi__cellmem_release(cellmem *m, void *p, size_t bytes);
 
-/* ---- frontier.c: cell state, open and close; the planner dry-runs the same code ---- */
+/* ---- frontier.c: cell state, open and close; plan.c counts the same without cells ---- */
 /* Index of cell c in its head's cell table (C order over the three axes). */
 static inline int64_t swi__cell_index(const head_geom *hg, const int64_t c[NDIM]) {
     return ((c[0] * hg->ax[1].n_cells + c[1]) * hg->ax[2].n_cells + c[2]) * hg->ax[3].n_cells + c[3];

@@ -1,6 +1,7 @@
 /* plan.c -- how a run will go and what it will need, before anything big is
- * allocated: window order, batch size, pipelining, and a byte-exact simulation of
- * the open frontier's partial sums under that order. */
+ * allocated: window order, batch size, pipelining, and the byte-exact peak of the open
+ * frontier's partial sums under that order, counted in memory and time that follow the
+ * window grid's lines, not the volume. */
 #include "internal.h"
 
 #include <string.h>
@@ -40,38 +41,263 @@ void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t
     }
 }
 
-/* Peak bytes of partial sums for one order and batch size: the frontier's own
- * counting (frontier.c) in a dry run over the windows in that order, in batches.
- * Returns SIZE_MAX when the bookkeeping itself cannot be allocated. */
-static size_t simulate(const geom *g, const plan_choice *order, int sw, int use_part) {
-    frontier f;
-    size_t result = SIZE_MAX;
-    if (swi__frontier_init(&f, g, NULL) != SWI_OK) goto out;
+/* The frontier's peak without a table of cells. A window order is monotone in every
+ * grid coordinate (order_coords: plain C order, or the last `tail` windows of the
+ * outermost axis interleaved), so a cell's first window is the first window covering it
+ * along every axis, and its last window the last one along every axis. The cells a
+ * window opens (their first window, covered by more than one) and completes (their last)
+ * are thus products of per-axis sets, and their bytes products of per-axis sums of
+ * extents. The windows along an axis step evenly, so these sums repeat over long
+ * stretches of windows, and a stretch of equal windows is counted at once. This is the
+ * frontier's own counting (frontier.c: open at the first landing, count the peak at the
+ * end of a batch, release what the batch completed) in memory per window grid line and
+ * time per stretch of each row, never per cell or per window. */
+typedef struct axis_sums {
+    int64_t *first; /* [n_win] extent of the cells whose first covering window is t */
+    int64_t *last;  /* [n_win] ... whose last covering window is t */
+    int64_t *one;   /* [n_win] ... covered by window t alone */
+    int64_t total;  /* extent of all the cells counted */
+} axis_sums;
+
+typedef struct sim_heads {
+    int n;                     /* heads with known channels */
+    size_t bpv[SWI_MAX_HEADS]; /* bytes of partial sums per voxel: (channels + 1) floats */
+    axis_sums ax[SWI_MAX_HEADS][NDIM];
+    const uint8_t *in_part[NDIM]; /* [n_win] the window runs along this axis (a part), or NULL */
+    int64_t *same_until[NDIM];    /* [n_win] the end of the stretch of windows equal to t */
+    void *block;
+} sim_heads;
+
+static void sim_free(sim_heads *s) {
+    swi__free(s->block);
+    s->block = NULL;
+}
+
+/* The per-axis sums of every head whose channels are known; use_part: only the part's
+ * cells and windows. SWI_ERR_OVERFLOW when the cells' bytes could exceed size_t. */
+static swi_status sim_init(const geom *g, int use_part, sim_heads *s) {
+    memset(s, 0, sizeof *s);
     const int part = use_part && g->has_part;
-    int64_t total = g->win_per_image * g->batch, done = 0;
-    for (int64_t w = 0; w < total; w++) {
-        int64_t b = w / g->win_per_image, t[NDIM];
-        swi__order_coords(g, order, w % g->win_per_image, t);
-        if (part && !swi__window_in_part(g, t)) continue;
-        for (int h = 0; h < g->n_heads; h++) {
-            if (!f.cells[h]) continue;
-            const head_geom *hg = &g->heads[h];
-            int64_t lo[NDIM], n[NDIM], c[NDIM];
-            swi__window_cells(hg, t, lo, n);
-            for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) {
-                cell_state *st;
-                int flags;
-                if (part && !swi__cell_in_part(g, hg, c)) continue;
-                if (swi__frontier_land(&f, h, b, c, &st, &flags) != SWI_OK) goto out;
-            }
-        }
-        if (++done % sw == 0) swi__frontier_end_batch(&f);
+    size_t words = 0, flags = 0;
+    for (int a = 0; a < NDIM; a++) {
+        words += (3 * (size_t)g->n_heads + 1) * (size_t)g->n_win[a];
+        if (part && g->part_cut[a]) flags += (size_t)g->n_win[a];
     }
-    if (done % sw != 0) swi__frontier_end_batch(&f);
-    result = f.peak;
-out:
-    swi__frontier_free(&f);
-    return result;
+    s->block = swi__malloc(words * sizeof(int64_t) + flags + 1);
+    if (!s->block) return SWI_ERR_NOMEM;
+    int64_t *w = s->block;
+    uint8_t *fl = (uint8_t *)(w + words);
+    for (int a = 0; a < NDIM; a++) {
+        s->same_until[a] = w;
+        w += g->n_win[a];
+        if (!(part && g->part_cut[a])) continue;
+        for (int64_t t = 0; t < g->n_win[a]; t++) fl[t] = (uint8_t)swi__window_in_part_axis(g, a, t);
+        s->in_part[a] = fl;
+        fl += g->n_win[a];
+    }
+    size_t all = 0; /* bytes of every cell of every image: a bound on what is open at once */
+    for (int h = 0; h < g->n_heads; h++) {
+        const head_geom *hg = &g->heads[h];
+        if (hg->channels <= 0 || hg->n_cells == 0) continue; /* unknown until the first call */
+        const int i = s->n++;
+        size_t head_bytes = 1;
+        if (!swi__mul_size((size_t)hg->channels + 1, sizeof(float), &s->bpv[i])) return SWI_ERR_OVERFLOW;
+        for (int a = 0; a < NDIM; a++) {
+            const axis_grid *ax = &hg->ax[a];
+            axis_sums *q = &s->ax[i][a];
+            q->first = w;
+            q->last = w + ax->n_win;
+            q->one = w + 2 * ax->n_win;
+            w += 3 * ax->n_win;
+            memset(q->first, 0, 3 * (size_t)ax->n_win * sizeof(int64_t));
+            const int64_t lo = part ? hg->part_cell_lo[a] : 0, hi = part ? hg->part_cell_hi[a] : ax->n_cells;
+            for (int64_t c = lo; c < hi; c++) {
+                const int64_t n = ax->cell_wcount[c], e = ax->cell_hi[c] - ax->cell_lo[c];
+                if (n <= 0) continue; /* no window covers it: never landed on */
+                q->first[ax->cell_wfirst[c]] += e;
+                q->last[ax->cell_wfirst[c] + n - 1] += e;
+                if (n == 1) q->one[ax->cell_wfirst[c]] += e;
+                q->total += e;
+            }
+            if (!swi__mul_size(head_bytes, (size_t)q->total, &head_bytes)) return SWI_ERR_OVERFLOW;
+        }
+        if (!swi__mul_size(head_bytes, s->bpv[i], &head_bytes) ||
+            !swi__mul_size(head_bytes, (size_t)g->batch, &head_bytes) ||
+            !swi__add_size(all, head_bytes, &all))
+            return SWI_ERR_OVERFLOW;
+    }
+    for (int a = 0; a < NDIM; a++) { /* stretches of equal windows, from the back */
+        const int64_t n = g->n_win[a];
+        for (int64_t t = n - 1; t >= 0; t--) {
+            int same = t + 1 < n && (!s->in_part[a] || s->in_part[a][t] == s->in_part[a][t + 1]);
+            for (int h = 0; same && h < s->n; h++) {
+                const axis_sums *q = &s->ax[h][a];
+                same = q->first[t] == q->first[t + 1] && q->last[t] == q->last[t + 1] &&
+                       q->one[t] == q->one[t + 1];
+            }
+            s->same_until[a][t] = same ? s->same_until[a][t + 1] : t + 1;
+        }
+    }
+    return SWI_OK;
+}
+
+/* The frontier's counters over a dry run (what frontier.c's live/peak/closing count).
+ * Every value they take is a true byte count within sim_init's bound, so the unsigned
+ * arithmetic below, which may pass through wrapped intermediates, lands on it exactly. */
+typedef struct sim_count {
+    size_t live, peak, closing;
+    int64_t sw, left; /* batch size; windows still to come in this batch */
+} sim_count;
+
+/* m windows in a row, each opening `o` bytes and completing `c`. */
+static void sim_repeat(sim_count *k, size_t o, size_t c, int64_t m) {
+    if (m < k->left) {
+        k->live += (size_t)m * o;
+        k->closing += (size_t)m * c;
+        k->left -= m;
+        return;
+    }
+    /* the batch under way ends: its peak, then what it completed is released */
+    k->live += (size_t)k->left * o;
+    k->closing += (size_t)k->left * c;
+    if (k->live > k->peak) k->peak = k->live;
+    k->live -= k->closing;
+    m -= k->left;
+    /* q whole batches: live grows by sw * (o - c) from one to the next, so the largest of
+     * their peaks is the first's or the last's */
+    const int64_t q = m / k->sw, r = m % k->sw;
+    if (q > 0) {
+        const size_t so = (size_t)k->sw * o, sc = (size_t)k->sw * c;
+        const size_t top = o >= c ? k->live + (size_t)q * so - (size_t)(q - 1) * sc : k->live + so;
+        if (top > k->peak) k->peak = top;
+        k->live += (size_t)q * so - (size_t)q * sc;
+    }
+    k->live += (size_t)r * o;
+    k->closing = (size_t)r * c;
+    k->left = k->sw - r;
+}
+
+/* The innermost loop: windows lo..hi-1 along axis a, each head's sums above it multiplied
+ * into pf (first), pl (last), po (alone); a stretch of equal windows at a time. */
+static void sim_row(const sim_heads *s, int a, int64_t lo, int64_t hi, const size_t *pf, const size_t *pl,
+                    const size_t *po, sim_count *k) {
+    for (int64_t t = lo; t < hi;) {
+        const int64_t end = s->same_until[a][t] < hi ? s->same_until[a][t] : hi;
+        if (!s->in_part[a] || s->in_part[a][t]) { /* else windows outside the part: skipped */
+            size_t o = 0, c = 0;
+            for (int h = 0; h < s->n; h++) {
+                const axis_sums *q = &s->ax[h][a];
+                const size_t one = po[h] * (size_t)q->one[t];
+                o += (pf[h] * (size_t)q->first[t] - one) * s->bpv[h];
+                c += (pl[h] * (size_t)q->last[t] - one) * s->bpv[h];
+            }
+            sim_repeat(k, o, c, end - t);
+        }
+        t = end;
+    }
+}
+
+/* The windows of one region of the order: nested loops over axes ax[0] (outermost) ..
+ * ax[3] with ax[k] running over [lo[k], hi[k]); the partial products of each head's sums
+ * are carried down the levels. A level of one window (the unit axes, a tail of one) is
+ * folded into the products, so the innermost loop runs along a real row. */
+static void sim_region(const sim_heads *s, const int ax_in[NDIM], const int64_t lo_in[NDIM],
+                       const int64_t hi_in[NDIM], sim_count *k) {
+    size_t pf[NDIM][SWI_MAX_HEADS], pl[NDIM][SWI_MAX_HEADS], po[NDIM][SWI_MAX_HEADS];
+    int ax[NDIM], n = 0;
+    int64_t lo[NDIM], hi[NDIM], t[NDIM];
+    for (int h = 0; h < s->n; h++) pf[0][h] = pl[0][h] = po[0][h] = 1;
+    for (int i = 0; i < NDIM; i++) {
+        const int a = ax_in[i];
+        if (lo_in[i] >= hi_in[i]) return;
+        if (hi_in[i] - lo_in[i] > 1 || (i == NDIM - 1 && n == 0)) {
+            ax[n] = a;
+            lo[n] = lo_in[i];
+            hi[n++] = hi_in[i];
+            continue;
+        }
+        const int64_t w = lo_in[i];
+        if (s->in_part[a] && !s->in_part[a][w]) return; /* outside the part: no window runs here */
+        for (int h = 0; h < s->n; h++) {
+            const axis_sums *q = &s->ax[h][a];
+            pf[0][h] *= (size_t)q->first[w];
+            pl[0][h] *= (size_t)q->last[w];
+            po[0][h] *= (size_t)q->one[w];
+        }
+    }
+    if (n == 1) {
+        sim_row(s, ax[0], lo[0], hi[0], pf[0], pl[0], po[0], k);
+        return;
+    }
+    int lvl = 0;
+    t[0] = lo[0];
+    for (;;) {
+        if (t[lvl] >= hi[lvl]) { /* this level is done: back up */
+            if (lvl == 0) return;
+            t[--lvl]++;
+            continue;
+        }
+        const int a = ax[lvl];
+        if (s->in_part[a] && !s->in_part[a][t[lvl]]) { /* a window outside the part: skipped */
+            t[lvl]++;
+            continue;
+        }
+        for (int h = 0; h < s->n; h++) { /* level lvl + 1's products */
+            const axis_sums *q = &s->ax[h][a];
+            pf[lvl + 1][h] = pf[lvl][h] * (size_t)q->first[t[lvl]];
+            pl[lvl + 1][h] = pl[lvl][h] * (size_t)q->last[t[lvl]];
+            po[lvl + 1][h] = po[lvl][h] * (size_t)q->one[t[lvl]];
+        }
+        if (++lvl == n - 1) {
+            sim_row(s, ax[lvl], lo[lvl], hi[lvl], pf[lvl], pl[lvl], po[lvl], k);
+            t[--lvl]++;
+            continue;
+        }
+        t[lvl] = lo[lvl];
+    }
+}
+
+/* Peak bytes of partial sums for one order and batch size (use_part: of the part's own
+ * cells and windows), as frontier.c would count them running the windows in that order
+ * in batches of sw. */
+static swi_status simulate(const geom *g, const plan_choice *order, int sw, int use_part, size_t *peak) {
+    sim_heads s;
+    swi_status st = sim_init(g, use_part, &s);
+    if (st != SWI_OK) {
+        sim_free(&s);
+        return st;
+    }
+    sim_count k = {0, 0, 0, sw, sw};
+    const int a0 = order->order[0];
+    const int64_t n0 = g->n_win[a0];
+    const int64_t tail = order->tail < 1 ? 1 : (order->tail > n0 ? n0 : order->tail);
+    /* the windows before the tail in C order, then the tail with axis a0 innermost */
+    int ax_head[NDIM], ax_tail[NDIM];
+    int64_t lo_head[NDIM], hi_head[NDIM], lo_tail[NDIM], hi_tail[NDIM];
+    for (int i = 0; i < NDIM; i++) {
+        const int a = order->order[i];
+        ax_head[i] = a;
+        lo_head[i] = 0;
+        hi_head[i] = a == a0 ? n0 - tail : g->n_win[a];
+        ax_tail[i == 0 ? NDIM - 1 : i - 1] = a;
+        lo_tail[i == 0 ? NDIM - 1 : i - 1] = a == a0 ? n0 - tail : 0;
+        hi_tail[i == 0 ? NDIM - 1 : i - 1] = a == a0 ? n0 : g->n_win[a];
+    }
+    for (int64_t b = 0; b < g->batch; b++) { /* images one after the other; batches span them */
+        sim_region(&s, ax_head, lo_head, hi_head, &k);
+        sim_region(&s, ax_tail, lo_tail, hi_tail, &k);
+    }
+    if (k.left != sw && k.live > k.peak) k.peak = k.live; /* the last, partial batch */
+    *peak = k.peak;
+    sim_free(&s);
+    return SWI_OK;
+}
+
+/* simulate's failure as the plan's message */
+static swi_status sim_fail(swi_ctx *ctx, swi_status st) {
+    if (st == SWI_ERR_OVERFLOW)
+        return swi__fail(ctx, st, "the partial sums' size overflows (channels x output size)");
+    return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
 }
 
 /* Orders to try: every permutation of the internal axes, preferring (on ties) the
@@ -237,8 +463,9 @@ static swi_status plan_orders(swi_ctx *ctx, const swi_params *p, const geom *g, 
             plan_choice c = {{0}, tail, sw_whole, 0, 0, 0, 0};
             memcpy(c.order, o->perms[i], sizeof c.order);
             if (tail > 1 && tail > g->n_win[c.order[0]]) break;
-            size_t part = simulate(g, &c, sw_whole, 0);
-            if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
+            size_t part;
+            swi_status st = simulate(g, &c, sw_whole, 0, &part);
+            if (st != SWI_OK) return sim_fail(ctx, st);
             if (part < best_rank) {
                 best_rank = part;
                 best_i = i;
@@ -277,16 +504,17 @@ static swi_status best_order(swi_ctx *ctx, const geom *g, const orders *o, int s
             plan_choice c = {{0}, tail, sw, 0, 0, 0, 0};
             memcpy(c.order, o->perms[i], sizeof c.order);
             if (!keep && o->tail_lo != o->tail_hi && tail > 1 && tail > g->n_win[c.order[0]]) break;
-            size_t part = simulate(g, &c, sw, 0);
-            if (part == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
+            size_t part;
+            swi_status st = simulate(g, &c, sw, 0, &part);
+            if (st != SWI_OK) return sim_fail(ctx, st);
             if (part < *peak) {
                 *peak = part;
                 *best = c;
             }
         }
     if (g->has_part) { /* the part's own frontier, in that order */
-        *peak = simulate(g, best, sw, 1);
-        if (*peak == SIZE_MAX) return swi__fail(ctx, SWI_ERR_NOMEM, "out of memory while planning");
+        swi_status st = simulate(g, best, sw, 1, peak);
+        if (st != SWI_OK) return sim_fail(ctx, st);
     }
     return SWI_OK;
 }
