@@ -59,7 +59,7 @@ CASES=(
   same_input_second_channel same_input_symlinked_dir same_model same_outputs_relative
   same_outputs_symlinked_dir same_outputs_hardlink same_outputs_preview
   # plan, demo, e2e extras
-  plan_grid plan_overlap plan_memory plan_budget plan_writes_nothing
+  plan_grid plan_overlap plan_memory plan_budget plan_writes_nothing plan_huge_header
   # window reuse (on by default): bitwise the same results as --no-reuse
   usage_reuse_cache reuse_labels_scores reuse_tta reuse_plan reuse_e2e
   # network rewrites (on by default) and swi optimize
@@ -850,6 +850,19 @@ t_plan_budget() {
   data; need onnxruntime
   run plan $(quant_args) --max-memory 1K
   expect_rc 1; one_line_err; expect_err "--max-memory is too small"
+}
+# A 136-byte .zarray claiming 8192^3 voxels: the plan answers (its memory follows the
+# frontier, not the volume) within an address space of 1.5 GB, reading no voxel.
+t_plan_huge_header() {
+  data; need onnxruntime
+  "$SWI" --version | grep -q "Zarr.*: yes" || skip "swi built without Zarr"
+  mkdir -p "$T/big.zarr"
+  printf '{"zarr_format":2,"shape":[8192,8192,8192],"chunks":[64,64,64],"dtype":"<f4","compressor":null,"fill_value":0,"order":"C","filters":null}' >"$T/big.zarr/.zarray"
+  (ulimit -v 1500000; exec timeout 120 "$SWI" plan --model "$DATA/quant4_dyn.onnx" --input "$T/big.zarr" \
+    --roi 32 --no-reuse >"$T/out" 2>"$T/err" </dev/null)
+  rc=$?
+  expect_rc 0
+  expect_out "341 x 341 x 341 = 39651821 windows"; expect_out "partial sums"
 }
 t_plan_writes_nothing() {
   data; need onnxruntime
