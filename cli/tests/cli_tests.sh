@@ -39,7 +39,7 @@ CASES=(
   # bad NIfTI input (exit 1, nothing written)
   bad_input_missing bad_input_directory bad_input_unreadable bad_input_empty
   bad_input_random bad_input_text_gz bad_input_truncated_header bad_input_truncated_data
-  bad_input_truncated_data_gz bad_input_truncated_stream bad_input_corrupt_gz
+  bad_input_truncated_data_gz bad_input_truncated_stream bad_input_corrupt_gz bad_input_gz_claims
   bad_input_sizeof_hdr bad_input_no_magic bad_input_two_file bad_input_dim0
   bad_input_dim_zero bad_input_dim_negative bad_input_dims_overflow
   bad_input_dims_overflow_nifti2 bad_input_dims_disagree_with_data bad_input_4d
@@ -528,6 +528,22 @@ t_bad_input_text_gz() { data; bad_input "$DATA/text.nii.gz" "not a NIfTI file"; 
 t_bad_input_truncated_header() { data; bad_input "$DATA/trunc_header.nii" "not a NIfTI file \(200 bytes"; }
 t_bad_input_truncated_data() { data; bad_input "$DATA/trunc_data.nii" "truncated"; }
 t_bad_input_truncated_data_gz() { data; bad_input "$DATA/trunc_data.nii.gz" "truncated or corrupt"; }
+# a 53-byte .nii.gz whose header claims 2^38 voxels: refused by deflate's bound when opened,
+# naming the file, before anything is allocated for them (under 1.5 GB of address space)
+t_bad_input_gz_claims() {
+  data; need onnxruntime
+  "$PY" - "$T/claims.nii.gz" <<'PYEOF' || fail "could not make the file"
+import gzip, sys
+import numpy as np, nibabel as nib
+h = nib.Nifti1Header(); h.set_data_dtype(np.uint8); h.set_data_shape((8192, 8192, 4096))
+open(sys.argv[1], "wb").write(gzip.compress(h.binaryblock + b"\0" * 4))
+PYEOF
+  (ulimit -v 1500000; exec "$SWI" segment -q --model "$DATA/quant4.onnx" --input "$T/claims.nii.gz" \
+    --output "$T/o/l.nii.gz" >"$T/out" 2>"$T/err" </dev/null)
+  rc=$?
+  expect_rc 1; one_line_err; expect_nothing_written
+  expect_err "claims.nii.gz: the header describes 8192 x 8192 x 4096 voxels .*deflate inflates at most 1032:1"
+}
 t_bad_input_truncated_stream() { data; bad_input "$DATA/trunc_stream.nii.gz" "truncated or corrupt"; }
 t_bad_input_corrupt_gz() { data; bad_input "$DATA/corrupt.nii.gz" "corrupt"; }
 t_bad_input_sizeof_hdr() { data; bad_input "$DATA/bad_sizeof.nii" "header size field is 123"; }
