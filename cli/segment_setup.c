@@ -313,14 +313,39 @@ static size_t beside_bytes(void *user, const swi_plan *plan) {
            seg_ensemble_bytes(b->s->n_members, b->head, plan->sw_batch_size);
 }
 
+/* Bytes held while the inputs are read (seg_read_inputs): the float volume of every
+ * channel and one file's own voxels at a time. */
+static size_t reading_bytes(const seg_opts *o, const seg_state *s) {
+    if (s->reader) return 0;
+    const int64_t *isz = s->vols[0].size;
+    const size_t n = (size_t)(isz[0] * isz[1] * isz[2]);
+    size_t most = 0;
+    for (int c = 0; c < o->n_inputs; c++) {
+        size_t f = (size_t)(s->vols[c].frames > 1 ? s->vols[c].frames : 1),
+               b = n * f * (size_t)s->vols[c].bytes_per_voxel;
+        if (b > most) most = b;
+    }
+    return n * (size_t)s->channels * sizeof(float) + most;
+}
+
 int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params *p, const swi_tensor *in,
-             const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside) {
+             const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside, char *unfit,
+             size_t unfit_len) {
     beside_of b = {s, o, &p->heads[0]};
     char err[SWI_ERRLEN];
     const int any = s->grid.active || s->n_members > 1;
-    swi_status st = cli_plan_fit(s->ctx, p, in, outs, n_outs, plan, any ? beside_bytes : NULL, &b, beside,
-                                 err, sizeof err);
+    if (unfit_len) unfit[0] = '\0';
+    swi_status st = cli_plan_available(s->ctx, p, in, outs, n_outs, plan, any ? beside_bytes : NULL, &b,
+                                       beside, reading_bytes(o, s), err, sizeof err);
     if (st == SWI_OK) return 0;
+    if (st == SWI_ERR_BUDGET && !o->max_memory) { /* more than the machine has: no budget was given */
+        if (unfit) {
+            snprintf(unfit, unfit_len, "%s", err);
+            return 0;
+        }
+        fprintf(stderr, "%s: %s\n", who, err);
+        return 1;
+    }
     if (st == SWI_ERR_BUDGET && err[0])
         fprintf(stderr, "%s: --max-memory is too small: %s\n", who, err);
     else

@@ -54,6 +54,8 @@ CASES=(
   safe_existing_output safe_output_dir_missing safe_output_is_directory
   safe_output_not_regular safe_no_leftovers_after_error safe_sigint safe_sigterm
   safe_concurrent_same_output safe_budget_too_small
+  # without --max-memory the run must fit the memory available (faked: SWI_AVAILABLE_MEMORY)
+  avail_refused avail_max_memory_overrides avail_plan_reports avail_fits_smaller_batch
   # an output that is an input, or another output, under another name (exit 1, untouched)
   same_input_name same_input_relative same_input_symlink same_input_hardlink
   same_input_second_channel same_input_symlinked_dir same_model same_outputs_relative
@@ -673,6 +675,57 @@ t_safe_concurrent_same_output() {
 t_safe_budget_too_small() {
   data; need onnxruntime
   error_case "--max-memory is too small" segment $(quant_args) --output "$T/o/l.nii.gz" --max-memory 1K
+}
+
+# ---- the memory available ---------------------------------------------------------------
+t_avail_refused() {
+  data; need onnxruntime
+  SWI_AVAILABLE_MEMORY=1M error_case \
+    "the run needs at least [0-9.]+ [KMG]?B and 1.00 MB is available \(SWI_AVAILABLE_MEMORY\); give --max-memory" \
+    segment $(quant_args) --output "$T/o/l.nii.gz"
+}
+t_avail_max_memory_overrides() {
+  data; need onnxruntime
+  SWI_AVAILABLE_MEMORY=1M seg $(quant_args) --output "$T/o/l.nii.gz" --max-memory 1G
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_avail_plan_reports() {
+  data; need onnxruntime
+  SWI_AVAILABLE_MEMORY=1M run plan $(quant_args)
+  expect_rc 0; expect_out "predicted peak"; expect_out "swi segment would refuse this run: the run needs at least"
+  run plan $(quant_args)
+  expect_rc 0
+  ! grep -q "would refuse" "$T/out" || fail "a run that fits is reported as refused"
+}
+# between the smallest plan and the plan asked for: planned smaller (batch, pipelining),
+# and the same labels as the run that had room
+t_avail_fits_smaller_batch() {
+  data; need onnxruntime
+  run plan $(quant_args) --sw-batch 16
+  expect_rc 0; expect_out "up to 16 windows"
+  local peak least
+  peak=$(sed -n 's/.*predicted peak .*(\([0-9]*\) bytes).*/\1/p' "$T/out")
+  least=$(sed -n 's/.*smallest plan .*; \([0-9]*\) bytes).*/\1/p' "$T/out")
+  [ -n "$peak" ] && [ -n "$least" ] && [ "$least" -lt "$peak" ] || fail "plan sizes: peak '$peak', least '$least'"
+  local avail=$(( (peak + least) / 2 ))
+  SWI_AVAILABLE_MEMORY=$avail run plan $(quant_args) --sw-batch 16
+  expect_rc 0
+  local fit
+  fit=$(sed -n 's/.*predicted peak .*(\([0-9]*\) bytes).*/\1/p' "$T/out")
+  [ -n "$fit" ] && [ "$fit" -le "$avail" ] && [ "$fit" -lt "$peak" ] ||
+    fail "planned $fit bytes (from $peak) for $avail available"
+  ! grep -q "would refuse" "$T/out" || fail "refused although a smaller plan fits"
+  SWI_AVAILABLE_MEMORY=$avail seg $(quant_args) --sw-batch 16 --output "$T/o/a.nii.gz"
+  expect_rc 0
+  seg $(quant_args) --sw-batch 16 --output "$T/o/b.nii.gz"
+  expect_rc 0
+  labels_ok "$T/o/a.nii.gz" "$DATA/vol.nii.gz"
+  "$PY" - "$T/o/a.nii.gz" "$T/o/b.nii.gz" <<'PYEOF' || fail "labels differ from the run that had room"
+import sys
+import numpy as np, nibabel as nib
+a, b = (np.asarray(nib.load(p).dataobj) for p in sys.argv[1:3])
+sys.exit(0 if np.array_equal(a, b) else 1)
+PYEOF
 }
 
 # ---- NaN / Inf voxels ---------------------------------------------------------------------
