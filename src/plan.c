@@ -52,11 +52,13 @@ void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t
  * frontier's own counting (frontier.c: open at the first landing, count the peak at the
  * end of a batch, release what the batch completed) in memory per window grid line and
  * time per stretch of each row, never per cell or per window. */
+enum { Q_FIRST, Q_LAST, Q_ONE, Q_NFIRST, Q_NLAST, N_Q };
 typedef struct axis_sums {
-    int64_t *first; /* [n_win] extent of the cells whose first covering window is t */
-    int64_t *last;  /* [n_win] ... whose last covering window is t */
-    int64_t *one;   /* [n_win] ... covered by window t alone */
-    int64_t total;  /* extent of all the cells counted */
+    /* [N_Q][n_win]: of the cells along the axis, the extent of those whose first covering
+     * window is t, of those whose last one is t, of those covered by t alone; and the
+     * number of those whose first window and whose last window is t */
+    int64_t *q[N_Q];
+    int64_t total; /* extent of all the cells counted */
 } axis_sums;
 
 typedef struct sim_heads {
@@ -80,7 +82,7 @@ static swi_status sim_init(const geom *g, int use_part, sim_heads *s) {
     const int part = use_part && g->has_part;
     size_t words = 0, flags = 0;
     for (int a = 0; a < NDIM; a++) {
-        words += (3 * (size_t)g->n_heads + 1) * (size_t)g->n_win[a];
+        words += (N_Q * (size_t)g->n_heads + 1) * (size_t)g->n_win[a];
         if (part && g->part_cut[a]) flags += (size_t)g->n_win[a];
     }
     s->block = swi__malloc(words * sizeof(int64_t) + flags + 1);
@@ -95,106 +97,125 @@ static swi_status sim_init(const geom *g, int use_part, sim_heads *s) {
         s->in_part[a] = fl;
         fl += g->n_win[a];
     }
-    size_t all = 0; /* bytes of every cell of every image: a bound on what is open at once */
+    size_t all = 0, cells = 0; /* bytes and cells of every image: bounds on what is in use at once */
     for (int h = 0; h < g->n_heads; h++) {
         const head_geom *hg = &g->heads[h];
         if (hg->channels <= 0 || hg->n_cells == 0) continue; /* unknown until the first call */
         const int i = s->n++;
-        size_t head_bytes = 1;
+        size_t head_bytes = 1, head_cells = 1;
         if (!swi__mul_size((size_t)hg->channels + 1, sizeof(float), &s->bpv[i])) return SWI_ERR_OVERFLOW;
         for (int a = 0; a < NDIM; a++) {
             const axis_grid *ax = &hg->ax[a];
             axis_sums *q = &s->ax[i][a];
-            q->first = w;
-            q->last = w + ax->n_win;
-            q->one = w + 2 * ax->n_win;
-            w += 3 * ax->n_win;
-            memset(q->first, 0, 3 * (size_t)ax->n_win * sizeof(int64_t));
+            for (int k = 0; k < N_Q; k++, w += ax->n_win) q->q[k] = w;
+            memset(q->q[0], 0, N_Q * (size_t)ax->n_win * sizeof(int64_t));
             const int64_t lo = part ? hg->part_cell_lo[a] : 0, hi = part ? hg->part_cell_hi[a] : ax->n_cells;
             for (int64_t c = lo; c < hi; c++) {
                 const int64_t n = ax->cell_wcount[c], e = ax->cell_hi[c] - ax->cell_lo[c];
                 if (n <= 0) continue; /* no window covers it: never landed on */
-                q->first[ax->cell_wfirst[c]] += e;
-                q->last[ax->cell_wfirst[c] + n - 1] += e;
-                if (n == 1) q->one[ax->cell_wfirst[c]] += e;
+                const int64_t t0 = ax->cell_wfirst[c], t1 = t0 + n - 1;
+                q->q[Q_FIRST][t0] += e;
+                q->q[Q_LAST][t1] += e;
+                if (n == 1) q->q[Q_ONE][t0] += e;
+                q->q[Q_NFIRST][t0]++;
+                q->q[Q_NLAST][t1]++;
                 q->total += e;
             }
-            if (!swi__mul_size(head_bytes, (size_t)q->total, &head_bytes)) return SWI_ERR_OVERFLOW;
+            if (!swi__mul_size(head_bytes, (size_t)q->total, &head_bytes) ||
+                !swi__mul_size(head_cells, (size_t)(hi > lo ? hi - lo : 0), &head_cells))
+                return SWI_ERR_OVERFLOW;
         }
         if (!swi__mul_size(head_bytes, s->bpv[i], &head_bytes) ||
             !swi__mul_size(head_bytes, (size_t)g->batch, &head_bytes) ||
-            !swi__add_size(all, head_bytes, &all))
+            !swi__add_size(all, head_bytes, &all) ||
+            !swi__mul_size(head_cells, (size_t)g->batch, &head_cells) ||
+            !swi__add_size(cells, head_cells, &cells))
             return SWI_ERR_OVERFLOW;
     }
     for (int a = 0; a < NDIM; a++) { /* stretches of equal windows, from the back */
         const int64_t n = g->n_win[a];
         for (int64_t t = n - 1; t >= 0; t--) {
             int same = t + 1 < n && (!s->in_part[a] || s->in_part[a][t] == s->in_part[a][t + 1]);
-            for (int h = 0; same && h < s->n; h++) {
-                const axis_sums *q = &s->ax[h][a];
-                same = q->first[t] == q->first[t + 1] && q->last[t] == q->last[t + 1] &&
-                       q->one[t] == q->one[t + 1];
-            }
+            for (int h = 0; same && h < s->n; h++)
+                for (int k = 0; same && k < N_Q; k++) same = s->ax[h][a].q[k][t] == s->ax[h][a].q[k][t + 1];
             s->same_until[a][t] = same ? s->same_until[a][t + 1] : t + 1;
         }
     }
     return SWI_OK;
 }
 
-/* The frontier's counters over a dry run (what frontier.c's live/peak/closing count).
- * Every value they take is a true byte count within sim_init's bound, so the unsigned
- * arithmetic below, which may pass through wrapped intermediates, lands on it exactly. */
-typedef struct sim_count {
+/* One count of the frontier over a dry run: what frontier.c's live/peak/closing count
+ * (bytes of partial sums), or the cells its sparse table holds (those open and those
+ * the batch touched). Every value they take is a true count within sim_init's bounds, so
+ * the unsigned arithmetic below, which may pass through wrapped intermediates, lands on
+ * it exactly. */
+typedef struct sim_chan {
     size_t live, peak, closing;
+} sim_chan;
+
+typedef struct sim_count {
+    sim_chan bytes, cells;
     int64_t sw, left; /* batch size; windows still to come in this batch */
 } sim_count;
 
-/* m windows in a row, each opening `o` bytes and completing `c`. */
-static void sim_repeat(sim_count *k, size_t o, size_t c, int64_t m) {
-    if (m < k->left) {
+/* m windows in a row, each adding `o` and releasing `c` at its batch's end, `left` of
+ * them to come in the batch under way. */
+static void chan_repeat(sim_chan *k, size_t o, size_t c, int64_t m, int64_t left, int64_t sw) {
+    if (m < left) {
         k->live += (size_t)m * o;
         k->closing += (size_t)m * c;
-        k->left -= m;
         return;
     }
     /* the batch under way ends: its peak, then what it completed is released */
-    k->live += (size_t)k->left * o;
-    k->closing += (size_t)k->left * c;
+    k->live += (size_t)left * o;
+    k->closing += (size_t)left * c;
     if (k->live > k->peak) k->peak = k->live;
     k->live -= k->closing;
-    m -= k->left;
+    m -= left;
     /* q whole batches: live grows by sw * (o - c) from one to the next, so the largest of
      * their peaks is the first's or the last's */
-    const int64_t q = m / k->sw, r = m % k->sw;
+    const int64_t q = m / sw, r = m % sw;
     if (q > 0) {
-        const size_t so = (size_t)k->sw * o, sc = (size_t)k->sw * c;
+        const size_t so = (size_t)sw * o, sc = (size_t)sw * c;
         const size_t top = o >= c ? k->live + (size_t)q * so - (size_t)(q - 1) * sc : k->live + so;
         if (top > k->peak) k->peak = top;
         k->live += (size_t)q * so - (size_t)q * sc;
     }
     k->live += (size_t)r * o;
     k->closing = (size_t)r * c;
-    k->left = k->sw - r;
+}
+
+static void sim_repeat(sim_count *k, size_t o, size_t c, size_t on, size_t cn, int64_t m) {
+    chan_repeat(&k->bytes, o, c, m, k->left, k->sw);
+    chan_repeat(&k->cells, on, cn, m, k->left, k->sw);
+    k->left = m < k->left ? k->left - m : k->sw - (m - k->left) % k->sw;
 }
 
 /* The innermost loop: windows lo..hi-1 along axis a, each head's sums above it multiplied
- * into pf (first), pl (last), po (alone); a stretch of equal windows at a time. */
-static void sim_row(const sim_heads *s, int a, int64_t lo, int64_t hi, const size_t *pf, const size_t *pl,
-                    const size_t *po, sim_count *k) {
+ * into p[h][...]; a stretch of equal windows at a time. */
+static void sim_row(const sim_heads *s, int a, int64_t lo, int64_t hi, size_t p[][N_Q], sim_count *k) {
     for (int64_t t = lo; t < hi;) {
         const int64_t end = s->same_until[a][t] < hi ? s->same_until[a][t] : hi;
         if (!s->in_part[a] || s->in_part[a][t]) { /* else windows outside the part: skipped */
-            size_t o = 0, c = 0;
+            size_t o = 0, c = 0, on = 0, cn = 0;
             for (int h = 0; h < s->n; h++) {
-                const axis_sums *q = &s->ax[h][a];
-                const size_t one = po[h] * (size_t)q->one[t];
-                o += (pf[h] * (size_t)q->first[t] - one) * s->bpv[h];
-                c += (pl[h] * (size_t)q->last[t] - one) * s->bpv[h];
+                int64_t *const *q = s->ax[h][a].q;
+                const size_t one = p[h][Q_ONE] * (size_t)q[Q_ONE][t];
+                o += (p[h][Q_FIRST] * (size_t)q[Q_FIRST][t] - one) * s->bpv[h];
+                c += (p[h][Q_LAST] * (size_t)q[Q_LAST][t] - one) * s->bpv[h];
+                on += p[h][Q_NFIRST] * (size_t)q[Q_NFIRST][t];
+                cn += p[h][Q_NLAST] * (size_t)q[Q_NLAST][t];
             }
-            sim_repeat(k, o, c, end - t);
+            sim_repeat(k, o, c, on, cn, end - t);
         }
         t = end;
     }
+}
+
+/* Level products: p1[h][k] = p0[h][k] * axis a's quantity k at window t. */
+static void sim_mul(const sim_heads *s, int a, int64_t t, size_t p0[][N_Q], size_t p1[][N_Q]) {
+    for (int h = 0; h < s->n; h++)
+        for (int k = 0; k < N_Q; k++) p1[h][k] = p0[h][k] * (size_t)s->ax[h][a].q[k][t];
 }
 
 /* The windows of one region of the order: nested loops over axes ax[0] (outermost) ..
@@ -203,10 +224,11 @@ static void sim_row(const sim_heads *s, int a, int64_t lo, int64_t hi, const siz
  * folded into the products, so the innermost loop runs along a real row. */
 static void sim_region(const sim_heads *s, const int ax_in[NDIM], const int64_t lo_in[NDIM],
                        const int64_t hi_in[NDIM], sim_count *k) {
-    size_t pf[NDIM][SWI_MAX_HEADS], pl[NDIM][SWI_MAX_HEADS], po[NDIM][SWI_MAX_HEADS];
+    size_t p[NDIM][SWI_MAX_HEADS][N_Q];
     int ax[NDIM], n = 0;
     int64_t lo[NDIM], hi[NDIM], t[NDIM];
-    for (int h = 0; h < s->n; h++) pf[0][h] = pl[0][h] = po[0][h] = 1;
+    for (int h = 0; h < s->n; h++)
+        for (int q = 0; q < N_Q; q++) p[0][h][q] = 1;
     for (int i = 0; i < NDIM; i++) {
         const int a = ax_in[i];
         if (lo_in[i] >= hi_in[i]) return;
@@ -216,17 +238,11 @@ static void sim_region(const sim_heads *s, const int ax_in[NDIM], const int64_t 
             hi[n++] = hi_in[i];
             continue;
         }
-        const int64_t w = lo_in[i];
-        if (s->in_part[a] && !s->in_part[a][w]) return; /* outside the part: no window runs here */
-        for (int h = 0; h < s->n; h++) {
-            const axis_sums *q = &s->ax[h][a];
-            pf[0][h] *= (size_t)q->first[w];
-            pl[0][h] *= (size_t)q->last[w];
-            po[0][h] *= (size_t)q->one[w];
-        }
+        if (s->in_part[a] && !s->in_part[a][lo_in[i]]) return; /* outside the part: no window runs here */
+        sim_mul(s, a, lo_in[i], p[0], p[0]);
     }
     if (n == 1) {
-        sim_row(s, ax[0], lo[0], hi[0], pf[0], pl[0], po[0], k);
+        sim_row(s, ax[0], lo[0], hi[0], p[0], k);
         return;
     }
     int lvl = 0;
@@ -242,14 +258,9 @@ static void sim_region(const sim_heads *s, const int ax_in[NDIM], const int64_t 
             t[lvl]++;
             continue;
         }
-        for (int h = 0; h < s->n; h++) { /* level lvl + 1's products */
-            const axis_sums *q = &s->ax[h][a];
-            pf[lvl + 1][h] = pf[lvl][h] * (size_t)q->first[t[lvl]];
-            pl[lvl + 1][h] = pl[lvl][h] * (size_t)q->last[t[lvl]];
-            po[lvl + 1][h] = po[lvl][h] * (size_t)q->one[t[lvl]];
-        }
+        sim_mul(s, a, t[lvl], p[lvl], p[lvl + 1]);
         if (++lvl == n - 1) {
-            sim_row(s, ax[lvl], lo[lvl], hi[lvl], pf[lvl], pl[lvl], po[lvl], k);
+            sim_row(s, ax[lvl], lo[lvl], hi[lvl], p[lvl], k);
             t[--lvl]++;
             continue;
         }
@@ -259,15 +270,16 @@ static void sim_region(const sim_heads *s, const int ax_in[NDIM], const int64_t 
 
 /* Peak bytes of partial sums for one order and batch size (use_part: of the part's own
  * cells and windows), as frontier.c would count them running the windows in that order
- * in batches of sw. */
-static swi_status simulate(const geom *g, const plan_choice *order, int sw, int use_part, size_t *peak) {
+ * in batches of sw; and the most cells its sparse table would hold. */
+static swi_status simulate(const geom *g, const plan_choice *order, int sw, int use_part, size_t *peak,
+                           size_t *cells) {
     sim_heads s;
     swi_status st = sim_init(g, use_part, &s);
     if (st != SWI_OK) {
         sim_free(&s);
         return st;
     }
-    sim_count k = {0, 0, 0, sw, sw};
+    sim_count k = {{0, 0, 0}, {0, 0, 0}, sw, sw};
     const int a0 = order->order[0];
     const int64_t n0 = g->n_win[a0];
     const int64_t tail = order->tail < 1 ? 1 : (order->tail > n0 ? n0 : order->tail);
@@ -287,8 +299,12 @@ static swi_status simulate(const geom *g, const plan_choice *order, int sw, int 
         sim_region(&s, ax_head, lo_head, hi_head, &k);
         sim_region(&s, ax_tail, lo_tail, hi_tail, &k);
     }
-    if (k.left != sw && k.live > k.peak) k.peak = k.live; /* the last, partial batch */
-    *peak = k.peak;
+    if (k.left != sw) { /* the last, partial batch */
+        if (k.bytes.live > k.bytes.peak) k.bytes.peak = k.bytes.live;
+        if (k.cells.live > k.cells.peak) k.cells.peak = k.cells.live;
+    }
+    *peak = k.bytes.peak;
+    if (cells) *cells = k.cells.peak;
     sim_free(&s);
     return SWI_OK;
 }
@@ -393,8 +409,7 @@ static swi_status plan_costs(swi_ctx *ctx, const swi_params *p, const geom *g, c
         add_mul(&k->per_window, t, sizeof(float));
         if ((size_t)hg->channels > cmax) cmax = (size_t)hg->channels;
         if ((size_t)hg->win[NDIM - 1] > rowmax) rowmax = (size_t)hg->win[NDIM - 1];
-        add_mul(&book, (size_t)hg->n_cells * (size_t)g->batch, sizeof(cell_state));
-        add_mul(&book, (size_t)hg->win_vox, sizeof(float));
+        add_mul(&book, (size_t)hg->win_vox, sizeof(float)); /* the cell table is the choice's */
     }
     size_t chunk = rowmax > SWI_CHUNK_VOXELS ? rowmax : SWI_CHUNK_VOXELS, t = 0;
     int soft = 0;
@@ -460,11 +475,11 @@ static swi_status plan_orders(swi_ctx *ctx, const swi_params *p, const geom *g, 
     int sw_whole = (int64_t)p->sw_batch_size > whole ? (int)whole : p->sw_batch_size;
     for (int i = 0; i < o->n_perms; i++)
         for (int tail = 1; tail <= 3; tail++) {
-            plan_choice c = {{0}, tail, sw_whole, 0, 0, 0, 0};
+            plan_choice c = {{0}, tail, sw_whole, 0, 0, 0, 0, 0, 0};
             memcpy(c.order, o->perms[i], sizeof c.order);
             if (tail > 1 && tail > g->n_win[c.order[0]]) break;
             size_t part;
-            swi_status st = simulate(g, &c, sw_whole, 0, &part);
+            swi_status st = simulate(g, &c, sw_whole, 0, &part, NULL);
             if (st != SWI_OK) return sim_fail(ctx, st);
             if (part < best_rank) {
                 best_rank = part;
@@ -495,28 +510,45 @@ static int64_t windows_run(const geom *g) {
     return total;
 }
 
-/* The order with the smallest frontier for batch size sw, and that frontier's peak. */
+/* The order with the smallest frontier for batch size sw, that frontier's peak, and the
+ * most cells in use at once in that order. */
 static swi_status best_order(swi_ctx *ctx, const geom *g, const orders *o, int sw, int keep,
-                             plan_choice *best, size_t *peak) {
+                             plan_choice *best, size_t *peak, size_t *cells) {
     *peak = SIZE_MAX;
     for (int i = 0; i < o->n_perms; i++)
         for (int tail = o->tail_lo; tail <= o->tail_hi; tail++) {
-            plan_choice c = {{0}, tail, sw, 0, 0, 0, 0};
+            plan_choice c = {{0}, tail, sw, 0, 0, 0, 0, 0, 0};
             memcpy(c.order, o->perms[i], sizeof c.order);
             if (!keep && o->tail_lo != o->tail_hi && tail > 1 && tail > g->n_win[c.order[0]]) break;
-            size_t part;
-            swi_status st = simulate(g, &c, sw, 0, &part);
+            size_t part, n;
+            swi_status st = simulate(g, &c, sw, 0, &part, &n);
             if (st != SWI_OK) return sim_fail(ctx, st);
             if (part < *peak) {
                 *peak = part;
+                *cells = n;
                 *best = c;
             }
         }
     if (g->has_part) { /* the part's own frontier, in that order */
-        swi_status st = simulate(g, best, sw, 1, peak);
+        swi_status st = simulate(g, best, sw, 1, peak, cells);
         if (st != SWI_OK) return sim_fail(ctx, st);
     }
     return SWI_OK;
+}
+
+/* The cell table for a frontier of `cells` cells in use at most: dense (every cell, *entries
+ * 0) up to SWI_DENSE_TABLE_MAX or while no smaller, else sparse; its bytes. */
+int swi__sparse_tables;
+
+static size_t cell_table(const geom *g, size_t cells, size_t *entries) {
+    size_t dense = 0, slots = swi__cell_slots(cells), sparse = SIZE_MAX;
+    for (int h = 0; h < g->n_heads; h++)
+        add_mul(&dense, (size_t)g->heads[h].n_cells * (size_t)g->batch, sizeof(cell_state));
+    if (slots != SIZE_MAX && !swi__mul_size(slots, sizeof(cell_slot), &sparse)) sparse = SIZE_MAX;
+    *entries = 0;
+    if (!swi__sparse_tables && (dense <= SWI_DENSE_TABLE_MAX || dense <= sparse)) return dense;
+    *entries = cells > 0 ? cells : 1;
+    return sparse;
 }
 
 /* The plan's description of the choice. */
@@ -547,7 +579,7 @@ static void plan_report(const geom *g, const costs *k, const plan_choice *best, 
     plan->bytes_input = k->input;
     plan->bytes_partial = best->partial;
     plan->bytes_outputs = k->outputs;
-    plan->bytes_scratch = k->scratch;
+    plan->bytes_scratch = best->scratch;
     plan->reuse_cache = best->reuse_cache;
 }
 
@@ -569,18 +601,19 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
      * then pipelining; every smaller choice is still planned for bytes_min. */
     int found = 0;
     size_t best_min = SIZE_MAX;
-    plan_choice best = {{0, 1, 2, 3}, 1, 1, 0, 0, 0, 0};
+    plan_choice best = {{0, 1, 2, 3}, 1, 1, 0, 0, 0, 0, 0, 0};
     for (int sw = sw_req; sw >= 1; sw = sw > 1 ? sw / 2 : 0) {
-        plan_choice order = {{0, 1, 2, 3}, 1, 1, 0, 0, 0, 0};
-        size_t front;
-        if ((st = best_order(ctx, g, &o, sw, keep != NULL, &order, &front)) != SWI_OK) return st;
+        plan_choice order = {{0, 1, 2, 3}, 1, 1, 0, 0, 0, 0, 0, 0};
+        size_t front, cells, entries;
+        if ((st = best_order(ctx, g, &o, sw, keep != NULL, &order, &front, &cells)) != SWI_OK) return st;
         /* what the engine reserves for that frontier (fragmentation allowance included) */
-        size_t partial = swi__cellmem_bytes(front), one_slot = 0, peak_serial = k.input;
+        size_t partial = swi__cellmem_bytes(front), one_slot = 0, peak_serial = k.input, scratch = k.scratch;
+        add_mul(&scratch, cell_table(g, cells, &entries), 1);
         add_mul(&one_slot, (size_t)sw, k.per_window);
         add_mul(&peak_serial, one_slot, 1);
         add_mul(&peak_serial, partial, 1);
         add_mul(&peak_serial, k.outputs, 1);
-        add_mul(&peak_serial, k.scratch, 1);
+        add_mul(&peak_serial, scratch, 1);
         if (peak_serial == SIZE_MAX)
             return swi__fail(ctx, SWI_ERR_OVERFLOW, "the run's memory size overflows");
         for (int cache = k.want_cache;; cache = 0) {
@@ -609,6 +642,8 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
                     best.partial = partial;
                     best.frontier = front;
                     best.reuse_cache = cache;
+                    best.table = entries;
+                    best.scratch = scratch;
                     plan->bytes_windows = windows;
                     plan->bytes_reuse = reuse;
                     plan->bytes_peak = peak;

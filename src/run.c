@@ -60,6 +60,7 @@ static swi_status book_batch(run *r, const slot *s) {
                 }
                 swi_status e = swi__frontier_land(&r->front, h, b, c, &st, &flags);
                 if (e == SWI_ERR_SHAPE) return swi__fail(r->ctx, e, "internal: cell landed on twice");
+                if (e == SWI_ERR_OVERFLOW) return swi__fail(r->ctx, e, "internal: the cell table is full");
                 if (e != SWI_OK)
                     return swi__fail(r->ctx, e, "out of memory for partial sums (%zu bytes)",
                                      swi__cell_bytes(hg, c));
@@ -121,11 +122,6 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     swi_status st = build_heads(r);
     if (st != SWI_OK) return st;
     const geom *g = &r->g;
-    st = swi__frontier_init(&r->front, g, &r->mem);
-    if (st != SWI_OK)
-        return swi__fail(r->ctx, st,
-                         st == SWI_ERR_NOMEM ? "out of memory for the cell tables"
-                                             : "the cell tables' size overflows");
     size_t cmax = 1, rowmax = 1;
     for (int h = 0; h < g->n_heads; h++) {
         const head_geom *hg = &g->heads[h];
@@ -177,7 +173,14 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
         r->mem.limit = c.partial;
         r->choice.frontier = c.frontier;
         r->choice.reuse_cache = c.reuse_cache;
+        r->choice.table = c.table;
     }
+    /* the cell table, as planned for the heads' real shapes */
+    st = swi__frontier_init(&r->front, g, &r->mem, r->choice.table);
+    if (st != SWI_OK)
+        return swi__fail(r->ctx, st,
+                         st == SWI_ERR_NOMEM ? "out of memory for the cell tables"
+                                             : "the cell tables' size overflows");
     if (r->reuse) {
         size_t out_floats[SWI_MAX_HEADS];
         for (int h = 0; h < g->n_heads; h++)
@@ -265,10 +268,19 @@ static swi_status window_list(run *r) {
     const int64_t all = g->win_per_image * g->batch;
     r->n_windows = all;
     if (!g->has_part) return SWI_OK;
-    r->wlist = swi__malloc((size_t)all * sizeof(int64_t));
+    int64_t n = g->batch; /* those of the part: the product of the per-axis counts */
+    for (int a = 0; a < NDIM; a++) {
+        int64_t m = g->n_win[a];
+        if (g->part_cut[a]) {
+            m = 0;
+            for (int64_t t = 0; t < g->n_win[a]; t++) m += swi__window_in_part_axis(g, a, t);
+        }
+        n *= m;
+    }
+    r->wlist = swi__malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     if (!r->wlist) return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the part's window list");
     r->n_windows = 0;
-    for (int64_t w = 0; w < all; w++) {
+    for (int64_t w = 0; w < all && r->n_windows < n; w++) {
         int64_t t[NDIM];
         swi__order_coords(g, &r->choice, w % g->win_per_image, t);
         if (swi__window_in_part(g, t)) r->wlist[r->n_windows++] = w;
