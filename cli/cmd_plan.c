@@ -129,9 +129,10 @@ int swi_cmd_plan(int argc, char **argv) {
         printf("total    predicted peak %s%s\n", cli_bytes(plan.bytes_peak + beside, b[1]),
                o.max_memory ? " (within --max-memory: the engine was planned under what is left)" : "");
     }
-    printf("not counted: the file's own voxels while reading (%s), ONNX Runtime's "
-           "working memory\n",
-           cli_bytes(vol_native, b[0]));
+    printf("reading  %s before the engine runs (the input as floats and the file's own voxels, %s), "
+           "within the budget too\n",
+           cli_bytes(seg_reading_bytes(&o, s), b[1]), cli_bytes(vol_native, b[0]));
+    printf("not counted: ONNX Runtime's working memory\n");
     if (unfit[0]) printf("too big   swi segment would refuse this run: %s\n", unfit);
     status = 0;
 done:

@@ -66,6 +66,10 @@ int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params 
              const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside, char *unfit,
              size_t unfit_len);
 
+/* Bytes held while the inputs are read, before the engine runs: every channel's voxels as
+ * floats and one file's own voxels at a time (0 for stores, read window by window). */
+size_t seg_reading_bytes(const seg_opts *o, const seg_state *s);
+
 /* Store inputs and outputs (segment_stores.c). */
 /* Usage checks of store names and --shard; 0 or 2 after printing. */
 int seg_store_check(const seg_opts *o, const char *who);

@@ -315,7 +315,7 @@ static size_t beside_bytes(void *user, const swi_plan *plan) {
 
 /* Bytes held while the inputs are read (seg_read_inputs): the float volume of every
  * channel and one file's own voxels at a time. */
-static size_t reading_bytes(const seg_opts *o, const seg_state *s) {
+size_t seg_reading_bytes(const seg_opts *o, const seg_state *s) {
     if (s->reader) return 0;
     const int64_t *isz = s->vols[0].size;
     const size_t n = (size_t)(isz[0] * isz[1] * isz[2]);
@@ -335,8 +335,17 @@ int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params 
     char err[SWI_ERRLEN];
     const int any = s->grid.active || s->n_members > 1;
     if (unfit_len) unfit[0] = '\0';
+    const size_t reading = seg_reading_bytes(o, s);
     swi_status st = cli_plan_available(s->ctx, p, in, outs, n_outs, plan, any ? beside_bytes : NULL, &b,
-                                       beside, reading_bytes(o, s), err, sizeof err);
+                                       beside, reading, err, sizeof err);
+    if (st == SWI_OK && o->max_memory && reading > o->max_memory) {
+        char a[32], c[32];
+        fprintf(stderr,
+                "%s: --max-memory is too small: reading %s holds %s (its voxels as floats and one file's "
+                "own) before the engine runs, more than %s\n",
+                who, o->inputs[0], cli_bytes(reading, a), cli_bytes(o->max_memory, c));
+        return 1;
+    }
     if (st == SWI_OK) return 0;
     if (st == SWI_ERR_BUDGET && !o->max_memory) { /* more than the machine has: no budget was given */
         if (unfit) {

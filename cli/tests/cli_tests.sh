@@ -56,6 +56,7 @@ CASES=(
   safe_concurrent_same_output safe_budget_too_small
   # without --max-memory the run must fit the memory available (faked: SWI_AVAILABLE_MEMORY)
   avail_refused avail_max_memory_overrides avail_plan_reports avail_fits_smaller_batch
+  budget_covers_reading
   # an output that is an input, or another output, under another name (exit 1, untouched)
   same_input_name same_input_relative same_input_symlink same_input_hardlink
   same_input_second_channel same_input_symlinked_dir same_model same_outputs_relative
@@ -726,6 +727,26 @@ import numpy as np, nibabel as nib
 a, b = (np.asarray(nib.load(p).dataobj) for p in sys.argv[1:3])
 sys.exit(0 if np.array_equal(a, b) else 1)
 PYEOF
+}
+
+# a float64 volume: reading it holds its floats and the file's own voxels (1.5 x the
+# float input) before the engine runs; a budget the engine fits but reading does not is
+# refused, and the plan shows what reading holds
+t_budget_covers_reading() {
+  data; need onnxruntime
+  "$PY" - "$T/f64.nii" <<'PYEOF' || fail "could not make the volume"
+import sys
+import numpy as np, nibabel as nib
+v = np.random.default_rng(1).uniform(0, 3, (200, 200, 100)).astype(np.float64)
+nib.save(nib.Nifti1Image(v, np.eye(4)), sys.argv[1])
+PYEOF
+  run plan --model "$DATA/quant4.onnx" --input "$T/f64.nii"
+  expect_rc 0; expect_out "reading +45.8 MB before the engine runs"
+  local peak
+  peak=$(sed -n 's/.*predicted peak .*(\([0-9]*\) bytes).*/\1/p' "$T/out")
+  [ -n "$peak" ] && [ "$peak" -lt 45000000 ] || fail "peak '$peak' is not below what reading holds"
+  error_case "--max-memory is too small: reading .*f64.nii holds 45.8 MB .*before the engine runs" \
+    segment --model "$DATA/quant4.onnx" --input "$T/f64.nii" --output "$T/o/l.nii.gz" --max-memory 44M
 }
 
 # ---- NaN / Inf voxels ---------------------------------------------------------------------
