@@ -66,6 +66,11 @@ int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params 
              const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside, char *unfit,
              size_t unfit_len);
 
+/* Without --max-memory: 1 (the reason in err) when the run cannot fit the memory
+ * available (cli_plan_available), checked before outputs are created; else 0. */
+int seg_fits_available(const seg_opts *o, const seg_state *s, const swi_params *p, const swi_tensor *in,
+                       const swi_output *outs, int n_outs, char *err);
+
 /* Bytes held while the inputs are read, before the engine runs: every channel's voxels as
  * floats and one file's own voxels at a time (0 for stores, read window by window). */
 size_t seg_reading_bytes(const seg_opts *o, const seg_state *s);

@@ -328,6 +328,28 @@ size_t seg_reading_bytes(const seg_opts *o, const seg_state *s) {
     return n * (size_t)s->channels * sizeof(float) + most;
 }
 
+int seg_fits_available(const seg_opts *o, const seg_state *s, const swi_params *p, const swi_tensor *in,
+                       const swi_output *outs, int n_outs, char *err) {
+    if (o->max_memory) return 0;
+    swi_ctx *ctx = swi_create();
+    if (!ctx) return 0; /* the plan that follows says it */
+    swi_params q = *p;
+    swi_tensor shape_only = *in; /* planned on shapes, as segment plans: nothing is read */
+    shape_only.data = NULL;
+    shape_only.reader = NULL;
+    beside_of b = {s, o, &q.heads[0]};
+    swi_plan plan;
+    size_t beside = 0;
+    char msg[SWI_ERRLEN];
+    const int any = s->grid.active || s->n_members > 1;
+    swi_status st = cli_plan_available(ctx, &q, &shape_only, outs, n_outs, &plan, any ? beside_bytes : NULL,
+                                       &b, &beside, seg_reading_bytes(o, s), msg, sizeof msg);
+    swi_free(ctx);
+    if (st != SWI_ERR_BUDGET) return 0; /* other failures: the plan that follows reports them */
+    cli_err(err, "%s", msg);
+    return 1;
+}
+
 int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params *p, const swi_tensor *in,
              const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside, char *unfit,
              size_t unfit_len) {

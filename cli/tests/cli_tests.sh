@@ -55,7 +55,7 @@ CASES=(
   safe_output_not_regular safe_no_leftovers_after_error safe_sigint safe_sigterm
   safe_concurrent_same_output safe_budget_too_small
   # without --max-memory the run must fit the memory available (faked: SWI_AVAILABLE_MEMORY)
-  avail_refused avail_max_memory_overrides avail_plan_reports avail_fits_smaller_batch
+  avail_refused avail_refused_store avail_max_memory_overrides avail_plan_reports avail_fits_smaller_batch
   budget_covers_reading
   # an output that is an input, or another output, under another name (exit 1, untouched)
   same_input_name same_input_relative same_input_symlink same_input_hardlink
@@ -684,6 +684,13 @@ t_avail_refused() {
   SWI_AVAILABLE_MEMORY=1M error_case \
     "the run needs at least [0-9.]+ [KMG]?B and 1.00 MB is available \(SWI_AVAILABLE_MEMORY\); give --max-memory" \
     segment $(quant_args) --output "$T/o/l.nii.gz"
+}
+# a store output is refused before the store is made
+t_avail_refused_store() {
+  data; need onnxruntime
+  "$SWI" --version | grep -q "Zarr.*: yes" || skip "swi built without Zarr"
+  SWI_AVAILABLE_MEMORY=1M error_case "the run needs at least .* and 1.00 MB is available" \
+    segment $(quant_args) --output "$T/o/l.zarr"
 }
 t_avail_max_memory_overrides() {
   data; need onnxruntime
