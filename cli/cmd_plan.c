@@ -49,7 +49,8 @@ int swi_cmd_plan(int argc, char **argv) {
     }
     swi_plan plan;
     size_t beside = 0;
-    if (seg_plan(who, &o, s, &p, &in, outs, n_outs, &plan, &beside)) goto done;
+    char unfit[SWI_ERRLEN];
+    if (seg_plan(who, &o, s, &p, &in, outs, n_outs, &plan, &beside, unfit, sizeof unfit)) goto done;
     char desc[1024], b[6][32];
     swi_ort_describe(s->model, desc, sizeof desc);
     const int64_t *isz = s->vols[0].size;
@@ -104,7 +105,7 @@ int swi_cmd_plan(int argc, char **argv) {
            o.threads > 0 ? o.threads : cli_cpu_count(), plan.pipeline ? "on" : "off");
     printf("classes  %lld%s\n", (long long)plan.head_channels[0],
            plan.head_channels[0] > 256 ? " (uint16 labels)" : " (uint8 labels)");
-    printf("memory   predicted peak %s\n", cli_bytes(plan.bytes_peak, b[0]));
+    printf("memory   predicted peak %s (%zu bytes)\n", cli_bytes(plan.bytes_peak, b[0]), plan.bytes_peak);
     printf("  input         %12s\n", cli_bytes(plan.bytes_input, b[0]));
     printf("  windows       %12s   (window inputs and network outputs)\n",
            cli_bytes(plan.bytes_windows, b[1]));
@@ -114,7 +115,8 @@ int swi_cmd_plan(int argc, char **argv) {
     printf("  scratch       %12s\n", cli_bytes(plan.bytes_scratch, b[4]));
     printf("  reuse cache   %12s   (%d window input%s and output%s)\n", cli_bytes(plan.bytes_reuse, b[0]),
            plan.reuse_cache, plan.reuse_cache == 1 ? "" : "s", plan.reuse_cache == 1 ? "" : "s");
-    printf("  smallest plan %12s   (any batch size / pipeline)\n", cli_bytes(plan.bytes_min, b[5]));
+    printf("  smallest plan %12s   (any batch size / pipeline; %zu bytes)\n", cli_bytes(plan.bytes_min, b[5]),
+           plan.bytes_min);
     if (s->grid.active || s->n_members > 1) {
         size_t band = seg_grid_band_bytes(&s->grid, plan.head_channels[0], plan.order[0]);
         printf("beside the engine: %s (%s)\n", cli_bytes(beside, b[0]),
@@ -127,9 +129,11 @@ int swi_cmd_plan(int argc, char **argv) {
         printf("total    predicted peak %s%s\n", cli_bytes(plan.bytes_peak + beside, b[1]),
                o.max_memory ? " (within --max-memory: the engine was planned under what is left)" : "");
     }
-    printf("not counted: the file's own voxels while reading (%s), ONNX Runtime's "
-           "working memory\n",
-           cli_bytes(vol_native, b[0]));
+    printf("reading  %s before the engine runs (the input as floats and the file's own voxels, %s), "
+           "within the budget too\n",
+           cli_bytes(seg_reading_bytes(&o, s), b[1]), cli_bytes(vol_native, b[0]));
+    printf("not counted: ONNX Runtime's working memory\n");
+    if (unfit[0]) printf("too big   swi segment would refuse this run: %s\n", unfit);
     status = 0;
 done:
     seg_state_free(s);

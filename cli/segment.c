@@ -239,7 +239,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     shape_only.data = NULL;
     shape_only.reader = NULL;
     size_t beside = 0;
-    if (seg_plan(who, o, s, &p, &shape_only, outs, n_outs, &plan, &beside)) return 1;
+    if (seg_plan(who, o, s, &p, &shape_only, outs, n_outs, &plan, &beside, NULL, 0)) return 1;
     int64_t osz[SWI_MAX_DIMS] = {0};
     if (swi_result_size(s->ctx, 0, osz) == 3 && same_grid(who, o, osz, in.size)) return 1;
 

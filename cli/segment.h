@@ -58,10 +58,22 @@ void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const s
 
 /* Plan the run with --max-memory covering the engine and what is held beside it (the
  * input-grid results and band of --orientation/--spacing, the ensemble's buffer): p's
- * budget becomes the engine's share, *beside the rest. Prints the error itself and
- * returns 1 on failure, else 0. */
+ * budget becomes the engine's share, *beside the rest. Without --max-memory the run must
+ * fit the memory available (cli_plan_available: planned smaller, or refused): with unfit
+ * NULL a run that cannot is refused, else the reason goes there and the unbudgeted plan is
+ * kept (swi plan reports it). Prints the error itself and returns 1 on failure, else 0. */
 int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params *p, const swi_tensor *in,
-             const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside);
+             const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside, char *unfit,
+             size_t unfit_len);
+
+/* Without --max-memory: 1 (the reason in err) when the run cannot fit the memory
+ * available (cli_plan_available), checked before outputs are created; else 0. */
+int seg_fits_available(const seg_opts *o, const seg_state *s, const swi_params *p, const swi_tensor *in,
+                       const swi_output *outs, int n_outs, char *err);
+
+/* Bytes held while the inputs are read, before the engine runs: every channel's voxels as
+ * floats and one file's own voxels at a time (0 for stores, read window by window). */
+size_t seg_reading_bytes(const seg_opts *o, const seg_state *s);
 
 /* Store inputs and outputs (segment_stores.c). */
 /* Usage checks of store names and --shard; 0 or 2 after printing. */

@@ -324,14 +324,70 @@ static size_t beside_bytes(void *user, const swi_plan *plan) {
            seg_ensemble_bytes(b->s->n_members, b->head, plan->sw_batch_size);
 }
 
+/* Bytes held while the inputs are read (seg_read_inputs): the float volume of every
+ * channel and one file's own voxels at a time. */
+size_t seg_reading_bytes(const seg_opts *o, const seg_state *s) {
+    if (s->reader) return 0;
+    const int64_t *isz = s->vols[0].size;
+    const size_t n = (size_t)(isz[0] * isz[1] * isz[2]);
+    size_t most = 0;
+    for (int c = 0; c < o->n_inputs; c++) {
+        size_t f = (size_t)(s->vols[c].frames > 1 ? s->vols[c].frames : 1),
+               b = n * f * (size_t)s->vols[c].bytes_per_voxel;
+        if (b > most) most = b;
+    }
+    return n * (size_t)s->channels * sizeof(float) + most;
+}
+
+int seg_fits_available(const seg_opts *o, const seg_state *s, const swi_params *p, const swi_tensor *in,
+                       const swi_output *outs, int n_outs, char *err) {
+    if (o->max_memory) return 0;
+    swi_ctx *ctx = swi_create();
+    if (!ctx) return 0; /* the plan that follows says it */
+    swi_params q = *p;
+    swi_tensor shape_only = *in; /* planned on shapes, as segment plans: nothing is read */
+    shape_only.data = NULL;
+    shape_only.reader = NULL;
+    beside_of b = {s, o, &q.heads[0]};
+    swi_plan plan;
+    size_t beside = 0;
+    char msg[SWI_ERRLEN];
+    const int any = s->grid.active || s->n_members > 1;
+    swi_status st = cli_plan_available(ctx, &q, &shape_only, outs, n_outs, &plan, any ? beside_bytes : NULL,
+                                       &b, &beside, seg_reading_bytes(o, s), msg, sizeof msg);
+    swi_free(ctx);
+    if (st != SWI_ERR_BUDGET) return 0; /* other failures: the plan that follows reports them */
+    cli_err(err, "%s", msg);
+    return 1;
+}
+
 int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params *p, const swi_tensor *in,
-             const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside) {
+             const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside, char *unfit,
+             size_t unfit_len) {
     beside_of b = {s, o, &p->heads[0]};
     char err[SWI_ERRLEN];
     const int any = s->grid.active || s->n_members > 1;
-    swi_status st = cli_plan_fit(s->ctx, p, in, outs, n_outs, plan, any ? beside_bytes : NULL, &b, beside,
-                                 err, sizeof err);
+    if (unfit_len) unfit[0] = '\0';
+    const size_t reading = seg_reading_bytes(o, s);
+    swi_status st = cli_plan_available(s->ctx, p, in, outs, n_outs, plan, any ? beside_bytes : NULL, &b,
+                                       beside, reading, err, sizeof err);
+    if (st == SWI_OK && o->max_memory && reading > o->max_memory) {
+        char a[32], c[32];
+        fprintf(stderr,
+                "%s: --max-memory is too small: reading %s holds %s (its voxels as floats and one file's "
+                "own) before the engine runs, more than %s\n",
+                who, o->inputs[0], cli_bytes(reading, a), cli_bytes(o->max_memory, c));
+        return 1;
+    }
     if (st == SWI_OK) return 0;
+    if (st == SWI_ERR_BUDGET && !o->max_memory) { /* more than the machine has: no budget was given */
+        if (unfit) {
+            snprintf(unfit, unfit_len, "%s", err);
+            return 0;
+        }
+        fprintf(stderr, "%s: %s\n", who, err);
+        return 1;
+    }
     if (st == SWI_ERR_BUDGET && err[0])
         fprintf(stderr, "%s: --max-memory is too small: %s\n", who, err);
     else

@@ -177,6 +177,14 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
     }
     if (o->shard_given) cli_shard_box(in->size, cut, part, grid, s->box_lo, s->box_hi);
     for (int d = 0; d < 3; d++) empty |= s->box_lo[d] >= s->box_hi[d];
+    if (!empty) { /* a run that cannot fit the memory available is refused before any store is made */
+        swi_params q = *p;
+        for (int d = 0; o->shard_given && d < 3; d++) {
+            q.part_lo[d] = s->box_lo[d];
+            q.part_hi[d] = s->box_hi[d];
+        }
+        if (seg_fits_available(o, s, &q, in, outs, n_outs, err)) return 1;
+    }
     if ((o->output && swi_store_create(o->output, &ls, flags, part, parts, s->box_lo, s->box_hi, &s->w_labels,
                                        msg, sizeof msg)) ||
         (o->scores && swi_store_create(o->scores, &ss, flags, part, parts, s->box_lo, s->box_hi, &s->w_scores,

@@ -14,6 +14,11 @@ extern "C" {
  * far from overflowing int64_t/size_t. 2^40 voxels is 4 TB of float32. */
 #define IO_MAX_VOXELS ((int64_t)1 << 40)
 
+/* Deflate (zlib, gzip) inflates one byte to at most 1032 (a 258-byte match in under two
+ * bits): a header claiming more voxels than its compressed bytes x this is refused before
+ * anything is allocated for them. */
+#define IO_DEFLATE_MAX_RATIO 1032
+
 /* printf into err (n bytes, NULL = discard), folded onto one line. */
 void io__err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -19,6 +19,7 @@
 #include <itkMetaImageIO.h>
 #include <itkNrrdImageIO.h>
 
+#include <NrrdIO.h> /* ITK's teem, its names prefixed itk_ */
 #include <gdcmTrace.h>
 #include <metaImage.h>
 #include <zlib.h>
@@ -371,6 +372,116 @@ swi_status check_nrrd_header(const char *path, char *err, size_t n) {
     return SWI_OK;
 }
 
+/* The bytes of a NRRD's header in its own file: up to the blank line that ends it
+ * (check_nrrd_header has screened it within its first 1 MB). */
+int64_t nrrd_header_bytes(const char *path) {
+    std::string head;
+    if (!read_head(path, 1 << 20, head)) return -1;
+    for (size_t at = 0; at < head.size();) {
+        std::string line = next_line(head, at);
+        if (line.empty() || line == "\r") return (int64_t)at;
+    }
+    return (int64_t)head.size();
+}
+
+/* teem (under NrrdImageIO) allocates all the voxels a header claims before it reads them:
+ * the claim is checked first against the data teem would read them from. Its own header
+ * reader (skipData: no voxel is read or allocated) names the data files and encoding; raw
+ * data must be all there, ascii and hex at their fewest characters per value, and gzip
+ * data within deflate's largest expansion. */
+swi_status check_nrrd_data(const char *path, uint64_t bytes, uint64_t count, char *err, size_t n) {
+    Nrrd *nrrd = nrrdNew();
+    NrrdIoState *nio = nrrdIoStateNew();
+    if (!nrrd || !nio) {
+        if (nrrd) nrrdNix(nrrd);
+        if (nio) nrrdIoStateNix(nio);
+        io__err(err, n, "%s: out of memory", path);
+        return SWI_ERR_NOMEM;
+    }
+    nio->skipData = AIR_TRUE;
+    swi_status st = SWI_OK;
+    if (nrrdLoad(nrrd, path, nio)) {
+        char *e = biffGetDone(NRRD);
+        std::string d = e ? e : "unreadable";
+        free(e);
+        while (!d.empty() && (d.back() == '\n' || d.back() == ' ')) d.pop_back();
+        size_t at = d.rfind("] ");
+        io__err(err, n, "%s: corrupt or unreadable NRRD data: %s", path,
+                at == std::string::npos ? d.c_str() : d.c_str() + at + 2);
+        st = SWI_ERR_INVALID_ARG;
+    }
+    std::vector<std::string> files;
+    const bool attached = st == SWI_OK && !nio->dataFNFormat && nio->dataFNArr->len == 0;
+    if (st == SWI_OK && nio->dataFNFormat) {
+        const int step = nio->dataFNStep;
+        for (int i = nio->dataFNMin; step != 0 && (step > 0 ? i <= nio->dataFNMax : i >= nio->dataFNMax) &&
+                                     files.size() <= (1u << 20);
+             i += step) {
+            char name[4096];
+            /* the format holds one %d at most (check_nrrd_header) */
+            snprintf(name, sizeof name, nio->dataFNFormat, i);
+            files.push_back(name);
+        }
+    } else if (st == SWI_OK) {
+        for (unsigned i = 0; i < nio->dataFNArr->len && files.size() <= (1u << 20); i++)
+            files.push_back(nio->dataFN[i]);
+    }
+    if (attached) files.push_back(path);
+    if (st == SWI_OK && files.size() > (1u << 20)) {
+        io__err(err, n, "%s: NRRD data file: more than %u files", path, 1u << 20);
+        st = SWI_ERR_INVALID_ARG;
+    }
+    std::string encoding = st == SWI_OK && nio->encoding ? nio->encoding->name : "";
+    for (char &ch : encoding) ch = (char)tolower((unsigned char)ch);
+    const long skip = st == SWI_OK ? nio->byteSkip : 0;
+    const std::string dir = st == SWI_OK && nio->path ? std::string(nio->path) + "/" : std::string();
+    nrrdNix(nrrd);
+    nrrdIoStateNix(nio);
+    if (st != SWI_OK) return st;
+    const int64_t header = attached ? nrrd_header_bytes(path) : 0;
+    uint64_t have = 0; /* bytes the voxels can come from */
+    for (std::string file : files) {
+        if (!attached && file[0] != '/') file = dir + file;
+        struct stat fs;
+        if (file.size() >= 4000 || stat(file.c_str(), &fs) != 0 || !S_ISREG(fs.st_mode)) {
+            io__err(err, n, "%s: NRRD data file %.2000s is %s", path, file.c_str(),
+                    file.size() >= 4000 || errno == ENOENT ? "missing" : "not a regular file");
+            return SWI_ERR_INVALID_ARG;
+        }
+        int64_t from = header < 0 ? 0 : header;
+        if (skip > 0 && encoding == "raw") from += skip;
+        have += fs.st_size > from ? (uint64_t)(fs.st_size - from) : 0;
+    }
+    const char *held = files.size() == 1 ? "holds" : "hold";
+    uint64_t need = bytes;
+    const char *unit = "bytes of voxels";
+    if (encoding == "gzip") {
+        if (have >= bytes / IO_DEFLATE_MAX_RATIO + 1) return SWI_OK;
+        char b[32];
+        io__err(
+            err, n,
+            "%s: the header claims %s of voxels, more than the %llu compressed bytes of its data can hold "
+            "(deflate inflates at most %d:1)",
+            path, io__bytes((size_t)bytes, b), (unsigned long long)have, IO_DEFLATE_MAX_RATIO);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (encoding == "hex") {
+        need = 2 * bytes;
+        unit = "hex digits";
+    } else if (encoding == "ascii") {
+        need = count;
+        unit = "characters (one value each at least)";
+    } else if (encoding != "raw") {
+        return SWI_OK; /* teem's other encodings are not built into ITK's copy */
+    }
+    if (have >= need) return SWI_OK;
+    io__err(err, n,
+            "%s: truncated: the header claims %llu voxels (%llu %s) but its data file%s %s %llu bytes", path,
+            (unsigned long long)count, (unsigned long long)need, unit, files.size() == 1 ? "" : "s", held,
+            (unsigned long long)have);
+    return SWI_ERR_INVALID_ARG;
+}
+
 /* MetaIO loops over array fields (TransformMatrix, DimSize, ...) by the NDims it has read
  * so far, uninitialised when none came first, and reads a header without an
  * ElementDataFile line to the end of the file: hostile headers hang it. Before MetaIO
@@ -639,8 +750,11 @@ swi_status check_meta_list(MetaImage *mi, const std::string &dir, const char *pa
 
 /* MetaIO reads short or corrupt data without an error (zeros for what is missing), so the
  * data are checked first: an uncompressed file must hold them all, a compressed stream
- * must inflate to at least their size. */
-swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t bytes, char *err, size_t n) {
+ * must inflate to at least their size (inflate: read it through; else, when the file is
+ * opened and nothing is allocated yet, its size must allow that within deflate's largest
+ * expansion). */
+swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t bytes, bool inflate_all,
+                           char *err, size_t n) {
     MetaImage *mi = mio->GetMetaImagePointer();
     std::string file = mi->ElementDataFileName() ? mi->ElementDataFileName() : "";
     std::string dir(path);
@@ -676,6 +790,17 @@ swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t byt
             return SWI_ERR_INVALID_ARG;
         }
         return SWI_OK;
+    }
+    if (!inflate_all) {
+        const uint64_t have = (uint64_t)st.st_size > (uint64_t)offset ? (uint64_t)(st.st_size - offset) : 0;
+        if (have >= bytes / IO_DEFLATE_MAX_RATIO + 1) return SWI_OK;
+        char b[32];
+        io__err(err, n,
+                "%s: the header claims %s of voxels, more than the %llu compressed bytes of %s can hold "
+                "(deflate inflates at most %d:1)",
+                path, io__bytes((size_t)bytes, b), (unsigned long long)have, file.c_str(),
+                IO_DEFLATE_MAX_RATIO);
+        return SWI_ERR_INVALID_ARG;
     }
     FILE *f = fopen(file.c_str(), "rb");
     if (!f || fseek(f, (long)offset, SEEK_SET) != 0) {
@@ -768,7 +893,15 @@ extern "C" swi_status io__itk_open(const char *path, swi_io_format f, swi_volume
         }
         io->SetFileName(path);
         io->ReadImageInformation();
-        return take_info(io.GetPointer(), path, f, v, err, n);
+        swi_status is = take_info(io.GetPointer(), path, f, v, err, n);
+        if (is) return is;
+        /* what the header claims must be there before anyone allocates for it */
+        const uint64_t count = (uint64_t)swi_volume_voxels(v), bytes = count * (uint64_t)v->bytes_per_voxel;
+        if (f == SWI_IO_NRRD) return check_nrrd_data(path, bytes, count, err, n);
+        if (f == SWI_IO_METAIMAGE)
+            return check_meta_data(static_cast<itk::MetaImageIO *>(io.GetPointer()), path, bytes, false, err,
+                                   n);
+        return SWI_OK;
     });
 }
 
@@ -799,9 +932,12 @@ extern "C" swi_status io__itk_read(const swi_volume *v, float *dst, const swi_io
         }
         std::unique_ptr<unsigned char[]> buf;
         const int64_t count = swi_volume_voxels(v);
+        const uint64_t bytes = (uint64_t)count * (uint64_t)v->bytes_per_voxel;
         if (v->format == SWI_IO_METAIMAGE &&
-            (st = check_meta_data(static_cast<itk::MetaImageIO *>(io.GetPointer()), path,
-                                  (uint64_t)count * (uint64_t)v->bytes_per_voxel, err, n)))
+            (st = check_meta_data(static_cast<itk::MetaImageIO *>(io.GetPointer()), path, bytes, true, err,
+                                  n)))
+            return st;
+        if (v->format == SWI_IO_NRRD && (st = check_nrrd_data(path, bytes, (uint64_t)count, err, n)))
             return st;
         if ((st = read_all(io.GetPointer(), path, count, v->bytes_per_voxel, buf, err, n))) return st;
         convert((Comp)v->fmt.itk.component, buf.get(), v->size, count, dst);

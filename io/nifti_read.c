@@ -389,6 +389,16 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n) 
                     (long long)offset, (long long)st.st_size);
             return SWI_ERR_INVALID_ARG;
         }
+    } else if ((uint64_t)(offset + bytes) / IO_DEFLATE_MAX_RATIO >= (uint64_t)st.st_size) {
+        /* refused before anything is allocated for voxels its bytes cannot hold */
+        char b[32];
+        io__err(
+            err, n,
+            "%s: the header describes %lld x %lld x %lld voxels (%s) but the file's %lld compressed bytes "
+            "inflate to at most %lld (deflate inflates at most %d:1)",
+            path, (long long)dim[1], (long long)dim[2], (long long)dim[3], io__bytes((size_t)bytes, b),
+            (long long)st.st_size, (long long)st.st_size * IO_DEFLATE_MAX_RATIO, IO_DEFLATE_MAX_RATIO);
+        return SWI_ERR_INVALID_ARG;
     }
 
     /* Scaling: slope 0 or not finite means none (NIfTI and nibabel). */

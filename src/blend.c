@@ -74,26 +74,29 @@ SWI_KERNEL void swi__blend_item(void *arg, int64_t item, int worker) {
     for (int j = 0; j < s->n; j++) {
         const int64_t *t = &s->t[j * NDIM];
         if (!in_window(ax, t, 0, c0) || !in_window(ax, t, 1, c1)) continue;
-        const int64_t b = s->image[j];
         const int64_t cf2 = ax[2].win_cfirst[t[2]], cc2 = ax[2].win_ccount[t[2]];
         const int64_t cf3 = ax[3].win_cfirst[t[3]], cc3 = ax[3].win_ccount[t[3]];
+        /* this (axis 0, axis 1) row of the window's cells in its booked pairs (run.c) */
+        const int32_t *pairs =
+            r->pair_task + r->pair_off[(size_t)j * (size_t)r->g.n_heads + (size_t)it->head] +
+            (size_t)(((c0 - ax[0].win_cfirst[t[0]]) * ax[1].win_ccount[t[1]] + c1 - ax[1].win_cfirst[t[1]]) *
+                     cc2 * cc3);
         const int64_t off0 = ax[0].cell_lo[c0] - ax[0].win_lo[t[0]];
         const int64_t off1 = ax[1].cell_lo[c1] - ax[1].win_lo[t[1]];
         int any = 0;
         for (int64_t k2 = 0; k2 < cc2; k2++)
             for (int64_t k3 = 0; k3 < cc3; k3++) {
                 int64_t c2 = cf2 + k2, c3 = cf3 + k3;
-                const int64_t c[NDIM] = {c0, c1, c2, c3};
-                const cell_state *st = &r->front.cells[it->head][b * hg->n_cells + swi__cell_index(hg, c)];
+                const int32_t ti = pairs[k2 * cc3 + k3];
                 acc_seg *q = &seg[k2 * cc3 + k3];
-                q->buf = st->buf;
+                q->buf = ti >= 0 ? r->tasks[ti].buf : NULL;
                 q->vox = e0 * e1 * (ax[2].cell_hi[c2] - ax[2].cell_lo[c2]) *
                          (ax[3].cell_hi[c3] - ax[3].cell_lo[c3]);
                 q->lo3 = ax[3].cell_lo[c3] - ax[3].win_lo[t[3]];
                 q->e3 = ax[3].cell_hi[c3] - ax[3].cell_lo[c3];
                 q->set = 0;
-                if (st->buf) {
-                    const task *T = &r->tasks[st->task];
+                if (q->buf) {
+                    const task *T = &r->tasks[ti];
                     q->set = T->fresh && r->task_wins[T->win_off] == j;
                     any = 1;
                 }

@@ -118,8 +118,9 @@ typedef struct run {
     size_t seg_cap; /* acc_seg entries per worker */
     /* per-batch work lists */
     task *tasks;
-    int32_t *pair_task, *task_wins;
-    size_t tasks_cap, pairs_cap, task_wins_cap;
+    int32_t *pair_task, *task_wins; /* pair_task: the task of each cell of each window's box, or -1 */
+    size_t *pair_off;               /* [window * heads + head] where its cells start in pair_task */
+    size_t tasks_cap, pairs_cap, task_wins_cap, pair_off_cap;
     acc_item *acc;
     fin_item *fin;
     size_t acc_cap, fin_cap;

@@ -190,9 +190,11 @@ typedef struct plan_choice {
                          open across the whole cross-section at once */
     int sw;
     int pipeline;
-    size_t frontier; /* simulated peak of the partial sums (frontier.c's count) */
+    size_t frontier; /* planned peak of the partial sums (frontier.c's count) */
     size_t partial;  /* what the engine reserves for them: frontier + allocator allowance */
     int reuse_cache; /* window outputs kept for reuse (SWI_REUSE_ON) */
+    size_t table;    /* entries of the frontier's sparse cell table, or 0: a dense table of every cell */
+    size_t scratch;  /* bytes_scratch of this choice (the cell table included) */
 } plan_choice;
 /* Grid coordinates of the i-th window of an image in the processing order `c`. */
 void swi__order_coords(const geom *g, const plan_choice *c, int64_t i, int64_t t[NDIM]);
@@ -230,7 +232,7 @@ void swi__cellmem_put(cellmem *m, void *p, size_t bytes);
 void swi__cellmem_free(cellmem *m);
 void swi__cellmem_release(cellmem *m, void *p, size_t bytes);
 
-/* ---- frontier.c: cell state, open and close; the planner dry-runs the same code ---- */
+/* ---- frontier.c: cell state, open and close; plan.c counts the same without cells ---- */
 /* Index of cell c in its head's cell table (C order over the three axes). */
 static inline int64_t swi__cell_index(const head_geom *hg, const int64_t c[NDIM]) {
     return ((c[0] * hg->ax[1].n_cells + c[1]) * hg->ax[2].n_cells + c[2]) * hg->ax[3].n_cells + c[3];
@@ -269,20 +271,37 @@ size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]);
 
 typedef struct cell_state {
     float *buf;    /* partial sums [C+1][cell voxels], NULL unless open (or in a dry run) */
-    int32_t rem;   /* windows still to land */
+    int64_t rem;   /* windows still to land */
     int32_t stamp; /* engine: batch that last touched it */
     int32_t task;  /* engine: its task in that batch */
-    int32_t pad;
 } cell_state;
+
+/* An entry of the sparse cell table: the cells in use only (open, or touched by the
+ * batch), found by key = (image * n_cells + cell index) * SWI_MAX_HEADS + head. */
+typedef struct cell_slot {
+    int64_t key; /* -1: empty */
+    cell_state st;
+} cell_slot;
+
+/* A sparse table of `entries` cells in use at most has this many slots (a power of two,
+ * at most half full); SIZE_MAX on overflow. */
+size_t swi__cell_slots(size_t entries);
+/* Dense cell tables of at most this many bytes are kept whatever the frontier. */
+#define SWI_DENSE_TABLE_MAX ((size_t)64 << 20)
+/* For tests: non-zero plans every run with the sparse cell table. */
+extern int swi__sparse_tables;
 
 typedef struct frontier_done {
     cell_state *state;
+    int64_t key; /* sparse: the entry to drop at the end of the batch */
     size_t bytes;
 } frontier_done;
 
 typedef struct frontier {
     const geom *g;
-    cell_state *cells[SWI_MAX_HEADS]; /* [batch][n_cells] per head; NULL while channels are unknown */
+    cell_state *cells[SWI_MAX_HEADS]; /* dense: [batch][n_cells] per head; NULL while channels are unknown */
+    cell_slot *slots;                 /* sparse: the cells in use, open addressing */
+    size_t n_slots, used;             /* a power of two; entries held */
     cellmem *mem;                     /* NULL: dry run, bytes are counted and nothing allocated */
     size_t live;                      /* bytes of the open cells */
     size_t peak;                      /* largest `live` at the end of a batch */
@@ -294,12 +313,15 @@ typedef struct frontier {
 #define SWI_LAND_OPENED 1    /* this landing opened the cell's partial sums */
 #define SWI_LAND_COMPLETED 2 /* this was the cell's last window */
 
-/* Cell tables of every head whose channels are known; mem NULL for a dry run.
- * Returns SWI_ERR_NOMEM / SWI_ERR_OVERFLOW without a message. */
-swi_status swi__frontier_init(frontier *f, const geom *g, cellmem *mem);
-/* A window of image `image` lands on cell c of head h: *state is the cell, *flags says
- * what happened (SWI_LAND_*). Fails (no message) when a buffer cannot be had, or with
- * SWI_ERR_SHAPE when the cell has no window left to land (an engine bug). */
+/* Cell tables of every head whose channels are known; mem NULL for a dry run. entries 0:
+ * dense tables of every cell; else one sparse table for that many cells in use at once
+ * (the plan's count: swi__cell_slots(entries) slots). Returns SWI_ERR_NOMEM /
+ * SWI_ERR_OVERFLOW without a message. */
+swi_status swi__frontier_init(frontier *f, const geom *g, cellmem *mem, size_t entries);
+/* A window of image `image` lands on cell c of head h: *state is the cell (valid until
+ * the end of the batch), *flags says what happened (SWI_LAND_*). Fails (no message) when a
+ * buffer cannot be had, with SWI_ERR_SHAPE when the cell has no window left to land, or
+ * SWI_ERR_OVERFLOW when the sparse table is full (engine bugs: the plan bounds it). */
 swi_status swi__frontier_land(frontier *f, int h, int64_t image, const int64_t c[NDIM], cell_state **state,
                               int *flags);
 /* The batch is blended: count its peak, release the cells it completed. */

@@ -29,12 +29,18 @@ static swi_status build_heads(run *r) {
 
 /* Book the windows of slot s: each lands on the cells it covers (the frontier counts
  * them down and opens the ones that need partial sums), grouped into one task per
- * cell touched, then split into parallel blend and finish items. */
+ * cell touched, then split into parallel blend and finish items. pair_task holds, for
+ * every window and head, the task of each cell of the window's box in C order (-1 for a
+ * cell outside the part), from pair_off[window * heads + head] on: the blend finds its
+ * cells there, never in the frontier's table. */
 static swi_status book_batch(run *r, const slot *s) {
     const geom *g = &r->g;
     r->batch_id++;
     int32_t n_tasks = 0;
     size_t n_pairs = 0;
+    if (!swi__grow((void **)&r->pair_off, &r->pair_off_cap, (size_t)s->n * (size_t)g->n_heads,
+                   sizeof(size_t)))
+        return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
     for (int j = 0; j < s->n; j++) {
         const int64_t *t = &s->t[j * NDIM];
         int64_t b = s->image[j];
@@ -42,17 +48,22 @@ static swi_status book_batch(run *r, const slot *s) {
             const head_geom *hg = &g->heads[h];
             int64_t lo[NDIM], n[NDIM], c[NDIM];
             swi__window_cells(hg, t, lo, n);
+            r->pair_off[(size_t)j * (size_t)g->n_heads + (size_t)h] = n_pairs;
             for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n)) {
                 cell_state *st;
                 int flags;
-                if (g->has_part && !swi__cell_in_part(g, hg, c)) continue;
+                if (!swi__grow((void **)&r->pair_task, &r->pairs_cap, n_pairs + 1, sizeof(int32_t)))
+                    return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
+                if (g->has_part && !swi__cell_in_part(g, hg, c)) {
+                    r->pair_task[n_pairs++] = -1;
+                    continue;
+                }
                 swi_status e = swi__frontier_land(&r->front, h, b, c, &st, &flags);
                 if (e == SWI_ERR_SHAPE) return swi__fail(r->ctx, e, "internal: cell landed on twice");
+                if (e == SWI_ERR_OVERFLOW) return swi__fail(r->ctx, e, "internal: the cell table is full");
                 if (e != SWI_OK)
                     return swi__fail(r->ctx, e, "out of memory for partial sums (%zu bytes)",
                                      swi__cell_bytes(hg, c));
-                if (!swi__grow((void **)&r->pair_task, &r->pairs_cap, n_pairs + 1, sizeof(int32_t)))
-                    return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
                 if (st->stamp != r->batch_id) {
                     if (!swi__grow((void **)&r->tasks, &r->tasks_cap, (size_t)n_tasks + 1, sizeof(task)))
                         return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the batch work list");
@@ -87,26 +98,20 @@ static swi_status book_batch(run *r, const slot *s) {
         off += r->tasks[i].win_n;
         r->tasks[i].win_n = 0;
     }
-    /* replay the same loop order to recover each pair's window */
-    size_t q = 0;
-    for (int j = 0; j < s->n; j++) {
-        const int64_t *t = &s->t[j * NDIM];
+    /* the pairs in the same order, each with its window */
+    for (int j = 0; j < s->n; j++)
         for (int h = 0; h < g->n_heads; h++) {
-            const head_geom *hg = &g->heads[h];
-            int64_t lo[NDIM], n[NDIM], c[NDIM];
-            swi__window_cells(hg, t, lo, n);
-            int64_t k = n[0] * n[1] * n[2] * n[3];
-            if (g->has_part) { /* the cells booked above: those of the part */
-                k = 0;
-                for (int more = swi__box_first(c, lo, n); more; more = swi__box_next(c, lo, n))
-                    k += swi__cell_in_part(g, hg, c);
-            }
-            for (; k > 0; k--, q++) {
+            const size_t q0 = r->pair_off[(size_t)j * (size_t)g->n_heads + (size_t)h];
+            const size_t q1 =
+                (size_t)j * (size_t)g->n_heads + (size_t)h + 1 < (size_t)s->n * (size_t)g->n_heads
+                    ? r->pair_off[(size_t)j * (size_t)g->n_heads + (size_t)h + 1]
+                    : n_pairs;
+            for (size_t q = q0; q < q1; q++) {
+                if (r->pair_task[q] < 0) continue;
                 task *T = &r->tasks[r->pair_task[q]];
                 r->task_wins[T->win_off + T->win_n++] = j;
             }
         }
-    }
     r->n_tasks = n_tasks;
     swi_status st = swi__blend_items(r, s);
     return st == SWI_OK ? swi__finish_items(r) : st;
@@ -117,11 +122,6 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
     swi_status st = build_heads(r);
     if (st != SWI_OK) return st;
     const geom *g = &r->g;
-    st = swi__frontier_init(&r->front, g, &r->mem);
-    if (st != SWI_OK)
-        return swi__fail(r->ctx, st,
-                         st == SWI_ERR_NOMEM ? "out of memory for the cell tables"
-                                             : "the cell tables' size overflows");
     size_t cmax = 1, rowmax = 1;
     for (int h = 0; h < g->n_heads; h++) {
         const head_geom *hg = &g->heads[h];
@@ -173,7 +173,14 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
         r->mem.limit = c.partial;
         r->choice.frontier = c.frontier;
         r->choice.reuse_cache = c.reuse_cache;
+        r->choice.table = c.table;
     }
+    /* the cell table, as planned for the heads' real shapes */
+    st = swi__frontier_init(&r->front, g, &r->mem, r->choice.table);
+    if (st != SWI_OK)
+        return swi__fail(r->ctx, st,
+                         st == SWI_ERR_NOMEM ? "out of memory for the cell tables"
+                                             : "the cell tables' size overflows");
     if (r->reuse) {
         size_t out_floats[SWI_MAX_HEADS];
         for (int h = 0; h < g->n_heads; h++)
@@ -214,6 +221,7 @@ static void free_run(run *r) {
     swi__big_free(r->box, (size_t)(r->g.cin * r->g.roi_vox) * sizeof(float));
     swi__free(r->tasks);
     swi__free(r->pair_task);
+    swi__free(r->pair_off);
     swi__free(r->task_wins);
     swi__free(r->acc);
     swi__free(r->fin);
@@ -260,10 +268,19 @@ static swi_status window_list(run *r) {
     const int64_t all = g->win_per_image * g->batch;
     r->n_windows = all;
     if (!g->has_part) return SWI_OK;
-    r->wlist = swi__malloc((size_t)all * sizeof(int64_t));
+    int64_t n = g->batch; /* those of the part: the product of the per-axis counts */
+    for (int a = 0; a < NDIM; a++) {
+        int64_t m = g->n_win[a];
+        if (g->part_cut[a]) {
+            m = 0;
+            for (int64_t t = 0; t < g->n_win[a]; t++) m += swi__window_in_part_axis(g, a, t);
+        }
+        n *= m;
+    }
+    r->wlist = swi__malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     if (!r->wlist) return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for the part's window list");
     r->n_windows = 0;
-    for (int64_t w = 0; w < all; w++) {
+    for (int64_t w = 0; w < all && r->n_windows < n; w++) {
         int64_t t[NDIM];
         swi__order_coords(g, &r->choice, w % g->win_per_image, t);
         if (swi__window_in_part(g, t)) r->wlist[r->n_windows++] = w;

@@ -39,7 +39,7 @@ CASES=(
   # bad NIfTI input (exit 1, nothing written)
   bad_input_missing bad_input_directory bad_input_unreadable bad_input_empty
   bad_input_random bad_input_text_gz bad_input_truncated_header bad_input_truncated_data
-  bad_input_truncated_data_gz bad_input_truncated_stream bad_input_corrupt_gz
+  bad_input_truncated_data_gz bad_input_truncated_stream bad_input_corrupt_gz bad_input_gz_claims
   bad_input_sizeof_hdr bad_input_no_magic bad_input_two_file bad_input_dim0
   bad_input_dim_zero bad_input_dim_negative bad_input_dims_overflow
   bad_input_dims_overflow_nifti2 bad_input_dims_disagree_with_data bad_input_4d
@@ -54,12 +54,15 @@ CASES=(
   safe_existing_output safe_output_dir_missing safe_output_is_directory
   safe_output_not_regular safe_no_leftovers_after_error safe_sigint safe_sigterm
   safe_concurrent_same_output safe_budget_too_small
+  # without --max-memory the run must fit the memory available (faked: SWI_AVAILABLE_MEMORY)
+  avail_refused avail_refused_store avail_max_memory_overrides avail_plan_reports avail_fits_smaller_batch
+  budget_covers_reading
   # an output that is an input, or another output, under another name (exit 1, untouched)
   same_input_name same_input_relative same_input_symlink same_input_hardlink
   same_input_second_channel same_input_symlinked_dir same_model same_outputs_relative
   same_outputs_symlinked_dir same_outputs_hardlink same_outputs_preview
   # plan, demo, e2e extras
-  plan_grid plan_overlap plan_memory plan_budget plan_writes_nothing
+  plan_grid plan_overlap plan_memory plan_budget plan_writes_nothing plan_huge_header
   # window reuse (on by default): bitwise the same results as --no-reuse
   usage_reuse_cache reuse_labels_scores reuse_tta reuse_plan reuse_e2e
   # network rewrites (on by default) and swi optimize
@@ -528,6 +531,22 @@ t_bad_input_text_gz() { data; bad_input "$DATA/text.nii.gz" "not a NIfTI file"; 
 t_bad_input_truncated_header() { data; bad_input "$DATA/trunc_header.nii" "not a NIfTI file \(200 bytes"; }
 t_bad_input_truncated_data() { data; bad_input "$DATA/trunc_data.nii" "truncated"; }
 t_bad_input_truncated_data_gz() { data; bad_input "$DATA/trunc_data.nii.gz" "truncated or corrupt"; }
+# a 53-byte .nii.gz whose header claims 2^38 voxels: refused by deflate's bound when opened,
+# naming the file, before anything is allocated for them (under 1.5 GB of address space)
+t_bad_input_gz_claims() {
+  data; need onnxruntime
+  "$PY" - "$T/claims.nii.gz" <<'PYEOF' || fail "could not make the file"
+import gzip, sys
+import numpy as np, nibabel as nib
+h = nib.Nifti1Header(); h.set_data_dtype(np.uint8); h.set_data_shape((8192, 8192, 4096))
+open(sys.argv[1], "wb").write(gzip.compress(h.binaryblock + b"\0" * 4))
+PYEOF
+  (ulimit -v 1500000; exec "$SWI" segment -q --model "$DATA/quant4.onnx" --input "$T/claims.nii.gz" \
+    --output "$T/o/l.nii.gz" >"$T/out" 2>"$T/err" </dev/null)
+  rc=$?
+  expect_rc 1; one_line_err; expect_nothing_written
+  expect_err "claims.nii.gz: the header describes 8192 x 8192 x 4096 voxels .*deflate inflates at most 1032:1"
+}
 t_bad_input_truncated_stream() { data; bad_input "$DATA/trunc_stream.nii.gz" "truncated or corrupt"; }
 t_bad_input_corrupt_gz() { data; bad_input "$DATA/corrupt.nii.gz" "corrupt"; }
 t_bad_input_sizeof_hdr() { data; bad_input "$DATA/bad_sizeof.nii" "header size field is 123"; }
@@ -657,6 +676,84 @@ t_safe_concurrent_same_output() {
 t_safe_budget_too_small() {
   data; need onnxruntime
   error_case "--max-memory is too small" segment $(quant_args) --output "$T/o/l.nii.gz" --max-memory 1K
+}
+
+# ---- the memory available ---------------------------------------------------------------
+t_avail_refused() {
+  data; need onnxruntime
+  SWI_AVAILABLE_MEMORY=1M error_case \
+    "the run needs at least [0-9.]+ [KMG]?B and 1.00 MB is available \(SWI_AVAILABLE_MEMORY\); give --max-memory" \
+    segment $(quant_args) --output "$T/o/l.nii.gz"
+}
+# a store output is refused before the store is made
+t_avail_refused_store() {
+  data; need onnxruntime
+  "$SWI" --version | grep -q "Zarr.*: yes" || skip "swi built without Zarr"
+  SWI_AVAILABLE_MEMORY=1M error_case "the run needs at least .* and 1.00 MB is available" \
+    segment $(quant_args) --output "$T/o/l.zarr"
+}
+t_avail_max_memory_overrides() {
+  data; need onnxruntime
+  SWI_AVAILABLE_MEMORY=1M seg $(quant_args) --output "$T/o/l.nii.gz" --max-memory 1G
+  expect_rc 0; labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
+t_avail_plan_reports() {
+  data; need onnxruntime
+  SWI_AVAILABLE_MEMORY=1M run plan $(quant_args)
+  expect_rc 0; expect_out "predicted peak"; expect_out "swi segment would refuse this run: the run needs at least"
+  run plan $(quant_args)
+  expect_rc 0
+  ! grep -q "would refuse" "$T/out" || fail "a run that fits is reported as refused"
+}
+# between the smallest plan and the plan asked for: planned smaller (batch, pipelining),
+# and the same labels as the run that had room
+t_avail_fits_smaller_batch() {
+  data; need onnxruntime
+  run plan $(quant_args) --sw-batch 16
+  expect_rc 0; expect_out "up to 16 windows"
+  local peak least
+  peak=$(sed -n 's/.*predicted peak .*(\([0-9]*\) bytes).*/\1/p' "$T/out")
+  least=$(sed -n 's/.*smallest plan .*; \([0-9]*\) bytes).*/\1/p' "$T/out")
+  [ -n "$peak" ] && [ -n "$least" ] && [ "$least" -lt "$peak" ] || fail "plan sizes: peak '$peak', least '$least'"
+  local avail=$(( (peak + least) / 2 ))
+  SWI_AVAILABLE_MEMORY=$avail run plan $(quant_args) --sw-batch 16
+  expect_rc 0
+  local fit
+  fit=$(sed -n 's/.*predicted peak .*(\([0-9]*\) bytes).*/\1/p' "$T/out")
+  [ -n "$fit" ] && [ "$fit" -le "$avail" ] && [ "$fit" -lt "$peak" ] ||
+    fail "planned $fit bytes (from $peak) for $avail available"
+  ! grep -q "would refuse" "$T/out" || fail "refused although a smaller plan fits"
+  SWI_AVAILABLE_MEMORY=$avail seg $(quant_args) --sw-batch 16 --output "$T/o/a.nii.gz"
+  expect_rc 0
+  seg $(quant_args) --sw-batch 16 --output "$T/o/b.nii.gz"
+  expect_rc 0
+  labels_ok "$T/o/a.nii.gz" "$DATA/vol.nii.gz"
+  "$PY" - "$T/o/a.nii.gz" "$T/o/b.nii.gz" <<'PYEOF' || fail "labels differ from the run that had room"
+import sys
+import numpy as np, nibabel as nib
+a, b = (np.asarray(nib.load(p).dataobj) for p in sys.argv[1:3])
+sys.exit(0 if np.array_equal(a, b) else 1)
+PYEOF
+}
+
+# a float64 volume: reading it holds its floats and the file's own voxels (1.5 x the
+# float input) before the engine runs; a budget the engine fits but reading does not is
+# refused, and the plan shows what reading holds
+t_budget_covers_reading() {
+  data; need onnxruntime
+  "$PY" - "$T/f64.nii" <<'PYEOF' || fail "could not make the volume"
+import sys
+import numpy as np, nibabel as nib
+v = np.random.default_rng(1).uniform(0, 3, (200, 200, 100)).astype(np.float64)
+nib.save(nib.Nifti1Image(v, np.eye(4)), sys.argv[1])
+PYEOF
+  run plan --model "$DATA/quant4.onnx" --input "$T/f64.nii"
+  expect_rc 0; expect_out "reading +45.8 MB before the engine runs"
+  local peak
+  peak=$(sed -n 's/.*predicted peak .*(\([0-9]*\) bytes).*/\1/p' "$T/out")
+  [ -n "$peak" ] && [ "$peak" -lt 45000000 ] || fail "peak '$peak' is not below what reading holds"
+  error_case "--max-memory is too small: reading .*f64.nii holds 45.8 MB .*before the engine runs" \
+    segment --model "$DATA/quant4.onnx" --input "$T/f64.nii" --output "$T/o/l.nii.gz" --max-memory 44M
 }
 
 # ---- NaN / Inf voxels ---------------------------------------------------------------------
@@ -850,6 +947,19 @@ t_plan_budget() {
   data; need onnxruntime
   run plan $(quant_args) --max-memory 1K
   expect_rc 1; one_line_err; expect_err "--max-memory is too small"
+}
+# A 136-byte .zarray claiming 8192^3 voxels: the plan answers (its memory follows the
+# frontier, not the volume) within an address space of 1.5 GB, reading no voxel.
+t_plan_huge_header() {
+  data; need onnxruntime
+  "$SWI" --version | grep -q "Zarr.*: yes" || skip "swi built without Zarr"
+  mkdir -p "$T/big.zarr"
+  printf '{"zarr_format":2,"shape":[8192,8192,8192],"chunks":[64,64,64],"dtype":"<f4","compressor":null,"fill_value":0,"order":"C","filters":null}' >"$T/big.zarr/.zarray"
+  (ulimit -v 1500000; exec timeout 120 "$SWI" plan --model "$DATA/quant4_dyn.onnx" --input "$T/big.zarr" \
+    --roi 32 --no-reuse >"$T/out" 2>"$T/err" </dev/null)
+  rc=$?
+  expect_rc 0
+  expect_out "341 x 341 x 341 = 39651821 windows"; expect_out "partial sums"
 }
 t_plan_writes_nothing() {
   data; need onnxruntime

@@ -522,6 +522,27 @@ def main():
     got = np.fromfile(os.path.join(work, "ser.f32"), dtype=np.float32) if r.returncode == 0 else None
     check(got is not None and got.size == 72 and sorted(got.tolist()) == list(range(72)),
           "a numbered MetaImage series (ser%03d.raw 1 3 1) reads its three files: " + r.stdout)
+    # headers claiming far more voxels than their data hold: refused when opened, before
+    # anything is allocated for them (teem and MetaIO allocated all the claimed voxels first)
+    big = np.zeros((1024, 1024, 1024))
+    claims = {
+        "claim_raw.nrrd": (nrrd_header(big, "encoding: raw\n\n"), "truncated: the header claims 1073741824"),
+        "claim_gz.nrrd": (nrrd_header(big, "encoding: gzip\n\n").encode() + gzip.compress(b"\0" * 64),
+                          "deflate inflates at most 1032:1"),
+        "claim_ascii.nrrd": (nrrd_header(big, "encoding: ascii\n\n") + "1 2 3\n", "truncated"),
+        "claim_detached.nhdr": (nrrd_header(np.zeros((64, 64, 64)), "encoding: raw\ndata file: ok1.raw\n"),
+                                "holds 24 bytes"),
+        "claim_missing.nhdr": (nrrd_header(big, "encoding: raw\ndata file: nowhere.raw\n"), "missing"),
+        "claim_raw.mha": (mha_header(big, False, 0, "LOCAL") + "\0" * 100, "truncated"),
+        "claim_gz.mha": (mha_header(big, True, 30, "LOCAL").encode() + zlib.compress(b"\0" * 64),
+                         "deflate inflates at most 1032:1"),
+    }
+    for name, (data, words) in claims.items():
+        p = put(name, data)
+        expected_words[name] = words
+        line = subprocess.run([info, p], capture_output=True, text=True).stdout.strip()
+        check(" error " in line, "%s: opened without an error (its claim is checked only when read): %s"
+              % (name, line))
     for path in hostile:
         open_out = subprocess.run([info, path], capture_output=True, text=True)
         line = open_out.stdout.strip()

@@ -33,6 +33,7 @@
  *           weight map, replicate padding, automatic pipelining
  *   big     buffers large enough for the page-backed paths (window batches >= 1 MiB,
  *           partial sums >= 64 KiB: the arena, and cells in mappings of their own)
+ *   sparse  stream with the frontier's sparse cell table (forced: swi__sparse_tables)
  * Predictor misbehaviour (a failure, a region-callback stop, a cancel at every call) is
  * walked in-process by `walk` too: each must stop the run with its status, free
  * everything, and leave the context usable.
@@ -178,7 +179,10 @@ typedef struct scenario {
     swi_status weights_status;
     int use_reader; /* the input through a swi_reader */
     int adopt;      /* outputs handed over with swi_batch_set_output */
+    int sparse;     /* the frontier's sparse cell table, forced */
 } scenario;
+
+extern int swi__sparse_tables; /* src/plan.c: tests force the sparse cell table */
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
@@ -338,7 +342,7 @@ static void make_scenario(scenario *sc, const char *name) {
         add_output(sc, 0, SWI_REDUCE_CONFIDENCE, 1, 1, o0, 3);
         add_output(sc, 1, SWI_REDUCE_CUSTOM, 0, 1, o1, 2);
         add_output(sc, 0, SWI_REDUCE_SOFTMAX, 1, 0, o0, 3);
-    } else if (!strcmp(name, "stream")) {
+    } else if (!strcmp(name, "stream") || !strcmp(name, "sparse")) {
         sc->dims = 3;
         sc->batch = 1;
         sc->cin = 1;
@@ -357,6 +361,7 @@ static void make_scenario(scenario *sc, const char *name) {
         p->n_heads = 1;
         p->heads[0].channels = 4;
         add_output(sc, 0, SWI_REDUCE_ARGMAX, 0, 1, size, 4);
+        sc->sparse = !strcmp(name, "sparse");
     } else if (!strcmp(name, "big")) {
         sc->dims = 3;
         sc->batch = 1;
@@ -463,6 +468,7 @@ static swi_status run_scenario(swi_ctx *ctx, scenario *sc, uint64_t *hash) {
         t.data = NULL;
         t.reader = &reader;
     }
+    swi__sparse_tables = sc->sparse;
     /* the other allocating entry points a caller uses */
     swi_plan plan;
     swi_status st = swi_plan_run(ctx, &sc->p, &t, sc->outs, sc->n_outs, &plan);
@@ -827,7 +833,7 @@ int main(int argc, char **argv) {
     if (n <= 0) die("readlink /proc/self/exe: %s", strerror(errno));
     self[n] = '\0';
     if (argc >= 2 && !strcmp(argv[1], "list")) {
-        puts("full\nstream\nbig");
+        puts("full\nstream\nbig\nsparse");
         return 0;
     }
     if (argc == 3 && !strcmp(argv[1], "count")) {
