@@ -1794,5 +1794,9 @@ swi_status h5__commit(void *impl, char *err, size_t n) {
     return missing(err, n);
 }
 void h5__abort(void *impl) { (void)impl; }
+int h5__replaces(const void *impl) {
+    (void)impl;
+    return 0;
+}
 
 #endif
