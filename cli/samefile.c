@@ -157,12 +157,21 @@ static int labels_image(const char *name, char *img, size_t n) {
 }
 
 /* Is the folder dir an image group rather than an array (whose own folder labels must not
- * enter)? */
+ * enter): no Zarr v2 .zarray, no Zarr v3 zarr.json of an array? */
 static int is_group(const char *dir) {
     char p[LOC_MAX];
     struct stat st;
-    if ((size_t)snprintf(p, sizeof p, "%s/.zarray", dir) >= sizeof p) return 0;
-    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && lstat(p, &st) != 0;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    if ((size_t)snprintf(p, sizeof p, "%s/.zarray", dir) >= sizeof p || lstat(p, &st) == 0) return 0;
+    if ((size_t)snprintf(p, sizeof p, "%s/zarr.json", dir) >= sizeof p) return 0;
+    int fd = swi_io_open_regular(p, NULL, NULL, 0);
+    if (fd < 0) return 1;
+    char head[4096];
+    ssize_t got = read(fd, head, sizeof head - 1);
+    close(fd);
+    head[got > 0 ? got : 0] = '\0';
+    const char *node = strstr(head, "\"node_type\"");
+    return !(node && strstr(node, "\"array\""));
 }
 
 cli_relation cli_path_relation(const char *out, const char *in) {

@@ -112,6 +112,18 @@ int main(void) {
         return 1;
     }
     EXPECT(cli_path_relation("img.ome.zarr/labels/seg", "img.ome.zarr/labels/seg/0") == CLI_CONTAINS);
+    /* Zarr v3: a level array is told by its zarr.json */
+    if (mkdir("v3.ome.zarr", 0755) || mkdir("v3.ome.zarr/0", 0755)) {
+        perror("v3");
+        return 1;
+    }
+    FILE *j = fopen("v3.ome.zarr/0/zarr.json", "w");
+    if (!j || fputs("{\"zarr_format\": 3, \"node_type\": \"array\"}", j) < 0 || fclose(j) != 0) {
+        perror("zarr.json");
+        return 1;
+    }
+    EXPECT(cli_path_relation("v3.ome.zarr/0/labels/seg", "v3.ome.zarr/0") == CLI_INSIDE);
+    EXPECT(cli_path_relation("v3.ome.zarr/labels/seg", "v3.ome.zarr") == CLI_APART);
     EXPECT(cli_path_relation("img.ome.zarr/labels/seg", "img.ome.zarr/labels/seg") == CLI_SAME);
 
     /* HDF5: the file, then the dataset inside it */
