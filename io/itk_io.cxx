@@ -568,8 +568,13 @@ std::vector<std::string> split_words(const std::string &v) {
 bool slice_file_ok(const std::string &file, uint64_t need, bool compressed, const char *path,
                    const char *what, char *err, size_t n) {
     struct stat st;
-    if (file.size() >= 2000 || stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (file.size() >= 2000 || stat(file.c_str(), &st) != 0) {
         io__err(err, n, "%s: %s: the file %.2000s is missing", path, what, file.c_str());
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) { /* MetaIO would block on a FIFO, read nothing from a folder */
+        io__err(err, n, "%s: %s: %s is %s, not a regular file", path, what, file.c_str(),
+                swi_io_file_kind((unsigned)st.st_mode));
         return false;
     }
     if (!compressed && (uint64_t)st.st_size < need) {

@@ -381,6 +381,18 @@ if case == "fifo_meta_data":
     with open("u.mhd", "w") as f:
         f.write(MHD % ("", "raw.fifo"))
     fifo_refused([*SEG, "--input", "u.mhd", "--output", "o/l.nii.gz"], "raw.fifo", "raw MetaImage FIFO")
+    # a numbered series and a file LIST with a FIFO among their files
+    for k in range(20):
+        if k != 5:
+            with open("m%02d.raw" % k, "wb") as f:
+                f.write(vol[k].astype("<f4").tobytes())
+    mkfifo("m05.raw")
+    with open("s.mhd", "w") as f:
+        f.write(MHD % ("", "m%02d.raw 0 19 1"))
+    fifo_refused([*SEG, "--input", "s.mhd", "--output", "o/l.nii.gz"], "m05.raw", "a numbered series FIFO")
+    with open("l.mhd", "w") as f:
+        f.write(MHD % ("", "LIST 2D") + "".join("m%02d.raw\n" % k for k in range(20)))
+    fifo_refused([*SEG, "--input", "l.mhd", "--output", "o/l.nii.gz"], "m05.raw", "a file LIST FIFO")
 
 if case == "meta_data_dir":
     # a directory as the data file would leave the voxels unread (uninitialised memory)
