@@ -447,8 +447,11 @@ swi_status check_nrrd_header(const char *path, char *err, size_t n) {
         std::vector<std::string> words = split_words(line.substr(colon + 1));
         if (words.size() >= 4 && name.find('%') != std::string::npos) {
             if (swi_status st = check_data_series(path, words, "data file", err, n)) return st;
-        } else if (swi_status st = check_data_file(path, name, "data file", err, n)) {
-            return st;
+        } else {
+            /* not a series: teem takes the whole value as the name, blanks included */
+            std::string whole = b == std::string::npos ? std::string() : line.substr(b);
+            while (!whole.empty() && (whole.back() == ' ' || whole.back() == '\t')) whole.pop_back();
+            if (swi_status st = check_data_file(path, whole, "data file", err, n)) return st;
         }
     }
     return SWI_OK;

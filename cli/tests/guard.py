@@ -357,6 +357,13 @@ if case == "fifo_nrrd_data":
                 f.write(vol[k].astype("<f4").tobytes())
     mkfifo("s07.raw")
     fifo_refused([*SEG, "--input", "list.nhdr", "--output", "o/l.nii.gz"], "s07.raw", "a LIST entry FIFO")
+    # the screen takes a name as teem does: the whole value, blanks included
+    with open("my data.raw", "wb") as f:
+        f.write(vol.astype("<f4").tobytes())
+    with open("blank.nhdr", "w") as f:
+        f.write(HDR % ("raw", "my data.raw"))
+    r = run(*SEG, "--input", "blank.nhdr", "--output", "o/b.nii.gz")
+    check(r.returncode == 0 and os.path.isfile("o/b.nii.gz"), "a data file name with a blank is read: " + r.stderr)
 
 if case == "fifo_nrrd_series":
     need_itk()
