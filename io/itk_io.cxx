@@ -362,7 +362,9 @@ swi_status check_data_series(const char *path, const std::vector<std::string> &w
     char *e1 = NULL, *e2 = NULL, *e3 = NULL;
     long long first = strtoll(w[1].c_str(), &e1, 10), last = strtoll(w[2].c_str(), &e2, 10),
               step = strtoll(w[3].c_str(), &e3, 10);
-    if (*e1 || *e2 || *e3 || step == 0 || (last - first) / step < 0 || (last - first) / step >= (1 << 16)) {
+    const long long big = 1LL << 40; /* keeps last - first and k + step from overflowing */
+    if (*e1 || *e2 || *e3 || step == 0 || llabs(first) > big || llabs(last) > big || llabs(step) > big ||
+        (last - first) / step < 0 || (last - first) / step >= (1 << 16)) {
         io__err(err, n, "%s: %s: a numbered series needs FIRST LAST STEP of at most 65536 files", path, what);
         return SWI_ERR_INVALID_ARG;
     }
