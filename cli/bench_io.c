@@ -82,6 +82,12 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, cons
         snprintf(err, n, "%s", e);
         return 1;
     }
+    /* parts of one store must come from one job: the same input, predictor and options */
+    char job[3072], extra[64];
+    snprintf(extra, sizeof extra, "bench %s, %lld classes", scores ? "scores" : "labels", (long long)classes);
+    const char *inputs[1] = {b->input ? b->input : "(generated)"};
+    cli_job_fingerprint(inputs, 1, in->size, NULL, 0, p, extra, job, sizeof job);
+    spec.job = job;
     int flags = (b->force ? SWI_STORE_FORCE : 0) | (b->sharded ? SWI_STORE_SHARED : 0);
     if (b->init) {
         if (swi_store_init(b->output, &spec, flags, err, n) != SWI_OK) return 1;
@@ -112,8 +118,14 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, cons
             p->part_hi[d] = b->box_hi[d];
         }
     if (swi_store_create(b->output, &spec, flags, b->part, b->parts, b->box_lo, b->box_hi, &b->writer, err,
-                         n) != SWI_OK)
+                         n) != SWI_OK) {
+        if (b->sharded && !b->mpi && strlen(err) + 24 < n) {
+            char m[2048];
+            snprintf(m, sizeof m, "%s", err);
+            snprintf(err, n, "--shard %d/%d: %s", b->part, b->parts, m);
+        }
         return 1;
+    }
     return 0;
 }
 
@@ -169,11 +181,13 @@ int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, s
     if (st != SWI_OK) {
         /* the writer's own failure says more than "a region callback returned non-zero" */
         const char *why = swi_store_writer_error(w);
-        snprintf(err, n, "%s; %s is left marked incomplete",
+        snprintf(err, n, "%s; %s %s",
                  *why  ? why
                  : ctx ? swi_last_error(ctx)
                        : "failed",
-                 b->output);
+                 b->output,
+                 swi_store_writer_replaces(w) ? "is left as it was before the run"
+                                              : "is left marked incomplete");
         swi_store_abort(w);
         return -1;
     }

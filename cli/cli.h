@@ -34,9 +34,11 @@ typedef struct seg_opts {
     const char *model;
     const char *inputs[SEG_MAX_INPUTS];
     int n_inputs;
-    const char *output;  /**< labels (.nii / .nii.gz) */
-    const char *scores;  /**< blended scores, float32, classes along dim 4; or NULL */
-    const char *preview; /**< PNG; or NULL */
+    const char *output;       /**< labels (.nii / .nii.gz) */
+    const char *scores;       /**< blended scores, float32, classes along dim 4; or NULL */
+    const char *preview;      /**< PNG; or NULL */
+    const char *report;       /**< HTML review page (report/swi_report.h); or NULL */
+    const char *report_title; /**< its heading (folder mode: the case); NULL: the input's name */
     int64_t roi[3];
     int roi_given;
     double overlap[3];
@@ -66,6 +68,7 @@ typedef struct seg_opts {
     const char *input_dir;      /**< segment every volume in it; or NULL */
     const char *output_dir;     /**< OUT/<case>.<output_format> */
     const char *output_format;  /**< "nii.gz" (default), "nii", "nrrd" or "mha" */
+    const char *report_dir;     /**< a page per case and index.html here; or NULL */
     int part_index, part_count; /**< --part I/N: cases I, I+N, I+2N, ... (0-based) */
     int part_given;             /**< --part was on the command line */
     const char *progress_label; /**< drawn before the windows of the progress bar */

@@ -12,7 +12,9 @@
  */
 #include "segment.h"
 
+#include "card.h"
 #include "preprocess.h"
+#include "report.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -41,6 +43,8 @@ typedef struct fcase {
     char err[SWI_ERRLEN];
     int64_t size[3];
     double seconds;
+    char page[PATH_MAX];  /* --report-dir: its page */
+    seg_case_summary sum; /* --report-dir: for the index */
 } fcase;
 
 static const char *const VOLUME_EXT[] = {".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd"};
@@ -96,6 +100,7 @@ static void free_folder(folder *f) {
     for (int i = 0; i < f->n_cases; i++) {
         for (int k = 0; k < f->cases[i].n_files; k++) free(f->cases[i].files[k]);
         free_case_data(&f->cases[i]);
+        seg_case_summary_free(&f->cases[i].sum);
     }
     free(f->cases);
     free(f->todo);
@@ -121,7 +126,7 @@ static fcase *case_named(folder *f, const char *name, size_t len, int *cap) {
 }
 
 /* List IN into cases. Returns 0, or 1 with err set. */
-static int list_cases(folder *f, const char *in, const char *out_real, char *err) {
+static int list_cases(folder *f, const char *in, const char *out_real, const char *rep_real, char *err) {
     DIR *d = opendir(in);
     if (!d) {
         cli_err(err, "%s: cannot open the input directory: %s", in, strerror(errno));
@@ -146,6 +151,9 @@ static int list_cases(folder *f, const char *in, const char *out_real, char *err
             if (realpath(path, real)) {
                 size_t rl = strlen(real);
                 if (strncmp(out_real, real, rl) == 0 && (out_real[rl] == '\0' || out_real[rl] == '/'))
+                    continue;
+                if (rep_real[0] && strncmp(rep_real, real, rl) == 0 &&
+                    (rep_real[rl] == '\0' || rep_real[rl] == '/'))
                     continue;
             }
         }
@@ -324,6 +332,80 @@ static void print_table(const folder *f, double seconds) {
             seconds, f->o->output_dir);
 }
 
+/* Make the --report-dir folder if missing; its real path into real ("" without one).
+ * Returns 0, or 1 with err set. */
+static int report_dir(const seg_opts *o, const char *real_in, char real[PATH_MAX], char *err) {
+    real[0] = '\0';
+    if (!o->report_dir) return 0;
+    struct stat st;
+    if (stat(o->report_dir, &st) != 0) {
+        if (mkdir(o->report_dir, 0777) != 0 &&
+            !(errno == EEXIST && stat(o->report_dir, &st) == 0 && S_ISDIR(st.st_mode))) {
+            cli_err(err, "%s: cannot make the report directory: %s", o->report_dir, strerror(errno));
+            return 1;
+        }
+    } else if (!S_ISDIR(st.st_mode)) {
+        cli_err(err, "%s: not a directory (--report-dir)", o->report_dir);
+        return 1;
+    }
+    if (!realpath(o->report_dir, real)) {
+        cli_err(err, "%s: %s", o->report_dir, strerror(errno));
+        return 1;
+    }
+    if (strcmp(real, real_in) == 0) {
+        cli_err(err, "--report-dir %s is the input directory; give another (a subdirectory is fine)",
+                o->report_dir);
+        return 1;
+    }
+    return 0;
+}
+
+/* The index of the cases this run saw (another part's are left out). */
+static int write_index(const folder *f, char *err) {
+    const seg_opts *o = f->o;
+    seg_index_row *rows = calloc((size_t)f->n_cases + 1, sizeof *rows);
+    char(*hrefs)[PATH_MAX] = calloc((size_t)f->n_cases + 1, sizeof *hrefs);
+    if (!rows || !hrefs) {
+        free(rows), free(hrefs);
+        cli_err(err, "%s: out of memory writing the index", o->report_dir);
+        return 1;
+    }
+    int n = 0, classes = 0;
+    for (int i = 0; i < f->n_cases; i++) {
+        const fcase *c = &f->cases[i];
+        if (c->state == CASE_TODO) continue;
+        seg_index_row *r = &rows[n++];
+        r->name = c->name;
+        r->failed = c->state != CASE_DONE && c->state != CASE_SKIPPED;
+        r->status = c->state == CASE_DONE      ? "ok"
+                    : c->state == CASE_SKIPPED ? "skipped (output exists)"
+                                               : "failed";
+        r->error = r->failed ? (c->err[0] ? c->err : "failed (see the run's messages)") : NULL;
+        r->seconds = c->seconds;
+        r->sum = c->sum.ml ? &c->sum : NULL;
+        if (c->sum.n_ml > classes) classes = c->sum.n_ml;
+        struct stat st;
+        char page[PATH_MAX];
+        if (!r->failed &&
+            snprintf(page, sizeof page, "%s/%s.html", o->report_dir, c->name) < (int)sizeof page &&
+            stat(page, &st) == 0) {
+            seg_report_href(c->name, ".html", hrefs[i], sizeof hrefs[i]);
+            r->href = hrefs[i];
+        }
+    }
+    if (!classes && o->card && o->card->n_classes > 1) classes = o->card->n_classes - 1;
+    char path[PATH_MAX];
+    int rc = 0;
+    if (o->part_count > 1)
+        snprintf(path, sizeof path, "%s/index-part-%d-of-%d.html", o->report_dir, o->part_index,
+                 o->part_count);
+    else
+        snprintf(path, sizeof path, "%s/index.html", o->report_dir);
+    rc = seg_report_index(o, path, rows, n, classes, err);
+    free(rows), free(hrefs);
+    return rc;
+}
+
 /* Make OUT if missing; its real path into real. Returns 0, or 1/2 with err set. */
 static int output_dir(const seg_opts *o, char real_in[PATH_MAX], char real_out[PATH_MAX], char *err) {
     struct stat st;
@@ -364,19 +446,22 @@ static int output_dir(const seg_opts *o, char real_in[PATH_MAX], char real_out[P
 }
 
 int seg_folder_run(const seg_opts *o) {
-    char err[SWI_ERRLEN], real_in[PATH_MAX], real_out[PATH_MAX];
+    char err[SWI_ERRLEN], real_in[PATH_MAX], real_out[PATH_MAX], real_rep[PATH_MAX];
     double t0 = cli_now();
     if (cli_signals_start() != 0) /* before the reader thread: it inherits the mask */
         return seg_fail(WHO, "cannot set up signal handling");
+    /* pages that cannot be written (no NiiVue) are refused before anything is made */
+    if (o->report_dir && seg_report_check(o->report_dir, err)) return seg_fail(WHO, err);
     int rc = output_dir(o, real_in, real_out, err);
     if (rc) {
         fprintf(stderr, "%s: %s%s\n", WHO, err, rc == 2 ? " (see 'swi segment --help')" : "");
         return rc;
     }
+    if (report_dir(o, real_in, real_rep, err)) return seg_fail(WHO, err);
     folder f;
     memset(&f, 0, sizeof f);
     f.o = o;
-    if (list_cases(&f, o->input_dir, real_out, err)) {
+    if (list_cases(&f, o->input_dir, real_out, real_rep, err)) {
         free_folder(&f);
         return seg_fail(WHO, err);
     }
@@ -447,6 +532,20 @@ int seg_folder_run(const seg_opts *o) {
         oc.n_inputs = c->n_files;
         for (int k = 0; k < c->n_files; k++) oc.inputs[k] = c->files[k];
         oc.output = c->out;
+        if (o->report_dir) {
+            if (snprintf(c->page, sizeof c->page, "%s/%s.html", o->report_dir, c->name) >=
+                (int)sizeof c->page) {
+                cli_err(c->err, "%s: report path too long", c->name);
+                fprintf(stderr, "%s: %s\n", who, c->err);
+                c->state = CASE_FAILED;
+                failed++;
+                free_case_data(c);
+                continue;
+            }
+            oc.report = c->page;
+            oc.report_title = c->name;
+            oc.report_dir = NULL;
+        }
         char label[320];
         snprintf(label, sizeof label, "[%d/%d] %s", t + 1, f.n_todo, c->name);
         oc.progress_label = label;
@@ -466,8 +565,16 @@ int seg_folder_run(const seg_opts *o) {
         s->model = model;
         s->model_borrowed = 1;
         double t1 = cli_now();
-        int r = seg_run_state(&oc, who, s, NULL);
+        seg_result keep;
+        memset(&keep, 0, sizeof keep);
+        seg_clear_error();
+        int r = seg_run_state(&oc, who, s, o->report_dir ? &keep : NULL);
         c->seconds += cli_now() - t1;
+        if (r != 0) snprintf(c->err, sizeof c->err, "%s", seg_last_error());
+        /* the index's volumes and thumbnail, while the case's image is still held */
+        if (r == 0 && keep.labels && seg_case_summarize(s, &keep, &c->sum, c->err))
+            fprintf(stderr, "%s: %s\n", who, c->err);
+        free(keep.labels);
         model = s->model; /* opened by the first case that got that far */
         seg_state_free(s);
         free_case_data(c);
@@ -491,6 +598,10 @@ int seg_folder_run(const seg_opts *o) {
     }
     swi_ort_close(model);
     if (!o->quiet || failed) print_table(&f, cli_now() - t0);
+    if (o->report_dir && !interrupted && write_index(&f, err)) {
+        fprintf(stderr, "%s: %s\n", WHO, err);
+        failed++;
+    }
     pthread_mutex_destroy(&f.mu);
     pthread_cond_destroy(&f.cv);
     free_folder(&f);

@@ -16,6 +16,7 @@
 #include "mpi_job.h"
 #include "preprocess.h"
 #include "progress.h"
+#include "report.h"
 #include "samefile.h"
 #include "util.h"
 
@@ -152,7 +153,7 @@ static int take_results(const seg_opts *o, const char *who, const seg_state *s, 
 }
 
 /* Write every output into its temporary file, then commit them all or none. */
-static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const seg_results *r) {
+static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const seg_results *r, double t0) {
     char err[SWI_ERRLEN];
     const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
     if (o->output && swi_volume_write_fd(cli_out_take_fd(&s->out_labels), o->output, &s->vols[0], r->labels,
@@ -168,14 +169,18 @@ static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const
                                 s->reader ? s->store_in.size : s->vols[0].size, s->reader ? NULL : s->input,
                                 r->labels, r->label_bytes, err, SWI_ERRLEN))
         return seg_fail(who, err);
+    if (o->report && seg_report_write(o, s, cli_out_take_fd(&s->out_report), o->report,
+                                      o->report_title ? o->report_title : o->inputs[0], r->labels,
+                                      r->label_bytes, r->classes, cli_now() - t0, err))
+        return step_failed(who, err);
     const int names = s->itk_path[0] != '\0';
     if (names && (card_write_labels(o->card, cli_out_take_fd(&s->out_itk), 1, s->itk_path, err) ||
                   card_write_labels(o->card, cli_out_take_fd(&s->out_ctbl), 0, s->ctbl_path, err)))
         return step_failed(who, err);
-    cli_out *all[5] = {o->output ? &s->out_labels : NULL, o->scores ? &s->out_scores : NULL,
+    cli_out *all[6] = {o->output ? &s->out_labels : NULL,   o->scores ? &s->out_scores : NULL,
                        o->preview ? &s->out_preview : NULL, names ? &s->out_itk : NULL,
-                       names ? &s->out_ctbl : NULL};
-    if (cli_out_commit_all(all, 5, o->force, err)) return step_failed(who, err);
+                       names ? &s->out_ctbl : NULL,         o->report ? &s->out_report : NULL};
+    if (cli_out_commit_all(all, 6, o->force, err)) return step_failed(who, err);
     return 0;
 }
 
@@ -188,6 +193,8 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
         cli_err(err, "%s: swi was built without PNG support (install libpng-dev and rebuild)", o->preview);
         return seg_fail(who, err);
     }
+    /* A page that cannot be written (no NiiVue) is refused before anything runs. */
+    if (o->report && seg_report_check(o->report, err)) return seg_fail(who, err);
     /* The card's class names go beside a label map file: OUT.label.txt and OUT.ctbl. */
     if (o->output && !cli_is_store(o->output) && o->card && o->card->n_classes > 0 &&
         seg_side_names(o->output, s->itk_path, s->ctbl_path, sizeof s->itk_path))
@@ -205,16 +212,21 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if (o->n_models == 0) ins[n_ins++] = (cli_named_path){"--model", o->model};
     if (o->card && o->card->in_file) ins[n_ins++] = (cli_named_path){"the model card", o->card->source};
     for (int c = 0; c < o->n_inputs; c++) ins[n_ins++] = (cli_named_path){"--input", o->inputs[c]};
-    const cli_named_path outp[5] = {{"--output", o->output},
+    const cli_named_path outp[6] = {{"--output", o->output},
                                     {"--scores", o->scores},
                                     {"--preview", o->preview},
+                                    {"--report", o->report},
                                     {"the label names", s->itk_path[0] ? s->itk_path : NULL},
                                     {"the color table", s->ctbl_path[0] ? s->ctbl_path : NULL}};
-    if (cli_check_outputs_apart(ins, n_ins, outp, 5, err)) return seg_fail(who, err);
+    if (cli_check_outputs_apart(ins, n_ins, outp, 6, err)) return seg_fail(who, err);
     /* Existing outputs are refused before anything else happens. */
-    const char *finals[5] = {o->output, o->scores, o->preview, s->itk_path[0] ? s->itk_path : NULL,
-                             s->ctbl_path[0] ? s->ctbl_path : NULL};
-    for (int i = 0; i < 5; i++)
+    const char *finals[6] = {o->output,
+                             o->scores,
+                             o->preview,
+                             s->itk_path[0] ? s->itk_path : NULL,
+                             s->ctbl_path[0] ? s->ctbl_path : NULL,
+                             o->report};
+    for (int i = 0; i < 6; i++)
         if (finals[i] && !cli_is_store(finals[i]) && cli_out_check(finals[i], o->force, err))
             return seg_fail(who, err);
 
@@ -254,6 +266,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if (!stores_out && ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
                         (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
                         (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)) ||
+                        (o->report && cli_out_begin(&s->out_report, o->report, o->force, err)) ||
                         (s->itk_path[0] && cli_out_begin(&s->out_itk, s->itk_path, o->force, err)) ||
                         (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err))))
         return seg_fail(who, err);
@@ -287,7 +300,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     if (st != SWI_OK) {
         const char *why = seg_store_error(s);
         if (why)
-            fprintf(stderr, "%s: %s; the output stays marked incomplete\n", who, why);
+            fprintf(stderr, "%s: %s; %s\n", who, why, seg_store_left(s));
         else
             seg_engine_error(who, o, st, s->ctx);
         return 1;
@@ -313,7 +326,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     seg_results r;
     const int64_t *isz = s->vols[0].size; /* outputs are on the input's own grid */
     const int64_t N = isz[0] * isz[1] * isz[2];
-    if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &r))) return rc;
+    if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &r, t0))) return rc;
     if (keep) {
         keep->labels = cli_malloc(r.label_size);
         if (keep->labels) memcpy(keep->labels, r.labels, r.label_size);

@@ -24,7 +24,7 @@ typedef struct seg_state {
     seg_grid grid; /* the model's grid (--orientation, --spacing) */
     swi_ctx *ctx;
     float *input;
-    cli_out out_labels, out_scores, out_preview;
+    cli_out out_labels, out_scores, out_preview, out_report;
     cli_out out_itk, out_ctbl; /* the card's class names beside the labels */
     char itk_path[4200], ctbl_path[4200];
     int vols_ready;     /* vols are opened (and input, when set, read): seg_setup keeps them */
@@ -79,6 +79,8 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
 int seg_store_commit(seg_state *s, char *err);
 /* The writers' first failure, or NULL. */
 const char *seg_store_error(const seg_state *s);
+/* What a failed run leaves of its store outputs, for the message. */
+const char *seg_store_left(const seg_state *s);
 
 /* The card's side files of a label map file OUT.EXT: OUT.label.txt (ITK-SNAP) and OUT.ctbl
  * (3D Slicer), each in n bytes. Returns 0, or -1 when they do not fit. */
@@ -86,5 +88,10 @@ int seg_side_names(const char *output, char *itk, char *ctbl, size_t n);
 
 /* Print "who: msg" and return 1. */
 int seg_fail(const char *who, const char *msg);
+
+/* The last seg_fail message ("" after seg_clear_error): a failed case's error in folder
+ * mode's index page. */
+const char *seg_last_error(void);
+void seg_clear_error(void);
 
 #endif

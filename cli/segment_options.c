@@ -48,6 +48,9 @@ static const char SEGMENT_HELP[] =
     "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz \\\n"
     "      --scores prob.nii.gz --softmax --preview seg.png --max-memory 4G\n"
     "\n"
+    "  # a page to review it in a browser: three planes, 3-D, class volumes (offline)\n"
+    "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --report seg.html\n"
+    "\n"
     "  # in a pipeline: refuse scans with NaN or Inf voxels instead of zeroing them\n"
     "  swi segment --model m.onnx --input ct.nii.gz --output seg.nii.gz --nonfinite fail\n"
     "\n"
@@ -92,9 +95,13 @@ static const char SEGMENT_HELP[] =
     "                       (.nii, .nii.gz, .nrrd, .mha)\n"
     "  --softmax            apply softmax over the classes to --scores\n"
     "  --preview FILE.png   three orthogonal mid-slices with the labels overlaid\n"
+    "  --report FILE.html   a review page that opens offline in a browser: the image and\n"
+    "                       labels in three linked planes and 3-D (NiiVue, inlined), each\n"
+    "                       class's voxels, mL and bounding box, the run's summary\n"
     "  --force              overwrite existing output files (never an input: an output\n"
     "                       that is, holds or lies in an input, a model or the card,\n"
-    "                       under any name, is refused)\n"
+    "                       under any name, is refused); a store only if it is a kind\n"
+    "                       swi writes, swapped in when done\n"
     "  --head N             use the model's output N (default 0, the first)\n"
     "\n"
     "Real scans: the model's grid (outputs always come back on the input's own grid):\n"
@@ -120,6 +127,8 @@ static const char SEGMENT_HELP[] =
     "  --output-dir DIR     where OUT/<case>.<format> go (made if missing; not DIR itself);\n"
     "                       cases whose output exists are skipped unless --force\n"
     "  --output-format F    nii.gz (default), nii, nrrd or mha\n"
+    "  --report-dir DIR     a review page per case (DIR/<case>.html) and DIR/index.html, a\n"
+    "                       sortable table of the cases (--report DIR does the same)\n"
     "  --part I/N           only cases I, I+N, I+2N, ... of the sorted list (0 <= I < N);\n"
     "                       under mpirun rank I of N takes part I/N\n"
     "                       The model is loaded once and the next case read while one is\n"
@@ -142,6 +151,9 @@ static const char SEGMENT_HELP[] =
     "    swi segment --model m.onnx --input ct.zarr --output seg.zarr --shard 5/8 --shard-grid 2x2x2\n"
     "    mpirun -n 8 swi segment --model m.onnx --input ct.zarr --output seg.zarr  (MPI builds)\n"
     "  A store being written holds .swi-incomplete until every part has finished.\n"
+    "  One run writes y.h5:/labels into a copy of y.h5 renamed over it when done: the\n"
+    "  file's other datasets and attributes are kept, --force replaces only a dataset\n"
+    "  swi writes, and a failed or interrupted run leaves the file as it was.\n"
     "  Into HDF5 (y.h5:/labels) the parts write one file in turn, each batch under an\n"
     "  exclusive lock of the file; the dataset carries the attribute swi_incomplete until\n"
     "  the last part has written. The lock must work across the machines (NFS: its lock\n"
@@ -239,6 +251,8 @@ enum {
     OPT_OUTPUT,
     OPT_SCORES,
     OPT_PREVIEW,
+    OPT_REPORT,
+    OPT_REPORT_DIR,
     OPT_ROI,
     OPT_OVERLAP,
     OPT_MODE,
@@ -278,6 +292,8 @@ static const struct option LONG_OPTS[] = {
     {"output", required_argument, NULL, OPT_OUTPUT},
     {"scores", required_argument, NULL, OPT_SCORES},
     {"preview", required_argument, NULL, OPT_PREVIEW},
+    {"report", required_argument, NULL, OPT_REPORT},
+    {"report-dir", required_argument, NULL, OPT_REPORT_DIR},
     {"roi", required_argument, NULL, OPT_ROI},
     {"overlap", required_argument, NULL, OPT_OVERLAP},
     {"mode", required_argument, NULL, OPT_MODE},
@@ -393,6 +409,8 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         case OPT_OUTPUT: o->output = arg; break;
         case OPT_SCORES: o->scores = arg; break;
         case OPT_PREVIEW: o->preview = arg; break;
+        case OPT_REPORT: o->report = arg; break;
+        case OPT_REPORT_DIR: o->report_dir = arg; break;
         case OPT_ROI: {
             int64_t v[3];
             int n = cli_parse_i64_list(arg, v, 3);
@@ -558,9 +576,15 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
     }
     if (optind < argc) return usage(who, "unexpected argument '%s'", argv[optind], NULL);
     if (!o->model) return usage(who, "--model is required", NULL, NULL);
+    if (plan && (o->report || o->report_dir)) return usage(who, "--report is for swi segment", NULL, NULL);
     if (o->input_dir || o->output_dir || o->output_format || o->part_count) {
         /* folder mode: the cases are the folder's, their outputs OUT/<case>.<format> */
         if (plan) return usage(who, "folder mode (--input-dir) is for swi segment", NULL, NULL);
+        if (o->report && o->report_dir && strcmp(o->report, o->report_dir) != 0)
+            return usage(who, "--report and --report-dir name two folders: give one", NULL, NULL);
+        /* in folder mode --report names the pages' folder */
+        if (o->report && !o->report_dir) o->report_dir = o->report;
+        o->report = NULL;
         if (!o->input_dir)
             return usage(who, "--output-dir, --output-format and --part need --input-dir", NULL, NULL);
         if (!o->output_dir) return usage(who, "--input-dir needs --output-dir", NULL, NULL);
@@ -579,8 +603,10 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         o->part_given = o->part_count != 0;
         if (!o->output_format) o->output_format = "nii.gz";
         if (!o->part_count) o->part_count = 1;
-        return 0;
+        /* every case is run as swi segment runs one: with the model's card */
+        return load_card(who, o);
     }
+    if (o->report_dir) return usage(who, "--report-dir is for folder mode (--input-dir)", NULL, NULL);
     if (o->n_inputs == 0) return usage(who, "--input is required", NULL, NULL);
     if (!plan && !o->output) return usage(who, "--output is required", NULL, NULL);
     /* a name that is not a volume file may be a store: segment_stores.c (seg_store_check) decides */
@@ -599,9 +625,11 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         return usage(who, "--preview '%s': the name must end in .png", o->preview, NULL);
     if (o->softmax && !o->scores)
         return usage(who, "--softmax applies to --scores; give --scores FILE too", NULL, NULL);
-    const char *outs[3] = {o->output, o->scores, o->preview};
-    for (int a = 0; a < 3; a++)
-        for (int b = a + 1; b < 3; b++)
+    if (o->report && !cli_ends_with(o->report, ".html"))
+        return usage(who, "--report '%s': the name must end in .html", o->report, NULL);
+    const char *outs[4] = {o->output, o->scores, o->preview, o->report};
+    for (int a = 0; a < 4; a++)
+        for (int b = a + 1; b < 4; b++)
             if (outs[a] && outs[b] && strcmp(outs[a], outs[b]) == 0)
                 return usage(who, "'%s' is given as two different outputs", outs[a], NULL);
     return load_card(who, o);

@@ -15,14 +15,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the last message, for folder mode's index page */
+static char last_error[SWI_ERRLEN];
+
+const char *seg_last_error(void) { return last_error; }
+
+void seg_clear_error(void) { last_error[0] = '\0'; }
+
 int seg_fail(const char *who, const char *msg) {
+    snprintf(last_error, sizeof last_error, "%s", msg);
     fprintf(stderr, "%s: %s\n", who, msg);
     return 1;
 }
 
 seg_state *seg_state_new(void) {
     seg_state *s = cli_calloc(1, sizeof *s);
-    if (s) s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = s->out_itk.fd = s->out_ctbl.fd = -1;
+    if (s)
+        s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = s->out_report.fd = s->out_itk.fd =
+            s->out_ctbl.fd = -1;
     return s;
 }
 
@@ -32,6 +42,7 @@ void seg_state_free(seg_state *s) {
     cli_out_abort(&s->out_labels);
     cli_out_abort(&s->out_scores);
     cli_out_abort(&s->out_preview);
+    cli_out_abort(&s->out_report);
     cli_out_abort(&s->out_itk);
     cli_out_abort(&s->out_ctbl);
     swi_store_abort(s->w_labels);

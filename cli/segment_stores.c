@@ -45,6 +45,8 @@ int seg_store_check(const seg_opts *o, const char *who) {
         msg = "--output and --scores: write both to stores or both to NIfTI";
     else if (out_store && o->preview)
         msg = "--preview needs the whole label map: not with store outputs";
+    else if (out_store && o->report)
+        msg = "--report needs the whole label map: not with store outputs";
     else if (o->shard_given && !out_store)
         msg = "--shard writes parts of shared stores: give --output x.zarr";
     char gm[SWI_ERRLEN];
@@ -82,10 +84,13 @@ int seg_store_open_inputs(const seg_opts *o, seg_state *s, char *err) {
     s->store_in.transform = preprocess_box;
     s->store_in.transform_user = (void *)o;
     cli_input_reader(&s->store_in);
-    /* NIfTI outputs of a store input: an axis-aligned geometry of 1 mm voxels */
-    if (!seg_store_outputs(o) &&
-        swi_volume_make(&s->vols[0], s->store_in.size, (const double[3]){1, 1, 1}, err, SWI_ERRLEN))
+    /* NIfTI/NRRD outputs of a store input: its OME-Zarr scale and translation as the
+     * affine (axis-aligned, store axis 0 = i), else 1 mm voxels at the origin */
+    char msg[SWI_ERRLEN];
+    if (!seg_store_outputs(o) && swi_store_volume(s->store_in.stores[0], &s->vols[0], msg, sizeof msg)) {
+        cli_err(err, "%s", msg);
         return 1;
+    }
     return 0;
 }
 
@@ -97,13 +102,6 @@ static void spec_of(const swi_tensor *in, int64_t planes, swi_dtype dtype, int l
     spec->dtype = dtype;
     spec->labels = labels;
     spec->classes = classes;
-}
-
-/* Whether a and b are datasets of one HDF5 file (x.h5:/labels, x.h5:/scores). */
-static int same_h5_file(const char *a, const char *b) {
-    char fa[4096], fb[4096];
-    return a && b && swi_store_split_h5(a, fa, sizeof fa, NULL, 0, NULL, 0) == SWI_OK &&
-           swi_store_split_h5(b, fb, sizeof fb, NULL, 0, NULL, 0) == SWI_OK && strcmp(fa, fb) == 0;
 }
 
 int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_tensor *in, swi_output *outs,
@@ -138,10 +136,16 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
             return 1;
         }
     }
+    /* parts of one store must come from one job: the same inputs, models and options */
+    char job[3072], extra[512];
+    snprintf(extra, sizeof extra,
+             "clip %d %g,%g scale %d %g,%g,%g,%g zscore %d softmax %d tta %d head %d nonfinite %d",
+             o->clip_given, o->clip[0], o->clip[1], o->scale_given, o->scale[0], o->scale[1], o->scale[2],
+             o->scale[3], o->zscore, o->softmax, o->tta, o->head, o->nonfinite_fail);
+    cli_job_fingerprint(o->inputs, o->n_inputs, in->size, o->models, o->n_models, p, extra, job, sizeof job);
+    ls.job = ss.job = job;
+    /* labels and scores as two datasets of one HDF5 file share the writer's copy of it */
     int flags = (o->force ? SWI_STORE_FORCE : 0) | (o->shard_given ? SWI_STORE_SHARED : 0);
-    /* labels and scores as two datasets of one HDF5 file: a single writer replaces the whole
-     * file, so the two join it as the one part of a shared output */
-    if (same_h5_file(o->output, o->scores)) flags |= SWI_STORE_SHARED;
     char msg[SWI_ERRLEN];
     if (o->shard_init) {
         if ((o->output && swi_store_init(o->output, &ls, flags, msg, sizeof msg)) ||
@@ -177,7 +181,10 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
                                        msg, sizeof msg)) ||
         (o->scores && swi_store_create(o->scores, &ss, flags, part, parts, s->box_lo, s->box_hi, &s->w_scores,
                                        msg, sizeof msg))) {
-        cli_err(err, "%s", msg);
+        if (o->shard_given && !cli_mpi_active())
+            cli_err(err, "--shard %d/%d: %s", part, parts, msg);
+        else
+            cli_err(err, "%s", msg);
         return 1;
     }
     if (empty) {
@@ -206,6 +213,12 @@ int seg_store_commit(seg_state *s, char *err) {
     if (!bad && sc && swi_store_commit(sc, msg, sizeof msg)) bad = 1;
     if (bad) cli_err(err, "%s", msg);
     return bad;
+}
+
+const char *seg_store_left(const seg_state *s) {
+    const int l = !s->w_labels || swi_store_writer_replaces(s->w_labels);
+    const int c = !s->w_scores || swi_store_writer_replaces(s->w_scores);
+    return l && c ? "the outputs are left as they were before the run" : "the output stays marked incomplete";
 }
 
 const char *seg_store_error(const seg_state *s) {

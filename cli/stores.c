@@ -5,9 +5,11 @@
 
 #include "util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int cli_input_open_store(cli_input *in, int c, const char *name, char *err) {
     char msg[SWI_ERRLEN];
@@ -15,6 +17,16 @@ int cli_input_open_store(cli_input *in, int c, const char *name, char *err) {
         cli_err(err, "%s", msg);
         return -1;
     }
+    double fill = swi_store_fill_value(in->stores[c]);
+    if (!isfinite(fill))
+        fprintf(
+            stderr,
+            "swi: warning: %s: fill_value %s: chunks that are absent hold it, and are read as 0 (--nonfinite "
+            "fail refuses them)\n",
+            name,
+            isnan(fill) ? "NaN"
+            : fill > 0  ? "Infinity"
+                        : "-Infinity");
     int64_t sz[3];
     swi_store_size(in->stores[c], sz);
     if (c == 0) {
@@ -131,4 +143,55 @@ int cli_refuse_mpi_without_support(const char *who) {
         "run one process, or one --shard I/N per process\n",
         who, rank, n);
     return 1;
+}
+
+/* A name as every process of a job sees it: its real path where it resolves (an HDF5
+ * dataset's file part), else as given. */
+static void real_name(const char *name, char *out, size_t n) {
+    char file[4096], *r = NULL;
+    const char *colon = strstr(name, ".h5:") ? strstr(name, ".h5:") + 3 : NULL;
+    if (colon && (size_t)(colon - name) < sizeof file) {
+        memcpy(file, name, (size_t)(colon - name));
+        file[colon - name] = '\0';
+        r = realpath(file, NULL);
+        if (r) snprintf(out, n, "%s%s", r, colon);
+    } else {
+        r = realpath(name, NULL);
+        if (r) snprintf(out, n, "%s", r);
+    }
+    if (!r) snprintf(out, n, "%s", name);
+    free(r);
+}
+
+void cli_job_fingerprint(const char *const *inputs, int n_inputs, const int64_t size[3],
+                         const char *const *models, int n_models, const swi_params *p, const char *extra,
+                         char *out, size_t n) {
+    size_t k = 0;
+#define ADD(...)                                                          \
+    do {                                                                  \
+        if (k < n) {                                                      \
+            int w_ = snprintf(out + k, n - k, __VA_ARGS__);               \
+            k = w_ < 0 ? n : k + (size_t)w_ < n ? k + (size_t)w_ : n - 1; \
+        }                                                                 \
+    } while (0)
+    out[0] = '\0';
+    char rn[4096];
+    for (int i = 0; i < n_inputs; i++) {
+        real_name(inputs[i], rn, sizeof rn);
+        ADD("%sinput %s", i ? ", " : "", rn);
+    }
+    if (size) ADD(" %lldx%lldx%lld", (long long)size[0], (long long)size[1], (long long)size[2]);
+    for (int i = 0; i < n_models; i++) {
+        struct stat st;
+        real_name(models[i], rn, sizeof rn);
+        ADD("; model %s (%lld bytes)", rn, stat(models[i], &st) == 0 ? (long long)st.st_size : -1LL);
+    }
+    ADD("; roi %lld,%lld,%lld overlap %g,%g,%g mode %d sigma %g,%g,%g padding %d cval %g batch %d order %d:%d,%d,%d",
+        (long long)p->roi[0], (long long)p->roi[1], (long long)p->roi[2], p->overlap[0], p->overlap[1],
+        p->overlap[2], (int)p->mode, p->sigma_scale[0], p->sigma_scale[1], p->sigma_scale[2],
+        (int)p->padding_mode, (double)p->cval, p->sw_batch_size, (int)p->order_mode, p->order[0], p->order[1],
+        p->order[2]);
+    for (int h = 0; h < p->n_heads; h++) ADD(" head%d %lld classes", h, (long long)p->heads[h].channels);
+    if (extra && *extra) ADD("; %s", extra);
+#undef ADD
 }

@@ -43,6 +43,14 @@ int cli_outer_axis(const swi_params *p, const swi_tensor *in, const swi_output *
 /* Windows of the whole run of p (any part ignored), or -1. */
 int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_output *outs, int n_outs);
 
+/* What makes two parts of a sharded run combinable, as one line into out (n bytes): the
+ * inputs (real paths) and their size, the models (real paths and sizes), the window
+ * options of p, and `extra` (the caller's own options). Recorded in a shared store by the
+ * part that creates it; a part whose line differs is refused. */
+void cli_job_fingerprint(const char *const *inputs, int n_inputs, const int64_t size[3],
+                         const char *const *models, int n_models, const swi_params *p, const char *extra,
+                         char *out, size_t n);
+
 /* The number of ranks an MPI launcher gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
  * PMIX... in the environment), and this one's rank; 0 (and rank 0) when not started by one. */
 int cli_launcher_ranks(int *rank);

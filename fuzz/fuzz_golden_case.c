@@ -50,6 +50,7 @@ static void run_case(const golden_case *gc, int shapes_computed) {
         p.sigma_scale[k] = gc->sigma_scale[k];
     }
     p.mode = gc->mode;
+    p.grid = gc->grid;
     p.padding_mode = gc->padding;
     p.cval = gc->cval;
     p.sw_batch_size = gc->sw_batch_size > 64 ? 64 : gc->sw_batch_size;
@@ -121,7 +122,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(d >= 1 && d <= SWI_MAX_DIMS, "dims %d", d);
     CHECK(gc.batch >= 1 && gc.in_channels >= 1, "batch/in_channels");
     CHECK(gc.sw_batch_size >= 1, "sw_batch_size %d", gc.sw_batch_size);
-    CHECK(gc.mode == SWI_BLEND_CONSTANT || gc.mode == SWI_BLEND_GAUSSIAN, "mode");
+    CHECK(gc.mode == SWI_BLEND_CONSTANT || gc.mode == SWI_BLEND_GAUSSIAN ||
+              gc.mode == SWI_BLEND_GAUSSIAN_NNUNET,
+          "mode");
+    CHECK(gc.grid == SWI_GRID_MONAI || gc.grid == SWI_GRID_NNUNET, "grid");
     CHECK((unsigned)gc.padding <= SWI_PAD_CIRCULAR, "padding");
     CHECK(isfinite(gc.cval), "cval");
     CHECK(gc.n_heads >= 1 && gc.n_heads <= SWI_MAX_HEADS, "n_heads %d", gc.n_heads);

@@ -227,6 +227,82 @@ def onnx_seeds():
         put(t, name + ".onnx", data)
 
 
+# ---- Zarr / OME-Zarr stores ---------------------------------------------------------------
+
+def store_seed(mode, meta, chunk=b""):
+    meta = meta.encode() if isinstance(meta, str) else meta
+    return bytes([mode]) + struct.pack("<H", len(meta)) + meta + chunk
+
+
+def store_seeds():
+    """fuzz_store_meta: mode byte, metadata length, metadata, one chunk (see the target)."""
+    import json
+    import zlib
+    t = "fuzz_store_meta"
+
+    def zarray(shape=(8, 8, 8), chunks=(8, 8, 8), dtype="<u2", compressor=None, fill=0, order="C", **kw):
+        d = {"zarr_format": 2, "shape": list(shape), "chunks": list(chunks), "dtype": dtype,
+             "compressor": compressor, "fill_value": fill, "order": order, "filters": None}
+        d.update(kw)
+        return json.dumps(d)
+
+    def zjson(shape=(8, 8, 8), chunks=(8, 8, 8), dtype="uint16", codecs=None, fill=0):
+        return json.dumps({"zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": dtype,
+                           "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunks)}},
+                           "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+                           "fill_value": fill,
+                           "codecs": codecs or [{"name": "bytes", "configuration": {"endian": "little"}}]})
+
+    raw = bytes(range(256)) * 4  # one 8^3 uint16 chunk
+    put(t, "v2_raw", store_seed(0, zarray(), raw))
+    put(t, "v2_zlib", store_seed(0, zarray(compressor={"id": "zlib", "level": 1}), zlib.compress(raw, 1)))
+    put(t, "v2_gzip", store_seed(0, zarray(compressor={"id": "gzip", "level": 1}), gzip.compress(raw, 1, mtime=0)))
+    put(t, "v2_F_be", store_seed(0, zarray(dtype=">i2", order="F"), raw))
+    put(t, "v2_missing_chunk_fill", store_seed(0, zarray(shape=(9, 9, 9), fill=7), raw))
+    put(t, "v2_nested_5d", store_seed(0, zarray(shape=(1, 1, 8, 8, 8), chunks=(1, 1, 8, 8, 8),
+                                                dimension_separator="/"), raw))
+    # hostile: chunks far beyond the array and the cap, a zlib chunk inflating beyond its size
+    put(t, "v2_huge_chunks", store_seed(0, zarray(shape=(19, 13, 11), chunks=(8192, 8192, 8192)), raw))
+    put(t, "v2_wide_chunks", store_seed(0, zarray(shape=(19, 13, 11), chunks=(4096, 64, 64)), raw))
+    put(t, "v2_huge_shape", store_seed(0, zarray(shape=(8192, 8192, 8192), chunks=(64, 64, 64)), raw))
+    put(t, "v2_zlib_bomb", store_seed(0, zarray(compressor={"id": "zlib", "level": 1}),
+                                      zlib.compress(bytes(len(raw) * 64), 9)))
+    put(t, "v2_blosc_bad_header", store_seed(0, zarray(compressor={"id": "blosc", "cname": "lz4"}),
+                                             bytes([2, 1, 1, 2]) + struct.pack("<III", 1 << 30, 1024, 16) + raw))
+    put(t, "v3_raw", store_seed(1, zjson(), raw))
+    put(t, "v3_gzip_F", store_seed(1, zjson(codecs=[
+        {"name": "transpose", "configuration": {"order": [2, 1, 0]}},
+        {"name": "bytes", "configuration": {"endian": "big"}}, {"name": "gzip", "configuration": {"level": 1}}]),
+        gzip.compress(raw, 1, mtime=0)))
+    put(t, "v3_nan_fill", store_seed(1, zjson(dtype="float32", shape=(9, 9, 9), fill="NaN"), bytes(2048)))
+    put(t, "v3_sharded", store_seed(1, zjson(codecs=[{"name": "sharding_indexed"}]), raw))
+    try:
+        import numcodecs
+        put(t, "v2_blosc", store_seed(0, zarray(compressor={"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1}),
+                                      numcodecs.Blosc(cname="lz4").encode(raw)))
+        put(t, "v2_zstd", store_seed(0, zarray(compressor={"id": "zstd", "level": 1}), numcodecs.Zstd(1).encode(raw)))
+        put(t, "v2_zstd_wrong_size", store_seed(0, zarray(compressor={"id": "zstd", "level": 1}),
+                                                numcodecs.Zstd(1).encode(raw * 3)))
+        put(t, "v3_zstd", store_seed(1, zjson(codecs=[{"name": "bytes", "configuration": {"endian": "little"}},
+                                                      {"name": "zstd", "configuration": {"level": 1}}]),
+                                     numcodecs.Zstd(1).encode(raw)))
+    except ImportError:
+        print("numcodecs missing: no blosc or zstd seeds")
+    axes = [{"name": "c", "type": "channel"}] + [{"name": a, "type": "space", "unit": "micrometer"} for a in "zyx"]
+    ome = {"multiscales": [{"version": "0.4", "axes": axes, "datasets": [
+        {"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1, 2000, 500, 250]},
+                                                    {"type": "translation", "translation": [0, 10000, -3000, 0]}]}],
+        "coordinateTransformations": [{"type": "scale", "scale": [1, 1, 1, 2]}]}]}
+    put(t, "ome_geometry", store_seed(2, json.dumps(ome), zlib.compress(raw, 1)))
+    put(t, "ome_no_multiscales", store_seed(2, json.dumps({"labels": ["a"]}), zlib.compress(raw, 1)))
+    over = [{"type": "scale", "scale": [1, 1e300, 1, 1]}]
+    put(t, "ome_scale_overflow", store_seed(2, json.dumps({"multiscales": [{"axes": [
+        {"name": "c", "type": "channel"}] + [{"name": a, "type": "space"} for a in "zyx"],
+        "datasets": [{"path": "0", "coordinateTransformations": over}], "coordinateTransformations": over}]}),
+        zlib.compress(bytes(1024))))
+    put(t, "ome_path_escape", store_seed(2, json.dumps({"multiscales": [{"datasets": [{"path": "../x"}]}]})))
+
+
 def main():
     cases = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "data", "golden", "cases")
     nifti_seeds()
@@ -234,6 +310,7 @@ def main():
     cli_seeds()
     engine_seeds()
     onnx_seeds()
+    store_seeds()
 
 
 if __name__ == "__main__":

@@ -120,8 +120,28 @@ typedef enum swi_blend {
     SWI_BLEND_CONSTANT = 0, /**< every window voxel weighs 1 */
     SWI_BLEND_GAUSSIAN = 1, /**< separable gaussian, sigma = sigma_scale * roi, floored at
                                  max(min weight, 1e-3) -- MONAI's importance map */
-    SWI_BLEND_CUSTOM = 2    /**< the caller's weight_map [*roi], all values finite and > 0 */
+    SWI_BLEND_CUSTOM = 2,   /**< the caller's weight_map [*roi], all values finite and > 0 */
+    SWI_BLEND_GAUSSIAN_NNUNET = 3 /**< nnU-Net v2's importance map (compute_gaussian): the
+                                 separable gaussian centred on voxel roi/2 (rounded down),
+                                 sigma = sigma_scale * roi, zero farther than
+                                 int(4 sigma + 0.5) voxels from the centre along an axis
+                                 (scipy's gaussian_filter radius), those zeros raised to the
+                                 smallest nonzero weight; 1 at the centre */
 } swi_blend;
+
+/** How the window starts along an axis are laid out (docs/semantics.md, step 3-4). */
+typedef enum swi_grid {
+    SWI_GRID_MONAI = 0, /**< MONAI's: step floor(roi * (1 - overlap)) (at least 1), the last start
+                             moved back to padded - roi (the default) */
+    SWI_GRID_NNUNET = 1 /**< nnU-Net v2's compute_steps_for_sliding_window with
+                             tile_step_size = 1 - overlap (computed in double: exact for 0.5,
+                             nnU-Net's default, and every binary fraction): n = ceil((padded -
+                             roi) / (roi * tile_step_size)) + 1 starts spread evenly, start t =
+                             round(t * (padded - roi) / (n - 1)) (half to even, as numpy);
+                             repeated starts, possible only for tiny steps, are kept once (a
+                             repeated window adds the same weighted prediction to the sum and its
+                             weight to the count, so the blend is unchanged) */
+} swi_grid;
 
 typedef enum swi_pad {
     SWI_PAD_CONSTANT = 0,  /**< fill with cval */
@@ -170,6 +190,7 @@ typedef struct swi_params {
     int dims;                           /**< spatial dims: 1 to SWI_MAX_DIMS */
     int64_t roi[SWI_MAX_DIMS];          /**< window size; <= 0 means the whole image along that dim */
     double overlap[SWI_MAX_DIMS];       /**< fraction of overlap in [0, 1); default 0.25 */
+    swi_grid grid;                      /**< how starts follow from overlap; default SWI_GRID_MONAI */
     swi_blend mode;                     /**< default SWI_BLEND_CONSTANT */
     double sigma_scale[SWI_MAX_DIMS];   /**< gaussian sigma / roi; default 0.125; must be > 0 */
     const float *weight_map;            /**< SWI_BLEND_CUSTOM only: [*roi], caller-owned */
@@ -454,6 +475,10 @@ int64_t swi_result_channels(const swi_ctx *ctx, int head);
  *  NULL to ask for the count). ctx, if not NULL, receives the message of a failure. */
 swi_status swi_window_starts(swi_ctx *ctx, int64_t size, int64_t roi, double overlap, int64_t *starts,
                              int64_t cap, int64_t *count);
+
+/** The same for any grid: swi_window_starts is swi_grid_starts with SWI_GRID_MONAI. */
+swi_status swi_grid_starts(swi_ctx *ctx, swi_grid grid, int64_t size, int64_t roi, double overlap,
+                           int64_t *starts, int64_t cap, int64_t *count);
 
 /** Padding of one axis of `size` voxels for window `roi` (> 0), semantics step 2:
  *  *padded = max(size, roi), *before = floor((padded - size) / 2), and map[j] for

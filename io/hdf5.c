@@ -1,9 +1,11 @@
-/* hdf5.c -- HDF5 datasets (file.h5:/path): read by hyperslab with HDF5's own conversion
- * to float, written chunked and deflate-compressed: by one writer into a temporary file
- * renamed at commit, or by several parts in turn under the file's lock (see "several parts
- * into one file" below). Chunks are shuffled and deflated by the thread that finished them,
- * as HDF5's filters would, and handed to HDF5 whole. libhdf5 (serial) is not thread-safe:
- * one lock serialises every call into it. */
+/* hdf5.c -- HDF5 datasets (file.h5:/path). Read chunk by chunk as stored, each inflated by
+ * zlib within the size it must have (see "reading"), or by hyperslab when contiguous, and
+ * converted to float by HDF5. Written chunked, shuffled and deflated: by one writer (or the
+ * writers of one file in a process) into a copy of the file, or a new file, renamed over it
+ * at commit (see "one writer"), or by several parts in turn in place under the file's lock
+ * (see "several parts into one file"). Chunks are shuffled and deflated by the thread that
+ * finished them, as HDF5's filters would, and handed to HDF5 whole. libhdf5 (serial) is not
+ * thread-safe: one lock serialises every call into it. */
 #include "store_internal.h"
 
 #ifdef SWI_HAVE_HDF5
@@ -16,9 +18,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+#ifdef __linux__
+#include <linux/fs.h> /* FICLONE */
+#endif
+
+#if !H5_VERSION_GE(1, 10, 5)
+#error "swi_io needs libhdf5 1.10.5 or later (H5Dwrite_chunk, H5Dread_chunk, H5Dget_chunk_info_by_coord)"
+#endif
+#if H5_VERSION_GE(1, 12, 1) || (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 12, 0))
+#define HAVE_FILE_LOCKING_PROPERTY 1
+#endif
 
 static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -31,19 +45,240 @@ static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int h5__available(void) { return 1; }
 
-/* libhdf5 prints its error stack by default; a library must not. */
-static void quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+/* Close a file HDF5 may still write to. After a failed H5Fclose libhdf5 keeps a file it can
+ * neither close again nor survive closing at exit (1.10: a crash in its exit handler), so the
+ * file is flushed first and, if that fails, left open (never closed at exit: h5_enter). 0: closed. */
+static int close_file(hid_t f) {
+    if (H5Fflush(f, H5F_SCOPE_LOCAL) < 0) return -1;
+    return H5Fclose(f) < 0 ? -1 : 0;
+}
+
+/* libhdf5 prints its error stack by default; a library must not. The setting is per thread
+ * in a thread-safe libhdf5: every entry takes h5_lock through here. */
+static void h5_enter(void) {
+    static int started;
+    pthread_mutex_lock(&h5_lock);
+    if (!started) {
+        /* no library close at exit: after a failed H5Fclose (a full disk) libhdf5's exit
+         * handler dies on the half-closed file; the process's end frees everything anyway */
+        H5dont_atexit();
+        started = 1;
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+/* The messages of a failure are dropped: a worker thread's stack is otherwise never freed. */
+static void h5_leave(void) {
+    H5Eclear2(H5E_DEFAULT);
+    pthread_mutex_unlock(&h5_lock);
+}
+
+/* An object's identity within its file (its header's address), to tell whether a path in a
+ * byte-for-byte copy of the file names the same dataset. */
+typedef struct obj_key {
+    unsigned char b[16];
+} obj_key;
+
+static int key_of(hid_t obj, obj_key *k) {
+    memset(k, 0, sizeof *k);
+#if H5_VERSION_GE(1, 12, 0)
+    H5O_info2_t i;
+    if (H5Oget_info3(obj, &i, H5O_INFO_BASIC) < 0) return -1;
+    memcpy(k->b, &i.token, sizeof i.token < sizeof k->b ? sizeof i.token : sizeof k->b);
+#else
+    H5O_info_t i;
+    if (H5Oget_info2(obj, &i, H5O_INFO_BASIC) < 0) return -1;
+    memcpy(k->b, &i.addr, sizeof i.addr);
+#endif
+    return 0;
+}
+
+/* Is every link on the way to path (the last one too) a hard link? A soft or external link
+ * could lead elsewhere, an external one to another file opened by name (a FIFO would block).
+ * 1 yes, 0 a component is missing, -2 a link that is not hard, -1 error. Caller holds h5_lock. */
+static int hard_path(hid_t f, const char *path) {
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
+    for (char *c = buf + 1;; c++) {
+        if (*c != '/' && *c) continue;
+        char keep = *c;
+        *c = '\0';
+        if (c > buf + 1 && c[-1] != '/') {
+            htri_t e = H5Lexists(f, buf, H5P_DEFAULT);
+            if (e <= 0) return e < 0 ? -1 : 0;
+            H5L_info_t li;
+            if (H5Lget_info(f, buf, &li, H5P_DEFAULT) < 0) return -1;
+            if (li.type != H5L_TYPE_HARD) return -2;
+        }
+        *c = keep;
+        if (!keep) return 1;
+    }
+}
+
+/* ---- reading ----
+ *
+ * Chunked datasets are read chunk by chunk as stored (H5Dread_chunk) and unfiltered here:
+ * deflate inflated by zlib into a buffer of the size the chunk must have (a stream that
+ * would inflate beyond it is refused, never followed), shuffle undone; other filters are
+ * refused. Chunks are converted to float by HDF5 (H5Tconvert) and kept in a small cache for
+ * the overlap of neighbouring windows. Contiguous and compact datasets, unfiltered by
+ * definition, are read by hyperslab once their claimed size is checked against the file. */
+
+#define CHUNK_CAP ((size_t)1 << 30) /* bytes of one chunk, unfiltered */
+#define MAX_FILTERS 8
+
+typedef struct centry {
+    int64_t key[3];
+    uint64_t used;
+    float *data;
+} centry;
 
 typedef struct h5r {
-    hid_t file, dset;
-    int ndim;
+    hid_t file, dset, ftype;
+    int ndim, chunked, nfilters;
+    H5Z_filter_t filters[MAX_FILTERS];
+    hsize_t dims[STORE_MAX_NDIM], cdims[STORE_MAX_NDIM];
+    size_t tsz, chunk_elems, chunk_bytes;
+    int64_t file_size;
+    float fill;
+    centry *cache;
+    int cache_cap, cache_n;
+    uint64_t tick;
+    unsigned char *stored, *work[2]; /* one chunk as stored, and two of chunk_bytes */
+    size_t stored_cap;
+    dev_t dev;
+    ino_t ino;
+    obj_key key;
+    struct h5r *next;
     char name[4200];
 } h5r;
+
+/* The datasets this process has open for reading (under h5_lock): a writer never replaces
+ * one, and parts never write into their file (see h5__create). */
+static h5r *readers;
+
+static int is_read(dev_t dev, ino_t ino, const obj_key *key) {
+    for (const h5r *r = readers; r; r = r->next)
+        if (r->dev == dev && r->ino == ino && (!key || !memcmp(&r->key, key, sizeof *key))) return 1;
+    return 0;
+}
+
+static void free_reader(h5r *r) {
+    if (r->ftype >= 0) H5Tclose(r->ftype);
+    if (r->dset >= 0) H5Dclose(r->dset);
+    if (r->file >= 0) H5Fclose(r->file);
+    for (int i = 0; i < r->cache_n; i++) free(r->cache[i].data);
+    free(r->cache);
+    free(r->stored);
+    free(r->work[0]);
+    free(r->work[1]);
+    free(r);
+}
+
+static const char *filter_name(H5Z_filter_t f) {
+    switch (f) {
+    case H5Z_FILTER_DEFLATE: return "deflate";
+    case H5Z_FILTER_SHUFFLE: return "shuffle";
+    case H5Z_FILTER_FLETCHER32: return "fletcher32";
+    case H5Z_FILTER_SZIP: return "szip";
+    case H5Z_FILTER_NBIT: return "nbit";
+    case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
+    case 32001: return "blosc";
+    case 32004: return "lz4";
+    case 32015: return "zstd";
+    default: return "a third-party filter";
+    }
+}
+
+/* The storage checks: layout, chunk shape and size, filters, claimed size against the file. */
+static swi_status check_layout(h5r *r, hid_t dcpl, char *err, size_t n) {
+    const int nd = r->ndim;
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    if (layout == H5D_VIRTUAL) {
+        io__err(err, n, "%s: a virtual dataset (its data lie in other files); swi reads only its own",
+                r->name);
+        return SWI_ERR_INVALID_ARG;
+    }
+    int ext = H5Pget_external_count(dcpl);
+    if (ext != 0) {
+        io__err(err, n, "%s: its data lie in %d external file(s); swi reads only datasets stored in the file",
+                r->name, ext);
+        return SWI_ERR_INVALID_ARG;
+    }
+    /* below 2^40 voxels of at most 8 bytes (checked): no overflow */
+    uint64_t total = r->tsz;
+    for (int k = 0; k < nd; k++) total *= (uint64_t)r->dims[k];
+    if (layout == H5D_CONTIGUOUS) {
+        haddr_t off = H5Dget_offset(r->dset);
+        /* unallocated: every voxel is the fill value */
+        if (off != HADDR_UNDEF &&
+            (total > (uint64_t)r->file_size || (uint64_t)off > (uint64_t)r->file_size - total)) {
+            io__err(err, n, "%s: the dataset claims %llu bytes at offset %llu; the file holds %lld", r->name,
+                    (unsigned long long)total, (unsigned long long)off, (long long)r->file_size);
+            return SWI_ERR_INVALID_ARG;
+        }
+        return SWI_OK;
+    }
+    if (layout == H5D_COMPACT) return SWI_OK; /* inside the object header: at most 64 KiB */
+    if (layout != H5D_CHUNKED || H5Pget_chunk(dcpl, nd, r->cdims) != nd) {
+        io__err(err, n, "%s: unknown storage layout %d", r->name, (int)layout);
+        return SWI_ERR_INVALID_ARG;
+    }
+    r->chunked = 1;
+    r->chunk_elems = 1;
+    for (int k = 0; k < nd; k++) {
+        if (r->cdims[k] < 1 || r->cdims[k] > r->dims[k]) {
+            io__err(err, n, "%s: chunk dimension %d of %llu is larger than the dataset's %llu", r->name, k,
+                    (unsigned long long)r->cdims[k], (unsigned long long)r->dims[k]);
+            return SWI_ERR_INVALID_ARG;
+        }
+        r->chunk_elems *= (size_t)r->cdims[k]; /* <= the dataset's voxels: no overflow */
+    }
+    if (r->chunk_elems > CHUNK_CAP / r->tsz) {
+        io__err(err, n, "%s: a chunk holds %zu values of %zu bytes, over the %zu MiB a chunk may hold",
+                r->name, r->chunk_elems, r->tsz, CHUNK_CAP >> 20);
+        return SWI_ERR_INVALID_ARG;
+    }
+    r->chunk_bytes = r->chunk_elems * r->tsz;
+    int nf = H5Pget_nfilters(dcpl);
+    if (nf < 0 || nf > MAX_FILTERS) {
+        io__err(err, n, "%s: %d filters", r->name, nf);
+        return SWI_ERR_INVALID_ARG;
+    }
+    r->nfilters = nf;
+    for (int i = 0; i < nf; i++) {
+        unsigned flags = 0, conf = 0, cd[8];
+        size_t ncd = 8;
+        char fname[64];
+        H5Z_filter_t f = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof fname, fname, &conf);
+        if (f != H5Z_FILTER_DEFLATE && f != H5Z_FILTER_SHUFFLE) {
+            io__err(err, n,
+                    "%s: its chunks use the HDF5 filter %d (%s); swi reads chunks filtered by deflate and "
+                    "shuffle only (h5repack -f NONE or -f GZIP=4 converts the file)",
+                    r->name, (int)f, filter_name(f));
+            return SWI_ERR_INVALID_ARG;
+        }
+        r->filters[i] = f;
+    }
+    /* enough decoded chunks for the overlap of neighbouring windows: 256 MiB, 1 to 4096 */
+    size_t cap = ((size_t)256 << 20) / (r->chunk_elems * sizeof(float));
+    r->cache_cap = cap < 1 ? 1 : cap > 4096 ? 4096 : (int)cap;
+    r->cache = calloc((size_t)r->cache_cap, sizeof *r->cache);
+    if (!r->cache) {
+        io__err(err, n, "%s: out of memory", r->name);
+        return SWI_ERR_NOMEM;
+    }
+    return SWI_OK;
+}
 
 swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err, size_t n) {
     char file[4096], dset[1024];
     if (swi_store_split_h5(name, file, sizeof file, dset, sizeof dset, err, n)) return SWI_ERR_INVALID_ARG;
-    if (access(file, R_OK) != 0) {
+    /* a FIFO or device would block H5Fopen, and is no HDF5 file */
+    int64_t fsize = 0;
+    struct stat fst;
+    if (swi_io_check_regular(file, &fsize, err, n) != SWI_OK) return SWI_ERR_INVALID_ARG;
+    if (stat(file, &fst) != 0 || access(file, R_OK) != 0) {
         io__err(err, n, "%s: %s", file, strerror(errno));
         return SWI_ERR_INVALID_ARG;
     }
@@ -53,20 +288,25 @@ swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type 
         return SWI_ERR_NOMEM;
     }
     snprintf(r->name, sizeof r->name, "%s", name);
-    r->file = r->dset = -1;
-    pthread_mutex_lock(&h5_lock);
-    quiet();
+    r->file = r->dset = r->ftype = -1;
+    r->file_size = fsize;
+    r->dev = fst.st_dev;
+    r->ino = fst.st_ino;
+    h5_enter();
     swi_status st = SWI_ERR_INVALID_ARG;
-    hid_t space = -1, t = -1, dapl = -1;
+    hid_t space = -1, dcpl = -1;
     r->file = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (r->file < 0) {
         io__err(err, n, "%s: not an HDF5 file", file);
         goto done;
     }
-    /* a chunk cache for the overlap of neighbouring windows */
-    dapl = H5Pcreate(H5P_DATASET_ACCESS);
-    if (dapl >= 0) H5Pset_chunk_cache(dapl, 12421, (size_t)256 << 20, 1.0);
-    r->dset = H5Dopen2(r->file, dset, dapl >= 0 ? dapl : H5P_DEFAULT);
+    int hp = hard_path(r->file, dset);
+    if (hp == -2) {
+        io__err(err, n, "%s: the path %s goes through a soft or external link; give the dataset's own path",
+                name, dset);
+        goto done;
+    }
+    r->dset = hp == 1 ? H5Dopen2(r->file, dset, H5P_DEFAULT) : -1;
     if (r->dset < 0) {
         io__err(err, n, "%s: no dataset %s in the file", name, dset);
         goto done;
@@ -78,9 +318,9 @@ swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type 
         goto done;
     }
     space = H5Dget_space(r->dset);
-    t = H5Dget_type(r->dset);
+    r->ftype = H5Dget_type(r->dset);
     int nd = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
-    hsize_t dims[H5S_MAX_RANK];
+    hsize_t *dims = r->dims;
     if (nd < 3 || nd > STORE_MAX_NDIM || H5Sget_simple_extent_dims(space, dims, NULL) != nd) {
         io__err(err, n, "%s: the dataset has %d dimensions (3, or more with leading sizes of 1)", name, nd);
         goto done;
@@ -105,10 +345,10 @@ swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type 
         io__err(err, n, "%s: %.0f voxels exceed the limit of 2^40", name, vox);
         goto done;
     }
-    H5T_class_t cls = H5Tget_class(t);
-    size_t tsz = H5Tget_size(t);
+    H5T_class_t cls = r->ftype >= 0 ? H5Tget_class(r->ftype) : H5T_NO_CLASS;
+    size_t tsz = r->ftype >= 0 ? H5Tget_size(r->ftype) : 0;
     if (cls == H5T_INTEGER) {
-        int sgn = H5Tget_sign(t) == H5T_SGN_2;
+        int sgn = H5Tget_sign(r->ftype) == H5T_SGN_2;
         static const swi_io_type ut[] = {
             SWI_IO_TYPE_UINT8, SWI_IO_TYPE_UINT16, 0, SWI_IO_TYPE_UINT32, 0, 0, 0, SWI_IO_TYPE_UINT64};
         static const swi_io_type it[] = {SWI_IO_TYPE_INT8, SWI_IO_TYPE_INT16, 0, SWI_IO_TYPE_INT32, 0, 0, 0,
@@ -125,25 +365,206 @@ swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type 
         goto done;
     }
     r->ndim = nd;
-    st = SWI_OK;
+    r->tsz = tsz;
+    dcpl = H5Dget_create_plist(r->dset);
+    H5D_fill_value_t fdef = H5D_FILL_VALUE_UNDEFINED;
+    if (dcpl < 0 || H5Pfill_value_defined(dcpl, &fdef) < 0 ||
+        (fdef != H5D_FILL_VALUE_UNDEFINED && H5Pget_fill_value(dcpl, H5T_NATIVE_FLOAT, &r->fill) < 0)) {
+        io__err(err, n, "%s: cannot read the dataset's storage properties", name);
+        goto done;
+    }
+    st = check_layout(r, dcpl, err, n);
+    if (st == SWI_OK && key_of(r->dset, &r->key) != 0) {
+        io__err(err, n, "%s: cannot identify the dataset", name);
+        st = SWI_ERR_INVALID_ARG;
+    }
 done:
-    if (t >= 0) H5Tclose(t);
     if (space >= 0) H5Sclose(space);
-    if (dapl >= 0) H5Pclose(dapl);
+    if (dcpl >= 0) H5Pclose(dcpl);
     if (st != SWI_OK) {
-        if (r->dset >= 0) H5Dclose(r->dset);
-        if (r->file >= 0) H5Fclose(r->file);
-        free(r);
+        free_reader(r);
     } else {
+        r->next = readers;
+        readers = r;
         *impl = r;
     }
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     return st;
+}
+
+/* Undo the filters of a chunk stored in r->stored (len bytes, filters skipped per mask) into
+ * r->work[]: *out receives the unfiltered chunk, exactly chunk_bytes long, or NULL with the
+ * reason in why. */
+static const unsigned char *unfilter(h5r *r, size_t len, unsigned mask, const char **why, char *whybuf,
+                                     size_t wn) {
+    const unsigned char *cur = r->stored;
+    size_t cur_len = len;
+    int next = 0;
+    for (int i = r->nfilters - 1; i >= 0; i--) {
+        if (mask & (1u << i)) continue;
+        unsigned char *out = r->work[next];
+        next ^= 1;
+        if (r->filters[i] == H5Z_FILTER_DEFLATE) {
+            z_stream z;
+            memset(&z, 0, sizeof z);
+            if (inflateInit(&z) != Z_OK) {
+                *why = "cannot start zlib";
+                return NULL;
+            }
+            z.next_in = (Bytef *)cur;
+            z.avail_in = (uInt)cur_len;
+            z.next_out = out;
+            z.avail_out = (uInt)r->chunk_bytes;
+            int zr = inflate(&z, Z_FINISH);
+            const size_t got = z.total_out;
+            const uInt left = z.avail_out;
+            inflateEnd(&z);
+            if ((zr == Z_OK || zr == Z_BUF_ERROR) && left == 0) {
+                snprintf(whybuf, wn, "it inflates beyond the %zu bytes a chunk holds", r->chunk_bytes);
+                *why = whybuf;
+                return NULL;
+            }
+            if (zr != Z_STREAM_END) {
+                *why = "corrupt deflate data";
+                return NULL;
+            }
+            cur_len = got;
+        } else {
+            /* HDF5's shuffle: byte b of every element together, in element order */
+            const size_t es = r->tsz, ne = cur_len / es;
+            if (cur_len != r->chunk_bytes) break; /* said below */
+            for (size_t b = 0; b < es; b++)
+                for (size_t e = 0; e < ne; e++) out[e * es + b] = cur[b * ne + e];
+        }
+        cur = out;
+    }
+    if (cur_len != r->chunk_bytes) {
+        snprintf(whybuf, wn, "it holds %zu bytes unfiltered, a chunk %zu", cur_len, r->chunk_bytes);
+        *why = whybuf;
+        return NULL;
+    }
+    return cur;
+}
+
+/* The chunk at spatial chunk index key as float, through the cache. Caller holds h5_lock. */
+static const float *get_chunk(h5r *r, const int64_t key[3], char *err, size_t n) {
+    r->tick++;
+    int victim = 0;
+    for (int i = 0; i < r->cache_n; i++) {
+        centry *e = &r->cache[i];
+        if (e->key[0] == key[0] && e->key[1] == key[1] && e->key[2] == key[2]) {
+            e->used = r->tick;
+            return e->data;
+        }
+        if (e->used < r->cache[victim].used) victim = i;
+    }
+    const size_t fbytes = r->chunk_elems * (r->tsz > sizeof(float) ? r->tsz : sizeof(float));
+    if (!r->work[0]) r->work[0] = malloc(r->chunk_bytes);
+    if (!r->work[1]) r->work[1] = malloc(fbytes); /* also where 8-byte values are converted */
+    centry *e;
+    if (r->cache_n < r->cache_cap) {
+        e = &r->cache[r->cache_n];
+        e->data = malloc(r->chunk_elems * sizeof(float));
+        if (e->data) r->cache_n++;
+    } else {
+        e = &r->cache[victim];
+    }
+    if (!r->work[0] || !r->work[1] || !e->data) {
+        io__err(err, n, "%s: out of memory for a chunk", r->name);
+        return NULL;
+    }
+    e->used = 0;
+    e->key[0] = e->key[1] = e->key[2] = -1;
+    hsize_t off[STORE_MAX_NDIM] = {0};
+    for (int k = 0; k < 3; k++) off[r->ndim - 3 + k] = (hsize_t)key[k] * r->cdims[r->ndim - 3 + k];
+    unsigned mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t stored = 0;
+    char whybuf[128];
+    const char *why = NULL;
+    if (H5Dget_chunk_info_by_coord(r->dset, off, &mask, &addr, &stored) < 0) {
+        why = "cannot look it up in the chunk index";
+    } else if (addr == HADDR_UNDEF || stored == 0) {
+        for (size_t i = 0; i < r->chunk_elems; i++) e->data[i] = r->fill; /* never written */
+    } else if (stored > (hsize_t)r->file_size || addr > (haddr_t)r->file_size - stored) {
+        snprintf(whybuf, sizeof whybuf, "it claims %llu bytes at offset %llu; the file holds %lld",
+                 (unsigned long long)stored, (unsigned long long)addr, (long long)r->file_size);
+        why = whybuf;
+    } else if (stored > compressBound((uLong)r->chunk_bytes) + 4096) {
+        snprintf(whybuf, sizeof whybuf, "%llu bytes stored for a chunk of %zu", (unsigned long long)stored,
+                 r->chunk_bytes);
+        why = whybuf;
+    } else {
+        if (stored > r->stored_cap) {
+            unsigned char *b = realloc(r->stored, (size_t)stored);
+            if (!b) {
+                io__err(err, n, "%s: out of memory for a chunk", r->name);
+                return NULL;
+            }
+            r->stored = b;
+            r->stored_cap = (size_t)stored;
+        }
+        uint32_t m2 = 0;
+        const unsigned char *raw = NULL;
+        if (H5Dread_chunk(r->dset, H5P_DEFAULT, off, &m2, r->stored) < 0)
+            why = "cannot read it (corrupt or truncated file)";
+        else
+            raw = unfilter(r, (size_t)stored, m2, &why, whybuf, sizeof whybuf);
+        if (raw) {
+            /* HDF5 converts in place in a buffer of the larger of the two sizes */
+            unsigned char *conv = r->tsz > sizeof(float) ? r->work[1] : (unsigned char *)e->data;
+            if (raw != conv) memmove(conv, raw, r->chunk_bytes);
+            if (H5Tconvert(r->ftype, H5T_NATIVE_FLOAT, r->chunk_elems, conv, NULL, H5P_DEFAULT) < 0)
+                why = "cannot convert its values to float";
+            else if (conv != (unsigned char *)e->data)
+                memcpy(e->data, conv, r->chunk_elems * sizeof(float));
+        }
+    }
+    if (why) {
+        io__err(err, n, "%s: chunk (%lld, %lld, %lld): %s", r->name, (long long)key[0], (long long)key[1],
+                (long long)key[2], why);
+        return NULL;
+    }
+    memcpy(e->key, key, sizeof e->key);
+    e->used = r->tick;
+    return e->data;
+}
+
+static swi_status read_chunked(h5r *r, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
+                               size_t n) {
+    int64_t c[3];
+    for (int k = 0; k < 3; k++) c[k] = (int64_t)r->cdims[r->ndim - 3 + k];
+    const int64_t bh = hi[1] - lo[1], bw = hi[2] - lo[2];
+    int64_t key[3];
+    for (key[0] = lo[0] / c[0]; key[0] * c[0] < hi[0]; key[0]++)
+        for (key[1] = lo[1] / c[1]; key[1] * c[1] < hi[1]; key[1]++)
+            for (key[2] = lo[2] / c[2]; key[2] * c[2] < hi[2]; key[2]++) {
+                const float *ch = get_chunk(r, key, err, n);
+                if (!ch) return SWI_ERR_INVALID_ARG;
+                int64_t a0[3], a1[3];
+                for (int k = 0; k < 3; k++) {
+                    a0[k] = key[k] * c[k] > lo[k] ? key[k] * c[k] : lo[k];
+                    a1[k] = (key[k] + 1) * c[k] < hi[k] ? (key[k] + 1) * c[k] : hi[k];
+                }
+                for (int64_t i = a0[0]; i < a1[0]; i++)
+                    for (int64_t j = a0[1]; j < a1[1]; j++)
+                        memcpy(dst + ((i - lo[0]) * bh + (j - lo[1])) * bw + (a0[2] - lo[2]),
+                               ch + ((i - key[0] * c[0]) * c[1] + (j - key[1] * c[1])) * c[2] +
+                                   (a0[2] - key[2] * c[2]),
+                               (size_t)(a1[2] - a0[2]) * sizeof(float));
+            }
+    return SWI_OK;
 }
 
 swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
                         size_t n) {
     h5r *r = impl;
+    h5_enter();
+    if (r->chunked) {
+        swi_status st = read_chunked(r, lo, hi, dst, err, n);
+        h5_leave();
+        return st;
+    }
     hsize_t start[STORE_MAX_NDIM] = {0}, count[STORE_MAX_NDIM];
     for (int k = 0; k < r->ndim; k++) count[k] = 1;
     hsize_t mcount[3];
@@ -151,7 +572,6 @@ swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], fl
         start[r->ndim - 3 + k] = (hsize_t)lo[k];
         count[r->ndim - 3 + k] = mcount[k] = (hsize_t)(hi[k] - lo[k]);
     }
-    pthread_mutex_lock(&h5_lock);
     swi_status st = SWI_ERR_INVALID_ARG;
     hid_t fs = H5Dget_space(r->dset), ms = H5Screate_simple(3, mcount, NULL);
     if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
@@ -164,18 +584,152 @@ swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], fl
                 (long long)lo[2], (long long)hi[2]);
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     return st;
 }
 
 void h5__close(void *impl) {
     h5r *r = impl;
     if (!r) return;
-    pthread_mutex_lock(&h5_lock);
-    H5Dclose(r->dset);
-    H5Fclose(r->file);
-    pthread_mutex_unlock(&h5_lock);
-    free(r);
+    h5_enter();
+    for (h5r **p = &readers; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    free_reader(r);
+    h5_leave();
+}
+
+/* ---- temporaries ----
+ *
+ * A file is written in a private directory beside its final name, .NAME.swi-XXXXXX, made by
+ * mkdtemp: an unpredictable name created exclusively, mode 0700, so nothing (no link) can be
+ * planted in it; the file inside is created exclusively too. */
+
+typedef struct tmp_place {
+    char dir[4200], file[4400];
+} tmp_place;
+
+static int make_tmp(const char *final, tmp_place *t, char *err, size_t n) {
+    const char *slash = strrchr(final, '/');
+    const char *base = slash ? slash + 1 : final;
+    int dl = slash ? (int)(slash - final) + 1 : 0;
+    if (snprintf(t->dir, sizeof t->dir, "%.*s.%s.swi-XXXXXX", dl, final, base) >= (int)sizeof t->dir ||
+        snprintf(t->file, sizeof t->file, "%s/%s", t->dir, base) >= (int)sizeof t->file) {
+        io__err(err, n, "%s: the path is too long", final);
+        return -1;
+    }
+    if (!mkdtemp(t->dir)) {
+        io__err(err, n, "%s: cannot create a temporary beside it: %s", final, strerror(errno));
+        t->dir[0] = '\0';
+        return -1;
+    }
+    snprintf(t->file, sizeof t->file, "%s/%s", t->dir, base);
+    return 0;
+}
+
+static void drop_tmp(tmp_place *t) {
+    if (!t->dir[0]) return;
+    unlink(t->file);
+    rmdir(t->dir);
+    t->dir[0] = '\0';
+}
+
+/* HDF5's own lock off: the temporary is private; parts lock the final file themselves. */
+static hid_t no_lock_fapl(void) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+#ifdef HAVE_FILE_LOCKING_PROPERTY
+    if (fapl >= 0 && H5Pset_file_locking(fapl, 0, 1) < 0) {
+        H5Pclose(fapl);
+        return -1;
+    }
+#endif
+    return fapl;
+}
+
+/* A new file at t->file (O_CREAT | O_EXCL: never an existing name or a link). Caller holds
+ * h5_lock. */
+static hid_t create_tmp(const tmp_place *t) {
+    hid_t fapl = no_lock_fapl();
+    if (fapl < 0) return -1;
+    hid_t f = H5Fcreate(t->file, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    return f;
+}
+
+/* Copy size bytes of in to out: a reflink where the file system shares blocks, else
+ * copy_file_range (in the kernel, server-side on NFS 4.2), else read and write. */
+static int copy_fd(int in, int out, off_t size) {
+#ifdef FICLONE
+    if (ioctl(out, FICLONE, in) == 0) return 0;
+#endif
+    off_t done = 0;
+    int kernel = 1;
+    static unsigned char buf[1 << 16]; /* under h5_lock */
+    while (done < size) {
+        ssize_t k;
+        size_t want = (size_t)(size - done);
+        if (kernel) {
+            off_t a = done, b = done;
+            k = copy_file_range(in, &a, out, &b, want, 0);
+            if (k < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP ||
+                          errno == EPERM || errno == ETXTBSY)) {
+                kernel = 0;
+                continue;
+            }
+        } else {
+            k = pread(in, buf, want < sizeof buf ? want : sizeof buf, done);
+            for (ssize_t w = 0; k > 0 && w < k;) {
+                ssize_t r = pwrite(out, buf + w, (size_t)(k - w), done + w);
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) {
+                    if (r == 0) errno = EIO;
+                    return -1;
+                }
+                w += r;
+            }
+        }
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return -1;
+        if (k == 0) {
+            errno = EIO; /* the file shrank while it was copied */
+            return -1;
+        }
+        done += k;
+    }
+    return 0;
+}
+
+/* The lock HDF5's readers take (shared): no HDF5 writer is midway while it is held. Waits up
+ * to a second for one to finish; -1 if it does not. */
+static int share_lock(int fd) {
+    for (int i = 0; i < 20; i++) {
+        if (flock(fd, LOCK_SH | LOCK_NB) == 0) return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR) return errno == ENOLCK || errno == EOPNOTSUPP ? 0 : -1;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    errno = EWOULDBLOCK;
+    return -1;
+}
+
+/* Is the file as it was when copied? */
+static int same_state(const struct stat *a, const struct stat *b) {
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* The folder of path, opened (for its lock and its fsync), or -1. */
+static int open_parent(const char *path) {
+    char d[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(d, sizeof d, ".");
+    else
+        snprintf(d, sizeof d, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    return open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 #define MAX_PARTS 60000 /* one byte each: an attribute stays within HDF5's 64 KiB default */
@@ -187,9 +741,6 @@ void h5__close(void *impl) {
 
 /* A slab's chunks as HDF5 stores them, compressed by the thread that finished the slab
  * outside both locks (so parts compress at the same time), written with H5Dwrite_chunk. */
-#if !H5_VERSION_GE(1, 10, 3)
-#error "swi_io needs libhdf5 1.10.3 or later (H5Dwrite_chunk)"
-#endif
 typedef struct enc_chunk {
     hsize_t off[4];
     uint32_t mask; /* filters skipped: bit 0 shuffle, bit 1 deflate */
@@ -204,9 +755,13 @@ typedef struct pend {
     struct pend *next;
 } pend;
 
+struct h5out;
+
 typedef struct h5w {
-    hid_t file, dset;
-    char final[4096], tmp[4200], name[4200], path[1024];
+    hid_t dset;
+    char final[4096], name[4200], path[1024];
+    tmp_place tmp;
+    struct h5out *out; /* one writer: the copy it writes into */
     swi_store_spec spec;
     int64_t chunk[3];
     int force;
@@ -370,10 +925,6 @@ static const char *env_forces_locking(void) {
     return e;
 }
 
-#if H5_VERSION_GE(1, 12, 1) || (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 12, 0))
-#define HAVE_FILE_LOCKING_PROPERTY 1
-#endif
-
 static int env_allows(const char *name, char *err, size_t n) {
     const char *e = env_forces_locking();
 #ifndef HAVE_FILE_LOCKING_PROPERTY
@@ -390,14 +941,8 @@ static int env_allows(const char *name, char *err, size_t n) {
 
 /* A read-write open of the locked file, HDF5's own lock off. Caller holds h5_lock. */
 static hid_t open_locked(const char *file) {
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t fapl = no_lock_fapl();
     if (fapl < 0) return -1;
-#ifdef HAVE_FILE_LOCKING_PROPERTY
-    if (H5Pset_file_locking(fapl, 0, 1) < 0) {
-        H5Pclose(fapl);
-        return -1;
-    }
-#endif
     hid_t f = H5Fopen(file, H5F_ACC_RDWR, fapl);
     H5Pclose(fapl);
     return f;
@@ -498,23 +1043,19 @@ static int same_dataset(hid_t d, const swi_store_spec *spec, const int64_t chunk
     return ok;
 }
 
-/* Create the file whole under a temporary name and link it into place: link(2) fails if
- * another part was first. 0 created, 1 another part's file is there, -1 error. */
+/* Create the file whole in a temporary (see "temporaries") and link it into place: link(2)
+ * fails if another part was first. 0 created, 1 another part's file is there, -1 error. */
+/* A single writer works on a copy of the file, renamed over it only at commit: a writer that
+ * does not commit leaves the file as it was. Parts write the file in place. */
+int h5__replaces(const void *impl) { return !((const h5w *)impl)->shared; }
+
 static int create_shared(h5w *w, char *err, size_t n) {
-    char host[256] = "";
-    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "host");
-    host[sizeof host - 1] = '\0';
-    const char *slash = strrchr(w->final, '/');
-    int dl = slash ? (int)(slash - w->final) + 1 : 0;
-    /* host and pid: parts on several machines share the directory */
-    snprintf(w->tmp, sizeof w->tmp, "%.*s.%s.tmp-%.64s-%ld", dl, w->final, slash ? slash + 1 : w->final, host,
-             (long)getpid());
-    pthread_mutex_lock(&h5_lock);
-    quiet();
+    if (make_tmp(w->final, &w->tmp, err, n)) return -1;
+    h5_enter();
     int bad = 1;
-    hid_t f = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), d = -1;
+    hid_t f = create_tmp(&w->tmp), d = -1;
     if (f < 0)
-        io__err(err, n, "%s: cannot create the file: %s", w->tmp, strerror(errno));
+        io__err(err, n, "%s: cannot create the file (in %s): %s", w->final, w->tmp.dir, strerror(errno));
     else if ((d = make_dataset(f, w->path, &w->spec, w->chunk)) < 0)
         io__err(err, n, "%s: cannot create the dataset %s", w->name, w->path);
     else if (put_string_attr(d, INCOMPLETE_ATTR, INCOMPLETE_TEXT) != 0)
@@ -522,13 +1063,13 @@ static int create_shared(h5w *w, char *err, size_t n) {
     else
         bad = 0;
     if (d >= 0 && H5Dclose(d) < 0) bad = 1;
-    if (f >= 0 && H5Fclose(f) < 0 && !bad) {
-        io__err(err, n, "%s: cannot finish the file (disk full?)", w->tmp);
+    if (f >= 0 && close_file(f) != 0 && !bad) {
+        io__err(err, n, "%s: cannot finish the file (disk full?)", w->tmp.file);
         bad = 1;
     }
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     int r = bad ? -1 : 0;
-    if (!bad && link(w->tmp, w->final) != 0) {
+    if (!bad && link(w->tmp.file, w->final) != 0) {
         if (errno == EEXIST) {
             r = 1;
         } else {
@@ -536,7 +1077,7 @@ static int create_shared(h5w *w, char *err, size_t n) {
             r = -1;
         }
     }
-    if (f >= 0) unlink(w->tmp);
+    drop_tmp(&w->tmp);
     return r;
 }
 
@@ -558,19 +1099,18 @@ static htri_t path_exists(hid_t f, const char *path) {
  * HDF5 still held may not be on disk). */
 static swi_status close_h5(h5w *w, hid_t f, hid_t d, swi_status st, char *err, size_t n) {
     if (d >= 0) H5Dclose(d);
-    if (f >= 0 && H5Fclose(f) < 0 && st == SWI_OK) {
+    if (f >= 0 && close_file(f) != 0 && st == SWI_OK) {
         io__err(err, n, "%s: cannot finish writing the file (disk full?)", w->final);
         st = SWI_ERR_INVALID_ARG;
     }
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     return st;
 }
 /* Join an existing file, its lock held: a dataset of this run's layout that is incomplete
  * (or --force) is marked incomplete and this part not done; a missing one is created beside
  * the file's other datasets. */
 static swi_status join_locked(h5w *w, int flags, char *err, size_t n) {
-    pthread_mutex_lock(&h5_lock);
-    quiet();
+    h5_enter();
     swi_status st = SWI_ERR_INVALID_ARG;
     unsigned char *done = NULL;
     hid_t f = open_locked(w->final), d = -1;
@@ -642,6 +1182,19 @@ static swi_status shared_create(h5w *w, int flags, char *err, size_t n) {
                 MAX_PARTS);
         return SWI_ERR_INVALID_ARG;
     }
+    /* The lock a part takes would wait forever on the one HDF5 holds for this process's own
+     * reader of the file. */
+    struct stat fs;
+    h5_enter();
+    int input = stat(w->final, &fs) == 0 && is_read(fs.st_dev, fs.st_ino, NULL);
+    h5_leave();
+    if (input) {
+        io__err(err, n,
+                "%s: the file is also an input of this run; parts (--shard, mpirun) write into it in place "
+                "under its lock, which the input's reader holds: write them into another file",
+                w->name);
+        return SWI_ERR_INVALID_ARG;
+    }
     /* a file that vanishes between the attempts (removed by hand) is retried a few times */
     for (int attempt = 0; attempt < 4; attempt++) {
         int fd = lock_file(w->final);
@@ -671,8 +1224,7 @@ static int open_shared(h5w *w, hid_t *f, hid_t *d, char *err, size_t n) {
         lock_error(w, err, n);
         return -1;
     }
-    pthread_mutex_lock(&h5_lock);
-    quiet();
+    h5_enter();
     *f = open_locked(w->final);
     *d = *f >= 0 ? H5Dopen2(*f, w->path, H5P_DEFAULT) : -1;
     return fd;
@@ -781,6 +1333,348 @@ static void free_writer(h5w *w) {
     free(w);
 }
 
+/* ---- one writer, or several of one file in one process ----
+ *
+ * The previous file is never written. An existing file is copied into a temporary (see
+ * "temporaries") under the shared lock HDF5's readers take, so no HDF5 writer is midway; a
+ * new one is created there. The dataset is written into the copy, replacing (--force) only
+ * a dataset of the kind swi writes; every other object and attribute is copied as it was.
+ * At commit the copy is fsynced and renamed over the file if the file is still the one
+ * copied (same inode, size, times: else another program wrote it meanwhile and the run
+ * fails), a new file linked into place if the name is still free; this check and the rename
+ * are done under a flock of the folder, which serialises swi's commits there. A failed,
+ * aborted or interrupted run removes the temporary: the file is as it was. Writers of one
+ * file open at once in a process (labels and scores) share the copy, which is put in place
+ * when the last one commits and not at all if one fails or is aborted. The cost: a read and
+ * a write of the whole file (none where reflinks work), and its size in free space until
+ * commit; a replaced dataset's space is reused for the new one where HDF5 can. */
+
+typedef struct h5out {
+    char final[4096];
+    tmp_place tmp;
+    hid_t file;
+    int users, failed, existed, fd; /* fd: the previous file, -1 if none */
+    struct stat was;                /* the previous file as copied */
+    char (*paths)[1024];            /* the datasets being written */
+    int npaths;
+    struct h5out *next;
+} h5out;
+
+static h5out *outs; /* under h5_lock */
+
+static void out_free(h5out *o) {
+    for (h5out **p = &outs; *p; p = &(*p)->next)
+        if (*p == o) {
+            *p = o->next;
+            break;
+        }
+    if (o->file >= 0) close_file(o->file);
+    drop_tmp(&o->tmp);
+    if (o->fd >= 0) close(o->fd);
+    free(o->paths);
+    free(o);
+}
+
+/* Does the file start with HDF5's signature (at 0, 512, 1024, 2048, ...: after a user block)? */
+static int hdf5_signature(int fd, off_t size) {
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    for (off_t at = 0; at + 8 <= size; at = at ? 2 * at : 512) {
+        unsigned char b[8];
+        if (pread(fd, b, 8, at) != 8) return 0;
+        if (!memcmp(b, sig, 8)) return 1;
+    }
+    return 0;
+}
+
+/* The copy of final (or a new file) to write into. Caller holds h5_lock. */
+static h5out *out_open(const char *final, const struct stat *st, char *err, size_t n) {
+    h5out *o = calloc(1, sizeof *o);
+    if (!o) {
+        io__err(err, n, "%s: out of memory", final);
+        return NULL;
+    }
+    snprintf(o->final, sizeof o->final, "%s", final);
+    o->file = -1;
+    o->fd = -1;
+    o->existed = st != NULL;
+    o->next = outs;
+    outs = o;
+    if (make_tmp(final, &o->tmp, err, n)) goto fail;
+    if (!st) {
+        if ((o->file = create_tmp(&o->tmp)) < 0) {
+            io__err(err, n, "%s: cannot create the file (in %s): %s", final, o->tmp.dir, strerror(errno));
+            goto fail;
+        }
+        return o;
+    }
+    int64_t size = 0;
+    if ((o->fd = swi_io_open_regular(final, &size, err, n)) < 0) goto fail;
+    if (!hdf5_signature(o->fd, (off_t)size)) {
+        io__err(err, n, "%s: exists and is not an HDF5 file; not replaced, --force or not", final);
+        goto fail;
+    }
+    if (share_lock(o->fd) != 0) {
+        io__err(err, n, "%s: another program is writing the file (HDF5's lock is held): %s", final,
+                strerror(errno));
+        goto fail;
+    }
+    int out = -1, bad = fstat(o->fd, &o->was) != 0;
+    if (!bad) out = open(o->tmp.file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    bad = bad || out < 0 || copy_fd(o->fd, out, o->was.st_size) != 0 ||
+          fchmod(out, o->was.st_mode & 07777) != 0;
+    int e = errno;
+    if (out >= 0 && close(out) != 0 && !bad) {
+        e = errno;
+        bad = 1;
+    }
+    flock(o->fd, LOCK_UN);
+    if (bad) {
+        io__err(err, n, "%s: cannot copy the file to add the dataset: %s", final, strerror(e));
+        goto fail;
+    }
+    hid_t fapl = no_lock_fapl();
+    o->file = fapl >= 0 ? H5Fopen(o->tmp.file, H5F_ACC_RDWR, fapl) : -1;
+    if (fapl >= 0) H5Pclose(fapl);
+    if (o->file < 0) {
+        io__err(err, n, "%s: cannot open the file's copy to add the dataset (a corrupt file, or disk full?)",
+                final);
+        goto fail;
+    }
+    return o;
+fail:
+    out_free(o);
+    return NULL;
+}
+
+#define WHY_LEN 160
+
+/* An attribute swi does not write: named in op (WHY_LEN bytes), the iteration stopped. */
+static herr_t foreign_attr(hid_t loc, const char *name, const H5A_info_t *info, void *op) {
+    (void)loc, (void)info;
+    if (strncmp(name, "swi_", 4) == 0) return 0;
+    snprintf(op, WHY_LEN, "it carries the attribute %.100s", name);
+    return 1;
+}
+
+/* Why the dataset d is not one swi writes (and so is never replaced), or NULL; why holds
+ * WHY_LEN bytes. */
+static const char *not_swi_kind(hid_t d, char *why) {
+    hid_t p = H5Dget_create_plist(d), t = H5Dget_type(d), s = H5Dget_space(d);
+    int nd = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
+    const char *r = NULL;
+    if (p < 0 || t < 0 || s < 0)
+        r = "it cannot be examined";
+    else if (H5Pget_layout(p) != H5D_CHUNKED)
+        r = "it is not chunked";
+    else if (H5Pget_nfilters(p) != 2 ||
+             H5Pget_filter2(p, 0, NULL, NULL, NULL, 0, NULL, NULL) != H5Z_FILTER_SHUFFLE ||
+             H5Pget_filter2(p, 1, NULL, NULL, NULL, 0, NULL, NULL) != H5Z_FILTER_DEFLATE)
+        r = "its filters are not shuffle and deflate";
+    else if (H5Tequal(t, H5T_NATIVE_UINT8) <= 0 && H5Tequal(t, H5T_NATIVE_UINT16) <= 0 &&
+             H5Tequal(t, H5T_NATIVE_FLOAT) <= 0)
+        r = "its type is not uint8, uint16 or float32";
+    else if (nd != 3 && nd != 4)
+        r = "it has neither 3 nor 4 dimensions";
+    else {
+        hsize_t idx = 0;
+        why[0] = '\0';
+        if (H5Aiterate2(d, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, foreign_attr, why) != 0)
+            r = why[0] ? why : "its attributes cannot be listed";
+    }
+    if (p >= 0) H5Pclose(p);
+    if (t >= 0) H5Tclose(t);
+    if (s >= 0) H5Sclose(s);
+    return r;
+}
+
+/* Make w's dataset in the copy: an existing one is replaced with --force if swi wrote it and
+ * it is not an input of this run. Caller holds h5_lock. */
+static swi_status place_dataset(h5w *w, h5out *o, char *err, size_t n) {
+    int hp = hard_path(o->file, w->path);
+    if (hp == -2) {
+        io__err(err, n, "%s: the path %s goes through a soft or external link in the file; not written",
+                w->name, w->path);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (hp < 0) {
+        io__err(err, n, "%s: cannot look up %s in the file (is a part of the path a dataset?)", w->name,
+                w->path);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (hp == 1) {
+        H5O_info_t info;
+        if (H5Oget_info_by_name2(o->file, w->path, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+            info.type != H5O_TYPE_DATASET) {
+            io__err(err, n, "%s: %s is a group or another object in the file, not a dataset; not replaced",
+                    w->name, w->path);
+            return SWI_ERR_INVALID_ARG;
+        }
+        hid_t d = H5Dopen2(o->file, w->path, H5P_DEFAULT);
+        obj_key k;
+        char why[WHY_LEN];
+        const char *no = NULL;
+        int input = d >= 0 && key_of(d, &k) == 0 && o->existed && is_read(o->was.st_dev, o->was.st_ino, &k);
+        if (d >= 0 && !input && w->force) no = not_swi_kind(d, why);
+        if (d >= 0) H5Dclose(d);
+        if (d < 0) {
+            io__err(err, n, "%s: cannot open the existing dataset", w->name);
+            return SWI_ERR_INVALID_ARG;
+        }
+        if (input) {
+            io__err(err, n, "%s: is an input of this run; swi never writes over its inputs, --force or not",
+                    w->name);
+            return SWI_ERR_INVALID_ARG;
+        }
+        if (!w->force) {
+            io__err(err, n, "%s: already exists (use --force to overwrite)", w->name);
+            return SWI_ERR_INVALID_ARG;
+        }
+        if (no) {
+            io__err(err, n, "%s: exists and is not a dataset swi writes (%s); not replaced, --force or not",
+                    w->name, no);
+            return SWI_ERR_INVALID_ARG;
+        }
+    }
+    /* the copy changes from here on: if this fails, it must not be put in place */
+    if (hp == 1 && H5Ldelete(o->file, w->path, H5P_DEFAULT) < 0) {
+        o->failed = 1;
+        io__err(err, n, "%s: cannot remove the old dataset from the copy", w->name);
+        return SWI_ERR_INVALID_ARG;
+    }
+    w->dset = make_dataset(o->file, w->path, &w->spec, w->chunk);
+    if (w->dset < 0) {
+        o->failed = 1;
+        io__err(err, n, "%s: cannot create the dataset %s in the file", w->name, w->path);
+        return SWI_ERR_INVALID_ARG;
+    }
+    return SWI_OK;
+}
+
+static swi_status single_create(h5w *w, char *err, size_t n) {
+    struct stat st;
+    int exists = stat(w->final, &st) == 0;
+    if (!exists && errno != ENOENT) {
+        io__err(err, n, "%s: cannot examine: %s", w->final, strerror(errno));
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (exists && !S_ISREG(st.st_mode)) {
+        io__err(err, n, "%s: exists and is %s, not a regular file; swi writes only regular files", w->final,
+                swi_io_file_kind(st.st_mode));
+        return SWI_ERR_INVALID_ARG;
+    }
+    h5_enter();
+    swi_status rc = SWI_ERR_INVALID_ARG;
+    h5out *o = NULL;
+    for (h5out *q = outs; q && !o; q = q->next)
+        if (!strcmp(q->final, w->final) ||
+            (exists && q->existed && q->was.st_dev == st.st_dev && q->was.st_ino == st.st_ino))
+            o = q;
+    if (o) {
+        for (int i = 0; i < o->npaths; i++)
+            if (!strcmp(o->paths[i], w->path)) {
+                io__err(err, n, "%s: is already being written by this process", w->name);
+                goto out;
+            }
+    } else if (!(o = out_open(w->final, exists ? &st : NULL, err, n))) {
+        goto out;
+    }
+    char(*p)[1024] = realloc(o->paths, (size_t)(o->npaths + 1) * sizeof *p);
+    if (!p) {
+        io__err(err, n, "%s: out of memory", w->name);
+        if (!o->users) out_free(o);
+        goto out;
+    }
+    o->paths = p;
+    snprintf(o->paths[o->npaths++], sizeof *p, "%s", w->path);
+    o->users++;
+    w->out = o;
+    rc = place_dataset(w, o, err, n);
+out:
+    h5_leave();
+    return rc;
+}
+
+/* Put the finished copy in place. Caller holds h5_lock. */
+static swi_status out_finish(h5out *o, char *err, size_t n) {
+    int bad = close_file(o->file) != 0;
+    o->file = -1;
+    if (bad) {
+        io__err(err, n, "%s: cannot finish writing the file (disk full?)", o->final);
+        return SWI_ERR_INVALID_ARG;
+    }
+    int fd = open(o->tmp.file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        io__err(err, n, "%s: cannot complete the output: %s", o->final, strerror(errno));
+        if (fd >= 0) close(fd);
+        return SWI_ERR_INVALID_ARG;
+    }
+    close(fd);
+    int dfd = open_parent(o->final);
+    if (dfd >= 0)
+        while (flock(dfd, LOCK_EX) != 0 && errno == EINTR) {}
+    struct stat now;
+    swi_status st = SWI_OK;
+    if (o->existed) {
+        if (stat(o->final, &now) != 0 || !same_state(&now, &o->was)) {
+            io__err(err, n,
+                    "%s: the file changed while swi was running (another run or program wrote it); not "
+                    "replaced",
+                    o->final);
+            st = SWI_ERR_INVALID_ARG;
+        } else if (rename(o->tmp.file, o->final) != 0) {
+            io__err(err, n, "%s: cannot put the file in place: %s", o->final, strerror(errno));
+            st = SWI_ERR_INVALID_ARG;
+        }
+    } else if (link(o->tmp.file, o->final) != 0) {
+        if (errno == EEXIST)
+            io__err(err, n, "%s: appeared while swi was running (another run?); not overwritten", o->final);
+        else
+            io__err(err, n, "%s: cannot put the file in place: %s", o->final, strerror(errno));
+        st = SWI_ERR_INVALID_ARG;
+    }
+    if (dfd >= 0) {
+        if (st == SWI_OK) fsync(dfd); /* the rename on disk; a failure here loses nothing */
+        flock(dfd, LOCK_UN);
+        close(dfd);
+    }
+    return st;
+}
+
+static swi_status single_commit(h5w *w, char *err, size_t n) {
+    h5_enter();
+    h5out *o = w->out;
+    swi_status st = SWI_OK;
+    if (w->dset >= 0 && H5Dclose(w->dset) < 0) {
+        io__err(err, n, "%s: cannot finish the dataset (disk full?)", w->name);
+        o->failed = 1;
+        st = SWI_ERR_INVALID_ARG;
+    }
+    w->dset = -1;
+    if (--o->users == 0) {
+        if (!o->failed)
+            st = out_finish(o, err, n);
+        else if (st == SWI_OK) {
+            io__err(err, n, "%s: not written: another dataset written into the file failed", w->name);
+            st = SWI_ERR_INVALID_ARG;
+        }
+        out_free(o);
+    }
+    h5_leave();
+    return st;
+}
+
+static void single_abort(h5w *w) {
+    h5_enter();
+    h5out *o = w->out;
+    if (w->dset >= 0) H5Dclose(w->dset);
+    w->dset = -1;
+    if (o) {
+        o->failed = 1;
+        if (--o->users == 0) out_free(o);
+    }
+    h5_leave();
+}
+
 /* ---- the writer ---- */
 
 swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
@@ -790,7 +1684,7 @@ swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_
         io__err(err, n, "%s: out of memory", name);
         return SWI_ERR_NOMEM;
     }
-    w->file = w->dset = -1;
+    w->dset = -1;
     if (swi_store_split_h5(name, w->final, sizeof w->final, w->path, sizeof w->path, err, n)) {
         free(w);
         return SWI_ERR_INVALID_ARG;
@@ -816,40 +1710,13 @@ swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_
             *impl = w;
         return st;
     }
-    if (!(flags & SWI_STORE_FORCE) && access(w->final, F_OK) == 0) {
-        io__err(err, n, "%s: already exists (use --force to overwrite)", w->final);
-        free(w);
-        return SWI_ERR_INVALID_ARG;
-    }
-    const char *slash = strrchr(w->final, '/');
-    int dl = slash ? (int)(slash - w->final) + 1 : 0;
-    snprintf(w->tmp, sizeof w->tmp, "%.*s.%s.tmp-%ld", dl, w->final, slash ? slash + 1 : w->final,
-             (long)getpid());
-    pthread_mutex_lock(&h5_lock);
-    quiet();
-    swi_status st = SWI_ERR_INVALID_ARG;
-    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (w->file < 0) {
-        io__err(err, n, "%s: cannot create the file: %s", w->tmp, strerror(errno));
-        goto done;
-    }
-    w->dset = make_dataset(w->file, w->path, spec, chunk);
-    if (w->dset < 0) {
-        io__err(err, n, "%s: cannot create the dataset %s", name, w->path);
-        goto done;
-    }
-    st = SWI_OK;
-done:
+    swi_status st = single_create(w, err, n);
     if (st != SWI_OK) {
-        if (w->file >= 0) {
-            H5Fclose(w->file);
-            unlink(w->tmp);
-        }
+        single_abort(w);
         free(w);
     } else {
         *impl = w;
     }
-    pthread_mutex_unlock(&h5_lock);
     return st;
 }
 
@@ -860,13 +1727,13 @@ swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], c
     pend *p = NULL;
     swi_status st = encode_slab(w, lo, hi, buf, &p, err, n);
     if (st != SWI_OK) return st;
-    pthread_mutex_lock(&h5_lock);
+    h5_enter();
     if (write_chunks(w->dset, p) != 0) {
         io__err(err, n, "%s: cannot write the box from (%lld, %lld, %lld) (disk full?)", w->name,
                 (long long)lo[0], (long long)lo[1], (long long)lo[2]);
         st = SWI_ERR_INVALID_ARG;
     }
-    pthread_mutex_unlock(&h5_lock);
+    h5_leave();
     free_pend(p);
     return st;
 }
@@ -878,22 +1745,7 @@ swi_status h5__commit(void *impl, char *err, size_t n) {
         free_writer(w);
         return st;
     }
-    pthread_mutex_lock(&h5_lock);
-    int bad = H5Dclose(w->dset) < 0;
-    bad |= H5Fclose(w->file) < 0;
-    pthread_mutex_unlock(&h5_lock);
-    swi_status st = SWI_OK;
-    if (bad) {
-        io__err(err, n, "%s: cannot finish the file (disk full?)", w->tmp);
-        unlink(w->tmp);
-        st = SWI_ERR_INVALID_ARG;
-    } else if (!w->force ? link(w->tmp, w->final) != 0 : rename(w->tmp, w->final) != 0) {
-        io__err(err, n, "%s: cannot put the file in place: %s", w->final, strerror(errno));
-        unlink(w->tmp);
-        st = SWI_ERR_INVALID_ARG;
-    } else if (!w->force) {
-        unlink(w->tmp);
-    }
+    swi_status st = single_commit(w, err, n);
     free(w);
     return st;
 }
@@ -906,11 +1758,7 @@ void h5__abort(void *impl) {
         free_writer(w);
         return;
     }
-    pthread_mutex_lock(&h5_lock);
-    H5Dclose(w->dset);
-    H5Fclose(w->file);
-    pthread_mutex_unlock(&h5_lock);
-    unlink(w->tmp);
+    single_abort(w);
     free(w);
 }
 

@@ -123,6 +123,39 @@ swi_reader swi_store_reader(swi_store *s) {
     return r;
 }
 
+int swi_store_geometry(const swi_store *s, double scale[3], double translation[3]) {
+    if (s->kind == SWI_STORE_HDF5) {
+        for (int k = 0; k < 3; k++) scale[k] = 1, translation[k] = 0;
+        return 0;
+    }
+    return zarr__geometry(s->impl, scale, translation);
+}
+
+swi_status swi_store_volume(const swi_store *s, swi_volume *v, char *err, size_t n) {
+    swi_volume g;
+    memset(&g, 0, sizeof g);
+    double scale[3], trans[3];
+    swi_store_geometry(s, scale, trans);
+    memcpy(g.size, s->size, sizeof g.size);
+    /* OME's z, y, x are the store's axes 0, 1, 2 and swi's i, j, k, in that order: each
+     * index maps to its own world axis, unflipped (OME-Zarr states no anatomical
+     * orientation, so none is invented) */
+    for (int k = 0; k < 3; k++) {
+        g.spacing[k] = scale[k];
+        g.affine[k][k] = scale[k];
+        g.affine[k][3] = trans[k];
+    }
+    g.affine[3][3] = 1;
+    char why[512];
+    swi_status st = io__nifti_like(&g, v, why, sizeof why);
+    if (st != SWI_OK) io__err(err, n, "%s: %s", s->name, why);
+    return st;
+}
+
+double swi_store_fill_value(const swi_store *s) {
+    return s->kind == SWI_STORE_HDF5 ? 0 : zarr__fill(s->impl);
+}
+
 void swi_store_close(swi_store *s) {
     if (!s) return;
     if (s->kind == SWI_STORE_HDF5)
@@ -332,6 +365,10 @@ void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3]) {
 }
 
 const char *swi_store_writer_error(const swi_store_writer *w) { return w ? w->error : ""; }
+
+int swi_store_writer_replaces(const swi_store_writer *w) {
+    return w && (w->kind == SWI_STORE_HDF5 ? h5__replaces(w->impl) : zarr__replaces(w->impl));
+}
 
 int swi_store_on_region(void *user, const swi_region *r) {
     swi_store_writer *w = user;

@@ -44,6 +44,10 @@ swi_status zarr__open(const char *name, int ome, void **impl, int64_t size[3], s
 swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
                           size_t n);
 void zarr__close(void *impl);
+/* An OME-Zarr level's scale and translation (mm, axes z y x): 1 if it has them, else 0 (1s and 0s). */
+int zarr__geometry(void *impl, double scale[3], double trans[3]);
+/* The fill value absent chunks hold. */
+double zarr__fill(void *impl);
 
 swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err, size_t n);
 swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
@@ -60,6 +64,8 @@ swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3],
                            size_t n);
 swi_status zarr__commit(void *impl, char *err, size_t n);
 void zarr__abort(void *impl);
+int zarr__replaces(const void *impl); /* a hidden replacement of an existing store is written */
+int h5__replaces(const void *impl);   /* a copy of the file is written, renamed over it at commit */
 
 swi_status h5__create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
                       int part, int parts, void **impl, char *err, size_t n);

@@ -19,6 +19,9 @@ swi_store_kind swi_store_kind_of(const char *name) {
     memcpy(buf, name, n);
     buf[n] = '\0';
     if (ends_with(buf, ".ome.zarr") || strstr(buf, ".ome.zarr/")) return SWI_STORE_OME;
+    /* the labels of an image named x.zarr (as most published OME-Zarr images are) */
+    const char *l = strstr(buf, ".zarr/labels/");
+    if (l && l[13] && !strchr(l + 13, '/')) return SWI_STORE_OME;
     if (ends_with(buf, ".zarr")) return SWI_STORE_ZARR;
     return SWI_STORE_NONE;
 }

@@ -4,11 +4,22 @@
  *
  * A store is named like a file; the name says the kind (swi_store_kind_of):
  *     x.zarr            a Zarr v2 array (a directory with .zarray); read also as Zarr v3
- *                       (zarr.json; not sharded)
+ *                       (zarr.json; not sharded); a group whose attributes hold OME-Zarr
+ *                       multiscales is read as an OME-Zarr image, whatever its name
  *     x.ome.zarr        an OME-Zarr 0.4 image group (0.5 read too: Zarr v3): level 0 of its
- *                       first multiscale is read; written, a one-level 0.4 multiscale group
- *     x.ome.zarr/labels/NAME   written: an OME-Zarr labels group inside the image x.ome.zarr
+ *                       first multiscale is read, with its scale and translation
+ *                       (swi_store_geometry); written, a one-level 0.4 multiscale group
+ *     x.ome.zarr/labels/NAME   written: an OME-Zarr labels group inside the image (also
+ *                       x.zarr/labels/NAME), carrying the transformations of the image's
+ *                       level of its shape; the image's own files are never changed,
+ *                       labels/.zattrs gains NAME and keeps the rest
  *     x.h5:/path        the dataset /path of an HDF5 file (also .hdf5)
+ *
+ * Bounds. Files are opened without blocking and only when regular (a FIFO as a chunk or
+ * metadata is refused at once); metadata files above 64 MiB, chunks above 1 GiB or far
+ * larger than their array, and chunk files larger than their codec can make for one chunk
+ * are refused before anything is allocated or read; every decoder writes into the chunk's
+ * own size and refuses a stream that would inflate beyond it.
  *
  * Reading: any integer or float element type (Zarr: |u1 <i2 >f8 ... in C or F order, no filters;
  * compressors blosc, zstd, zlib, gzip or none; v3: the codecs transpose (C or F), bytes and
@@ -31,18 +42,52 @@
  * axis (give it swi_plan.order[0]). Each
  * chunk file is written to a temporary name and renamed, so it appears whole or not at all.
  *
+ * Replacing. An existing Zarr output is replaced only when it is a store of the kind swi
+ * writes (a Zarr v2 array, or an OME-Zarr 0.4 image or labels group, holding nothing
+ * else) and only with SWI_STORE_FORCE; anything else (a folder of other files, a link)
+ * is refused with or without it and left as it was. A forced rewrite is written beside the
+ * old store under a hidden name (.NAME.swi-new-XXXXXX, made exclusively; shared parts:
+ * .NAME.swi-next, made or joined by each) and exchanged with it at the last commit
+ * (renameat2 RENAME_EXCHANGE, else old aside, new in); until then, and after any failure
+ * or abort, the old store is exactly as it was.
+ *
  * Completion. A Zarr store being written holds the file .swi-incomplete; it is removed only
  * when every part has committed (each part leaves .swi-part-I-of-N when it commits, the last
  * one removes the marker), so a failed or unfinished run never looks finished;
  * swi_store_open refuses a store that still has it. Several processes may create the same
  * store at once (SWI_STORE_SHARED): the metadata are linked into place atomically by
- * whichever comes first, and the others check that they agree. A single HDF5 writer writes a
- * temporary file renamed at commit. Several HDF5 parts (SWI_STORE_SHARED) write one file in
- * turn: each batch of finished slabs is written under an exclusive flock(2) of the file (the
- * lock HDF5's own readers take shared), opened, written and closed; the first part links the
- * file into place whole, the others check the dataset's shape, type and chunk; the dataset
- * carries the attribute swi_incomplete, and swi_parts_done (a byte per part), until the last
- * part commits and removes both. HDF5_USE_FILE_LOCKING must be unset or FALSE.
+ * whichever comes first, and the others check that they agree; the creator records
+ * spec.job (.swi-job), and a part whose job differs is refused.
+ *
+ * HDF5. An HDF5 output is one dataset of a file; the file's other datasets, groups and
+ * attributes are never changed. A single writer never writes the existing file: it copies it
+ * (a reflink or copy_file_range where the file system has them; a new file is created
+ * instead) into a private temporary directory beside it, .NAME.swi-XXXXXX (mkdtemp: made
+ * exclusively, unpredictable, mode 0700; nothing is created through a link), writes the
+ * dataset into the copy and, at commit, renames the copy over the file if the file is still
+ * the one copied (else the commit fails: another program wrote it meanwhile). An existing
+ * dataset is refused without SWI_STORE_FORCE; with it, only a dataset of the kind swi writes
+ * (chunked, shuffle + deflate, uint8/uint16/float32, 3 or 4 dimensions, no attributes but
+ * swi_*) is replaced, never a group, a user's dataset, a file that is not HDF5, or a dataset
+ * this process has open as an input. A failed, aborted or interrupted writer leaves the file
+ * exactly as it was. Writers of one file open at once in a process (labels and scores)
+ * share the copy: it is put in place when the last one commits (an earlier one's commit
+ * returns SWI_OK and the file appears with the last), not at all if one fails or is aborted.
+ * The cost: a read and a write of the whole file (none with reflinks), and its size in free
+ * space until commit. Several HDF5 parts (SWI_STORE_SHARED) write one file in turn, in
+ * place: each batch of finished slabs is written under an exclusive flock(2) of the file
+ * (the lock HDF5's own readers take shared), opened, written and closed; the first part
+ * links the file into place whole, the others check the dataset's shape, type and chunk;
+ * the dataset carries the attribute swi_incomplete, and swi_parts_done (a byte per part),
+ * until the last part commits and removes both. A failed part leaves the dataset marked
+ * incomplete and the file's other objects as they were. Parts refuse a file this process
+ * reads as an input (their lock would wait forever on the reader's).
+ * HDF5_USE_FILE_LOCKING must be unset or FALSE.
+ * Reading HDF5, every chunk is inflated within the size it must have (a chunk inflating
+ * beyond it, of over 1 GiB, or with dimensions over the dataset's is refused, naming the
+ * chunk); only the filters deflate and shuffle are read; a dataset whose data lie in other
+ * files (external, virtual) or behind a soft or external link is refused; a .h5 that
+ * is not a regular file (a FIFO) is refused without being opened.
  *
  * Errors: an swi_status and one line naming the store and the field in err (NULL: none).
  */
@@ -98,6 +143,21 @@ swi_io_type swi_store_type(const swi_store *s);
 swi_status swi_store_read_box(swi_store *s, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
                               size_t errlen);
 
+/** OME-Zarr's scale and translation of the level read (coordinateTransformations of the
+ *  dataset, then of the multiscale; the last three values, for the axes z, y, x, which are
+ *  the store's axes 0, 1, 2), in millimetres (UDUNITS axis units converted; none: taken as
+ *  mm). Returns 1 when the store has them; 0 with scale 1 and translation 0 otherwise. */
+int swi_store_geometry(const swi_store *s, double scale[3], double translation[3]);
+
+/** A NIfTI description of the store's grid for writing files of its results (NIfTI, NRRD,
+ *  MetaImage): size, spacing = scale, affine diag(scale) with the translation as its last
+ *  column -- store axis 0 (OME z) is NIfTI's i and the first world axis, unflipped; a store
+ *  without geometry gets 1 mm axis-aligned voxels at the origin. */
+swi_status swi_store_volume(const swi_store *s, swi_volume *v, char *err, size_t errlen);
+
+/** The value absent chunks read as (Zarr fill_value; may be NaN or infinite; HDF5: 0). */
+double swi_store_fill_value(const swi_store *s);
+
 /** The store as an swi_reader (one channel, image 0); valid while s is open. A read that
  *  fails stops the run with SWI_ERR_READ and the store's message. */
 swi_reader swi_store_reader(swi_store *s);
@@ -125,6 +185,9 @@ typedef struct swi_store_spec {
     int slab_axis;   /**< the axis the writer's slabs are layers of chunks along: the
                                 engine's outermost loop axis (swi_plan.order[0]), so slabs
                                 complete in turn and memory stays bounded; default 0 */
+    const char *job; /**< SWI_STORE_SHARED: an opaque fingerprint of the job (its inputs,
+                          model, options; NULL: none). Recorded by the part that creates the
+                          store; a part whose fingerprint differs is refused. */
 } swi_store_spec;
 
 /** Zero a spec and fill the defaults. */
@@ -163,6 +226,12 @@ void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3]);
  *  non-zero after a failure (its message: swi_store_writer_error). */
 int swi_store_on_region(void *user, const swi_region *region);
 
+/** 1 when a writer that does not commit leaves the previous output exactly as it was: a
+ *  replacement of an existing Zarr store (SWI_STORE_FORCE; shared: until the last part
+ *  commits), and every single HDF5 writer (it writes a copy of the file); 0 when w writes the
+ *  store itself, which a writer that does not commit leaves marked incomplete. */
+int swi_store_writer_replaces(const swi_store_writer *w);
+
 /** The writer's first failure ("" if none). */
 const char *swi_store_writer_error(const swi_store_writer *w);
 
@@ -171,7 +240,7 @@ const char *swi_store_writer_error(const swi_store_writer *w);
 swi_status swi_store_commit(swi_store_writer *w, char *err, size_t errlen);
 
 /** Drop a writer without committing: the store stays marked incomplete (a single HDF5
- *  writer: the temporary file is removed). NULL is fine. */
+ *  writer: its temporary is removed and the file is as it was). NULL is fine. */
 void swi_store_abort(swi_store_writer *w);
 
 #ifdef __cplusplus

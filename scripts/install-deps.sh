@@ -4,11 +4,14 @@
 # Idempotent and safe to re-run: apt packages are installed only when missing, and
 # ONNX Runtime (from the npm package com.github.asus4.onnxruntime, which ships the
 # official Linux x64 libonnxruntime.so and the C headers) is unpacked into the
-# ignored directory .deps/onnxruntime/{include,lib} only when not already there.
+# ignored directory .deps/onnxruntime/{include,lib} only when not already there; NiiVue's
+# browser build (npm @niivue/niivue, dist/niivue.umd.js), which swi inlines into its review
+# pages (--report), into .deps/niivue likewise.
 #
 #   scripts/install-deps.sh            # everything
 #   SWI_SKIP_APT=1 scripts/install-deps.sh   # only ONNX Runtime
-#   SWI_SKIP_ORT=1 scripts/install-deps.sh   # only apt packages
+#   SWI_SKIP_ORT=1 scripts/install-deps.sh   # only apt packages (and NiiVue)
+#   SWI_SKIP_NIIVUE=1 scripts/install-deps.sh   # no NiiVue
 #
 # Run as root (or with sudo available). Quiet unless something fails.
 set -euo pipefail
@@ -25,6 +28,10 @@ APT_PACKAGES=(
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev
   # python/: the swi package (make python) and its tests
   python3-dev python3-venv python3-setuptools python3-pytest python3-torch python3-tqdm
+  # python/: the wheel (make wheel: pip wheel, no build isolation) and its typing check
+  python3-pip python3-wheel mypy
+  # python/: swi.dask, one part box a task on a dask.distributed cluster (its tests)
+  python3-dask python3-distributed
   # swi segment/plan/info/export: model cards are JSON (optional: cards refused without it)
   libjansson-dev
   # swi_io: NRRD, MetaImage and DICOM series through ITK's image I/O (brings GDCM; optional,
@@ -40,14 +47,19 @@ APT_PACKAGES=(
   openmpi-bin libopenmpi-dev
   # swi_io: .nii.gz read and written with libdeflate (several times zlib's speed; optional)
   libdeflate-dev
+  # report tests: the review pages (--report) loaded in headless Chromium
+  chromium
 )
 
 ORT_NPM_PACKAGE="com.github.asus4.onnxruntime"
 ORT_NPM_VERSION="${ORT_NPM_VERSION:-0.4.9}"
+NIIVUE_NPM_PACKAGE="@niivue/niivue"
+NIIVUE_NPM_VERSION="${NIIVUE_NPM_VERSION:-0.69.0}"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEPS="$ROOT/.deps"
 ORT_DIR="$DEPS/onnxruntime"
+NIIVUE_DIR="$DEPS/niivue"
 
 say() { printf 'install-deps: %s\n' "$*" >&2; }
 die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
@@ -128,4 +140,38 @@ if [ -z "${SWI_SKIP_ORT:-}" ] && ! ort_ok; then
   rm -rf "$ORT_DIR"
   mv "$stage" "$ORT_DIR"
   say "ONNX Runtime installed in $ORT_DIR"
+fi
+
+# ---- NiiVue (the review pages' viewer) ----------------------------------------
+niivue_ok() {
+  [ -f "$NIIVUE_DIR/niivue.umd.js" ] && [ -f "$NIIVUE_DIR/VERSION" ] &&
+  [ "$(cat "$NIIVUE_DIR/VERSION")" = "$NIIVUE_NPM_VERSION" ]
+}
+
+if [ -z "${SWI_SKIP_NIIVUE:-}" ] && ! niivue_ok; then
+  if ! command -v npm >/dev/null 2>&1; then
+    [ -z "${SWI_SKIP_APT:-}" ] || die "npm is needed to fetch NiiVue"
+    apt_install npm
+  fi
+  say "fetching NiiVue ($NIIVUE_NPM_PACKAGE@$NIIVUE_NPM_VERSION, ~10 MB)"
+  mkdir -p "$DEPS"
+  ntmp="$(mktemp -d "$DEPS/tmp.XXXXXX")"
+  trap 'rm -rf "${tmp:-}" "$ntmp"' EXIT
+  (cd "$ntmp" && npm pack --silent "$NIIVUE_NPM_PACKAGE@$NIIVUE_NPM_VERSION" >/dev/null 2>npm.log) \
+    || { cat "$ntmp/npm.log" >&2; die "npm pack $NIIVUE_NPM_PACKAGE failed"; }
+  ntgz="$(ls "$ntmp"/*.tgz 2>/dev/null | head -n1)"
+  [ -n "$ntgz" ] || die "npm pack produced no tarball"
+  # The UMD build: one self-contained script (no module imports, no workers fetched) that
+  # a page can inline and run from file:// with no network.
+  tar -xzf "$ntgz" -C "$ntmp" package/dist/niivue.umd.js package/LICENSE 2>/dev/null ||
+    tar -xzf "$ntgz" -C "$ntmp" package/dist/niivue.umd.js || die "unexpected layout of $NIIVUE_NPM_PACKAGE"
+  nstage="$ntmp/niivue"
+  mkdir -p "$nstage"
+  cp "$ntmp/package/dist/niivue.umd.js" "$nstage/"
+  [ -f "$ntmp/package/LICENSE" ] && cp "$ntmp/package/LICENSE" "$nstage/"
+  echo "$NIIVUE_NPM_VERSION" > "$nstage/VERSION"
+  rm -rf "$NIIVUE_DIR"
+  mv "$nstage" "$NIIVUE_DIR"
+  rm -rf "$ntmp"
+  say "NiiVue installed in $NIIVUE_DIR"
 fi

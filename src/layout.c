@@ -34,8 +34,40 @@ static int64_t axis_step(int64_t roi, int64_t padded, double overlap) {
     return s > 0 ? s : 1;
 }
 
+/* nnU-Net's target step in voxels (roi * tile_step_size, tile_step_size = 1 - overlap). Below
+ * one voxel its evenly spread starts repeat, and every start 0..padded-roi appears. */
+static double nnunet_target(int64_t roi, double overlap) { return (double)roi * (1.0 - overlap); }
+
+/* How many distinct starts an axis has. */
+static int64_t grid_count(swi_grid grid, int64_t roi, int64_t padded, double overlap) {
+    if (grid == SWI_GRID_NNUNET) {
+        double target = nnunet_target(roi, overlap);
+        if (target < 1.0) return padded - roi + 1;
+        return (int64_t)ceil((double)(padded - roi) / target) + 1;
+    }
+    int64_t step = axis_step(roi, padded, overlap);
+    /* n = 1 + smallest t >= 0 with t*step + roi >= padded */
+    return 1 + (padded - roi + step - 1) / step;
+}
+
+/* Start t of n (grid_count's n). */
+static int64_t grid_start(swi_grid grid, int64_t t, int64_t n, int64_t roi, int64_t padded, double overlap) {
+    if (grid == SWI_GRID_NNUNET) {
+        if (nnunet_target(roi, overlap) < 1.0 || n == 1) return n == 1 ? 0 : t;
+        double actual = (double)(padded - roi) / (double)(n - 1);
+        return (int64_t)nearbyint(actual * (double)t); /* numpy's round: half to even */
+    }
+    int64_t s = t * axis_step(roi, padded, overlap);
+    return s + roi > padded ? padded - roi : s;
+}
+
 swi_status swi_window_starts(swi_ctx *ctx, int64_t size, int64_t roi, double overlap, int64_t *starts,
                              int64_t cap, int64_t *count) {
+    return swi_grid_starts(ctx, SWI_GRID_MONAI, size, roi, overlap, starts, cap, count);
+}
+
+swi_status swi_grid_starts(swi_ctx *ctx, swi_grid grid, int64_t size, int64_t roi, double overlap,
+                           int64_t *starts, int64_t cap, int64_t *count) {
     if (count) *count = 0;
     if (size <= 0 || size > SWI_AXIS_MAX)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "size = %lld: must be 1..2^31", (long long)size);
@@ -49,15 +81,11 @@ swi_status swi_window_starts(swi_ctx *ctx, int64_t size, int64_t roi, double ove
                          "not NULL when cap > 0",
                          (long long)cap, starts ? "set" : "NULL");
     if (!count) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "count is NULL");
+    if ((unsigned)grid > SWI_GRID_NNUNET)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "grid = %d: unknown swi_grid value", (int)grid);
     int64_t padded = size > roi ? size : roi;
-    int64_t step = axis_step(roi, padded, overlap);
-    /* n = 1 + smallest t >= 0 with t*step + roi >= padded */
-    int64_t n = 1 + (padded - roi + step - 1) / step;
-    for (int64_t t = 0; t < n && t < cap; t++) {
-        int64_t s = t * step;
-        if (s + roi > padded) s = padded - roi;
-        starts[t] = s;
-    }
+    int64_t n = grid_count(grid, roi, padded, overlap);
+    for (int64_t t = 0; t < n && t < cap; t++) starts[t] = grid_start(grid, t, n, roi, padded, overlap);
     *count = n;
     return SWI_OK;
 }
@@ -130,7 +158,9 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     if (p->n_heads < 1 || p->n_heads > SWI_MAX_HEADS)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.n_heads = %d: must be 1..%d", p->n_heads,
                          SWI_MAX_HEADS);
-    if ((unsigned)p->mode > SWI_BLEND_CUSTOM)
+    if ((unsigned)p->grid > SWI_GRID_NNUNET)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.grid = %d: unknown swi_grid value", (int)p->grid);
+    if ((unsigned)p->mode > SWI_BLEND_GAUSSIAN_NNUNET)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.mode = %d: unknown blend mode", (int)p->mode);
     if ((unsigned)p->padding_mode > SWI_PAD_CIRCULAR)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.padding_mode = %d: unknown padding mode",
@@ -155,7 +185,8 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     g->reader = in->data == NULL && in->reader != NULL;
     g->cin = in->channels;
     for (int a = 0; a < NDIM; a++) {
-        g->size[a] = g->roi[a] = g->padded[a] = g->step[a] = g->n_win[a] = 1;
+        g->size[a] = g->roi[a] = g->padded[a] = g->n_win[a] = 1;
+        g->overlap[a] = 0.0;
         g->before[a] = 0;
     }
     for (int k = 0; k < p->dims; k++) {
@@ -174,7 +205,8 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
         double ov = p->overlap[k];
         if (!(ov >= 0.0 && ov < 1.0))
             return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.overlap[%d] = %g: must be in [0, 1)", k, ov);
-        if (p->mode == SWI_BLEND_GAUSSIAN && !(p->sigma_scale[k] > 0.0 && isfinite(p->sigma_scale[k])))
+        if ((p->mode == SWI_BLEND_GAUSSIAN || p->mode == SWI_BLEND_GAUSSIAN_NNUNET) &&
+            !(p->sigma_scale[k] > 0.0 && isfinite(p->sigma_scale[k])))
             return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.sigma_scale[%d] = %g: must be > 0", k,
                              p->sigma_scale[k]);
         int64_t P = s > r ? s : r;
@@ -188,8 +220,8 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
                              "params.padding_mode = reflect needs a pad smaller than the image: "
                              "dim %d has size %lld and roi %lld (pad %lld after)",
                              k, (long long)s, (long long)r, (long long)(pad - pad / 2));
-        g->step[a] = axis_step(r, P, ov);
-        g->n_win[a] = 1 + (P - r + g->step[a] - 1) / g->step[a];
+        g->overlap[a] = ov;
+        g->n_win[a] = grid_count(p->grid, r, P, ov);
     }
     /* the part: a box of input voxels, each dim cut or whole */
     for (int a = 0; a < NDIM; a++) {
@@ -234,11 +266,8 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     int64_t *sp = g->starts_block;
     for (int a = 0; a < NDIM; a++) {
         g->starts[a] = sp;
-        for (int64_t i = 0; i < g->n_win[a]; i++) {
-            int64_t s = i * g->step[a];
-            if (s + g->roi[a] > g->padded[a]) s = g->padded[a] - g->roi[a];
-            sp[i] = s;
-        }
+        for (int64_t i = 0; i < g->n_win[a]; i++)
+            sp[i] = grid_start(p->grid, i, g->n_win[a], g->roi[a], g->padded[a], g->overlap[a]);
         sp += g->n_win[a];
     }
     swi_status st = swi__weights(ctx, p, g->roi, g->weights);

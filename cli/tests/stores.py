@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """cli_stores_*: swi bench and swi segment on chunked stores, checked with zarr and h5py.
 
-usage: stores.py CASE SWI WORKDIR    (CASE: formats, shards, h5shards, fail, launcher, segment, mpi)
+usage: stores.py CASE SWI WORKDIR    (CASE: formats, shards, h5shards, fail, launcher, segment, mpi, outputs)
 Exit 0 passed, 1 failed, 77 skipped (a reader or a feature missing).
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -117,8 +119,38 @@ def finish(procs):
     return all(p.returncode == 0 for p in procs), [o[1] for o in outs]
 
 
+def tree(root):
+    """Every file under root with its bytes: a store exactly as it was."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            with open(os.path.join(d, f), "rb") as h:
+                out[os.path.relpath(os.path.join(d, f), root)] = h.read()
+    return out
+
+
+def mtimes(root):
+    return {os.path.join(d, f): os.stat(os.path.join(d, f)).st_mtime_ns for d, _, fs in os.walk(root) for f in fs}
+
+
+def writing(root, snap):
+    """Has a rewrite of root begun: a chunk in its hidden replacement, or one of its own files changed?"""
+    head, leaf = os.path.split(root)
+    for f in os.listdir(head or "."):
+        if f.startswith("." + leaf + ".swi-new"):
+            try:
+                if any(c[0].isdigit() for c in os.listdir(os.path.join(head, f))):
+                    return True
+            except FileNotFoundError:
+                pass
+    try:
+        return mtimes(root) != snap
+    except FileNotFoundError:
+        return True
+
+
 def no_temporaries():
-    return not [f for f in os.listdir(".") if ".tmp-" in f]
+    return not [f for f in os.listdir(".") if ".tmp-" in f or ".swi-" in f]
 
 
 if case == "formats":
@@ -234,10 +266,29 @@ if case == "shards":
     r = bench("v.zarr", out, "argmax", "--shard", "1/2")
     check(r.returncode == 0 and not os.path.exists(out + "/.swi-incomplete") and
           np.array_equal(load(out), load("argmax_1.zarr")), "the second shard completes it")
-    # shards of another geometry cannot join
+    # shards of another geometry cannot join (an incomplete store: one of three parts written)
+    r = bench("v.zarr", "mix.zarr", "argmax", "--shard", "0/3")
+    check(r.returncode == 0 and os.path.exists("mix.zarr/.swi-incomplete"), "one part of three: " + r.stderr)
+    before = tree("mix.zarr")
+    r = run("bench", "--input", "v.zarr", "--output-file", "mix.zarr", "--classes", "300", "--roi", "16",
+            "--shard", "1/3", "--no-floor")
+    check(r.returncode == 1 and "--shard 1/3" in r.stderr and ("another job" in r.stderr or ".zarray" in r.stderr)
+          and tree("mix.zarr") == before, "a shard of another dtype refused, the store untouched: " + r.stderr)
+    # --force with shards over a complete store: the parts write a hidden replacement, which
+    # takes the store's place when the last part commits; until then the old store is whole
+    before = tree("argmax_sh3.zarr")
+    ok, errs = finish(shard_procs("v.zarr", "argmax_sh3.zarr", "argmax", [0, 1], 3, "--force"))
+    check(ok and tree("argmax_sh3.zarr") == before and os.path.isdir(".argmax_sh3.zarr.swi-next"),
+          "two of three forced parts: the complete store unchanged: %s" % errs)
     r = run("bench", "--input", "v.zarr", "--output-file", "argmax_sh3.zarr", "--classes", "300", "--roi", "16",
-            "--shard", "0/3", "--force", "--no-floor")
-    check(r.returncode == 1 and ".zarray" in r.stderr, "a shard of another dtype refused: " + r.stderr)
+            "--shard", "2/3", "--force", "--no-floor")
+    check(r.returncode == 1 and "another job" in r.stderr and tree("argmax_sh3.zarr") == before,
+          "a forced part of another job refused: " + r.stderr)
+    ok, errs = finish(shard_procs("v.zarr", "argmax_sh3.zarr", "argmax", [2], 3, "--force"))
+    check(ok and not os.path.exists(".argmax_sh3.zarr.swi-next") and
+          not os.path.exists("argmax_sh3.zarr/.swi-incomplete") and
+          np.array_equal(load("argmax_sh3.zarr"), load("argmax_1.zarr")) and
+          not [f for f in os.listdir(".") if ".swi-" in f], "the last forced part swaps it in: %s" % errs)
     r = run("bench", "--input", "v.zarr", "--output-file", "x.h5:/a", *common, "--shard", "0/2")
     check(r.returncode == 0 and "swi_incomplete" in h5_attrs("x.h5:/a"),
           "an HDF5 shard writes its part, the file stays incomplete: " + r.stderr)
@@ -288,6 +339,20 @@ if case == "shards":
 if case == "h5shards":
     # shards and ranks into one HDF5 dataset: each part writes its rows under the file's lock
     make_inputs()
+    # the first part creates the file in a temporary that is never a planted link (the name
+    # it used to take, .NAME.tmp-HOST-PID with PID the process's own, points at a victim)
+    import socket
+    with open("victim.txt", "w") as f:
+        f.write("precious")
+    host = socket.gethostname()[:64]
+    r = subprocess.run(["sh", "-c", 'ln -s victim.txt ".planted.h5.tmp-$1-$$"; shift; exec "$@"', "sh", host, swi,
+                        "bench", "--input", "v.zarr", "--output-file", "planted.h5:/seg", *common, "--shard", "0/2"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and open("victim.txt", "rb").read() == b"precious" and
+          "swi_incomplete" in h5_attrs("planted.h5:/seg"), "a part's temporary never follows a planted link: " + r.stderr)
+    for f in os.listdir("."):
+        if f.startswith(".planted.h5.tmp-"):
+            os.unlink(f)
     for what in ("argmax", "scores"):
         one = what + "_1.h5:/seg"
         r = bench("v.zarr", one, what)
@@ -420,8 +485,9 @@ if case == "fail":
     for out in ("f.zarr", "f.h5:/x"):
         r = run("bench", "--input", "v.zarr", "--output-file", out, *common, prefix=prefix)
         check(r.returncode == 1, "failing reader exits 1 (99: valgrind found a leak): %d %s" % (r.returncode, r.stderr))
-        check("6.2.2" in r.stderr and "corrupt" in r.stderr and "incomplete" in r.stderr,
-              "the message names the chunk and the incomplete output: " + r.stderr)
+        left = "incomplete" if out.endswith(".zarr") else "as it was before the run"
+        check("6.2.2" in r.stderr and "corrupt" in r.stderr and left in r.stderr,
+              "the message names the chunk and what is left of the output: " + r.stderr)
     check(os.path.exists("f.zarr/.swi-incomplete"), "the Zarr output is marked incomplete")
     check(not os.path.exists("f.h5") and not [f for f in os.listdir(".") if f.startswith(".f.h5")],
           "the HDF5 output is not left")
@@ -535,7 +601,96 @@ if case == "mpi":
               "a failed case fails the job, the other cases written: %d %s" % (r.returncode, r.stderr[-2000:]))
     done()
 
+if case == "outputs":
+    import json
+    import signal
+    import time
+    make_inputs()
+    # a folder of the user's files named as the output: refused with and without --force, untouched
+    os.makedirs("mine.zarr/data")
+    with open("mine.zarr/data/notes.txt", "w") as f:
+        f.write("not a store\n")
+    before = tree("mine.zarr")
+    for extra in ([], ["--force"], ["--force", "--shard", "0/2"]):
+        r = bench("v.zarr", "mine.zarr", "argmax", *extra)
+        check(r.returncode == 1 and "mine.zarr" in r.stderr and "not a Zarr array" in r.stderr and
+              tree("mine.zarr") == before, "a folder of files as output %s refused, untouched: %s" % (extra, r.stderr))
+    # an OME image whose level is not named 0: not replaced without --force, .zattrs as it was
+    g = zarr.open_group("img.ome.zarr", mode="w")
+    g.create_dataset("s0", data=x[None], chunks=(1, 32, 32, 32))
+    g.attrs["multiscales"] = [{"version": "0.4", "axes": [{"name": "c", "type": "channel"}] +
+                               [{"name": a, "type": "space"} for a in "zyx"], "datasets": [{"path": "s0"}]}]
+    before = tree("img.ome.zarr")
+    r = bench("v.zarr", "img.ome.zarr", "argmax")
+    check(r.returncode == 1 and "exists" in r.stderr and tree("img.ome.zarr") == before,
+          "an OME image (level s0) as output refused without --force, untouched: " + r.stderr)
+    # labels into it: the image's metadata and level untouched
+    r = bench("img.ome.zarr", "img.ome.zarr/labels/seg", "argmax")
+    after = {k: v for k, v in tree("img.ome.zarr").items() if not k.startswith("labels")}
+    check(r.returncode == 0 and after == before and
+          np.array_equal(zarr.open("img.ome.zarr/labels/seg/0", mode="r")[...], np.where(x < 0, 0, 3)),
+          "labels into an image with level s0, the image untouched: " + r.stderr)
+
+    # SIGTERM during a --force rewrite of a complete store: the store exactly as it was
+    big = ["bench", "--shape", "384,256,256", "--classes", "4", "--roi", "32", "--no-floor", "--output-file", "big.zarr"]
+    r = run(*big)
+    check(r.returncode == 0, "a complete store: " + r.stderr)
+    before = tree("big.zarr")
+    p = subprocess.Popen([swi, *big[:-2], "--predictor", "atlas", "--output-file", "big.zarr", "--force"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0, seen, snap = time.time(), False, mtimes("big.zarr")
+    while time.time() - t0 < 60 and not seen and p.poll() is None:
+        seen = writing("big.zarr", snap)
+        time.sleep(0.01)
+    p.send_signal(signal.SIGTERM)  # swi bench does not catch it: killed as by any signal
+    _, err = p.communicate(timeout=60)
+    check(seen and p.returncode != 0 and tree("big.zarr") == before,
+          "killed mid --force rewrite (chunks written: %s): the old store as it was: rc %s %s" %
+          (seen, p.returncode, err))
+    for f in os.listdir("."):
+        if f.startswith(".big.zarr.swi-new"):  # what a killed process leaves: its hidden replacement
+            shutil.rmtree(f)
+    r = run(*big[:-2], "--predictor", "atlas", "--output-file", "big.zarr", "--force")
+    check(r.returncode == 0 and tree("big.zarr") != before and not [f for f in os.listdir(".") if ".swi-" in f],
+          "the --force rewrite completes and replaces it: " + r.stderr)
+
+    # shards of different inputs never combine
+    y = (-x).astype("<f4")
+    zarr.open("w.zarr", mode="w", shape=shape, chunks=(20, 16, 10), dtype=y.dtype)[...] = y
+    r = bench("v.zarr", "sh.zarr", "argmax", "--shard", "0/2")
+    check(r.returncode == 0, "part 0 of v.zarr: " + r.stderr)
+    before = tree("sh.zarr")
+    for inp, extra in [("w.zarr", []), ("v.zarr", ["--overlap", "0.5"])]:
+        r = run("bench", "--input", inp, "--output", "argmax", "--output-file", "sh.zarr", *common, *extra,
+                "--shard", "1/2")
+        check(r.returncode == 1 and "--shard 1/2: sh.zarr was started by another job" in r.stderr and
+              "v.zarr" in r.stderr and tree("sh.zarr") == before,
+              "part 1 of %s %s refused, the store untouched: %s" % (inp, extra, r.stderr))
+    r = bench("v.zarr", "sh.zarr", "argmax", "--shard", "1/2")
+    check(r.returncode == 0 and not os.path.exists("sh.zarr/.swi-incomplete"), "part 1 of the same job: " + r.stderr)
+
+    # an OME-Zarr image named x.zarr is read as one; a Zarr v3 fill_value NaN is warned about
+    g = zarr.open_group("pub.zarr", mode="w")
+    g.create_dataset("s0", data=x[None], chunks=(1, 32, 32, 32))
+    g.attrs["multiscales"] = [{"version": "0.4", "axes": [{"name": "c", "type": "channel"}] +
+                               [{"name": a, "type": "space"} for a in "zyx"], "datasets": [{"path": "s0"}]}]
+    r = bench("pub.zarr", "pub_l.zarr", "argmax")
+    check(r.returncode == 0 and np.array_equal(load("pub_l.zarr"), np.where(x < 0, 0, 3)),
+          "an OME-Zarr image named pub.zarr read as OME-Zarr: " + r.stderr)
+    os.makedirs("nan.zarr")
+    meta = {"zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": "float32",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [64, 64, 64]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": "NaN", "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}
+    with open("nan.zarr/zarr.json", "w") as f:
+        json.dump(meta, f)
+    r = bench("nan.zarr", "nan_l.zarr", "argmax")
+    check(r.returncode == 0 and "warning" in r.stderr and "nan.zarr" in r.stderr and "fill_value NaN" in r.stderr,
+          "fill_value NaN warned about: " + r.stderr)
+    done()
+
 if case == "segment":
+    import json
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     try:
         import clitest
@@ -582,6 +737,62 @@ if case == "segment":
     r = run(*seg, *both, "--force")
     check(r.returncode == 0 and np.array_equal(load("one.h5:/labels"), ref) and h5_attrs("one.h5:/scores") == {},
           "one HDF5 file rewritten with --force: " + r.stderr)
+    # --force on one dataset of a user's file rewrites that dataset only (the input another file)
+    with h5py.File("user.h5", "w") as f:
+        f.attrs["study"] = "mine"
+        f.create_dataset("ct", data=v, chunks=(16, 16, 16), compression="gzip")
+        f["ct"].attrs["units"] = "HU"
+        f.create_group("notes").attrs["who"] = "me"
+    run(*seg, "--input", "q.zarr", "--output", "user.h5:/labels")
+    r = run(*seg, "--input", "q.zarr", "--output", "user.h5:/labels", "--force")
+    with h5py.File("user.h5", "r") as f:
+        kept = (f.attrs.get("study") == "mine" and "ct" in f and np.array_equal(f["ct"][...], v) and
+                f["ct"].attrs.get("units") == "HU" and "notes" in f and f["notes"].attrs.get("who") == "me")
+        check(r.returncode == 0 and kept and np.array_equal(f["labels"][...], ref) and no_temporaries(),
+              "--force on user.h5:/labels keeps the file's other datasets and attributes: " + r.stderr)
+    # labels and scores into the input's own file: written beside the input, which is untouched
+    shutil.copy("q.h5", "qi.h5")
+    try:
+        r = subprocess.run([swi, *seg, "--input", "qi.h5:/v", "--output", "qi.h5:/labels", "--scores",
+                            "qi.h5:/scores"], capture_output=True, text=True, timeout=120)
+        with h5py.File("qi.h5", "r") as f:
+            check(r.returncode == 0 and np.array_equal(f["v"][...], v) and "labels" in f and "scores" in f and
+                  np.array_equal(f["labels"][...], ref) and np.array_equal(f["scores"][...], load("s0.zarr")) and
+                  no_temporaries(),
+                  "labels and scores into the input's own HDF5 file: " + r.stderr)
+    except subprocess.TimeoutExpired:
+        check(False, "labels and scores into the input's own HDF5 file hang")
+    before = open("qi.h5", "rb").read()
+    r = run(*seg, "--input", "qi.h5:/v", "--output", "qi.h5:/v", "--force")
+    # refused by the command's check of outputs against inputs (cli/samefile.c), before the writer
+    check(r.returncode == 1 and "is the same dataset as --input qi.h5:/v" in r.stderr and
+          open("qi.h5", "rb").read() == before,
+          "the input dataset as --output is refused, --force or not: " + r.stderr)
+    try:
+        r = subprocess.run([swi, *seg, "--input", "qi.h5:/v", "--output", "qi.h5:/l2", "--shard", "0/2"],
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 1 and "also an input of this run" in r.stderr and open("qi.h5", "rb").read() == before,
+              "parts into the input's own HDF5 file refused at once: " + r.stderr)
+    except subprocess.TimeoutExpired:
+        check(False, "parts into the input's own HDF5 file hang")
+    # SIGTERM during a --force rewrite: the file stays exactly as it was, nothing left
+    big = clitest.volume(shape=(160, 96, 96), seed=6)
+    zarr.open("big.zarr", mode="w", shape=big.shape, chunks=(32, 32, 32), dtype="<f4")[...] = big
+    before = open("user.h5", "rb").read()
+    p = subprocess.Popen([swi, *seg, "--input", "big.zarr", "--output", "user.h5:/labels", "--scores",
+                          "user.h5:/scores", "--force", "--overlap", "0.75"], stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while no_temporaries() and p.poll() is None and time.time() - t0 < 60:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    try:
+        err = p.communicate(timeout=30)[1]
+        check(p.returncode == 143 and open("user.h5", "rb").read() == before and no_temporaries(),
+              "SIGTERM during a --force rewrite leaves the HDF5 file as it was: %d %s" % (p.returncode, err))
+    except subprocess.TimeoutExpired:
+        p.kill()
+        check(False, "SIGTERM does not stop a run writing HDF5")
     for n in (2, 3):
         out, sc = "lsh%d.zarr" % n, "ssh%d.zarr" % n
         procs = [subprocess.Popen([swi, *seg, "--input", "q.zarr", "--output", out, "--scores", sc,
@@ -626,6 +837,54 @@ if case == "segment":
     r = run(*seg, "--input", "qn.zarr", "--output", "lnf.zarr", "--nonfinite", "fail")
     check(r.returncode == 1 and "--nonfinite fail" in r.stderr and os.path.exists("lnf.zarr/.swi-incomplete"),
           "--nonfinite fail refuses a store input: " + r.stderr)
+    # an OME-Zarr input's scale and translation become the affine of NIfTI and NRRD outputs
+    # (store axes z, y, x are i, j, k, each its own world axis, unflipped); labels written
+    # into the image carry them too
+    g = zarr.open_group("geo.zarr", mode="w")  # OME-Zarr by its metadata, named x.zarr
+    g.create_dataset("s0", data=v[None], chunks=(1, 32, 8, 8))
+    g.attrs["multiscales"] = [{"version": "0.4", "axes": [{"name": "c", "type": "channel"}] +
+                               [{"name": a, "type": "space", "unit": "millimeter"} for a in "zyx"],
+                               "datasets": [{"path": "s0", "coordinateTransformations": [
+                                   {"type": "scale", "scale": [1, 2.0, 0.5, 0.75]},
+                                   {"type": "translation", "translation": [0, 10.0, -3.0, 4.5]}]}]}]
+    want = np.array([[2.0, 0, 0, 10.0], [0, 0.5, 0, -3.0], [0, 0, 0.75, 4.5], [0, 0, 0, 1]])
+    r = run(*seg, "--input", "geo.zarr", "--output", "geo.nii.gz")
+    check(r.returncode == 0 and np.allclose(nib.load("geo.nii.gz").affine, want) and
+          np.array_equal(np.asarray(nib.load("geo.nii.gz").dataobj), ref),
+          "NIfTI output of an OME-Zarr input: its affine from scale and translation: %s %s" %
+          (r.stderr, nib.load("geo.nii.gz").affine.tolist() if r.returncode == 0 else ""))
+    r = run(*seg, "--input", "geo.zarr", "--output", "geo.nrrd")
+    if "without" not in r.stderr:  # built with ITK
+        hdr = open("geo.nrrd", "rb").read(2000).split(b"\n\n")[0].decode("latin-1") if r.returncode == 0 else ""
+        check("space origin: (-10,3,4.5)" in hdr and "space directions: (-2,-0,0) (-0,-0.5,0) (-0,-0,0.75)" in hdr,
+              "NRRD output carries spacing and origin (LPS): %s %s" % (r.stderr, hdr))
+    r = run(*seg, "--input", "geo.zarr", "--output", "geo.zarr/labels/quant")
+    ct = json.load(open("geo.zarr/labels/quant/.zattrs"))["multiscales"][0]["datasets"][0]["coordinateTransformations"] \
+        if r.returncode == 0 else None
+    check(ct == [{"type": "scale", "scale": [2.0, 0.5, 0.75]}, {"type": "translation", "translation": [10.0, -3.0, 4.5]}],
+          "labels in the image carry its level's transformations: %s %s" % (r.stderr, ct))
+
+    # SIGTERM during a --force rewrite of a complete store: the store exactly as it was, and
+    # nothing left beside it (the run aborts its writer)
+    import signal
+    import time
+    vb = clitest.volume(shape=(256, 96, 96), seed=6)
+    zarr.open("qb.zarr", mode="w", shape=vb.shape, chunks=(64, 96, 96), dtype="<f4")[...] = vb
+    r = run(*seg, "--input", "qb.zarr", "--output", "lb.zarr", "--threads", "1")
+    check(r.returncode == 0, "a complete store: " + r.stderr)
+    before = tree("lb.zarr")
+    p = subprocess.Popen([swi, *seg, "--input", "qb.zarr", "--output", "lb.zarr", "--force", "--threads", "1",
+                          "--overlap", "0.75"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0, seen, snap = time.time(), False, mtimes("lb.zarr")
+    while time.time() - t0 < 120 and not seen and p.poll() is None:
+        seen = writing("lb.zarr", snap)
+        time.sleep(0.01)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    check(seen and p.returncode == 143 and tree("lb.zarr") == before and
+          not [f for f in os.listdir(".") if f.startswith(".lb.zarr")],
+          "SIGTERM mid --force rewrite (chunks written: %s): the old store as it was, nothing left: rc %s %s" %
+          (seen, p.returncode, err))
     mpirun = shutil.which("mpirun")
     if mpirun and "MPI: yes" in run("--version").stdout:
         extra = ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])

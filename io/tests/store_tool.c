@@ -3,8 +3,12 @@
  *   store_tool write STORE DTYPE PLANES CODEC D,H,W C0,C1,C2 [FAIL_AFTER]
  *       writes value(p, i, j, k) = (p * 7 + i * 5 + j * 3 + k) % M (M 251, 65521 or 1e6)
  *       through swi_store_on_region in unaligned boxes from two threads, in slabs along the
- *       axis STORE_TOOL_SLAB_AXIS (environment; default 0); with FAIL_AFTER
- *       it stops after that many regions and aborts, as a failed run would.
+ *       axis STORE_TOOL_SLAB_AXIS (environment; default 0), over an existing store with
+ *       STORE_TOOL_FORCE=1 (SWI_STORE_FORCE); with FAIL_AFTER
+ *       it stops after that many regions and aborts, as a failed run would. Environment:
+ *       STORE_TOOL_FLAGS ("force", "shared", "force,shared"), STORE_TOOL_JOB (the job
+ *       fingerprint), STORE_TOOL_PAUSE=N (sleep 60 s after N regions: to be killed there).
+ *   store_tool geom STORE                    "scale S0 S1 S2 translation T0 T1 T2 has H"
  * Exit 0 on success, 1 with the message on stderr. */
 #include "swi_store.h"
 
@@ -12,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int parse3(const char *s, int64_t v[3]) {
     long long a, b, c;
@@ -71,7 +76,7 @@ static int do_read(const char *name, const char *out) {
 typedef struct job {
     swi_store_writer *w;
     swi_store_spec spec;
-    int parity, fail_after, failed;
+    int parity, fail_after, failed, pause;
     int *count;
     pthread_mutex_t *mu;
 } job;
@@ -96,6 +101,7 @@ static void *writer(void *arg) {
                     free(buf);
                     return NULL;
                 }
+                if (jb->pause > 0 && c == jb->pause) sleep(60);
                 swi_region r;
                 memset(&r, 0, sizeof r);
                 r.dims = 3;
@@ -153,7 +159,13 @@ static int do_write(int argc, char **argv) {
     spec.slab_axis = axis ? atoi(axis) : 0;
     char err[1024];
     swi_store_writer *w;
-    if (swi_store_create(name, &spec, SWI_STORE_EXCLUSIVE, 0, 1, NULL, NULL, &w, err, sizeof err)) {
+    const char *fl = getenv("STORE_TOOL_FLAGS"), *pause = getenv("STORE_TOOL_PAUSE");
+    int flags = (fl && strstr(fl, "force") ? SWI_STORE_FORCE : 0) |
+                (fl && strstr(fl, "shared") ? SWI_STORE_SHARED : 0);
+    spec.job = getenv("STORE_TOOL_JOB");
+    const char *force = getenv("STORE_TOOL_FORCE");
+    if (force && *force == '1') flags |= SWI_STORE_FORCE;
+    if (swi_store_create(name, &spec, flags, 0, 1, NULL, NULL, &w, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -162,7 +174,7 @@ static int do_write(int argc, char **argv) {
     job jobs[2];
     pthread_t th[2];
     for (int t = 0; t < 2; t++) {
-        jobs[t] = (job){w, spec, t, fail_after, 0, &count, &mu};
+        jobs[t] = (job){w, spec, t, fail_after, 0, pause ? atoi(pause) : 0, &count, &mu};
         if (pthread_create(&th[t], NULL, writer, &jobs[t])) {
             writer(&jobs[t]);
             th[t] = 0;
@@ -182,8 +194,24 @@ static int do_write(int argc, char **argv) {
     return 0;
 }
 
+static int do_geom(const char *name) {
+    char err[1024];
+    swi_store *s;
+    if (swi_store_open(name, &s, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    double sc[3], tr[3];
+    int has = swi_store_geometry(s, sc, tr);
+    printf("scale %.17g %.17g %.17g translation %.17g %.17g %.17g has %d\n", sc[0], sc[1], sc[2], tr[0],
+           tr[1], tr[2], has);
+    swi_store_close(s);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "read")) return do_read(argv[2], argv[3]);
+    if (argc == 3 && !strcmp(argv[1], "geom")) return do_geom(argv[2]);
     if ((argc == 8 || argc == 9) && !strcmp(argv[1], "write")) return do_write(argc, argv);
     fprintf(stderr,
             "usage: store_tool read STORE OUT | write STORE DTYPE PLANES CODEC D,H,W C0,C1,C2 [FAIL]\n");

@@ -44,6 +44,12 @@ int main(void) {
     split_ok("a.h5:/b.h5:/x", "a.h5", "/b.h5:/x");
     split_ok("d.hdf5:/g.h5:/x", "d.hdf5:/g.h5", "/x");
 
+    /* kinds by name: an image's labels group, also under an image named x.zarr */
+    CHECK(swi_store_kind_of("a.ome.zarr/labels/seg") == SWI_STORE_OME, "a.ome.zarr/labels/seg");
+    CHECK(swi_store_kind_of("pub.zarr/labels/seg/") == SWI_STORE_OME, "pub.zarr/labels/seg/");
+    CHECK(swi_store_kind_of("pub.zarr/labels/seg/0") == SWI_STORE_NONE, "pub.zarr/labels/seg/0");
+    CHECK(swi_store_kind_of("pub.zarr") == SWI_STORE_ZARR, "pub.zarr");
+
     split_refused("a.h5");          /* no ':' */
     split_refused("volume.nii.gz"); /* no ':' */
     split_refused("C:/data/a.nii"); /* a ':', but no .h5 or .hdf5 before it */

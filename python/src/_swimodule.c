@@ -320,6 +320,9 @@ struct run_state {
     /* first exception raised in any callback; touched only with the GIL held */
     PyObject *exc_type, *exc_value, *exc_tb;
     region_user regions[MAX_OUTPUTS];
+    PyObject *reader; /* reader(image, lo, hi) -> float32 [channels, *(hi - lo)], or NULL */
+    int64_t channels;
+    swi_reader in_reader;
 };
 
 /* Keep the pending exception as the run's failure (the first one wins). */
@@ -447,6 +450,57 @@ static int fill_head(run_state *rs, swi_batch *b, int h, PyObject *item, int cou
     return r ? 0 : -1;
 }
 
+/* An input read box by box through a Python callable (a store, a dask array, a memmap). */
+static int reader_cb(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *message,
+                     size_t message_size) {
+    run_state *rs = user;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    int rc = 1;
+    PyObject *tlo = NULL, *thi = NULL, *res = NULL;
+    Py_buffer view;
+    int have_view = 0;
+    if (rs->exc_type) goto done;
+    size_t n = (size_t)rs->channels;
+    for (int k = 0; k < rs->dims; k++) n *= (size_t)(hi[k] - lo[k]);
+    tlo = int64_tuple(lo, rs->dims);
+    thi = int64_tuple(hi, rs->dims);
+    if (!tlo || !thi) goto done;
+    res = PyObject_CallFunction(rs->reader, "LOO", (long long)image, tlo, thi);
+    if (!res) goto done;
+    if (PyObject_GetBuffer(res, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    have_view = 1;
+    if (view.itemsize != 4 || !view.format || strcmp(view.format, "f") != 0 ||
+        view.len != (Py_ssize_t)(n * sizeof(float))) {
+        PyErr_Format(PyExc_ValueError,
+                     "the input reader returned %zd bytes of format '%s' for a box of %zu float32 values "
+                     "([channels, *(hi - lo)], C order)",
+                     view.len, view.format ? view.format : "B", n);
+        goto done;
+    }
+    memcpy(dst, view.buf, n * sizeof(float));
+    rc = 0;
+done:
+    if (have_view) PyBuffer_Release(&view);
+    if (rc) {
+        stash_exception(rs);
+        snprintf(message, message_size, "the input reader failed");
+    }
+    Py_XDECREF(res);
+    Py_XDECREF(tlo);
+    Py_XDECREF(thi);
+    PyGILState_Release(gil);
+    return rc;
+}
+
+/* part: None, or (lo, hi) of the output box to compute (swi_params.part_lo/part_hi). */
+static int parse_part(swi_params *p, PyObject *part) {
+    if (part == Py_None) return 0;
+    PyObject *lo, *hi;
+    if (!PyArg_ParseTuple(part, "OO:part", &lo, &hi)) return -1;
+    if (parse_int64_seq(lo, p->dims, p->part_lo, "part lo") < 0) return -1;
+    return parse_int64_seq(hi, p->dims, p->part_hi, "part hi");
+}
+
 static int predict_cb(void *user, swi_batch *b) {
     run_state *rs = user;
     PyGILState_STATE gil = PyGILState_Ensure();
@@ -555,7 +609,7 @@ out:
 
 static PyObject *result_for(PyObject *owner, swi_ctx *ctx, const config *c, int i) {
     const swi_output *o = &c->outs[i];
-    if (o->reduce == SWI_REDUCE_CUSTOM) Py_RETURN_NONE;
+    if (o->reduce == SWI_REDUCE_CUSTOM || c->out_fns[i]) Py_RETURN_NONE; /* delivered region by region */
     size_t bytes = 0;
     void *ptr = (void *)swi_result(ctx, i, &bytes);
     int64_t size[NDIM_MAX];
@@ -591,33 +645,44 @@ static PyObject *swi_py_run(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {
         "input",   "roi",           "overlap",   "mode",     "sigma_scale", "weight_map", "padding_mode",
         "cval",    "sw_batch_size", "threads",   "order",    "pipeline",    "max_memory", "heads",
-        "outputs", "predictor",     "copy_into", "progress", NULL};
+        "outputs", "predictor",     "copy_into", "progress", "reader",      "part",       NULL};
     PyObject *input, *roi, *overlap, *sigma, *wmap, *order, *heads, *outputs, *predictor, *copy_into,
-        *progress;
+        *progress, *reader = Py_None, *part = Py_None;
     int mode, padding_mode, sw_batch_size, threads, pipeline;
     double cval;
     unsigned long long max_memory;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOOOOO:run", kwlist, &input, &roi, &overlap,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOOOOO|OO:run", kwlist, &input, &roi, &overlap,
                                      &mode, &sigma, &wmap, &padding_mode, &cval, &sw_batch_size, &threads,
                                      &order, &pipeline, &max_memory, &heads, &outputs, &predictor, &copy_into,
-                                     &progress))
+                                     &progress, &reader, &part))
         return NULL;
     if (!PyCallable_Check(predictor) || !PyCallable_Check(copy_into) ||
-        (progress != Py_None && !PyCallable_Check(progress))) {
-        PyErr_SetString(PyExc_TypeError, "predictor, copy_into and progress must be callable");
+        (progress != Py_None && !PyCallable_Check(progress)) || (reader != Py_None && !PyCallable_Check(reader))) {
+        PyErr_SetString(PyExc_TypeError, "predictor, copy_into, progress and reader must be callable");
         return NULL;
     }
     config c;
     if (parse_config(&c, input, roi, overlap, mode, sigma, wmap, padding_mode, cval, sw_batch_size, threads,
                      order, pipeline, max_memory, heads, outputs) < 0)
         return NULL;
-    if (!c.have_in) {
+    if (parse_part(&c.p, part) < 0) {
         config_release(&c);
-        PyErr_SetString(PyExc_TypeError, "input must be a float32 buffer");
+        return NULL;
+    }
+    if (!c.have_in && reader == Py_None) {
+        config_release(&c);
+        PyErr_SetString(PyExc_TypeError, "input must be a float32 buffer, or a shape with a reader");
         return NULL;
     }
     run_state rs;
     memset(&rs, 0, sizeof rs);
+    if (!c.have_in) {
+        rs.reader = reader;
+        rs.channels = c.in.channels;
+        rs.in_reader.read = reader_cb;
+        rs.in_reader.user = &rs;
+        c.in.reader = &rs.in_reader;
+    }
     rs.predictor = predictor;
     rs.copy_into = copy_into;
     rs.progress = progress == Py_None ? NULL : progress;
@@ -689,19 +754,23 @@ static PyObject *swi_py_plan(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static char *kwlist[] = {"input",        "roi",   "overlap",       "mode",    "sigma_scale", "weight_map",
                              "padding_mode", "cval",  "sw_batch_size", "threads", "order",       "pipeline",
-                             "max_memory",   "heads", "outputs",       NULL};
-    PyObject *input, *roi, *overlap, *sigma, *wmap, *order, *heads, *outputs;
+                             "max_memory",   "heads", "outputs",       "part",    NULL};
+    PyObject *input, *roi, *overlap, *sigma, *wmap, *order, *heads, *outputs, *part = Py_None;
     int mode, padding_mode, sw_batch_size, threads, pipeline;
     double cval;
     unsigned long long max_memory;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOO:plan", kwlist, &input, &roi, &overlap, &mode,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOO|O:plan", kwlist, &input, &roi, &overlap, &mode,
                                      &sigma, &wmap, &padding_mode, &cval, &sw_batch_size, &threads, &order,
-                                     &pipeline, &max_memory, &heads, &outputs))
+                                     &pipeline, &max_memory, &heads, &outputs, &part))
         return NULL;
     config c;
     if (parse_config(&c, input, roi, overlap, mode, sigma, wmap, padding_mode, cval, sw_batch_size, threads,
                      order, pipeline, max_memory, heads, outputs) < 0)
         return NULL;
+    if (parse_part(&c.p, part) < 0) {
+        config_release(&c);
+        return NULL;
+    }
     swi_ctx *ctx = swi_create();
     if (!ctx) {
         config_release(&c);
@@ -826,12 +895,134 @@ static PyObject *swi_py_weights(PyObject *self, PyObject *args) {
     return b;
 }
 
+/* ------------------------------------------------------------------ report */
+
+#ifdef SWI_HAVE_REPORT
+#include <unistd.h>
+
+#include "swi_report.h"
+
+/* report(fd, name, labels, label_bytes, shape, image|None, affine16, names|None, summary, title):
+ * the review page of report/swi_report.h to fd (closed in every case). swi/_report.py
+ * hands over C-order buffers: labels uint8/uint16, image float32. */
+static PyObject *swi_py_report(PyObject *self, PyObject *args) {
+    (void)self;
+    int fd = -1, label_bytes = 0;
+    const char *name, *title;
+    Py_buffer lab = {0}, img = {0};
+    PyObject *shape_o, *img_o, *affine_o, *names_o, *summary_o;
+    if (!PyArg_ParseTuple(args, "isy*iOOOOOs:report", &fd, &name, &lab, &label_bytes, &shape_o, &img_o,
+                          &affine_o, &names_o, &summary_o, &title)) {
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    const char **names = NULL;
+    swi_report_item *items = NULL;
+    swi_report_page p;
+    memset(&p, 0, sizeof p);
+    double aff[16];
+    if (parse_int64_seq(shape_o, 3, p.size, "shape") < 0 || parse_double_seq(affine_o, 16, aff, "affine") < 0)
+        goto done;
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++) p.affine[r][c] = aff[4 * r + c];
+    for (int a = 0; a < 3; a++)
+        if (p.size[a] < 1 || p.size[a] > ((int64_t)1 << 20)) {
+            PyErr_SetString(PyExc_ValueError, "shape must be 3 sizes of 1..2^20");
+            goto done;
+        }
+    const int64_t voxels = p.size[0] * p.size[1] * p.size[2];
+    if ((label_bytes != 1 && label_bytes != 2) || voxels > ((int64_t)1 << 40) ||
+        lab.len != (Py_ssize_t)(voxels * label_bytes)) {
+        PyErr_SetString(PyExc_ValueError, "labels do not match the shape");
+        goto done;
+    }
+    if (img_o != Py_None) {
+        if (PyObject_GetBuffer(img_o, &img, PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (img.len != (Py_ssize_t)sizeof(float) * voxels) {
+            PyErr_SetString(PyExc_ValueError, "image does not match the labels' shape");
+            goto done;
+        }
+        p.image = img.buf;
+    }
+    p.labels = lab.buf;
+    p.label_bytes = label_bytes;
+    p.title = title;
+    if (names_o != Py_None) {
+        Py_ssize_t n = PySequence_Size(names_o);
+        if (n < 0) goto done;
+        if (n > 65536) {
+            PyErr_SetString(PyExc_ValueError, "at most 65536 classes");
+            goto done;
+        }
+        names = PyMem_Calloc((size_t)n + 1, sizeof *names);
+        if (!names) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *s = PySequence_GetItem(names_o, i);
+            if (!s) goto done;
+            names[i] = PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL; /* kept alive by names_o */
+            Py_DECREF(s);
+            if (!names[i]) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "class names must be str");
+                goto done;
+            }
+        }
+        p.names = names;
+        p.classes = n;
+    }
+    Py_ssize_t ns = PySequence_Size(summary_o);
+    if (ns < 0) goto done;
+    items = PyMem_Calloc((size_t)ns + 1, sizeof *items);
+    if (!items) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        PyObject *kv = PySequence_GetItem(summary_o, i);
+        if (!kv) goto done;
+        PyObject *k = PyTuple_Check(kv) && PyTuple_GET_SIZE(kv) == 2 ? PyTuple_GET_ITEM(kv, 0) : NULL;
+        PyObject *v = k ? PyTuple_GET_ITEM(kv, 1) : NULL;
+        items[i].key = k && PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+        items[i].value = v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+        Py_DECREF(kv); /* the strings live in summary_o */
+        if (!items[i].key || !items[i].value) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "summary items must be (str, str)");
+            goto done;
+        }
+    }
+    p.summary = items;
+    p.n_summary = (int)ns;
+    char err[1024];
+    swi_status st;
+    Py_BEGIN_ALLOW_THREADS st = swi_report_write_fd(fd, name, &p, err, sizeof err);
+    Py_END_ALLOW_THREADS fd = -1; /* closed by the writer */
+    if (st != SWI_OK) {
+        PyErr_SetString(st == SWI_ERR_NOMEM ? PyExc_MemoryError : PyExc_OSError, err);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    if (fd >= 0) close(fd);
+    PyMem_Free(names);
+    PyMem_Free(items);
+    PyBuffer_Release(&lab);
+    if (img.obj) PyBuffer_Release(&img);
+    return result;
+}
+#endif
+
 static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))swi_py_run, METH_VARARGS | METH_KEYWORDS, "Run swi_run (internal)."},
     {"plan", (PyCFunction)(void (*)(void))swi_py_plan, METH_VARARGS | METH_KEYWORDS,
      "Run swi_plan_run (internal)."},
     {"window_starts", swi_py_window_starts, METH_VARARGS, "window_starts(size, roi, overlap) -> tuple"},
     {"weights", swi_py_weights, METH_VARARGS, "weights(mode, roi, sigma_scale) -> float32 bytes"},
+#ifdef SWI_HAVE_REPORT
+    {"report", swi_py_report, METH_VARARGS, "Write a review page (internal; swi.report)."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 

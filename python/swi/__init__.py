@@ -8,7 +8,8 @@ callable) every region is reduced as soon as its last window lands, so the full
 """
 
 from ._core import MAX_DIMS, BudgetError, Region, plan, sliding_window_inference
-from ._inferer import SlidingWindowInferer, SlidingWindowInfererReduced
+from ._inferer import SlidingWindowInferer, SlidingWindowInfererAdapt, SlidingWindowInfererReduced
+from ._report import report
 from ._swi import libswi_version
 
 __version__ = libswi_version
@@ -16,8 +17,10 @@ __all__ = [
     "sliding_window_inference",
     "plan",
     "SlidingWindowInferer",
+    "SlidingWindowInfererAdapt",
     "SlidingWindowInfererReduced",
     "Region",
+    "report",
     "BudgetError",
     "MAX_DIMS",
 ]

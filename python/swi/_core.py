@@ -10,10 +10,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from . import _swi
+from . import _autograd, _swi
 
 try:  # torch is optional: numpy in, numpy out works without it
     import torch
@@ -21,6 +22,15 @@ except ImportError:  # pragma: no cover - exercised only where torch is absent
     torch = None
 
 __all__ = ["sliding_window_inference", "plan", "Region", "BudgetError", "MAX_DIMS"]
+
+# The public API's types (for annotations; torch stays optional at run time).
+ArrayLike = Any  # a numpy array or a torch tensor, [batch, channels, *spatial]
+Sizes = Union[int, Sequence[int]]  # one value for every spatial axis, or one per axis
+Floats = Union[float, Sequence[float]]
+Reduction = Union[str, Callable[[Any, "Region"], None]]
+Reduce = Union[None, Reduction, Sequence[Reduction]]
+Memory = Union[None, int, str]  # bytes, or "4G", "512M"
+Order = Union[str, Sequence[int], None]  # "monai", "auto", or a permutation of the spatial axes
 
 BudgetError = _swi.BudgetError
 MAX_DIMS = _swi.MAX_DIMS
@@ -40,15 +50,15 @@ class Region:
 
     image: int
     head: int
-    lo: tuple
-    hi: tuple
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
 
     @property
-    def slices(self) -> tuple:
+    def slices(self) -> tuple[slice, ...]:
         return tuple(slice(a, b) for a, b in zip(self.lo, self.hi))
 
     @property
-    def index(self) -> tuple:
+    def index(self) -> tuple[slice, ...]:
         return (slice(self.image, self.image + 1), slice(None), *self.slices)
 
 
@@ -129,45 +139,71 @@ def _reduce_keys(kinds) -> list:
     return keys
 
 
+def _whole(v, what: str) -> int:
+    """v as an int, refusing what int() would silently truncate (2.5, "3", True)."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if torch is not None and isinstance(v, torch.Tensor) and v.numel() == 1 and not v.is_floating_point():
+            return int(v)
+        raise TypeError(f"{what} must be an int, got {v!r}")
+    return int(v)
+
+
 def _schedule(order, dims: int):
     """The engine's window order: 'monai' (C order over the start grid, MONAI's
-    enumeration), 'auto' (the planner's choice), or a permutation of the axes."""
+    enumeration), 'auto' (the planner's choice), or a permutation of the axes (ints)."""
     if order is None or order == "monai":
         return tuple(range(dims))
     if order == "auto":
         return None
+    bad = ValueError(f"order must be 'monai', 'auto' or a permutation of the spatial axes 0..{dims - 1} "
+                     f"(ints, e.g. {tuple(reversed(range(dims)))}), got {order!r}")
+    if isinstance(order, (str, bytes)) or not isinstance(order, Sequence):
+        raise bad
+    if any(isinstance(a, bool) or not isinstance(a, (int, np.integer)) for a in order):
+        raise bad
     o = tuple(int(a) for a in order)
     if sorted(o) != list(range(dims)):
-        raise ValueError(f"order must be 'monai', 'auto' or a permutation of 0..{dims - 1}, got {order!r}")
+        raise bad
     return o
+
+
+def _check_buffer(buffer_steps, buffer_dim, dims: int) -> None:
+    """MONAI's checks of its buffering knobs (which change nothing here)."""
+    if buffer_steps is None or buffer_steps <= 0:
+        return
+    if not -dims <= int(buffer_dim) <= dims:  # MONAI's bounds, both inclusive
+        raise ValueError(f"buffer_dim must be in [{-dims}, {dims}], got {buffer_dim}.")
 
 
 class _Setup:
     """Everything derived from the arguments, shared by run() and plan()."""
 
     def __init__(self, inputs, roi_size, sw_batch_size, overlap, mode, sigma_scale, padding_mode, cval,
-                 roi_weight_map, threads, max_memory, order):
+                 roi_weight_map, threads, max_memory, order, grad=False):
         self.is_torch = _is_torch(inputs)
         self.meta = None
         self.in_device = None
+        self.torch_input = None
         if isinstance(inputs, tuple):  # a bare shape (plan only)
             host = None
             shape = inputs
             self.compute_dtype = np.dtype(np.float32)
         elif self.is_torch:
-            if inputs.requires_grad and torch.is_grad_enabled():
-                raise ValueError(
-                    "swi does not propagate gradients: the input requires grad; call under torch.no_grad() "
-                    "or pass inputs.detach()")
             self.in_device = inputs.device
             self.compute_dtype = inputs.dtype if inputs.dtype.is_floating_point else torch.float32
             if type(inputs) is not torch.Tensor and type(inputs).__name__ == "MetaTensor":
                 self.meta = inputs
-            t = inputs.detach()
-            if type(t) is not torch.Tensor:
-                t = t.as_subclass(torch.Tensor)
-            host = t.to(device="cpu", dtype=torch.float32).contiguous().numpy()
-            shape = tuple(host.shape)
+            if grad:  # the differentiable path works on the tensor itself
+                t = inputs if type(inputs) is torch.Tensor else inputs.as_subclass(torch.Tensor)
+                self.torch_input = t if t.dtype == self.compute_dtype else t.to(self.compute_dtype)
+                host = None
+                shape = tuple(inputs.shape)
+            else:
+                t = inputs.detach()
+                if type(t) is not torch.Tensor:
+                    t = t.as_subclass(torch.Tensor)
+                host = t.to(device="cpu", dtype=torch.float32).contiguous().numpy()
+                shape = tuple(host.shape)
         else:
             a = np.asarray(inputs)
             self.compute_dtype = a.dtype if np.issubdtype(a.dtype, np.floating) else np.dtype(np.float32)
@@ -198,14 +234,20 @@ class _Setup:
             raise ValueError(f"padding_mode must be one of {sorted(_PAD)}, got {padding_mode!r}")
         self.padding_mode = _PAD[pm]
         self.cval = float(cval)
-        if int(sw_batch_size) < 1:
+        self.sw_batch_size = _whole(sw_batch_size, "sw_batch_size")
+        if self.sw_batch_size < 1:
             raise ValueError(f"sw_batch_size must be >= 1, got {sw_batch_size}")
-        self.sw_batch_size = int(sw_batch_size)
-        self.threads = 0 if threads is None else int(threads)
+        self.threads = 0 if threads is None else _whole(threads, "threads")
+        if self.threads < 0:
+            raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}")
         self.max_memory = _parse_memory(max_memory)
         self.order = _schedule(order, dims)
         self.pipeline = -1
         self.pad_before = tuple(max(r - s, 0) // 2 for r, s in zip(self.roi, image))
+        if self.cval != 0.0 and pm != "constant" and any(r > s for r, s in zip(self.roi, image)):
+            # MONAI pads with torch's F.pad, which takes a value for constant padding only
+            raise ValueError(f"cval={cval!r} applies to padding_mode='constant' only; got padding_mode={pm!r} "
+                             f"(the window {self.roi} is larger than the image {image})")
         self.weight_map = None
         if roi_weight_map is not None:
             self.weight_map = self._weights_from(roi_weight_map)
@@ -299,6 +341,11 @@ class _Predictor:
         self.args = args
         self.kwargs = kwargs
         self.sw_device = sw_device if sw_device is not None else (setup.in_device if setup.is_torch else None)
+        self.staging = None
+        if setup.is_torch and self.sw_device is not None and torch.device(self.sw_device).type == "cuda":
+            from ._cuda import Staging
+
+            self.staging = Staging(self.sw_device)
         self.first = None  # [(channels, spatial)] of the first call
         self.keys = None
         self.kind = None
@@ -338,6 +385,8 @@ class _Predictor:
                 for i, k in enumerate(keys):
                     self.cache[k] = [_to_numpy32(h[i]) for h in heads]
             raise _Restart()
+        if self.staging is not None:
+            return [(h.shape[1], tuple(h.shape[2:]), a) for h, a in zip(heads, self.staging.to_host(heads))]
         return [(h.shape[1], tuple(h.shape[2:]), _engine_ready(h)) for h in heads]
 
     def _mixed(self, win, images, starts, hit):
@@ -366,7 +415,9 @@ class _Predictor:
     def _predict(self, x, images, starts):
         s = self.s
         count = x.shape[0]
-        if s.is_torch:
+        if self.staging is not None:
+            data = self.staging.to_device(np.asarray(x), s.compute_dtype)
+        elif s.is_torch:
             data = torch.from_numpy(np.array(x, copy=False)).to(device=self.sw_device, dtype=s.compute_dtype)
         else:
             data = x if s.compute_dtype == np.float32 else x.astype(s.compute_dtype)
@@ -538,7 +589,7 @@ def _as_meta(t, like):
     except ImportError:  # pragma: no cover
         return t
     temp = MetaTensor([]).copy_meta_from(like, copy_attr=False)
-    return convert_to_dst_type(t, temp, device=t.device)[0]
+    return convert_to_dst_type(t, temp, device=t.device, dtype=t.dtype)[0]
 
 
 def _pack(pred: _Predictor, per_head):
@@ -549,20 +600,29 @@ def _pack(pred: _Predictor, per_head):
     return per_head[0]
 
 
-def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap=0.25, mode="constant",
-                             sigma_scale=0.125, padding_mode="constant", cval=0.0, sw_device=None, device=None,
-                             progress=False, roi_weight_map=None, process_fn=None, buffer_steps=None,
-                             buffer_dim=-1, with_coord=False, *args, reduce=None, max_memory=None, threads=None,
-                             order="monai", **kwargs):
+def sliding_window_inference(inputs: ArrayLike, roi_size: Sizes, sw_batch_size: int,
+                             predictor: Callable[..., Any], overlap: Floats = 0.25, mode: str = "constant",
+                             sigma_scale: Floats = 0.125, padding_mode: str = "constant", cval: float = 0.0,
+                             sw_device: Any = None, device: Any = None, progress: bool = False,
+                             roi_weight_map: Optional[ArrayLike] = None, process_fn: Optional[Callable[..., Any]] = None,
+                             buffer_steps: Optional[int] = None, buffer_dim: int = -1, with_coord: bool = False,
+                             *args: Any, reduce: Reduce = None, max_memory: Memory = None,
+                             threads: Optional[int] = None, order: Order = "monai",
+                             predictor_kwargs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> Any:
     """MONAI 1.4's ``sliding_window_inference``, computed by libswi, streamed.
 
     With ``reduce=None`` the parameters, defaults, results and return types are MONAI's:
     a tensor, or a tuple/dict when the predictor returns one (heads of other resolutions
     included); torch in gives torch out on ``device`` (default: the input's) in the input's
     float dtype; numpy in gives numpy out. The engine computes in float32. ``buffer_steps``
-    and ``buffer_dim`` are accepted and change nothing. Gradients are not propagated: the
-    predictor runs under ``torch.no_grad()`` and an input requiring grad (with grad mode
-    on) is refused.
+    and ``buffer_dim`` are checked as MONAI checks them and change nothing else.
+
+    Gradients: when grad mode is on and the input, or a parameter of the predictor (an
+    ``nn.Module``), requires grad, the result is computed as MONAI computes it, with PyTorch
+    operations on the whole score volume, so gradients flow to the input and the
+    parameters (said once on stderr; no streaming, no ``reduce`` savings). Otherwise the
+    predictor runs under ``torch.no_grad()`` and the engine streams. Call under
+    ``torch.no_grad()`` (or ``torch.inference_mode()``) for validation.
 
     Keyword-only extras:
       reduce: None, "argmax" (labels [B, 1, *spatial], uint8; above 256 classes uint16 for
@@ -570,49 +630,45 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
         "softmax" (float32 probabilities [B, C, *spatial], computed region by region), a
         list of those (a dict out), or a callable ``fn(scores, region)`` called with each
         completed region of blended scores ([1, C, *region], see `Region`); it returns None.
-      max_memory: peak-bytes budget (int or "4G"); BudgetError names the minimum.
+      max_memory: the engine's peak-bytes budget (int or "4G"): the input's float32 copy,
+        window buffers, partial sums, outputs and scratch. The predictor's own memory and
+        the caller's arrays are outside it; a run with a budget says on stderr what it
+        planned and the process's peak. BudgetError names the smallest budget that works.
       threads: blending workers (default: all cores).
       order: "monai" (default: windows reach the predictor in MONAI's order and chunks),
         "auto" (the planner's memory-optimal order, planned with the real output size
         after the first call, whose windows are predicted again), or a permutation of the
         spatial axes (plain loop order in that permutation).
+      predictor_kwargs: keyword arguments for the predictor whose names swi takes for
+        itself (``reduce``, ``max_memory``, ``threads``, ``order``, ``predictor_kwargs``);
+        any other keyword argument reaches the predictor as in MONAI.
     """
-    del buffer_steps, buffer_dim  # the streaming engine needs no buffering knobs
+    if predictor_kwargs:
+        kwargs = {**kwargs, **dict(predictor_kwargs)}
+    dims = len(inputs.shape) - 2 if hasattr(inputs, "shape") else 0
+    _check_buffer(buffer_steps, buffer_dim, dims)  # the streaming engine needs no buffering
+    grad = _autograd.needs_grad(inputs, predictor)
     setup = _Setup(inputs, roi_size, sw_batch_size, overlap, mode, sigma_scale, padding_mode, cval,
-                   roi_weight_map, threads, max_memory, order)
+                   roi_weight_map, threads, max_memory, order, grad=grad)
     if setup.is_torch:
         out_device = torch.device(device) if device is not None else setup.in_device
     else:
         out_device = None
     kinds, single = _reduce_spec(reduce)
+    if grad:
+        return _run_grad(setup, kinds, single, predictor, sw_device, out_device, with_coord, process_fn, args,
+                         kwargs)
     pred = _Predictor(setup, predictor, sw_device, with_coord, process_fn, args, kwargs)
     prog = _Progress() if progress else None
-    heads = None
+    rss0 = _peak_rss()
     try:
-        while True:
-            n_heads = 1 if heads is None else len(heads)
-            outputs = _outputs(kinds, n_heads, setup, out_device)
-            try:
-                results = _swi.run(setup.host, **setup.kwargs(heads, outputs), predictor=pred,
-                                   copy_into=_copy_into, progress=prog)
-                break
-            except _Restart:
-                if heads is not None:
-                    raise RuntimeError("internal: the run was set up twice") from None
-                pred.restart = False
-                if setup.order is None or setup.max_memory:
-                    heads = pred.first
-                else:
-                    # learned shapes keep the plain loop order (MONAI's): a fully declared
-                    # run lets the planner reorder the last slabs to shrink the frontier
-                    heads = [(0, (0,) * setup.dims)] * len(pred.first)
-                if len(heads) > _swi.MAX_HEADS:
-                    raise ValueError(f"the predictor returned {len(heads)} outputs; swi supports up to "
-                                     f"{_swi.MAX_HEADS}") from None
+        results = _engine(setup, pred, lambda n_heads: _outputs(kinds, n_heads, setup, out_device), prog,
+                          source=setup.host)
     finally:
         if prog is not None:
             prog.close()
-        pred.cache.clear()
+    if setup.max_memory:
+        _budget_summary(setup, pred, kinds, rss0)
     per_head = []
     i = 0
     names = _reduce_keys(kinds)
@@ -627,9 +683,121 @@ def sliding_window_inference(inputs, roi_size, sw_batch_size, predictor, overlap
     return _pack(pred, per_head)
 
 
-def plan(inputs, roi_size, sw_batch_size=1, overlap=0.25, mode="constant", sigma_scale=0.125,
-         padding_mode="constant", cval=0.0, roi_weight_map=None, *, reduce=None, out_channels=None,
-         max_memory=None, threads=None, order="monai") -> dict:
+BUDGET_COVERS = ("the engine: the input's float32 copy, the window buffers, the partial sums, the outputs and "
+                 "scratch; not the predictor, its outputs before they are handed over, or the caller's arrays")
+
+
+def _peak_rss() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.0f} MiB"
+
+
+def _budget_summary(setup, pred, kinds, rss0) -> None:
+    """One line on stderr: what max_memory covered, what the plan took of it, and the
+    process's peak, so a budget is never mistaken for the process's limit."""
+    outputs = [(0, _CUSTOM if callable(r) else _REDUCE[r], _DTYPE_FLOAT32 if callable(r) else _DTYPE_AUTO, None)
+               for r in kinds]
+    heads = [(c, tuple(sp)) for c, sp in pred.first] if pred.first else None
+    try:
+        p = _swi.plan(setup.shape, **setup.kwargs(heads, outputs))
+    except Exception:  # the run succeeded; a summary is not worth an error
+        return
+    peak = _peak_rss()
+    sys.stderr.write(f"swi: max_memory {_mib(setup.max_memory)} covers {BUDGET_COVERS}: planned "
+                     f"{_mib(p['bytes_peak'])}; the process peaked at {_mib(peak)} "
+                     f"({_mib(max(peak - rss0, 0))} above its peak before the call)\n")
+
+
+def _engine(setup, pred, make_outputs, prog, source, **extra):
+    """_swi.run, set up again once when the first predictor call reveals what the run
+    must declare (several heads, or the real output size for the planner or a budget)."""
+    heads = None
+    try:
+        while True:
+            n_heads = 1 if heads is None else len(heads)
+            try:
+                return _swi.run(source, **setup.kwargs(heads, make_outputs(n_heads)), predictor=pred,
+                                copy_into=_copy_into, progress=prog, **extra)
+            except _Restart:
+                if heads is not None:
+                    raise RuntimeError("internal: the run was set up twice") from None
+                pred.restart = False
+                if setup.order is None or setup.max_memory:
+                    heads = pred.first
+                else:
+                    # learned shapes keep the plain loop order (MONAI's): a fully declared
+                    # run lets the planner reorder the last slabs to shrink the frontier
+                    heads = [(0, (0,) * setup.dims)] * len(pred.first)
+                if len(heads) > _swi.MAX_HEADS:
+                    raise ValueError(f"the predictor returned {len(heads)} outputs; swi supports up to "
+                                     f"{_swi.MAX_HEADS}") from None
+    finally:
+        pred.cache.clear()
+
+
+def run_part(shape, reader, roi_size, sw_batch_size, predictor, part, sink, *, overlap=0.25, mode="constant",
+             sigma_scale=0.125, padding_mode="constant", cval=0.0, reduce="argmax", threads=None,
+             order="monai", max_memory=None):
+    """One part of a run: the output box ``part = (lo, hi)`` of an input of ``shape``
+    [batch, channels, *spatial] read box by box through ``reader(image, lo, hi)`` (float32
+    [channels, *(hi - lo)]). Each region of the named reduction ``reduce`` reaches
+    ``sink(data, image, lo, hi)`` (a numpy array [1, K, *(hi - lo)]) as soon as it is final.
+    Parts of a grid together give bitwise the whole run's result (swi_params.part_lo)."""
+    setup = _Setup(tuple(int(v) for v in shape), roi_size, sw_batch_size, overlap, mode, sigma_scale,
+                   padding_mode, cval, None, threads, max_memory, order)
+    kinds, single = _reduce_spec(reduce)
+    if not single or callable(kinds[0]):
+        raise ValueError("run_part takes one named reduction")
+    kind = kinds[0]
+
+    def deliver(data, image, head, channels, lo, hi):
+        if head != 0:
+            return
+        dt = np.float32
+        if kind == "argmax":
+            dt = np.uint8 if len(data) == int(np.prod([b - a for a, b in zip(lo, hi)])) else np.uint16
+        a = np.frombuffer(data, dtype=dt).reshape((1, channels) + tuple(b - a for a, b in zip(lo, hi)))
+        sink(a, image, tuple(lo), tuple(hi))
+
+    pred = _Predictor(setup, predictor, None, False, None, (), {})
+    _engine(setup, pred, lambda n_heads: [(h, _REDUCE[kind], _DTYPE_AUTO, deliver) for h in range(n_heads)], None,
+            source=setup.shape, reader=reader, part=(tuple(part[0]), tuple(part[1])))
+
+
+def _run_grad(setup, kinds, single, predictor, sw_device, out_device, with_coord, process_fn, args, kwargs):
+    """sliding_window_inference through PyTorch operations, gradients flowing (see _autograd)."""
+    pred = _Predictor(setup, predictor, sw_device, with_coord, None, args, kwargs)
+    sw_dev = pred.sw_device
+    heads, keys, kind = _autograd.run(setup, predictor, sw_dev, out_device, with_coord, process_fn, args, kwargs,
+                                      _flatten, pred._check)
+    names = _reduce_keys(kinds)
+    per_head = []
+    for h, scores in enumerate(heads):
+        vals = {}
+        for name, r in zip(names, kinds):
+            if callable(r):
+                _autograd.call_custom(r, scores, h, Region)
+                vals[name] = None
+            else:
+                vals[name] = _autograd.reduce_torch(scores, r)
+                if setup.meta is not None:
+                    vals[name] = _as_meta(vals[name], setup.meta)
+        per_head.append(next(iter(vals.values())) if single else vals)
+    if all(callable(r) for r in kinds) and single:
+        return None
+    pred.keys, pred.kind = keys, kind
+    return _pack(pred, per_head)
+
+
+def plan(inputs: Union[ArrayLike, Sequence[int]], roi_size: Sizes, sw_batch_size: int = 1, overlap: Floats = 0.25,
+         mode: str = "constant", sigma_scale: Floats = 0.125, padding_mode: str = "constant", cval: float = 0.0,
+         roi_weight_map: Optional[ArrayLike] = None, *, reduce: Reduce = None, out_channels: Optional[int] = None,
+         max_memory: Memory = None, threads: Optional[int] = None, order: Order = "monai") -> dict[str, Any]:
     """What a run would do, without running: the window grid, predictor calls, the chosen
     batch size/order and the memory split (bytes_input, bytes_windows, bytes_partial,
     bytes_outputs, bytes_scratch, bytes_peak, bytes_min). ``inputs`` may be an array or a
@@ -644,4 +812,6 @@ def plan(inputs, roi_size, sw_batch_size=1, overlap=0.25, mode="constant", sigma
     heads = None if out_channels is None else [(int(out_channels), (0,) * setup.dims)]
     outputs = [(0, _CUSTOM if callable(r) else _REDUCE[r], _DTYPE_FLOAT32 if callable(r) else _DTYPE_AUTO, None)
                for r in kinds]
-    return _swi.plan(src, **setup.kwargs(heads, outputs))
+    res = _swi.plan(src, **setup.kwargs(heads, outputs))
+    res["budget_covers"] = BUDGET_COVERS
+    return res

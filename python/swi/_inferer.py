@@ -2,24 +2,46 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any, Callable
 
 import numpy as np
 
-from ._core import _is_torch, sliding_window_inference, torch
+from ._core import (_BLEND, _PAD, Floats, Memory, Order, Reduce, Sizes, _is_torch, _name, _parse_memory, _reduce_spec,
+                    _whole, sliding_window_inference, torch)
 
 
-class SlidingWindowInferer:
+def _inferer_base() -> type:
+    """monai.inferers.Inferer when MONAI is installed (so isinstance checks and
+    monai.engines accept swi's inferers), else object. MONAI is not imported otherwise."""
+    if importlib.util.find_spec("monai") is None:
+        return object
+    try:
+        from monai.inferers.inferer import Inferer
+    except Exception:  # a broken MONAI install must not break swi
+        return object
+    return Inferer
+
+
+_Base: Any = _inferer_base()
+
+
+class SlidingWindowInferer(_Base):
     """MONAI's ``SlidingWindowInferer`` (same constructor arguments) plus ``reduce``,
     ``max_memory``, ``threads`` and ``order``; ``inferer(inputs, network, *args, **kwargs)``.
+    Arguments are checked here, as MONAI checks them, not at the first call. Every keyword
+    argument of a call reaches ``network`` (as in MONAI), except ``device``,
+    ``buffer_steps`` and ``buffer_dim``, which MONAI's inferer takes too.
     ``cache_roi_weight_map`` is accepted (the engine computes the map once per run anyway);
-    ``cpu_thresh`` stitches on the CPU above that many voxels, as in MONAI."""
+    ``cpu_thresh`` stitches on the CPU above that many voxels, as in MONAI. A
+    ``monai.inferers.Inferer`` when MONAI is importable."""
 
-    def __init__(self, roi_size, sw_batch_size: int = 1, overlap=0.25, mode="constant", sigma_scale=0.125,
-                 padding_mode="constant", cval: float = 0.0, sw_device=None, device=None, progress: bool = False,
-                 cache_roi_weight_map: bool = False, cpu_thresh: int | None = None, buffer_steps=None,
-                 buffer_dim: int = -1, with_coord: bool = False, *, reduce=None, max_memory=None, threads=None,
-                 order="monai"):
+    def __init__(self, roi_size: Sizes, sw_batch_size: int = 1, overlap: Floats = 0.25, mode: str = "constant",
+                 sigma_scale: Floats = 0.125, padding_mode: str = "constant", cval: float = 0.0,
+                 sw_device: Any = None, device: Any = None, progress: bool = False,
+                 cache_roi_weight_map: bool = False, cpu_thresh: int | None = None, buffer_steps: int | None = None,
+                 buffer_dim: int = -1, with_coord: bool = False, *, reduce: Reduce = None, max_memory: Memory = None,
+                 threads: int | None = None, order: Order = "monai") -> None:
         self.roi_size = roi_size
         self.sw_batch_size = sw_batch_size
         self.overlap = overlap
@@ -40,6 +62,28 @@ class SlidingWindowInferer:
         self.threads = threads
         self.order = order
         self.roi_weight_map = None
+        self._validate()
+
+    def _validate(self):
+        if _name(self.mode) not in _BLEND:
+            raise ValueError(f"mode must be one of {sorted(_BLEND)}, got {self.mode!r}")
+        pm = _name(self.padding_mode)
+        if pm not in _PAD:
+            raise ValueError(f"padding_mode must be one of {sorted(_PAD)}, got {self.padding_mode!r}")
+        if _whole(self.sw_batch_size, "sw_batch_size") < 1:
+            raise ValueError(f"sw_batch_size must be >= 1, got {self.sw_batch_size}")
+        for o in (self.overlap if isinstance(self.overlap, (list, tuple)) else (self.overlap,)):
+            if not 0.0 <= float(o) < 1.0:
+                raise ValueError(f"overlap must be >= 0 and < 1, got {self.overlap}")
+        if self.threads is not None and _whole(self.threads, "threads") < 0:
+            raise ValueError(f"threads must be >= 0, got {self.threads}")
+        _parse_memory(self.max_memory)
+        _reduce_spec(self.reduce)
+        if self.order not in (None, "monai", "auto"):
+            if isinstance(self.order, (str, bytes)) or not all(
+                    isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in self.order):
+                raise ValueError(f"order must be 'monai', 'auto' or a permutation of the spatial axes (ints), "
+                                 f"got {self.order!r}")
 
     def _device(self, inputs, kwargs):
         device = kwargs.pop("device", self.device)
@@ -49,14 +93,52 @@ class SlidingWindowInferer:
             device = "cpu"
         return device
 
-    def __call__(self, inputs, network: Callable[..., Any], *args: Any, **kwargs: Any):
+    def __call__(self, inputs: Any, network: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return self._infer(inputs, network, args, kwargs, self.reduce)
+
+    def _infer(self, inputs, network, args, kwargs, reduce, sw_batch_size=None):
+        kwargs = dict(kwargs)
         device = self._device(inputs, kwargs)
-        reduce = kwargs.pop("reduce", self.reduce)
+        # every other keyword is the network's, whatever its name
         return sliding_window_inference(
-            inputs, self.roi_size, self.sw_batch_size, network, self.overlap, self.mode, self.sigma_scale,
-            self.padding_mode, self.cval, self.sw_device, device, self.progress, self.roi_weight_map, None,
-            None, -1, self.with_coord, *args, reduce=reduce, max_memory=self.max_memory, threads=self.threads,
-            order=self.order, **kwargs)
+            inputs, self.roi_size, self.sw_batch_size if sw_batch_size is None else sw_batch_size, network,
+            self.overlap, self.mode, self.sigma_scale, self.padding_mode, self.cval, self.sw_device, device,
+            self.progress, self.roi_weight_map, None, None, -1, self.with_coord, *args, reduce=reduce,
+            max_memory=self.max_memory, threads=self.threads, order=self.order, predictor_kwargs=kwargs)
+
+
+def _is_device_oom(e: BaseException) -> bool:
+    oom = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None) if torch is not None else None
+    return (oom is not None and isinstance(e, oom)) or (isinstance(e, RuntimeError) and "out of memory" in str(e))
+
+
+class SlidingWindowInfererAdapt(SlidingWindowInferer):
+    """Like MONAI's ``SlidingWindowInfererAdapt``: when the network runs out of device
+    memory, the call is retried with half the ``sw_batch_size`` until 1, then with the
+    windows and the network on the CPU (``sw_device="cpu"``; the network is not moved, so
+    this last step needs a network that accepts CPU tensors, as a plain callable or a
+    CPU module does). The blended scores always live in host memory, so MONAI's other
+    fallbacks (buffered and CPU stitching) have nothing to do here. The batch size that
+    worked is kept for the next call (``self.sw_batch_size``)."""
+
+    def __call__(self, inputs: Any, network: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        sw = _whole(self.sw_batch_size, "sw_batch_size")
+        while True:
+            try:
+                out = self._infer(inputs, network, args, kwargs, self.reduce, sw_batch_size=sw)
+                self.sw_batch_size = sw
+                return out
+            except Exception as e:
+                if not _is_device_oom(e):
+                    raise
+                if torch is not None and torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                if sw > 1:
+                    sw = max(1, sw // 2)
+                elif self.sw_device is None or str(self.sw_device) != "cpu":
+                    self.sw_device = "cpu"
+                else:
+                    raise
 
 
 class SlidingWindowInfererReduced(SlidingWindowInferer):
@@ -66,18 +148,18 @@ class SlidingWindowInfererReduced(SlidingWindowInferer):
     ([B, K, *spatial]). The default reduction is argmax over channels (computed by the
     engine, uint8/uint16 labels), so the full score volume never exists."""
 
-    def __init__(self, roi_size, sw_batch_size: int = 1, *args, reduction_fn: Callable | None = None,
-                 output_dtype=None, **kwargs):
+    def __init__(self, roi_size: Sizes, sw_batch_size: int = 1, *args: Any,
+                 reduction_fn: Callable[..., Any] | None = None, output_dtype: Any = None, **kwargs: Any) -> None:
         super().__init__(roi_size, sw_batch_size, *args, **kwargs)
         self.reduction_fn = reduction_fn
         self.output_dtype = output_dtype
 
-    def __call__(self, inputs, network: Callable[..., Any], *args: Any, **kwargs: Any):
+    def __call__(self, inputs: Any, network: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self.reduction_fn is None:
-            out = super().__call__(inputs, network, *args, reduce="argmax", **kwargs)
+            out = self._infer(inputs, network, args, kwargs, "argmax")
             return out if self.output_dtype is None else _cast(out, self.output_dtype)
         store = _Store(inputs, self.reduction_fn, self.output_dtype)
-        super().__call__(inputs, network, *args, reduce=store, **kwargs)
+        self._infer(inputs, network, args, kwargs, store)
         return store.result(self._device(inputs, dict(kwargs)), inputs)
 
 

@@ -92,3 +92,34 @@ def test_metatensor_in_metatensor_out():
     m = monai_swi(x, 6, 2, net)
     assert isinstance(r, MetaTensor) and r.meta.get("filename_or_obj") == "a.nii"
     torch.testing.assert_close(r.as_tensor(), m.as_tensor(), rtol=1e-4, atol=1e-4)
+
+
+def test_metatensor_argmax_keeps_integer_labels():
+    from monai.data import MetaTensor
+
+    x = MetaTensor(torch.rand(1, 2, 12, 10, 8), affine=torch.diag(torch.tensor([2.0, 1.0, 3.0, 1.0])))
+    lab = swi.sliding_window_inference(x, 6, 2, net, reduce="argmax")
+    assert isinstance(lab, MetaTensor) and lab.dtype == torch.uint8
+    torch.testing.assert_close(lab.affine, x.affine)
+    with torch.no_grad():
+        want = torch.argmax(monai_swi(x, 6, 2, net), 1, keepdim=True)
+    assert torch.equal(lab.as_tensor().long(), want.as_tensor())
+
+
+def test_inferers_are_monai_inferers():
+    from monai.inferers import Inferer
+
+    for cls in (swi.SlidingWindowInferer, swi.SlidingWindowInfererAdapt, swi.SlidingWindowInfererReduced):
+        assert isinstance(cls(8), Inferer)
+
+
+def test_gradients_as_monai():
+    x = torch.rand(1, 2, 12, 10, 8, requires_grad=True)
+    a = swi.sliding_window_inference(x, 6, 3, net, 0.5, "gaussian")
+    (a ** 2).sum().backward()
+    ga = x.grad.clone()
+    x.grad = None
+    b = monai_swi(x, 6, 3, net, 0.5, "gaussian")
+    (b ** 2).sum().backward()
+    torch.testing.assert_close(a.detach(), b.detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ga, x.grad, rtol=1e-4, atol=1e-5)

@@ -19,6 +19,7 @@ CASES=(
   alloc_walk            # every allocation of a small run fails in turn (library, swi_io, swi_ort, swi)
   ort_walk              # every ONNX Runtime object creation (session, tensors, run) fails in turn
   write_walk            # every write/fsync of every output kind fails in turn (ENOSPC, then EIO)
+  write_walk_hdf5       # every write/fsync/copy of the HDF5 writer fails in turn: the file stays as it was
   write_full_fs         # a really full file system (tmpfs, needs root)
   write_file_too_big    # RLIMIT_FSIZE: EFBIG with SIGXFSZ ignored; killed by it otherwise
   write_dev_full        # the output path is /dev/full (through a symlink)
@@ -34,6 +35,7 @@ CASES=(
   concurrent_force      # two runs with --force writing one path
   special_files         # FIFOs as the input, the card, the model, a NRRD data file: refused, no hang
   outputs_over_inputs   # outputs that are, hold or lie in an input, with --force: refused, inputs kept
+  store_write_walk      # every write/fsync/rename/link/mkdir of a Zarr store write fails in turn
 )
 
 if [ "${1:-}" = --list ]; then
@@ -247,6 +249,62 @@ t_write_walk() {
   done
   [ ${#png[@]} -eq 0 ] || grep -q "p.png: write failed: " "$T/wmsg" || fail "no write of the PNG preview failed"
   echo "PASS: $total write/fsync failures, each a clean exit 1"
+}
+
+# every counted write/fsync/copy_file_range of a run writing labels and scores into an HDF5
+# file fails in turn: into a user's file holding other datasets (--force rewrites /labels)
+# and into a new file. Each failure exits 1 with one line naming the file; the user's file is
+# byte for byte as before, no new file appears, no temporary is left.
+t_write_walk_hdf5() {
+  data; need_swi_features
+  [ -f "$IO_SHIM" ] || skip "no fault_io shim (SWI_FAULT_IO)"
+  "$SWI" --version | grep -q "HDF5 (libhdf5): yes" || skip "swi built without HDF5"
+  "$PY" -c "import h5py" 2>/dev/null || skip "$PY lacks h5py (apt-get install python3-h5py)"
+  local shim_env="verify_asan_link_order=0:$ASAN_OPTIONS" total=0 out count n bad=""
+  rm -rf "$T/o" && mkdir "$T/o"
+  "$PY" - "$T/o/f.h5" <<'EOF'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f.attrs["study"] = "mine"
+    f.create_dataset("ct", data=np.arange(1000, dtype="<i2").reshape(10, 10, 10), chunks=(5, 5, 5),
+                     compression="gzip")
+    f.create_group("notes").attrs["who"] = "me"
+EOF
+  seg $(tiny_args) --output "$T/o/f.h5:/labels"
+  expect_rc 0
+  cp "$T/o/f.h5" "$T/before.h5"
+  : >"$T/wmsg"
+  for out in f.h5 new.h5; do
+    local args=(--output "$T/o/$out:/labels" --scores "$T/o/$out:/scores" --force)
+    ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_COUNT="$T/count" \
+      "$SWI" segment -q $(tiny_args) "${args[@]}" >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    expect_rc 0; no_sanitizer_report
+    count=$(cat "$T/count")
+    [ "${count:-0}" -ge 3 ] || fail "the shim saw only ${count:-0} writes into $out"
+    rm -f "$T/o/new.h5" && cp "$T/before.h5" "$T/o/f.h5"
+    for n in $(seq 1 "$count"); do
+      ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_AT=$n \
+        "$SWI" segment -q $(tiny_args) "${args[@]}" >"$T/out" 2>"$T/err" </dev/null
+      rc=$?
+      echo "$out: write $n of $count fails: exit $rc: $(head -c 300 "$T/err" | tr '\n' ' ')"
+      cat "$T/err" >>"$T/wmsg"
+      if [ $rc -ne 1 ] || ! (one_line_err && expect_err "$out") >/dev/null ||
+         ! cmp -s "$T/o/f.h5" "$T/before.h5" || [ "$(ls -A "$T/o")" != f.h5 ]; then
+        bad="$bad $out:$n"
+        echo "    BAD: exit $rc, folder: [$(ls -A "$T/o" | tr '\n' ' ')]"
+        rm -rf "$T/o/new.h5" "$T/o"/.*.swi-* && cp "$T/before.h5" "$T/o/f.h5"
+      fi
+    done
+    total=$((total + count))
+  done
+  [ -z "$bad" ] || fail "write failures$bad misbehave (see above)"
+  # the walk reached the copy, HDF5's own writes and the final fsync
+  local what
+  for what in "cannot copy the file" "cannot (write the box|finish)" "cannot complete the output"; do
+    grep -qE "$what" "$T/wmsg" || fail "no failure reported '$what'"
+  done
+  echo "PASS: $total write/fsync/copy failures of the HDF5 writer, each an exit 1 naming the file, the file as it was"
 }
 
 t_write_full_fs() {
@@ -470,6 +528,65 @@ t_outputs_over_inputs() {
   [ "$(cat "$T/w.zarr/v.nii.gz" "$T/in/v.nii.gz" | cksum)" = "$before" ] || fail "an input changed"
   [ "$(ls -A "$T/w.zarr")" = v.nii.gz ] && [ ! -e "$T/in/new" ] || fail "something written beside the inputs"
   empty_dir "$T/o"
+}
+
+# store_walk_one ERRNO FORCE: `swi bench` writes a Zarr store (over a complete one with
+# FORCE=1) while each counted write, fsync, rename, link and mkdir under the output folder
+# fails in turn with ERRNO: exit 1 with one line naming what failed; with FORCE the previous
+# store is byte for byte as it was and nothing lies beside it, without it the store is absent
+# or marked incomplete, with no temporary left in it. Sets $walked.
+store_walk_one() {
+  local errno_="$1" force="$2" shim_env="verify_asan_link_order=0:$ASAN_OPTIONS"
+  local args=(bench --shape 130,40,40 --classes 4 --roi 16 --no-floor --output-file "$T/o/s.zarr")
+  rm -rf "$T/o" "$T/ref" && mkdir "$T/o" "$T/ref"
+  if [ "$force" = 1 ]; then
+    run "${args[@]}" --predictor atlas
+    expect_rc 0
+    cp -a "$T/o/s.zarr" "$T/ref/s.zarr"
+    args+=(--force)
+  fi
+  ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_NAMES=1 \
+    SWI_FAULT_IO_COUNT="$T/count" "$SWI" "${args[@]}" >"$T/out" 2>"$T/err" </dev/null
+  rc=$?
+  expect_rc 0; no_sanitizer_report
+  local count bad="" n
+  count=$(cat "$T/count")
+  [ "${count:-0}" -ge 5 ] || fail "the shim saw only ${count:-0} calls"
+  for n in $(seq 1 "$count"); do
+    rm -rf "$T/o" && mkdir "$T/o"
+    [ "$force" = 1 ] && cp -a "$T/ref/s.zarr" "$T/o/s.zarr"
+    ASAN_OPTIONS="$shim_env" LD_PRELOAD="$IO_SHIM" SWI_FAULT_IO_DIR="$T/o" SWI_FAULT_IO_NAMES=1 \
+      SWI_FAULT_IO_AT=$n SWI_FAULT_IO_ERRNO=$errno_ "$SWI" "${args[@]}" >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    echo "errno $errno_, force $force, call $n of $count fails: exit $rc: $(head -c 300 "$T/err" | tr '\n' ' ')"
+    local ok=1
+    [ $rc -eq 1 ] || ok=0
+    (one_line_err && expect_err "s\.zarr.*(No space left on device|Input/output error)") >/dev/null || ok=0
+    if [ "$force" = 1 ]; then
+      diff -r "$T/ref/s.zarr" "$T/o/s.zarr" >/dev/null || ok=0
+      [ "$(ls -A "$T/o")" = s.zarr ] || ok=0
+    else
+      [ ! -e "$T/o/s.zarr" ] || [ -e "$T/o/s.zarr/.swi-incomplete" ] || ok=0
+      [ -z "$(ls -A "$T/o" | grep -v '^s\.zarr$')" ] || ok=0
+      [ -z "$(find "$T/o" -name '.tmp-*' 2>/dev/null)" ] || ok=0
+    fi
+    [ $ok = 1 ] || { bad="$bad $n"; echo "    BAD: left: [$(cd "$T/o" && find . | head -20 | tr '\n' ' ')]"; }
+  done
+  [ -z "$bad" ] || fail "store write failures$bad of $count (errno $errno_, force $force) misbehave (see above)"
+  walked=$count
+}
+
+t_store_write_walk() {
+  [ -f "$IO_SHIM" ] || skip "no fault_io shim (SWI_FAULT_IO)"
+  "$SWI" --version 2>&1 | grep -q "Zarr.*: yes" || skip "swi built without Zarr"
+  local total=0 e f walked
+  for f in 1 0; do
+    for e in 28 5; do
+      store_walk_one "$e" "$f"
+      total=$((total + walked))
+    done
+  done
+  echo "store write walk: $total failure points"
 }
 
 run_case() {

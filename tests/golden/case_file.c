@@ -244,7 +244,8 @@ static int64_t zoomed_out_size(int64_t size, int64_t r, int64_t o, int any_pad) 
 
 int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_len) {
     static const char *const predictor_names[] = {"affine", "box", "coord", "down2", "pair"};
-    static const char *const mode_names[] = {"constant", "gaussian"};
+    static const char *const mode_names[] = {"constant", "gaussian", "gaussian_nnunet"};
+    static const char *const grid_names[] = {"monai", "nnunet"};
     static const char *const pad_names[] = {"constant", "reflect", "replicate", "circular"};
     int rc = -1;
     char *buf = NULL;
@@ -310,8 +311,11 @@ int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_l
     }
 
     w = 0;
-    if (get_word(&ps, "mode", 0, mode_names, 2, &w) != 0) goto done;
-    gc->mode = w == 1 ? SWI_BLEND_GAUSSIAN : SWI_BLEND_CONSTANT;
+    if (get_word(&ps, "mode", 0, mode_names, 3, &w) != 0) goto done;
+    gc->mode = w == 1 ? SWI_BLEND_GAUSSIAN : w == 2 ? SWI_BLEND_GAUSSIAN_NNUNET : SWI_BLEND_CONSTANT;
+    w = 0;
+    if (get_word(&ps, "grid", 0, grid_names, 2, &w) != 0) goto done;
+    gc->grid = w == 1 ? SWI_GRID_NNUNET : SWI_GRID_MONAI;
     w = 0;
     if (get_word(&ps, "padding_mode", 0, pad_names, 4, &w) != 0) goto done;
     gc->padding = w == 1   ? SWI_PAD_REFLECT

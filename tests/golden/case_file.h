@@ -28,6 +28,7 @@ typedef struct golden_case {
     int sw_batch_size;
     double overlap[SWI_MAX_DIMS];
     swi_blend mode;
+    swi_grid grid; /* `grid monai|nnunet`, default monai */
     double sigma_scale[SWI_MAX_DIMS];
     swi_pad padding;
     float cval;

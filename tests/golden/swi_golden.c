@@ -187,6 +187,7 @@ static int run_case(const char *dir, const options *opt, case_result *res) {
         p.sigma_scale[k] = gc.sigma_scale[k];
     }
     p.mode = gc.mode;
+    p.grid = gc.grid;
     p.padding_mode = gc.padding;
     p.cval = gc.cval;
     p.sw_batch_size = gc.sw_batch_size;

@@ -1,0 +1,262 @@
+"""Sliding-window inference of one large volume on a Dask cluster: one task per part box.
+
+Each task computes one box of the output with ``swi_params.part_lo/part_hi``: exactly the
+windows touching its box run, in the whole run's order, so the boxes together are bitwise
+the one-process result. The input is read box by box (a Zarr array, an HDF5 dataset or a
+dask array); each task writes its box into one Zarr output array whose chunks the boxes
+never share, so tasks never write the same chunk file, and a task retried after its worker
+died rewrites exactly its own chunks. The array is written under a hidden name beside the
+output (it carries ``.swi-incomplete`` meanwhile) and moved into place once every task has
+finished; with ``force`` an existing output array is replaced only then.
+
+    from dask.distributed import Client
+    import swi.dask
+
+    client = Client()                       # or a cluster's scheduler address
+    swi.dask.segment(client, "ct.zarr", "labels.zarr", make_net, roi_size=128, sw_batch_size=4,
+                     mode="gaussian", grid=(4, 1, 1))
+
+``make_net`` is a picklable factory (a module-level function or class) that each worker
+calls once to build its predictor: a torch module or any callable taking a float32 batch
+[n, channels, *roi] (numpy, or torch for a module) and returning [n, classes, *roi].
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from ._core import Floats, Memory, Sizes, run_part
+
+__all__ = ["segment", "part_boxes"]
+
+_INCOMPLETE = ".swi-incomplete"
+
+
+def part_boxes(size: Sequence[int], grid: Sequence[int], chunks: Sequence[int]) -> list[tuple[tuple[int, ...],
+                                                                                           tuple[int, ...]]]:
+    """The boxes of a grid of parts over `size`: each axis cut into grid[d] runs of whole
+    chunks (the last run takes the rest), so no two boxes share a chunk. Empty boxes are
+    left out."""
+    cuts = []
+    for n, g, c in zip(size, grid, chunks):
+        if g < 1:
+            raise ValueError(f"grid values must be >= 1, got {tuple(grid)}")
+        nchunks = -(-int(n) // int(c))
+        edges = sorted({min(int(n), (nchunks * i // g) * int(c)) for i in range(g + 1)})
+        cuts.append([(a, b) for a, b in zip(edges, edges[1:]) if a < b])
+    boxes = [((),())]
+    for axis in cuts:
+        boxes = [(lo + (a,), hi + (b,)) for lo, hi in boxes for a, b in axis]
+    return boxes
+
+
+def _open_input(src: Any) -> Any:
+    """An indexable array: a Zarr path, 'file.h5:/dataset', or an array-like (dask, numpy)."""
+    if isinstance(src, (str, os.PathLike)):
+        name = os.fspath(src)
+        for ext in (".h5:", ".hdf5:"):
+            if ext in name:
+                import h5py
+
+                f, d = name.split(ext, 1)
+                return h5py.File(f + ext[:-1], "r")[d if d.startswith("/") else "/" + d]
+        import zarr
+
+        z = zarr.open(name, mode="r")
+        if isinstance(z, zarr.hierarchy.Group):
+            ms = z.attrs.get("multiscales")
+            if not ms:
+                raise ValueError(f"{name}: a Zarr group without OME-Zarr multiscales metadata")
+            z = z[ms[0]["datasets"][0]["path"]]
+        return _drop_unit_axes(z)
+    return src
+
+
+def _drop_unit_axes(z: Any) -> Any:
+    """An OME-Zarr level's leading axes of size 1 (t, c) indexed away, lazily."""
+    lead = len(z.shape) - 3
+    if lead <= 0 or any(int(v) != 1 for v in z.shape[:lead]):
+        return z
+
+    class View:
+        shape = tuple(int(v) for v in z.shape[lead:])
+
+        def __getitem__(self, box: Any) -> Any:
+            return z[(0,) * lead + tuple(box)]
+
+    return View()
+
+
+def _spatial(arr: Any) -> tuple[tuple[int, ...], int]:
+    """(spatial size, channels): [*spatial] (one channel) or [channels, *spatial], 3 spatial axes."""
+    shape = tuple(int(v) for v in arr.shape)
+    if len(shape) == 3:
+        return shape, 1
+    if len(shape) == 4:
+        return shape[1:], shape[0]
+    raise ValueError(f"the input must be [z, y, x] or [channels, z, y, x], got shape {shape}")
+
+
+class _Reader:
+    def __init__(self, arr: Any):
+        self.arr = arr
+        self.size, self.channels = _spatial(arr)
+
+    def __call__(self, image: int, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+        box = tuple(slice(a, b) for a, b in zip(lo, hi))
+        x = self.arr[box] if len(self.arr.shape) == 3 else self.arr[(slice(None),) + box]
+        x = np.asarray(x.compute() if hasattr(x, "compute") else x, dtype=np.float32)
+        return np.ascontiguousarray(x.reshape((self.channels,) + x.shape[-3:]))
+
+
+def _numpy_predictor(net: Any) -> Callable[[np.ndarray], Any]:
+    """A torch module as a numpy-in predictor (no graph kept); other callables as they are."""
+    try:
+        import torch
+    except ImportError:
+        return net
+    if not isinstance(net, torch.nn.Module):
+        return net
+    dev = next((p.device for p in net.parameters()), torch.device("cpu"))
+
+    def run(x: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            y = net(torch.from_numpy(np.array(x)).to(dev))
+        return y.detach().to("cpu", torch.float32).numpy()
+
+    return run
+
+
+def _task(input_src: Any, output: str, factory: Callable[[], Any], box: Any, options: dict[str, Any]) -> str:
+    import zarr
+
+    reader = _Reader(_open_input(input_src))
+    out = zarr.open(output, mode="r+")
+    lo, hi = box
+    labels = np.zeros(tuple(b - a for a, b in zip(lo, hi)), dtype=out.dtype)
+
+    def sink(data: np.ndarray, image: int, rlo: Sequence[int], rhi: Sequence[int]) -> None:
+        labels[tuple(slice(a - o, b - o) for a, b, o in zip(rlo, rhi, lo))] = data[0, 0]
+
+    run_part((1, reader.channels) + reader.size, reader, options["roi_size"], options["sw_batch_size"],
+             _numpy_predictor(factory()), (lo, hi), sink, overlap=options["overlap"], mode=options["mode"],
+             sigma_scale=options["sigma_scale"], padding_mode=options["padding_mode"], cval=options["cval"],
+             reduce="argmax", threads=options["threads"], max_memory=options["max_memory"])
+    out[tuple(slice(a, b) for a, b in zip(lo, hi))] = labels  # whole chunks only: atomic per chunk file
+    return f"{lo}-{hi}"
+
+
+def _cli_window_flags(o: dict[str, Any]) -> list[str]:
+    def csv(v: Any) -> str:
+        return ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
+
+    flags = ["--roi", csv(o["roi_size"]), "--sw-batch", str(int(o["sw_batch_size"])), "--overlap", csv(o["overlap"]),
+             "--mode", str(o["mode"]), "--sigma-scale", csv(o["sigma_scale"]), "--padding-mode",
+             str(o["padding_mode"]), "--cval", repr(float(o["cval"]))]
+    if o["threads"]:
+        flags += ["--threads", str(int(o["threads"]))]
+    if o["max_memory"]:
+        flags += ["--max-memory", str(o["max_memory"])]
+    return flags
+
+
+def _cli_task(cmd: list[str]) -> str:
+    import subprocess
+
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()}")
+    return r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+
+
+def _segment_onnx(client: Any, input: Any, output: str, model: str, options: dict[str, Any],
+                  grid: Optional[Sequence[int]], force: bool, swi: str) -> str:
+    """An ONNX model: each task runs `swi segment --shard I/N --shard-grid AxBxC` (the
+    command's exact parts and its own store writer, markers and output rules)."""
+    if not isinstance(input, (str, os.PathLike)):
+        raise TypeError("with an ONNX model the input must be a store name (x.zarr, x.ome.zarr, x.h5:/path)")
+    if grid is None:
+        grid = (max(1, len(client.scheduler_info().get("workers", {}))), 1, 1)
+    n = int(np.prod(grid))
+    base = [swi, "segment", "-q", "--model", os.fspath(model), "--input", os.fspath(input), "--output", output]
+    base += _cli_window_flags(options) + (["--force"] if force else [])
+    _cli_task(base + ["--shard", "init"])
+    job = uuid.uuid4().hex[:8]
+    shape = "x".join(str(int(g)) for g in grid)
+    futures = [client.submit(_cli_task, base + ["--shard", f"{i}/{n}", "--shard-grid", shape], pure=False,
+                             key=f"swi-shard-{i}-of-{n}-{job}") for i in range(n)]
+    client.gather(futures)
+    return os.path.abspath(output)
+
+
+def segment(client: Any, input: Any, output: str, predictor_factory: Union[Callable[[], Any], str],
+            roi_size: Sizes,
+            sw_batch_size: int = 1, *, overlap: Floats = 0.25, mode: str = "constant", sigma_scale: Floats = 0.125,
+            padding_mode: str = "constant", cval: float = 0.0, classes: Optional[int] = None,
+            grid: Optional[Sequence[int]] = None, chunks: Union[int, Sequence[int]] = 64,
+            threads: Optional[int] = 1, max_memory: Memory = None, force: bool = False, swi: str = "swi") -> str:
+    """Labels (argmax) of `input` into the Zarr array `output`, one Dask task per part box
+    of `grid` (default: one part per worker along the first axis), on `client` (a
+    ``dask.distributed.Client``). `input`: a Zarr path, 'file.h5:/dataset', or an array
+    (dask, zarr, numpy) that pickles to the workers. `classes` picks the label dtype
+    (uint16 above 256; default uint8). `output` must not exist unless `force`, and is
+    refused when it is the input. Returns the output path once every task has finished
+    (a failed task raises; the hidden store is removed and any previous output is kept).
+
+    `predictor_factory` may instead be an ONNX model's path: then every task runs the
+    `swi` command (`swi`: its path on the workers) on its part, `--shard I/N --shard-grid`,
+    and `input` and `output` are store names the command reads and writes (x.zarr,
+    x.ome.zarr, x.h5:/path; its output rules and markers apply)."""
+    options = dict(roi_size=roi_size, sw_batch_size=sw_batch_size, overlap=overlap, mode=mode,
+                   sigma_scale=sigma_scale, padding_mode=padding_mode, cval=cval, threads=threads,
+                   max_memory=max_memory)
+    if isinstance(predictor_factory, (str, os.PathLike)):
+        return _segment_onnx(client, input, output, os.fspath(predictor_factory), options, grid, force, swi)
+    import zarr
+
+    arr = _open_input(input)
+    size, _channels = _spatial(arr)
+    out_path = os.path.abspath(output)
+    if isinstance(input, (str, os.PathLike)) and os.path.abspath(os.fspath(input)).split(".h5:")[0] == out_path:
+        raise ValueError(f"{output}: the output is the input")
+    if os.path.lexists(out_path) and not force:
+        raise FileExistsError(f"{output} exists (force=True replaces it)")
+    if os.path.lexists(out_path) and not os.path.isfile(os.path.join(out_path, ".zarray")):
+        raise FileExistsError(f"{output} exists and is not a Zarr array; not replaced")
+    ch = (int(chunks),) * 3 if isinstance(chunks, int) else tuple(int(c) for c in chunks)
+    ch = tuple(min(c, s) for c, s in zip(ch, size))
+    if grid is None:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        grid = (workers, 1, 1)
+    dtype = np.uint16 if classes is not None and classes > 256 else np.uint8
+    # written beside the final name and moved into place whole: a failed run leaves any
+    # previous output as it was
+    parent, leaf = os.path.split(out_path)
+    work = tempfile.mkdtemp(prefix=f".{leaf}.swi-", dir=parent)
+    z = zarr.open(work, mode="w", shape=size, chunks=ch, dtype=dtype, fill_value=0)
+    open(os.path.join(work, _INCOMPLETE), "w").close()
+    boxes = part_boxes(size, grid, z.chunks)
+    job = uuid.uuid4().hex[:8]
+    try:
+        futures = [client.submit(_task, input, work, predictor_factory, b, options, pure=False,
+                                 key=f"swi-part-{i}-of-{len(boxes)}-{job}")
+                   for i, b in enumerate(boxes)]
+        client.gather(futures)  # raises the first task's exception
+        os.unlink(os.path.join(work, _INCOMPLETE))
+        if os.path.lexists(out_path):  # force: the old array goes only once the new one is whole
+            old = tempfile.mkdtemp(prefix=f".{leaf}.swi-old-", dir=parent)
+            os.rename(out_path, os.path.join(old, leaf))
+            os.rename(work, out_path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(work, out_path)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return out_path
