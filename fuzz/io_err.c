@@ -1,5 +1,6 @@
 /* io_err.c -- io__err (io/volume.c) for fuzz targets that link io/files.c without the rest
- * of swi_io: fuzz_cli_options reads model cards through swi_io_open_regular. */
+ * of swi_io: fuzz_cli_options reads model cards through swi_io_open_regular (and
+ * bench/gzip_probe.c builds with it). */
 #include "io_internal.h"
 
 #include <stdarg.h>
