@@ -3,8 +3,8 @@
  * numbers behind the levels in io/io_gzip.h and the read target (bench/RESULTS.md).
  * Not a test; a diagnostic kept with the benchmarks.
  *
- *   cc -O2 -DSWI_HAVE_LIBDEFLATE -Iio bench/gzip_probe.c io/gzip.c -ldeflate -lz -lpthread \
- *      -o gzip_probe
+ *   cc -O2 -DSWI_HAVE_LIBDEFLATE -Iio -Iinclude bench/gzip_probe.c io/gzip.c io/files.c fuzz/io_err.c \
+ *      -ldeflate -lz -lpthread -o gzip_probe
  *   gzip_probe read FILE.gz           zlib gzread vs io__gz_read, whole stream, best of 3
  *   gzip_probe write FILE [LEVEL...]  FILE's bytes to a temporary .gz: zlib gzwrite and
  *                                     libdeflate on 1 thread, on every core, and on every
@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
             double t0 = now();
             zlib_read(argv[2], dst, cap);
             double t1 = now();
-            if (io__gz_read(argv[2], dst, got) != 0) {
+            if (io__gz_read(argv[2], dst, got, NULL) != 0) {
                 fprintf(stderr, "io__gz_read failed\n");
                 return 1;
             }

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CARD_KEY "swi.card"
@@ -27,10 +28,19 @@ void card_free(seg_card *c) {
 
 static int read_small_file(const char *path, char **text, int *found, char *err) {
     *found = 0;
-    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (stat(path, &st) != 0 && errno == ENOENT) return 0;
+    /* a FIFO or device named like a card would block fopen forever: refused by name */
+    char why[SWI_ERRLEN];
+    int fd = swi_io_open_regular(path, NULL, why, sizeof why);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
-        if (errno == ENOENT) return 0;
-        cli_err(err, "%s: cannot read the model card: %s", path, strerror(errno));
+        if (fd >= 0) {
+            cli_err(err, "%s: cannot read the model card: %s", path, strerror(errno));
+            close(fd);
+        } else {
+            cli_err(err, "%s (the model card)", why);
+        }
         return 1;
     }
     *found = 1;
@@ -102,8 +112,12 @@ static int metadata_entry(const unsigned char *p, size_t n, char **value) {
  * walking the top-level fields and skipping the rest (the graph) unread. */
 static int onnx_card(const char *model, char **text, int *found, char *err) {
     *found = 0;
-    FILE *f = fopen(model, "rb");
-    if (!f) return 0; /* the model's own errors come when it is opened */
+    int fd = swi_io_open_regular(model, NULL, NULL, 0);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) { /* the model's own errors come when it is opened */
+        if (fd >= 0) close(fd);
+        return 0;
+    }
     int rc = 0;
     for (;;) {
         uint64_t tag, len;
@@ -411,6 +425,7 @@ int card_load(const char *model, seg_card *c, int *found, char *err) {
         snprintf(source, sizeof source, "%s (metadata_props " CARD_KEY ")", model);
     }
     int rc = card_parse(text, source, dir, c, err);
+    c->in_file = rc == 0 && strcmp(source, path) == 0;
     free(text);
     if (rc) card_free(c);
     return rc;

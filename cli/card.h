@@ -35,6 +35,7 @@
 
 typedef struct seg_card {
     char source[4200]; /* the card's file, or "MODEL (metadata_props swi.card)" */
+    int in_file;       /* source is a file of its own (an input the outputs must spare) */
     char *json;        /* the card's text */
     int has_roi, has_overlap, has_blending, has_sigma, has_padding, has_cval;
     int has_orientation, has_spacing, has_clip, has_scale, has_zscore;

@@ -15,6 +15,7 @@
 #include "bench_net.h"
 #include "bench_resample.h"
 #include "budget.h"
+#include "samefile.h"
 #include "swi.h"
 #include "util.h"
 
@@ -372,6 +373,14 @@ int swi_cmd_bench(int argc, char **argv) {
     if (bio.sharded && !bio.output) return usage_error("--shard needs --output-file (the shared store)");
     if (bio.output && !cli_is_store(bio.output))
         return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
+    if (bio.output) {
+        /* an output store that is, holds or lies in the input: refused, --force or not */
+        const cli_named_path in_p[1] = {{"--input", bio.input}}, out_p[1] = {{"--output-file", bio.output}};
+        if (cli_check_outputs_apart(in_p, 1, out_p, 1, msg)) {
+            fprintf(stderr, "swi bench: %s\n", msg);
+            return 1;
+        }
+    }
     if (bench_io_refuse_launcher()) return 1;
     if (bench_io_mpi(&bio, msg, sizeof msg)) return usage_error(msg);
     if (bench_io_grid(&bio, msg, sizeof msg)) return usage_error(msg);

@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include "safety.h"
+#include "samefile.h"
 #include "swi_ort.h"
 #include "util.h"
 
@@ -77,6 +78,12 @@ int swi_cmd_optimize(int argc, char **argv) {
     if (strcmp(model, output) == 0)
         return usage("--output '%s' is the --model itself; write to another file", output);
     char err[SWI_ERRLEN];
+    /* the model under another name (a link, a hard link, ./m.onnx): refused, --force or not */
+    const cli_named_path in_p[1] = {{"--model", model}}, out_p[1] = {{"--output", output}};
+    if (cli_check_outputs_apart(in_p, 1, out_p, 1, err)) {
+        fprintf(stderr, "swi optimize: %s\n", err);
+        return 1;
+    }
     if (cli_out_check(output, force, err)) {
         fprintf(stderr, "swi optimize: %s\n", err);
         return 1;

@@ -12,8 +12,10 @@
  * and starts a thread that waits for them with sigwait(). The first signal sets the
  * interrupted flag, which the progress callback turns into cancellation, and calls
  * the cancel hook (which stops a running ONNX Runtime call); the main thread then
- * cleans up and exits with 128 + signal. A second signal removes the temporaries
- * at once and exits. No work happens inside an asynchronous signal handler.
+ * cleans up and exits with 128 + signal. A second signal, or a run still going 0.7 s
+ * after the first (a step without a cancellation point: a blocking call, one large
+ * decompression), makes the signal thread remove the temporaries and end the process
+ * with 128 + signal. No work happens inside an asynchronous signal handler.
  */
 #ifndef SWI_CLI_SAFETY_H
 #define SWI_CLI_SAFETY_H

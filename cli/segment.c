@@ -24,6 +24,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+int seg_side_names(const char *output, char *itk, char *ctbl, size_t n) {
+    static const char *const ext[] = {".nii.gz", ".nii", ".nrrd", ".mha", ".dcm"};
+    size_t len = strlen(output), cut = 0;
+    for (size_t i = 0; i < sizeof ext / sizeof *ext && !cut; i++)
+        if (cli_ends_with(output, ext[i])) cut = strlen(ext[i]);
+    const int stem = (int)(len - cut);
+    if (len >= n || (size_t)snprintf(itk, n, "%.*s.label.txt", stem, output) >= n ||
+        (size_t)snprintf(ctbl, n, "%.*s.ctbl", stem, output) >= n) {
+        itk[0] = ctbl[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
 static int interrupted_exit(const char *who) {
     int sig = cli_interrupted();
     fprintf(stderr, "%s: interrupted by %s; no output written\n", who,
@@ -185,20 +199,30 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     }
     /* A page that cannot be written (no NiiVue) is refused before anything runs. */
     if (o->report && seg_report_check(o->report, err)) return seg_fail(who, err);
-    /* An output that is an input under another name is refused first, --force or not. */
-    cli_named_path ins[SEG_MAX_INPUTS + 1] = {{"--model", o->model}};
-    for (int c = 0; c < o->n_inputs; c++) ins[1 + c] = (cli_named_path){"--input", o->inputs[c]};
-    const cli_named_path outp[4] = {
-        {"--output", o->output}, {"--scores", o->scores}, {"--preview", o->preview}, {"--report", o->report}};
-    if (cli_check_outputs_apart(ins, 1 + o->n_inputs, outp, 4, err)) return seg_fail(who, err);
-    /* The card's class names go beside the label map: OUT.label.txt and OUT.ctbl. */
-    if (o->output && o->card && o->card->n_classes > 0) {
-        size_t n = strlen(o->output);
-        size_t cut = cli_ends_with(o->output, ".nii.gz") ? 7 : 4;
-        if (n + 16 > sizeof s->itk_path) return seg_fail(who, "output path too long");
-        snprintf(s->itk_path, sizeof s->itk_path, "%.*s.label.txt", (int)(n - cut), o->output);
-        snprintf(s->ctbl_path, sizeof s->ctbl_path, "%.*s.ctbl", (int)(n - cut), o->output);
+    /* The card's class names go beside a label map file: OUT.label.txt and OUT.ctbl. */
+    if (o->output && !cli_is_store(o->output) && o->card && o->card->n_classes > 0 &&
+        seg_side_names(o->output, s->itk_path, s->ctbl_path, sizeof s->itk_path))
+        return seg_fail(who, "output path too long");
+    /* An output that is, holds or lies in an input under any name is refused first,
+     * --force or not: every model of the ensemble and the card are inputs too. */
+    cli_named_path ins[SEG_MAX_MODELS + SEG_MAX_INPUTS + 1];
+    int n_ins = 0;
+    for (int m = 0; m < o->n_models; m++) {
+        int from_card = 0;
+        for (int k = 0; o->card && k < o->card->n_members; k++)
+            from_card |= o->models[m] == o->card->members[k];
+        ins[n_ins++] = (cli_named_path){from_card ? "the card's ensemble member" : "--model", o->models[m]};
     }
+    if (o->n_models == 0) ins[n_ins++] = (cli_named_path){"--model", o->model};
+    if (o->card && o->card->in_file) ins[n_ins++] = (cli_named_path){"the model card", o->card->source};
+    for (int c = 0; c < o->n_inputs; c++) ins[n_ins++] = (cli_named_path){"--input", o->inputs[c]};
+    const cli_named_path outp[6] = {{"--output", o->output},
+                                    {"--scores", o->scores},
+                                    {"--preview", o->preview},
+                                    {"--report", o->report},
+                                    {"the label names", s->itk_path[0] ? s->itk_path : NULL},
+                                    {"the color table", s->ctbl_path[0] ? s->ctbl_path : NULL}};
+    if (cli_check_outputs_apart(ins, n_ins, outp, 6, err)) return seg_fail(who, err);
     /* Existing outputs are refused before anything else happens. */
     const char *finals[6] = {o->output,
                              o->scores,

@@ -94,6 +94,10 @@ const char *seg_store_error(const seg_state *s);
 /* What a failed run leaves of its store outputs, for the message. */
 const char *seg_store_left(const seg_state *s);
 
+/* The card's side files of a label map file OUT.EXT: OUT.label.txt (ITK-SNAP) and OUT.ctbl
+ * (3D Slicer), each in n bytes. Returns 0, or -1 when they do not fit. */
+int seg_side_names(const char *output, char *itk, char *ctbl, size_t n);
+
 /* Print "who: msg" and return 1. */
 int seg_fail(const char *who, const char *msg);
 

@@ -31,7 +31,7 @@
 int io__gz_fast(void) { return 1; }
 
 int io__gz_is_gzip(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = swi_io_open_regular(path, NULL, NULL, 0);
     if (fd < 0) return 0;
     unsigned char m[2];
     ssize_t r = read(fd, m, 2);
@@ -41,8 +41,8 @@ int io__gz_is_gzip(const char *path) {
 
 /* ---- reading ----------------------------------------------------------------------- */
 
-int io__gz_read(const char *path, unsigned char *dst, size_t want) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+int io__gz_read(const char *path, unsigned char *dst, size_t want, const swi_io_cancel *cancel) {
+    int fd = swi_io_open_regular(path, NULL, NULL, 0);
     if (fd < 0) return IO_GZ_FALLBACK;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 18) {
@@ -60,6 +60,10 @@ int io__gz_read(const char *path, unsigned char *dst, size_t want) {
     unsigned char *spill = NULL; /* a last member larger than what is left of dst */
     if (!d) goto out;
     while (got < want) {
+        if (cancel && cancel->cancelled && cancel->cancelled(cancel->user)) {
+            rc = IO_GZ_CANCELLED; /* between members: swi's own files stop within 2 MB */
+            goto out;
+        }
         if (len - pos < 18 || in[pos] != 0x1f || in[pos + 1] != 0x8b) goto out; /* short: zlib reports it */
         size_t used = 0, out = 0;
         enum libdeflate_result r =
@@ -249,8 +253,8 @@ int io__gz_is_gzip(const char *path) {
     (void)path;
     return 0;
 }
-int io__gz_read(const char *path, unsigned char *dst, size_t want) {
-    (void)path, (void)dst, (void)want;
+int io__gz_read(const char *path, unsigned char *dst, size_t want, const swi_io_cancel *cancel) {
+    (void)path, (void)dst, (void)want, (void)cancel;
     return IO_GZ_FALLBACK;
 }
 io_gzw *io__gzw_open(int fd, int level, int adaptive, size_t total_hint) {

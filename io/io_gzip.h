@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "swi_io.h"
+
 /* Bytes per independently compressed gzip member: large enough that the members cost
  * nothing in ratio (< 0.1 %), small enough that a few cores share a label map. */
 #define IO_GZ_BLOCK ((size_t)1 << 21)
@@ -20,6 +22,8 @@
 #define IO_GZ_FALLBACK 1
 /* io__gz_read found corrupt data (a deflate error or a CRC mismatch). */
 #define IO_GZ_CORRUPT 2
+/* io__gz_read was cancelled (checked between gzip members). */
+#define IO_GZ_CANCELLED 3
 
 /* Whether libdeflate is built in. */
 int io__gz_fast(void);
@@ -28,8 +32,10 @@ int io__gz_fast(void);
 int io__gz_is_gzip(const char *path);
 
 /* The first `want` decompressed bytes of the gzip file at `path` into dst: 0,
- * IO_GZ_CORRUPT, or IO_GZ_FALLBACK (not gzip, unreadable, short, or without libdeflate). */
-int io__gz_read(const char *path, unsigned char *dst, size_t want);
+ * IO_GZ_CORRUPT, IO_GZ_CANCELLED (cancel, NULL: none, asked between members), or
+ * IO_GZ_FALLBACK (not a regular file, not gzip, unreadable, short, or without libdeflate).
+ * Never blocks on a FIFO or device. */
+int io__gz_read(const char *path, unsigned char *dst, size_t want, const swi_io_cancel *cancel);
 
 /* A gzip writer on fd (owned from now on: closed by io__gzw_close): blocks compressed at
  * `level` (0..12) on up to one thread per core; adaptive: once a batch of blocks shrinks

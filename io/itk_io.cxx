@@ -317,8 +317,12 @@ bool file_pattern_ok(const std::string &v) {
 
 /* The first `max` bytes of a file into head; false (errno set) when it cannot be opened. */
 bool read_head(const char *path, size_t max, std::string &head) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
+    int fd = swi_io_open_regular(path, NULL, NULL, 0); /* never blocks on a FIFO */
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return false;
+    }
     head.assign(max, '\0');
     size_t got = fread(&head[0], 1, head.size(), f);
     fclose(f);
@@ -332,6 +336,72 @@ std::string next_line(const std::string &head, size_t &at) {
     std::string line = head.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
     at = eol == std::string::npos ? head.size() : eol + 1;
     return line;
+}
+
+std::vector<std::string> split_words(const std::string &v);
+
+/* A data file a header names, relative to the header's folder: teem and MetaIO open it by
+ * name, and a FIFO or device there would block them forever, so it must be a regular file. */
+swi_status check_data_file(const char *path, const std::string &name, const char *what, char *err, size_t n) {
+    std::string file = name;
+    size_t slash = std::string(path).rfind('/');
+    if (!file.empty() && file[0] != '/' && slash != std::string::npos)
+        file = std::string(path).substr(0, slash + 1) + file;
+    char why[1024];
+    if (file.empty() || swi_io_check_regular(file.c_str(), NULL, why, sizeof why) != SWI_OK) {
+        io__err(err, n, "%s: %s: %s", path, what, file.empty() ? "no file named" : why);
+        return SWI_ERR_INVALID_ARG;
+    }
+    return SWI_OK;
+}
+
+/* The files of a numbered series "FORMAT FIRST LAST STEP" (FORMAT screened by
+ * file_pattern_ok: one %d or %i, width at most 11), each checked by check_data_file. */
+swi_status check_data_series(const char *path, const std::vector<std::string> &w, const char *what, char *err,
+                             size_t n) {
+    if (w.size() < 4) return check_data_file(path, w.empty() ? std::string() : w[0], what, err, n);
+    char *e1 = NULL, *e2 = NULL, *e3 = NULL;
+    long long first = strtoll(w[1].c_str(), &e1, 10), last = strtoll(w[2].c_str(), &e2, 10),
+              step = strtoll(w[3].c_str(), &e3, 10);
+    const long long big = 1LL << 40; /* keeps last - first and k + step from overflowing */
+    if (*e1 || *e2 || *e3 || step == 0 || llabs(first) > big || llabs(last) > big || llabs(step) > big ||
+        (last - first) / step < 0 || (last - first) / step >= (1 << 16)) {
+        io__err(err, n, "%s: %s: a numbered series needs FIRST LAST STEP of at most 65536 files", path, what);
+        return SWI_ERR_INVALID_ARG;
+    }
+    const std::string &fmt = w[0];
+    size_t at = std::string::npos;
+    for (size_t i = 0; i < fmt.size(); i++)
+        if (fmt[i] == '%') {
+            if (i + 1 < fmt.size() && fmt[i + 1] == '%') {
+                i++;
+                continue;
+            }
+            at = i;
+            break;
+        }
+    for (long long k = first;; k += step) {
+        std::string name;
+        for (size_t i = 0; i < fmt.size(); i++) {
+            if (i == at) {
+                size_t j = i + 1;
+                bool zero = j < fmt.size() && fmt[j] == '0';
+                int width = 0;
+                while (j < fmt.size() && fmt[j] >= '0' && fmt[j] <= '9')
+                    width = width * 10 + (fmt[j++] - '0');
+                char num[64];
+                snprintf(num, sizeof num, zero ? "%0*lld" : "%*lld", width, k);
+                name += num;
+                i = j; /* the d or i */
+            } else {
+                name += fmt[i];
+                if (fmt[i] == '%' && i + 1 < fmt.size() && fmt[i + 1] == '%') i++;
+            }
+        }
+        if (swi_status st = check_data_file(path, name, what, err, n)) return st;
+        if (k == last || (step > 0 ? k + step > last : k + step < last)) break;
+    }
+    return SWI_OK;
 }
 
 /* teem checks only the first conversion of a NRRD "data file: FORMAT MIN MAX STEP" (see
@@ -367,7 +437,25 @@ swi_status check_nrrd_header(const char *path, char *err, size_t n) {
                     path);
             return SWI_ERR_INVALID_ARG;
         }
-        if (name == "LIST") break; /* the lines after it are file names */
+        if (name == "LIST") {
+            /* the lines after it are file names, to the end of the file */
+            while (at < head.size()) {
+                std::string file = next_line(head, at);
+                if (!file.empty() && file.back() == '\r') file.pop_back();
+                if (file.empty()) continue;
+                if (swi_status st = check_data_file(path, file, "data file LIST", err, n)) return st;
+            }
+            break;
+        }
+        std::vector<std::string> words = split_words(line.substr(colon + 1));
+        if (words.size() >= 4 && name.find('%') != std::string::npos) {
+            if (swi_status st = check_data_series(path, words, "data file", err, n)) return st;
+        } else {
+            /* not a series: teem takes the whole value as the name, blanks included */
+            std::string whole = b == std::string::npos ? std::string() : line.substr(b);
+            while (!whole.empty() && (whole.back() == ' ' || whole.back() == '\t')) whole.pop_back();
+            if (swi_status st = check_data_file(path, whole, "data file", err, n)) return st;
+        }
     }
     return SWI_OK;
 }
@@ -596,8 +684,13 @@ std::vector<std::string> split_words(const std::string &v) {
 bool slice_file_ok(const std::string &file, uint64_t need, bool compressed, const char *path,
                    const char *what, char *err, size_t n) {
     struct stat st;
-    if (file.size() >= 2000 || stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (file.size() >= 2000 || stat(file.c_str(), &st) != 0) {
         io__err(err, n, "%s: %s: the file %.2000s is missing", path, what, file.c_str());
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) { /* MetaIO would block on a FIFO, read nothing from a folder */
+        io__err(err, n, "%s: %s: %s is %s, not a regular file", path, what, file.c_str(),
+                swi_io_file_kind((unsigned)st.st_mode));
         return false;
     }
     if (!compressed && (uint64_t)st.st_size < need) {
@@ -780,6 +873,12 @@ swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t byt
                 mi->ElementDataFileName());
         return SWI_ERR_INVALID_ARG;
     }
+    /* a directory would leave MetaIO's buffer unread (uninitialised voxels), a FIFO block */
+    if (!S_ISREG(st.st_mode)) {
+        io__err(err, n, "%s: ElementDataFile %s is %s, not a regular file", path, file.c_str(),
+                swi_io_file_kind((unsigned)st.st_mode));
+        return SWI_ERR_INVALID_ARG;
+    }
     if (!mi->CompressedData()) {
         if ((uint64_t)st.st_size < (uint64_t)offset + bytes) {
             io__err(err, n,
@@ -802,10 +901,15 @@ swi_status check_meta_data(itk::MetaImageIO *mio, const char *path, uint64_t byt
                 IO_DEFLATE_MAX_RATIO);
         return SWI_ERR_INVALID_ARG;
     }
-    FILE *f = fopen(file.c_str(), "rb");
+    int fd = swi_io_open_regular(file.c_str(), NULL, NULL, 0);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f || fseek(f, (long)offset, SEEK_SET) != 0) {
-        if (f) fclose(f);
-        io__err(err, n, "%s: cannot read its voxel data: %s", path, strerror(errno));
+        int e = errno;
+        if (f)
+            fclose(f);
+        else if (fd >= 0)
+            close(fd);
+        io__err(err, n, "%s: cannot read its voxel data: %s", path, strerror(e));
         return SWI_ERR_INVALID_ARG;
     }
     z_stream z;

@@ -220,11 +220,9 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n) 
         io__err(err, n, "%s: not a NIfTI file name (expected .nii or .nii.gz)", path);
         return SWI_ERR_INVALID_ARG;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
-    }
+    /* never blocks on a FIFO or a device named like a volume */
+    int fd = swi_io_open_regular(path, NULL, err, n);
+    if (fd < 0) return SWI_ERR_INVALID_ARG;
     gzFile g = gzdopen(fd, "rb"); /* reads plain files too */
     if (!g) {
         close(fd);
@@ -482,17 +480,18 @@ static void convert(const void *src, int datatype, const int64_t size[3], double
 }
 
 /* The voxels of a gzip file through libdeflate: header and voxels decompressed into one
- * malloc'd buffer, *buf (ntot bytes of voxels at its start). 0; -1 for corrupt data; 1 when
- * zlib must do it (*buf untouched). */
-static int fast_gz_read(const swi_volume *v, const nifti_image *nim, void **buf, int64_t ntot) {
+ * malloc'd buffer, *buf (ntot bytes of voxels at its start). 0; -1 for corrupt data; -2 out
+ * of memory; -3 cancelled; 1 when zlib must do it (*buf untouched). */
+static int fast_gz_read(const swi_volume *v, const nifti_image *nim, void **buf, int64_t ntot,
+                        const swi_io_cancel *cancel) {
     const int64_t off = v->fmt.nifti.offset;
     if (!io__gz_fast() || off < 0 || off > ((int64_t)1 << 24) || !io__gz_is_gzip(v->path)) return 1;
     unsigned char *all = io__malloc((size_t)(off + ntot));
     if (!all) return -2; /* out of memory: as the zlib path would be */
-    int rc = io__gz_read(v->path, all, (size_t)(off + ntot));
+    int rc = io__gz_read(v->path, all, (size_t)(off + ntot), cancel);
     if (rc != 0) {
         free(all);
-        return rc == IO_GZ_CORRUPT ? -1 : 1;
+        return rc == IO_GZ_CORRUPT ? -1 : rc == IO_GZ_CANCELLED ? -3 : 1;
     }
     memmove(all, all + off, (size_t)ntot);                          /* aligned for the conversion */
     if (nim->swapsize > 1 && nim->byteorder != nifti_short_order()) /* as the zlib path */
@@ -563,7 +562,12 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
     /* gzip data through libdeflate (io/gzip.c) when it can, else exactly this file through
      * zlib, decompressed when it is gzip data whatever its name says (zlib reads plain files
      * through the same path). */
-    int fast = fast_gz_read(v, nim, &buf, ntot);
+    int fast = fast_gz_read(v, nim, &buf, ntot, cancel);
+    if (fast == -3) {
+        io__err(err, n, "interrupted");
+        nifti_image_free(nim);
+        return SWI_ERR_CANCELLED;
+    }
     if (fast == -2) {
         char b[32];
         io__err(err, n, "%s: out of memory reading %s of voxels", v->path, io__bytes((size_t)ntot, b));
@@ -580,16 +584,35 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
             nifti_image_free(nim);
             return SWI_ERR_NOMEM;
         }
-        znzFile fp = znzopen(v->path, "rb", 1);
-        if (!znz_isnull(fp)) {
-            /* Read and swap here rather than with nifti_read_buffer(), which zeroes NaN/Inf
-             * floats without saying how many: they are counted below. */
-            if (znzseek(fp, (long)v->fmt.nifti.offset, SEEK_SET) >= 0)
-                got = (int64_t)znzread(buf, 1, (size_t)ntot, fp);
-            znzclose(fp);
-            if (got == ntot && nim->swapsize > 1 && nim->byteorder != nifti_short_order())
-                nifti_swap_Nbytes(ntot / nim->swapsize, nim->swapsize, buf);
+        /* Read and swap here rather than with nifti_read_buffer(), which zeroes NaN/Inf
+         * floats without saying how many: they are counted below. In pieces, so that a
+         * signal stops a long read; opened without blocking on a FIFO put in its place. */
+        int fd = swi_io_open_regular(v->path, NULL, NULL, 0);
+        gzFile g = fd >= 0 ? gzdopen(fd, "rb") : NULL;
+        if (!g && fd >= 0) close(fd);
+        int stopped = 0;
+        if (g && gzseek(g, (z_off_t)v->fmt.nifti.offset, SEEK_SET) == (z_off_t)v->fmt.nifti.offset) {
+            got = 0;
+            while (got < ntot) {
+                if (io__cancelled(cancel)) {
+                    stopped = 1;
+                    break;
+                }
+                const int64_t piece = ntot - got < ((int64_t)1 << 26) ? ntot - got : (int64_t)1 << 26;
+                int r = gzread(g, (char *)buf + got, (unsigned)piece);
+                if (r <= 0) break;
+                got += r;
+            }
         }
+        if (g) gzclose(g);
+        if (stopped) {
+            io__err(err, n, "interrupted");
+            free(buf);
+            nifti_image_free(nim);
+            return SWI_ERR_CANCELLED;
+        }
+        if (got == ntot && nim->swapsize > 1 && nim->byteorder != nifti_short_order())
+            nifti_swap_Nbytes(ntot / nim->swapsize, nim->swapsize, buf);
     }
     if (got != ntot) {
         io__err(err, n,

@@ -248,6 +248,16 @@ static swi_status check_file(const char *path, char *err, size_t n) {
         ort__err(err, n, "%s: is a directory, not an ONNX model", path);
         return SWI_ERR_INVALID_ARG;
     }
+    /* a FIFO or a device would block the open below (and ONNX Runtime's) forever */
+    if (!S_ISREG(st.st_mode)) {
+        ort__err(err, n, "%s: is %s, not a regular file", path,
+                 S_ISFIFO(st.st_mode)   ? "a FIFO (named pipe)"
+                 : S_ISSOCK(st.st_mode) ? "a socket"
+                 : S_ISCHR(st.st_mode)  ? "a character device"
+                 : S_ISBLK(st.st_mode)  ? "a block device"
+                                        : "a special file");
+        return SWI_ERR_INVALID_ARG;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         ort__err(err, n, "%s: cannot open: %s", path, strerror(errno));

@@ -33,6 +33,8 @@ CASES=(
   input_promises_too_much  # a tiny .nii.gz whose header promises 2^38 voxels
   input_sibling_nii     # X.nii.gz read while a different X.nii lies beside it
   concurrent_force      # two runs with --force writing one path
+  special_files         # FIFOs as the input, the card, the model, a NRRD data file: refused, no hang
+  outputs_over_inputs   # outputs that are, hold or lie in an input, with --force: refused, inputs kept
   store_write_walk      # every write/fsync/rename/link/mkdir of a Zarr store write fails in turn
 )
 
@@ -480,6 +482,52 @@ t_concurrent_force() {
   no_sanitizer_report
   [ "$(ls -A "$T/o")" = l.nii ] || fail "left behind: $(ls -A "$T/o")"
   cmp -s "$T/o/l.nii" "$T/ref.nii" || fail "the output is not one complete run's labels"
+}
+
+# ---- special files and outputs over inputs -----------------------------------------------
+# hang_guard ARGS...: swi segment -q ARGS under a 20 s guard (a FIFO opened blocking hangs)
+hang_guard() {
+  timeout -k 2 20 "$SWI" segment -q "$@" >"$T/out" 2>"$T/err" </dev/null
+  rc=$?
+  [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || fail "swi segment $* hung"
+}
+t_special_files() {
+  data; need_swi_features
+  mkfifo "$T/f.nii.gz" "$T/m.onnx" "$T/raw.fifo"
+  cp "$DATA/tiny.onnx" "$T/c.onnx"
+  mkfifo "$T/c.json"
+  hang_guard --model "$DATA/tiny.onnx" --input "$T/f.nii.gz" --output "$T/o/l.nii.gz"
+  expect_rc 1; one_line_err; expect_err "f.nii.gz: is a FIFO"; empty_dir "$T/o"
+  hang_guard --model "$T/m.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz"
+  expect_rc 1; one_line_err; expect_err "m.onnx: is a FIFO"; empty_dir "$T/o"
+  hang_guard --model "$T/c.onnx" --input "$DATA/vol.nii.gz" --output "$T/o/l.nii.gz"
+  expect_rc 1; one_line_err; expect_err "c.json: is a FIFO"; empty_dir "$T/o"
+  if grep -q "NRRD.*yes\|ITK.*yes" "$T/ver"; then
+    printf 'NRRD0004\ntype: float\ndimension: 3\nsizes: 4 4 4\nencoding: gzip\ndata file: raw.fifo\n\n' \
+      >"$T/d.nhdr"
+    hang_guard --model "$DATA/tiny.onnx" --input "$T/d.nhdr" --output "$T/o/l.nii.gz"
+    expect_rc 1; one_line_err; expect_err "raw.fifo: is a FIFO"; empty_dir "$T/o"
+  fi
+}
+t_outputs_over_inputs() {
+  data; need_swi_features
+  mkdir -p "$T/w.zarr" "$T/in"
+  cp "$DATA/vol.nii.gz" "$T/w.zarr/v.nii.gz"
+  cp "$DATA/vol.nii.gz" "$T/in/v.nii.gz"
+  ln "$T/in/v.nii.gz" "$T/in/hard.nii.gz"
+  local before
+  before=$(cat "$T/w.zarr/v.nii.gz" "$T/in/v.nii.gz" | cksum)
+  seg --model "$DATA/tiny.onnx" --input "$T/w.zarr/v.nii.gz" --output "$T/w.zarr" --force
+  expect_rc 1; one_line_err; expect_err "w.zarr contains --input"
+  seg --model "$DATA/tiny.onnx" --input "$T/in/v.nii.gz" --output "$T/o/l.nii.gz" --scores "$T/in/hard.nii.gz" \
+    --force
+  expect_rc 1; one_line_err; expect_err "hard.nii.gz is the same file as --input"
+  # a folder input (a DICOM series' place): nothing below it, even below folders not there yet
+  seg --model "$DATA/tiny.onnx" --input "$T/in" --output "$T/in/new/deeper/l.zarr" --force
+  expect_rc 1; one_line_err; expect_err "lies inside --input"
+  [ "$(cat "$T/w.zarr/v.nii.gz" "$T/in/v.nii.gz" | cksum)" = "$before" ] || fail "an input changed"
+  [ "$(ls -A "$T/w.zarr")" = v.nii.gz ] && [ ! -e "$T/in/new" ] || fail "something written beside the inputs"
+  empty_dir "$T/o"
 }
 
 # store_walk_one ERRNO FORCE: `swi bench` writes a Zarr store (over a complete one with
