@@ -487,7 +487,7 @@ if have_zarr:
                          env=dict(os.environ, STORE_TOOL_FLAGS="force", STORE_TOOL_PAUSE="10"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     t0, seen = time.time(), False
-    while time.time() - t0 < 20 and not seen:
+    while time.time() - t0 < 90 and not seen:  # generous: a loaded machine writes slowly
         new = [f for f in os.listdir(work) if f.startswith(".w_uint8_blosc.zarr.swi-new")]
         seen = bool(new) and any(c[0].isdigit() for c in os.listdir(os.path.join(work, new[0])))
         time.sleep(0.05)
