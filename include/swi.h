@@ -117,10 +117,10 @@ const char *swi_version(void);
 /* ------------------------------------------------------------------------- */
 
 typedef enum swi_blend {
-    SWI_BLEND_CONSTANT = 0, /**< every window voxel weighs 1 */
-    SWI_BLEND_GAUSSIAN = 1, /**< separable gaussian, sigma = sigma_scale * roi, floored at
+    SWI_BLEND_CONSTANT = 0,       /**< every window voxel weighs 1 */
+    SWI_BLEND_GAUSSIAN = 1,       /**< separable gaussian, sigma = sigma_scale * roi, floored at
                                  max(min weight, 1e-3) -- MONAI's importance map */
-    SWI_BLEND_CUSTOM = 2,   /**< the caller's weight_map [*roi], all values finite and > 0 */
+    SWI_BLEND_CUSTOM = 2,         /**< the caller's weight_map [*roi], all values finite and > 0 */
     SWI_BLEND_GAUSSIAN_NNUNET = 3 /**< nnU-Net v2's importance map (compute_gaussian): the
                                  separable gaussian centred on voxel roi/2 (rounded down),
                                  sigma = sigma_scale * roi, zero farther than

@@ -451,8 +451,8 @@ static int fill_head(run_state *rs, swi_batch *b, int h, PyObject *item, int cou
 }
 
 /* An input read box by box through a Python callable (a store, a dask array, a memmap). */
-static int reader_cb(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *message,
-                     size_t message_size) {
+static int reader_cb(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst,
+                     char *message, size_t message_size) {
     run_state *rs = user;
     PyGILState_STATE gil = PyGILState_Ensure();
     int rc = 1;
@@ -657,7 +657,8 @@ static PyObject *swi_py_run(PyObject *self, PyObject *args, PyObject *kw) {
                                      &progress, &reader, &part))
         return NULL;
     if (!PyCallable_Check(predictor) || !PyCallable_Check(copy_into) ||
-        (progress != Py_None && !PyCallable_Check(progress)) || (reader != Py_None && !PyCallable_Check(reader))) {
+        (progress != Py_None && !PyCallable_Check(progress)) ||
+        (reader != Py_None && !PyCallable_Check(reader))) {
         PyErr_SetString(PyExc_TypeError, "predictor, copy_into, progress and reader must be callable");
         return NULL;
     }
@@ -759,9 +760,9 @@ static PyObject *swi_py_plan(PyObject *self, PyObject *args, PyObject *kw) {
     int mode, padding_mode, sw_batch_size, threads, pipeline;
     double cval;
     unsigned long long max_memory;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOO|O:plan", kwlist, &input, &roi, &overlap, &mode,
-                                     &sigma, &wmap, &padding_mode, &cval, &sw_batch_size, &threads, &order,
-                                     &pipeline, &max_memory, &heads, &outputs, &part))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOOidiiOiKOO|O:plan", kwlist, &input, &roi, &overlap,
+                                     &mode, &sigma, &wmap, &padding_mode, &cval, &sw_batch_size, &threads,
+                                     &order, &pipeline, &max_memory, &heads, &outputs, &part))
         return NULL;
     config c;
     if (parse_config(&c, input, roi, overlap, mode, sigma, wmap, padding_mode, cval, sw_batch_size, threads,
