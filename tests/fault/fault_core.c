@@ -362,6 +362,11 @@ static void make_scenario(scenario *sc, const char *name) {
         p->heads[0].channels = 4;
         add_output(sc, 0, SWI_REDUCE_ARGMAX, 0, 1, size, 4);
         sc->sparse = !strcmp(name, "sparse");
+        if (sc->sparse) { /* nnU-Net's grid and importance map (their own allocation) */
+            p->grid = SWI_GRID_NNUNET;
+            p->mode = SWI_BLEND_GAUSSIAN_NNUNET;
+            for (int k = 0; k < 3; k++) p->overlap[k] = 0.5;
+        }
     } else if (!strcmp(name, "big")) {
         sc->dims = 3;
         sc->batch = 1;
