@@ -9,8 +9,9 @@ ensemble member, the card or another output, under any name or link, is refused 
 anything runs, --force or not, naming both; the inputs stay byte for byte as they were.
 Special files: a FIFO as a volume, a NRRD or MetaImage data file, a card or a model is
 refused at once (a reader opening it would block forever); a MetaImage data file that is a
-directory is refused. Signals: one SIGTERM ends a run while it reads a large volume with
-exit 143 and nothing left. The card's label side files are named OUT.label.txt / OUT.ctbl.
+directory is refused. Signals: one SIGTERM ends a run while it reads a large volume, or
+while a DICOM library is stuck in the reader's child (ended with it), with exit 143 and
+nothing left. The card's label side files are named OUT.label.txt / OUT.ctbl.
 """
 import gzip
 import hashlib
@@ -26,7 +27,7 @@ CASES = [
     "out_level_image", "out_inside_store", "out_contains_input", "out_h5_dataset", "out_labels_in_image",
     "out_ensemble_member", "out_card", "out_folder_link", "out_bench", "out_optimize",
     "fifo_nifti", "fifo_nrrd_data", "fifo_nrrd_series", "fifo_meta_data", "meta_data_dir", "fifo_card",
-    "fifo_model", "signal_reading", "signal_library_read", "side_names",
+    "fifo_model", "signal_reading", "signal_library_read", "signal_dicom_stuck", "side_names",
 ]
 if len(sys.argv) == 2 and sys.argv[1] == "--list":
     print("\n".join(CASES))
@@ -464,6 +465,76 @@ if case == "signal_library_read":
                 "data file: big.raw.gz\n\n" % shape[::-1])
     signal_while_reading("big.nhdr", "a gzip NRRD (inside teem)")
     os.remove("big.raw.gz")
+
+if case == "signal_dicom_stuck":
+    # The DICOM reader (a child process) stuck for good in a library reading a slice's header
+    # (a stand-in preloaded, from io/tests/dicom_files.py): one SIGTERM ends the run with 143
+    # within 2 s, the reader ended with it, nothing written.
+    need_itk()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "io", "tests"))
+    try:
+        import dicom_files
+        import pydicom  # noqa: F401
+    except ImportError as e:
+        skip("%s (apt-get install python3-pydicom)" % e)
+    src = dicom_files.test_files()
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if not src or not cc:
+        skip("pydicom's test files or a C compiler missing")
+    with open("stuck.c", "w") as f:
+        f.write(dicom_files.ABORT_SO)
+    if subprocess.run([cc, "-shared", "-fPIC", "-o", "stuck.so", "stuck.c", "-ldl"]).returncode != 0:
+        skip("the stand-in library did not build")
+    d = dicom_files.make_series(".", "series", os.path.join(src, "CT_small.dcm"))
+    os.rename(os.path.join(d, "s02.dcm"), os.path.join(d, "s02_HANG_HERE.dcm"))
+    env = dict(os.environ, LD_PRELOAD=os.path.abspath("stuck.so"),
+               ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+    env.pop("SWI_DICOM_STALL_SECONDS", None)  # the default (60 s): only the signal ends it here
+
+    def children(pid):
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    def alive(pid):  # a zombie is not a reader left behind
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    for sig, want in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+        shutil.rmtree("o")
+        os.makedirs("o")
+        p = subprocess.Popen([swi, "segment", "-q", "--model", "quant4_dyn.onnx", "--roi", "64", "--input", d,
+                              "--output", "o/l.nii.gz", "--threads", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        t0, reader = time.time(), []
+        while not reader and p.poll() is None and time.time() - t0 < HANG:
+            time.sleep(0.01)
+            reader = children(p.pid)
+        time.sleep(1.0)  # the reader is past the first two slices and stuck on the third
+        sent = time.time()
+        p.send_signal(sig)
+        try:
+            _, err = p.communicate(timeout=HANG)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        took = time.time() - sent
+        at = "%s while the DICOM reader is stuck" % sig.name
+        check(reader, "%s: the reader started (a child of swi): %s" % (at, err))
+        check(p.returncode == want, "%s: exit %s, expected %d: %s" % (at, p.returncode, want, err))
+        check(took < 2, "%s: stopped after %.2f s (within 2 s wanted)" % (at, took))
+        time.sleep(0.2)
+        left = [c for c in reader if alive(c)]
+        check(not left, "%s: no reader left behind: %s" % (at, left))
+        for c in left:
+            os.kill(c, signal.SIGKILL)
+        check(not os.listdir("o"), "%s: nothing written: %s" % (at, os.listdir("o")))
+        print("%s: exit %s after %.2f s" % (at, p.returncode, took))
 
 if case == "side_names":
     shutil.copy("quant4.onnx", "m.onnx")

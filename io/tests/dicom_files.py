@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -26,9 +27,12 @@ ABORT_SO = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 static int pass(const char *name, const char *p, int f, va_list ap) {
     int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, name);
     if (p && strstr(p, "ABORT_HERE") && !(f & O_NONBLOCK)) abort();
+    if (p && strstr(p, "HANG_HERE") && !(f & O_NONBLOCK))
+        for (;;) pause();
     return real(p, f, (f & (O_CREAT | O_TMPFILE)) ? va_arg(ap, int) : 0);
 }
 int open(const char *p, int f, ...) { va_list ap; va_start(ap, f); int r = pass("open", p, f, ap); va_end(ap); return r; }
@@ -39,6 +43,8 @@ static FILE *fpass(const char *name, const char *p, const char *m) {
         fputs("stand-in library: cannot go on\n", stderr);
         abort();
     }
+    if (p && strstr(p, "HANG_HERE"))
+        for (;;) pause();
     return real(p, m);
 }
 FILE *fopen(const char *p, const char *m) { return fpass("fopen", p, m); }
@@ -210,8 +216,28 @@ def main():
               "stand-in library: cannot go on" in r.stdout,
               "a library abort while reading a slice is one message naming it, with the library's last words: %r" %
               ((r.stdout + r.stderr)[:400] if r else "the stand-in did not build"))
+        # the same library stuck for good on a file (HANG_HERE): with SWI_DICOM_STALL_SECONDS=2
+        # the reader is ended and the series refused, naming the file, well before any hang guard
+        d = make_series(work, "hangs", f("CT_small.dcm"))
+        os.rename(os.path.join(d, "s02.dcm"), os.path.join(d, "s02_HANG_HERE.dcm"))
+        t0, r = time.time(), None
+        if built:  # in a session of its own: a hang guard ends the stuck reader too
+            p = subprocess.Popen([info, "--read", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=dict(env, SWI_DICOM_STALL_SECONDS="2"), start_new_session=True)
+            try:
+                out, err = p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                out, err = p.communicate()
+                err += "hung (30 s)"
+            r = subprocess.CompletedProcess([], p.returncode, out, err)
+        took = time.time() - t0
+        check(r is not None and r.returncode == 0 and took < 10 and len(r.stdout.splitlines()) == 1 and
+              "s02_HANG_HERE.dcm: the DICOM reader made no progress for 2 s; refused" in r.stdout,
+              "a library stuck on a slice: the series refused within 10 s (%.1f s) naming it: %r" %
+              (took, (r.stdout + r.stderr)[:400] if r else "the stand-in did not build"))
     else:
-        print("note: no C compiler: the library-abort case is not run")
+        print("note: no C compiler: the library-abort and library-hang cases are not run")
 
     # a single file, with or without the .dcm suffix: refused, pointing at the directory
     plain = os.path.join(work, "CT_small_copy")
