@@ -47,6 +47,7 @@ void seg_state_free(seg_state *s) {
     cli_out_abort(&s->out_ctbl);
     swi_store_abort(s->w_labels);
     swi_store_abort(s->w_scores);
+    cli_tmp_dirs_clear();
     cli_input_close(&s->store_in);
     swi_free(s->ctx);
     for (int m = 1; m < s->n_members; m++) swi_ort_close(s->members[m]);
