@@ -491,12 +491,15 @@ if case == "signal_dicom_stuck":
                ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
     env.pop("SWI_DICOM_STALL_SECONDS", None)  # the default (60 s): only the signal ends it here
 
-    def children(pid):
+    def children(pid):  # of every thread
+        out = []
         try:
-            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-                return [int(x) for x in f.read().split()]
+            for t in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                    out += [int(x) for x in f.read().split()]
         except OSError:
-            return []
+            pass
+        return out
 
     def alive(pid):  # a zombie is not a reader left behind
         try:
