@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
@@ -16,11 +17,13 @@
 #include <unistd.h>
 
 #define MAX_OUTS 16
+#define MAX_TMP_DIRS 8
 /* How long a run may take to stop by itself after a signal. */
 #define CLI_STOP_GRACE_MS 700
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static cli_out *g_outs[MAX_OUTS];
+static char g_dirs[MAX_TMP_DIRS][4096]; /* "" when free */
 static volatile sig_atomic_t g_signal;
 static void (*g_hook)(void *);
 static void *g_hook_user;
@@ -43,11 +46,52 @@ void cli_set_cancel_hook(void (*hook)(void *user), void *user) {
     pthread_mutex_unlock(&g_lock);
 }
 
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *f) {
+    (void)sb, (void)f;
+    if (flag == FTW_DP)
+        rmdir(p);
+    else
+        unlink(p);
+    return 0;
+}
+
+/* A writer's folder, while its threads may still write in it: moved out of their way
+ * first (what they create by name then fails), then removed; links are not followed. */
+static void remove_dir(const char *path) {
+    char gone[4200];
+    const char *at = path;
+    if ((size_t)snprintf(gone, sizeof gone, "%s.gone", path) < sizeof gone && rename(path, gone) == 0)
+        at = gone;
+    nftw(at, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (at != path) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); /* made again meanwhile */
+}
+
+int cli_tmp_dir_add(const char *path) {
+    if (!path || !*path || strlen(path) >= sizeof g_dirs[0]) return 0;
+    pthread_mutex_lock(&g_lock);
+    int rc = -1;
+    for (int i = 0; i < MAX_TMP_DIRS && rc; i++)
+        if (!g_dirs[i][0]) {
+            strcpy(g_dirs[i], path);
+            rc = 0;
+        }
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+void cli_tmp_dirs_clear(void) {
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < MAX_TMP_DIRS; i++) g_dirs[i][0] = '\0';
+    pthread_mutex_unlock(&g_lock);
+}
+
 /* Remove the temporaries not yet committed, say why, and end the process now. */
 static void stop_now(int sig, const char *why) {
     pthread_mutex_lock(&g_lock); /* a commit in progress finishes first */
     for (int i = 0; i < MAX_OUTS; i++)
         if (g_outs[i] && g_outs[i]->active) unlink(g_outs[i]->tmp);
+    for (int i = 0; i < MAX_TMP_DIRS; i++)
+        if (g_dirs[i][0]) remove_dir(g_dirs[i]);
     char msg[200];
     int len = snprintf(msg, sizeof msg, "swi: %s, stopping now; no unfinished output is left\n", why);
     if (len > 0) {

@@ -14,8 +14,9 @@
  * the cancel hook (which stops a running ONNX Runtime call); the main thread then
  * cleans up and exits with 128 + signal. A second signal, or a run still going 0.7 s
  * after the first (a step without a cancellation point: a blocking call, one large
- * decompression), makes the signal thread remove the temporaries and end the process
- * with 128 + signal. No work happens inside an asynchronous signal handler.
+ * decompression), makes the signal thread remove the temporaries (and the folders
+ * registered with cli_tmp_dir_add) and end the process with 128 + signal. No work happens
+ * inside an asynchronous signal handler.
  */
 #ifndef SWI_CLI_SAFETY_H
 #define SWI_CLI_SAFETY_H
@@ -65,6 +66,15 @@ void cli_out_abort(cli_out *o);
 
 /** Remove every registered temporary. Also installed with atexit(). */
 void cli_out_abort_all(void);
+
+/** A folder that a library writer makes beside an output and removes itself when it commits
+ *  or aborts (swi_store_writer_temporary: a store's hidden replacement): the forced stop
+ *  removes it too. The name is copied; NULL is ignored. Returns 0, or -1 when 8 are already
+ *  registered (not fatal: the writer still removes it unless the run is forced to stop). */
+int cli_tmp_dir_add(const char *path);
+
+/** Forget every folder registered (their writers have committed or removed them). */
+void cli_tmp_dirs_clear(void);
 
 /** Check that an output path would be accepted (exists without force, is a directory,
  *  ...) without creating anything. */

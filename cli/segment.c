@@ -239,7 +239,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     swi_output outs[2];
     int n_outs = 0;
     int rc = seg_setup(o, s, &p, &in, outs, &n_outs, err);
-    if (rc) return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
+    if (rc) return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : step_failed(who, err);
     const int stores_out = seg_store_outputs(o);
     if (stores_out) {
         int nothing = 0;

@@ -47,6 +47,7 @@ void seg_state_free(seg_state *s) {
     cli_out_abort(&s->out_ctbl);
     swi_store_abort(s->w_labels);
     swi_store_abort(s->w_scores);
+    cli_tmp_dirs_clear();
     cli_input_close(&s->store_in);
     swi_free(s->ctx);
     for (int m = 1; m < s->n_members; m++) swi_ort_close(s->members[m]);
@@ -228,9 +229,12 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
                      "rebuild)");
         return 1;
     }
-    if (s->reader) s->channels = o->n_inputs; /* a store is one channel */
+    if (s->reader) s->channels = o->n_inputs;                /* a store is one channel */
+    const swi_io_cancel cancel = {cli_interrupted_cb, NULL}; /* a DICOM series' headers take a while */
     for (int c = 0; !s->reader && c < o->n_inputs; c++) {
-        if (!s->vols_ready && swi_volume_open(o->inputs[c], &s->vols[c], err, SWI_ERRLEN)) return 1;
+        if (!s->vols_ready &&
+            swi_volume_open_cancellable(o->inputs[c], &s->vols[c], &cancel, err, SWI_ERRLEN))
+            return 1;
         s->channels += s->vols[c].frames > 1 ? s->vols[c].frames : 1;
         const int64_t *a = s->vols[0].size, *b = s->vols[c].size;
         if (c > 0 && (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])) {

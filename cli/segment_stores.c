@@ -195,6 +195,9 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
             cli_err(err, "%s", msg);
         return 1;
     }
+    /* their hidden replacements go with a forced stop too */
+    cli_tmp_dir_add(swi_store_writer_temporary(s->w_labels));
+    cli_tmp_dir_add(swi_store_writer_temporary(s->w_scores));
     if (empty) {
         *nothing_to_do = 1;
         return seg_store_commit(s, err);
@@ -219,6 +222,7 @@ int seg_store_commit(seg_state *s, char *err) {
         sc = NULL;
     }
     if (!bad && sc && swi_store_commit(sc, msg, sizeof msg)) bad = 1;
+    cli_tmp_dirs_clear();
     if (bad) cli_err(err, "%s", msg);
     return bad;
 }

@@ -138,7 +138,7 @@ swi_status build(const std::string &tmp, const char *name, const swi_volume *lik
                  char *err, size_t n) {
     const int64_t ni = like->size[0], nj = like->size[1], nk = like->size[2];
     Slices sl;
-    swi_status st = io__dicom_slices(like, &sl.s, &sl.count, err, n);
+    swi_status st = io__dicom_slices(like, &sl.s, &sl.count, cancel, err, n);
     if (st) return st;
     auto label = [&](int64_t i, int64_t j, int64_t k) -> int64_t {
         size_t at = (size_t)((i * nj + j) * nk + k);

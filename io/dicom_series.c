@@ -3,7 +3,10 @@
  * assembled and checked here (pure, so a fuzzer can drive it), the slices read one by one
  * into the volume's [i][j][k] layout. GDCM and its codecs may still abort on a file, and
  * print to stderr: they run in a child process, its stderr kept in a file, its death
- * reported as a message naming the file it was reading. */
+ * reported as a message naming the file it was reading. They may also never return: the
+ * child reports each file it has read, and one that makes no progress for
+ * SWI_DICOM_STALL_SECONDS (60 s unless set), or a cancel, ends it (SIGKILL); it also dies
+ * with the thread that made it, so no reader outlives a process that was stopped. */
 #include "io_internal.h"
 
 #include <dirent.h>
@@ -16,9 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static double dot3(const double a[3], const double b[3]) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
@@ -263,13 +270,75 @@ static void last_line(FILE *f, char *line, size_t n) {
     snprintf(line, n, "%.300s", nl ? nl + 1 : buf);
 }
 
-typedef swi_status (*child_fn)(void *ctx, int sock, child_report *rep);
-typedef swi_status (*parent_fn)(void *ctx, int sock, char *err, size_t n);
+/* The parent's side of a running child: its socket, and what ends a wait besides an answer
+ * (a cancel; no progress for stall_s seconds, blamed on files[rep->at]). */
+typedef struct child_wait {
+    int sock;
+    const swi_io_cancel *cancel;
+    double stall_s;
+    const child_report *rep;
+    const io_slice *files;
+    int64_t count;
+    const char *dir;
+} child_wait;
 
-/* Run child(ctx) in a child process (stderr into a file) and parent(ctx, sock) here meanwhile,
- * the two joined by a socket; files[rep->at] names the file a failure or a death is about. */
+typedef swi_status (*child_fn)(void *ctx, int sock, child_report *rep);
+typedef swi_status (*parent_fn)(void *ctx, const child_wait *w, char *err, size_t n);
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* How long the reader may go without finishing a file: SWI_DICOM_STALL_SECONDS, else 60 s. */
+static double stall_seconds(void) {
+    const char *e = getenv("SWI_DICOM_STALL_SECONDS");
+    char *end = NULL;
+    double s = e ? strtod(e, &end) : 0;
+    return e && end != e && *end == '\0' && s > 0 && s < 1e7 ? s : 60;
+}
+
+/* Until the child says something (or hangs up: SWI_OK, the read sees it), watching for a
+ * cancel and for a child that makes no progress. */
+static swi_status child_wait_input(const child_wait *w, char *err, size_t n) {
+    const double start = now_s();
+    struct pollfd pf = {w->sock, POLLIN, 0};
+    for (;;) {
+        int pr = poll(&pf, 1, 200);
+        if (pr > 0) return SWI_OK;
+        if (pr < 0 && errno != EINTR) return SWI_OK; /* the read fails, the child's report tells */
+        if (io__cancelled(w->cancel)) {
+            io__err(err, n, "interrupted");
+            return SWI_ERR_CANCELLED;
+        }
+        if (now_s() - start >= w->stall_s) {
+            int64_t at = *(const volatile int64_t *)&w->rep->at; /* the child's, as it is now */
+            io__err(err, n, "%s: the DICOM reader made no progress for %g s; refused",
+                    at >= 0 && at < w->count ? w->files[at].file : w->dir, w->stall_s);
+            return SWI_ERR_INVALID_ARG;
+        }
+    }
+}
+
+static int recv_all(int sock, void *p, size_t len);
+
+/* The header phase's parent: the child sends the index of each file it has read. */
+static swi_status take_progress(void *ctx, const child_wait *w, char *err, size_t n) {
+    (void)ctx;
+    for (;;) {
+        swi_status st = child_wait_input(w, err, n);
+        if (st != SWI_OK) return st;
+        int64_t done;
+        if (recv_all(w->sock, &done, sizeof done) != 0) return SWI_OK; /* the child's report tells */
+    }
+}
+
+/* Run child(ctx) in a child process (stderr into a file) and parent(ctx, w) here meanwhile,
+ * the two joined by a socket (w->sock); files[rep->at] names the file a failure, a death or
+ * a stall is about. */
 static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_report *rep, io_slice *files,
-                           int64_t count, const char *dir, char *err, size_t n) {
+                           int64_t count, const char *dir, const swi_io_cancel *cancel, char *err, size_t n) {
     int sv[2];
     FILE *chatter = tmpfile();
     if (!chatter || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -282,11 +351,20 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
     rep->done = 0;
     rep->at = -1;
     rep->err[0] = '\0';
+    const double stall = stall_seconds();
     io__dicom_screen_warm();
+    const pid_t self = getpid();
     io__itk_hold(1); /* no other thread inside ITK while the child is made */
     pid_t pid = fork();
     io__itk_hold(0);
     if (pid == 0) {
+#ifdef __linux__
+        /* killed when the forking thread ends: it waits for this child, so only when the
+         * process is ended (the command's forced stop, a kill); no reader outlives it */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != self) _exit(0);
+#else
+        (void)self;
+#endif
         /* a library's death is the parent's to report: no crash handler of this process's
          * (a sanitizer's, a fuzzer's, an application's) runs in the child */
         static const int fatal[] = {SIGABRT, SIGSEGV, SIGFPE, SIGBUS, SIGILL, SIGTRAP};
@@ -306,9 +384,10 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
         io__err(err, n, "%s: cannot start the DICOM reader: %s", dir, strerror(e));
         return SWI_ERR_INVALID_ARG;
     }
-    swi_status pst = parent ? parent(ctx, sv[0], err, n) : SWI_OK;
+    const child_wait cw = {sv[0], cancel, stall, rep, files, count, dir};
+    swi_status pst = parent(ctx, &cw, err, n);
     close(sv[0]);                          /* a child waiting on the socket sees its end and stops */
-    if (pst != SWI_OK) kill(pid, SIGKILL); /* one still decoding is not waited for */
+    if (pst != SWI_OK) kill(pid, SIGKILL); /* one still decoding (or stuck) is ended first */
     int ws = 0;
     pid_t w;
     while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {}
@@ -317,7 +396,7 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
     fclose(chatter);
     const char *file = rep->at >= 0 && rep->at < count ? files[rep->at].file : dir;
     if (w != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || !rep->done) {
-        if (pst != SWI_OK) return pst; /* stopped here first (interrupted): the child was let go */
+        if (pst != SWI_OK) return pst; /* stopped here first (interrupted, stuck): the child was ended */
         if (w == pid && WIFSIGNALED(ws))
             io__err(err, n, "%s: a DICOM library (DCMTK or GDCM) died reading this file (%s)%s%s", file,
                     strsignal(WTERMSIG(ws)), said[0] ? ": " : "", said);
@@ -345,9 +424,10 @@ static void chatter_restart(void) {
     if (ftruncate(2, 0) == 0) lseek(2, 0, SEEK_SET);
 }
 
+static int send_all(int sock, const void *p, size_t len);
+
 static swi_status read_headers(void *ctx, int sock, child_report *rep) {
     header_job *j = ctx;
-    (void)sock;
     for (int64_t x = 0; x < j->count; x++) {
         rep->at = x;
         chatter_restart();
@@ -363,12 +443,17 @@ static swi_status read_headers(void *ctx, int sock, child_report *rep) {
             st = SWI_ERR_INVALID_ARG;
         }
         if (st != SWI_OK) return st;
+        if (send_all(sock, &x, sizeof x) != 0) { /* the parent stopped waiting */
+            snprintf(rep->err, sizeof rep->err, "interrupted");
+            return SWI_ERR_CANCELLED;
+        }
     }
     return SWI_OK;
 }
 
 /* Scan dir's DICOM files (sorted by name only so messages are stable) and assemble them. */
-static swi_status load_series(const char *dir, series *se, swi_volume *v, char *err, size_t n) {
+static swi_status load_series(const char *dir, series *se, swi_volume *v, const swi_io_cancel *cancel,
+                              char *err, size_t n) {
     memset(se, 0, sizeof *se);
     DIR *d = opendir(dir);
     if (!d) {
@@ -422,7 +507,7 @@ static swi_status load_series(const char *dir, series *se, swi_volume *v, char *
         } else {
             header_job j = {(io_slice *)(rep + 1), se->count};
             memcpy(j.s, se->s, (size_t)se->count * sizeof *j.s);
-            st = in_child(read_headers, NULL, &j, rep, se->s, se->count, dir, err, n);
+            st = in_child(read_headers, take_progress, &j, rep, se->s, se->count, dir, cancel, err, n);
             if (st == SWI_OK) memcpy(se->s, j.s, (size_t)se->count * sizeof *j.s); /* same file pointers */
             munmap(rep, bytes);
         }
@@ -432,7 +517,7 @@ static swi_status load_series(const char *dir, series *se, swi_volume *v, char *
     return st;
 }
 
-swi_status io__dicom_open(const char *dir, swi_volume *v, char *err, size_t n) {
+swi_status io__dicom_open(const char *dir, swi_volume *v, const swi_io_cancel *cancel, char *err, size_t n) {
     memset(v, 0, sizeof *v);
     if (strlen(dir) >= sizeof v->path) {
         io__err(err, n, "%.200s...: path too long", dir);
@@ -446,19 +531,20 @@ swi_status io__dicom_open(const char *dir, swi_volume *v, char *err, size_t n) {
         return SWI_ERR_INVALID_ARG;
     }
     series se;
-    swi_status st = load_series(dir, &se, v, err, n);
+    swi_status st = load_series(dir, &se, v, cancel, err, n);
     if (st != SWI_OK) return st;
     strcpy(v->path, dir);
     series_free(&se);
     return SWI_OK;
 }
 
-swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, char *err, size_t n) {
+swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, const swi_io_cancel *cancel,
+                            char *err, size_t n) {
     series se;
     swi_volume now;
     *out = NULL;
     *count = 0;
-    swi_status st = load_series(v->path, &se, &now, err, n);
+    swi_status st = load_series(v->path, &se, &now, cancel, err, n);
     if (st != SWI_OK) return st;
     if (memcmp(now.size, v->size, sizeof now.size) != 0 ||
         memcmp(now.affine, v->affine, sizeof now.affine) != 0) {
@@ -531,18 +617,14 @@ static swi_status read_pixels(void *ctx, int sock, child_report *rep) {
     return SWI_OK;
 }
 
-static swi_status take_pixels(void *ctx, int sock, char *err, size_t n) {
+static swi_status take_pixels(void *ctx, const child_wait *w, char *err, size_t n) {
     pixel_job *j = ctx;
+    const int sock = w->sock;
     const int64_t ni = j->v->size[0], nj = j->v->size[1], nk = j->v->size[2];
     for (int64_t k = 0; k < nk; k++) {
-        /* the next slice, watching for a cancel while the child decodes */
-        struct pollfd pf = {sock, POLLIN, 0};
-        int pr;
-        while ((pr = poll(&pf, 1, 200)) == 0 || (pr < 0 && errno == EINTR))
-            if (io__cancelled(j->cancel)) {
-                io__err(err, n, "interrupted");
-                return SWI_ERR_CANCELLED;
-            }
+        /* the next slice, watching for a cancel and a stuck child while it decodes */
+        swi_status st = child_wait_input(w, err, n);
+        if (st != SWI_OK) return st;
         int64_t got;
         if (recv_all(sock, &got, sizeof got) != 0 || got != k) return SWI_OK; /* the child's report tells */
         for (int64_t jj = 0; jj < nj; jj++)
@@ -571,7 +653,7 @@ swi_status io__dicom_probe(const char *file, io_slice *s, float *dst, int64_t ma
     if (rep) {
         header_job j = {(io_slice *)(rep + 1), 1};
         *j.s = *s;
-        st = in_child(read_headers, NULL, &j, rep, s, 1, file, err, n);
+        st = in_child(read_headers, take_progress, &j, rep, s, 1, file, NULL, err, n);
         if (st == SWI_OK) *s = *j.s;
         munmap(rep, sizeof(child_report) + sizeof(io_slice));
     }
@@ -586,7 +668,7 @@ swi_status io__dicom_probe(const char *file, io_slice *s, float *dst, int64_t ma
             st = SWI_ERR_NOMEM;
         } else {
             pixel_job pj = {&se, &v, (float *)(rep + 1), dst, NULL};
-            st = in_child(read_pixels, take_pixels, &pj, rep, s, 1, file, err, n);
+            st = in_child(read_pixels, take_pixels, &pj, rep, s, 1, file, NULL, err, n);
             munmap(rep, bytes);
         }
     }
@@ -601,7 +683,7 @@ swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *
      * the same as when it was opened. */
     series se;
     swi_volume now;
-    swi_status st = load_series(v->path, &se, &now, err, n);
+    swi_status st = load_series(v->path, &se, &now, cancel, err, n);
     if (st != SWI_OK) return st;
     if (memcmp(now.size, v->size, sizeof now.size) != 0 ||
         memcmp(now.affine, v->affine, sizeof now.affine) != 0) {
@@ -618,7 +700,7 @@ swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *
         return SWI_ERR_NOMEM;
     }
     pixel_job j = {&se, v, (float *)(rep + 1), dst, cancel};
-    st = in_child(read_pixels, take_pixels, &j, rep, se.s, se.count, v->path, err, n);
+    st = in_child(read_pixels, take_pixels, &j, rep, se.s, se.count, v->path, cancel, err, n);
     munmap(rep, bytes);
     series_free(&se);
     return st;

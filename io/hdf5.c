@@ -1362,6 +1362,11 @@ typedef struct h5out {
 
 static h5out *outs; /* under h5_lock */
 
+const char *h5__temporary(const void *impl) {
+    const h5w *w = impl;
+    return !w->shared && w->out && w->out->tmp.dir[0] ? w->out->tmp.dir : NULL;
+}
+
 static void out_free(h5out *o) {
     for (h5out **p = &outs; *p; p = &(*p)->next)
         if (*p == o) {
@@ -1797,6 +1802,10 @@ void h5__abort(void *impl) { (void)impl; }
 int h5__replaces(const void *impl) {
     (void)impl;
     return 0;
+}
+const char *h5__temporary(const void *impl) {
+    (void)impl;
+    return NULL;
 }
 
 #endif

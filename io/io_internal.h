@@ -114,7 +114,8 @@ swi_status io__dicom_probe(const char *file, io_slice *s, float *dst, int64_t ma
 
 /* The slices of an opened DICOM volume in their sorted order, assembled again (and
  * checked unchanged); free with io__dicom_slices_free. */
-swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, char *err, size_t n);
+swi_status io__dicom_slices(const swi_volume *v, io_slice **out, int64_t *count, const swi_io_cancel *cancel,
+                            char *err, size_t n);
 void io__dicom_slices_free(io_slice *s, int64_t count);
 
 /* DICOM SEG out (dicom_seg.cxx through DCMTK's dcmseg; dicom_seg_stub.c without it). */
@@ -127,8 +128,9 @@ swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_volume *like,
 /* Whether path is a regular file with the DICOM preamble (dicom_series.c). */
 int io__is_dicom_file(const char *path);
 
-/* The DICOM module (dicom_series.c): a directory in. */
-swi_status io__dicom_open(const char *dir, swi_volume *v, char *err, size_t n);
+/* The DICOM module (dicom_series.c): a directory in; cancel (may be NULL) stops the header
+ * reading. */
+swi_status io__dicom_open(const char *dir, swi_volume *v, const swi_io_cancel *cancel, char *err, size_t n);
 swi_status io__dicom_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err, size_t n);
 
 /* The PNG module (preview.c). */

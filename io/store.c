@@ -370,6 +370,11 @@ int swi_store_writer_replaces(const swi_store_writer *w) {
     return w && (w->kind == SWI_STORE_HDF5 ? h5__replaces(w->impl) : zarr__replaces(w->impl));
 }
 
+const char *swi_store_writer_temporary(const swi_store_writer *w) {
+    if (!w) return NULL;
+    return w->kind == SWI_STORE_HDF5 ? h5__temporary(w->impl) : zarr__temporary(w->impl);
+}
+
 int swi_store_on_region(void *user, const swi_region *r) {
     swi_store_writer *w = user;
     const int a = w->axis;

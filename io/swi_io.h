@@ -166,6 +166,14 @@ typedef struct swi_io_cancel {
     void *user;
 } swi_io_cancel;
 
+/** swi_volume_open with a stop test (may be NULL): reading a DICOM series' headers stops
+ *  with SWI_ERR_CANCELLED when it says so. A DICOM reader that finishes no file for
+ *  SWI_DICOM_STALL_SECONDS (environment; 60 s unless set) is ended and the series refused
+ *  ("FILE: the DICOM reader made no progress for 60 s; refused"), in either call and in the
+ *  reads. */
+swi_status swi_volume_open_cancellable(const char *path, swi_volume *v, const swi_io_cancel *cancel,
+                                       char *err, size_t errlen);
+
 /** Read the voxels of an opened volume as float32 into dst (swi_volume_voxels(v) floats),
  *  scaling applied; of a 4-D file, the first frame. Fails cleanly on truncated or corrupt
  *  data. cancel may be NULL. */

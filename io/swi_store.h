@@ -232,6 +232,14 @@ int swi_store_on_region(void *user, const swi_region *region);
  *  store itself, which a writer that does not commit leaves marked incomplete. */
 int swi_store_writer_replaces(const swi_store_writer *w);
 
+/** The hidden folder beside the output that w alone writes in until it commits (the
+ *  replacement of an existing Zarr store, `.NAME.swi-new-XXXXXX`; a single HDF5 writer's copy
+ *  of the file, `.NAME.swi-XXXXXX`), or NULL (w writes the store itself, or shares it with
+ *  other parts). Valid until w commits or is aborted, which remove it. An application that
+ *  may end its process without either (a forced stop on a signal) copies the name and
+ *  removes that folder itself; removing it at any time leaves every output as it was. */
+const char *swi_store_writer_temporary(const swi_store_writer *w);
+
 /** The writer's first failure ("" if none). */
 const char *swi_store_writer_error(const swi_store_writer *w);
 

@@ -72,13 +72,18 @@ swi_io_format swi_io_format_of(const char *path) {
 int64_t swi_volume_voxels(const swi_volume *v) { return v->size[0] * v->size[1] * v->size[2]; }
 
 swi_status swi_volume_open(const char *path, swi_volume *v, char *err, size_t n) {
+    return swi_volume_open_cancellable(path, v, NULL, err, n);
+}
+
+swi_status swi_volume_open_cancellable(const char *path, swi_volume *v, const swi_io_cancel *cancel,
+                                       char *err, size_t n) {
     if (!path || !v) {
         io__err(err, n, "swi_volume_open: %s is NULL", path ? "v" : "path");
         return SWI_ERR_INVALID_ARG;
     }
     struct stat st;
     int exists = stat(path, &st) == 0;
-    if (exists && S_ISDIR(st.st_mode)) return io__dicom_open(path, v, err, n);
+    if (exists && S_ISDIR(st.st_mode)) return io__dicom_open(path, v, cancel, err, n);
     swi_io_format f = swi_io_format_of(path);
     if (f == SWI_IO_NRRD || f == SWI_IO_METAIMAGE) return io__itk_open(path, f, v, err, n);
     if (exists && (f == SWI_IO_DICOM_SEG || (f == SWI_IO_UNKNOWN && io__is_dicom_file(path)))) {

@@ -1741,6 +1741,12 @@ swi_status zarr__commit(void *impl, char *err, size_t n) {
 
 int zarr__replaces(const void *impl) { return ((const zarr_writer *)impl)->swap != 0; }
 
+/* swap 2's replacement is every part's: not one part's to remove */
+const char *zarr__temporary(const void *impl) {
+    const zarr_writer *z = impl;
+    return z->swap == 1 ? z->store : NULL;
+}
+
 void zarr__abort(void *impl) {
     zarr_writer *z = impl;
     if (z && z->swap == 1) rm_tree(z->store); /* the replacement never took the old store's place */
@@ -1792,6 +1798,10 @@ void zarr__abort(void *impl) { (void)impl; }
 int zarr__replaces(const void *impl) {
     (void)impl;
     return 0;
+}
+const char *zarr__temporary(const void *impl) {
+    (void)impl;
+    return NULL;
 }
 
 #endif

@@ -9,8 +9,9 @@ ensemble member, the card or another output, under any name or link, is refused 
 anything runs, --force or not, naming both; the inputs stay byte for byte as they were.
 Special files: a FIFO as a volume, a NRRD or MetaImage data file, a card or a model is
 refused at once (a reader opening it would block forever); a MetaImage data file that is a
-directory is refused. Signals: one SIGTERM ends a run while it reads a large volume with
-exit 143 and nothing left. The card's label side files are named OUT.label.txt / OUT.ctbl.
+directory is refused. Signals: one SIGTERM ends a run while it reads a large volume, or
+while a DICOM library is stuck in the reader's child (ended with it), with exit 143 and
+nothing left; a forced stop during a --force store rewrite removes the hidden replacement. The card's label side files are named OUT.label.txt / OUT.ctbl.
 """
 import gzip
 import hashlib
@@ -26,7 +27,7 @@ CASES = [
     "out_level_image", "out_inside_store", "out_contains_input", "out_h5_dataset", "out_labels_in_image",
     "out_ensemble_member", "out_card", "out_folder_link", "out_bench", "out_optimize",
     "fifo_nifti", "fifo_nrrd_data", "fifo_nrrd_series", "fifo_meta_data", "meta_data_dir", "fifo_card",
-    "fifo_model", "signal_reading", "signal_library_read", "side_names",
+    "fifo_model", "signal_reading", "signal_library_read", "signal_dicom_stuck", "signal_forced_store", "side_names",
 ]
 if len(sys.argv) == 2 and sys.argv[1] == "--list":
     print("\n".join(CASES))
@@ -463,6 +464,126 @@ if case == "signal_library_read":
         f.write("NRRD0004\ntype: float\ndimension: 3\nsizes: %d %d %d\nencoding: gzip\nendian: little\n"
                 "data file: big.raw.gz\n\n" % shape[::-1])
     signal_while_reading("big.nhdr", "a gzip NRRD (inside teem)")
+    os.remove("big.raw.gz")
+
+if case == "signal_dicom_stuck":
+    # The DICOM reader (a child process) stuck for good in a library reading a slice's header
+    # (a stand-in preloaded, from io/tests/dicom_files.py): one SIGTERM ends the run with 143
+    # within 2 s, the reader ended with it, nothing written.
+    need_itk()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "io", "tests"))
+    try:
+        import dicom_files
+        import pydicom  # noqa: F401
+    except ImportError as e:
+        skip("%s (apt-get install python3-pydicom)" % e)
+    src = dicom_files.test_files()
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if not src or not cc:
+        skip("pydicom's test files or a C compiler missing")
+    with open("stuck.c", "w") as f:
+        f.write(dicom_files.ABORT_SO)
+    if subprocess.run([cc, "-shared", "-fPIC", "-o", "stuck.so", "stuck.c", "-ldl"]).returncode != 0:
+        skip("the stand-in library did not build")
+    d = dicom_files.make_series(".", "series", os.path.join(src, "CT_small.dcm"))
+    os.rename(os.path.join(d, "s02.dcm"), os.path.join(d, "s02_HANG_HERE.dcm"))
+    env = dict(os.environ, LD_PRELOAD=os.path.abspath("stuck.so"),
+               ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+    env.pop("SWI_DICOM_STALL_SECONDS", None)  # the default (60 s): only the signal ends it here
+
+    def children(pid):  # of every thread
+        out = []
+        try:
+            for t in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                    out += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+        return out
+
+    def alive(pid):  # a zombie is not a reader left behind
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    for sig, want in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+        shutil.rmtree("o")
+        os.makedirs("o")
+        p = subprocess.Popen([swi, "segment", "-q", "--model", "quant4_dyn.onnx", "--roi", "64", "--input", d,
+                              "--output", "o/l.nii.gz", "--threads", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        t0, reader = time.time(), []
+        while not reader and p.poll() is None and time.time() - t0 < HANG:
+            time.sleep(0.01)
+            reader = children(p.pid)
+        time.sleep(1.0)  # the reader is past the first two slices and stuck on the third
+        sent = time.time()
+        p.send_signal(sig)
+        try:
+            _, err = p.communicate(timeout=HANG)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        took = time.time() - sent
+        at = "%s while the DICOM reader is stuck" % sig.name
+        check(reader, "%s: the reader started (a child of swi): %s" % (at, err))
+        check(p.returncode == want, "%s: exit %s, expected %d: %s" % (at, p.returncode, want, err))
+        check(took < 2, "%s: stopped after %.2f s (within 2 s wanted)" % (at, took))
+        time.sleep(0.2)
+        left = [c for c in reader if alive(c)]
+        check(not left, "%s: no reader left behind: %s" % (at, left))
+        for c in left:
+            os.kill(c, signal.SIGKILL)
+        check(not os.listdir("o"), "%s: nothing written: %s" % (at, os.listdir("o")))
+        print("%s: exit %s after %.2f s" % (at, p.returncode, took))
+
+if case == "signal_forced_store":
+    # A --force rewrite of a Zarr store and of an HDF5 dataset, stopped by SIGTERM while teem
+    # inflates a 256 MB gzip NRRD input in one call (no cancellation point): the signal
+    # thread's forced stop removes the writer's hidden replacement (.l.zarr.swi-new-*, the
+    # HDF5 copy's .l.h5.swi-* folder) and the old output is as it was.
+    need_itk()
+    need_zarr()
+    shape, members = (512, 512, 256), 16
+    block = np.random.default_rng(1).integers(0, 64, shape[0] * shape[1] * shape[2] * 4 // members, np.uint8)
+    member = gzip.compress(block.tobytes(), compresslevel=1)
+    with open("big.raw.gz", "wb") as f:
+        for _ in range(members):
+            f.write(member)
+    with open("big.nhdr", "w") as f:
+        f.write("NRRD0004\ntype: float\ndimension: 3\nsizes: %d %d %d\nencoding: gzip\nendian: little\n"
+                "data file: big.raw.gz\n\n" % shape[::-1])
+    for out, leaf in (("l.zarr", "l.zarr"), ("l.h5:/labels", "l.h5")):
+        r = run(*SEG, "--input", "v.nii.gz", "--output", out)
+        if r.returncode != 0 and "without" in r.stderr:
+            print("note: %s not built in: %s" % (out, r.stderr.strip()))
+            continue
+        check(r.returncode == 0, "%s: the output to rewrite: %s" % (out, r.stderr))
+        before = tree_sum(leaf)
+        p = subprocess.Popen([swi, "segment", "-q", "--model", "quant4_dyn.onnx", "--roi", "64", "--input", "big.nhdr",
+                              "--output", out, "--force", "--threads", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        hidden = lambda: [f for f in os.listdir(".") if f.startswith("." + leaf + ".swi-")]  # noqa: E731
+        t0, seen = time.time(), []
+        while not seen and p.poll() is None and time.time() - t0 < HANG:
+            time.sleep(0.005)
+            seen = hidden()
+        time.sleep(0.1)
+        p.send_signal(signal.SIGTERM)
+        try:
+            _, err = p.communicate(timeout=HANG)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        at = "SIGTERM during a --force rewrite of %s, inside teem" % out
+        check(seen, "%s: the writer's hidden replacement appeared: %s" % (at, err))
+        check(p.returncode == 143 and "did not stop by itself" in err,
+              "%s: exit %s, expected 143 through the forced stop: %s" % (at, p.returncode, err))
+        check(not hidden(), "%s: nothing left beside it: %s" % (at, hidden()))
+        check(tree_sum(leaf) == before, "%s: the old output as it was" % at)
+        print("%s: exit %s, left %s" % (at, p.returncode, hidden()))
     os.remove("big.raw.gz")
 
 if case == "side_names":

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -26,9 +27,25 @@ ABORT_SO = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+/* Whether to stick on this opening of a HANG_HERE file: always, or with STAND_IN_COUNT (a file
+ * counting the openings, across processes) from opening STAND_IN_HANG_AT on. */
+static int hang_now(void) {
+    const char *count = getenv("STAND_IN_COUNT"), *at = getenv("STAND_IN_HANG_AT");
+    if (!count) return 1;
+    int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+    int fd = real(count, O_WRONLY | O_APPEND | O_CREAT, 0600);
+    struct stat sb;
+    int n = fd >= 0 && write(fd, "o", 1) == 1 && fstat(fd, &sb) == 0 ? (int)sb.st_size : 0;
+    if (fd >= 0) close(fd);
+    return at && n >= atoi(at);
+}
 static int pass(const char *name, const char *p, int f, va_list ap) {
     int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, name);
     if (p && strstr(p, "ABORT_HERE") && !(f & O_NONBLOCK)) abort();
+    if (p && strstr(p, "HANG_HERE") && !(f & O_NONBLOCK) && hang_now())
+        for (;;) pause();
     return real(p, f, (f & (O_CREAT | O_TMPFILE)) ? va_arg(ap, int) : 0);
 }
 int open(const char *p, int f, ...) { va_list ap; va_start(ap, f); int r = pass("open", p, f, ap); va_end(ap); return r; }
@@ -39,6 +56,8 @@ static FILE *fpass(const char *name, const char *p, const char *m) {
         fputs("stand-in library: cannot go on\n", stderr);
         abort();
     }
+    if (p && strstr(p, "HANG_HERE") && hang_now())
+        for (;;) pause();
     return real(p, m);
 }
 FILE *fopen(const char *p, const char *m) { return fpass("fopen", p, m); }
@@ -210,8 +229,52 @@ def main():
               "stand-in library: cannot go on" in r.stdout,
               "a library abort while reading a slice is one message naming it, with the library's last words: %r" %
               ((r.stdout + r.stderr)[:400] if r else "the stand-in did not build"))
+        # the same library stuck for good on a file (HANG_HERE): with SWI_DICOM_STALL_SECONDS=2
+        # the reader is ended and the series refused, naming the file, well before any hang guard
+        d = make_series(work, "hangs", f("CT_small.dcm"))
+        os.rename(os.path.join(d, "s02.dcm"), os.path.join(d, "s02_HANG_HERE.dcm"))
+
+        def stuck(args, extra):
+            """volume_info ARGS d with the stand-in, in a session of its own (a hang guard ends
+            the stuck reader too): (completed process or None, seconds)."""
+            t0 = time.time()
+            if not built:
+                return None, 0
+            p = subprocess.Popen([info, *args, d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=dict(env, SWI_DICOM_STALL_SECONDS="2", **extra), start_new_session=True)
+            try:
+                out, err = p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                out, err = p.communicate()
+                err += "hung (30 s)"
+            return subprocess.CompletedProcess([], p.returncode, out, err), time.time() - t0
+
+        stuck_msg = "s02_HANG_HERE.dcm: the DICOM reader made no progress for 2 s; refused"
+        r, took = stuck(["--read"], {})
+        check(r is not None and r.returncode == 0 and took < 10 and len(r.stdout.splitlines()) == 1 and
+              " error " in r.stdout and stuck_msg in r.stdout,
+              "a library stuck on a slice's header: the series refused within 10 s (%.1f s) naming it: %r" %
+              (took, (r.stdout + r.stderr)[:400] if r else "the stand-in did not build"))
+        # stuck on its pixels only: the openings of the file while the headers are read are
+        # counted (the series opened once), and the stand-in sticks on the first one after
+        # both header readings of volume_info --read (its open, then its read's)
+        count = os.path.join(work, "openings")
+        if os.path.exists(count):
+            os.remove(count)
+        r, _ = stuck([], {"STAND_IN_COUNT": count, "STAND_IN_HANG_AT": "1000000"})
+        heads = os.path.getsize(count) if os.path.exists(count) else 0
+        if heads:
+            os.remove(count)
+        check(r is not None and " size " in r.stdout and heads > 0,
+              "the stand-in counts the openings of a header reading (%d): %r" % (heads, r.stdout[:300] if r else ""))
+        r, took = stuck(["--read"], {"STAND_IN_COUNT": count, "STAND_IN_HANG_AT": str(2 * heads + 1)})
+        check(r is not None and r.returncode == 0 and took < 10 and " size " in r.stdout and
+              " read-error " in r.stdout and stuck_msg in r.stdout,
+              "a library stuck on a slice's pixels: the read refused within 10 s (%.1f s) naming it: %r" %
+              (took, (r.stdout + r.stderr)[:400] if r else "the stand-in did not build"))
     else:
-        print("note: no C compiler: the library-abort case is not run")
+        print("note: no C compiler: the library-abort and library-hang cases are not run")
 
     # a single file, with or without the .dcm suffix: refused, pointing at the directory
     plain = os.path.join(work, "CT_small_copy")
