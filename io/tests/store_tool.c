@@ -7,7 +7,8 @@
  *       STORE_TOOL_FORCE=1 (SWI_STORE_FORCE); with FAIL_AFTER
  *       it stops after that many regions and aborts, as a failed run would. Environment:
  *       STORE_TOOL_FLAGS ("force", "shared", "force,shared"), STORE_TOOL_JOB (the job
- *       fingerprint), STORE_TOOL_PAUSE=N (sleep 60 s after N regions: to be killed there).
+ *       fingerprint), STORE_TOOL_PAUSE=N (each thread sleeps 60 s at its first box from the N-th on,
+ *       after the boxes before it: to be killed there).
  *   store_tool geom STORE                    "scale S0 S1 S2 translation T0 T1 T2 has H"
  * Exit 0 on success, 1 with the message on stderr. */
 #include "swi_store.h"
@@ -89,7 +90,7 @@ static void *writer(void *arg) {
     double m = es == 1 ? 251 : es == 2 ? 65521 : 1e6;
     void *buf = malloc((size_t)(jb->spec.planes * step[0] * step[1] * step[2]) * es);
     if (!buf) return NULL;
-    int idx = 0;
+    int idx = 0, paused = 0;
     for (int64_t i = 0; i < sz[0]; i += step[0])
         for (int64_t j = 0; j < sz[1]; j += step[1])
             for (int64_t k = 0; k < sz[2]; k += step[2], idx++) {
@@ -101,7 +102,10 @@ static void *writer(void *arg) {
                     free(buf);
                     return NULL;
                 }
-                if (jb->pause > 0 && c == jb->pause) sleep(60);
+                if (jb->pause > 0 && idx >= jb->pause && !paused) {
+                    paused = 1; /* every box before the N-th is written first, then both wait */
+                    sleep(60);
+                }
                 swi_region r;
                 memset(&r, 0, sizeof r);
                 r.dims = 3;

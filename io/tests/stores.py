@@ -484,10 +484,12 @@ if have_zarr:
     check(r.returncode == 1 and tree(name) == before and not [f for f in os.listdir(work) if ".swi-new" in f],
           "a failed forced rewrite leaves the old store as it was, nothing beside it")
     p = subprocess.Popen([tool, "write", name, "uint16", "1", "zstd", "23,17,12", "8,8,8"],
-                         env=dict(os.environ, STORE_TOOL_FLAGS="force", STORE_TOOL_PAUSE="10"),
+                         env=dict(os.environ, STORE_TOOL_FLAGS="force", STORE_TOOL_PAUSE="20"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # the tool writes its first 20 boxes (of 30, in rows of 6 along the first axis) and sleeps:
+    # the first chunk layer (12 boxes) is written, and the store is not swapped
     t0, seen = time.time(), False
-    while time.time() - t0 < 90 and not seen:  # generous: a loaded machine writes slowly
+    while time.time() - t0 < 50 and not seen:
         new = [f for f in os.listdir(work) if f.startswith(".w_uint8_blosc.zarr.swi-new")]
         seen = bool(new) and any(c[0].isdigit() for c in os.listdir(os.path.join(work, new[0])))
         time.sleep(0.05)
