@@ -13,15 +13,6 @@
 
 #define CHECK(cond, ...) FUZZ_CHECK("fuzz_dicom_series", cond, __VA_ARGS__)
 
-/* swi_io's message helper (volume.c is not linked: it would pull in every format) */
-void io__err(char *err, size_t n, const char *fmt, ...) {
-    if (!err || n == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
-
 typedef struct reader {
     const uint8_t *p;
     size_t left;

@@ -6,14 +6,31 @@
  * not waited for. Files are opened with O_NONBLOCK (which makes open return at once on a
  * FIFO), checked with fstat, and only then put back into blocking mode. Libraries that
  * open by name themselves (ITK, HDF5, niftilib) are handed a path only after
- * swi_io_check_regular has looked at it with stat, which never blocks. */
+ * swi_io_check_regular has looked at it with stat, which never blocks. The message helper
+ * every module reports through lives here too, so a program linking only this file (a
+ * fuzz target reading cards) has it. */
 #include "io_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+void io__err(char *err, size_t n, const char *fmt, ...) {
+    if (!err || n == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+    /* One line: zlib's and libpng's messages, and file names, may hold control bytes. */
+    size_t len = strlen(err);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f) err[i] = ' ';
+    while (len > 0 && err[len - 1] == ' ') err[--len] = '\0';
+}
 
 const char *swi_io_file_kind(unsigned mode) {
     switch (mode & S_IFMT) {

@@ -3,25 +3,11 @@
 #include "io_internal.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-void io__err(char *err, size_t n, const char *fmt, ...) {
-    if (!err || n == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-    /* One line: zlib's and libpng's messages, and file names, may hold control bytes. */
-    size_t len = strlen(err);
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f) err[i] = ' ';
-    while (len > 0 && err[len - 1] == ' ') err[--len] = '\0';
-}
 
 int io__ends_with(const char *path, const char *suffix) {
     size_t n = strlen(path), m = strlen(suffix);
