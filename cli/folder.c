@@ -545,26 +545,36 @@ static void print_table(const folder *f, double seconds) {
             seconds, f->o->output_dir);
 }
 
+/* Make dir (the folder of `flag`, holding `what`) if missing, as another part or rank may
+ * at the same moment; refuse anything else than a directory; its real path into real.
+ * Returns 0, or 1 with err set. */
+static int make_dir(const char *dir, const char *flag, const char *what, char real[PATH_MAX], char *err) {
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        if (mkdir(dir, 0777) != 0) {
+            const int e = errno;
+            if (!(e == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))) {
+                cli_err(err, "%s: cannot make the %s directory: %s", dir, what, strerror(e));
+                return 1;
+            }
+        }
+    } else if (!S_ISDIR(st.st_mode)) {
+        cli_err(err, "%s: not a directory (%s)", dir, flag);
+        return 1;
+    }
+    if (!realpath(dir, real)) {
+        cli_err(err, "%s: %s", dir, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 /* Make the --report-dir folder if missing; its real path into real ("" without one).
  * Returns 0, or 1 with err set. */
 static int report_dir(const seg_opts *o, const char *real_in, char real[PATH_MAX], char *err) {
     real[0] = '\0';
     if (!o->report_dir) return 0;
-    struct stat st;
-    if (stat(o->report_dir, &st) != 0) {
-        if (mkdir(o->report_dir, 0777) != 0 &&
-            !(errno == EEXIST && stat(o->report_dir, &st) == 0 && S_ISDIR(st.st_mode))) {
-            cli_err(err, "%s: cannot make the report directory: %s", o->report_dir, strerror(errno));
-            return 1;
-        }
-    } else if (!S_ISDIR(st.st_mode)) {
-        cli_err(err, "%s: not a directory (--report-dir)", o->report_dir);
-        return 1;
-    }
-    if (!realpath(o->report_dir, real)) {
-        cli_err(err, "%s: %s", o->report_dir, strerror(errno));
-        return 1;
-    }
+    if (make_dir(o->report_dir, "--report-dir", "report", real, err)) return 1;
     if (strcmp(real, real_in) == 0) {
         cli_err(err, "--report-dir %s is the input directory; give another (a subdirectory is fine)",
                 o->report_dir);
@@ -631,23 +641,7 @@ static int output_dir(const seg_opts *o, char real_in[PATH_MAX], char real_out[P
         cli_err(err, "%s: %s", o->input_dir, strerror(errno));
         return 1;
     }
-    if (stat(o->output_dir, &st) != 0) {
-        if (mkdir(o->output_dir, 0777) != 0) {
-            const int e = errno;
-            /* another part (or rank) may have made it at the same moment */
-            if (!(e == EEXIST && stat(o->output_dir, &st) == 0 && S_ISDIR(st.st_mode))) {
-                cli_err(err, "%s: cannot make the output directory: %s", o->output_dir, strerror(e));
-                return 1;
-            }
-        }
-    } else if (!S_ISDIR(st.st_mode)) {
-        cli_err(err, "%s: not a directory (--output-dir)", o->output_dir);
-        return 1;
-    }
-    if (!realpath(o->output_dir, real_out)) {
-        cli_err(err, "%s: %s", o->output_dir, strerror(errno));
-        return 1;
-    }
+    if (make_dir(o->output_dir, "--output-dir", "output", real_out, err)) return 1;
     if (strcmp(real_in, real_out) == 0) {
         cli_err(err,
                 "--output-dir %s is the input directory: its outputs would be read as "
