@@ -99,6 +99,28 @@ if [ -z "${SWI_SKIP_APT:-}" ]; then
   apt_install "${APT_PACKAGES[@]}"
 fi
 
+# ---- npm packages: ONNX Runtime, NiiVue ------------------------------------
+# Every temporary folder made below is removed at exit, whatever happens.
+TMP_DIRS=()
+trap 'rm -rf "${TMP_DIRS[@]}"' EXIT
+
+# npm pack PACKAGE@VERSION into a fresh temporary folder under .deps/ (WHAT names it in
+# messages): sets PACK_DIR to the folder and PACK_TGZ to the tarball.
+npm_pack() {
+  local pkg="$1" ver="$2" what="$3"
+  if ! command -v npm >/dev/null 2>&1; then
+    [ -z "${SWI_SKIP_APT:-}" ] || die "npm is needed to fetch $what"
+    apt_install npm
+  fi
+  mkdir -p "$DEPS"
+  PACK_DIR="$(mktemp -d "$DEPS/tmp.XXXXXX")"
+  TMP_DIRS+=("$PACK_DIR")
+  (cd "$PACK_DIR" && npm pack --silent "$pkg@$ver" >/dev/null 2>npm.log) \
+    || { cat "$PACK_DIR/npm.log" >&2; die "npm pack $pkg failed"; }
+  PACK_TGZ="$(ls "$PACK_DIR"/*.tgz 2>/dev/null | head -n1)"
+  [ -n "$PACK_TGZ" ] || die "npm pack $pkg produced no tarball"
+}
+
 # ---- ONNX Runtime -----------------------------------------------------------
 ort_ok() {
   [ -f "$ORT_DIR/include/onnxruntime_c_api.h" ] &&
@@ -107,18 +129,9 @@ ort_ok() {
 }
 
 if [ -z "${SWI_SKIP_ORT:-}" ] && ! ort_ok; then
-  if ! command -v npm >/dev/null 2>&1; then
-    [ -z "${SWI_SKIP_APT:-}" ] || die "npm is needed to fetch ONNX Runtime"
-    apt_install npm
-  fi
   say "fetching ONNX Runtime ($ORT_NPM_PACKAGE@$ORT_NPM_VERSION, ~150 MB)"
-  mkdir -p "$DEPS"
-  tmp="$(mktemp -d "$DEPS/tmp.XXXXXX")"
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "$ORT_NPM_PACKAGE@$ORT_NPM_VERSION" >/dev/null 2>npm.log) \
-    || { cat "$tmp/npm.log" >&2; die "npm pack $ORT_NPM_PACKAGE failed"; }
-  tgz="$(ls "$tmp"/*.tgz 2>/dev/null | head -n1)"
-  [ -n "$tgz" ] || die "npm pack produced no tarball"
+  npm_pack "$ORT_NPM_PACKAGE" "$ORT_NPM_VERSION" "ONNX Runtime"
+  tmp="$PACK_DIR" tgz="$PACK_TGZ"
   # The Linux x64 library, and the C headers (shipped inside the iOS framework;
   # the C API headers are platform independent).
   tar -xzf "$tgz" -C "$tmp" --wildcards 'package/Plugins/Linux/x64/*.so' \
@@ -149,18 +162,9 @@ niivue_ok() {
 }
 
 if [ -z "${SWI_SKIP_NIIVUE:-}" ] && ! niivue_ok; then
-  if ! command -v npm >/dev/null 2>&1; then
-    [ -z "${SWI_SKIP_APT:-}" ] || die "npm is needed to fetch NiiVue"
-    apt_install npm
-  fi
   say "fetching NiiVue ($NIIVUE_NPM_PACKAGE@$NIIVUE_NPM_VERSION, ~10 MB)"
-  mkdir -p "$DEPS"
-  ntmp="$(mktemp -d "$DEPS/tmp.XXXXXX")"
-  trap 'rm -rf "${tmp:-}" "$ntmp"' EXIT
-  (cd "$ntmp" && npm pack --silent "$NIIVUE_NPM_PACKAGE@$NIIVUE_NPM_VERSION" >/dev/null 2>npm.log) \
-    || { cat "$ntmp/npm.log" >&2; die "npm pack $NIIVUE_NPM_PACKAGE failed"; }
-  ntgz="$(ls "$ntmp"/*.tgz 2>/dev/null | head -n1)"
-  [ -n "$ntgz" ] || die "npm pack produced no tarball"
+  npm_pack "$NIIVUE_NPM_PACKAGE" "$NIIVUE_NPM_VERSION" "NiiVue"
+  ntmp="$PACK_DIR" ntgz="$PACK_TGZ"
   # The UMD build: one self-contained script (no module imports, no workers fetched) that
   # a page can inline and run from file:// with no network.
   tar -xzf "$ntgz" -C "$ntmp" package/dist/niivue.umd.js package/LICENSE 2>/dev/null ||
