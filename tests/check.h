@@ -8,6 +8,19 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* SANITIZED: 1 in AddressSanitizer/ThreadSanitizer/MemorySanitizer builds (gcc or clang),
+ * whose shadow memory rules out address-space limits (RLIMIT_AS). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 static int check_failures;
 static int check_count;
 
