@@ -43,7 +43,8 @@ setup(
     ext_modules=[
         Extension(
             "swi._swi",
-            sources=["src/_swimodule.c"],
+            sources=["src/_swimodule.c", "src/args.c", "src/callbacks.c", "src/engine.c", "src/result.c"],
+            depends=["src/swipy.h"],
             extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Wshadow", "-O2"],
             libraries=["m"],
             extra_link_args=["-pthread"],
