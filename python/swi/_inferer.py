@@ -7,8 +7,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._core import (_BLEND, _PAD, Floats, Memory, Order, Reduce, Sizes, _is_torch, _name, _parse_memory, _reduce_spec,
-                    _whole, sliding_window_inference, torch)
+from ._core import sliding_window_inference
+from ._setup import (_BLEND, _PAD, Floats, Memory, Order, Reduce, Sizes, _is_torch, _name, _parse_memory, _reduce_spec,
+                     _whole, torch)
 
 
 def _inferer_base() -> type:

@@ -31,7 +31,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from ._core import Floats, Memory, Sizes, run_part
+from ._core import run_part
+from ._setup import Floats, Memory, Sizes
 
 __all__ = ["segment", "part_boxes"]
 
