@@ -83,6 +83,59 @@ static void tile_shape(int tile, int tl[3]) {
     for (int a = 0; a < 3; a++) tl[a] = tile > 0 ? tile : 8;
 }
 
+/* Each tile's source box, what it waits for and the largest box; each block's count of the
+ * tiles reading it; each cell's count of the tiles touching it (cell_start[c + 1]). Returns
+ * the number of (cell, tile) entries. */
+static int64_t count_tiles(swi_resample_sink *s) {
+    int64_t entries = 0;
+    for (int64_t t = 0; t < s->ntiles; t++) {
+        int64_t lo[3], hi[3], *b = s->tbox + 6 * t;
+        rs__tile_out_box(s, t, lo, hi);
+        read_box(s->src, s->map, lo, hi, b, b + 3);
+        /* whole block rows along k: a tile copies block rows whole (kernels.c, sep_passes12), so it
+         * waits for every voxel they hold -- none is then being fed while it is copied */
+        b[2] = b[2] / BLK * BLK;
+        b[5] = ceil_div(b[5], BLK) * BLK < s->src[2] ? ceil_div(b[5], BLK) * BLK : s->src[2];
+        s->missing[t] = (b[3] - b[0]) * (b[4] - b[1]) * (b[5] - b[2]);
+        for (int a = 0; a < 3; a++)
+            if (b[3 + a] - b[a] > s->maxbox[a]) s->maxbox[a] = b[3 + a] - b[a];
+        for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
+            for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
+                for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++)
+                    s->refs[(x * s->nb[1] + y) * s->nb[2] + z]++;
+        for (int64_t x = b[0] / CELL; x <= (b[3] - 1) / CELL; x++)
+            for (int64_t y = b[1] / CELL; y <= (b[4] - 1) / CELL; y++)
+                for (int64_t z = b[2] / CELL; z <= (b[5] - 1) / CELL; z++) {
+                    s->cell_start[(x * s->ng[1] + y) * s->ng[2] + z + 1]++;
+                    entries++;
+                }
+    }
+    return entries;
+}
+
+/* The tiles touching each cell: cell_start made offsets, cell_tiles filled. -1 when memory
+ * ran out. */
+static int list_cells(swi_resample_sink *s, int64_t entries) {
+    for (int64_t c = 0; c < s->ncells; c++) s->cell_start[c + 1] += s->cell_start[c];
+    s->cell_tiles = malloc((size_t)(entries > 0 ? entries : 1) * sizeof *s->cell_tiles);
+    int64_t *fill = calloc((size_t)s->ncells, sizeof *fill);
+    if (!s->cell_tiles || !fill) {
+        free(fill);
+        return -1;
+    }
+    for (int64_t t = 0; t < s->ntiles; t++) {
+        const int64_t *b = s->tbox + 6 * t;
+        for (int64_t x = b[0] / CELL; x <= (b[3] - 1) / CELL; x++)
+            for (int64_t y = b[1] / CELL; y <= (b[4] - 1) / CELL; y++)
+                for (int64_t z = b[2] / CELL; z <= (b[5] - 1) / CELL; z++) {
+                    int64_t c = (x * s->ng[1] + y) * s->ng[2] + z;
+                    s->cell_tiles[s->cell_start[c] + fill[c]++] = t;
+                }
+    }
+    free(fill);
+    return 0;
+}
+
 swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
                                     const double map[3][4], int64_t channels, int tile, swi_sink_emit_fn emit,
                                     void *user, swi_resample_sink **out, char *err, size_t errlen) {
@@ -144,48 +197,12 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
         return SWI_ERR_NOMEM;
     }
     /* tiles: their boxes, what they wait for, the blocks they read, the cells they touch */
-    int64_t entries = 0;
-    for (int64_t t = 0; t < s->ntiles; t++) {
-        int64_t lo[3], hi[3], *b = s->tbox + 6 * t;
-        rs__tile_out_box(s, t, lo, hi);
-        read_box(s->src, s->map, lo, hi, b, b + 3);
-        /* whole block rows along k: a tile copies block rows whole (see sep_passes12), so it
-         * waits for every voxel they hold -- none is then being fed while it is copied */
-        b[2] = b[2] / BLK * BLK;
-        b[5] = ceil_div(b[5], BLK) * BLK < s->src[2] ? ceil_div(b[5], BLK) * BLK : s->src[2];
-        s->missing[t] = (b[3] - b[0]) * (b[4] - b[1]) * (b[5] - b[2]);
-        for (int a = 0; a < 3; a++)
-            if (b[3 + a] - b[a] > s->maxbox[a]) s->maxbox[a] = b[3 + a] - b[a];
-        for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
-            for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
-                for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++)
-                    s->refs[(x * s->nb[1] + y) * s->nb[2] + z]++;
-        for (int64_t x = b[0] / CELL; x <= (b[3] - 1) / CELL; x++)
-            for (int64_t y = b[1] / CELL; y <= (b[4] - 1) / CELL; y++)
-                for (int64_t z = b[2] / CELL; z <= (b[5] - 1) / CELL; z++) {
-                    s->cell_start[(x * s->ng[1] + y) * s->ng[2] + z + 1]++;
-                    entries++;
-                }
-    }
-    for (int64_t c = 0; c < s->ncells; c++) s->cell_start[c + 1] += s->cell_start[c];
-    s->cell_tiles = malloc((size_t)(entries > 0 ? entries : 1) * sizeof *s->cell_tiles);
-    int64_t *fill = calloc((size_t)s->ncells, sizeof *fill);
-    if (!s->cell_tiles || !fill) {
-        free(fill);
+    const int64_t entries = count_tiles(s);
+    if (list_cells(s, entries) != 0) {
         swi_resample_sink_free(s);
         rs__err(err, errlen, "out of memory for the resampling sink's index");
         return SWI_ERR_NOMEM;
     }
-    for (int64_t t = 0; t < s->ntiles; t++) {
-        const int64_t *b = s->tbox + 6 * t;
-        for (int64_t x = b[0] / CELL; x <= (b[3] - 1) / CELL; x++)
-            for (int64_t y = b[1] / CELL; y <= (b[4] - 1) / CELL; y++)
-                for (int64_t z = b[2] / CELL; z <= (b[5] - 1) / CELL; z++) {
-                    int64_t c = (x * s->ng[1] + y) * s->ng[2] + z;
-                    s->cell_tiles[s->cell_start[c] + fill[c]++] = t;
-                }
-    }
-    free(fill);
     s->fixed = sizeof *s + (size_t)s->ntiles * (8 * sizeof(int64_t) + 1) +
                (size_t)s->nblocks * (sizeof(float *) + sizeof(int32_t)) +
                ((size_t)s->ncells + 1 + (size_t)entries) * sizeof(int64_t);
