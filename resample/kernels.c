@@ -65,7 +65,7 @@ static inline float tap_value(const tap8 *p, int64_t d) {
  * rs__trilerp with the intermediate lerps shared between neighbours. The box's rows along the
  * last axis are copied from the blocks whole (BLK floats at a time), from the block edge
  * at or below the box. */
-/* GCC vector types: pass 1's permutes (see pass1) and the copies' bounds (copy_column) */
+/* GCC vector types: pass 1's permutes (see pass1) and the copies' bounds (rs__copy_column) */
 #define PERM_K 8
 #define PERM_ROW 16
 #if defined(__GNUC__) && !defined(__clang__)
