@@ -15,6 +15,7 @@
  *
  * The common call:
  *
+ *     // example:begin
  *     swi_params p;
  *     swi_params_init(&p, 3);                 // 3 spatial dims, MONAI defaults
  *     p.roi[0] = p.roi[1] = p.roi[2] = 96;
@@ -27,6 +28,7 @@
  *     if (swi_run(ctx, &p, &in, &net, &out, 1) != SWI_OK)
  *         fprintf(stderr, "%s\n", swi_last_error(ctx));
  *     swi_free(ctx);
+ *     // example:end
  *
  * Conventions
  *  - Tensors are float32, C order (last index fastest): inputs

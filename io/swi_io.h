@@ -5,16 +5,27 @@
  * format libraries (niftilib + zlib for NIfTI, libpng for previews) are optional at build
  * time: swi_io_available() says which are in.
  *
+ *     // example:begin
  *     swi_volume v;
  *     char err[512];
- *     if (swi_volume_open("ct.nii.gz", &v, err, sizeof err) != SWI_OK) { ... }
- *     float *x = malloc(swi_volume_voxels(&v) * sizeof *x);   // check it
- *     if (swi_volume_read(&v, x, NULL, err, sizeof err) != SWI_OK) { ... }
- *     // x is [size[0]][size[1]][size[2]], last index fastest: an swi_tensor as is
- *     ...
+ *     float *x = NULL;
+ *     if (swi_volume_open("ct.nii.gz", &v, err, sizeof err) != SWI_OK) goto fail;
+ *     x = malloc((size_t)swi_volume_voxels(&v) * sizeof *x);
+ *     if (!x) { snprintf(err, sizeof err, "out of memory"); goto fail; }
+ *     if (swi_volume_read(&v, x, NULL, err, sizeof err) != SWI_OK) goto fail;
+ *     // x is [size[0]][size[1]][size[2]], last index fastest: an swi_tensor as is;
+ *     // the network's labels (uint8, `classes` of them) are written with v's geometry
  *     int fd = open("labels.nii.gz", O_WRONLY | O_CREAT | O_TRUNC, 0666);
- *     swi_volume_write_fd(fd, "labels.nii.gz", &v, labels, SWI_DTYPE_UINT8, SWI_IO_LABELS,
- *                         1, classes, NULL, err, sizeof err);
+ *     if (swi_volume_write_fd(fd, "labels.nii.gz", &v, labels, SWI_DTYPE_UINT8, SWI_IO_LABELS, 1, classes,
+ *                             NULL, err, sizeof err) != SWI_OK)
+ *         goto fail;
+ *     free(x);
+ *     return 0;
+ * fail:
+ *     fprintf(stderr, "%s\n", err);
+ *     free(x);
+ *     return 1;
+ *     // example:end
  *
  * Formats are chosen by file name (swi_io_format_of): ".nii" and ".nii.gz" are NIfTI-1/-2
  * (read: any scalar type, either byte order, gzip whatever the name says; 3-D, or 4-D

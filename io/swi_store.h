@@ -28,11 +28,21 @@
  * makes a store the swi_reader of an swi_tensor, so the engine reads only the windows it
  * needs; a small cache of decoded chunks serves the overlap of neighbouring windows.
  *
+ *     // example:begin
+ *     char err[512];
  *     swi_store *s;
- *     if (swi_store_open("ct.zarr", &s, err, sizeof err) != SWI_OK) { ... }
+ *     if (swi_store_open("ct.zarr", &s, err, sizeof err) != SWI_OK) {
+ *         fprintf(stderr, "%s\n", err);
+ *         return 1;
+ *     }
  *     swi_reader rd = swi_store_reader(s);
  *     swi_tensor in = { .batch = 1, .channels = 1, .dims = 3, .reader = &rd };
  *     swi_store_size(s, in.size);
+ *     int failed = swi_run(ctx, &params, &in, &net, outputs, n_outputs) != SWI_OK;
+ *     if (failed) fprintf(stderr, "%s\n", swi_last_error(ctx));
+ *     swi_store_close(s); // after the run: rd reads from s
+ *     return failed;
+ *     // example:end
  *
  * Writing: swi_store_create, then swi_store_on_region as the on_region callback of an
  * swi_output (user = the writer), then swi_store_commit. Regions are gathered into slabs: layers

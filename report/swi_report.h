@@ -9,13 +9,20 @@
  * system with no network: the viewer and both volumes (gzip-compressed NIfTI, base64) are
  * in the page.
  *
+ *     // example:begin
  *     swi_report_page p = {0};
  *     p.title = "case-001";
- *     memcpy(p.size, v.size, sizeof p.size);
+ *     memcpy(p.size, v.size, sizeof p.size); // v: the swi_volume the labels were made for
  *     memcpy(p.affine, v.affine, sizeof p.affine);
  *     p.labels = labels;  p.label_bytes = 1;  p.image = image;
+ *     char err[512];
  *     int fd = open("seg.html", O_WRONLY | O_CREAT | O_TRUNC, 0666);
- *     if (swi_report_write_fd(fd, "seg.html", &p, err, sizeof err) != SWI_OK) { ... }
+ *     if (swi_report_write_fd(fd, "seg.html", &p, err, sizeof err) != SWI_OK) {
+ *         fprintf(stderr, "%s\n", err);
+ *         return 1;
+ *     }
+ *     return 0;
+ *     // example:end
  *
  * Volumes larger than SWI_REPORT_PREVIEW_MAX voxels along an axis are shown at a reduced
  * resolution (labels sampled at each block's centre, the image averaged over the block);

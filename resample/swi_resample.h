@@ -5,15 +5,25 @@
  *
  * Link swi_resample (CMake: swi::resample). A client of swi.h only (libm, no I/O).
  *
+ *     // example:begin
  *     swi_orientation o;
  *     char err[256];
- *     if (swi_orientation_make(affine, size, "RAS", &o, err, sizeof err) != SWI_OK) { ... }
- *     // voxel (i, j, k) of the input is voxel swi_orient_index(&o, i, j, k) of the RAS grid;
- *     // o.size and o.affine describe that grid.
+ *     if (swi_orientation_make(affine, size, "RAS", &o, err, sizeof err) != SWI_OK) goto fail;
+ *     // input voxel (i, j, k) is voxel y of the RAS grid; o.size and o.affine describe that grid
+ *     int64_t y[3];
+ *     swi_orient_point(&o, (int64_t[3]){ i, j, k }, y);
+ *     swi_orient_copy(&o, image, ras, sizeof(float), 1, 0); // image [size] -> ras [o.size]
  *
  *     swi_spacing_grid g;
- *     swi_spacing_grid_make(o.affine, o.size, (double[3]){ 1.5, 1.5, 1.5 }, &g, err, sizeof err);
- *     swi_resample_trilinear(src, o.size, dst, g.size, g.to_src, 1, 0, g.size[0]);
+ *     const double mm[3] = { 1.5, 1.5, 1.5 };
+ *     if (swi_spacing_grid_make(o.affine, o.size, mm, &g, err, sizeof err) != SWI_OK) goto fail;
+ *     // dst [g.size]: every row in one call here (threads may take a band of rows each)
+ *     swi_resample_trilinear(ras, o.size, dst, g.size, g.to_src, 1, 0, g.size[0]);
+ *     return 0;
+ * fail:
+ *     fprintf(stderr, "%s\n", err);
+ *     return 1;
+ *     // example:end
  *
  * Geometry follows MONAI 1.4 (monai/data/utils.py, monai/transforms/spatial) and nibabel:
  *  - orientation: the input's axis codes are nibabel's io_orientation of the affine (the

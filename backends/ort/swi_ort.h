@@ -4,19 +4,31 @@
  * Link swi_ort (CMake: swi::ort; pkg-config: swi-ort). It needs libswi and ONNX Runtime's
  * shared library (libonnxruntime.so.1), nothing else; this header includes only swi.h.
  *
+ *     // example:begin
  *     swi_ort_options opt;
  *     swi_ort_options_init(&opt);                  // all cores, CPU, full optimisation
- *     swi_ort_model *m;
+ *     swi_ort_model *m = NULL;
  *     char err[512];
- *     if (swi_ort_open("unet.onnx", &opt, &m, err, sizeof err) != SWI_OK) { ... }
+ *     if (swi_ort_open("unet.onnx", &opt, &m, err, sizeof err) != SWI_OK) goto fail;
  *     swi_ort_window w;
- *     swi_ort_window_init(&w, 1);                 // 1 input channel, the model's window
+ *     swi_ort_window_init(&w, 1);                  // 1 input channel, the model's window
  *     swi_head_spec head;
- *     if (swi_ort_prepare(m, &w, &head, err, sizeof err) != SWI_OK) { ... }
- *     // params.roi = w.roi; params.n_heads = 1; params.heads[0] = head;
+ *     if (swi_ort_prepare(m, &w, &head, err, sizeof err) != SWI_OK) goto fail;
+ *     for (int d = 0; d < 3; d++) params.roi[d] = w.roi[d]; // params.dims == 3
+ *     params.n_heads = 1;
+ *     params.heads[0] = head;
  *     swi_predictor net = swi_ort_predictor(m);
- *     swi_run(ctx, &params, &input, &net, outputs, n_outputs);
+ *     if (swi_run(ctx, &params, &input, &net, outputs, n_outputs) != SWI_OK) {
+ *         snprintf(err, sizeof err, "%s", swi_last_error(ctx));
+ *         goto fail;
+ *     }
  *     swi_ort_close(m);
+ *     return 0;
+ * fail:
+ *     fprintf(stderr, "%s\n", err);
+ *     swi_ort_close(m);
+ *     return 1;
+ *     // example:end
  *
  * The model. Exactly one input, float32 of rank 5 [batch, channels, i, j, k]; the output
  * used (swi_ort_window.output, default the first) float32 of rank 5
