@@ -1,6 +1,6 @@
 /* export.c -- `swi export`: the command, step by step. The parts: export_args.c (options),
  * export_inspect.c (the network), export_layout.c (the window layout, from libswi),
- * export_graph.c and export_windows.c (the pipeline graph), onnx_io.c (protobuf-c). */
+ * export_graph.c and export_windows.c (the pipeline graph), onnx/onnx_io.c (protobuf-c). */
 #include "swi_export.h"
 
 #include "export_internal.h"

@@ -7,5 +7,4 @@ set(SWI_EXPORT_SOURCES
   export_layout.c   # the window layout, from libswi's public layout functions
   export_graph.c    # the pipeline graph: sizes, padding, crop, normalise, argmax, model
   export_windows.c  # the window loops and the inlined network
-  export_ops.c      # small graph helpers
-  onnx_io.c)        # arena, protobuf-c reading/writing, graph builder
+  export_ops.c)     # small graph helpers

@@ -1,5 +1,5 @@
 /*
- * fuzz_onnx_export.c -- the ONNX graph reader of `swi export` (export/onnx_io.c
+ * fuzz_onnx_export.c -- the ONNX graph reader of `swi export` (onnx/onnx_io.c
  * onnx_load, export/export_inspect.c export_inspect_network and what follows), through
  * its one entry point, swi_cmd_export.
  *

@@ -1,6 +1,7 @@
 /*
- * onnx_io.h -- private helpers of `swi export`: an arena allocator, reading and
- * writing ModelProto with protobuf-c, and a small graph builder.
+ * onnx_io.h -- ONNX models in memory for swi export and swi_ort's rewrites (not
+ * installed): an arena allocator, reading and writing ModelProto with protobuf-c, and a
+ * small graph builder.
  *
  * Everything (the unpacked network and every message we build) lives in one
  * arena, so messages may freely share sub-messages and strings and are all
@@ -8,8 +9,8 @@
  * handler installed in the arena (see arena_init), so builder code needs no
  * NULL checks.
  */
-#ifndef SWI_EXPORT_ONNX_IO_H
-#define SWI_EXPORT_ONNX_IO_H
+#ifndef SWI_ONNX_IO_H
+#define SWI_ONNX_IO_H
 
 #include <setjmp.h>
 #include <stddef.h>
@@ -18,7 +19,7 @@
 #include "onnx.pb-c.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "swi export writes ONNX raw_data (little-endian) straight from memory: little-endian hosts only"
+#error "onnx_io reads and writes ONNX raw_data (little-endian) straight from memory: little-endian hosts only"
 #endif
 
 /* ONNX TensorProto.DataType values used here. */
