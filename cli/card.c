@@ -1,4 +1,5 @@
-/* card.c -- see card.h. JSON by jansson (optional: SWI_HAVE_JANSSON). */
+/* card.c -- see card.h. JSON by jansson (optional: SWI_HAVE_JANSSON); the model's
+ * metadata_props through swi_onnx (optional: SWI_HAVE_ONNX_METADATA). */
 #include "card.h"
 
 #include "swi_io.h"
@@ -6,7 +7,6 @@
 #include "util.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,53 +64,31 @@ static int read_small_file(const char *path, char **text, int *found, char *err)
     return 0;
 }
 
-static int read_varint(FILE *f, uint64_t *v) {
-    *v = 0;
-    for (int s = 0; s < 64; s += 7) {
-        int c = fgetc(f);
-        if (c == EOF) return -1;
-        *v |= (uint64_t)(c & 0x7f) << s;
-        if (!(c & 0x80)) return 0;
-    }
-    return -1;
-}
+#ifdef SWI_HAVE_ONNX_METADATA
+#include "onnx_metadata.h"
 
-/* One StringStringEntryProto {key = 1, value = 2}: the value when the key is ours. */
-static int metadata_entry(const unsigned char *p, size_t n, char **value) {
-    const unsigned char *key = NULL, *val = NULL;
-    size_t klen = 0, vlen = 0, i = 0;
-    while (i < n) {
-        uint64_t tag = 0, len = 0;
-        for (int s = 0; i < n && s < 64; s += 7) {
-            tag |= (uint64_t)(p[i] & 0x7f) << s;
-            if (!(p[i++] & 0x80)) break;
-        }
-        if ((tag & 7) != 2) return -1;
-        for (int s = 0; i < n && s < 64; s += 7) {
-            len |= (uint64_t)(p[i] & 0x7f) << s;
-            if (!(p[i++] & 0x80)) break;
-        }
-        if (len > n - i) return -1;
-        if ((tag >> 3) == 1) {
-            key = p + i;
-            klen = (size_t)len;
-        } else if ((tag >> 3) == 2) {
-            val = p + i;
-            vlen = (size_t)len;
-        }
-        i += (size_t)len;
-    }
-    if (!key || klen != strlen(CARD_KEY) || memcmp(key, CARD_KEY, klen) != 0 || !val) return 0;
-    *value = malloc(vlen + 1);
-    if (!*value) return -1;
-    memcpy(*value, val, vlen);
-    (*value)[vlen] = '\0';
-    return 1;
-}
-
-/* The "swi.card" entry of the ONNX ModelProto's metadata_props (field 14), found by
- * walking the top-level fields and skipping the rest (the graph) unread. */
+/* The "swi.card" entry of the model's metadata_props (swi_onnx). A model that cannot be
+ * read or parsed has no card here: its own errors come when it is opened; a value above
+ * the card's limit is no card either. */
 static int onnx_card(const char *model, char **text, int *found, char *err) {
+    (void)err;
+    char why[SWI_ERRLEN];
+    char *value = NULL;
+    *found = 0;
+    if (ox_read_metadata(model, CARD_KEY, &value, why, sizeof why) != 1) return 0;
+    if (strlen(value) > CARD_MAX_BYTES) {
+        free(value);
+        return 0;
+    }
+    *text = value;
+    *found = 1;
+    return 0;
+}
+#else
+/* Without protobuf-c the metadata is not parsed: a model whose bytes name the key is
+ * refused rather than run without its card. */
+static int onnx_card(const char *model, char **text, int *found, char *err) {
+    (void)text;
     *found = 0;
     int fd = swi_io_open_regular(model, NULL, NULL, 0);
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
@@ -118,44 +96,27 @@ static int onnx_card(const char *model, char **text, int *found, char *err) {
         if (fd >= 0) close(fd);
         return 0;
     }
-    int rc = 0;
-    for (;;) {
-        uint64_t tag, len;
-        if (read_varint(f, &tag) != 0) break;
-        unsigned wire = (unsigned)(tag & 7);
-        if (wire == 0) {
-            if (read_varint(f, &len) != 0) break;
-            continue;
-        }
-        if (wire == 1 || wire == 5) {
-            if (fseek(f, wire == 1 ? 8 : 4, SEEK_CUR) != 0) break;
-            continue;
-        }
-        if (wire != 2 || read_varint(f, &len) != 0 || len > (uint64_t)LONG_MAX) break;
-        if ((tag >> 3) != 14 || len > CARD_MAX_BYTES + 64) {
-            if (fseek(f, (long)len, SEEK_CUR) != 0) break;
-            continue;
-        }
-        unsigned char *buf = malloc((size_t)len + 1);
-        if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
-            free(buf);
-            break;
-        }
-        int got = metadata_entry(buf, (size_t)len, text);
-        free(buf);
-        if (got < 0) {
-            cli_err(err, "%s: metadata_props: a corrupt entry", model);
-            rc = 1;
-            break;
-        }
-        if (got == 1) {
-            *found = 1;
-            break;
-        }
+    const size_t klen = strlen(CARD_KEY);
+    char buf[1 << 16];
+    size_t kept = 0, n;
+    int named = 0;
+    while (!named && (n = fread(buf + kept, 1, sizeof buf - kept, f)) > 0) {
+        size_t have = kept + n;
+        named = memmem(buf, have, CARD_KEY, klen) != NULL;
+        kept = have < klen - 1 ? have : klen - 1; /* the tail: a key across two reads */
+        memmove(buf, buf + have - kept, kept);
     }
     fclose(f);
-    return rc;
+    if (!named) return 0;
+    cli_err(err,
+            "%s: the model may hold a card in its metadata_props (" CARD_KEY
+            "), which this swi cannot read: it was built without protobuf-c (install "
+            "libprotobuf-c-dev protobuf-c-compiler libonnx-dev and rebuild), or put the card "
+            "beside the model as a .json file",
+            model);
+    return 1;
 }
+#endif
 
 #ifdef SWI_HAVE_JANSSON
 #include <jansson.h>
