@@ -18,6 +18,7 @@
 #include "samefile.h"
 #include "swi.h"
 #include "util.h"
+#include "window_opts.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -225,13 +226,18 @@ int swi_cmd_bench(int argc, char **argv) {
     /* the process before the run: code and data of swi and its libraries, counted beside
      * the plan when planned and measured peaks are compared */
     const size_t base_rss = cli_peak_rss();
-    int64_t shape[3] = {0}, roi[3] = {0}, order[3] = {-1, -1, -1};
-    int dims = 0, n_roi = 0, n_order = 0;
-    int64_t classes = 0, sw = 1, threads = 0;
-    double overlap = 0.25;
+    int64_t shape[3] = {0}, order[3] = {-1, -1, -1};
+    int dims = 0, n_order = 0;
+    int64_t classes = 0, threads = 0;
+    cli_window win; /* --roi, --overlap, --mode, --sw-batch */
+    cli_window_init(&win);
+    win.axes = 0; /* one per dim of --shape, checked once it is known */
+    win.roi_negative = 1;
+    win.overlap_one = 1;
+    win.sw_batch_max = 4096;
     double in_spacing[3] = {0}, spacing[3] = {0};
     int n_in_spacing = 0, n_spacing = 0;
-    int gaussian = 0, scores = 0, pipeline = -1, floor_on = 1;
+    int scores = 0, pipeline = -1, floor_on = 1;
     bench_net_kind kind = BENCH_NET_LINEAR;
     size_t max_memory = 0;
     static const struct option opts[] = {{"shape", required_argument, 0, 's'},
@@ -274,21 +280,13 @@ int swi_cmd_bench(int argc, char **argv) {
             if (cli_parse_i64(optarg, 1, 65536, &classes)) return usage_error("--classes takes 1..65536");
             break;
         case 'r':
-            n_roi = cli_parse_i64_list(optarg, roi, 3);
-            if (n_roi < 1) return usage_error("--roi takes one size or one per dim, e.g. 128 or 96,96,64");
-            break;
         case 'o':
-            if (cli_parse_double(optarg, &overlap) || !(overlap >= 0 && overlap < 1))
-                return usage_error("--overlap takes a number in [0, 1)");
-            break;
         case 'm':
-            if (!strcmp(optarg, "gaussian"))
-                gaussian = 1;
-            else if (!strcmp(optarg, "constant"))
-                gaussian = 0;
-            else
-                return usage_error("--mode takes constant or gaussian");
+        case 'b': {
+            const char *flag = ch == 'r' ? "roi" : ch == 'o' ? "overlap" : ch == 'm' ? "mode" : "sw-batch";
+            if (cli_window_option(&win, flag, optarg, msg, sizeof msg) < 0) return usage_error(msg);
             break;
+        }
         case 'O':
             if (!strcmp(optarg, "scores"))
                 scores = 1;
@@ -296,9 +294,6 @@ int swi_cmd_bench(int argc, char **argv) {
                 scores = 0;
             else
                 return usage_error("--output takes argmax or scores");
-            break;
-        case 'b':
-            if (cli_parse_i64(optarg, 1, 4096, &sw)) return usage_error("--sw-batch takes 1..4096");
             break;
         case 't':
             if (cli_parse_i64(optarg, 0, 1024, &threads)) return usage_error("--threads takes 0..1024");
@@ -368,7 +363,7 @@ int swi_cmd_bench(int argc, char **argv) {
             return usage_error("--predictor atlas makes its own volume: leave --input out");
         dims = 3;
     }
-    if (!dims || !classes || !n_roi)
+    if (!dims || !classes || !win.n_roi)
         return usage_error("--shape (or --input), --classes and --roi are required");
     if (bio.sharded && !bio.output) return usage_error("--shard needs --output-file (the shared store)");
     if (bio.output && !cli_is_store(bio.output))
@@ -384,7 +379,8 @@ int swi_cmd_bench(int argc, char **argv) {
     if (bench_io_refuse_launcher()) return 1;
     if (bench_io_mpi(&bio, msg, sizeof msg)) return usage_error(msg);
     if (bench_io_grid(&bio, msg, sizeof msg)) return usage_error(msg);
-    if (n_roi != 1 && n_roi != dims) return usage_error("--roi needs one value or one per dim of --shape");
+    if (win.n_roi != 1 && win.n_roi != dims)
+        return usage_error("--roi needs one value or one per dim of --shape");
     if (n_order && n_order != dims) return usage_error("--order needs one axis per dim of --shape");
     if (n_in_spacing != n_spacing) return usage_error("--input-spacing and --spacing go together");
     if (n_spacing && (dims != 3 || scores))
@@ -414,14 +410,14 @@ int swi_cmd_bench(int argc, char **argv) {
     swi_params p;
     swi_params_init(&p, dims);
     for (int k = 0; k < dims; k++) {
-        p.roi[k] = n_roi == 1 ? roi[0] : roi[k];
-        p.overlap[k] = overlap;
+        p.roi[k] = win.roi[k];
+        p.overlap[k] = win.overlap[0];
         if (n_order) p.order[k] = (int)order[k];
     }
     if (n_order) p.order_mode = SWI_ORDER_FIXED;
 
-    p.mode = gaussian ? SWI_BLEND_GAUSSIAN : SWI_BLEND_CONSTANT;
-    p.sw_batch_size = (int)sw;
+    p.mode = win.mode;
+    p.sw_batch_size = win.sw_batch;
     p.threads = (int)threads;
     p.max_memory = max_memory;
     p.pipeline = pipeline < 0 ? SWI_PIPELINE_AUTO : pipeline ? SWI_PIPELINE_ON : SWI_PIPELINE_OFF;
@@ -490,8 +486,8 @@ int swi_cmd_bench(int argc, char **argv) {
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)shape[k]);
     printf("  roi");
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)plan.roi[k]);
-    printf("  classes %lld  overlap %g  %s\n", (long long)classes, overlap,
-           gaussian ? "gaussian" : "constant");
+    printf("  classes %lld  overlap %g  %s\n", (long long)classes, win.overlap[0],
+           win.mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant");
     printf("plan: windows");
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)plan.windows_per_axis[k]);
     printf(" = %lld, predictor calls %lld (sw-batch %d), order", (long long)plan.windows_total,

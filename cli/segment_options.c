@@ -10,6 +10,7 @@
 #include "stores.h"
 #include "swi_resample.h"
 #include "util.h"
+#include "window_opts.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -236,15 +237,28 @@ static const char PLAN_HELP[] =
     "--scores counts the full-scores output in the memory.\n"
     "Exit status: 0 done, 1 error, 2 usage error.\n";
 
+/* The window flags' values into o, and which of them were given (a card yields to those). */
+static void take_window(seg_opts *o, const cli_window *w) {
+    memcpy(o->roi, w->roi, sizeof o->roi);
+    o->roi_given = (w->given & CLI_WINDOW_ROI) != 0;
+    memcpy(o->overlap, w->overlap, sizeof o->overlap);
+    memcpy(o->sigma_scale, w->sigma_scale, sizeof o->sigma_scale);
+    o->mode = w->mode;
+    o->padding = w->padding;
+    o->cval = (float)w->cval;
+    o->sw_batch = w->sw_batch;
+    o->given |= (w->given & CLI_WINDOW_OVERLAP ? SEG_GIVEN_OVERLAP : 0u) |
+                (w->given & CLI_WINDOW_SIGMA ? SEG_GIVEN_SIGMA : 0u) |
+                (w->given & CLI_WINDOW_MODE ? SEG_GIVEN_MODE : 0u) |
+                (w->given & CLI_WINDOW_PADDING ? SEG_GIVEN_PADDING : 0u) |
+                (w->given & CLI_WINDOW_CVAL ? SEG_GIVEN_CVAL : 0u);
+}
+
 void seg_opts_init(seg_opts *o) {
     memset(o, 0, sizeof *o);
-    for (int a = 0; a < 3; a++) {
-        o->overlap[a] = 0.25;
-        o->sigma_scale[a] = 0.125;
-    }
-    o->mode = SWI_BLEND_CONSTANT;
-    o->padding = SWI_PAD_CONSTANT;
-    o->sw_batch = 1;
+    cli_window w; /* the library's defaults */
+    cli_window_init(&w);
+    take_window(o, &w);
 }
 
 enum {
@@ -374,10 +388,12 @@ static int load_card(const char *who, seg_opts *o) {
 int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
     const char *who = plan ? "swi plan" : "swi segment";
     seg_opts_init(o);
+    cli_window window;
+    cli_window_init(&window);
     opterr = 0;
     optind = 0; /* full re-initialisation (GNU): seg_parse may run more than once */
-    int c;
-    while ((c = getopt_long(argc, argv, ":qh", LONG_OPTS, NULL)) != -1) {
+    int c, li = 0;
+    while ((c = getopt_long(argc, argv, ":qh", LONG_OPTS, &li)) != -1) {
         const char *arg = optarg;
         switch (c) {
         case 'h': fputs(plan ? PLAN_HELP : SEGMENT_HELP, stdout); return -1;
@@ -413,69 +429,19 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         case OPT_PREVIEW: o->preview = arg; break;
         case OPT_REPORT: o->report = arg; break;
         case OPT_REPORT_DIR: o->report_dir = arg; break;
-        case OPT_ROI: {
-            int64_t v[3];
-            int n = cli_parse_i64_list(arg, v, 3);
-            if (n == 1) v[1] = v[2] = v[0];
-            if ((n != 1 && n != 3) || v[0] < 0 || v[1] < 0 || v[2] < 0)
-                return usage(who, "--roi '%s': give one size or three (I,J,K), each >= 0", arg, NULL);
-            memcpy(o->roi, v, sizeof v);
-            o->roi_given = 1;
+        case OPT_ROI:
+        case OPT_OVERLAP:
+        case OPT_MODE:
+        case OPT_SIGMA:
+        case OPT_PADDING:
+        case OPT_CVAL:
+        case OPT_SWBATCH: {
+            char msg[SWI_ERRLEN];
+            if (cli_window_option(&window, LONG_OPTS[li].name, arg, msg, sizeof msg) < 0)
+                return usage(who, "%s", msg, NULL);
             break;
         }
         case OPT_NO_CARD: o->no_card = 1; break;
-        case OPT_OVERLAP:
-            o->given |= SEG_GIVEN_OVERLAP;
-            if (three_doubles(arg, o->overlap) || o->overlap[0] < 0 || o->overlap[0] >= 1 ||
-                o->overlap[1] < 0 || o->overlap[1] >= 1 || o->overlap[2] < 0 || o->overlap[2] >= 1)
-                return usage(who, "--overlap '%s': give one fraction or three, each in [0, 1)", arg, NULL);
-            break;
-        case OPT_MODE:
-            o->given |= SEG_GIVEN_MODE;
-            if (strcmp(arg, "constant") == 0)
-                o->mode = SWI_BLEND_CONSTANT;
-            else if (strcmp(arg, "gaussian") == 0)
-                o->mode = SWI_BLEND_GAUSSIAN;
-            else
-                return usage(who, "--mode '%s': use constant or gaussian", arg, NULL);
-            break;
-        case OPT_SIGMA:
-            o->given |= SEG_GIVEN_SIGMA;
-            if (three_doubles(arg, o->sigma_scale) || !(o->sigma_scale[0] > 0) || !(o->sigma_scale[1] > 0) ||
-                !(o->sigma_scale[2] > 0))
-                return usage(who, "--sigma-scale '%s': give one value or three, each > 0", arg, NULL);
-            break;
-        case OPT_PADDING:
-            o->given |= SEG_GIVEN_PADDING;
-            if (strcmp(arg, "constant") == 0)
-                o->padding = SWI_PAD_CONSTANT;
-            else if (strcmp(arg, "reflect") == 0)
-                o->padding = SWI_PAD_REFLECT;
-            else if (strcmp(arg, "replicate") == 0)
-                o->padding = SWI_PAD_REPLICATE;
-            else if (strcmp(arg, "circular") == 0)
-                o->padding = SWI_PAD_CIRCULAR;
-            else
-                return usage(who,
-                             "--padding-mode '%s': use constant, reflect, replicate or "
-                             "circular",
-                             arg, NULL);
-            break;
-        case OPT_CVAL: {
-            o->given |= SEG_GIVEN_CVAL;
-            double v;
-            if (cli_parse_double(arg, &v) || fabs(v) > 3.4e38)
-                return usage(who, "--cval '%s': not a number", arg, NULL);
-            o->cval = (float)v;
-            break;
-        }
-        case OPT_SWBATCH: {
-            int64_t v;
-            if (cli_parse_i64(arg, 1, 65536, &v))
-                return usage(who, "--sw-batch '%s': give a whole number from 1 to 65536", arg, NULL);
-            o->sw_batch = (int)v;
-            break;
-        }
         case OPT_THREADS: {
             int64_t v;
             if (cli_parse_i64(arg, 0, 1024, &v))
@@ -577,6 +543,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         }
     }
     if (optind < argc) return usage(who, "unexpected argument '%s'", argv[optind], NULL);
+    take_window(o, &window);
     if (!o->model) return usage(who, "--model is required", NULL, NULL);
     if (plan && (o->report || o->report_dir)) return usage(who, "--report is for swi segment", NULL, NULL);
     if (o->input_dir || o->output_dir || o->output_format || o->part_count) {

@@ -65,8 +65,9 @@ static void print_summary(const export_job *job, size_t bytes) {
            o->unroll            ? ", unrolled (one network call)"
            : job->net.per_image ? ", one image per network call"
                                 : "",
-           roi, export_mode_name(o->mode), export_pad_names[o->pad_mode], ox_type_name(job->net.in_type),
-           ox_type_name(job->net.out_type), o->argmax ? " + uint8 labels" : "");
+           roi, export_mode_name(o->window.mode), export_pad_names[o->window.padding],
+           ox_type_name(job->net.in_type), ox_type_name(job->net.out_type),
+           o->argmax ? " + uint8 labels" : "");
 }
 
 /* Everything after the options: 0 or -1 (job->err). */

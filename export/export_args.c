@@ -1,9 +1,9 @@
 /* export_args.c -- the options of `swi export` (getopt_long, as the rest of swi). */
 #include "export_internal.h"
+#include "util.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,111 +113,16 @@ static void usage(FILE *f, const char *prog) {
             prog, prog, prog, prog, prog, prog);
 }
 
-/* "a[,b[,c]]": the start of each value to `one`, which parses it into item k and returns
- * where it ended (p itself when it is no number). At most EXPORT_MAXD values. 0 or -1. */
-static int parse_list(const char *s, int *n, const char *(*one)(const char *p, void *out, int k), void *out) {
-    int k = 0;
-    const char *p = s;
-    while (*p) {
-        if (k == EXPORT_MAXD) return -1;
-        errno = 0;
-        const char *end = one(p, out, k);
-        if (end == p || errno) return -1;
-        k++;
-        p = end;
-        if (*p == ',') {
-            p++;
-            if (!*p) return -1;
-        } else if (*p) {
-            return -1;
-        }
-    }
-    if (k == 0) return -1;
-    *n = k;
-    return 0;
-}
-
-static const char *one_i64(const char *p, void *out, int k) {
-    char *end;
-    ((int64_t *)out)[k] = strtoll(p, &end, 10);
-    return end;
-}
-
-static const char *one_f64(const char *p, void *out, int k) {
-    char *end;
-    ((double *)out)[k] = strtod(p, &end);
-    return end;
-}
-
-static int parse_list_i64(const char *s, int64_t *out, int *n) { return parse_list(s, n, one_i64, out); }
-static int parse_list_f64(const char *s, double *out, int *n) { return parse_list(s, n, one_f64, out); }
-
 static int set_size(export_job *job, const char *val) {
     export_options *o = &job->opt;
-    if (parse_list_i64(val, o->size, &o->n_size))
+    int n = cli_parse_i64_list(val, o->size, EXPORT_MAXD);
+    if (n < 1)
         return export_fail(job, 2, "--size '%s': expected 1 to 3 comma-separated integers, e.g. 96,96,64",
                            val);
+    o->n_size = n;
     for (int k = 0; k < o->n_size; k++)
         if (o->size[k] < 1 || o->size[k] > SWI_MAX_AXIS)
             return export_fail(job, 2, "--size '%s': sizes must be in 1..2^31", val);
-    return 0;
-}
-
-static int set_roi(export_job *job, const char *val) {
-    export_options *o = &job->opt;
-    if (parse_list_i64(val, o->roi, &o->n_roi))
-        return export_fail(job, 2, "--roi '%s': expected 1 to 3 comma-separated integers, e.g. 96,96,96",
-                           val);
-    for (int k = 0; k < o->n_roi; k++)
-        if (o->roi[k] > SWI_MAX_AXIS) return export_fail(job, 2, "--roi '%s': too large", val);
-    return 0;
-}
-
-static int set_overlap(export_job *job, const char *val) {
-    export_options *o = &job->opt;
-    if (parse_list_f64(val, o->overlap, &o->n_overlap))
-        return export_fail(job, 2, "--overlap '%s': expected 1 to 3 comma-separated numbers", val);
-    for (int k = 0; k < o->n_overlap; k++)
-        if (!(o->overlap[k] >= 0.0 && o->overlap[k] < 1.0))
-            return export_fail(job, 2, "--overlap '%s': each value must be in [0, 1)", val);
-    return 0;
-}
-
-static int set_sigma(export_job *job, const char *val) {
-    export_options *o = &job->opt;
-    if (parse_list_f64(val, o->sigma, &o->n_sigma))
-        return export_fail(job, 2, "--sigma-scale '%s': expected 1 to 3 comma-separated numbers", val);
-    for (int k = 0; k < o->n_sigma; k++)
-        if (!(o->sigma[k] > 0.0) || !isfinite(o->sigma[k]))
-            return export_fail(job, 2, "--sigma-scale '%s': each value must be finite and > 0", val);
-    return 0;
-}
-
-static int set_mode(export_job *job, const char *val) {
-    if (!strcmp(val, "constant"))
-        job->opt.mode = SWI_BLEND_CONSTANT;
-    else if (!strcmp(val, "gaussian"))
-        job->opt.mode = SWI_BLEND_GAUSSIAN;
-    else
-        return export_fail(job, 2, "--mode '%s': expected constant or gaussian", val);
-    return 0;
-}
-
-static int set_padding(export_job *job, const char *val) {
-    for (int m = 0; m < 4; m++)
-        if (!strcmp(val, export_pad_names[m])) {
-            job->opt.pad_mode = (swi_pad)m;
-            return 0;
-        }
-    return export_fail(job, 2, "--padding-mode '%s': expected constant, reflect, replicate or circular", val);
-}
-
-static int set_cval(export_job *job, const char *val) {
-    char *end;
-    errno = 0;
-    job->opt.cval = strtod(val, &end);
-    if (end == val || *end || errno || !isfinite(job->opt.cval))
-        return export_fail(job, 2, "--cval '%s': expected a finite number", val);
     return 0;
 }
 
@@ -225,6 +130,15 @@ static const char *long_name(int val) {
     for (const struct option *lo = LONG_OPTS; lo->name; lo++)
         if (lo->val == val) return lo->name;
     return "?";
+}
+
+/* --roi, --overlap, --mode, --sigma-scale, --padding-mode, --cval: swi segment's parser,
+ * with the list lengths matched to the network's dims later (export_layout.c). */
+static int set_window(export_job *job, int c, const char *val) {
+    char msg[sizeof job->err];
+    if (cli_window_option(&job->opt.window, long_name(c), val, msg, sizeof msg) < 0)
+        return export_fail(job, 2, "%s", msg);
+    return 0;
 }
 
 /* getopt_long's complaint about argv[optind - 1] as our message. */
@@ -246,12 +160,12 @@ static int apply_option(export_job *job, int c, const char *val, char **argv) {
     case OPT_OUTPUT: o->output = val; return 0;
     case OPT_HEAD: o->head = val; return 0;
     case OPT_SIZE: return set_size(job, val);
-    case OPT_ROI: return set_roi(job, val);
-    case OPT_OVERLAP: return set_overlap(job, val);
-    case OPT_SIGMA: return set_sigma(job, val);
-    case OPT_MODE: return set_mode(job, val);
-    case OPT_PADDING: return set_padding(job, val);
-    case OPT_CVAL: return set_cval(job, val);
+    case OPT_ROI:
+    case OPT_OVERLAP:
+    case OPT_SIGMA:
+    case OPT_MODE:
+    case OPT_PADDING:
+    case OPT_CVAL: return set_window(job, c, val);
     case OPT_DYNAMIC: o->dynamic = 1; return 0;
     case OPT_ARGMAX: o->argmax = 1; return 0;
     case OPT_PER_IMAGE: o->per_image = 1; return 0;
@@ -263,19 +177,14 @@ static int apply_option(export_job *job, int c, const char *val, char **argv) {
     }
 }
 
-/* The defaults are the library's (MONAI's). */
+/* The window's defaults are the library's (MONAI's). */
 static void options_init(export_options *o, const char *prog) {
-    swi_params defaults;
-    swi_params_init(&defaults, EXPORT_MAXD);
     memset(o, 0, sizeof *o);
     o->prog = !strcmp(prog, "export") ? "swi export" : prog; /* dispatched by the swi CLI */
-    for (int k = 0; k < EXPORT_MAXD; k++) {
-        o->overlap[k] = defaults.overlap[k];
-        o->sigma[k] = defaults.sigma_scale[k];
-    }
-    o->mode = defaults.mode;
-    o->pad_mode = defaults.padding_mode;
-    o->cval = defaults.cval;
+    cli_window_init(&o->window);
+    o->window.axes = 0; /* one value per dim of the network: checked once it is read */
+    o->window.roi_negative = 1;
+    o->window.cval_float = 0;
 }
 
 /* Options that exclude or need each other. */

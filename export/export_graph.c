@@ -106,7 +106,7 @@ static const char *pad_constant(pipeline *p) {
         pads = const_i64(M, 2 * (d + 2), pv);
     }
     Onnx__NodeProto *pn = OP(M, "Pad", "swi/padded", p->image, pads,
-                             const_scalar_of_type(M, p->job->net.in_type, p->job->opt.cval));
+                             const_scalar_of_type(M, p->job->net.in_type, p->job->opt.window.cval));
     gb_attr_s(M, pn, "mode", "constant");
     return OUT(pn);
 }
@@ -122,7 +122,7 @@ static const char *dynamic_pad_index(pipeline *p, int k) {
     const char *Bk = op_scalar(M, slice_axis(M, p->before, sel));
     const char *i = V(M, "Sub", V(M, "Range", const_i64_scalar(M, 0), Pk, const_i64_scalar(M, 1)), Bk);
     const char *sm1 = V(M, "Sub", Sk, const_i64_scalar(M, 1));
-    switch (p->job->opt.pad_mode) {
+    switch (p->job->opt.window.padding) {
     case SWI_PAD_REPLICATE: {
         const char *z = const_i64_scalar(M, 0);
         const char *j = V(M, "Where", V(M, "Less", i, z), z, i);
@@ -157,7 +157,7 @@ static const char *pad_gather(pipeline *p) {
 /* The images padded to P (step 2). */
 static const char *add_padding(pipeline *p) {
     if (!p->dynamic && !p->L->any_pad) return p->image;
-    return p->job->opt.pad_mode == SWI_PAD_CONSTANT ? pad_constant(p) : pad_gather(p);
+    return p->job->opt.window.padding == SWI_PAD_CONSTANT ? pad_constant(p) : pad_gather(p);
 }
 
 /* What the window loops read, built in the main graph. */
@@ -172,7 +172,7 @@ static void window_loops_init(pipeline *p, window_loops *wl) {
     wl->main = M;
     wl->d = p->d;
     wl->dynamic = p->dynamic;
-    wl->gaussian = job->opt.mode == SWI_BLEND_GAUSSIAN;
+    wl->gaussian = job->opt.window.mode == SWI_BLEND_GAUSSIAN;
     wl->out_type = job->net.out_type;
     wl->classes = job->net.out_dim[1];
     wl->c_roi = p->c_roi;
@@ -316,9 +316,9 @@ static void add_metadata(export_job *job, Onnx__ModelProto *m) {
         else
             snprintf(vals[6] + strlen(vals[6]), 32, "%s%lld", sep, (long long)L->size[k]);
     }
-    snprintf(vals[2], sizeof vals[2], "%s", export_mode_name(job->opt.mode));
-    snprintf(vals[4], sizeof vals[4], "%s", export_pad_names[job->opt.pad_mode]);
-    snprintf(vals[5], sizeof vals[5], "%g", job->opt.cval);
+    snprintf(vals[2], sizeof vals[2], "%s", export_mode_name(job->opt.window.mode));
+    snprintf(vals[4], sizeof vals[4], "%s", export_pad_names[job->opt.window.padding]);
+    snprintf(vals[5], sizeof vals[5], "%g", job->opt.window.cval);
     snprintf(vals[7], sizeof vals[7], "%s", net->graph->name ? net->graph->name : "");
     m->metadata_props = arena_alloc(A, (net->n_metadata_props + 9) * sizeof *m->metadata_props);
     for (size_t i = 0; i < net->n_metadata_props; i++)

@@ -15,6 +15,7 @@
 
 #include "onnx_io.h"
 #include "swi.h"
+#include "window_opts.h"
 
 #define EXPORT_MAXD SWI_MAX_DIMS
 
@@ -25,16 +26,12 @@ typedef struct export_options {
     int n_size; /* values given; 0 with --dynamic */
     int64_t size[EXPORT_MAXD];
     int dynamic;
-    int n_roi;
-    int64_t roi[EXPORT_MAXD];
-    /* overlap and sigma_scale hold swi_params_init's defaults in every entry until given;
-     * n_* counts the values given (1 is broadcast, see export_plan_layout) */
-    int n_overlap, n_sigma;
-    double overlap[EXPORT_MAXD], sigma[EXPORT_MAXD];
-    swi_blend mode; /* SWI_BLEND_CONSTANT or SWI_BLEND_GAUSSIAN */
-    swi_pad pad_mode;
-    double cval; /* double, not swi_params' float: a float64 network pads with
-                                       the value as given */
+    /* --roi, --overlap, --mode, --sigma-scale, --padding-mode, --cval as swi segment reads
+     * them (cli/window_opts.h): swi_params_init's defaults until given; n_roi, n_overlap,
+     * n_sigma count the values given (one is every dim's; matched to the network's dims
+     * by export_plan_layout); cval is a double, not swi_params' float: a float64 network
+     * pads with the value as given */
+    cli_window window;
     int argmax, force, quiet, per_image, unroll;
     const char *card; /* --card FILE: a model card to embed (metadata swi.card) */
     char *card_text;  /* its text, in the job's arena */

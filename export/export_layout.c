@@ -23,8 +23,9 @@ static int check_list_counts(export_job *job) {
     if (o->n_size && o->n_size != d)
         return export_fail(job, 2, "--size has %d values but the network has %d spatial dims (input rank %d)",
                            o->n_size, d, d + 2);
-    if (check_count(job, "--roi", o->n_roi, d) || check_count(job, "--overlap", o->n_overlap, d) ||
-        check_count(job, "--sigma-scale", o->n_sigma, d))
+    if (check_count(job, "--roi", o->window.n_roi, d) ||
+        check_count(job, "--overlap", o->window.n_overlap, d) ||
+        check_count(job, "--sigma-scale", o->window.n_sigma, d))
         return -1;
     return 0;
 }
@@ -35,8 +36,8 @@ static int resolve_roi(export_job *job, int k, int64_t *roi) {
     const export_options *o = &job->opt;
     const export_network *net = &job->net;
     int64_t net_r = net->in_dim[2 + k];
-    int64_t r = o->n_roi ? o->roi[o->n_roi == 1 ? 0 : k] : net_r;
-    if (!o->n_roi && net_r < 1)
+    int64_t r = o->window.n_roi ? o->window.roi[k] : net_r;
+    if (!o->window.n_roi && net_r < 1)
         return export_fail(job, 2, "the network's input spatial dim %d is not fixed: give --roi", k);
     if (r <= 0) {
         if (o->dynamic)
@@ -77,8 +78,8 @@ static int plan_window(export_job *job) {
     export_layout *L = &job->layout;
     for (int k = 0; k < L->d; k++) {
         if (resolve_roi(job, k, &L->roi[k])) return -1;
-        L->overlap[k] = o->overlap[o->n_overlap == 1 ? 0 : k];
-        L->sigma[k] = o->sigma[o->n_sigma == 1 ? 0 : k];
+        L->overlap[k] = o->window.overlap[k];
+        L->sigma[k] = o->window.sigma_scale[k];
     }
     L->roi_vox = 1;
     for (int k = 0; k < L->d; k++) {
@@ -94,7 +95,7 @@ static int plan_window(export_job *job) {
 /* --size, one axis: padding (step 2) and window starts (steps 3-4). */
 static int plan_fixed_axis(export_job *job, int k) {
     export_layout *L = &job->layout;
-    swi_pad mode = job->opt.pad_mode;
+    swi_pad mode = job->opt.window.padding;
     int64_t s = job->opt.size[k], r = L->roi[k];
     L->size[k] = s;
     swi_status st = swi_pad_map(job->swi, mode, s, r, NULL, 0, &L->padded[k], &L->before[k]);
@@ -144,7 +145,7 @@ int export_plan_layout(export_job *job) {
     if (check_list_counts(job) || plan_window(job)) return -1;
     if (!job->opt.dynamic && plan_fixed_volume(job)) return -1;
     L->weights = arena_alloc(&job->A, (size_t)L->roi_vox * sizeof(float));
-    swi_status st = swi_weights(job->swi, job->opt.mode, L->d, L->roi, L->sigma, L->weights);
+    swi_status st = swi_weights(job->swi, job->opt.window.mode, L->d, L->roi, L->sigma, L->weights);
     if (st != SWI_OK) return library_refused(job, st, "weights");
     return 0;
 }
