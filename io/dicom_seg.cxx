@@ -56,39 +56,6 @@ swi_status fail(char *err, size_t n, const char *name, const char *what, const O
     return SWI_ERR_INVALID_ARG;
 }
 
-swi_status copy_into(const std::string &tmp, int fd, const char *name, char *err, size_t n) {
-    int in = open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-    if (in < 0) {
-        io__err(err, n, "%s: write failed: %s", name, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
-    }
-    std::vector<char> buf(1 << 20);
-    swi_status st = SWI_OK;
-    for (;;) {
-        ssize_t r = read(in, buf.data(), buf.size());
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            if (r < 0) {
-                io__err(err, n, "%s: write failed: %s", name, strerror(errno));
-                st = SWI_ERR_INVALID_ARG;
-            }
-            break;
-        }
-        for (ssize_t off = 0; off < r && st == SWI_OK;) {
-            ssize_t w = write(fd, buf.data() + off, (size_t)(r - off));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                io__err(err, n, "%s: write failed: %s", name, w < 0 ? strerror(errno) : "no progress");
-                st = SWI_ERR_INVALID_ARG;
-            }
-            off += w > 0 ? w : 0;
-        }
-        if (st != SWI_OK) break;
-    }
-    close(in);
-    return st;
-}
-
 /* The attributes the SEG takes from its source as they are: an invalid one is named, not
  * dropped. */
 bool needed(const DcmTagKey &t) {
@@ -338,7 +305,7 @@ extern "C" swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_vo
         io__err(err, n, "%s: DICOM SEG: unknown error", name);
         st = SWI_ERR_INVALID_ARG;
     }
-    if (st == SWI_OK) st = copy_into(tmp, fd, name, err, n);
+    if (st == SWI_OK) st = io__copy_into(tmp.c_str(), fd, name, err, n);
     unlink(tmp.c_str());
     rmdir(dirbuf.data());
     if (close(fd) != 0 && st == SWI_OK) {

@@ -15,6 +15,7 @@
  * the problem as before.
  */
 #include "io_gzip.h"
+#include "io_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -125,16 +126,8 @@ static void *compress_job(void *arg) {
     return NULL;
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return w < 0 ? errno : EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
+/* 0, or the errno of the failed write. */
+static int write_all(int fd, const unsigned char *p, size_t n) { return io__write_all(fd, p, n) ? errno : 0; }
 
 /* Compress what is buffered (up to `threads` blocks, in parallel) and write it. */
 static int flush_blocks(io_gzw *z) {

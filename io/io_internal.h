@@ -28,6 +28,21 @@ int io__ends_with(const char *path, const char *suffix);
 /* Human-readable bytes ("1.18 GB"), for out-of-memory messages. */
 const char *io__bytes(size_t n, char buf[32]);
 
+/* Whole files (files.c). dir/leaf into out (n bytes): 0, or -1 when it does not fit. */
+int io__join(char *out, size_t n, const char *dir, const char *leaf);
+/* Every byte of data written to fd (EINTR retried): 0, or -1 with errno. */
+int io__write_all(int fd, const void *data, size_t len);
+/* The whole regular file path, at most max bytes, into a malloc'd buffer. A FIFO, device
+ * or directory is refused without blocking (swi_io_open_regular), a file larger than max
+ * by its size, unread. NULL with errno (ENOENT: absent) and the reason, naming the file as
+ * `what`, in err. */
+unsigned char *io__read_file(const char *path, size_t max, size_t *len, char *err, size_t n, const char *what);
+/* Write data to a temporary file beside path, then rename it (replace) or link it
+ * (exclusive: EEXIST when path exists). 0 or -1 with errno. */
+int io__put_file(const char *path, const void *data, size_t len, int exclusive);
+/* The file at tmp copied into fd (which stays open), every write checked; name in messages. */
+swi_status io__copy_into(const char *tmp, int fd, const char *name, char *err, size_t n);
+
 /* Has the caller asked to stop? */
 static inline int io__cancelled(const swi_io_cancel *c) { return c && c->cancelled && c->cancelled(c->user); }
 

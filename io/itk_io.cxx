@@ -1159,41 +1159,6 @@ template <typename T> void transpose_out(const void *src, const int64_t size[3],
     }
 }
 
-/* Copy the file at tmp into fd, every write checked. */
-swi_status copy_into(const char *tmp, int fd, const char *name, char *err, size_t n) {
-    int in = open(tmp, O_RDONLY | O_CLOEXEC);
-    if (in < 0) {
-        io__err(err, n, "%s: write failed: %s", name, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
-    }
-    static const size_t CHUNK = 1 << 20;
-    std::unique_ptr<char[]> buf(new (std::nothrow) char[CHUNK]);
-    swi_status st = buf ? SWI_OK : SWI_ERR_NOMEM;
-    if (!buf) io__err(err, n, "%s: out of memory", name);
-    while (st == SWI_OK) {
-        ssize_t r = read(in, buf.get(), CHUNK);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            io__err(err, n, "%s: write failed: %s", name, strerror(errno));
-            st = SWI_ERR_INVALID_ARG;
-            break;
-        }
-        if (r == 0) break;
-        for (ssize_t off = 0; off < r;) {
-            ssize_t w = write(fd, buf.get() + off, (size_t)(r - off));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                io__err(err, n, "%s: write failed: %s", name, w < 0 ? strerror(errno) : "no progress");
-                st = SWI_ERR_INVALID_ARG;
-                break;
-            }
-            off += w;
-        }
-    }
-    close(in);
-    return st;
-}
-
 } // namespace
 
 extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f, const swi_volume *like,
@@ -1299,7 +1264,7 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
         io->Write(buf.get());
         return SWI_OK;
     });
-    if (st == SWI_OK) st = copy_into(tmp.c_str(), fd, name, err, n);
+    if (st == SWI_OK) st = io__copy_into(tmp.c_str(), fd, name, err, n);
     unlink(tmp.c_str());
     rmdir(dirbuf.data());
     if (close(fd) != 0 && st == SWI_OK) {

@@ -14,25 +14,6 @@ int io__ends_with(const char *path, const char *suffix) {
     return n >= m && strcasecmp(path + n - m, suffix) == 0;
 }
 
-const char *io__bytes(size_t n, char buf[32]) {
-    static const char *unit[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-    double v = (double)n;
-    int u = 0;
-    while (v >= 1024.0 && u < 5) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, 32, "%zu B", n);
-    else if (v < 10)
-        snprintf(buf, 32, "%.2f %s", v, unit[u]);
-    else if (v < 100)
-        snprintf(buf, 32, "%.1f %s", v, unit[u]);
-    else
-        snprintf(buf, 32, "%.0f %s", v, unit[u]);
-    return buf;
-}
-
 int swi_io_available(swi_io_format format) {
     switch (format) {
     case SWI_IO_NIFTI: return io__nifti_available();
