@@ -7,13 +7,112 @@
 #include <stdlib.h>
 #include <string.h>
 
-int swi_store_available(swi_store_kind kind) {
-    switch (kind) {
-    case SWI_STORE_ZARR:
-    case SWI_STORE_OME: return zarr__available();
-    case SWI_STORE_HDF5: return h5__available();
-    default: return 0;
+/* ---- the kinds ---- */
+
+static swi_status zarr_open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err,
+                            size_t n) {
+    return zarr__open(name, 0, impl, size, type, err, n);
+}
+static swi_status ome_open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err,
+                           size_t n) {
+    return zarr__open(name, 1, impl, size, type, err, n);
+}
+static swi_status zarr_create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
+                              int part, int parts, void **impl, char *err, size_t n) {
+    return zarr__create(name, 0, spec, chunk, flags, part, parts, impl, err, n);
+}
+static swi_status ome_create(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
+                             int part, int parts, void **impl, char *err, size_t n) {
+    return zarr__create(name, 1, spec, chunk, flags, part, parts, impl, err, n);
+}
+
+/* HDF5 datasets carry no geometry swi reads, and absent chunks hold 0. */
+static int h5_geometry(void *impl, double scale[3], double trans[3]) {
+    (void)impl;
+    for (int k = 0; k < 3; k++) scale[k] = 1, trans[k] = 0;
+    return 0;
+}
+static double h5_fill(void *impl) {
+    (void)impl;
+    return 0;
+}
+
+#define ZARR_MISSING "Zarr (install libjansson-dev libblosc-dev libzstd-dev and rebuild)"
+
+static const store_ops zarr_ops = {
+    .missing = ZARR_MISSING,
+    .available = zarr__available,
+    .open = zarr_open,
+    .read_box = zarr__read_box,
+    .close = zarr__close,
+    .geometry = zarr__geometry,
+    .fill = zarr__fill,
+    .create = zarr_create,
+    .write_box = zarr__write_box,
+    .commit = zarr__commit,
+    .abort = zarr__abort,
+    .replaces = zarr__replaces,
+    .temporary = zarr__temporary,
+};
+
+static const store_ops ome_ops = {
+    .missing = ZARR_MISSING,
+    .available = zarr__available,
+    .open = ome_open,
+    .read_box = zarr__read_box,
+    .close = zarr__close,
+    .geometry = zarr__geometry,
+    .fill = zarr__fill,
+    .create = ome_create,
+    .write_box = zarr__write_box,
+    .commit = zarr__commit,
+    .abort = zarr__abort,
+    .replaces = zarr__replaces,
+    .temporary = zarr__temporary,
+};
+
+static const store_ops h5_ops = {
+    .missing = "HDF5 (install libhdf5-dev and rebuild)",
+    .available = h5__available,
+    .open = h5__open,
+    .read_box = h5__read_box,
+    .close = h5__close,
+    .geometry = h5_geometry,
+    .fill = h5_fill,
+    .create = h5__create,
+    .write_box = h5__write_box,
+    .commit = h5__commit,
+    .abort = h5__abort,
+    .replaces = h5__replaces,
+    .temporary = h5__temporary,
+};
+
+const store_ops *io__store_ops(swi_store_kind k) {
+    switch (k) {
+    case SWI_STORE_ZARR: return &zarr_ops;
+    case SWI_STORE_OME: return &ome_ops;
+    case SWI_STORE_HDF5: return &h5_ops;
+    default: return NULL;
     }
+}
+
+/* The table of a name's kind, or NULL (err set) when it names no store this build has. */
+static const store_ops *ops_of(const char *name, char *err, size_t n) {
+    const store_ops *ops = io__store_ops(swi_store_kind_of(name));
+    if (!ops) {
+        io__err(err, n, "%s: not a store name (x.zarr, x.ome.zarr, x.h5:/dataset)", name);
+        return NULL;
+    }
+    if (!ops->available()) {
+        io__err(err, n, "%s: swi_io was built without %s", name, ops->missing);
+        return NULL;
+    }
+    return ops;
+}
+
+int swi_store_available(swi_store_kind kind) {
+    const store_ops *ops = io__store_ops(kind);
+    return ops ? ops->available() : 0;
 }
 
 swi_status swi_store_split_h5(const char *name, char *file, size_t fn, char *dset, size_t dn, char *err,
@@ -44,15 +143,10 @@ swi_status swi_store_split_h5(const char *name, char *file, size_t fn, char *dse
     return SWI_OK;
 }
 
-static const char *kind_missing(swi_store_kind k) {
-    return k == SWI_STORE_HDF5 ? "HDF5 (install libhdf5-dev and rebuild)"
-                               : "Zarr (install libjansson-dev libblosc-dev libzstd-dev and rebuild)";
-}
-
 /* ---- reading ---- */
 
 struct swi_store {
-    swi_store_kind kind;
+    const store_ops *ops;
     void *impl;
     int64_t size[3];
     swi_io_type type;
@@ -65,25 +159,16 @@ swi_status swi_store_open(const char *name, swi_store **out, char *err, size_t n
         return SWI_ERR_INVALID_ARG;
     }
     *out = NULL;
-    swi_store_kind k = swi_store_kind_of(name);
-    if (k == SWI_STORE_NONE) {
-        io__err(err, n, "%s: not a store name (x.zarr, x.ome.zarr, x.h5:/dataset)", name);
-        return SWI_ERR_INVALID_ARG;
-    }
-    if (!swi_store_available(k)) {
-        io__err(err, n, "%s: swi_io was built without %s", name, kind_missing(k));
-        return SWI_ERR_INVALID_ARG;
-    }
+    const store_ops *ops = ops_of(name, err, n);
+    if (!ops) return SWI_ERR_INVALID_ARG;
     swi_store *s = calloc(1, sizeof *s);
     if (!s) {
         io__err(err, n, "%s: out of memory", name);
         return SWI_ERR_NOMEM;
     }
-    s->kind = k;
+    s->ops = ops;
     snprintf(s->name, sizeof s->name, "%s", name);
-    swi_status st = k == SWI_STORE_HDF5
-                        ? h5__open(name, &s->impl, s->size, &s->type, err, n)
-                        : zarr__open(name, k == SWI_STORE_OME, &s->impl, s->size, &s->type, err, n);
+    swi_status st = ops->open(name, &s->impl, s->size, &s->type, err, n);
     if (st != SWI_OK) {
         free(s);
         return st;
@@ -104,8 +189,7 @@ swi_status swi_store_read_box(swi_store *s, const int64_t lo[3], const int64_t h
                     (long long)lo[a], (long long)hi[a], a, (long long)s->size[a]);
             return SWI_ERR_INVALID_ARG;
         }
-    return s->kind == SWI_STORE_HDF5 ? h5__read_box(s->impl, lo, hi, dst, err, n)
-                                     : zarr__read_box(s->impl, lo, hi, dst, err, n);
+    return s->ops->read_box(s->impl, lo, hi, dst, err, n);
 }
 
 static int reader_read(void *user, int64_t image, const int64_t *lo, const int64_t *hi, float *dst, char *msg,
@@ -124,11 +208,7 @@ swi_reader swi_store_reader(swi_store *s) {
 }
 
 int swi_store_geometry(const swi_store *s, double scale[3], double translation[3]) {
-    if (s->kind == SWI_STORE_HDF5) {
-        for (int k = 0; k < 3; k++) scale[k] = 1, translation[k] = 0;
-        return 0;
-    }
-    return zarr__geometry(s->impl, scale, translation);
+    return s->ops->geometry(s->impl, scale, translation);
 }
 
 swi_status swi_store_volume(const swi_store *s, swi_volume *v, char *err, size_t n) {
@@ -152,16 +232,11 @@ swi_status swi_store_volume(const swi_store *s, swi_volume *v, char *err, size_t
     return st;
 }
 
-double swi_store_fill_value(const swi_store *s) {
-    return s->kind == SWI_STORE_HDF5 ? 0 : zarr__fill(s->impl);
-}
+double swi_store_fill_value(const swi_store *s) { return s->ops->fill(s->impl); }
 
 void swi_store_close(swi_store *s) {
     if (!s) return;
-    if (s->kind == SWI_STORE_HDF5)
-        h5__close(s->impl);
-    else
-        zarr__close(s->impl);
+    s->ops->close(s->impl);
     free(s);
 }
 
@@ -192,7 +267,7 @@ typedef struct slab {
 } slab;
 
 struct swi_store_writer {
-    swi_store_kind kind;
+    const store_ops *ops;
     void *impl;
     char name[4096];
     swi_store_spec spec;
@@ -248,41 +323,16 @@ static void chunk_of(const swi_store_spec *spec, int64_t chunk[3]) {
         if (spec->chunk[a] > 0) chunk[a] = spec->chunk[a] < spec->size[a] ? spec->chunk[a] : spec->size[a];
 }
 
-static swi_status create_impl(const char *name, swi_store_kind k, const swi_store_spec *spec,
-                              const int64_t chunk[3], int flags, int part, int parts, void **impl, char *err,
-                              size_t n) {
-    if (k == SWI_STORE_HDF5) return h5__create(name, spec, chunk, flags, part, parts, impl, err, n);
-    return zarr__create(name, k == SWI_STORE_OME, spec, chunk, flags, part, parts, impl, err, n);
-}
-
-static swi_status check_kind(const char *name, swi_store_kind k, char *err, size_t n) {
-    if (k == SWI_STORE_NONE) {
-        io__err(err, n, "%s: not a store name (x.zarr, x.ome.zarr, x.h5:/dataset)", name);
-        return SWI_ERR_INVALID_ARG;
-    }
-    if (!swi_store_available(k)) {
-        io__err(err, n, "%s: swi_io was built without %s", name, kind_missing(k));
-        return SWI_ERR_INVALID_ARG;
-    }
-    return SWI_OK;
-}
-
 swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flags, char *err, size_t n) {
-    swi_store_kind k = swi_store_kind_of(name);
-    swi_status st = check_kind(name, k, err, n);
-    if (st == SWI_OK) st = check_spec(name, spec, err, n);
+    const store_ops *ops = ops_of(name, err, n);
+    swi_status st = ops ? check_spec(name, spec, err, n) : SWI_ERR_INVALID_ARG;
     if (st != SWI_OK) return st;
     int64_t chunk[3];
     chunk_of(spec, chunk);
     void *impl = NULL;
     /* part -1: metadata and marker only */
-    st = create_impl(name, k, spec, chunk, flags | SWI_STORE_SHARED, -1, 0, &impl, err, n);
-    if (st == SWI_OK) {
-        if (k == SWI_STORE_HDF5)
-            h5__abort(impl);
-        else
-            zarr__abort(impl);
-    }
+    st = ops->create(name, spec, chunk, flags | SWI_STORE_SHARED, -1, 0, &impl, err, n);
+    if (st == SWI_OK) ops->abort(impl);
     return st;
 }
 
@@ -305,9 +355,8 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
         return SWI_ERR_INVALID_ARG;
     }
     *out = NULL;
-    swi_store_kind k = swi_store_kind_of(name);
-    swi_status st = check_kind(name, k, err, n);
-    if (st == SWI_OK) st = check_spec(name, spec, err, n);
+    const store_ops *ops = ops_of(name, err, n);
+    swi_status st = ops ? check_spec(name, spec, err, n) : SWI_ERR_INVALID_ARG;
     if (st != SWI_OK) return st;
     if (parts < 1 || part < 0 || part >= parts) {
         io__err(err, n, "%s: part %d of %d is out of range", name, part, parts);
@@ -318,7 +367,7 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
         io__err(err, n, "%s: out of memory", name);
         return SWI_ERR_NOMEM;
     }
-    w->kind = k;
+    w->ops = ops;
     snprintf(w->name, sizeof w->name, "%s", name);
     w->spec = *spec;
     chunk_of(spec, w->chunk);
@@ -349,7 +398,7 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
         io__err(err, n, "%s: out of memory", name);
         return SWI_ERR_NOMEM;
     }
-    st = create_impl(name, k, spec, w->chunk, flags, part, parts, &w->impl, err, n);
+    st = ops->create(name, spec, w->chunk, flags, part, parts, &w->impl, err, n);
     if (st != SWI_OK) {
         pthread_mutex_destroy(&w->mu);
         free(w->slabs);
@@ -366,13 +415,10 @@ void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3]) {
 
 const char *swi_store_writer_error(const swi_store_writer *w) { return w ? w->error : ""; }
 
-int swi_store_writer_replaces(const swi_store_writer *w) {
-    return w && (w->kind == SWI_STORE_HDF5 ? h5__replaces(w->impl) : zarr__replaces(w->impl));
-}
+int swi_store_writer_replaces(const swi_store_writer *w) { return w && w->ops->replaces(w->impl); }
 
 const char *swi_store_writer_temporary(const swi_store_writer *w) {
-    if (!w) return NULL;
-    return w->kind == SWI_STORE_HDF5 ? h5__temporary(w->impl) : zarr__temporary(w->impl);
+    return w ? w->ops->temporary(w->impl) : NULL;
 }
 
 int swi_store_on_region(void *user, const swi_region *r) {
@@ -438,9 +484,7 @@ int swi_store_on_region(void *user, const swi_region *r) {
         }
         pthread_mutex_unlock(&w->mu);
         if (done) {
-            swi_status st = w->kind == SWI_STORE_HDF5
-                                ? h5__write_box(w->impl, lo, hi, done, msg, sizeof msg)
-                                : zarr__write_box(w->impl, lo, hi, done, msg, sizeof msg);
+            swi_status st = w->ops->write_box(w->impl, lo, hi, done, msg, sizeof msg);
             free(done);
             pthread_mutex_lock(&w->mu);
             if (st != SWI_OK)
@@ -476,16 +520,13 @@ swi_status swi_store_commit(swi_store_writer *w, char *err, size_t n) {
         swi_store_abort(w);
         return SWI_ERR_INVALID_ARG;
     }
-    swi_status st = w->kind == SWI_STORE_HDF5 ? h5__commit(w->impl, err, n) : zarr__commit(w->impl, err, n);
+    swi_status st = w->ops->commit(w->impl, err, n);
     free_writer(w);
     return st;
 }
 
 void swi_store_abort(swi_store_writer *w) {
     if (!w) return;
-    if (w->kind == SWI_STORE_HDF5)
-        h5__abort(w->impl);
-    else
-        zarr__abort(w->impl);
+    w->ops->abort(w->impl);
     free_writer(w);
 }

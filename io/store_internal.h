@@ -1,6 +1,6 @@
 /*
  * store_internal.h -- what store.c (dispatch, slabs) shares with the store formats
- * (zarr.c, hdf5.c). Not installed.
+ * (zarr_*.c, hdf5_*.c). Not installed.
  */
 #ifndef SWI_STORE_INTERNAL_H
 #define SWI_STORE_INTERNAL_H
@@ -79,5 +79,30 @@ void h5__abort(void *impl);
 
 int zarr__available(void);
 int h5__available(void);
+
+/* What one kind of store does: a name's kind is classified once (swi_store_kind_of), and
+ * every later call on its store or writer goes through its kind's table. */
+typedef struct store_ops {
+    const char *missing; /* what a build without it lacks, and how to get it */
+    int (*available)(void);
+    swi_status (*open)(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err,
+                       size_t n);
+    swi_status (*read_box)(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
+                           size_t n);
+    void (*close)(void *impl);
+    int (*geometry)(void *impl, double scale[3], double trans[3]);
+    double (*fill)(void *impl);
+    swi_status (*create)(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
+                         int part, int parts, void **impl, char *err, size_t n);
+    swi_status (*write_box)(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
+                            size_t n);
+    swi_status (*commit)(void *impl, char *err, size_t n);
+    void (*abort)(void *impl);
+    int (*replaces)(const void *impl);
+    const char *(*temporary)(const void *impl);
+} store_ops;
+
+/* The table of kind k (store.c), or NULL for SWI_STORE_NONE. */
+const store_ops *io__store_ops(swi_store_kind k);
 
 #endif
