@@ -1,5 +1,5 @@
 /*
- * fuzz_dicom_series.c -- DICOM series assembly (io/dicom_series.c, io__dicom_assemble):
+ * fuzz_dicom_series.c -- DICOM series assembly (io/dicom_assemble.c, io__dicom_assemble):
  * the slices' headers (series UID, sizes, frames, positions, orientation, pixel spacing)
  * decoded from the input, sorted and checked. A series must be refused with a message
  * naming the directory, or give a volume whose slices are in ascending position along

@@ -1,8 +1,9 @@
 /*
  * fuzz_itk_headers.c -- NRRD and MetaImage headers through swi_io's ITK module
- * (io/itk_io.cxx): the first byte picks the name (in.nrrd, in.nhdr, in.mha, in.mhd), the
- * rest is the file. swi_volume_open must refuse it with a message or describe a volume
- * consistent with itself; a small accepted volume is read (success or a message), and a
+ * (io/itk_io.cxx, its header screens io/itk_screen.cxx and io/itk_screen_meta.cxx): the
+ * first byte picks the name (in.nrrd, in.nhdr, in.mha, in.mhd), the rest is the file.
+ * swi_volume_open must refuse it with a message or describe a volume consistent with
+ * itself; a small accepted volume is read (success or a message), and a
  * volume read is written back as .nrrd and .mha and must read back to the same values.
  * Detached headers point at in.raw, which holds the same bytes.
  */

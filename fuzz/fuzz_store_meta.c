@@ -1,6 +1,6 @@
 /*
  * fuzz_store_meta.c -- Zarr v2, Zarr v3 and OME-Zarr metadata and chunk decoding
- * (io/zarr.c through swi_store_open and swi_store_read_box).
+ * (io/zarr_*.c through swi_store_open and swi_store_read_box).
  *
  * Input: one mode byte, a 2-byte little-endian length L, L bytes of metadata, and the rest
  * as one chunk file. Mode % 3 picks the layout, written into a fresh store each time:

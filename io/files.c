@@ -128,7 +128,8 @@ int io__write_all(int fd, const void *data, size_t len) {
     return 0;
 }
 
-unsigned char *io__read_file(const char *path, size_t max, size_t *len, char *err, size_t n, const char *what) {
+unsigned char *io__read_file(const char *path, size_t max, size_t *len, char *err, size_t n,
+                             const char *what) {
     int64_t size = 0;
     int fd = swi_io_open_regular(path, &size, NULL, 0);
     if (fd < 0) {

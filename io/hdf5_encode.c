@@ -126,7 +126,7 @@ void h5__free_list(pend *p) {
  * deflate); edge chunks are stored whole, zero outside the dataset. A chunk deflate does not
  * shrink is stored raw, both filters marked skipped. */
 swi_status h5__encode_slab(const h5w *w, const int64_t lo[3], const int64_t hi[3], const void *buf,
-                              pend **out, char *err, size_t n) {
+                           pend **out, char *err, size_t n) {
     const int64_t *c = w->chunk, *size = w->spec.size;
     const size_t es = store__dtype_size(w->spec.dtype);
     const size_t cbytes = (size_t)(c[0] * c[1] * c[2]) * es;

@@ -185,8 +185,9 @@ static int same_dataset(hid_t d, const swi_store_spec *spec, const int64_t chunk
     return ok;
 }
 
-/* Create the file whole in a temporary (see "temporaries") and link it into place: link(2)
- * fails if another part was first. 0 created, 1 another part's file is there, -1 error. */
+/* Create the file whole in a temporary (see "temporaries", hdf5_encode.c) and link it into
+ * place: link(2) fails if another part was first. 0 created, 1 another part's file is
+ * there, -1 error. */
 static int create_shared(h5w *w, char *err, size_t n) {
     if (h5__make_tmp(w->final, &w->tmp, err, n)) return -1;
     h5__enter();
@@ -409,7 +410,7 @@ static swi_status flush(h5w *w, char *err, size_t n) {
 }
 
 swi_status h5__shared_write(h5w *w, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
-                               size_t n) {
+                            size_t n) {
     pend *p = NULL;
     swi_status st = h5__encode_slab(w, lo, hi, buf, &p, err, n);
     if (st != SWI_OK) return st;

@@ -100,7 +100,7 @@ int h5__replaces(const void *impl) { return !((const h5w *)impl)->shared; }
 /* ---- one writer, or several of one file in one process ----
  *
  * The previous file is never written. An existing file is copied into a temporary (see
- * "temporaries") under the shared lock HDF5's readers take, so no HDF5 writer is midway; a
+ * "temporaries", hdf5_encode.c) under the shared lock HDF5's readers take, so no HDF5 writer is midway; a
  * new one is created there. The dataset is written into the copy, replacing (--force) only
  * a dataset of the kind swi writes; every other object and attribute is copied as it was.
  * At commit the copy is fsynced and renamed over the file if the file is still the one
@@ -282,7 +282,8 @@ static swi_status place_dataset(h5w *w, h5out *o, char *err, size_t n) {
         obj_key k;
         char why[WHY_LEN];
         const char *no = NULL;
-        int input = d >= 0 && h5__key_of(d, &k) == 0 && o->existed && h5__is_read(o->was.st_dev, o->was.st_ino, &k);
+        int input =
+            d >= 0 && h5__key_of(d, &k) == 0 && o->existed && h5__is_read(o->was.st_dev, o->was.st_ino, &k);
         if (d >= 0 && !input && w->force) no = not_swi_kind(d, why);
         if (d >= 0) H5Dclose(d);
         if (d < 0) {

@@ -36,7 +36,8 @@ int io__write_all(int fd, const void *data, size_t len);
  * or directory is refused without blocking (swi_io_open_regular), a file larger than max
  * by its size, unread. NULL with errno (ENOENT: absent) and the reason, naming the file as
  * `what`, in err. */
-unsigned char *io__read_file(const char *path, size_t max, size_t *len, char *err, size_t n, const char *what);
+unsigned char *io__read_file(const char *path, size_t max, size_t *len, char *err, size_t n,
+                             const char *what);
 /* Write data to a temporary file beside path, then rename it (replace) or link it
  * (exclusive: EEXIST when path exists). 0 or -1 with errno. */
 int io__put_file(const char *path, const void *data, size_t len, int exclusive);
@@ -117,7 +118,7 @@ swi_status io__itk_dicom_pixels(const io_slice *s, float *dst, char *err, size_t
 /* Sort slices by position along the normal and check they make one volume: one series
  * UID, one size, orientation and pixel spacing, even steps (a gap is named as missing
  * slices), positions along the normal (else a tilted gantry). Fills v's size, spacing and
- * affine. dir names the series in messages. Pure: no I/O (dicom_series.c). */
+ * affine. dir names the series in messages. Pure: no I/O (dicom_assemble.c). */
 swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_volume *v, char *err,
                               size_t n);
 

@@ -63,8 +63,8 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
     chunk_path(a, key, path, sizeof path);
     size_t len = 0;
     char why_read[1024];
-    unsigned char *raw =
-        io__read_file(path, zarr__max_stored(a->codec, a->chunk_bytes), &len, why_read, sizeof why_read, "the chunk");
+    unsigned char *raw = io__read_file(path, zarr__max_stored(a->codec, a->chunk_bytes), &len, why_read,
+                                       sizeof why_read, "the chunk");
     if (!raw) {
         if (errno != ENOENT) {
             io__err(err, n, "%s", why_read);
@@ -105,8 +105,8 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
             io__err(err, n, "%s: out of memory for a chunk", a->dir);
             return NULL;
         }
-        int r =
-            zarr__decode(a->codec, raw, len, a->fortran ? a->scratch : e->data, a->chunk_bytes, why, sizeof why);
+        int r = zarr__decode(a->codec, raw, len, a->fortran ? a->scratch : e->data, a->chunk_bytes, why,
+                             sizeof why);
         free(raw);
         if (r) {
             io__err(err, n, "%s: corrupt chunk: %s", path, why);

@@ -151,7 +151,7 @@ size_t zarr__max_stored(codec c, size_t bytes) {
  * decoder writes into dst's want bytes and no further: a stream that would inflate beyond
  * them is refused, not followed. */
 int zarr__decode(codec c, const unsigned char *src, size_t len, unsigned char *dst, size_t want, char *why,
-                  size_t wn) {
+                 size_t wn) {
     switch (c) {
     case C_RAW:
         if (len != want) {
@@ -248,7 +248,7 @@ int zarr__decode(codec c, const unsigned char *src, size_t len, unsigned char *d
 
 /* Encode: a malloc'd buffer in *out, its length in *olen; 0 or -1. */
 int zarr__encode(swi_store_codec c, const unsigned char *src, size_t len, int typesize, unsigned char **out,
-                  size_t *olen) {
+                 size_t *olen) {
     size_t cap = len + 64;
     if (c == SWI_STORE_ZSTD)
         cap = ZSTD_compressBound(len);

@@ -65,6 +65,7 @@ typedef struct zarr_array {
 
 /* A v2 dtype string ("<u2", "|u1", ">f8") into t: 0, or -1 when it is not one swi reads. */
 int zarr__parse_dtype(const char *s, ztype *t);
+/* Is the host big-endian? */
 int zarr__host_big(void);
 /* n elements of type t at src (stored byte order) to float, as C casts. */
 void zarr__to_float(const ztype *t, const unsigned char *src, int64_t n, float *dst);

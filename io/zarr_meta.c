@@ -139,8 +139,8 @@ swi_status zarr__parse_zarray(const char *dir, zarr_array *a, char *err, size_t 
         return SWI_ERR_INVALID_ARG;
     }
     /* Zarr v3 keeps its metadata in zarr.json */
-    int v3 =
-        access(path, F_OK) != 0 && io__join(path, sizeof path, dir, "zarr.json") == 0 && access(path, F_OK) == 0;
+    int v3 = access(path, F_OK) != 0 && io__join(path, sizeof path, dir, "zarr.json") == 0 &&
+             access(path, F_OK) == 0;
     if (!v3) io__join(path, sizeof path, dir, ".zarray");
     json_t *j = zarr__load_json(path, err, n, "the array metadata");
     if (!j) return SWI_ERR_INVALID_ARG;
@@ -416,8 +416,8 @@ json_t *zarr__zarray_json(const swi_store_spec *spec, const int64_t chunk[3]) {
                                                        : "|u1";
     return json_pack("{s:i, s:o, s:o, s:s, s:o, s:i, s:s, s:n, s:s}", "zarr_format", 2, "shape", shape,
                      "chunks", chunks, "dtype", dt, "compressor",
-                     zarr__codec_json(spec->codec, (int)store__dtype_size(spec->dtype)), "fill_value", 0, "order",
-                     "C", "filters", "dimension_separator", ".");
+                     zarr__codec_json(spec->codec, (int)store__dtype_size(spec->dtype)), "fill_value", 0,
+                     "order", "C", "filters", "dimension_separator", ".");
 }
 
 json_t *zarr__ome_json(const swi_store_spec *spec, const char *name, const ome_geom *g) {
@@ -525,7 +525,8 @@ int zarr__register_label(const char *group, char *err, size_t n) {
     if (zarr__labels_parent(group, image, sizeof image, leaf, sizeof leaf)) return 0;
     if (io__join(parent, sizeof parent, image, "labels")) return 0;
     json_t *g = json_pack("{s:i}", "zarr_format", 2);
-    if (io__join(path, sizeof path, parent, ".zgroup") || !g || (zarr__put_json(path, g, 1) != 0 && errno != EEXIST)) {
+    if (io__join(path, sizeof path, parent, ".zgroup") || !g ||
+        (zarr__put_json(path, g, 1) != 0 && errno != EEXIST)) {
         io__err(err, n, "%s: cannot write: %s", path, g ? strerror(errno) : "out of memory");
         json_decref(g);
         return -1;

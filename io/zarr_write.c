@@ -35,7 +35,7 @@ static int mkdirs(const char *path) {
     return 0;
 }
 
-/* ---- writing ---- */
+/* ---- the writer ---- */
 
 #define JOB_FILE ".swi-job"
 #define NEXT_SUFFIX ".swi-next"
@@ -302,8 +302,8 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
                 name, what, why);
         goto fail;
     }
-    int incomplete =
-        t == T_OURS && io__join(marker, sizeof marker, z->final, ZARR_MARKER) == 0 && access(marker, F_OK) == 0;
+    int incomplete = t == T_OURS && io__join(marker, sizeof marker, z->final, ZARR_MARKER) == 0 &&
+                     access(marker, F_OK) == 0;
     if (t == T_OURS && !((flags & SWI_STORE_SHARED) && incomplete)) {
         if (!(flags & SWI_STORE_FORCE)) {
             io__err(err, n, "%s: already exists%s (use --force to overwrite)", name,
@@ -339,8 +339,10 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
         }
     }
     char path[4200];
-    if ((ome ? io__join(z->dir, sizeof z->dir, z->store, "0") : io__join(z->dir, sizeof z->dir, z->store, ".")) ||
-        io__join(path, sizeof path, z->dir, ".zarray") || io__join(marker, sizeof marker, z->store, ZARR_MARKER)) {
+    if ((ome ? io__join(z->dir, sizeof z->dir, z->store, "0")
+             : io__join(z->dir, sizeof z->dir, z->store, ".")) ||
+        io__join(path, sizeof path, z->dir, ".zarray") ||
+        io__join(marker, sizeof marker, z->store, ZARR_MARKER)) {
         io__err(err, n, "%s: name too long", name);
         goto fail;
     }
@@ -408,8 +410,9 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
             zarr__image_level_geometry(image, spec->size, &geo);
         json_t *attrs = zarr__ome_json(spec, leaf ? leaf + 1 : z->final, &geo);
         char gp[4200], ap[4200];
-        int fault = io__join(gp, sizeof gp, z->store, ".zgroup") || io__join(ap, sizeof ap, z->store, ".zattrs") ||
-                    zarr__write_meta(gp, g, err, n) || zarr__write_meta(ap, attrs, err, n) ||
+        int fault = io__join(gp, sizeof gp, z->store, ".zgroup") ||
+                    io__join(ap, sizeof ap, z->store, ".zattrs") || zarr__write_meta(gp, g, err, n) ||
+                    zarr__write_meta(ap, attrs, err, n) ||
                     (spec->labels && zarr__register_label(z->final, err, n));
         json_decref(g);
         json_decref(attrs);

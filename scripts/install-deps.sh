@@ -39,7 +39,7 @@ APT_PACKAGES=(
   libinsighttoolkit5-dev python3-pydicom
   # swi_io: DICOM SEG output (--output seg.dcm) through DCMTK's dcmseg (optional, detected)
   libdcmtk-dev
-  # swi_io stores (io/zarr.c, io/hdf5.c): Zarr metadata, blosc/zstd chunks, HDF5 datasets
+  # swi_io stores (io/zarr_*.c, io/hdf5_*.c): Zarr metadata, blosc/zstd chunks, HDF5 datasets
   libjansson-dev libblosc-dev libzstd-dev libhdf5-dev
   # io_stores, cli_stores tests: independent Zarr and HDF5 readers
   python3-zarr python3-h5py
