@@ -53,10 +53,14 @@ int h5__is_read(dev_t dev, ino_t ino, const obj_key *key);
 
 /* ---- temporaries and the dataset as written (hdf5_encode.c) ---- */
 
+/* A file written in a private folder beside its final name (see "temporaries"). */
 typedef struct tmp_place {
     char dir[4200], file[4400];
 } tmp_place;
 
+/* The folder made (0, or -1 with err), removed with what it holds; HDF5's own file lock
+ * off (the temporary is private; parts lock the final file themselves); the new file in
+ * it, created exclusively. */
 int h5__make_tmp(const char *final, tmp_place *t, char *err, size_t n);
 void h5__drop_tmp(tmp_place *t);
 hid_t h5__no_lock_fapl(void);
@@ -71,6 +75,7 @@ typedef struct enc_chunk {
     unsigned char *buf;
 } enc_chunk;
 
+/* One slab's encoded chunks, waiting (a part's) for the next batch written to the file. */
 typedef struct pend {
     int64_t lo[3];
     size_t count, bytes;
@@ -80,6 +85,8 @@ typedef struct pend {
 
 struct h5out;
 
+/* A writer of one dataset: alone (or with the other writers of its file in this process)
+ * into a copy of the file, or one of several parts writing the file in place. */
 typedef struct h5w {
     hid_t dset;
     char final[4096], name[4200], path[1024];
@@ -96,21 +103,29 @@ typedef struct h5w {
     double first_at;
 } h5w;
 
+/* The dataset's dimensions and chunk (planes first when more than one): the rank. */
 int h5__dims_of(const swi_store_spec *spec, const int64_t chunk[3], hsize_t dims[4], hsize_t cdims[4]);
+/* The dataset every writer makes (chunked, shuffled, deflated, fill 0), or -1. Caller
+ * holds h5_lock. */
 hid_t h5__make_dataset(hid_t file, const char *path, const swi_store_spec *spec, const int64_t chunk[3]);
 void h5__free_pend(pend *p);
 void h5__free_list(pend *p);
 /* The chunks of the box [lo, hi) from buf, shuffled and deflated, into a new *out. */
 swi_status h5__encode_slab(const h5w *w, const int64_t lo[3], const int64_t hi[3], const void *buf,
                            pend **out, char *err, size_t n);
+/* A slab's encoded chunks written (H5Dwrite_chunk): 0 or -1. Caller holds h5_lock. */
 int h5__write_chunks(hid_t d, const pend *p);
 
 /* ---- several parts into one file (hdf5_lock.c) ---- */
 
+/* A part's writer: the file created, or joined under its lock (its dataset marked
+ * incomplete); slabs encoded and written in batches under the lock; at commit this part's
+ * done flag, and the flags and marker removed by the part that finds them all set. */
 swi_status h5__shared_create(h5w *w, int flags, char *err, size_t n);
 swi_status h5__shared_write(h5w *w, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,
                             size_t n);
 swi_status h5__shared_commit(h5w *w, char *err, size_t n);
+/* w freed (a part's pending slabs dropped, unwritten). */
 void h5__free_writer(h5w *w);
 
 #endif /* SWI_HAVE_HDF5 */
