@@ -114,6 +114,16 @@ const char *swi_status_name(swi_status s);
 /** Library version as "MAJOR.MINOR.PATCH". */
 const char *swi_version(void);
 
+/** A byte count for people, in binary units to three significant digits ("512 B",
+ *  "1.50 KiB", "45.8 MiB", "128 GiB"): the one formatter every libswi message uses. Writes
+ *  at most len bytes (32 is always enough) and returns buf. */
+const char *swi_format_bytes(size_t bytes, char *buf, size_t len);
+
+/** Make a message one line, in place: every control byte (newlines and tabs from a
+ *  dependency's message, bytes of a file name) becomes a space and trailing spaces go.
+ *  Every libswi error message passes through it. Returns msg; NULL is fine. */
+char *swi_message_one_line(char *msg);
+
 /* ------------------------------------------------------------------------- */
 /* Parameters                                                                */
 /* ------------------------------------------------------------------------- */

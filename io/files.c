@@ -27,30 +27,8 @@ void io__err(char *err, size_t n, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, n, fmt, ap);
     va_end(ap);
-    /* One line: zlib's and libpng's messages, and file names, may hold control bytes. */
-    size_t len = strlen(err);
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f) err[i] = ' ';
-    while (len > 0 && err[len - 1] == ' ') err[--len] = '\0';
-}
-
-const char *io__bytes(size_t n, char buf[32]) {
-    static const char *unit[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-    double v = (double)n;
-    int u = 0;
-    while (v >= 1024.0 && u < 5) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, 32, "%zu B", n);
-    else if (v < 10)
-        snprintf(buf, 32, "%.2f %s", v, unit[u]);
-    else if (v < 100)
-        snprintf(buf, 32, "%.1f %s", v, unit[u]);
-    else
-        snprintf(buf, 32, "%.0f %s", v, unit[u]);
-    return buf;
+    /* zlib's and libpng's messages, and file names, may hold control bytes */
+    swi_message_one_line(err);
 }
 
 const char *swi_io_file_kind(unsigned mode) {
@@ -144,8 +122,8 @@ unsigned char *io__read_file(const char *path, size_t max, size_t *len, char *er
     }
     if (size < 0 || (uint64_t)size > (uint64_t)max) {
         char b1[32], b2[32];
-        io__err(err, n, "%s: %s is %s, more than the %s it can be", path, what, io__bytes((size_t)size, b1),
-                io__bytes(max, b2));
+        io__err(err, n, "%s: %s is %s, more than the %s it can be", path, what,
+                swi_format_bytes((size_t)size, b1, sizeof b1), swi_format_bytes(max, b2, sizeof b2));
         close(fd);
         errno = EFBIG;
         return NULL;

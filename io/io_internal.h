@@ -25,9 +25,6 @@ void io__err(char *err, size_t n, const char *fmt, ...) __attribute__((format(pr
 /* Does path end with suffix, compared case-insensitively? */
 int io__ends_with(const char *path, const char *suffix);
 
-/* Human-readable bytes ("1.18 GB"), for out-of-memory messages. */
-const char *io__bytes(size_t n, char buf[32]);
-
 /* Whole files (files.c). dir/leaf into out (n bytes): 0, or -1 when it does not fit. */
 int io__join(char *out, size_t n, const char *dir, const char *leaf);
 /* Every byte of data written to fd (EINTR retried): 0, or -1 with errno. */

@@ -297,7 +297,7 @@ swi_status read_all(itk::ImageIOBase *io, const char *path, int64_t count, int n
     buf.reset(new (std::nothrow) unsigned char[bytes]);
     if (!buf) {
         char b[32];
-        io__err(err, n, "%s: out of memory reading %s of voxels", path, io__bytes(bytes, b));
+        io__err(err, n, "%s: out of memory reading %s of voxels", path, swi_format_bytes(bytes, b, sizeof b));
         return SWI_ERR_NOMEM;
     }
     unsigned nd = io->GetNumberOfDimensions();
@@ -595,7 +595,7 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
         std::unique_ptr<unsigned char[]> buf(new (std::nothrow) unsigned char[bytes]);
         if (!buf) {
             char b[32];
-            io__err(err, n, "%s: out of memory (%s)", name, io__bytes(bytes, b));
+            io__err(err, n, "%s: out of memory (%s)", name, swi_format_bytes(bytes, b, sizeof b));
             return SWI_ERR_NOMEM;
         }
         if (nb == 1)

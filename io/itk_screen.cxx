@@ -282,7 +282,8 @@ swi_status io__itk_check_nrrd_data(const char *path, uint64_t bytes, uint64_t co
             err, n,
             "%s: the header claims %s of voxels, more than the %llu compressed bytes of its data can hold "
             "(deflate inflates at most %d:1)",
-            path, io__bytes((size_t)bytes, b), (unsigned long long)have, IO_DEFLATE_MAX_RATIO);
+            path, swi_format_bytes((size_t)bytes, b, sizeof b), (unsigned long long)have,
+            IO_DEFLATE_MAX_RATIO);
         return SWI_ERR_INVALID_ARG;
     }
     if (encoding == "hex") {

@@ -329,7 +329,7 @@ swi_status io__itk_check_meta_data(itk::MetaImageIO *mio, const char *path, uint
         io__err(err, n,
                 "%s: the header claims %s of voxels, more than the %llu compressed bytes of %s can hold "
                 "(deflate inflates at most %d:1)",
-                path, io__bytes((size_t)bytes, b), (unsigned long long)have, file.c_str(),
+                path, swi_format_bytes((size_t)bytes, b, sizeof b), (unsigned long long)have, file.c_str(),
                 IO_DEFLATE_MAX_RATIO);
         return SWI_ERR_INVALID_ARG;
     }

@@ -394,8 +394,9 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n) 
             err, n,
             "%s: the header describes %lld x %lld x %lld voxels (%s) but the file's %lld compressed bytes "
             "inflate to at most %lld (deflate inflates at most %d:1)",
-            path, (long long)dim[1], (long long)dim[2], (long long)dim[3], io__bytes((size_t)bytes, b),
-            (long long)st.st_size, (long long)st.st_size * IO_DEFLATE_MAX_RATIO, IO_DEFLATE_MAX_RATIO);
+            path, (long long)dim[1], (long long)dim[2], (long long)dim[3],
+            swi_format_bytes((size_t)bytes, b, sizeof b), (long long)st.st_size,
+            (long long)st.st_size * IO_DEFLATE_MAX_RATIO, IO_DEFLATE_MAX_RATIO);
         return SWI_ERR_INVALID_ARG;
     }
 
@@ -570,7 +571,8 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
     }
     if (fast == -2) {
         char b[32];
-        io__err(err, n, "%s: out of memory reading %s of voxels", v->path, io__bytes((size_t)ntot, b));
+        io__err(err, n, "%s: out of memory reading %s of voxels", v->path,
+                swi_format_bytes((size_t)ntot, b, sizeof b));
         nifti_image_free(nim);
         return SWI_ERR_NOMEM;
     }
@@ -580,7 +582,8 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
         buf = io__malloc((size_t)ntot);
         if (!buf) {
             char b[32];
-            io__err(err, n, "%s: out of memory reading %s of voxels", v->path, io__bytes((size_t)ntot, b));
+            io__err(err, n, "%s: out of memory reading %s of voxels", v->path,
+                    swi_format_bytes((size_t)ntot, b, sizeof b));
             nifti_image_free(nim);
             return SWI_ERR_NOMEM;
         }

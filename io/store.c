@@ -459,7 +459,7 @@ int swi_store_on_region(void *user, const swi_region *r) {
             if (!sl->buf) {
                 char b32[32];
                 snprintf(msg, sizeof msg, "%.900s: out of memory for a slab of %s", w->name,
-                         io__bytes(slab_vals * es, b32));
+                         swi_format_bytes(slab_vals * es, b32, sizeof b32));
                 fail_locked(w, msg);
                 pthread_mutex_unlock(&w->mu);
                 return 1;

@@ -55,7 +55,6 @@ swi_status swi__fail(swi_ctx *ctx, swi_status st, const char *fmt, ...)
     ;
 void swi__clear_error(swi_ctx *ctx);
 /* Human size "1.25 GiB" into buf. */
-const char *swi__fmt_bytes(size_t bytes, char *buf, size_t len);
 
 /* ---- layout.c: pure geometry ---- */
 typedef struct axis_grid {

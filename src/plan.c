@@ -658,8 +658,9 @@ swi_status swi__plan(swi_ctx *ctx, const swi_params *p, const geom *g, const swi
         return swi__fail(ctx, SWI_ERR_BUDGET,
                          "params.max_memory = %s is below the smallest plan: at least %s (%zu bytes) is "
                          "needed (sw_batch_size 1%s)",
-                         swi__fmt_bytes(p->max_memory, a, sizeof a), swi__fmt_bytes(best_min, b, sizeof b),
-                         best_min, p->pipeline == SWI_PIPELINE_ON ? ", pipelined" : ", no pipelining");
+                         swi_format_bytes(p->max_memory, a, sizeof a),
+                         swi_format_bytes(best_min, b, sizeof b), best_min,
+                         p->pipeline == SWI_PIPELINE_ON ? ", pipelined" : ", no pipelining");
     }
     plan_report(g, &k, &best, total, threads, plan);
     if (choice) *choice = best;

@@ -43,19 +43,33 @@ const char *swi_last_error(const swi_ctx *ctx) {
     return ctx->err;
 }
 
-const char *swi__fmt_bytes(size_t bytes, char *buf, size_t len) {
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+const char *swi_format_bytes(size_t bytes, char *buf, size_t len) {
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (!buf || len == 0) return buf;
     double v = (double)bytes;
     int u = 0;
-    while (v >= 1024.0 && u < 4) {
+    while (v >= 1024.0 && u < 6) {
         v /= 1024.0;
         u++;
     }
     if (u == 0)
         snprintf(buf, len, "%zu B", bytes);
-    else
+    else if (v < 10)
         snprintf(buf, len, "%.2f %s", v, unit[u]);
+    else if (v < 100)
+        snprintf(buf, len, "%.1f %s", v, unit[u]);
+    else
+        snprintf(buf, len, "%.0f %s", v, unit[u]);
     return buf;
+}
+
+char *swi_message_one_line(char *msg) {
+    if (!msg) return msg;
+    size_t len = strlen(msg);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = ' ';
+    while (len > 0 && msg[len - 1] == ' ') msg[--len] = '\0';
+    return msg;
 }
 
 swi_ctx *swi_create(void) {

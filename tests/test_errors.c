@@ -748,7 +748,31 @@ static void test_budget(swi_ctx *ctx) {
     setup_free(&s);
 }
 
+/* The message helpers every library shares: one byte formatter, one line per message. */
+static void test_message_helpers(void) {
+    static const struct {
+        size_t bytes;
+        const char *text;
+    } cases[] = {{0, "0 B"},
+                 {1023, "1023 B"},
+                 {1024, "1.00 KiB"},
+                 {1536, "1.50 KiB"},
+                 {48023142, "45.8 MiB"},
+                 {(size_t)128 << 30, "128 GiB"},
+                 {SIZE_MAX, "16.0 EiB"}};
+    char buf[32];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(strcmp(swi_format_bytes(cases[i].bytes, buf, sizeof buf), cases[i].text) == 0,
+              "swi_format_bytes(%zu) = '%s', not '%s'", cases[i].bytes, buf, cases[i].text);
+    char tiny[4];
+    CHECK(strcmp(swi_format_bytes(1536, tiny, sizeof tiny), "1.5") == 0, "truncated: '%s'", tiny);
+    char msg[] = "model.onnx: line 1\nline 2\t\x7f end\r\n ";
+    CHECK(strcmp(swi_message_one_line(msg), "model.onnx: line 1 line 2   end") == 0, "one line: '%s'", msg);
+    CHECK(swi_message_one_line(NULL) == NULL, "NULL message");
+}
+
 int main(void) {
+    test_message_helpers();
     for (int i = 0; i < (int)(sizeof(g_input) / sizeof(g_input[0])); i++)
         g_input[i] = (float)((i * 37) % 101) / 101.0f;
     swi_ctx *ctx = swi_create();

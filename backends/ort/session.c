@@ -15,11 +15,8 @@ void ort__err(char *err, size_t n, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, n, fmt, ap);
     va_end(ap);
-    /* One line: ONNX Runtime's messages may hold newlines and tabs. */
-    size_t len = strlen(err);
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f) err[i] = ' ';
-    while (len > 0 && err[len - 1] == ' ') err[--len] = '\0';
+    /* ONNX Runtime's messages may hold newlines and tabs */
+    swi_message_one_line(err);
 }
 
 swi_status ort__status(const OrtApi *api, OrtStatus *st, swi_status fail, char *err, size_t n,
