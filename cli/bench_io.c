@@ -21,7 +21,7 @@ int bench_io_open_input(bench_io *b, int64_t shape[3], char *err, size_t n) {
     char e[SWI_ERRLEN];
     b->in.channels = 1;
     if (cli_is_store(b->input)) {
-        if (cli_input_open_store(&b->in, 0, b->input, e)) {
+        if (cli_input_open_store(&b->in, 0, b->input, NULL, NULL, e)) {
             snprintf(err, n, "%s", e);
             return -1;
         }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "progress.h"
 #include "swi.h"
 
 /* Subcommands: each returns the process exit status (0 ok, 1 runtime error, 2 usage
@@ -101,9 +102,38 @@ typedef struct seg_result {
     int64_t classes;
 } seg_result;
 
-/** Run a segmentation; keep != NULL receives a copy of the labels. Returns an exit status
- *  and prints its own one-line error. `who` prefixes messages ("swi segment"). */
+/** Run a segmentation (a swi_job, cli/segment_job.c); keep != NULL receives a copy of the
+ *  labels. Returns an exit status and prints its own one-line error. `who` prefixes messages
+ *  ("swi segment"). */
 int seg_run(const seg_opts *o, const char *who, seg_result *keep);
+
+/* What segment_job.c needs of swi_pipeline.h, declared apart so this header stands alone. */
+struct swi_job_spec;
+struct swi_job_hooks;
+struct swi_job;
+
+/** The options as a job's spec: what the command line gave, the rest unset (for the card). */
+void seg_job_spec(const seg_opts *o, struct swi_job_spec *spec);
+
+/** The command's hooks of a job: the progress bar, messages as "WHO: LINE", signals. */
+typedef struct seg_hooks {
+    const char *who;
+    progress prog;
+} seg_hooks;
+void seg_hooks_init(seg_hooks *h, const seg_opts *o, const char *who, struct swi_job_hooks *hooks);
+
+/** Run an open job with those hooks (signals cancel it); keep as seg_run; err (SWI_JOB_ERRLEN
+ *  bytes, or NULL) receives the failure. Exit status. */
+int seg_run_job(struct swi_job *job, const char *who, seg_hooks *h, seg_result *keep, char *err);
+
+/** Print a job's failure as "WHO: ERR" (or the interruption) and return the exit status:
+ *  0 for SWI_OK, 2 for SWI_ERR_INVALID_ARG, 128+N after signal N, else 1. */
+int seg_job_exit(const char *who, swi_status st, const char *err);
+
+/** Usage checks of store names and --shard; 0 or 2 after printing. */
+int seg_store_check(const seg_opts *o, const char *who);
+/** Does the run write stores? */
+int seg_store_outputs(const seg_opts *o);
 
 /** Folder mode: segment every case of o->input_dir into o->output_dir (cli/folder.c).
  *  Returns 0, 1 if any case failed, 2 on a usage error, 128+N when interrupted. */

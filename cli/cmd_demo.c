@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "safety.h"
+#include "signals.h"
 #include "swi_io.h"
 #include "util.h"
 
@@ -212,6 +213,7 @@ int swi_cmd_demo(int argc, char **argv) {
     o.threads = threads;
     o.force = 1;
     o.quiet = quiet;
+    o.no_card = 1; /* the demo's settings are its own */
     seg_result res;
     memset(&res, 0, sizeof res);
     int rc = seg_run(&o, who, &res);

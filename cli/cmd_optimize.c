@@ -6,6 +6,7 @@
 
 #include "safety.h"
 #include "samefile.h"
+#include "signals.h"
 #include "swi_ort.h"
 #include "util.h"
 

@@ -6,17 +6,20 @@
  * the channels of CASE) and each subdirectory (a DICOM series), sorted by name; --part I/N
  * keeps every N-th from I. A reader thread opens, reads and preprocesses the next case
  * while the current one runs (one case ahead, so at most two are in memory). Each case
- * runs through seg_run_state with the shared model; a failure is reported with the case's
+ * runs as a job (swi_pipeline.h) on the shared model; a failure is reported with the case's
  * name and the run goes on. The reader opens and reads each case's volumes in a child
  * process (swi itself, run as `swi --read-volumes-child FILE...`), so that a library that
  * aborts or hangs on one file fails that case only; the voxels come back through a pipe. Outputs that exist are skipped unless --force; an output
  * directory inside IN is left out of the cases, and IN itself is refused as one.
  */
-#include "segment.h"
+#include "cli.h"
 
 #include "card.h"
+#include "job.h"
 #include "preprocess.h"
 #include "report.h"
+#include "signals.h"
+#include "swi_pipeline.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -88,6 +91,8 @@ static int cmp_entry(const void *a, const void *b) {
 
 typedef struct folder {
     const seg_opts *o;
+    const pl_opts *po; /* the options with the model's card (opts_job's) */
+    swi_job *opts_job;
     fcase *cases;
     int n_cases;
     int *todo; /* indices of the cases to read, in order */
@@ -114,6 +119,7 @@ static void free_folder(folder *f) {
     }
     free(f->cases);
     free(f->todo);
+    swi_job_free(f->opts_job);
 }
 
 /* Find or add the case `name` (cases are added in sorted order, so it is the last one). */
@@ -443,7 +449,7 @@ static case_state read_case_apart(fcase *c) {
 }
 
 /* Open, read and preprocess one case (reader thread); the state it ends in. */
-static case_state read_case(const seg_opts *o, fcase *c) {
+static case_state read_case(const pl_opts *o, fcase *c) {
     if (c->problem[0]) {
         snprintf(c->err, sizeof c->err, "%s", c->problem);
         return CASE_BAD;
@@ -505,7 +511,7 @@ static void *reader(void *arg) {
         if (stop || cli_interrupted()) break;
         fcase *c = &f->cases[f->todo[t]];
         double t0 = cli_now();
-        case_state st = read_case(f->o, c);
+        case_state st = read_case(f->po, c);
         pthread_mutex_lock(&f->mu);
         c->seconds = cli_now() - t0;
         c->state = st;
@@ -616,7 +622,7 @@ static int write_index(const folder *f, char *err) {
             r->href = hrefs[i];
         }
     }
-    if (!classes && o->card && o->card->n_classes > 1) classes = o->card->n_classes - 1;
+    if (!classes && f->po->card && f->po->card->n_classes > 1) classes = f->po->card->n_classes - 1;
     char path[PATH_MAX];
     int rc = 0;
     if (o->part_count > 1)
@@ -624,7 +630,7 @@ static int write_index(const folder *f, char *err) {
                  o->part_count);
     else
         snprintf(path, sizeof path, "%s/index.html", o->report_dir);
-    rc = seg_report_index(o, path, rows, n, classes, err);
+    rc = seg_report_index(f->po, o->input_dir, path, rows, n, classes, err);
     free(rows), free(hrefs);
     return rc;
 }
@@ -652,30 +658,44 @@ static int output_dir(const seg_opts *o, char real_in[PATH_MAX], char real_out[P
     return 0;
 }
 
+static int folder_fail(const char *who, const char *msg) {
+    fprintf(stderr, "%s: %s\n", who, msg);
+    return 1;
+}
+
 int seg_folder_run(const seg_opts *o) {
     char err[SWI_ERRLEN], real_in[PATH_MAX], real_out[PATH_MAX], real_rep[PATH_MAX];
     double t0 = cli_now();
     if (cli_signals_start() != 0) /* before the reader thread: it inherits the mask */
-        return seg_fail(WHO, "cannot set up signal handling");
+        return folder_fail(WHO, "cannot set up signal handling");
     /* pages that cannot be written (no NiiVue) are refused before anything is made */
-    if (o->report_dir && seg_report_check(o->report_dir, err)) return seg_fail(WHO, err);
+    if (o->report_dir && seg_report_check(o->report_dir, err)) return folder_fail(WHO, err);
     int rc = output_dir(o, real_in, real_out, err);
     if (rc) {
         fprintf(stderr, "%s: %s%s\n", WHO, err, rc == 2 ? " (see 'swi segment --help')" : "");
         return rc;
     }
-    if (report_dir(o, real_in, real_rep, err)) return seg_fail(WHO, err);
+    if (report_dir(o, real_in, real_rep, err)) return folder_fail(WHO, err);
     folder f;
     memset(&f, 0, sizeof f);
     f.o = o;
+    /* the options as every case runs them, with the model's card: a job on no case yet */
+    swi_job_spec spec;
+    seg_job_spec(o, &spec);
+    spec.inputs[spec.n_inputs++] = o->input_dir;
+    swi_job *opts_job = NULL;
+    swi_status jst = swi_job_open(&spec, NULL, &opts_job, err, sizeof err);
+    if (jst != SWI_OK) return seg_job_exit(WHO, jst, err);
+    f.opts_job = opts_job;
+    f.po = job_opts(opts_job);
     if (list_cases(&f, o->input_dir, real_out, real_rep, err)) {
         free_folder(&f);
-        return seg_fail(WHO, err);
+        return folder_fail(WHO, err);
     }
     f.todo = malloc((size_t)(f.n_cases + 1) * sizeof *f.todo);
     if (!f.todo) {
         free_folder(&f);
-        return seg_fail(WHO, "out of memory");
+        return folder_fail(WHO, "out of memory");
     }
     for (int i = 0; i < f.n_cases; i++) {
         fcase *c = &f.cases[i];
@@ -697,7 +717,7 @@ int seg_folder_run(const seg_opts *o) {
                 "%s: no cases (volume files .nii, .nii.gz, .nrrd, .nhdr, .mha, .mhd or "
                 "DICOM series directories)",
                 o->input_dir);
-        return seg_fail(WHO, err);
+        return folder_fail(WHO, err);
     }
     pthread_mutex_init(&f.mu, NULL);
     pthread_cond_init(&f.cv, NULL);
@@ -707,7 +727,7 @@ int seg_folder_run(const seg_opts *o) {
         pthread_mutex_destroy(&f.mu);
         pthread_cond_destroy(&f.cv);
         free_folder(&f);
-        return seg_fail(WHO, "cannot start the reader thread");
+        return folder_fail(WHO, "cannot start the reader thread");
     }
 
     swi_ort_model *model = NULL;
@@ -757,33 +777,41 @@ int seg_folder_run(const seg_opts *o) {
         snprintf(label, sizeof label, "[%d/%d] %s", t + 1, f.n_todo, c->name);
         oc.progress_label = label;
         oc.no_summary = 1;
-        seg_state *s = seg_state_new();
-        if (!s) {
-            fprintf(stderr, "%s: out of memory\n", who);
-            c->state = CASE_FAILED;
-            failed++;
-            free_case_data(c);
-            continue;
-        }
-        memcpy(s->vols, c->vols, (size_t)c->n_files * sizeof *c->vols);
-        s->vols_ready = 1;
-        s->input = c->input; /* the state frees it */
-        c->input = NULL;
-        s->model = model;
-        s->model_borrowed = 1;
         double t1 = cli_now();
+        seg_job_spec(&oc, &spec);
+        seg_hooks h;
+        swi_job_hooks hooks;
+        seg_hooks_init(&h, &oc, who, &hooks);
+        swi_job *job = NULL;
+        char jerr[SWI_JOB_ERRLEN];
+        jst = swi_job_open(&spec, &hooks, &job, jerr, sizeof jerr);
         seg_result keep;
         memset(&keep, 0, sizeof keep);
-        seg_clear_error();
-        int r = seg_run_state(&oc, who, s, o->report_dir ? &keep : NULL);
+        int r;
+        if (jst != SWI_OK) {
+            r = seg_job_exit(who, jst, jerr);
+            snprintf(c->err, sizeof c->err, "%s", jerr);
+        } else {
+            /* the case as the reader left it, on the model opened once */
+            seg_state *s = job_state_mut(job);
+            memcpy(s->vols, c->vols, (size_t)c->n_files * sizeof *c->vols);
+            s->vols_ready = 1;
+            s->input = c->input; /* the job frees it */
+            c->input = NULL;
+            s->model = model;
+            s->model_borrowed = 1;
+            r = seg_run_job(job, who, &h, o->report_dir ? &keep : NULL, jerr);
+            if (r != 0) snprintf(c->err, sizeof c->err, "%s", jerr);
+            /* the index's volumes and thumbnail, while the case's image is still held */
+            pl_result pr = {
+                keep.labels, keep.label_bytes, {keep.size[0], keep.size[1], keep.size[2]}, keep.classes};
+            if (r == 0 && keep.labels && seg_case_summarize(s, &pr, &c->sum, c->err))
+                fprintf(stderr, "%s: %s\n", who, c->err);
+            model = s->model; /* opened by the first case that got that far */
+        }
         c->seconds += cli_now() - t1;
-        if (r != 0) snprintf(c->err, sizeof c->err, "%s", seg_last_error());
-        /* the index's volumes and thumbnail, while the case's image is still held */
-        if (r == 0 && keep.labels && seg_case_summarize(s, &keep, &c->sum, c->err))
-            fprintf(stderr, "%s: %s\n", who, c->err);
         free(keep.labels);
-        model = s->model; /* opened by the first case that got that far */
-        seg_state_free(s);
+        swi_job_free(job);
         free_case_data(c);
         if (cli_interrupted()) {
             interrupted = 1;

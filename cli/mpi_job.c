@@ -3,7 +3,10 @@
  */
 #include "mpi_job.h"
 
-#include "stores.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
 
 #ifdef SWI_HAVE_MPI
 
@@ -88,3 +91,32 @@ int cli_mpi_all_ok(int ok) { return ok; }
 int cli_mpi_finish(int rc) { return rc; }
 
 #endif
+
+int cli_launcher_ranks(int *rank) {
+    static const char *sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
+    static const char *ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MPI_LOCALRANKID"};
+    *rank = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        const char *v = getenv(sizes[k]);
+        int64_t n;
+        if (v && cli_parse_i64(v, 1, 1 << 24, &n) == 0) {
+            const char *r = getenv(ranks[k]);
+            int64_t i;
+            if (r && cli_parse_i64(r, 0, n - 1, &i) == 0) *rank = (int)i;
+            return (int)n;
+        }
+    }
+    return 0;
+}
+
+int cli_refuse_mpi_without_support(const char *who) {
+    int rank = 0, n = cli_launcher_ranks(&rank);
+    if (n <= 1) return 0;
+    fprintf(
+        stderr,
+        "%s: started as rank %d of %d by an MPI launcher, but this swi was built without MPI "
+        "(install libopenmpi-dev and rebuild; swi --version tells), so every rank would run the whole job; "
+        "run one process, or one --shard I/N per process\n",
+        who, rank, n);
+    return 1;
+}

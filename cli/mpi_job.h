@@ -28,4 +28,12 @@ int cli_mpi_all_ok(int ok);
  * that succeeded the worst status of the job, so every rank's exit status tells. */
 int cli_mpi_finish(int rc);
 
+/* The number of ranks an MPI launcher gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
+ * PMIX... in the environment), and this one's rank; 0 (and rank 0) when not started by one. */
+int cli_launcher_ranks(int *rank);
+
+/* Without MPI built in, refuse to run as one of N > 1 ranks (each would run the whole
+ * job). Returns 0, or 1 after printing why. */
+int cli_refuse_mpi_without_support(const char *who);
+
 #endif

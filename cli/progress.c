@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include "safety.h"
+#include "signals.h"
 #include "util.h"
 
 #include <stdio.h>

@@ -5,7 +5,6 @@
  */
 #include "cli.h"
 
-#include "card.h"
 #include "shard.h"
 #include "stores.h"
 #include "swi_resample.h"
@@ -371,20 +370,6 @@ static int is_volume_name(const char *p) {
            cli_ends_with(p, ".mha");
 }
 
-/* The model's card fills what the flags leave unset (one card per process: the CLI's). */
-static int load_card(const char *who, seg_opts *o) {
-    static seg_card card;
-    card_free(&card);
-    if (o->no_card) return 0;
-    char err[SWI_ERRLEN];
-    int found = 0;
-    if (card_load(o->model, &card, &found, err) || (found && card_apply(&card, o, err))) {
-        fprintf(stderr, "%s: %s\n", who, err);
-        return 1;
-    }
-    return 0;
-}
-
 int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
     const char *who = plan ? "swi plan" : "swi segment";
     seg_opts_init(o);
@@ -572,8 +557,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         o->part_given = o->part_count != 0;
         if (!o->output_format) o->output_format = "nii.gz";
         if (!o->part_count) o->part_count = 1;
-        /* every case is run as swi segment runs one: with the model's card */
-        return load_card(who, o);
+        return 0; /* every case is run as swi segment runs one: with the model's card */
     }
     if (o->report_dir) return usage(who, "--report-dir is for folder mode (--input-dir)", NULL, NULL);
     if (o->n_inputs == 0) return usage(who, "--input is required", NULL, NULL);
@@ -601,5 +585,5 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         for (int b = a + 1; b < 4; b++)
             if (outs[a] && outs[b] && strcmp(outs[a], outs[b]) == 0)
                 return usage(who, "'%s' is given as two different outputs", outs[a], NULL);
-    return load_card(who, o);
+    return 0; /* the job reads the model's card */
 }

@@ -2,6 +2,8 @@
  * metadata_props through swi_onnx (optional: SWI_HAVE_ONNX_METADATA). */
 #include "card.h"
 
+#include "internal.h"
+
 #include "swi_io.h"
 #include "swi_resample.h"
 #include "util.h"
@@ -392,7 +394,7 @@ int card_load(const char *model, seg_card *c, int *found, char *err) {
     return rc;
 }
 
-int card_apply(const seg_card *c, seg_opts *o, char *err) {
+int card_apply(const seg_card *c, pl_opts *o, char *err) {
     (void)err;
     if (c->has_roi && !o->roi_given) {
         memcpy(o->roi, c->roi, sizeof o->roi);

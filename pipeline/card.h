@@ -27,11 +27,18 @@
 #ifndef SWI_CLI_CARD_H
 #define SWI_CLI_CARD_H
 
-#include "cli.h"
+#include "swi.h"
+
+#include <stdint.h>
 
 #include <stdio.h>
 
 #define CARD_MAX_NAMES 1024
+#ifndef SEG_MAX_MODELS
+#define SEG_MAX_MODELS 16
+#endif
+
+struct pl_opts;
 
 typedef struct seg_card {
     char source[4200]; /* the card's file, or "MODEL (metadata_props swi.card)" */
@@ -63,7 +70,7 @@ int card_load(const char *model, seg_card *c, int *found, char *err);
 int card_parse(const char *text, const char *source, const char *dir, seg_card *c, char *err);
 
 /* Fill the options o does not set from the card (flags win). Returns 0, or 2 (usage). */
-int card_apply(const seg_card *c, seg_opts *o, char *err);
+int card_apply(const seg_card *c, struct pl_opts *o, char *err);
 
 /* Print the card, one field a line. */
 void card_print(const seg_card *c, FILE *f);

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-void seg_preprocess(const seg_opts *o, float *x, int64_t n) {
+void seg_preprocess(const pl_opts *o, float *x, int64_t n) {
     if (o->clip_given) {
         float lo = (float)o->clip[0], hi = (float)o->clip[1];
         for (int64_t i = 0; i < n; i++) x[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i];

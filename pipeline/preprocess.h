@@ -7,9 +7,9 @@
 
 #include <stdint.h>
 
-#include "cli.h"
+#include "internal.h"
 
 /** --clip, --scale, --zscore, in that order, on one channel of n voxels, in place. */
-void seg_preprocess(const seg_opts *o, float *x, int64_t n);
+void seg_preprocess(const pl_opts *o, float *x, int64_t n);
 
 #endif

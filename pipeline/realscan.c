@@ -17,7 +17,7 @@ static void identity_orientation(const swi_volume *v, swi_orientation *o) {
     memcpy(o->affine, v->affine, sizeof o->affine);
 }
 
-int seg_grid_setup(const seg_opts *o, const swi_volume *v, seg_grid *g, char *err) {
+int seg_grid_setup(const pl_opts *o, const swi_volume *v, seg_grid *g, char *err) {
     memset(g, 0, sizeof *g);
     memcpy(g->in_size, v->size, sizeof g->in_size);
     memcpy(g->size, v->size, sizeof g->size);

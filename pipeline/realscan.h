@@ -14,7 +14,7 @@
 #ifndef SWI_CLI_REALSCAN_H
 #define SWI_CLI_REALSCAN_H
 
-#include "cli.h"
+#include "internal.h"
 #include "swi_io.h"
 #include "swi_resample.h"
 
@@ -41,7 +41,7 @@ typedef struct seg_grid {
 
 /* Settle the model grid of volume v (whose file is `path`) for o's --orientation and
  * --spacing. g->active stays 0 when neither is asked. Returns 0, or 1 with err set. */
-int seg_grid_setup(const seg_opts *o, const swi_volume *v, seg_grid *g, char *err);
+int seg_grid_setup(const pl_opts *o, const swi_volume *v, seg_grid *g, char *err);
 
 /* The engine's outputs with a grid: written through the grid's callbacks. Sets *n_outs. */
 void seg_grid_outputs(seg_grid *g, int want_scores, int softmax, swi_output *outs, int *n_outs);

@@ -38,14 +38,14 @@ int seg_report_check(const char *path, char *err) {
     return 1;
 }
 
-int seg_report_write(const seg_opts *o, const seg_state *s, int fd, const char *path, const char *title,
+int seg_report_write(const pl_opts *o, const seg_state *s, int fd, const char *path, const char *title,
                      const void *labels, int label_bytes, int64_t classes, double seconds, char *err) {
     (void)o, (void)s, (void)title, (void)labels, (void)label_bytes, (void)classes, (void)seconds;
     if (fd >= 0) close(fd);
     return seg_report_check(path, err);
 }
 
-int seg_case_summarize(const seg_state *s, const seg_result *r, seg_case_summary *out, char *err) {
+int seg_case_summarize(const seg_state *s, const pl_result *r, seg_case_summary *out, char *err) {
     (void)s, (void)r;
     memset(out, 0, sizeof *out);
     return seg_report_check("index.html", err);
@@ -53,9 +53,9 @@ int seg_case_summarize(const seg_state *s, const seg_result *r, seg_case_summary
 
 void seg_case_summary_free(seg_case_summary *c) { (void)c; }
 
-int seg_report_index(const seg_opts *o, const char *path, const seg_index_row *rows, int n_rows,
-                     int n_classes, char *err) {
-    (void)o, (void)rows, (void)n_rows, (void)n_classes;
+int seg_report_index(const pl_opts *o, const char *input_dir, const char *path, const seg_index_row *rows,
+                     int n_rows, int n_classes, char *err) {
+    (void)o, (void)input_dir, (void)rows, (void)n_rows, (void)n_classes;
     return seg_report_check(path, err);
 }
 
@@ -74,7 +74,7 @@ int seg_report_check(const char *path, char *err) {
 
 enum { N_ITEMS = 16, ITEM_LEN = 4608 };
 
-int seg_report_write(const seg_opts *o, const seg_state *s, int fd, const char *path, const char *title,
+int seg_report_write(const pl_opts *o, const seg_state *s, int fd, const char *path, const char *title,
                      const void *labels, int label_bytes, int64_t classes, double seconds, char *err) {
     static char val[N_ITEMS][ITEM_LEN];
     swi_report_item items[N_ITEMS];
@@ -160,7 +160,7 @@ int seg_report_write(const seg_opts *o, const seg_state *s, int fd, const char *
     return 0;
 }
 
-int seg_case_summarize(const seg_state *s, const seg_result *r, seg_case_summary *out, char *err) {
+int seg_case_summarize(const seg_state *s, const pl_result *r, seg_case_summary *out, char *err) {
     memset(out, 0, sizeof *out);
     swi_report_page p;
     memset(&p, 0, sizeof p);
@@ -205,8 +205,8 @@ void seg_case_summary_free(seg_case_summary *c) {
     memset(c, 0, sizeof *c);
 }
 
-int seg_report_index(const seg_opts *o, const char *path, const seg_index_row *rows, int n_rows,
-                     int n_classes, char *err) {
+int seg_report_index(const pl_opts *o, const char *input_dir, const char *path, const seg_index_row *rows,
+                     int n_rows, int n_classes, char *err) {
     swi_report_case *cases = cli_calloc((size_t)(n_rows > 0 ? n_rows : 1), sizeof *cases);
     const char **names = cli_calloc((size_t)(n_classes > 0 ? n_classes : 1), sizeof *names);
     char(*bufs)[32] = cli_calloc((size_t)(n_classes > 0 ? n_classes : 1), sizeof *bufs);
@@ -242,7 +242,7 @@ int seg_report_index(const seg_opts *o, const char *path, const seg_index_row *r
     /* the index is made from the cases each run: replaced, never merged */
     if (cli_out_begin(&out, path, 1, err)) {
         rc = 1;
-    } else if (swi_report_index_write_fd(cli_out_take_fd(&out), path, o->input_dir, cases, n_rows, names,
+    } else if (swi_report_index_write_fd(cli_out_take_fd(&out), path, input_dir, cases, n_rows, names,
                                          n_classes, why, sizeof why) != SWI_OK) {
         cli_err(err, "%s", why);
         cli_out_abort(&out);

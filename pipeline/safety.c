@@ -1,6 +1,8 @@
 /* safety.c -- see safety.h. */
 #include "safety.h"
 
+#include "swi_pipeline.h"
+
 #include "util.h"
 
 #include <errno.h>
@@ -8,43 +10,18 @@
 #include <ftw.h>
 #include <libgen.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAX_OUTS 16
 #define MAX_TMP_DIRS 8
-/* How long a run may take to stop by itself after a signal. */
-#define CLI_STOP_GRACE_MS 700
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static cli_out *g_outs[MAX_OUTS];
 static char g_dirs[MAX_TMP_DIRS][4096]; /* "" when free */
-static volatile sig_atomic_t g_signal;
-static void (*g_hook)(void *);
-static void *g_hook_user;
-static int g_started;
-static sigset_t g_set;
-
-int cli_interrupted(void) { return (int)g_signal; }
-
-int cli_interrupted_cb(void *unused) {
-    (void)unused;
-    return g_signal != 0;
-}
-
-int cli_interrupt_status(void) { return 128 + (g_signal ? (int)g_signal : SIGINT); }
-
-void cli_set_cancel_hook(void (*hook)(void *user), void *user) {
-    pthread_mutex_lock(&g_lock);
-    g_hook = hook;
-    g_hook_user = user;
-    pthread_mutex_unlock(&g_lock);
-}
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *f) {
     (void)sb, (void)f;
@@ -85,92 +62,19 @@ void cli_tmp_dirs_clear(void) {
     pthread_mutex_unlock(&g_lock);
 }
 
-/* Remove the temporaries not yet committed, say why, and end the process now. */
-static void stop_now(int sig, const char *why) {
+void swi_job_remove_temporaries(void) {
     pthread_mutex_lock(&g_lock); /* a commit in progress finishes first */
     for (int i = 0; i < MAX_OUTS; i++)
-        if (g_outs[i] && g_outs[i]->active) unlink(g_outs[i]->tmp);
+        if (g_outs[i] && g_outs[i]->active) {
+            unlink(g_outs[i]->tmp);
+            g_outs[i]->active = 0;
+        }
     for (int i = 0; i < MAX_TMP_DIRS; i++)
-        if (g_dirs[i][0]) remove_dir(g_dirs[i]);
-    char msg[200];
-    int len = snprintf(msg, sizeof msg, "swi: %s, stopping now; no unfinished output is left\n", why);
-    if (len > 0) {
-        ssize_t w = write(2, msg, (size_t)len < sizeof msg ? (size_t)len : sizeof msg - 1);
-        (void)w;
-    }
-    _exit(128 + sig);
-}
-
-/* The next of our signals within ms milliseconds, or 0. */
-static int wait_signal(long ms) {
-    struct timespec end, now;
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    end.tv_sec += ms / 1000;
-    end.tv_nsec += (ms % 1000) * 1000000L;
-    if (end.tv_nsec >= 1000000000L) {
-        end.tv_sec++;
-        end.tv_nsec -= 1000000000L;
-    }
-    for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long long left = (long long)(end.tv_sec - now.tv_sec) * 1000000000LL + (end.tv_nsec - now.tv_nsec);
-        if (left <= 0) return 0;
-        struct timespec ts = {(time_t)(left / 1000000000LL), (long)(left % 1000000000LL)};
-        int sig = sigtimedwait(&g_set, NULL, &ts);
-        if (sig > 0) return sig;
-        if (errno != EINTR) return 0;
-    }
-}
-
-static void *signal_thread(void *arg) {
-    (void)arg;
-    for (;;) {
-        int sig = 0;
-        if (sigwait(&g_set, &sig) != 0) continue;
-        g_signal = sig;
-        /* Called under the lock, so cli_set_cancel_hook(NULL, ...) cannot return (and
-         * its caller free what the hook uses) while the hook runs. */
-        pthread_mutex_lock(&g_lock);
-        if (g_hook) g_hook(g_hook_user);
-        pthread_mutex_unlock(&g_lock);
-        /* The run stops at its next cancellation point and cleans up. A step that has none
-         * (a library call decompressing or writing a large block, a blocking system call)
-         * must not keep it going: after CLI_STOP_GRACE_MS, or at a second signal, the
-         * temporaries are removed here and the process ends. */
-        int again = wait_signal(CLI_STOP_GRACE_MS);
-        char why[120];
-        snprintf(why, sizeof why,
-                 again ? "interrupted twice" : "interrupted by %s; the run did not stop by itself",
-                 sig == SIGINT    ? "SIGINT"
-                 : sig == SIGTERM ? "SIGTERM"
-                                  : "SIGHUP");
-        stop_now(again ? again : sig, why);
-    }
-    return NULL;
-}
-
-int cli_signals_start(void) {
-    if (g_started) return 0;
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&g_set);
-    sigaddset(&g_set, SIGINT);
-    sigaddset(&g_set, SIGTERM);
-    sigaddset(&g_set, SIGHUP);
-    if (pthread_sigmask(SIG_BLOCK, &g_set, NULL) != 0) return -1;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
-    pthread_t t;
-    int rc = pthread_create(&t, &attr, signal_thread, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
-        pthread_sigmask(SIG_UNBLOCK, &g_set, NULL);
-        return -1;
-    }
-    atexit(cli_out_abort_all);
-    g_started = 1;
-    return 0;
+        if (g_dirs[i][0]) {
+            remove_dir(g_dirs[i]);
+            g_dirs[i][0] = '\0';
+        }
+    pthread_mutex_unlock(&g_lock);
 }
 
 int cli_out_check(const char *final, int force, char *err) {
@@ -258,8 +162,8 @@ int cli_out_take_fd(cli_out *o) {
     return fd;
 }
 
-/* Phase 1 of a commit: close, check for a signal, fsync. */
-static int out_sync(cli_out *o, char *err) {
+/* Phase 1 of a commit: close, check for a cancellation, fsync. */
+static int out_sync(cli_out *o, int (*cancelled)(void *), void *user, char *err) {
     if (!o->active) {
         cli_err(err, "%s: nothing to commit", o->final);
         return -1;
@@ -268,7 +172,7 @@ static int out_sync(cli_out *o, char *err) {
         close(o->fd);
         o->fd = -1;
     }
-    if (cli_interrupted()) {
+    if (cancelled && cancelled(user)) {
         cli_err(err, "interrupted");
         return -1;
     }
@@ -341,9 +245,10 @@ static void sync_dir_of(const char *path) {
     }
 }
 
-int cli_out_commit_all(cli_out *const *outs, int n, int force, char *err) {
+int cli_out_commit_all_cancellable(cli_out *const *outs, int n, int force, int (*cancelled)(void *user),
+                                   void *user, char *err) {
     for (int i = 0; i < n; i++)
-        if (outs[i] && out_sync(outs[i], err)) return -1;
+        if (outs[i] && out_sync(outs[i], cancelled, user, err)) return -1;
     char backup[16][4200];
     int moved = 0;
     for (int i = 0; i < n && i < 16; i++, moved++) {
@@ -368,6 +273,10 @@ int cli_out_commit_all(cli_out *const *outs, int n, int force, char *err) {
         sync_dir_of(outs[i]->final);
     }
     return 0;
+}
+
+int cli_out_commit_all(cli_out *const *outs, int n, int force, char *err) {
+    return cli_out_commit_all_cancellable(outs, n, force, NULL, NULL, err);
 }
 
 int cli_out_commit(cli_out *o, int force, char *err) {

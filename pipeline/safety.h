@@ -1,42 +1,18 @@
 /*
- * safety.h -- outputs that appear only when complete, and clean interruption.
+ * safety.h -- outputs that appear only when complete.
  *
  * Every output is written to a temporary file in the same directory as the final
  * path (".NAME.swi-XXXXXX"), then committed: fsync, then rename() (with --force) or
  * link()+unlink() (without: an output that appeared meanwhile, e.g. from a second run
  * writing the same path, is never replaced). On any error the temporaries are
- * removed, so no partial file remains.
- *
- * Signals: cli_signals_start() blocks SIGINT, SIGTERM and SIGHUP in the calling
- * thread (call it before any other thread exists, so every thread inherits the mask)
- * and starts a thread that waits for them with sigwait(). The first signal sets the
- * interrupted flag, which the progress callback turns into cancellation, and calls
- * the cancel hook (which stops a running ONNX Runtime call); the main thread then
- * cleans up and exits with 128 + signal. A second signal, or a run still going 0.7 s
- * after the first (a step without a cancellation point: a blocking call, one large
- * decompression), makes the signal thread remove the temporaries (and the folders
- * registered with cli_tmp_dir_add) and end the process with 128 + signal. No work happens
- * inside an asynchronous signal handler.
+ * removed, so no partial file remains. The temporaries (and the folders registered with
+ * cli_tmp_dir_add) are registered process-wide, so a forced stop can remove them
+ * (swi_job_remove_temporaries).
  */
 #ifndef SWI_CLI_SAFETY_H
 #define SWI_CLI_SAFETY_H
 
 #include <stddef.h>
-
-/** Block the signals and start the waiting thread. Returns 0 or -1. Idempotent. */
-int cli_signals_start(void);
-
-/** The signal that interrupted us (SIGINT, SIGTERM, SIGHUP), or 0. */
-int cli_interrupted(void);
-
-/** Called (from the signal thread) on the first signal; NULL to clear. */
-void cli_set_cancel_hook(void (*hook)(void *user), void *user);
-
-/** cli_interrupted() != 0, as a stop test for library calls (swi_io_cancel). */
-int cli_interrupted_cb(void *unused);
-
-/** Exit status for an interruption: 128 + signal. */
-int cli_interrupt_status(void);
 
 typedef struct cli_out {
     char final[4096];
@@ -54,6 +30,11 @@ int cli_out_take_fd(cli_out *o);
 
 /** fsync and move the temporary to the final path. */
 int cli_out_commit(cli_out *o, int force, char *err);
+
+/** cli_out_commit_all that stops (the message "interrupted") when cancelled(user) says so
+ *  before anything is moved. */
+int cli_out_commit_all_cancellable(cli_out *const *outs, int n, int force, int (*cancelled)(void *user),
+                                   void *user, char *err);
 
 /** Commit several outputs all or nothing: every temporary is fsync'ed first, then each
  *  is moved into place; if a move fails, those already moved are taken back (a file they

@@ -1,5 +1,5 @@
 /*
- * segment.c -- `swi segment`: the run, from checked options to committed files.
+ * segment.c -- a job's run, from checked options to committed files.
  *
  * Every input header and the model are validated before any voxel is read (bad input
  * fails within seconds, segment_setup.c), the engine plans (a budget that cannot be met
@@ -13,9 +13,7 @@
 
 #include "alloc.h"
 #include "card.h"
-#include "mpi_job.h"
 #include "preprocess.h"
-#include "progress.h"
 #include "report.h"
 #include "samefile.h"
 #include "util.h"
@@ -38,27 +36,17 @@ int seg_side_names(const char *output, char *itk, char *ctbl, size_t n) {
     return 0;
 }
 
-static int interrupted_exit(const char *who) {
-    int sig = cli_interrupted();
-    fprintf(stderr, "%s: interrupted by %s; no output written\n", who,
-            sig == 2    ? "SIGINT"
-            : sig == 15 ? "SIGTERM"
-            : sig == 1  ? "SIGHUP"
-                        : "a signal");
-    return cli_interrupt_status();
+/* A failed step: cancelled if that is why, else the error. */
+static int step_failed(seg_state *s, const char *err) {
+    if (seg_cancelled(s)) return seg_fail_status(s, SWI_ERR_CANCELLED, "cancelled; no output written");
+    return seg_fail(s, err);
 }
 
-/* The exit status for a failed step: the interruption if that is why, else the error. */
-static int step_failed(const char *who, const char *err) {
-    return cli_interrupted() ? interrupted_exit(who) : seg_fail(who, err);
+static int cancelled(seg_state *s) {
+    return seg_fail_status(s, SWI_ERR_CANCELLED, "cancelled; no output written");
 }
 
-static void cancel_model(void *state) {
-    const seg_state *s = state;
-    for (int m = 0; m < s->n_members; m++) swi_ort_cancel(s->members[m]);
-}
-
-static int same_grid(const char *who, const seg_opts *o, const int64_t osz[3], const int64_t size[3]) {
+static int same_grid(const pl_opts *o, seg_state *s, const int64_t osz[3], const int64_t size[3]) {
     if (osz[0] == size[0] && osz[1] == size[1] && osz[2] == size[2]) return 0;
     char err[SWI_ERRLEN];
     cli_err(err,
@@ -66,13 +54,12 @@ static int same_grid(const char *who, const seg_opts *o, const int64_t osz[3], c
             "%lldx%lldx%lld (a zoomed output); swi segment writes labels on the input grid",
             o->model, (long long)osz[0], (long long)osz[1], (long long)osz[2], (long long)size[0],
             (long long)size[1], (long long)size[2]);
-    return seg_fail(who, err);
+    return seg_fail_status(s, SWI_ERR_SHAPE, err);
 }
 
-/* NaN/Inf voxels of one input (read as 0): a warning, or with --nonfinite fail the error.
+/* NaN/Inf voxels of one input (read as 0): a warning, or with nonfinite_fail the error.
  * Returns 1 when the run must stop. */
-static int nonfinite_report(const seg_opts *o, const char *who, const char *path, int64_t bad,
-                            int64_t voxels) {
+static int nonfinite_report(const pl_opts *o, seg_state *s, const char *path, int64_t bad, int64_t voxels) {
     char err[SWI_ERRLEN];
     double pct = 100.0 * (double)bad / (double)voxels;
     if (o->nonfinite_fail) {
@@ -80,18 +67,17 @@ static int nonfinite_report(const seg_opts *o, const char *who, const char *path
                 "%s: %lld of %lld voxels are NaN or infinite (%.3g%%); refused "
                 "(--nonfinite fail)",
                 path, (long long)bad, (long long)voxels, pct);
-        seg_fail(who, err);
-        return 1;
+        return seg_fail(s, err);
     }
     cli_err(err,
             "warning: %s: %lld of %lld voxels are NaN or infinite (%.3g%%); read as 0 "
             "(--nonfinite fail refuses such inputs)",
             path, (long long)bad, (long long)voxels, pct);
-    fprintf(stderr, "%s: %s\n", who, err);
+    seg_message(s, "%s", err);
     return 0;
 }
 
-int seg_read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_tensor *in) {
+int seg_read_inputs(const pl_opts *o, seg_state *s, const swi_tensor *in) {
     char err[SWI_ERRLEN];
     const int64_t *isz = s->vols[0].size; /* the input's grid (in->size is the model's) */
     const int64_t N = isz[0] * isz[1] * isz[2];
@@ -100,17 +86,17 @@ int seg_read_inputs(const seg_opts *o, const char *who, seg_state *s, const swi_
         char b[32];
         cli_err(err, "%s: out of memory reading the volume (%s)", o->inputs[0],
                 cli_bytes((size_t)(N * in->channels) * sizeof(float), b));
-        return seg_fail(who, err);
+        return seg_fail_status(s, SWI_ERR_NOMEM, err);
     }
-    const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
+    const swi_io_cancel cancel = {seg_cancelled_cb, s};
     float *dst = s->input;
     for (int c = 0; c < o->n_inputs; c++) {
         /* every frame of a 4-D file is a channel, each preprocessed on its own */
         int64_t bad = 0, frames = s->vols[c].frames > 1 ? s->vols[c].frames : 1;
         if (swi_volume_read_frames(&s->vols[c], dst, &cancel, &bad, err, SWI_ERRLEN))
-            return step_failed(who, err);
-        if (cli_interrupted()) return interrupted_exit(who);
-        if (bad && nonfinite_report(o, who, o->inputs[c], bad, N * frames)) return 1;
+            return step_failed(s, err);
+        if (seg_cancelled(s)) return cancelled(s);
+        if (bad && nonfinite_report(o, s, o->inputs[c], bad, N * frames)) return 1;
         for (int64_t f = 0; f < frames; f++, dst += N) seg_preprocess(o, dst, N);
     }
     return 0;
@@ -125,7 +111,7 @@ typedef struct seg_results {
     const float *scores; /* or NULL */
 } seg_results;
 
-static int take_results(const seg_opts *o, const char *who, const seg_state *s, int64_t N, seg_results *r) {
+static int take_results(const pl_opts *o, seg_state *s, int64_t N, seg_results *r) {
     memset(r, 0, sizeof *r);
     if (s->grid.active) {
         /* brought back to the input grid by the grid's callbacks (realscan.c) */
@@ -141,21 +127,21 @@ static int take_results(const seg_opts *o, const char *who, const seg_state *s, 
     r->label_bytes = N > 0 ? (int)(r->label_size / (size_t)N) : 0;
     if (!r->labels || (r->label_bytes != 1 && r->label_bytes != 2) ||
         r->label_size != (size_t)N * r->label_bytes)
-        return seg_fail(who, "internal error: unexpected label map from the engine");
+        return seg_fail(s, "internal error: unexpected label map from the engine");
     if (o->scores) {
         /* library-owned, ours to read until swi_free */
         size_t sbytes = 0;
         r->scores = swi_result(s->ctx, 1, &sbytes);
         if (!r->scores || sbytes != (size_t)(r->classes * N) * sizeof(float))
-            return seg_fail(who, "internal error: unexpected scores from the engine");
+            return seg_fail(s, "internal error: unexpected scores from the engine");
     }
     return 0;
 }
 
 /* Write every output into its temporary file, then commit them all or none. */
-static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const seg_results *r, double t0) {
+static int write_outputs(const pl_opts *o, seg_state *s, const seg_results *r, double t0) {
     char err[SWI_ERRLEN];
-    const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
+    const swi_io_cancel cancel = {seg_cancelled_cb, s};
     /* the card's class names, where it names every class (a DICOM SEG labels its segments) */
     const char *const *class_names =
         o->card && o->card->n_classes == r->classes ? (const char *const *)o->card->classes : NULL;
@@ -163,48 +149,46 @@ static int write_outputs(const seg_opts *o, const char *who, seg_state *s, const
         swi_volume_write_labels_fd(cli_out_take_fd(&s->out_labels), o->output, &s->vols[0], r->labels,
                                    r->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16, r->classes,
                                    class_names, &cancel, err, SWI_ERRLEN))
-        return step_failed(who, err);
+        return step_failed(s, err);
     if (o->scores && swi_volume_write_fd(cli_out_take_fd(&s->out_scores), o->scores, &s->vols[0], r->scores,
                                          SWI_DTYPE_FLOAT32, SWI_IO_SCORES, r->classes, r->classes, &cancel,
                                          err, SWI_ERRLEN))
-        return step_failed(who, err);
+        return step_failed(s, err);
     if (o->preview &&
         swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview,
                                 s->reader ? s->store_in.size : s->vols[0].size, s->reader ? NULL : s->input,
                                 r->labels, r->label_bytes, err, SWI_ERRLEN))
-        return seg_fail(who, err);
+        return seg_fail(s, err);
     if (o->report && seg_report_write(o, s, cli_out_take_fd(&s->out_report), o->report,
                                       o->report_title ? o->report_title : o->inputs[0], r->labels,
                                       r->label_bytes, r->classes, cli_now() - t0, err))
-        return step_failed(who, err);
+        return step_failed(s, err);
     const int names = s->itk_path[0] != '\0';
     if (names && (card_write_labels(o->card, cli_out_take_fd(&s->out_itk), 1, s->itk_path, err) ||
                   card_write_labels(o->card, cli_out_take_fd(&s->out_ctbl), 0, s->ctbl_path, err)))
-        return step_failed(who, err);
+        return step_failed(s, err);
     cli_out *all[6] = {o->output ? &s->out_labels : NULL,   o->scores ? &s->out_scores : NULL,
                        o->preview ? &s->out_preview : NULL, names ? &s->out_itk : NULL,
                        names ? &s->out_ctbl : NULL,         o->report ? &s->out_report : NULL};
-    if (cli_out_commit_all(all, 6, o->force, err)) return step_failed(who, err);
+    if (cli_out_commit_all_cancellable(all, 6, o->force, seg_cancelled_cb, s, err))
+        return step_failed(s, err);
     return 0;
 }
 
-/* The body of seg_run; s is freed by the caller. */
-static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *keep) {
+int seg_check_outputs(const pl_opts *o, seg_state *s) {
     char err[SWI_ERRLEN];
-    double t0 = cli_now();
-    if (cli_signals_start() != 0) return seg_fail(who, "cannot set up signal handling");
     if (o->preview && !swi_io_available(SWI_IO_PNG)) {
         cli_err(err, "%s: swi was built without PNG support (install libpng-dev and rebuild)", o->preview);
-        return seg_fail(who, err);
+        return seg_fail(s, err);
     }
     /* A page that cannot be written (no NiiVue) is refused before anything runs. */
-    if (o->report && seg_report_check(o->report, err)) return seg_fail(who, err);
+    if (o->report && seg_report_check(o->report, err)) return seg_fail(s, err);
     /* The card's class names go beside a label map file: OUT.label.txt and OUT.ctbl. */
     if (o->output && !cli_is_store(o->output) && o->card && o->card->n_classes > 0 &&
         seg_side_names(o->output, s->itk_path, s->ctbl_path, sizeof s->itk_path))
-        return seg_fail(who, "output path too long");
+        return seg_fail_status(s, SWI_ERR_INVALID_ARG, "output path too long");
     /* An output that is, holds or lies in an input under any name is refused first,
-     * --force or not: every model of the ensemble and the card are inputs too. */
+     * force or not: every model of the ensemble and the card are inputs too. */
     cli_named_path ins[SEG_MAX_MODELS + SEG_MAX_INPUTS + 1];
     int n_ins = 0;
     for (int m = 0; m < o->n_models; m++) {
@@ -222,7 +206,7 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
                                     {"--report", o->report},
                                     {"the label names", s->itk_path[0] ? s->itk_path : NULL},
                                     {"the color table", s->ctbl_path[0] ? s->ctbl_path : NULL}};
-    if (cli_check_outputs_apart(ins, n_ins, outp, 6, err)) return seg_fail(who, err);
+    if (cli_check_outputs_apart(ins, n_ins, outp, 6, err)) return seg_fail(s, err);
     /* Existing outputs are refused before anything else happens. */
     const char *finals[6] = {o->output,
                              o->scores,
@@ -232,30 +216,41 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
                              o->report};
     for (int i = 0; i < 6; i++)
         if (finals[i] && !cli_is_store(finals[i]) && cli_out_check(finals[i], o->force, err))
-            return seg_fail(who, err);
+            return seg_fail(s, err);
+    return 0;
+}
 
-    swi_params p;
-    swi_tensor in;
-    swi_output outs[2];
-    int n_outs = 0;
-    int rc = seg_setup(o, s, &p, &in, outs, &n_outs, err);
-    if (rc) return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : step_failed(who, err);
-    const int stores_out = seg_store_outputs(o);
+/* The engine's progress: the caller's hook, and a stop once the job is cancelled. */
+static int run_progress(void *user, int64_t done, int64_t total) {
+    const seg_state *s = user;
+    if (seg_cancelled(s)) return 1;
+    return s->hooks && s->hooks->progress ? s->hooks->progress(s->hooks->user, done, total) : 0;
+}
+
+int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *inp, swi_output *outs,
+                  int n_outs, pl_result *keep) {
+    char err[SWI_ERRLEN];
+    double t0 = s->t0 > 0 ? s->t0 : cli_now();
+    swi_params p = *pp;
+    swi_tensor in = *inp;
+    int rc;
+    const int stores_out = pl_store_outputs(o);
     if (stores_out) {
         int nothing = 0;
         rc = seg_store_begin(o, s, &p, &in, outs, n_outs, &nothing, err);
-        if (rc) return rc == 2 ? (fprintf(stderr, "%s: %s\n", who, err), 2) : seg_fail(who, err);
+        if (rc) return rc == 2 ? (seg_fail_status(s, SWI_ERR_INVALID_ARG, err), 2) : seg_fail(s, err);
         if (nothing) {
             if (!o->quiet)
-                fprintf(stderr, "%s: %s\n", who,
-                        o->shard_init ? "stores created for the shards" : "this shard has no voxels");
+                seg_message(s, "%s",
+                            o->shard_init ? "stores created for the shards" : "this shard has no voxels");
             return 0;
         }
     }
     /* Plan before anything big happens: a budget that cannot be met, or an output grid
      * other than the volume's, fails now rather than after the network ran. */
+    swi_free(s->ctx);
     s->ctx = swi_create();
-    if (!s->ctx) return seg_fail(who, "out of memory");
+    if (!s->ctx) return seg_fail_status(s, SWI_ERR_NOMEM, "out of memory");
     swi_plan plan;
     /* Shapes only: with reuse on, a reader (a store input) would be read whole here just
      * to count the windows reused, which the run counts anyway. */
@@ -263,9 +258,9 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
     shape_only.data = NULL;
     shape_only.reader = NULL;
     size_t beside = 0;
-    if (seg_plan(who, o, s, &p, &shape_only, outs, n_outs, &plan, &beside, NULL, 0)) return 1;
+    if (seg_plan(o, s, &p, &shape_only, outs, n_outs, &plan, &beside, NULL, 0)) return 1;
     int64_t osz[SWI_MAX_DIMS] = {0};
-    if (swi_result_size(s->ctx, 0, osz) == 3 && same_grid(who, o, osz, in.size)) return 1;
+    if (swi_result_size(s->ctx, 0, osz) == 3 && same_grid(o, s, osz, in.size)) return 1;
 
     if (!stores_out && ((o->output && cli_out_begin(&s->out_labels, o->output, o->force, err)) ||
                         (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
@@ -273,144 +268,81 @@ static int run(const seg_opts *o, const char *who, seg_state *s, seg_result *kee
                         (o->report && cli_out_begin(&s->out_report, o->report, o->force, err)) ||
                         (s->itk_path[0] && cli_out_begin(&s->out_itk, s->itk_path, o->force, err)) ||
                         (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err))))
-        return seg_fail(who, err);
+        return seg_fail(s, err);
 
     if (!s->reader) {
-        if (!s->input && (rc = seg_read_inputs(o, who, s, &in))) return rc;
+        if (!s->input && (rc = seg_read_inputs(o, s, &in))) return rc;
         in.data = s->input;
         if (s->grid.active) {
             if (seg_grid_begin(&s->grid, s->input, in.channels, plan.head_channels[0], o->scores != NULL,
                                err))
-                return seg_fail(who, err);
+                return seg_fail_status(s, SWI_ERR_NOMEM, err);
             /* the model grid: read through the orientation, or the resampled copy */
             in.data = s->grid.resampled ? s->grid.model_input : NULL;
             in.reader = s->grid.resampled ? NULL : &s->grid.reader;
         }
     }
 
-    progress prog;
-    progress_init(&prog, !o->quiet);
-    prog.label = o->progress_label;
-    p.progress = progress_update;
-    p.progress_user = &prog;
+    p.progress = run_progress;
+    p.progress_user = s;
     swi_predictor net = s->n_members > 1 ? seg_ensemble_predictor(&s->ensemble) : swi_ort_predictor(s->model);
-    cli_set_cancel_hook(cancel_model, s);
-    if (cli_interrupted()) return interrupted_exit(who);
+    if (seg_cancelled(s)) return cancelled(s);
+    double t1 = cli_now();
     swi_status st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);
-    cli_set_cancel_hook(NULL, NULL);
-    progress_clear(&prog);
-    double t_run = progress_elapsed(&prog);
-    if (cli_interrupted()) return interrupted_exit(who);
+    s->t_run = cli_now() - t1;
+    if (swi_run_stats(s->ctx, &s->stats) != SWI_OK) memset(&s->stats, 0, sizeof s->stats);
+    if (seg_cancelled(s)) return cancelled(s);
     if (st != SWI_OK) {
         const char *why = seg_store_error(s);
-        if (why)
-            fprintf(stderr, "%s: %s; %s\n", who, why, seg_store_left(s));
-        else
-            seg_engine_error(who, o, st, s->ctx);
-        return 1;
+        if (why) {
+            snprintf(s->err, sizeof s->err, "%s; %s", why, seg_store_left(s));
+            return seg_fail(s, s->err);
+        }
+        return seg_engine_error(o, s, st, s->ctx);
     }
     if (stores_out) {
-        if (seg_store_commit(s, err)) return seg_fail(who, err);
+        if (seg_store_commit(s, err)) return seg_fail(s, err);
         char box[128];
         if (!o->quiet)
-            fprintf(stderr,
-                    "%s: %lldx%lldx%lld voxels, box %s: %lld windows of the whole run's %lld in "
-                    "%.2f s, peak RSS %s -> %s\n",
-                    who, (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
-                    cli_shard_box_str(s->box_lo, s->box_hi, box, sizeof box), (long long)plan.windows_total,
-                    (long long)cli_whole_windows(&p, &in, outs, n_outs), cli_now() - t0,
-                    cli_bytes(cli_peak_rss(), err), o->output);
+            seg_message(s,
+                        "%lldx%lldx%lld voxels, box %s: %lld windows of the whole run's %lld in "
+                        "%.2f s, peak RSS %s -> %s",
+                        (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
+                        cli_shard_box_str(s->box_lo, s->box_hi, box, sizeof box),
+                        (long long)plan.windows_total, (long long)cli_whole_windows(&p, &in, outs, n_outs),
+                        cli_now() - t0, cli_bytes(cli_peak_rss(), err), o->output);
         return 0;
     }
 
     /* The label grid must be the input grid (zoomed heads are not written). */
     swi_result_size(s->ctx, 0, osz);
-    if (same_grid(who, o, osz, in.size)) return 1;
-    if (seg_grid_finish(&s->grid, err)) return seg_fail(who, err);
+    if (same_grid(o, s, osz, in.size)) return 1;
+    if (seg_grid_finish(&s->grid, err)) return seg_fail_status(s, SWI_ERR_SHAPE, err);
     seg_results r;
     const int64_t *isz = s->vols[0].size; /* outputs are on the input's own grid */
     const int64_t N = isz[0] * isz[1] * isz[2];
-    if ((rc = take_results(o, who, s, N, &r)) || (rc = write_outputs(o, who, s, &r, t0))) return rc;
+    if ((rc = take_results(o, s, N, &r)) || (rc = write_outputs(o, s, &r, t0))) return rc;
     if (keep) {
         keep->labels = cli_malloc(r.label_size);
-        if (keep->labels) memcpy(keep->labels, r.labels, r.label_size);
+        if (!keep->labels) return seg_fail_status(s, SWI_ERR_NOMEM, "out of memory for the labels kept");
+        memcpy(keep->labels, r.labels, r.label_size);
         keep->label_bytes = r.label_bytes;
         memcpy(keep->size, isz, sizeof keep->size);
         keep->classes = r.classes;
     }
-    if (!o->quiet && !o->no_summary) {
-        swi_stats stats;
-        if (swi_run_stats(s->ctx, &stats) != SWI_OK) memset(&stats, 0, sizeof stats);
-        int64_t windows = stats.windows_total, calls = stats.predictor_calls;
+    if (!o->quiet) {
+        int64_t windows = s->stats.windows_total, calls = s->stats.predictor_calls;
         char rss[32];
-        fprintf(stderr,
-                "%s: %lldx%lldx%lld voxels, %lld classes, %lld windows in %lld calls "
-                "(%lld run, %lld reused): %.2f s (network+blending %.2f s, %.1f windows/s), "
-                "peak RSS %s -> %s\n",
-                who, (long long)in.size[0], (long long)in.size[1], (long long)in.size[2],
-                (long long)r.classes, (long long)windows,
-                (long long)(calls * swi_ort_calls_per_batch(s->model, plan.sw_batch_size)),
-                (long long)stats.windows_predicted, (long long)stats.windows_reused, cli_now() - t0, t_run,
-                t_run > 0 ? (double)windows / t_run : 0.0, cli_bytes(cli_peak_rss(), rss),
-                o->output ? o->output : "-");
+        seg_message(s,
+                    "%lldx%lldx%lld voxels, %lld classes, %lld windows in %lld calls "
+                    "(%lld run, %lld reused): %.2f s (network+blending %.2f s, %.1f windows/s), "
+                    "peak RSS %s -> %s",
+                    (long long)in.size[0], (long long)in.size[1], (long long)in.size[2], (long long)r.classes,
+                    (long long)windows,
+                    (long long)(calls * swi_ort_calls_per_batch(s->model, plan.sw_batch_size)),
+                    (long long)s->stats.windows_predicted, (long long)s->stats.windows_reused, cli_now() - t0,
+                    s->t_run, s->t_run > 0 ? (double)windows / s->t_run : 0.0, cli_bytes(cli_peak_rss(), rss),
+                    o->output ? o->output : "-");
     }
     return 0;
-}
-
-int seg_run_state(const seg_opts *o, const char *who, seg_state *s, seg_result *keep) {
-    return run(o, who, s, keep);
-}
-
-int seg_run(const seg_opts *o, const char *who, seg_result *keep) {
-    seg_state *s = seg_state_new();
-    if (!s) return seg_fail(who, "out of memory");
-    int status = run(o, who, s, keep);
-    seg_state_free(s);
-    return status;
-}
-
-int swi_cmd_segment(int argc, char **argv) {
-    seg_opts o;
-    int rc = seg_parse(argc, argv, &o, 0);
-    if (rc) return rc < 0 ? 0 : rc;
-    if (o.input_dir) {
-        /* under mpirun the ranks divide the cases, rank I of N as --part I/N */
-        if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment")) return 1;
-        int rank = 0, size = 1;
-        if (!cli_mpi_start(&rank, &size)) return seg_folder_run(&o);
-        if (o.part_given) {
-            fprintf(stderr, "swi segment: under mpirun the ranks are the parts: leave --part out\n");
-            return cli_mpi_finish(2);
-        }
-        o.part_index = rank;
-        o.part_count = size;
-        return cli_mpi_finish(seg_folder_run(&o));
-    }
-    if (seg_store_check(&o, "swi segment")) return 2;
-    if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment")) return 1;
-    int rank = 0, size = 1;
-    if (cli_mpi_start(&rank, &size)) {
-        const char *why = o.shard_given ? "under mpirun the ranks are the shards: leave --shard out"
-                          : !seg_store_outputs(&o)
-                              ? "under mpirun each rank writes its part of shared stores: "
-                                "give --output x.zarr"
-                              : NULL;
-        if (why) {
-            fprintf(stderr, "swi segment: %s\n", why);
-            return 2;
-        }
-        o.shard_given = 1;
-        o.shard_part = rank;
-        o.shard_parts = size;
-        if (seg_store_check(&o, "swi segment")) return 2;
-        char msg[SWI_ERRLEN];
-        if (o.shard_grid_given && cli_shard_grid_check(o.shard_grid, size, 1, msg)) {
-            fprintf(stderr, "swi segment: %s\n", msg);
-            return 2;
-        }
-    } else if (o.shard_grid_given && !o.shard_given) {
-        fprintf(stderr, "swi segment: --shard-grid needs --shard I/N (box I of the grid's N) or mpirun\n");
-        return 2;
-    }
-    return seg_run(&o, "swi segment", NULL);
 }

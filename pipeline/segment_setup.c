@@ -1,7 +1,7 @@
 /*
- * segment_setup.c -- the checks `swi segment` and `swi plan` make before any voxel is
- * read: every input header, the model (with the messages worded for the command line:
- * --head, --input, --roi, --device), the window; then the engine's parameters.
+ * segment_setup.c -- the checks a job makes before any voxel is read: every input header,
+ * the model (with the messages worded for the command line: --head, --input, --roi,
+ * --device), the window; then the engine's parameters and the plan.
  */
 #include "segment.h"
 
@@ -11,22 +11,36 @@
 #include "card.h"
 #include "util.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* the last message, for folder mode's index page */
-static char last_error[SWI_ERRLEN];
-
-const char *seg_last_error(void) { return last_error; }
-
-void seg_clear_error(void) { last_error[0] = '\0'; }
-
-int seg_fail(const char *who, const char *msg) {
-    snprintf(last_error, sizeof last_error, "%s", msg);
-    fprintf(stderr, "%s: %s\n", who, msg);
+int seg_fail_status(seg_state *s, swi_status st, const char *msg) {
+    if (msg != s->err) snprintf(s->err, sizeof s->err, "%s", msg);
+    s->status = st;
     return 1;
 }
+
+int seg_fail(seg_state *s, const char *msg) { return seg_fail_status(s, SWI_ERR_IO, msg); }
+
+void seg_message(const seg_state *s, const char *fmt, ...) {
+    char line[SWI_JOB_ERRLEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (s->hooks && s->hooks->message)
+        s->hooks->message(s->hooks->user, line);
+    else
+        fprintf(stderr, "swi: %s\n", line);
+}
+
+int seg_cancelled(const seg_state *s) {
+    return s->cancel || (s->hooks && s->hooks->cancelled && s->hooks->cancelled(s->hooks->user));
+}
+
+int seg_cancelled_cb(void *state) { return seg_cancelled(state); }
 
 seg_state *seg_state_new(void) {
     seg_state *s = cli_calloc(1, sizeof *s);
@@ -36,9 +50,7 @@ seg_state *seg_state_new(void) {
     return s;
 }
 
-void seg_state_free(seg_state *s) {
-    if (!s) return;
-    cli_set_cancel_hook(NULL, NULL);
+void seg_abort_outputs(seg_state *s) {
     cli_out_abort(&s->out_labels);
     cli_out_abort(&s->out_scores);
     cli_out_abort(&s->out_preview);
@@ -47,7 +59,13 @@ void seg_state_free(seg_state *s) {
     cli_out_abort(&s->out_ctbl);
     swi_store_abort(s->w_labels);
     swi_store_abort(s->w_scores);
+    s->w_labels = s->w_scores = NULL;
     cli_tmp_dirs_clear();
+}
+
+void seg_state_free(seg_state *s) {
+    if (!s) return;
+    seg_abort_outputs(s);
     cli_input_close(&s->store_in);
     swi_free(s->ctx);
     for (int m = 1; m < s->n_members; m++) swi_ort_close(s->members[m]);
@@ -59,7 +77,7 @@ void seg_state_free(seg_state *s) {
 }
 
 /* The session settings: the options, and the advanced ones from the environment. */
-static void session_options(const seg_opts *o, swi_ort_options *oo) {
+static void session_options(const pl_opts *o, swi_ort_options *oo) {
     swi_ort_options_init(oo);
     oo->threads = o->threads;
     oo->device = o->cuda ? SWI_ORT_CUDA : SWI_ORT_CPU;
@@ -83,7 +101,7 @@ static int same_shape(const swi_ort_tensor_info *a, const swi_ort_tensor_info *b
 
 /* The other models of an ensemble: each must take the input and give the output the first
  * one does (the batch size may differ), prepared on the same window. */
-static int open_members(const seg_opts *o, seg_state *s, const swi_ort_options *oo,
+static int open_members(const pl_opts *o, seg_state *s, const swi_ort_options *oo,
                         const swi_ort_tensor_info *in0, const swi_ort_window *w0, const swi_head_spec *head0,
                         char *err) {
     for (int m = 1; m < o->n_models; m++) {
@@ -126,7 +144,7 @@ static int open_members(const seg_opts *o, seg_state *s, const swi_ort_options *
 
 /* Open the model and settle the window: roi[] in, the window used out (roi_given as
  * parsed). Returns 0, 1 or 2 like seg_setup. */
-static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_spec *head, char *err) {
+static int open_model(const pl_opts *o, seg_state *s, int64_t roi[3], swi_head_spec *head, char *err) {
     if (o->cuda) {
         char list[256];
         int has = 0;
@@ -216,7 +234,7 @@ static int open_model(const seg_opts *o, seg_state *s, int64_t roi[3], swi_head_
     return open_members(o, s, &oo, &in, &w, head, err);
 }
 
-int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs, int *n_outs,
+int seg_setup(const pl_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs, int *n_outs,
               char *err) {
     if (cli_is_store(o->inputs[0])) {
         if (seg_store_open_inputs(o, s, err)) return 1;
@@ -229,8 +247,8 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
                      "rebuild)");
         return 1;
     }
-    if (s->reader) s->channels = o->n_inputs;                /* a store is one channel */
-    const swi_io_cancel cancel = {cli_interrupted_cb, NULL}; /* a DICOM series' headers take a while */
+    if (s->reader) s->channels = o->n_inputs;           /* a store is one channel */
+    const swi_io_cancel cancel = {seg_cancelled_cb, s}; /* a DICOM series' headers take a while */
     for (int c = 0; !s->reader && c < o->n_inputs; c++) {
         if (!s->vols_ready &&
             swi_volume_open_cancellable(o->inputs[c], &s->vols[c], &cancel, err, SWI_ERRLEN))
@@ -318,7 +336,7 @@ int seg_setup(const seg_opts *o, seg_state *s, swi_params *p, swi_tensor *in, sw
 
 typedef struct beside_of {
     const seg_state *s;
-    const seg_opts *o;
+    const pl_opts *o;
     const swi_head_spec *head;
 } beside_of;
 
@@ -330,7 +348,7 @@ static size_t beside_bytes(void *user, const swi_plan *plan) {
 
 /* Bytes held while the inputs are read (seg_read_inputs): the float volume of every
  * channel and one file's own voxels at a time. */
-size_t seg_reading_bytes(const seg_opts *o, const seg_state *s) {
+size_t seg_reading_bytes(const pl_opts *o, const seg_state *s) {
     if (s->reader) return 0;
     const int64_t *isz = s->vols[0].size;
     const size_t n = (size_t)(isz[0] * isz[1] * isz[2]);
@@ -343,7 +361,7 @@ size_t seg_reading_bytes(const seg_opts *o, const seg_state *s) {
     return n * (size_t)s->channels * sizeof(float) + most;
 }
 
-int seg_fits_available(const seg_opts *o, const seg_state *s, const swi_params *p, const swi_tensor *in,
+int seg_fits_available(const pl_opts *o, const seg_state *s, const swi_params *p, const swi_tensor *in,
                        const swi_output *outs, int n_outs, char *err) {
     if (o->max_memory) return 0;
     swi_ctx *ctx = swi_create();
@@ -365,9 +383,8 @@ int seg_fits_available(const seg_opts *o, const seg_state *s, const swi_params *
     return 1;
 }
 
-int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params *p, const swi_tensor *in,
-             const swi_output *outs, int n_outs, swi_plan *plan, size_t *beside, char *unfit,
-             size_t unfit_len) {
+int seg_plan(const pl_opts *o, seg_state *s, swi_params *p, const swi_tensor *in, const swi_output *outs,
+             int n_outs, swi_plan *plan, size_t *beside, char *unfit, size_t unfit_len) {
     beside_of b = {s, o, &p->heads[0]};
     char err[SWI_ERRLEN];
     const int any = s->grid.active || s->n_members > 1;
@@ -377,11 +394,11 @@ int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params 
                                        beside, reading, err, sizeof err);
     if (st == SWI_OK && o->max_memory && reading > o->max_memory) {
         char a[32], c[32];
-        fprintf(stderr,
-                "%s: --max-memory is too small: reading %s holds %s (its voxels as floats and one file's "
-                "own) before the engine runs, more than %s\n",
-                who, o->inputs[0], cli_bytes(reading, a), cli_bytes(o->max_memory, c));
-        return 1;
+        snprintf(s->err, sizeof s->err,
+                 "--max-memory is too small: reading %s holds %s (its voxels as floats and one file's "
+                 "own) before the engine runs, more than %s",
+                 o->inputs[0], cli_bytes(reading, a), cli_bytes(o->max_memory, c));
+        return seg_fail_status(s, SWI_ERR_BUDGET, s->err);
     }
     if (st == SWI_OK) return 0;
     if (st == SWI_ERR_BUDGET && !o->max_memory) { /* more than the machine has: no budget was given */
@@ -389,25 +406,26 @@ int seg_plan(const char *who, const seg_opts *o, const seg_state *s, swi_params 
             snprintf(unfit, unfit_len, "%s", err);
             return 0;
         }
-        fprintf(stderr, "%s: %s\n", who, err);
-        return 1;
+        return seg_fail_status(s, SWI_ERR_BUDGET, err);
     }
-    if (st == SWI_ERR_BUDGET && err[0])
-        fprintf(stderr, "%s: --max-memory is too small: %s\n", who, err);
-    else
-        seg_engine_error(who, o, st, s->ctx);
-    return 1;
+    if (st == SWI_ERR_BUDGET && err[0]) {
+        snprintf(s->err, sizeof s->err, "--max-memory is too small: %.*s", (int)sizeof s->err - 28, err);
+        return seg_fail_status(s, SWI_ERR_BUDGET, s->err);
+    }
+    return seg_engine_error(o, s, st, s->ctx);
 }
 
-void seg_engine_error(const char *who, const seg_opts *o, swi_status st, const swi_ctx *ctx) {
+int seg_engine_error(const pl_opts *o, seg_state *s, swi_status st, const swi_ctx *ctx) {
     const char *msg = swi_last_error(ctx);
+    char *e = s->err;
+    const size_t n = sizeof s->err;
     switch (st) {
-    case SWI_ERR_BUDGET: fprintf(stderr, "%s: --max-memory is too small: %s\n", who, msg); break;
-    case SWI_ERR_SHAPE:
-        fprintf(stderr, "%s: %s: the model's output cannot be placed: %s\n", who, o->model, msg);
-        break;
-    case SWI_ERR_NOMEM: fprintf(stderr, "%s: out of memory: %s\n", who, msg); break;
-    case SWI_ERR_PREDICTOR: fprintf(stderr, "%s: %s\n", who, msg); break;
-    default: fprintf(stderr, "%s: %s (%s)\n", who, msg, swi_status_name(st)); break;
+    case SWI_ERR_BUDGET: snprintf(e, n, "--max-memory is too small: %s", msg); break;
+    case SWI_ERR_SHAPE: snprintf(e, n, "%s: the model's output cannot be placed: %s", o->model, msg); break;
+    case SWI_ERR_NOMEM: snprintf(e, n, "out of memory: %s", msg); break;
+    case SWI_ERR_PREDICTOR: snprintf(e, n, "%s", msg); break;
+    default: snprintf(e, n, "%s (%s)", msg, swi_status_name(st)); break;
     }
+    s->status = st;
+    return 1;
 }

@@ -5,14 +5,13 @@
  */
 #include "segment.h"
 
-#include "mpi_job.h"
 #include "preprocess.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <string.h>
 
-int seg_store_outputs(const seg_opts *o) {
+int pl_store_outputs(const pl_opts *o) {
     return (o->output && cli_is_store(o->output)) || (o->scores && cli_is_store(o->scores));
 }
 
@@ -22,20 +21,20 @@ static int is_volume_name(const char *p) {
            cli_ends_with(p, ".mha") || cli_ends_with(p, ".dcm");
 }
 
-int seg_store_check(const seg_opts *o, const char *who) {
+int pl_store_check(const pl_opts *o, char *err) {
     const char *names[2] = {o->output, o->scores}, *flags[2] = {"--output", "--scores"};
     for (int i = 0; i < 2; i++)
         if (names[i] && !is_volume_name(names[i]) && !cli_is_store(names[i])) {
-            fprintf(stderr,
-                    "%s: %s '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
-                    "store (x.zarr, x.ome.zarr, x.h5:/path) (see '%s --help')\n",
-                    who, flags[i], names[i], who);
+            cli_err(err,
+                    "%s '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
+                    "store (x.zarr, x.ome.zarr, x.h5:/path)",
+                    flags[i], names[i]);
             return 2;
         }
     const char *msg = NULL;
     int in_stores = 0;
     for (int c = 0; c < o->n_inputs; c++) in_stores += cli_is_store(o->inputs[c]);
-    int out_store = seg_store_outputs(o);
+    int out_store = pl_store_outputs(o);
     if (in_stores && in_stores != o->n_inputs)
         msg = "--input: give every channel as a store or every channel as NIfTI, not a mix";
     else if (in_stores && o->zscore)
@@ -50,11 +49,11 @@ int seg_store_check(const seg_opts *o, const char *who) {
     else if (o->shard_given && !out_store)
         msg = "--shard writes parts of shared stores: give --output x.zarr";
     char gm[SWI_ERRLEN];
-    if (!msg && o->shard_given && !o->shard_init && o->shard_grid_given && !cli_mpi_active() &&
+    if (!msg && o->shard_given && !o->shard_init && o->shard_grid_given && !o->shard_collective &&
         cli_shard_grid_check(o->shard_grid, o->shard_parts, 0, gm))
         msg = gm;
     if (!msg) return 0;
-    fprintf(stderr, "%s: %s (see '%s --help')\n", who, msg, who);
+    cli_err(err, "%s", msg);
     return 2;
 }
 
@@ -63,7 +62,7 @@ int seg_store_check(const seg_opts *o, const char *who) {
 /* Each box as the NIfTI path treats the whole volume: NaN/Inf read as 0 (or refused with
  * --nonfinite fail), then --clip and --scale. */
 static int preprocess_box(void *user, float *x, int64_t n, char *msg, size_t msg_size) {
-    const seg_opts *o = user;
+    const pl_opts *o = user;
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(x[i])) {
             if (o->nonfinite_fail) {
@@ -76,18 +75,20 @@ static int preprocess_box(void *user, float *x, int64_t n, char *msg, size_t msg
     return 0;
 }
 
-int seg_store_open_inputs(const seg_opts *o, seg_state *s, char *err) {
+static void store_warning(void *state, const char *line) { seg_message(state, "%s", line); }
+
+int seg_store_open_inputs(const pl_opts *o, seg_state *s, char *err) {
     s->reader = 1;
     s->store_in.channels = o->n_inputs;
     for (int c = 0; c < o->n_inputs; c++)
-        if (cli_input_open_store(&s->store_in, c, o->inputs[c], err)) return 1;
+        if (cli_input_open_store(&s->store_in, c, o->inputs[c], store_warning, s, err)) return 1;
     s->store_in.transform = preprocess_box;
     s->store_in.transform_user = (void *)o;
     cli_input_reader(&s->store_in);
     /* NIfTI/NRRD outputs of a store input: its OME-Zarr scale and translation as the
      * affine (axis-aligned, store axis 0 = i), else 1 mm voxels at the origin */
     char msg[SWI_ERRLEN];
-    if (!seg_store_outputs(o) && swi_store_volume(s->store_in.stores[0], &s->vols[0], msg, sizeof msg)) {
+    if (!pl_store_outputs(o) && swi_store_volume(s->store_in.stores[0], &s->vols[0], msg, sizeof msg)) {
         cli_err(err, "%s", msg);
         return 1;
     }
@@ -104,7 +105,7 @@ static void spec_of(const swi_tensor *in, int64_t planes, swi_dtype dtype, int l
     spec->classes = classes;
 }
 
-int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_tensor *in, swi_output *outs,
+int seg_store_begin(const pl_opts *o, seg_state *s, swi_params *p, const swi_tensor *in, swi_output *outs,
                     int n_outs, int *nothing_to_do, char *err) {
     *nothing_to_do = 0;
     const int64_t classes = p->heads[0].channels;
@@ -156,14 +157,14 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
         *nothing_to_do = 1;
         return 0;
     }
-    if (cli_mpi_active()) {
-        /* rank 0 writes the metadata; the others join once it is there */
-        int rank = 0, size = 1, ok = 1;
-        cli_mpi_start(&rank, &size);
-        if (rank == 0)
+    if (o->shard_collective) {
+        /* part 0 writes the metadata; the others join once it is there */
+        int ok = 1;
+        if (o->shard_part == 0)
             ok = !((o->output && swi_store_init(o->output, &ls, flags, msg, sizeof msg)) ||
                    (o->scores && swi_store_init(o->scores, &ss, flags, msg, sizeof msg)));
-        if (!cli_mpi_all_ok(ok)) {
+        if (s->hooks && s->hooks->all_ok) ok = s->hooks->all_ok(s->hooks->user, ok);
+        if (!ok) {
             cli_err(err, "%s", ok ? "output stores not created: another rank failed first" : msg);
             return 1;
         }
@@ -189,7 +190,7 @@ int seg_store_begin(const seg_opts *o, seg_state *s, swi_params *p, const swi_te
                                        msg, sizeof msg)) ||
         (o->scores && swi_store_create(o->scores, &ss, flags, part, parts, s->box_lo, s->box_hi, &s->w_scores,
                                        msg, sizeof msg))) {
-        if (o->shard_given && !cli_mpi_active())
+        if (o->shard_given && !o->shard_collective)
             cli_err(err, "--shard %d/%d: %s", part, parts, msg);
         else
             cli_err(err, "%s", msg);

@@ -11,22 +11,28 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int cli_input_open_store(cli_input *in, int c, const char *name, char *err) {
+int cli_input_open_store(cli_input *in, int c, const char *name, void (*warn)(void *user, const char *line),
+                         void *warn_user, char *err) {
     char msg[SWI_ERRLEN];
     if (swi_store_open(name, &in->stores[c], msg, sizeof msg) != SWI_OK) {
         cli_err(err, "%s", msg);
         return -1;
     }
     double fill = swi_store_fill_value(in->stores[c]);
-    if (!isfinite(fill))
-        fprintf(
-            stderr,
-            "swi: warning: %s: fill_value %s: chunks that are absent hold it, and are read as 0 (--nonfinite "
-            "fail refuses them)\n",
-            name,
-            isnan(fill) ? "NaN"
-            : fill > 0  ? "Infinity"
-                        : "-Infinity");
+    if (!isfinite(fill)) {
+        char line[SWI_ERRLEN];
+        snprintf(line, sizeof line,
+                 "warning: %s: fill_value %s: chunks that are absent hold it, and are read as 0 (--nonfinite "
+                 "fail refuses them)",
+                 name,
+                 isnan(fill) ? "NaN"
+                 : fill > 0  ? "Infinity"
+                             : "-Infinity");
+        if (warn)
+            warn(warn_user, line);
+        else
+            fprintf(stderr, "swi: %s\n", line);
+    }
     int64_t sz[3];
     swi_store_size(in->stores[c], sz);
     if (c == 0) {
@@ -114,35 +120,6 @@ int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_o
     int64_t n = swi_plan_run(ctx, &whole, in, outs, n_outs, &plan) == SWI_OK ? plan.windows_total : -1;
     swi_free(ctx);
     return n;
-}
-
-int cli_launcher_ranks(int *rank) {
-    static const char *sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
-    static const char *ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MPI_LOCALRANKID"};
-    *rank = 0;
-    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-        const char *v = getenv(sizes[k]);
-        int64_t n;
-        if (v && cli_parse_i64(v, 1, 1 << 24, &n) == 0) {
-            const char *r = getenv(ranks[k]);
-            int64_t i;
-            if (r && cli_parse_i64(r, 0, n - 1, &i) == 0) *rank = (int)i;
-            return (int)n;
-        }
-    }
-    return 0;
-}
-
-int cli_refuse_mpi_without_support(const char *who) {
-    int rank = 0, n = cli_launcher_ranks(&rank);
-    if (n <= 1) return 0;
-    fprintf(
-        stderr,
-        "%s: started as rank %d of %d by an MPI launcher, but this swi was built without MPI "
-        "(install libopenmpi-dev and rebuild; swi --version tells), so every rank would run the whole job; "
-        "run one process, or one --shard I/N per process\n",
-        who, rank, n);
-    return 1;
 }
 
 /* A name as every process of a job sees it: its real path where it resolves (an HDF5

@@ -26,8 +26,10 @@ typedef struct cli_input {
     swi_reader reader; /* the swi_reader of all channels */
 } cli_input;
 
-/* Open store channel c of in (size checked against channel 0's). 0, or -1 with err. */
-int cli_input_open_store(cli_input *in, int c, const char *name, char *err);
+/* Open store channel c of in (size checked against channel 0's). 0, or -1 with err. A
+ * warning (a non-finite fill value) goes to warn, or with warn NULL to stderr as "swi: LINE". */
+int cli_input_open_store(cli_input *in, int c, const char *name, void (*warn)(void *user, const char *line),
+                         void *warn_user, char *err);
 
 /* Make in->reader serve every channel (call after the channels are set). */
 void cli_input_reader(cli_input *in);
@@ -50,13 +52,5 @@ int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_o
 void cli_job_fingerprint(const char *const *inputs, int n_inputs, const int64_t size[3],
                          const char *const *models, int n_models, const swi_params *p, const char *extra,
                          char *out, size_t n);
-
-/* The number of ranks an MPI launcher gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
- * PMIX... in the environment), and this one's rank; 0 (and rank 0) when not started by one. */
-int cli_launcher_ranks(int *rank);
-
-/* Without MPI built in, refuse to run as one of N > 1 ranks (each would run the whole
- * job). Returns 0, or 1 after printing why. */
-int cli_refuse_mpi_without_support(const char *who);
 
 #endif

@@ -1,0 +1,125 @@
+/*
+ * describe.c -- swi_job_describe: a job's plan as `swi plan` prints it, one fact a line.
+ */
+#include "swi_pipeline.h"
+
+#include "job.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static const char *pad_name(swi_pad p) {
+    static const char *n[] = {"constant", "reflect", "replicate", "circular"};
+    return (unsigned)p < 4 ? n[p] : "?";
+}
+
+/* Text appended to a buffer as snprintf would write it, the whole length counted. */
+typedef struct text {
+    char *buf;
+    size_t n, len;
+} text;
+
+static void add(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(text *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(t->len < t->n ? t->buf + t->len : NULL, t->len < t->n ? t->n - t->len : 0, fmt, ap);
+    va_end(ap);
+    if (w > 0) t->len += (size_t)w;
+}
+
+size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf, size_t n) {
+    text t = {buf, n, 0};
+    if (n) buf[0] = '\0';
+    if (!job || !plan) return 0;
+    const pl_opts *o = job_opts(job);
+    const seg_state *s = job_state(job);
+    const swi_params *p = job_params(job);
+    const swi_plan *eng = &plan->engine;
+#define P(...) add(&t, __VA_ARGS__)
+    char desc[1024], b[6][32];
+    swi_ort_describe(s->model, desc, sizeof desc);
+    const int64_t *isz = s->vols[0].size;
+    size_t vol_native = (size_t)(isz[0] * isz[1] * isz[2]) * (size_t)s->vols[0].bytes_per_voxel;
+    int64_t per_batch = swi_ort_calls_per_batch(s->model, eng->sw_batch_size);
+    P("model    %s\n", o->model);
+    P("         %s\n", desc);
+    if (o->no_rewrite)
+        P("         loaded as it is (--no-rewrite)\n");
+    else
+        P("         %d ConvTranspose layer%s run as Conv + depth-to-space (the same "
+          "function, faster)\n",
+          swi_ort_rewrites(s->model), swi_ort_rewrites(s->model) == 1 ? "" : "s");
+    for (int c = 0; c < o->n_inputs; c++)
+        P("input    %s: %lld x %lld x %lld voxels%s, %s\n", o->inputs[c], (long long)s->vols[c].size[0],
+          (long long)s->vols[c].size[1], (long long)s->vols[c].size[2],
+          s->vols[c].frames > 1 ? " x channels" : "", c == 0 ? "channel 0" : "next channel");
+    if (s->grid.active) {
+        char g[256];
+        seg_grid_describe(&s->grid, g, sizeof g);
+        P("model    grid %s\n", g);
+    }
+    if (s->n_members > 1) P("ensemble %d models, their mean blended\n", s->n_members);
+    P("window   %lld x %lld x %lld, overlap %g,%g,%g, %s blending", (long long)eng->roi[0],
+      (long long)eng->roi[1], (long long)eng->roi[2], o->overlap[0], o->overlap[1], o->overlap[2],
+      o->mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant");
+    if (o->mode == SWI_BLEND_GAUSSIAN)
+        P(" (sigma %g,%g,%g x roi)", o->sigma_scale[0], o->sigma_scale[1], o->sigma_scale[2]);
+    P(", %s padding\n", pad_name(o->padding));
+    P("padded   %lld x %lld x %lld (before: %lld,%lld,%lld)\n", (long long)eng->padded[0],
+      (long long)eng->padded[1], (long long)eng->padded[2], (long long)eng->pad_before[0],
+      (long long)eng->pad_before[1], (long long)eng->pad_before[2]);
+    P("grid     %lld x %lld x %lld = %lld windows, order %c,%c,%c (outermost first)\n",
+      (long long)eng->windows_per_axis[0], (long long)eng->windows_per_axis[1],
+      (long long)eng->windows_per_axis[2], (long long)eng->windows_total, "ijk"[eng->order[0] % 3],
+      "ijk"[eng->order[1] % 3], "ijk"[eng->order[2] % 3]);
+    P("calls    %lld engine batches of up to %d windows -> %lld network runs%s\n",
+      (long long)eng->predictor_calls, eng->sw_batch_size, (long long)(eng->predictor_calls * per_batch),
+      o->tta ? " (x8 for --tta)" : "");
+    if (p->reuse == SWI_REUSE_ON && !s->count_reuse)
+        P("reuse    on; the windows reused are counted by swi segment (%s)\n",
+          s->reader ? "a store input" : "the model grid");
+    else if (p->reuse == SWI_REUSE_ON)
+        P("reuse    %lld of %lld windows take an earlier window's output (no network "
+          "call); %lld run; cache %d window%s\n",
+          (long long)eng->windows_reused, (long long)eng->windows_total,
+          (long long)(eng->windows_total - eng->windows_reused), eng->reuse_cache,
+          eng->reuse_cache == 1 ? "" : "s");
+    else
+        P("reuse    off (--no-reuse): all %lld windows run\n", (long long)eng->windows_total);
+    P("threads  %d blending, %d network; pipeline %s\n", eng->threads,
+      o->threads > 0 ? o->threads : cli_cpu_count(), eng->pipeline ? "on" : "off");
+    P("classes  %lld%s\n", (long long)eng->head_channels[0],
+      eng->head_channels[0] > 256 ? " (uint16 labels)" : " (uint8 labels)");
+    P("memory   predicted peak %s (%zu bytes)\n", cli_bytes(eng->bytes_peak, b[0]), eng->bytes_peak);
+    P("  input         %12s\n", cli_bytes(eng->bytes_input, b[0]));
+    P("  windows       %12s   (window inputs and network outputs)\n", cli_bytes(eng->bytes_windows, b[1]));
+    P("  partial sums  %12s   (open frontier)\n", cli_bytes(eng->bytes_partial, b[2]));
+    P("  outputs       %12s   (labels%s)\n", cli_bytes(eng->bytes_outputs, b[3]),
+      o->scores ? " + scores" : "");
+    P("  scratch       %12s\n", cli_bytes(eng->bytes_scratch, b[4]));
+    P("  reuse cache   %12s   (%d window input%s and output%s)\n", cli_bytes(eng->bytes_reuse, b[0]),
+      eng->reuse_cache, eng->reuse_cache == 1 ? "" : "s", eng->reuse_cache == 1 ? "" : "s");
+    P("  smallest plan %12s   (any batch size / pipeline; %zu bytes)\n", cli_bytes(eng->bytes_min, b[5]),
+      eng->bytes_min);
+    if (s->grid.active || s->n_members > 1) {
+        size_t band = seg_grid_band_bytes(&s->grid, eng->head_channels[0], eng->order[0]);
+        P("beside the engine: %s (%s)\n", cli_bytes(plan->beside_bytes, b[0]),
+          s->grid.active ? "results on the input grid, the input on the model grid"
+                         : "the ensemble's window buffer");
+        if (band)
+            P("  resampling band %10s   (model-grid scores kept until the input-grid "
+              "voxels that read them are done)\n",
+              cli_bytes(band, b[2]));
+        P("total    predicted peak %s%s\n", cli_bytes(eng->bytes_peak + plan->beside_bytes, b[1]),
+          o->max_memory ? " (within --max-memory: the engine was planned under what is left)" : "");
+    }
+    P("reading  %s before the engine runs (the input as floats and the file's own voxels, %s), "
+      "within the budget too\n",
+      cli_bytes(seg_reading_bytes(o, s), b[1]), cli_bytes(vol_native, b[0]));
+    P("not counted: ONNX Runtime's working memory\n");
+    if (plan->unfit[0]) P("too big   swi segment would refuse this run: %s\n", plan->unfit);
+#undef P
+    return t.len;
+}

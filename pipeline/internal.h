@@ -1,0 +1,77 @@
+/*
+ * internal.h -- what the pipeline's files share (not installed): a job's options as the
+ * steps read them, filled from a swi_job_spec and the model's card (job.c).
+ */
+#ifndef SWI_PIPELINE_INTERNAL_H
+#define SWI_PIPELINE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swi.h"
+
+/* Whether the pipeline links the ONNX Runtime backend (else ort_stub.c stands in for it). */
+#ifdef SWI_HAVE_ORT
+#define CLI_HAVE_ORT 1
+#else
+#define CLI_HAVE_ORT 0
+#endif
+
+#define SEG_MAX_INPUTS 16
+#define SEG_MAX_MODELS 16
+
+/** A job's options: the spec with its unset fields settled (the card, then the defaults). */
+typedef struct pl_opts {
+    const char *model; /**< models[0] */
+    const char *inputs[SEG_MAX_INPUTS];
+    int n_inputs;
+    const char *output, *scores, *preview, *report, *report_title;
+    int64_t roi[3];
+    int roi_given;
+    double overlap[3];
+    swi_blend mode;
+    double sigma_scale[3];
+    swi_pad padding;
+    float cval;
+    int sw_batch;
+    int threads;
+    size_t max_memory;
+    int softmax, tta, zscore, force, cuda, quiet, head;
+    int nonfinite_fail;
+    int clip_given;
+    double clip[2];
+    int scale_given;
+    double scale[4];
+    const char *models[SEG_MAX_MODELS]; /**< every model (models[0] == model): an ensemble */
+    int n_models;
+    const char *orientation;
+    int spacing_given;
+    double spacing[3];
+    unsigned given;    /**< SEG_GIVEN_*: set by the spec (a card yields) */
+    int roi_from_card; /**< the roi came from the model card */
+    int no_card;
+    const struct seg_card *card; /**< the model's card (card.h), or NULL */
+    const char *input_dir;       /**< folder mode's input folder (the index page names it), or NULL */
+    int shard_given, shard_part, shard_parts, shard_init;
+    int shard_grid[3], shard_grid_given;
+    int shard_collective; /**< the parts run together (MPI ranks): part 0 creates the stores */
+    int no_reuse;
+    int reuse_cache;
+    int no_rewrite;
+} pl_opts;
+
+#define SEG_GIVEN_OVERLAP 1u
+#define SEG_GIVEN_SIGMA 2u
+#define SEG_GIVEN_MODE 4u
+#define SEG_GIVEN_PADDING 8u
+#define SEG_GIVEN_CVAL 16u
+
+/** The labels a run hands back (swi_job_result's first fields). */
+typedef struct pl_result {
+    void *labels; /**< malloc'd [ni][nj][nk], label_bytes per voxel */
+    int label_bytes;
+    int64_t size[3];
+    int64_t classes;
+} pl_result;
+
+#endif

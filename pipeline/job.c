@@ -1,0 +1,339 @@
+/*
+ * job.c -- swi_pipeline.h: a spec settled into the job's options (the card, then the
+ * defaults), and the calls that open, plan and run it over the steps of segment*.c.
+ */
+#include "swi_pipeline.h"
+
+#include "alloc.h"
+#include "card.h"
+#include "job.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct swi_job {
+    pl_opts o;
+    swi_job_hooks hooks;
+    seg_card card;
+    seg_state *s;
+    swi_params p; /* as seg_setup settled them */
+    swi_tensor in;
+    swi_output outs[2];
+    int n_outs;
+    int set_up; /* seg_setup done */
+    int ran;
+};
+
+void swi_job_spec_init(swi_job_spec *spec) {
+    memset(spec, 0, sizeof *spec);
+    for (int a = 0; a < 3; a++) spec->overlap[a] = spec->sigma_scale[a] = -1;
+    spec->mode = -1;
+    spec->padding = -1;
+    spec->cval = NAN;
+}
+
+static swi_status finish(swi_status st, const char *msg, char *err, size_t errlen) {
+    if (err && errlen) snprintf(err, errlen, "%s", st == SWI_OK ? "" : msg);
+    return st;
+}
+
+/* Three values all set (>= 0, or > 0 with positive) or all unset (< 0, or 0): 1 set, 0
+ * unset, -1 a mix. */
+static int all_or_none(const double v[3], int positive) {
+    int n = 0;
+    for (int a = 0; a < 3; a++) n += positive ? v[a] > 0 : v[a] >= 0;
+    return n == 3 ? 1 : n == 0 ? 0 : -1;
+}
+
+/* The spec as options, before the card: 0, or -1 with a usage error in err. */
+static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
+    memset(o, 0, sizeof *o);
+    if (sp->n_inputs < 1 || sp->n_inputs > SWI_JOB_MAX_INPUTS) {
+        cli_err(err, "--input is required (1 to %d inputs)", SWI_JOB_MAX_INPUTS);
+        return -1;
+    }
+    if (sp->n_models < 1 || sp->n_models > SWI_JOB_MAX_MODELS) {
+        cli_err(err, "--model is required (1 to %d models)", SWI_JOB_MAX_MODELS);
+        return -1;
+    }
+    for (int c = 0; c < sp->n_inputs; c++)
+        if (!sp->inputs[c] || !*sp->inputs[c]) {
+            cli_err(err, "--input %d: no name", c);
+            return -1;
+        }
+    for (int m = 0; m < sp->n_models; m++)
+        if (!sp->models[m] || !*sp->models[m]) {
+            cli_err(err, "--model %d: no name", m);
+            return -1;
+        }
+    memcpy(o->inputs, sp->inputs, sizeof o->inputs);
+    o->n_inputs = sp->n_inputs;
+    memcpy(o->models, sp->models, sizeof o->models);
+    o->n_models = sp->n_models;
+    o->model = sp->models[0];
+    o->output = sp->output;
+    o->scores = sp->scores;
+    o->preview = sp->preview;
+    o->report = sp->report;
+    o->report_title = sp->report_title;
+    for (int a = 0; a < 3; a++) {
+        if (sp->roi[a] < -1) {
+            cli_err(err, "--roi must be positive, or -1 for the whole axis (got %lld)",
+                    (long long)sp->roi[a]);
+            return -1;
+        }
+        o->roi[a] = sp->roi[a] > 0 ? sp->roi[a] : 0; /* 0 with roi_given: the whole axis */
+        o->roi_given |= sp->roi[a] != 0;
+        o->overlap[a] = 0.25;
+        o->sigma_scale[a] = 0.125;
+    }
+    int k = all_or_none(sp->overlap, 0);
+    if (k < 0) {
+        cli_err(err, "--overlap: set all three axes or none");
+        return -1;
+    }
+    if (k) {
+        for (int a = 0; a < 3; a++)
+            if (!(sp->overlap[a] < 1)) {
+                cli_err(err, "--overlap must be in [0, 1) (got %g)", sp->overlap[a]);
+                return -1;
+            }
+        memcpy(o->overlap, sp->overlap, sizeof o->overlap);
+        o->given |= SEG_GIVEN_OVERLAP;
+    }
+    k = all_or_none(sp->sigma_scale, 0);
+    if (k < 0) {
+        cli_err(err, "--sigma-scale: set all three axes or none");
+        return -1;
+    }
+    if (k) {
+        memcpy(o->sigma_scale, sp->sigma_scale, sizeof o->sigma_scale);
+        o->given |= SEG_GIVEN_SIGMA;
+    }
+    o->mode = SWI_BLEND_CONSTANT;
+    if (sp->mode >= 0) {
+        if (sp->mode != SWI_BLEND_CONSTANT && sp->mode != SWI_BLEND_GAUSSIAN) {
+            cli_err(err, "--mode: %d is not a swi_blend", sp->mode);
+            return -1;
+        }
+        o->mode = (swi_blend)sp->mode;
+        o->given |= SEG_GIVEN_MODE;
+    }
+    o->padding = SWI_PAD_CONSTANT;
+    if (sp->padding >= 0) {
+        if (sp->padding > SWI_PAD_CIRCULAR) {
+            cli_err(err, "--padding: %d is not a swi_pad", sp->padding);
+            return -1;
+        }
+        o->padding = (swi_pad)sp->padding;
+        o->given |= SEG_GIVEN_PADDING;
+    }
+    if (!isnan(sp->cval)) {
+        o->cval = (float)sp->cval;
+        o->given |= SEG_GIVEN_CVAL;
+    }
+    if (sp->sw_batch < 0) {
+        cli_err(err, "--sw-batch must be positive (got %d)", sp->sw_batch);
+        return -1;
+    }
+    o->sw_batch = sp->sw_batch ? sp->sw_batch : 1;
+    o->threads = sp->threads;
+    o->max_memory = sp->max_memory;
+    o->softmax = sp->softmax;
+    o->tta = sp->tta;
+    o->zscore = sp->zscore;
+    o->force = sp->force;
+    o->cuda = sp->cuda;
+    o->quiet = sp->quiet;
+    o->head = sp->head;
+    o->nonfinite_fail = sp->nonfinite_fail;
+    o->clip_given = sp->clip_given;
+    memcpy(o->clip, sp->clip, sizeof o->clip);
+    o->scale_given = sp->scale_given;
+    memcpy(o->scale, sp->scale, sizeof o->scale);
+    o->orientation = sp->orientation;
+    k = all_or_none(sp->spacing, 1);
+    if (k < 0) {
+        cli_err(err, "--spacing: give all three axes (> 0) or none");
+        return -1;
+    }
+    o->spacing_given = k;
+    if (k) memcpy(o->spacing, sp->spacing, sizeof o->spacing);
+    o->no_card = sp->no_card;
+    o->shard_init = sp->shard_init;
+    o->shard_given = sp->shard_parts > 0 || sp->shard_init;
+    o->shard_part = sp->shard_part;
+    o->shard_parts = sp->shard_parts;
+    o->shard_collective = sp->shard_collective;
+    if (sp->shard_parts > 0 && (sp->shard_part < 0 || sp->shard_part >= sp->shard_parts)) {
+        cli_err(err, "--shard %d/%d: the part must be in [0, %d)", sp->shard_part, sp->shard_parts,
+                sp->shard_parts);
+        return -1;
+    }
+    o->shard_grid_given = sp->shard_grid[0] > 0;
+    memcpy(o->shard_grid, sp->shard_grid, sizeof o->shard_grid);
+    o->no_reuse = sp->no_reuse;
+    o->reuse_cache = sp->reuse_cache;
+    o->no_rewrite = sp->no_rewrite;
+    if (o->softmax && !o->scores) {
+        cli_err(err, "--softmax applies to --scores; give --scores FILE too");
+        return -1;
+    }
+    if (o->head < 0) {
+        cli_err(err, "--head must be 0 or more (got %d)", o->head);
+        return -1;
+    }
+    return 0;
+}
+
+swi_status swi_job_open(const swi_job_spec *spec, const swi_job_hooks *hooks, swi_job **out, char *err,
+                        size_t errlen) {
+    char msg[SWI_ERRLEN];
+    if (out) *out = NULL;
+    if (!spec || !out)
+        return finish(SWI_ERR_INVALID_ARG, "swi_job_open: spec and job are required", err, errlen);
+    swi_job *job = cli_calloc(1, sizeof *job);
+    if (!job) return finish(SWI_ERR_NOMEM, "out of memory", err, errlen);
+    if (spec_opts(spec, &job->o, msg)) {
+        free(job);
+        return finish(SWI_ERR_INVALID_ARG, msg, err, errlen);
+    }
+    if (hooks) job->hooks = *hooks;
+    /* the model's card fills what the spec leaves unset */
+    int found = 0;
+    if (!job->o.no_card && (card_load(job->o.model, &job->card, &found, msg) ||
+                            (found && card_apply(&job->card, &job->o, msg)))) {
+        swi_job_free(job);
+        return finish(SWI_ERR_IO, msg, err, errlen);
+    }
+    if (pl_store_check(&job->o, msg)) {
+        swi_job_free(job);
+        return finish(SWI_ERR_INVALID_ARG, msg, err, errlen);
+    }
+    job->s = seg_state_new();
+    if (!job->s) {
+        swi_job_free(job);
+        return finish(SWI_ERR_NOMEM, "out of memory", err, errlen);
+    }
+    job->s->hooks = &job->hooks;
+    *out = job;
+    return finish(SWI_OK, "", err, errlen);
+}
+
+/* The status of a step that returned rc (0, 1 with s->err and s->status, 2 usage). */
+static swi_status step_status(swi_job *job, int rc, char *err, size_t errlen) {
+    seg_state *s = job->s;
+    if (rc == 0) return finish(SWI_OK, "", err, errlen);
+    swi_status st = rc == 2 ? SWI_ERR_INVALID_ARG : s->status != SWI_OK ? s->status : SWI_ERR_IO;
+    if (seg_cancelled(s)) {
+        st = SWI_ERR_CANCELLED;
+        snprintf(s->err, sizeof s->err, "cancelled; no output written");
+    }
+    return finish(st, s->err, err, errlen);
+}
+
+/* The inputs' headers and the models opened, the window settled (once). */
+static int set_up(swi_job *job) {
+    if (job->set_up) return 0;
+    seg_state *s = job->s;
+    int rc = seg_setup(&job->o, s, &job->p, &job->in, job->outs, &job->n_outs, s->err);
+    if (rc == 1) s->status = SWI_ERR_IO;
+    if (rc) return rc;
+    job->set_up = 1;
+    return 0;
+}
+
+swi_status swi_job_plan_run(swi_job *job, int count_reuse, swi_job_plan *plan, char *err, size_t errlen) {
+    if (!job || !plan)
+        return finish(SWI_ERR_INVALID_ARG, "swi_job_plan_run: job and plan are required", err, errlen);
+    memset(plan, 0, sizeof *plan);
+    seg_state *s = job->s;
+    const pl_opts *o = &job->o;
+    s->status = SWI_OK;
+    int rc = set_up(job);
+    if (rc) return step_status(job, rc, err, errlen);
+    swi_free(s->ctx);
+    s->ctx = swi_create();
+    if (!s->ctx) return finish(SWI_ERR_NOMEM, "out of memory", err, errlen);
+    swi_params p = job->p;
+    swi_tensor in = job->in;
+    /* Which windows reuse an earlier one's output depends on the voxels: read them (volume
+     * inputs on their own grid only: the model grid of orientation/spacing is made by the
+     * run, and stores are read window by window). */
+    s->count_reuse = count_reuse && p.reuse == SWI_REUSE_ON && !s->grid.active && !s->reader;
+    if (s->count_reuse) {
+        if (!s->input && (rc = seg_read_inputs(o, s, &in))) return step_status(job, rc, err, errlen);
+        in.data = s->input;
+    }
+    if (seg_plan(o, s, &p, &in, job->outs, job->n_outs, &plan->engine, &plan->beside_bytes, plan->unfit,
+                 sizeof plan->unfit))
+        return step_status(job, 1, err, errlen);
+    plan->reading_bytes = seg_reading_bytes(o, s);
+    plan->peak_bytes = plan->engine.bytes_peak + plan->beside_bytes;
+    if (plan->reading_bytes > plan->peak_bytes) plan->peak_bytes = plan->reading_bytes;
+    memcpy(plan->size, in.size, sizeof plan->size);
+    memcpy(plan->input_size, s->reader ? s->store_in.size : s->vols[0].size, sizeof plan->input_size);
+    plan->channels = in.channels;
+    plan->classes = plan->engine.head_channels[0];
+    plan->members = s->n_members;
+    plan->fits = plan->unfit[0] == '\0';
+    return finish(SWI_OK, "", err, errlen);
+}
+
+swi_status swi_job_run(swi_job *job, swi_job_result *keep, char *err, size_t errlen) {
+    if (!job) return finish(SWI_ERR_INVALID_ARG, "swi_job_run: no job", err, errlen);
+    if (keep) memset(keep, 0, sizeof *keep);
+    if (job->ran) return finish(SWI_ERR_INVALID_ARG, "swi_job_run: the job has run already", err, errlen);
+    job->ran = 1;
+    seg_state *s = job->s;
+    s->status = SWI_OK;
+    s->t0 = cli_now();
+    int rc = seg_check_outputs(&job->o, s);
+    if (!rc) rc = set_up(job);
+    pl_result r;
+    memset(&r, 0, sizeof r);
+    if (!rc) rc = seg_run_state(&job->o, s, &job->p, &job->in, job->outs, job->n_outs, keep ? &r : NULL);
+    swi_status st = step_status(job, rc, err, errlen);
+    if (st != SWI_OK) {
+        free(r.labels);
+        seg_abort_outputs(s); /* nothing is left behind: now, not at swi_job_free */
+        return st;
+    }
+    if (keep) {
+        keep->labels = r.labels;
+        keep->label_bytes = r.label_bytes;
+        memcpy(keep->size, r.size, sizeof keep->size);
+        keep->classes = r.classes;
+        memcpy(keep->affine, s->vols[0].affine, sizeof keep->affine);
+        keep->stats = s->stats;
+        keep->seconds = cli_now() - s->t0;
+    }
+    return st;
+}
+
+void swi_job_cancel(swi_job *job) {
+    if (!job || !job->s) return;
+    job->s->cancel = 1;
+    for (int m = 0; m < job->s->n_members; m++) swi_ort_cancel(job->s->members[m]);
+}
+
+void swi_job_free(swi_job *job) {
+    if (!job) return;
+    seg_state_free(job->s);
+    card_free(&job->card);
+    free(job);
+}
+
+void swi_job_result_free(swi_job_result *r) {
+    if (!r) return;
+    free(r->labels);
+    memset(r, 0, sizeof *r);
+}
+
+const pl_opts *job_opts(const swi_job *job) { return &job->o; }
+const seg_state *job_state(const swi_job *job) { return job->s; }
+const swi_params *job_params(const swi_job *job) { return &job->p; }
+seg_state *job_state_mut(swi_job *job) { return job->s; }

@@ -1,0 +1,204 @@
+/*
+ * swi_pipeline.h -- a whole segmentation job on real scans: the library behind
+ * `swi segment`, `swi plan`, Python's swi.segment and any C program.
+ *
+ * A job reads its inputs (NIfTI, NRRD, MetaImage, a DICOM series folder, Zarr, OME-Zarr or
+ * HDF5 stores; one channel per input, every frame of a 4-D file a channel), preprocesses
+ * them (clip, scale, z-score), brings them to the model's axis codes and voxel spacing and
+ * streams every result back to the input's grid, runs one or more predictors (ONNX models
+ * through swi_ort, or any swi_predictor; several are an ensemble: the mean of their
+ * outputs is blended), optionally with test-time mirroring, over one part (a box) of the
+ * output, and writes the outputs (labels, scores, a PNG preview, an HTML review page;
+ * files or stores), all under one memory budget. A model's card (m.json beside m.onnx, or
+ * its metadata_props "swi.card") fills what the spec leaves unset.
+ *
+ * Outputs appear only when complete: each is written to a temporary beside its final
+ * path and all are committed together; an existing output is refused without `force`, and
+ * an output that is, holds or lies inside an input (a model, the card, an ensemble member)
+ * under any name is refused always. On any failure nothing is left behind.
+ *
+ *     // example:begin
+ *     swi_job_spec spec;
+ *     swi_job_spec_init(&spec);
+ *     spec.models[spec.n_models++] = "unet.onnx";
+ *     spec.inputs[spec.n_inputs++] = "ct.nii.gz";
+ *     spec.output = "seg.nii.gz";
+ *     spec.orientation = "RAS";
+ *     spec.spacing[0] = spec.spacing[1] = spec.spacing[2] = 1.5;
+ *     char err[SWI_JOB_ERRLEN];
+ *     swi_job *job = NULL;
+ *     if (swi_job_open(&spec, NULL, &job, err, sizeof err) != SWI_OK ||
+ *         swi_job_run(job, NULL, err, sizeof err) != SWI_OK)
+ *         fprintf(stderr, "%s\n", err);
+ *     swi_job_free(job);
+ *     // example:end
+ *
+ * Link with pkg-config's swi-pipeline (or CMake's swi::pipeline). Every function returns
+ * SWI_OK or a status of swi.h with one line in err (no trailing newline) naming the file,
+ * the option or the model; SWI_ERR_INVALID_ARG is a usage error (a bad spec), the others
+ * are failures of the run. Nothing here prints unless hooks->message is NULL (then warnings
+ * go to stderr) and nothing here exits or installs signal handlers.
+ */
+#ifndef SWI_PIPELINE_H
+#define SWI_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SWI_JOB_MAX_INPUTS 16
+#define SWI_JOB_MAX_MODELS 16
+#define SWI_JOB_ERRLEN 768 /**< enough for every message */
+
+/** What a job does. Fill it after swi_job_spec_init; every name is borrowed (it must live
+ *  until swi_job_free). A field left at its initial "unset" value takes the model card's
+ *  value, else the engine's default (swi_params_init). Messages name the command line's
+ *  flags (--roi, --head, ...): each is the field of that name. */
+typedef struct swi_job_spec {
+    /* ---- inputs ---- */
+    const char *inputs[SWI_JOB_MAX_INPUTS]; /**< volumes, DICOM series folders or stores */
+    int n_inputs;
+
+    /* ---- predictors ---- */
+    const char *models[SWI_JOB_MAX_MODELS]; /**< ONNX models; models[0] carries the card */
+    int n_models;
+    int no_card;    /**< ignore the model's card */
+    int tta;        /**< test-time mirroring: the mean over the 8 flips of the window */
+    int head;       /**< which output of a multi-output model (0) */
+    int cuda;       /**< ONNX Runtime's CUDA provider, device number cuda - 1 (0: CPU) */
+    int no_rewrite; /**< load the ONNX model as it is (no ConvTranspose rewrite) */
+
+    /* ---- preprocessing (per channel, in this order) ---- */
+    int clip_given;
+    double clip[2]; /**< clamp to [lo, hi] */
+    int scale_given;
+    double scale[4];    /**< (a_min, a_max, b_min, b_max): MONAI's ScaleIntensityRange */
+    int zscore;         /**< (x - mean) / std over the channel */
+    int nonfinite_fail; /**< refuse inputs with NaN/Inf voxels (else they read as 0 and warn) */
+
+    /* ---- the model's grid ---- */
+    const char *orientation; /**< the model's axis codes ("RAS"), or NULL: the input's */
+    double spacing[3];       /**< the model's voxel size in mm; 0: the input's */
+
+    /* ---- the window (0 / negative / -1: unset) ---- */
+    int64_t roi[3];        /**< 0,0,0: the card's, else the model's fixed window; else the
+                                 window, 0 or -1 on an axis: the whole axis */
+    double overlap[3];     /**< < 0: unset (default 0.25) */
+    int mode;              /**< swi_blend, or -1: unset (constant) */
+    double sigma_scale[3]; /**< < 0: unset (0.125) */
+    int padding;           /**< swi_pad, or -1: unset (constant) */
+    double cval;           /**< NaN: unset (0) */
+    int sw_batch;          /**< windows per network call (1) */
+    int no_reuse;          /**< every window reaches the network */
+    int reuse_cache;       /**< window outputs kept for reuse (0: the engine's default) */
+
+    /* ---- the part ---- */
+    int shard_part, shard_parts; /**< part I of N (shard_parts 0: the whole job); stores only */
+    int shard_grid[3];           /**< the parts as a grid A x B x C (0: slabs along the outer axis) */
+    int shard_init;              /**< only create the shared output stores */
+    /** The parts run at once as processes of one job (MPI ranks: shard_part is the rank):
+     *  part 0 creates the stores, the others join them after hooks->all_ok. */
+    int shard_collective;
+
+    /* ---- outputs (NULL: not written) ---- */
+    const char *output;       /**< labels: a volume file, or a store (x.zarr, x.ome.zarr, x.h5:/ds) */
+    const char *scores;       /**< blended scores (softmax with `softmax`), float32, classes last */
+    const char *preview;      /**< PNG of the middle slices */
+    const char *report;       /**< HTML review page (report/swi_report.h) */
+    const char *report_title; /**< its heading; NULL: the input's name */
+    int softmax;
+    int force; /**< replace existing outputs (never an input) */
+    int quiet; /**< no notes through hooks->message (the summary line); warnings still come */
+
+    /* ---- resources ---- */
+    int threads;       /**< 0: every core */
+    size_t max_memory; /**< bytes for everything the job holds; 0: what is available */
+} swi_job_spec;
+
+/** Fill the defaults: nothing set, every window field unset. */
+void swi_job_spec_init(swi_job_spec *spec);
+
+/** How a job talks back. Every member may be NULL. */
+typedef struct swi_job_hooks {
+    /** Warnings and notes, one line each (no newline). NULL: "swi: LINE" on stderr. */
+    void (*message)(void *user, const char *line);
+    /** swi_params.progress: windows done of the total; non-zero cancels the job. */
+    int (*progress)(void *user, int64_t done, int64_t total);
+    /** Polled between steps and inside reads: non-zero cancels (SWI_ERR_CANCELLED). */
+    int (*cancelled)(void *user);
+    /** With spec.shard_collective: every process's ok combined (non-zero only when all are
+     *  ok), before the shared stores are written (MPI_Allreduce). NULL: ok as given. */
+    int (*all_ok)(void *user, int ok);
+    void *user;
+} swi_job_hooks;
+
+typedef struct swi_job swi_job;
+
+/** Validate the spec and read the model's card; nothing else is opened and no output is
+ *  created (the inputs' headers and the models are opened by the first swi_job_plan_run
+ *  or swi_job_run, after swi_job_run has checked the outputs). *job is NULL on failure. */
+swi_status swi_job_open(const swi_job_spec *spec, const swi_job_hooks *hooks, swi_job **job, char *err,
+                        size_t errlen);
+
+/** What the job will do, planned exactly as swi_job_run plans it. */
+typedef struct swi_job_plan {
+    swi_plan engine;       /**< the engine's plan (windows, batch, order, peak bytes) */
+    size_t beside_bytes;   /**< held beside the engine: results on the input grid, the
+                                 resampling band, the ensemble's buffer */
+    size_t reading_bytes;  /**< held while the inputs are read */
+    size_t peak_bytes;     /**< the job's predicted peak */
+    int64_t size[3];       /**< the model grid (where the windows run) */
+    int64_t input_size[3]; /**< the input grid (where the outputs are) */
+    int64_t channels, classes;
+    int members;                /**< predictors averaged */
+    int fits;                   /**< 0: it does not fit max_memory or the memory available */
+    char unfit[SWI_JOB_ERRLEN]; /**< why not, with the smallest budget that works */
+} swi_job_plan;
+
+/** Plan the job. With `count_reuse` the voxels are read (window reuse depends on them).
+ *  A job that does not fit is SWI_OK with plan->fits 0. */
+swi_status swi_job_plan_run(swi_job *job, int count_reuse, swi_job_plan *plan, char *err, size_t errlen);
+
+/** The plan as text, one fact a line ("model ...", "input ...", "window ...", "memory ..."),
+ *  as `swi plan` prints it. Returns the length of the whole text (written truncated to
+ *  n - 1 bytes, as snprintf). */
+size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf, size_t n);
+
+/** What a job hands back when asked (swi_job_run's keep). */
+typedef struct swi_job_result {
+    void *labels;    /**< malloc'd [size[0]][size[1]][size[2]], label_bytes each; free() it */
+    int label_bytes; /**< 1 (uint8) or 2 (uint16) */
+    int64_t size[3]; /**< the input grid */
+    int64_t classes;
+    double affine[4][4]; /**< voxel index -> RAS+ mm of the input */
+    swi_stats stats;     /**< the engine's counters */
+    double seconds;      /**< wall time of the run */
+} swi_job_result;
+
+/** Run the job: plan, create the outputs' temporaries, read, run, write, commit. keep !=
+ *  NULL receives the labels on the input grid (whole jobs on volume inputs). A
+ *  shard of a stores job writes its box only. Call at most once. */
+swi_status swi_job_run(swi_job *job, swi_job_result *keep, char *err, size_t errlen);
+
+/** Stop a running job from another thread (a signal handler's thread, a UI): the network
+ *  call in flight is cancelled and swi_job_run returns SWI_ERR_CANCELLED. */
+void swi_job_cancel(swi_job *job);
+
+/** Remove the temporaries of every job of this process not yet committed (files and the
+ *  stores' hidden folders), waiting for a commit in progress: for a forced stop (a
+ *  signal-waiting thread that ends the process next); the jobs then fail. Not
+ *  async-signal-safe. */
+void swi_job_remove_temporaries(void);
+
+void swi_job_free(swi_job *job);
+void swi_job_result_free(swi_job_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
