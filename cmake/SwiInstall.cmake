@@ -1,13 +1,14 @@
 # SwiInstall.cmake -- what `cmake --install` puts under the prefix.
 #
-#   lib/libswi.{a,so}, lib/libswi_io.{a,so}, lib/libswi_ort.{a,so} (when built)
-#   include/swi.h, include/swi_io.h, include/swi_ort.h
+#   lib/libswi.{a,so}, lib/libswi_io.{a,so}, lib/libswi_ort.{a,so}, lib/libswi_pipeline.{a,so}
+#   (when built); include/swi.h, swi_io.h, swi_store.h, swi_ort.h, swi_pipeline.h
 #   lib/cmake/swi/swiConfig.cmake (+ version file, exported targets per component):
-#       find_package(swi REQUIRED COMPONENTS ort io)
+#       find_package(swi REQUIRED COMPONENTS ort io)   # or COMPONENTS pipeline (io, ort with it)
 #       target_link_libraries(app PRIVATE swi::ort swi::io)   # or swi::swi alone
-#     targets swi::swi, swi::io, swi::ort (shared) and swi::swi_static, swi::io_static,
-#     swi::ort_static; a component this build lacks fails find_package with a message.
-#   lib/pkgconfig/swi.pc, swi-io.pc, swi-ort.pc (pkg-config --static lists the private
+#     targets swi::swi, swi::io, swi::ort, swi::pipeline (shared) and swi::swi_static,
+#     swi::io_static, swi::ort_static, swi::pipeline_static; a component this build lacks
+#     fails find_package with a message.
+#   lib/pkgconfig/swi.pc, swi-io.pc, swi-ort.pc, swi-pipeline.pc (pkg-config --static lists the private
 #     dependencies of the static libraries)
 #
 # ONNX Runtime is not installed: swiConfig.cmake and swi-ort.pc record where it was found
@@ -38,6 +39,14 @@ if(TARGET swi_ort_shared)
   install(TARGETS swi_ort_static swi_ort_shared EXPORT swiOrtTargets)
   install(FILES ${CMAKE_SOURCE_DIR}/backends/ort/swi_ort.h TYPE INCLUDE)
   install(EXPORT swiOrtTargets NAMESPACE swi:: DESTINATION ${_cfgdir})
+endif()
+
+set(SWI_HAVE_PIPELINE_COMPONENT FALSE)
+if(TARGET swi_pipeline_shared AND SWI_HAVE_IO_COMPONENT)
+  set(SWI_HAVE_PIPELINE_COMPONENT TRUE)
+  install(TARGETS swi_pipeline_static swi_pipeline_shared EXPORT swiPipelineTargets)
+  install(FILES ${CMAKE_SOURCE_DIR}/pipeline/swi_pipeline.h TYPE INCLUDE)
+  install(EXPORT swiPipelineTargets NAMESPACE swi:: DESTINATION ${_cfgdir})
 endif()
 
 # ---- CMake package ------------------------------------------------------------------
@@ -114,6 +123,16 @@ if(SWI_HAVE_ORT_COMPONENT)
   install(FILES ${CMAKE_BINARY_DIR}/pkg/swi-ort.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endif()
 
+if(SWI_HAVE_PIPELINE_COMPONENT)
+  set(SWI_PC_PIPELINE_REQUIRES "swi-io = ${PROJECT_VERSION}")
+  if(SWI_HAVE_ORT_COMPONENT)
+    string(APPEND SWI_PC_PIPELINE_REQUIRES ", swi-ort = ${PROJECT_VERSION}")
+  endif()
+  _swi_pc_libs(SWI_PC_PIPELINE_LIBS_PRIVATE ${SWI_PL_PRIVATE_LIBS} m)
+  configure_file(${CMAKE_SOURCE_DIR}/cmake/swi-pipeline.pc.in ${CMAKE_BINARY_DIR}/pkg/swi-pipeline.pc @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/pkg/swi-pipeline.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
+
 # ---- install_consumer: a program outside the tree, built against the install -------
 if(BUILD_TESTING AND TARGET swi_ort_shared AND TARGET swi_io_shared AND SWI_NIFTI_FOUND)
   find_program(SWI_PKG_CONFIG NAMES pkg-config pkgconf)
@@ -130,7 +149,8 @@ if(BUILD_TESTING AND TARGET swi_ort_shared AND TARGET swi_io_shared AND SWI_NIFT
     add_test(NAME install_consumer
       COMMAND bash ${CMAKE_SOURCE_DIR}/tests/consumer/run.sh ${CMAKE_BINARY_DIR}
               ${CMAKE_BINARY_DIR}/install_consumer ${SWI_GOLDEN_DIR}/e2e ${CMAKE_COMMAND} ${CMAKE_C_COMPILER}
-              "${_consumer_flags}")
+              "${_consumer_flags}" "$<$<AND:$<BOOL:${SWI_HAVE_PIPELINE_COMPONENT}>,$<TARGET_EXISTS:swi>>:$<TARGET_FILE:swi>>"
+              ${CMAKE_SOURCE_DIR}/models/demo.onnx)
     set_tests_properties(install_consumer PROPERTIES TIMEOUT 600)
   else()
     message(STATUS "install_consumer: not registered (no pkg-config)")
