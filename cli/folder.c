@@ -16,8 +16,8 @@
  */
 #include "folder.h"
 
-#include "job.h"
 #include "signals.h"
+#include "swi_ort.h"
 #include "util.h"
 
 #include <errno.h>
@@ -117,7 +117,6 @@ int seg_folder_run(const seg_opts *o) {
     swi_status jst = swi_job_open(&spec, NULL, &opts_job, err, sizeof err);
     if (jst != SWI_OK) return seg_job_exit(WHO, jst, err);
     f.opts_job = opts_job;
-    f.po = job_opts(opts_job);
     if (list_cases(&f, o->input_dir, real_out, real_rep, err)) {
         free_folder(&f);
         return folder_fail(WHO, err);
@@ -223,21 +222,18 @@ int seg_folder_run(const seg_opts *o) {
             snprintf(c->err, sizeof c->err, "%s", jerr);
         } else {
             /* the case as the reader left it, on the model opened once */
-            seg_state *s = job_state_mut(job);
-            memcpy(s->vols, c->vols, (size_t)c->n_files * sizeof *c->vols);
-            s->vols_ready = 1;
-            s->input = c->input; /* the job frees it */
+            const float *image = c->input; /* the job's from here on, readable until swi_job_free */
+            swi_job_use_model(job, model);
+            swi_job_give_inputs(job, c->vols, c->input, NULL, 0);
             c->input = NULL;
-            s->model = model;
-            s->model_borrowed = 1;
             r = seg_run_job(job, who, &h, o->report_dir ? &keep : NULL, jerr);
             if (r != 0) snprintf(c->err, sizeof c->err, "%s", jerr);
             /* the index's volumes and thumbnail, while the case's image is still held */
-            pl_result pr = {
-                keep.labels, keep.label_bytes, {keep.size[0], keep.size[1], keep.size[2]}, keep.classes};
-            if (r == 0 && keep.labels && seg_case_summarize(s, &pr, &c->sum, c->err))
+            if (r == 0 && keep.labels &&
+                seg_case_summarize(c->vols[0].affine, image, keep.labels, keep.label_bytes, keep.size,
+                                   keep.classes, &c->sum, c->err))
                 fprintf(stderr, "%s: %s\n", who, c->err);
-            model = s->model; /* opened by the first case that got that far */
+            if (!model) model = swi_job_take_model(job); /* opened by the first case that got that far */
         }
         c->seconds += cli_now() - t1;
         free(keep.labels);

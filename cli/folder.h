@@ -7,8 +7,7 @@
 
 #include "cli.h"
 
-#include "card.h"
-#include "report.h"
+#include "report_index.h"
 #include "swi_pipeline.h"
 #include "util.h"
 
@@ -38,8 +37,7 @@ typedef struct fcase {
 
 typedef struct folder {
     const seg_opts *o;
-    const pl_opts *po; /* the options with the model's card (opts_job's) */
-    swi_job *opts_job;
+    swi_job *opts_job; /* the options as every case runs them (the model's card read) */
     fcase *cases;
     int n_cases;
     int *todo; /* indices of the cases to read, in order */

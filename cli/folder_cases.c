@@ -250,7 +250,9 @@ int write_index(const folder *f, char *err) {
             r->href = hrefs[i];
         }
     }
-    if (!classes && f->po->card && f->po->card->n_classes > 1) classes = f->po->card->n_classes - 1;
+    const char *const *names = NULL;
+    const int n_names = swi_job_classes(f->opts_job, &names);
+    if (!classes && n_names > 1) classes = n_names - 1;
     char path[PATH_MAX];
     int rc = 0;
     if (o->part_count > 1)
@@ -258,7 +260,7 @@ int write_index(const folder *f, char *err) {
                  o->part_count);
     else
         snprintf(path, sizeof path, "%s/index.html", o->report_dir);
-    rc = seg_report_index(f->po, o->input_dir, path, rows, n, classes, err);
+    rc = seg_report_index(names, n_names, o->input_dir, path, rows, n, classes, err);
     free(rows), free(hrefs);
     return rc;
 }

@@ -5,7 +5,6 @@
  */
 #include "folder.h"
 
-#include "preprocess.h"
 #include "signals.h"
 #include "util.h"
 
@@ -219,7 +218,7 @@ static case_state read_case_apart(fcase *c) {
 }
 
 /* Open, read and preprocess one case (reader thread); the state it ends in. */
-static case_state read_case(const pl_opts *o, fcase *c) {
+static case_state read_case(const swi_job *job, fcase *c) {
     if (c->problem[0]) {
         snprintf(c->err, sizeof c->err, "%s", c->problem);
         return CASE_BAD;
@@ -227,7 +226,7 @@ static case_state read_case(const pl_opts *o, fcase *c) {
     case_state apart = read_case_apart(c);
     if (apart == CASE_READY) {
         const int64_t N = c->size[0] * c->size[1] * c->size[2];
-        for (int k = 0; k < c->n_files; k++) seg_preprocess(o, c->input + k * N, N);
+        for (int k = 0; k < c->n_files; k++) swi_job_preprocess(job, c->input + k * N, N);
         return CASE_READY;
     }
     if (apart != CASE_TODO) return apart;
@@ -265,7 +264,7 @@ static case_state read_case(const pl_opts *o, fcase *c) {
         if (swi_volume_read(&c->vols[k], c->input + k * N, &cancel, c->err, SWI_ERRLEN)) {
             return CASE_BAD;
         }
-        seg_preprocess(o, c->input + k * N, N);
+        swi_job_preprocess(job, c->input + k * N, N);
     }
     return CASE_READY;
 }
@@ -281,7 +280,7 @@ void *folder_reader(void *arg) {
         if (stop || cli_interrupted()) break;
         fcase *c = &f->cases[f->todo[t]];
         double t0 = cli_now();
-        case_state st = read_case(f->po, c);
+        case_state st = read_case(f->opts_job, c);
         pthread_mutex_lock(&f->mu);
         c->seconds = cli_now() - t0;
         c->state = st;

@@ -1,7 +1,6 @@
 /* progress.c -- see progress.h. */
 #include "progress.h"
 
-#include "safety.h"
 #include "signals.h"
 #include "util.h"
 

@@ -7,6 +7,7 @@
 #include "alloc.h"
 #include "card.h"
 #include "job.h"
+#include "preprocess.h"
 #include "util.h"
 
 #include <math.h>
@@ -331,6 +332,43 @@ void swi_job_result_free(swi_job_result *r) {
     if (!r) return;
     free(r->labels);
     memset(r, 0, sizeof *r);
+}
+
+void swi_job_use_model(swi_job *job, swi_ort_model *model) {
+    if (!job || !model || job->set_up) return;
+    job->s->model = model;
+    job->s->model_borrowed = 1;
+}
+
+swi_ort_model *swi_job_take_model(swi_job *job) {
+    if (!job || !job->s->model) return NULL;
+    job->s->model_borrowed = 1;
+    return job->s->model;
+}
+
+swi_status swi_job_give_inputs(swi_job *job, const swi_volume *vols, float *voxels, char *err,
+                               size_t errlen) {
+    if (!job || !vols || !voxels || job->set_up) {
+        free(voxels);
+        return finish(SWI_ERR_INVALID_ARG,
+                      "swi_job_give_inputs: a job not yet planned or run, volumes and voxels", err, errlen);
+    }
+    seg_state *s = job->s;
+    memcpy(s->vols, vols, (size_t)job->o.n_inputs * sizeof *vols);
+    s->vols_ready = 1;
+    free(s->input);
+    s->input = voxels;
+    return finish(SWI_OK, "", err, errlen);
+}
+
+void swi_job_preprocess(const swi_job *job, float *x, int64_t n) {
+    if (job) seg_preprocess(&job->o, x, n);
+}
+
+int swi_job_classes(const swi_job *job, const char *const **names) {
+    const seg_card *c = job ? job->o.card : NULL;
+    *names = c && c->n_classes > 0 ? (const char *const *)c->classes : NULL;
+    return *names ? c->n_classes : 0;
 }
 
 const pl_opts *job_opts(const swi_job *job) { return &job->o; }

@@ -45,17 +45,18 @@ int seg_report_write(const pl_opts *o, const seg_state *s, int fd, const char *p
     return seg_report_check(path, err);
 }
 
-int seg_case_summarize(const seg_state *s, const pl_result *r, seg_case_summary *out, char *err) {
-    (void)s, (void)r;
+int seg_case_summarize(const double affine[4][4], const float *image, const void *labels, int label_bytes,
+                       const int64_t size[3], int64_t classes, seg_case_summary *out, char *err) {
+    (void)affine, (void)image, (void)labels, (void)label_bytes, (void)size, (void)classes;
     memset(out, 0, sizeof *out);
     return seg_report_check("index.html", err);
 }
 
 void seg_case_summary_free(seg_case_summary *c) { (void)c; }
 
-int seg_report_index(const pl_opts *o, const char *input_dir, const char *path, const seg_index_row *rows,
-                     int n_rows, int n_classes, char *err) {
-    (void)o, (void)input_dir, (void)rows, (void)n_rows, (void)n_classes;
+int seg_report_index(const char *const *names, int n_names, const char *input_dir, const char *path,
+                     const seg_index_row *rows, int n_rows, int n_classes, char *err) {
+    (void)names, (void)n_names, (void)input_dir, (void)rows, (void)n_rows, (void)n_classes;
     return seg_report_check(path, err);
 }
 
@@ -160,15 +161,16 @@ int seg_report_write(const pl_opts *o, const seg_state *s, int fd, const char *p
     return 0;
 }
 
-int seg_case_summarize(const seg_state *s, const pl_result *r, seg_case_summary *out, char *err) {
+int seg_case_summarize(const double affine[4][4], const float *image, const void *labels, int label_bytes,
+                       const int64_t size[3], int64_t n_classes, seg_case_summary *out, char *err) {
     memset(out, 0, sizeof *out);
     swi_report_page p;
     memset(&p, 0, sizeof p);
-    memcpy(p.size, r->size, sizeof p.size);
-    memcpy(p.affine, s->vols[0].affine, sizeof p.affine);
-    p.labels = r->labels;
-    p.label_bytes = r->label_bytes;
-    const int64_t classes = r->classes > 1 ? r->classes : 2;
+    memcpy(p.size, size, sizeof p.size);
+    memcpy(p.affine, affine, sizeof p.affine);
+    p.labels = labels;
+    p.label_bytes = label_bytes;
+    const int64_t classes = n_classes > 1 ? n_classes : 2;
     swi_report_class_stats *st = cli_malloc((size_t)classes * sizeof *st);
     out->ml = cli_malloc((size_t)(classes - 1) * sizeof *out->ml);
     char why[SWI_ERRLEN];
@@ -184,8 +186,8 @@ int seg_case_summarize(const seg_state *s, const pl_result *r, seg_case_summary 
     /* the thumbnail: the PNG preview, through a temporary file (the writer takes a descriptor) */
     FILE *tmp = swi_io_available(SWI_IO_PNG) ? tmpfile() : NULL;
     int fd = tmp ? dup(fileno(tmp)) : -1;
-    if (fd >= 0 && swi_io_preview_write_fd(fd, "thumbnail.png", r->size, s->reader ? NULL : s->input,
-                                           r->labels, r->label_bytes, why, sizeof why) == SWI_OK) {
+    if (fd >= 0 && swi_io_preview_write_fd(fd, "thumbnail.png", size, image, labels, label_bytes, why,
+                                           sizeof why) == SWI_OK) {
         long len = fseek(tmp, 0, SEEK_END) == 0 ? ftell(tmp) : -1;
         out->png = len > 0 ? cli_malloc((size_t)len) : NULL;
         if (out->png && fseek(tmp, 0, SEEK_SET) == 0 && fread(out->png, 1, (size_t)len, tmp) == (size_t)len) {
@@ -205,8 +207,8 @@ void seg_case_summary_free(seg_case_summary *c) {
     memset(c, 0, sizeof *c);
 }
 
-int seg_report_index(const pl_opts *o, const char *input_dir, const char *path, const seg_index_row *rows,
-                     int n_rows, int n_classes, char *err) {
+int seg_report_index(const char *const *class_names, int n_names, const char *input_dir, const char *path,
+                     const seg_index_row *rows, int n_rows, int n_classes, char *err) {
     swi_report_case *cases = cli_calloc((size_t)(n_rows > 0 ? n_rows : 1), sizeof *cases);
     const char **names = cli_calloc((size_t)(n_classes > 0 ? n_classes : 1), sizeof *names);
     char(*bufs)[32] = cli_calloc((size_t)(n_classes > 0 ? n_classes : 1), sizeof *bufs);
@@ -217,8 +219,8 @@ int seg_report_index(const pl_opts *o, const char *input_dir, const char *path, 
     }
     for (int k = 0; k < n_classes; k++) {
         const int l = k + 1;
-        if (o->card && l < o->card->n_classes && o->card->classes[l]) {
-            names[k] = o->card->classes[l];
+        if (class_names && l < n_names && class_names[l]) {
+            names[k] = class_names[l];
         } else {
             snprintf(bufs[k], sizeof bufs[k], "class %d", l);
             names[k] = bufs[k];

@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "swi.h"
+#include "swi_io.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -197,6 +198,35 @@ void swi_job_remove_temporaries(void);
 
 void swi_job_free(swi_job *job);
 void swi_job_result_free(swi_job_result *r);
+
+/* ---- many jobs, one model (`swi segment --input-dir`: one case a job) ---------------- */
+
+typedef struct swi_ort_model swi_ort_model; /**< swi_ort.h */
+
+/** Run the job on a model already open (swi_ort_open's, or one swi_job_take_model gave)
+ *  instead of opening models[0]; the caller keeps it (the job neither closes it nor may
+ *  outlive it). NULL: the job opens its own. Call before swi_job_plan_run / swi_job_run. */
+void swi_job_use_model(swi_job *job, swi_ort_model *model);
+
+/** The model the job runs on (models[0], once opened by swi_job_plan_run or swi_job_run),
+ *  for the next jobs' swi_job_use_model: from now on the caller closes it (swi_ort_close),
+ *  after the last job that uses it. NULL when none is open. */
+swi_ort_model *swi_job_take_model(swi_job *job);
+
+/** Inputs read ahead (in another thread or process): the spec's n_inputs volumes (their
+ *  headers, copied) and their voxels, every channel (each frame of a 4-D file one) as
+ *  float32 [channels][size], already preprocessed (swi_job_preprocess). The job takes
+ *  voxels (it free()s it, also on failure); it stays readable until swi_job_free. Call
+ *  before swi_job_plan_run / swi_job_run. */
+swi_status swi_job_give_inputs(swi_job *job, const swi_volume *vols, float *voxels, char *err, size_t errlen);
+
+/** The job's preprocessing (clip, scale, z-score: the spec's, else the card's) on one
+ *  channel of n voxels, in place: what swi_job_give_inputs expects of its voxels. */
+void swi_job_preprocess(const swi_job *job, float *x, int64_t n);
+
+/** The class names of the model's card, index = label (NULL and 0 without a card, or when
+ *  it names none); they live as long as the job. Returns how many. */
+int swi_job_classes(const swi_job *job, const char *const **names);
 
 #ifdef __cplusplus
 }
