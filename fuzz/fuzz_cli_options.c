@@ -7,7 +7,7 @@
  * When it accepts, every field must be within the documented ranges. Mode 2: each argument
  * goes through cli_parse_size, cli_parse_i64(_list), cli_parse_double(_list), cli_bytes
  * and cli_ends_with, whose results must be consistent with what they accepted. Mode 3: a
- * model card (cli/card.c): the rest is the card's JSON text (byte 1 even) or an ONNX
+ * model card (pipeline/card.c): the rest is the card's JSON text (byte 1 even) or an ONNX
  * model whose metadata_props may hold one (byte 1 odd, written to a temporary file and read
  * by card_load); an accepted card must hold values in the documented ranges, print, write
  * its label files and apply onto parsed options that then pass the checks of mode 0.
@@ -19,6 +19,7 @@
 #include "fuzz_common.h"
 
 #include "card.h"
+#include "internal.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -117,11 +118,28 @@ static void check_card(const seg_card *c) {
         int fd = open("/dev/null", O_WRONLY);
         if (fd >= 0) CHECK(card_write_labels(c, fd, itksnap, "fuzz", err) <= 1, "card_write_labels");
     }
-    /* a card fills what the command line left out; the result obeys the parser's ranges */
-    char *argv[] = {"segment",    "--model", "fuzz-no-such-model.onnx", "--input", "in.nii.gz", "--output",
-                    "out.nii.gz", NULL};
-    seg_opts o;
-    if (seg_parse(7, argv, &o, 0) == 0 && card_apply(c, &o, err) == 0) check_opts(&o, 0);
+    /* a card fills what a job's spec left out (pipeline/job.c's defaults); the result obeys
+     * the parser's ranges */
+    pl_opts o;
+    memset(&o, 0, sizeof o);
+    for (int a = 0; a < 3; a++) {
+        o.overlap[a] = 0.25;
+        o.sigma_scale[a] = 0.125;
+    }
+    o.mode = SWI_BLEND_CONSTANT;
+    o.padding = SWI_PAD_CONSTANT;
+    if (card_apply(c, &o, err) == 0) {
+        for (int a = 0; a < 3; a++) {
+            CHECK(o.overlap[a] >= 0 && o.overlap[a] < 1, "overlap %g", o.overlap[a]);
+            CHECK(o.sigma_scale[a] > 0 && isfinite(o.sigma_scale[a]), "sigma %g", o.sigma_scale[a]);
+            CHECK(o.roi[a] >= 0, "roi %lld", (long long)o.roi[a]);
+        }
+        CHECK(isfinite(o.cval), "cval");
+        CHECK(o.mode == SWI_BLEND_CONSTANT || o.mode == SWI_BLEND_GAUSSIAN, "mode");
+        CHECK((unsigned)o.padding <= SWI_PAD_CIRCULAR, "padding");
+        if (o.clip_given) CHECK(o.clip[0] <= o.clip[1], "clip");
+        if (o.scale_given) CHECK(o.scale[0] != o.scale[1], "scale");
+    }
 }
 
 /* Mode 3: a card as JSON text, or inside an ONNX model's metadata_props. */
