@@ -1,15 +1,15 @@
 /*
  * swi_pipeline.h -- a whole segmentation job on real scans: the library behind
- * `swi segment`, `swi plan`, Python's swi.segment and any C program.
+ * `swi segment` and `swi plan`, for any program.
  *
  * A job reads its inputs (NIfTI, NRRD, MetaImage, a DICOM series folder, Zarr, OME-Zarr or
  * HDF5 stores; one channel per input, every frame of a 4-D file a channel), preprocesses
  * them (clip, scale, z-score), brings them to the model's axis codes and voxel spacing and
- * streams every result back to the input's grid, runs one or more predictors (ONNX models
- * through swi_ort, or any swi_predictor; several are an ensemble: the mean of their
- * outputs is blended), optionally with test-time mirroring, over one part (a box) of the
- * output, and writes the outputs (labels, scores, a PNG preview, an HTML review page;
- * files or stores), all under one memory budget. A model's card (m.json beside m.onnx, or
+ * streams every result back to the input's grid, runs one or more ONNX models through
+ * swi_ort (several are an ensemble: the mean of their outputs is blended), optionally with
+ * test-time mirroring, over the whole output or one part (a box) of it, and writes the
+ * outputs (labels, scores, a PNG preview, an HTML review page; files or stores), all
+ * under one memory budget. A model's card (m.json beside m.onnx, or
  * its metadata_props "swi.card") fills what the spec leaves unset.
  *
  * Outputs appear only when complete: each is written to a temporary beside its final
@@ -71,7 +71,7 @@ typedef struct swi_job_spec {
     int no_card;    /**< ignore the model's card */
     int tta;        /**< test-time mirroring: the mean over the 8 flips of the window */
     int head;       /**< which output of a multi-output model (0) */
-    int cuda;       /**< ONNX Runtime's CUDA provider, device number cuda - 1 (0: CPU) */
+    int cuda;       /**< non-zero: ONNX Runtime's CUDA provider (0: the CPU) */
     int no_rewrite; /**< load the ONNX model as it is (no ConvTranspose rewrite) */
 
     /* ---- preprocessing (per channel, in this order) ---- */
