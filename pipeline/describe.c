@@ -97,7 +97,7 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
     P("  windows       %12s   (window inputs and network outputs)\n", cli_bytes(eng->bytes_windows, b[1]));
     P("  partial sums  %12s   (open frontier)\n", cli_bytes(eng->bytes_partial, b[2]));
     P("  outputs       %12s   (labels%s)\n", cli_bytes(eng->bytes_outputs, b[3]),
-      o->scores ? " + scores" : "");
+      PL_WANT_SCORES(o) ? " + scores" : "");
     P("  scratch       %12s\n", cli_bytes(eng->bytes_scratch, b[4]));
     P("  reuse cache   %12s   (%d window input%s and output%s)\n", cli_bytes(eng->bytes_reuse, b[0]),
       eng->reuse_cache, eng->reuse_cache == 1 ? "" : "s", eng->reuse_cache == 1 ? "" : "s");

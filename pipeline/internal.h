@@ -37,6 +37,7 @@ typedef struct pl_opts {
     int threads;
     size_t max_memory;
     int softmax, tta, zscore, force, cuda, quiet, head;
+    int keep_scores; /**< the run's keep also receives the scores (no file needed) */
     int nonfinite_fail;
     int clip_given;
     double clip[2];
@@ -72,6 +73,10 @@ typedef struct pl_result {
     int label_bytes;
     int64_t size[3];
     int64_t classes;
+    float *scores; /**< malloc'd [classes][ni][nj][nk] with keep_scores, else NULL */
 } pl_result;
+
+/* Whether the run makes the scores: for a file, or kept. */
+#define PL_WANT_SCORES(o) ((o)->scores != NULL || (o)->keep_scores)
 
 #endif

@@ -144,6 +144,7 @@ static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
     o->threads = sp->threads;
     o->max_memory = sp->max_memory;
     o->softmax = sp->softmax;
+    o->keep_scores = sp->keep_scores;
     o->tta = sp->tta;
     o->zscore = sp->zscore;
     o->force = sp->force;
@@ -179,7 +180,7 @@ static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
     o->no_reuse = sp->no_reuse;
     o->reuse_cache = sp->reuse_cache;
     o->no_rewrite = sp->no_rewrite;
-    if (o->softmax && !o->scores) {
+    if (o->softmax && !o->scores && !o->keep_scores) {
         cli_err(err, "--softmax applies to --scores; give --scores FILE too");
         return -1;
     }
@@ -300,6 +301,7 @@ swi_status swi_job_run(swi_job *job, swi_job_result *keep, char *err, size_t err
     swi_status st = step_status(job, rc, err, errlen);
     if (st != SWI_OK) {
         free(r.labels);
+        free(r.scores);
         seg_abort_outputs(s); /* nothing is left behind: now, not at swi_job_free */
         return st;
     }
@@ -308,6 +310,7 @@ swi_status swi_job_run(swi_job *job, swi_job_result *keep, char *err, size_t err
         keep->label_bytes = r.label_bytes;
         memcpy(keep->size, r.size, sizeof keep->size);
         keep->classes = r.classes;
+        keep->scores = r.scores;
         memcpy(keep->affine, s->vols[0].affine, sizeof keep->affine);
         keep->stats = s->stats;
         keep->seconds = cli_now() - s->t0;
@@ -331,6 +334,7 @@ void swi_job_free(swi_job *job) {
 void swi_job_result_free(swi_job_result *r) {
     if (!r) return;
     free(r->labels);
+    free(r->scores);
     memset(r, 0, sizeof *r);
 }
 

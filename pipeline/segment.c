@@ -128,7 +128,7 @@ static int take_results(const pl_opts *o, seg_state *s, int64_t N, seg_results *
     if (!r->labels || (r->label_bytes != 1 && r->label_bytes != 2) ||
         r->label_size != (size_t)N * r->label_bytes)
         return seg_fail(s, "internal error: unexpected label map from the engine");
-    if (o->scores) {
+    if (PL_WANT_SCORES(o)) {
         /* library-owned, ours to read until swi_free */
         size_t sbytes = 0;
         r->scores = swi_result(s->ctx, 1, &sbytes);
@@ -274,7 +274,7 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
         if (!s->input && (rc = seg_read_inputs(o, s, &in))) return rc;
         in.data = s->input;
         if (s->grid.active) {
-            if (seg_grid_begin(&s->grid, s->input, in.channels, plan.head_channels[0], o->scores != NULL,
+            if (seg_grid_begin(&s->grid, s->input, in.channels, plan.head_channels[0], PL_WANT_SCORES(o),
                                err))
                 return seg_fail_status(s, SWI_ERR_NOMEM, err);
             /* the model grid: read through the orientation, or the resampled copy */
@@ -329,6 +329,16 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
         keep->label_bytes = r.label_bytes;
         memcpy(keep->size, isz, sizeof keep->size);
         keep->classes = r.classes;
+        if (o->keep_scores && r.scores) {
+            const size_t bytes = (size_t)r.classes * (size_t)N * sizeof(float);
+            keep->scores = cli_malloc(bytes);
+            if (!keep->scores) {
+                free(keep->labels);
+                keep->labels = NULL;
+                return seg_fail_status(s, SWI_ERR_NOMEM, "out of memory for the scores kept");
+            }
+            memcpy(keep->scores, r.scores, bytes);
+        }
     }
     if (!o->quiet) {
         int64_t windows = s->stats.windows_total, calls = s->stats.predictor_calls;

@@ -321,12 +321,12 @@ int seg_setup(const pl_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi
         return 1;
     }
     if (s->grid.active) {
-        seg_grid_outputs(&s->grid, o->scores != NULL, o->softmax, outs, n_outs);
+        seg_grid_outputs(&s->grid, PL_WANT_SCORES(o), o->softmax, outs, n_outs);
         return 0;
     }
     swi_output_init(&outs[0], 0, SWI_REDUCE_ARGMAX);
     *n_outs = 1;
-    if (o->scores) {
+    if (PL_WANT_SCORES(o)) {
         /* softmax is streamed by the engine region by region, like the labels */
         swi_output_init(&outs[1], 0, o->softmax ? SWI_REDUCE_SOFTMAX : SWI_REDUCE_NONE);
         *n_outs = 2;
@@ -342,7 +342,7 @@ typedef struct beside_of {
 
 static size_t beside_bytes(void *user, const swi_plan *plan) {
     const beside_of *b = user;
-    return seg_grid_bytes(&b->s->grid, plan->head_channels[0], b->o->scores != NULL, plan->order[0]) +
+    return seg_grid_bytes(&b->s->grid, plan->head_channels[0], PL_WANT_SCORES(b->o), plan->order[0]) +
            seg_ensemble_bytes(b->s->n_members, b->head, plan->sw_batch_size);
 }
 

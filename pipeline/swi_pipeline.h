@@ -112,9 +112,10 @@ typedef struct swi_job_spec {
     const char *preview;      /**< PNG of the middle slices */
     const char *report;       /**< HTML review page (report/swi_report.h) */
     const char *report_title; /**< its heading; NULL: the input's name */
-    int softmax;
-    int force; /**< replace existing outputs (never an input) */
-    int quiet; /**< no notes through hooks->message (the summary line); warnings still come */
+    int softmax;              /**< the scores (file or kept) as softmax probabilities */
+    int keep_scores;          /**< swi_job_run's keep also receives the scores (no file needed) */
+    int force;                /**< replace existing outputs (never an input) */
+    int quiet;                /**< no notes through hooks->message (the summary line); warnings still come */
 
     /* ---- resources ---- */
     int threads;       /**< 0: every core */
@@ -174,6 +175,7 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
 typedef struct swi_job_result {
     void *labels;    /**< malloc'd [size[0]][size[1]][size[2]], label_bytes each; free() it */
     int label_bytes; /**< 1 (uint8) or 2 (uint16) */
+    float *scores;   /**< malloc'd [classes][size...] with spec.keep_scores, else NULL */
     int64_t size[3]; /**< the input grid */
     int64_t classes;
     double affine[4][4]; /**< voxel index -> RAS+ mm of the input */
@@ -182,7 +184,8 @@ typedef struct swi_job_result {
 } swi_job_result;
 
 /** Run the job: plan, create the outputs' temporaries, read, run, write, commit. keep !=
- *  NULL receives the labels on the input grid (whole jobs on volume inputs). A
+ *  NULL receives the labels (and with spec.keep_scores the scores) on the input grid
+ *  (whole jobs, not parts of stores; free with swi_job_result_free). A
  *  shard of a stores job writes its box only. Call at most once. */
 swi_status swi_job_run(swi_job *job, swi_job_result *keep, char *err, size_t errlen);
 

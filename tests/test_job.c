@@ -134,15 +134,30 @@ int main(int argc, char **argv) {
     CHECK(swi_job_run(job, NULL, err, sizeof err) == SWI_ERR_INVALID_ARG, "a second run is refused");
     swi_job_free(job);
 
-    /* the same job quiet, to a .nii: the same labels */
+    /* the same job quiet, to a .nii, its softmax scores kept: the same labels, their argmax */
     spec_of(&sp, model, img, lab2);
     sp.quiet = 1;
+    sp.keep_scores = 1;
+    sp.softmax = 1;
     s.messages = 0;
     CHECK(swi_job_open(&sp, &hooks, &job, err, sizeof err) == SWI_OK, "open: %s", err);
     swi_job_result r2;
     CHECK(swi_job_run(job, &r2, err, sizeof err) == SWI_OK, "run: %s", err);
     CHECK(s.messages == 0, "quiet: %d messages", s.messages);
     CHECK(r.labels && r2.labels && memcmp(r.labels, r2.labels, (size_t)N) == 0, "two runs agree");
+    CHECK(!r.scores && r2.scores && r2.classes == SWI_PHANTOM_CLASSES, "scores kept only when asked");
+    int64_t off = 0;
+    for (int64_t v = 0; r2.scores && r2.labels && v < N; v++) {
+        double sum = 0;
+        int best = 0;
+        for (int k = 0; k < SWI_PHANTOM_CLASSES; k++) {
+            const float x = r2.scores[(size_t)k * (size_t)N + (size_t)v];
+            sum += x;
+            if (x > r2.scores[(size_t)best * (size_t)N + (size_t)v]) best = k;
+        }
+        off += fabs(sum - 1) > 1e-4 || best != ((uint8_t *)r2.labels)[v];
+    }
+    CHECK(off == 0, "softmax scores sum to 1 and their argmax is the label: %lld voxels off", (long long)off);
     swi_job_free(job);
     swi_job_result_free(&r);
     swi_job_result_free(&r2);
