@@ -32,11 +32,42 @@ class BuildWithCore(build_ext):
         lib = BUILD / "lib" / "libswi.a"
         if not lib.is_file():
             sys.exit(f"swi: {lib} was not built")
+        pipeline = self.pipeline_link()
         for ext in self.extensions:
             ext.include_dirs.append(str(ROOT / "include"))
-            ext.extra_objects.append(str(lib))
+            if pipeline:
+                ext.sources.append("src/pipeline.c")
+                ext.include_dirs.append(str(ROOT / "pipeline"))
+                ext.define_macros.append(("SWI_HAVE_PIPELINE", "1"))
+                # archives in a group: their order among themselves does not matter
+                ext.extra_link_args += ["-Wl,--start-group"] + pipeline + [str(lib), "-Wl,--end-group"]
+            else:
+                ext.extra_objects.append(str(lib))
             ext.depends.append(str(lib))
         super().run()
+
+    def pipeline_link(self):
+        """swi.segment's library (pipeline/), when the CMake build has it and SWI_PIPELINE is
+        not 0: its link line from python/pipeline-link.txt, shared libraries found by rpath."""
+        link = BUILD / "python" / "pipeline-link.txt"
+        if os.environ.get("SWI_PIPELINE", "1") == "0" or not link.is_file():
+            print("swi: building without the pipeline library (swi.segment raises RuntimeError)")
+            return []
+        subprocess.check_call(["cmake", "--build", str(BUILD), "--target", "swi_python_deps", "-j", JOBS])
+        args = []
+        for item in link.read_text().split("\n"):
+            item = item.strip()
+            if not item:
+                continue
+            if item.startswith("-"):
+                args.append(item)
+            elif os.path.isabs(item):
+                args.append(item)
+                if ".so" in os.path.basename(item):
+                    args.append("-Wl,-rpath," + os.path.dirname(item))
+            else:
+                args.append("-l" + item)
+        return args
 
 
 setup(

@@ -15,7 +15,8 @@
  *
  * This file is the module itself (its functions, swi.BudgetError); args.c turns Python
  * arguments into swi_params and outputs, callbacks.c holds the engine's callbacks into
- * Python, engine.c run() and plan(), result.c the results' buffers, report.c swi.report.
+ * Python, engine.c run() and plan(), result.c the results' buffers, report.c swi.report,
+ * pipeline.c segment() and plan_job() (whole jobs on scans, when built with the pipeline library).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -47,6 +48,12 @@ static PyMethodDef methods[] = {
 #ifdef SWI_HAVE_REPORT
     {"report", swipy_report, METH_VARARGS, "Write a review page (internal; swi.report)."},
 #endif
+#ifdef SWI_HAVE_PIPELINE
+    {"segment", (PyCFunction)(void (*)(void))swipy_segment, METH_VARARGS | METH_KEYWORDS,
+     "Run a job of swi_pipeline.h (internal; swi.segment)."},
+    {"plan_job", (PyCFunction)(void (*)(void))swipy_plan_job, METH_VARARGS | METH_KEYWORDS,
+     "Plan a job of swi_pipeline.h (internal; swi.plan_job)."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
@@ -63,7 +70,12 @@ PyMODINIT_FUNC PyInit__swi(void) {
     if (!swipy_budget_error || PyModule_AddObjectRef(m, "BudgetError", swipy_budget_error) < 0 ||
         PyModule_AddStringConstant(m, "libswi_version", swi_version()) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", SWI_MAX_DIMS) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_HEADS", SWI_MAX_HEADS) < 0) {
+        PyModule_AddIntConstant(m, "MAX_HEADS", SWI_MAX_HEADS) < 0 ||
+#ifdef SWI_HAVE_PIPELINE
+        PyModule_AddIntConstant(m, "HAVE_PIPELINE", 1) < 0) {
+#else
+        PyModule_AddIntConstant(m, "HAVE_PIPELINE", 0) < 0) {
+#endif
         Py_XDECREF(swipy_budget_error);
         swipy_budget_error = NULL;
         Py_DECREF(m);

@@ -166,7 +166,7 @@ int swipy_predict_cb(void *user, swi_batch *b) {
     run_state *rs = user;
     PyGILState_STATE gil = PyGILState_Ensure();
     int rc = 1;
-    PyObject *win = NULL, *images = NULL, *starts = NULL, *res = NULL, *seq = NULL;
+    PyObject *win = NULL, *images = NULL, *starts = NULL, *shp = NULL, *res = NULL, *seq = NULL;
     if (PyErr_CheckSignals() < 0) goto done;
     const int count = swi_batch_count(b);
     const int dims = swi_batch_dims(b);
@@ -190,7 +190,16 @@ int swipy_predict_cb(void *user, swi_batch *b) {
         if (!st) goto done;
         PyTuple_SET_ITEM(starts, i, st);
     }
-    res = PyObject_CallFunctionObjArgs(rs->predictor, win, images, starts, NULL);
+    if (rs->pass_shape) {
+        int64_t shape[NDIM_MAX + 2];
+        shape[0] = count;
+        shape[1] = swi_batch_channels(b);
+        for (int k = 0; k < dims; k++) shape[k + 2] = roi[k];
+        shp = swipy_int64_tuple(shape, dims + 2);
+        if (!shp) goto done;
+    }
+    /* without pass_shape shp is NULL and ends the arguments there */
+    res = PyObject_CallFunctionObjArgs(rs->predictor, win, images, starts, shp, NULL);
     if (!res) goto done;
     seq = PySequence_Fast(res, "the predictor wrapper must return a sequence");
     if (!seq) goto done;
@@ -207,6 +216,7 @@ done:
     Py_XDECREF(win);
     Py_XDECREF(images);
     Py_XDECREF(starts);
+    Py_XDECREF(shp);
     Py_XDECREF(res);
     Py_XDECREF(seq);
     PyGILState_Release(gil);

@@ -119,6 +119,33 @@ static int dict_set(PyObject *d, const char *k, PyObject *v) {
     return r;
 }
 
+int swipy_plan_fields(PyObject *d, const swi_plan *pl, int n_heads) {
+    const int n = pl->dims;
+    int64_t order64[NDIM_MAX];
+    for (int k = 0; k < n; k++) order64[k] = pl->order[k];
+    if (dict_set(d, "roi", swipy_int64_tuple(pl->roi, n)) < 0 ||
+        dict_set(d, "padded", swipy_int64_tuple(pl->padded, n)) < 0 ||
+        dict_set(d, "pad_before", swipy_int64_tuple(pl->pad_before, n)) < 0 ||
+        dict_set(d, "windows_per_axis", swipy_int64_tuple(pl->windows_per_axis, n)) < 0 ||
+        dict_set(d, "windows_per_image", PyLong_FromLongLong(pl->windows_per_image)) < 0 ||
+        dict_set(d, "windows_total", PyLong_FromLongLong(pl->windows_total)) < 0 ||
+        dict_set(d, "predictor_calls", PyLong_FromLongLong(pl->predictor_calls)) < 0 ||
+        dict_set(d, "sw_batch_size", PyLong_FromLong(pl->sw_batch_size)) < 0 ||
+        dict_set(d, "pipeline", PyBool_FromLong(pl->pipeline)) < 0 ||
+        dict_set(d, "threads", PyLong_FromLong(pl->threads)) < 0 ||
+        dict_set(d, "order", swipy_int64_tuple(order64, n)) < 0 ||
+        dict_set(d, "head_channels", swipy_int64_tuple(pl->head_channels, n_heads)) < 0 ||
+        dict_set(d, "bytes_input", PyLong_FromSize_t(pl->bytes_input)) < 0 ||
+        dict_set(d, "bytes_windows", PyLong_FromSize_t(pl->bytes_windows)) < 0 ||
+        dict_set(d, "bytes_partial", PyLong_FromSize_t(pl->bytes_partial)) < 0 ||
+        dict_set(d, "bytes_outputs", PyLong_FromSize_t(pl->bytes_outputs)) < 0 ||
+        dict_set(d, "bytes_scratch", PyLong_FromSize_t(pl->bytes_scratch)) < 0 ||
+        dict_set(d, "bytes_peak", PyLong_FromSize_t(pl->bytes_peak)) < 0 ||
+        dict_set(d, "bytes_min", PyLong_FromSize_t(pl->bytes_min)) < 0)
+        return -1;
+    return 0;
+}
+
 PyObject *swipy_plan(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static char *kwlist[] = {"input",        "roi",   "overlap",       "mode",    "sigma_scale", "weight_map",
@@ -157,9 +184,6 @@ PyObject *swipy_plan(PyObject *self, PyObject *args, PyObject *kw) {
     d = PyDict_New();
     if (!d) goto out;
     int n = pl.dims;
-    int orders[NDIM_MAX];
-    int64_t order64[NDIM_MAX];
-    for (int k = 0; k < n; k++) orders[k] = pl.order[k], order64[k] = orders[k];
     int64_t size[NDIM_MAX];
     int nh = c.p.n_heads;
     PyObject *hs = PyList_New(nh);
@@ -173,26 +197,7 @@ PyObject *swipy_plan(PyObject *self, PyObject *args, PyObject *kw) {
         }
         PyList_SET_ITEM(hs, h, t);
     }
-    if (dict_set(d, "output_size", hs) < 0 || dict_set(d, "roi", swipy_int64_tuple(pl.roi, n)) < 0 ||
-        dict_set(d, "padded", swipy_int64_tuple(pl.padded, n)) < 0 ||
-        dict_set(d, "pad_before", swipy_int64_tuple(pl.pad_before, n)) < 0 ||
-        dict_set(d, "windows_per_axis", swipy_int64_tuple(pl.windows_per_axis, n)) < 0 ||
-        dict_set(d, "windows_per_image", PyLong_FromLongLong(pl.windows_per_image)) < 0 ||
-        dict_set(d, "windows_total", PyLong_FromLongLong(pl.windows_total)) < 0 ||
-        dict_set(d, "predictor_calls", PyLong_FromLongLong(pl.predictor_calls)) < 0 ||
-        dict_set(d, "sw_batch_size", PyLong_FromLong(pl.sw_batch_size)) < 0 ||
-        dict_set(d, "pipeline", PyBool_FromLong(pl.pipeline)) < 0 ||
-        dict_set(d, "threads", PyLong_FromLong(pl.threads)) < 0 ||
-        dict_set(d, "order", swipy_int64_tuple(order64, n)) < 0 ||
-        dict_set(d, "head_channels", swipy_int64_tuple(pl.head_channels, nh)) < 0 ||
-        dict_set(d, "bytes_input", PyLong_FromSize_t(pl.bytes_input)) < 0 ||
-        dict_set(d, "bytes_windows", PyLong_FromSize_t(pl.bytes_windows)) < 0 ||
-        dict_set(d, "bytes_partial", PyLong_FromSize_t(pl.bytes_partial)) < 0 ||
-        dict_set(d, "bytes_outputs", PyLong_FromSize_t(pl.bytes_outputs)) < 0 ||
-        dict_set(d, "bytes_scratch", PyLong_FromSize_t(pl.bytes_scratch)) < 0 ||
-        dict_set(d, "bytes_peak", PyLong_FromSize_t(pl.bytes_peak)) < 0 ||
-        dict_set(d, "bytes_min", PyLong_FromSize_t(pl.bytes_min)) < 0)
-        goto fail;
+    if (dict_set(d, "output_size", hs) < 0 || swipy_plan_fields(d, &pl, nh) < 0) goto fail;
     goto out;
 fail:
     Py_CLEAR(d);

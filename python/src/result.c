@@ -54,8 +54,8 @@ PyTypeObject swipy_result_type = {
 
 void swipy_ctx_capsule_free(PyObject *cap) { swi_free(PyCapsule_GetPointer(cap, "swi_ctx")); }
 
-static PyObject *make_result(PyObject *owner, void *ptr, char fmt, Py_ssize_t itemsize, int ndim,
-                             const int64_t *shape) {
+PyObject *swipy_result_wrap(PyObject *owner, void *ptr, char fmt, Py_ssize_t itemsize, int ndim,
+                            const int64_t *shape) {
     ResultObject *r = PyObject_New(ResultObject, &swipy_result_type);
     if (!r) return NULL;
     r->owner = Py_NewRef(owner);
@@ -106,5 +106,5 @@ PyObject *swipy_result_for(PyObject *owner, swi_ctx *ctx, const config *c, int i
         PyErr_Format(PyExc_RuntimeError, "internal: result %d has %zu bytes, expected %zu", i, bytes, expect);
         return NULL;
     }
-    return make_result(owner, ptr, fmt, itemsize, nd, shape);
+    return swipy_result_wrap(owner, ptr, fmt, itemsize, nd, shape);
 }

@@ -67,6 +67,7 @@ struct run_state {
     PyObject *exc_type, *exc_value, *exc_tb;
     region_user regions[MAX_OUTPUTS];
     PyObject *reader; /* reader(image, lo, hi) -> float32 [channels, *(hi - lo)], or NULL */
+    int pass_shape;   /* the predictor also gets the batch's shape (count, channels, *roi) */
     int64_t channels;
     swi_reader in_reader;
 };
@@ -84,15 +85,24 @@ extern PyTypeObject swipy_result_type;
 void swipy_ctx_capsule_free(PyObject *cap);
 /* output i of a finished run as a Result (None where it was delivered region by region) */
 PyObject *swipy_result_for(PyObject *owner, swi_ctx *ctx, const config *c, int i);
+/* a C-order buffer of ndim dims (format 'f', 'B' or 'H') that owner keeps alive */
+PyObject *swipy_result_wrap(PyObject *owner, void *ptr, char fmt, Py_ssize_t itemsize, int ndim,
+                            const int64_t *shape);
 
-/* ------------------------------------------------------------ engine.c, report.c */
+/* ------------------------------------------------------------ engine.c, report.c, pipeline.c */
 
+/* the fields of an engine plan (everything but output_size) into dict d; -1 with an exception */
+int swipy_plan_fields(PyObject *d, const swi_plan *pl, int n_heads);
 PyObject *swipy_run(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *swipy_plan(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *swipy_window_starts(PyObject *self, PyObject *args);
 PyObject *swipy_weights(PyObject *self, PyObject *args);
 #ifdef SWI_HAVE_REPORT
 PyObject *swipy_report(PyObject *self, PyObject *args);
+#endif
+#ifdef SWI_HAVE_PIPELINE
+PyObject *swipy_segment(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *swipy_plan_job(PyObject *self, PyObject *args, PyObject *kw);
 #endif
 
 #endif

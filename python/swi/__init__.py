@@ -5,10 +5,16 @@
 streams: with ``reduce="argmax"`` (or "max", "confidence", "entropy", a list, or your own
 callable) every region is reduced as soon as its last window lands, so the full
 [B, C, *spatial] score volume never exists.
+
+``swi.segment`` runs a whole job on scans as the ``swi segment`` command does (files,
+DICOM series or stores in; the model's orientation and spacing; ONNX models, torch
+modules or callables, ensembles; labels back on the scan's grid or written), and
+``swi.plan_job`` says what it would do.
 """
 
 from ._core import MAX_DIMS, BudgetError, Region, plan, sliding_window_inference
 from ._inferer import SlidingWindowInferer, SlidingWindowInfererAdapt, SlidingWindowInfererReduced
+from ._pipeline import Segmentation, plan_job, segment
 from ._report import report
 from ._swi import libswi_version
 
@@ -16,6 +22,9 @@ __version__ = libswi_version
 __all__ = [
     "sliding_window_inference",
     "plan",
+    "segment",
+    "plan_job",
+    "Segmentation",
     "SlidingWindowInferer",
     "SlidingWindowInfererAdapt",
     "SlidingWindowInfererReduced",

@@ -3,6 +3,7 @@ from typing import Any, Optional
 
 MAX_DIMS: int
 MAX_HEADS: int
+HAVE_PIPELINE: int
 libswi_version: str
 
 class BudgetError(MemoryError): ...
@@ -14,3 +15,8 @@ def weights(mode: int, roi: Any, sigma_scale: Any) -> bytes: ...
 # only when built with the report library (report/)
 def report(fd: int, name: str, labels: Any, label_bytes: int, shape: tuple[int, ...], image: Any,
            affine: list[float], names: Optional[list[str]], summary: list[tuple[str, str]], title: str) -> None: ...
+# only when built with the pipeline library (pipeline/)
+def segment(spec: dict[str, Any], predictors: Optional[list[Any]], copy_into: Any, progress: Any, message: Any,
+            keep: bool) -> dict[str, Any]: ...
+def plan_job(spec: dict[str, Any], predictors: Optional[list[Any]], copy_into: Any, message: Any,
+             count_reuse: bool) -> dict[str, Any]: ...

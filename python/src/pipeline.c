@@ -1,0 +1,591 @@
+/*
+ * pipeline.c -- segment() and plan_job(): a whole job of swi_pipeline.h (the inputs read,
+ * preprocessed, brought to the model's grid, predicted, written) driven from Python.
+ *
+ * swi/_pipeline.py checks the arguments and hands over a dict of swi_job_spec's fields by
+ * their C names (str, int, float, lists of them) and, for the caller's predictors, one
+ * callable each, called through callbacks.c's bridge with the batch's shape.
+ *
+ * Each library call runs on a thread of its own with the GIL released while the calling
+ * thread waits for it and looks for signals between short waits: Ctrl-C cancels the job
+ * (swi_job_cancel, and the hooks' cancelled poll) and its KeyboardInterrupt is raised once
+ * the job has stopped and freed what it held. The callbacks take the GIL on that thread.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#ifdef SWI_HAVE_PIPELINE
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "swi_pipeline.h"
+#include "swipy.h"
+
+/* ------------------------------------------------------------ the spec from a dict */
+
+/* The dict's values, each taken at most once; `used` counts the keys read so a key the
+ * C side does not know (a typo in _pipeline.py) is an error, not silently ignored. */
+typedef struct {
+    PyObject *d;
+    Py_ssize_t used;
+} fields;
+
+static PyObject *field(fields *f, const char *k) {
+    PyObject *v = PyDict_GetItemString(f->d, k); /* borrowed */
+    if (!v) return NULL;
+    f->used++;
+    return v == Py_None ? NULL : v;
+}
+
+static int bad_field(const char *k, const char *what) {
+    if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "internal: job field %s must be %s", k, what);
+    return -1;
+}
+
+/* The string stays valid while the dict holds it: for the whole call. */
+static int get_str(fields *f, const char *k, const char **dst) {
+    PyObject *v = field(f, k);
+    if (!v) return 0;
+    const char *u = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+    if (!u) return bad_field(k, "a str");
+    *dst = u;
+    return 0;
+}
+
+static int get_strs(fields *f, const char *k, const char **dst, int max, int *n) {
+    PyObject *v = field(f, k);
+    if (!v) return 0;
+    if (!PyList_Check(v)) return bad_field(k, "a list of str");
+    Py_ssize_t len = PyList_GET_SIZE(v);
+    if (len > max) {
+        PyErr_Format(PyExc_ValueError, "at most %d %s, got %zd", max, k, len);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        PyObject *s = PyList_GET_ITEM(v, i);
+        const char *u = PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
+        if (!u) return bad_field(k, "a list of str");
+        dst[i] = u;
+    }
+    *n = (int)len;
+    return 0;
+}
+
+static int get_i64(fields *f, const char *k, int64_t *dst) {
+    PyObject *v = field(f, k);
+    if (!v) return 0;
+    long long x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred()) return bad_field(k, "an int");
+    *dst = (int64_t)x;
+    return 0;
+}
+
+static int get_int(fields *f, const char *k, int *dst) {
+    int64_t x = *dst;
+    if (get_i64(f, k, &x) < 0) return -1;
+    if (x < INT_MIN || x > INT_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%s is out of range", k);
+        return -1;
+    }
+    *dst = (int)x;
+    return 0;
+}
+
+static int get_size(fields *f, const char *k, size_t *dst) {
+    PyObject *v = field(f, k);
+    if (!v) return 0;
+    size_t x = PyLong_AsSize_t(v);
+    if (x == (size_t)-1 && PyErr_Occurred()) return bad_field(k, "an int >= 0");
+    *dst = x;
+    return 0;
+}
+
+static int get_double(fields *f, const char *k, double *dst) {
+    PyObject *v = field(f, k);
+    if (!v) return 0;
+    double x = PyFloat_AsDouble(v);
+    if (x == -1.0 && PyErr_Occurred()) return bad_field(k, "a float");
+    *dst = x;
+    return 0;
+}
+
+static int get_doubles(fields *f, const char *k, int n, double *dst, int *given) {
+    PyObject *v = field(f, k);
+    if (!v) return 0;
+    if (swipy_double_seq(v, n, dst, k) < 0) return -1;
+    if (given) *given = 1;
+    return 0;
+}
+
+static int get_i64s(fields *f, const char *k, int n, int64_t *dst) {
+    PyObject *v = field(f, k);
+    return v ? swipy_int64_seq(v, n, dst, k) : 0;
+}
+
+static int get_ints(fields *f, const char *k, int n, int *dst) {
+    int64_t t[3];
+    PyObject *v = field(f, k);
+    if (!v) return 0;
+    if (n > 3 || swipy_int64_seq(v, n, t, k) < 0) return -1;
+    for (int i = 0; i < n; i++) {
+        if (t[i] < 0 || t[i] > INT_MAX) {
+            PyErr_Format(PyExc_ValueError, "%s must be ints >= 0", k);
+            return -1;
+        }
+        dst[i] = (int)t[i];
+    }
+    return 0;
+}
+
+/* Every field of swi_job_spec but the predictors, by its C name. */
+static int parse_spec(PyObject *d, swi_job_spec *s) {
+    if (!PyDict_Check(d)) return bad_field("spec", "a dict");
+    fields f = {d, 0};
+    if (get_strs(&f, "inputs", s->inputs, SWI_JOB_MAX_INPUTS, &s->n_inputs) < 0 ||
+        get_strs(&f, "models", s->models, SWI_JOB_MAX_MODELS, &s->n_models) < 0 ||
+        get_i64(&f, "classes", &s->classes) < 0 || get_int(&f, "no_card", &s->no_card) < 0 ||
+        get_int(&f, "tta", &s->tta) < 0 || get_int(&f, "head", &s->head) < 0 ||
+        get_int(&f, "cuda", &s->cuda) < 0 || get_int(&f, "no_rewrite", &s->no_rewrite) < 0 ||
+        get_doubles(&f, "clip", 2, s->clip, &s->clip_given) < 0 ||
+        get_doubles(&f, "scale", 4, s->scale, &s->scale_given) < 0 || get_int(&f, "zscore", &s->zscore) < 0 ||
+        get_int(&f, "nonfinite_fail", &s->nonfinite_fail) < 0 ||
+        get_str(&f, "orientation", &s->orientation) < 0 ||
+        get_doubles(&f, "spacing", 3, s->spacing, NULL) < 0 || get_i64s(&f, "roi", 3, s->roi) < 0 ||
+        get_doubles(&f, "overlap", 3, s->overlap, NULL) < 0 || get_int(&f, "mode", &s->mode) < 0 ||
+        get_doubles(&f, "sigma_scale", 3, s->sigma_scale, NULL) < 0 ||
+        get_int(&f, "padding", &s->padding) < 0 || get_double(&f, "cval", &s->cval) < 0 ||
+        get_int(&f, "sw_batch", &s->sw_batch) < 0 || get_int(&f, "no_reuse", &s->no_reuse) < 0 ||
+        get_int(&f, "reuse_cache", &s->reuse_cache) < 0 || get_int(&f, "shard_part", &s->shard_part) < 0 ||
+        get_int(&f, "shard_parts", &s->shard_parts) < 0 || get_ints(&f, "shard_grid", 3, s->shard_grid) < 0 ||
+        get_int(&f, "shard_init", &s->shard_init) < 0 || get_str(&f, "output", &s->output) < 0 ||
+        get_str(&f, "scores", &s->scores) < 0 || get_str(&f, "preview", &s->preview) < 0 ||
+        get_str(&f, "report", &s->report) < 0 || get_str(&f, "report_title", &s->report_title) < 0 ||
+        get_int(&f, "softmax", &s->softmax) < 0 || get_int(&f, "keep_scores", &s->keep_scores) < 0 ||
+        get_int(&f, "force", &s->force) < 0 || get_int(&f, "threads", &s->threads) < 0 ||
+        get_size(&f, "max_memory", &s->max_memory) < 0)
+        return -1;
+    if (f.used != PyDict_Size(d)) {
+        PyErr_SetString(PyExc_TypeError, "internal: the job spec has a field swi_job_spec lacks");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ one job's state */
+
+typedef struct {
+    swi_job_spec spec;
+    swi_job_hooks hooks;
+    swi_job *job;
+    run_state hook_rs; /* progress; messages' exceptions */
+    PyObject *message;
+    run_state *members; /* one per caller predictor */
+    swi_predictor *preds;
+    int n_members;
+    atomic_int cancel;
+    PyObject *intr_type, *intr_value, *intr_tb; /* the KeyboardInterrupt that cancelled it */
+} job_state;
+
+static void message_cb(void *user, const char *line) {
+    job_state *js = user;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *r = PyObject_CallFunction(js->message, "s", line);
+    if (r)
+        Py_DECREF(r);
+    else
+        PyErr_WriteUnraisable(js->message); /* a warning is not worth failing the job */
+    PyGILState_Release(gil);
+}
+
+static int cancelled_cb(void *user) {
+    job_state *js = user;
+    return atomic_load(&js->cancel);
+}
+
+/* hooks.progress takes the job_state; swipy_progress_cb wants a run_state */
+static int progress_cb(void *user, int64_t done, int64_t total) {
+    job_state *js = user;
+    return swipy_progress_cb(&js->hook_rs, done, total);
+}
+
+static void job_state_free(job_state *js) {
+    if (js->job) swi_job_free(js->job);
+    js->job = NULL;
+    PyMem_Free(js->members);
+    PyMem_Free(js->preds);
+    Py_XDECREF(js->intr_type);
+    Py_XDECREF(js->intr_value);
+    Py_XDECREF(js->intr_tb);
+    memset(js, 0, sizeof *js);
+}
+
+/* spec dict, predictors (a list of callables or None), copy_into, progress, message. */
+static int job_state_init(job_state *js, PyObject *spec, PyObject *predictors, PyObject *copy_into,
+                          PyObject *progress, PyObject *message) {
+    memset(js, 0, sizeof *js);
+    atomic_init(&js->cancel, 0);
+    swi_job_spec_init(&js->spec);
+    if (parse_spec(spec, &js->spec) < 0) return -1;
+    if ((progress != Py_None && !PyCallable_Check(progress)) || !PyCallable_Check(message) ||
+        !PyCallable_Check(copy_into)) {
+        PyErr_SetString(PyExc_TypeError, "internal: progress, message and copy_into must be callable");
+        return -1;
+    }
+    js->message = message;
+    js->hook_rs.progress = progress == Py_None ? NULL : progress;
+    js->hooks.message = message_cb;
+    js->hooks.progress = progress_cb;
+    js->hooks.cancelled = cancelled_cb;
+    js->hooks.user = js;
+    if (predictors != Py_None) {
+        if (!PyList_Check(predictors)) return bad_field("predictors", "a list");
+        Py_ssize_t n = PyList_GET_SIZE(predictors);
+        if (n < 1 || n > SWI_JOB_MAX_MODELS) {
+            PyErr_Format(PyExc_ValueError, "1..%d predictors, got %zd", SWI_JOB_MAX_MODELS, n);
+            return -1;
+        }
+        js->members = PyMem_Calloc((size_t)n, sizeof *js->members);
+        js->preds = PyMem_Calloc((size_t)n, sizeof *js->preds);
+        if (!js->members || !js->preds) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            run_state *rs = &js->members[i];
+            rs->predictor = PyList_GET_ITEM(predictors, i); /* borrowed: the list lives for the call */
+            if (!PyCallable_Check(rs->predictor)) return bad_field("predictors", "a list of callables");
+            rs->copy_into = copy_into;
+            rs->n_heads = 1;
+            rs->dims = 3;
+            rs->pass_shape = 1;
+            js->preds[i].predict = swipy_predict_cb;
+            js->preds[i].user = rs;
+        }
+        js->n_members = (int)n;
+        js->spec.predictors = js->preds;
+        js->spec.n_predictors = (int)n;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ a call on a thread of its own */
+
+typedef enum { OP_OPEN, OP_PLAN, OP_RUN } job_op;
+
+typedef struct {
+    job_op op;
+    job_state *js;
+    int count_reuse;
+    swi_job_plan *plan;
+    swi_job_result *keep;
+    swi_status st;
+    char err[SWI_JOB_ERRLEN];
+    int done;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} job_call;
+
+static void do_op(job_call *c) {
+    job_state *js = c->js;
+    switch (c->op) {
+    case OP_OPEN: c->st = swi_job_open(&js->spec, &js->hooks, &js->job, c->err, sizeof c->err); break;
+    case OP_PLAN: c->st = swi_job_plan_run(js->job, c->count_reuse, c->plan, c->err, sizeof c->err); break;
+    case OP_RUN: c->st = swi_job_run(js->job, c->keep, c->err, sizeof c->err); break;
+    }
+}
+
+static void *job_thread(void *arg) {
+    job_call *c = arg;
+    do_op(c);
+    pthread_mutex_lock(&c->mu);
+    c->done = 1;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* Wait up to 50 ms (how soon Ctrl-C is seen) for the call to finish; 1 when it has. */
+static int wait_done(job_call *c) {
+    pthread_mutex_lock(&c->mu);
+    if (!c->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000 * 1000 * 1000;
+        }
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    int done = c->done;
+    pthread_mutex_unlock(&c->mu);
+    return done;
+}
+
+/* Run c's library call with the GIL released; a signal's exception (Ctrl-C) cancels the
+ * job and is kept in the job_state until the call has returned. */
+static void call_job(job_call *c) {
+    job_state *js = c->js;
+    c->err[0] = '\0';
+    c->done = 0;
+    pthread_t th;
+    int started = pthread_mutex_init(&c->mu, NULL) == 0;
+    if (started && pthread_cond_init(&c->cv, NULL) != 0) {
+        pthread_mutex_destroy(&c->mu);
+        started = 0;
+    }
+    if (started && pthread_create(&th, NULL, job_thread, c) != 0) {
+        pthread_cond_destroy(&c->cv);
+        pthread_mutex_destroy(&c->mu);
+        started = 0;
+    }
+    PyThreadState *ts;
+    if (!started) { /* no thread: run here; Ctrl-C is then seen at the predictor's next call */
+        ts = PyEval_SaveThread();
+        do_op(c);
+        PyEval_RestoreThread(ts);
+        return;
+    }
+    for (;;) {
+        ts = PyEval_SaveThread();
+        int finished = wait_done(c);
+        PyEval_RestoreThread(ts);
+        if (finished) break;
+        if (!js->intr_type && PyErr_CheckSignals() < 0) {
+            PyErr_Fetch(&js->intr_type, &js->intr_value, &js->intr_tb);
+            atomic_store(&js->cancel, 1);
+            /* swi_job_open is still writing js->job: the cancelled hook stops it */
+            if (c->op != OP_OPEN) swi_job_cancel(js->job);
+        }
+    }
+    pthread_join(th, NULL);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+}
+
+static int restore_stashed(run_state *rs) {
+    if (!rs->exc_type) return 0;
+    PyErr_Restore(rs->exc_type, rs->exc_value, rs->exc_tb);
+    rs->exc_type = rs->exc_value = rs->exc_tb = NULL;
+    return 1;
+}
+
+static void drop_stashed(run_state *rs) {
+    Py_CLEAR(rs->exc_type);
+    Py_CLEAR(rs->exc_value);
+    Py_CLEAR(rs->exc_tb);
+}
+
+/* After a call: the interrupt first, then a callback's exception unchanged, then the
+ * library's status. Returns -1 with an exception set, 0 when the call succeeded. */
+static int raise_job(job_state *js, const job_call *c) {
+    int raised = 0;
+    if (js->intr_type) {
+        PyErr_Restore(js->intr_type, js->intr_value, js->intr_tb);
+        js->intr_type = js->intr_value = js->intr_tb = NULL;
+        raised = 1;
+    }
+    for (int i = 0; i < js->n_members; i++) {
+        if (!raised)
+            raised = restore_stashed(&js->members[i]);
+        else
+            drop_stashed(&js->members[i]);
+    }
+    if (!raised)
+        raised = restore_stashed(&js->hook_rs);
+    else
+        drop_stashed(&js->hook_rs);
+    if (raised) return -1;
+    if (c->st == SWI_OK) return 0;
+    const char *msg = c->err[0] ? c->err : "the job failed";
+    switch (c->st) {
+    case SWI_ERR_INVALID_ARG: PyErr_SetString(PyExc_ValueError, msg); break;
+    case SWI_ERR_IO: PyErr_SetString(PyExc_OSError, msg); break;
+    default: swipy_raise_status(c->st, msg); break;
+    }
+    return -1;
+}
+
+static int open_job(job_state *js) {
+    job_call c;
+    memset(&c, 0, sizeof c);
+    c.op = OP_OPEN;
+    c.js = js;
+    call_job(&c);
+    if (raise_job(js, &c) < 0) return -1;
+    if (!js->job) {
+        PyErr_SetString(PyExc_RuntimeError, "internal: swi_job_open gave no job");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ results */
+
+static int dict_set(PyObject *d, const char *k, PyObject *v) {
+    if (!v) return -1;
+    int r = PyDict_SetItemString(d, k, v);
+    Py_DECREF(v);
+    return r;
+}
+
+static void free_capsule(PyObject *cap) { free(PyCapsule_GetPointer(cap, "swi_job_buffer")); }
+
+/* A malloc'd buffer as a Result that frees it with its last array; *ptr is taken over
+ * (NULL afterwards) whether or not this succeeds. */
+static PyObject *adopt_buffer(void **ptr, char fmt, Py_ssize_t itemsize, int ndim, const int64_t *shape) {
+    void *p = *ptr;
+    *ptr = NULL;
+    if (!p) Py_RETURN_NONE;
+    PyObject *cap = PyCapsule_New(p, "swi_job_buffer", free_capsule);
+    if (!cap) {
+        free(p);
+        return NULL;
+    }
+    PyObject *r = swipy_result_wrap(cap, p, fmt, itemsize, ndim, shape);
+    Py_DECREF(cap);
+    return r;
+}
+
+static PyObject *double_tuple(const double *v, int n) {
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (int k = 0; k < n; k++) {
+        PyObject *x = PyFloat_FromDouble(v[k]);
+        if (!x) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, x);
+    }
+    return t;
+}
+
+static PyObject *result_dict(swi_job_result *r) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    int64_t shape[4] = {r->classes, r->size[0], r->size[1], r->size[2]};
+    char lfmt = r->label_bytes == 2 ? 'H' : 'B';
+    PyObject *lab = adopt_buffer(&r->labels, lfmt, r->label_bytes == 2 ? 2 : 1, 3, r->size);
+    void *sp = r->scores;
+    r->scores = NULL;
+    PyObject *sc = adopt_buffer(&sp, 'f', 4, 4, shape);
+    double aff[16];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) aff[4 * i + j] = r->affine[i][j];
+    PyObject *stats = PyDict_New();
+    if (dict_set(d, "labels", lab) < 0 || dict_set(d, "scores", sc) < 0 ||
+        dict_set(d, "size", swipy_int64_tuple(r->size, 3)) < 0 ||
+        dict_set(d, "classes", PyLong_FromLongLong(r->classes)) < 0 ||
+        dict_set(d, "affine", double_tuple(aff, 16)) < 0 ||
+        dict_set(d, "seconds", PyFloat_FromDouble(r->seconds)) < 0 || !stats ||
+        dict_set(stats, "windows_total", PyLong_FromLongLong(r->stats.windows_total)) < 0 ||
+        dict_set(stats, "windows_predicted", PyLong_FromLongLong(r->stats.windows_predicted)) < 0 ||
+        dict_set(stats, "windows_reused", PyLong_FromLongLong(r->stats.windows_reused)) < 0 ||
+        dict_set(stats, "predictor_calls", PyLong_FromLongLong(r->stats.predictor_calls)) < 0 ||
+        dict_set(stats, "bytes_partial_peak", PyLong_FromSize_t(r->stats.bytes_partial_peak)) < 0 ||
+        dict_set(d, "stats", Py_NewRef(stats)) < 0) {
+        Py_XDECREF(stats);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(stats);
+    return d;
+}
+
+/* segment(spec, predictors, copy_into, progress, message, keep) -> dict: run the job; with keep
+ * the labels (and with spec keep_scores the scores) come back on the input grid. */
+PyObject *swipy_segment(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    static char *kwlist[] = {"spec", "predictors", "copy_into", "progress", "message", "keep", NULL};
+    PyObject *spec, *predictors, *copy_into, *progress, *message;
+    int keep = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOp:segment", kwlist, &spec, &predictors, &copy_into,
+                                     &progress, &message, &keep))
+        return NULL;
+    job_state js;
+    PyObject *ret = NULL;
+    swi_job_result res;
+    memset(&res, 0, sizeof res);
+    if (job_state_init(&js, spec, predictors, copy_into, progress, message) < 0) goto out;
+    if (open_job(&js) < 0) goto out;
+    job_call c;
+    memset(&c, 0, sizeof c);
+    c.op = OP_RUN;
+    c.js = &js;
+    c.keep = keep ? &res : NULL;
+    call_job(&c);
+    if (raise_job(&js, &c) < 0) goto out;
+    ret = result_dict(&res);
+out:
+    swi_job_result_free(&res);
+    job_state_free(&js);
+    return ret;
+}
+
+/* ------------------------------------------------------------ plan_job */
+
+PyObject *swipy_plan_job(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    static char *kwlist[] = {"spec", "predictors", "copy_into", "message", "count_reuse", NULL};
+    PyObject *spec, *predictors, *copy_into, *message;
+    int count_reuse = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOp:plan_job", kwlist, &spec, &predictors, &copy_into,
+                                     &message, &count_reuse))
+        return NULL;
+    job_state js;
+    PyObject *d = NULL, *eng = NULL;
+    char *text = NULL;
+    if (job_state_init(&js, spec, predictors, copy_into, Py_None, message) < 0) goto out;
+    if (open_job(&js) < 0) goto out;
+    swi_job_plan pl;
+    memset(&pl, 0, sizeof pl);
+    job_call c;
+    memset(&c, 0, sizeof c);
+    c.op = OP_PLAN;
+    c.js = &js;
+    c.count_reuse = count_reuse;
+    c.plan = &pl;
+    call_job(&c);
+    if (raise_job(&js, &c) < 0) goto out;
+    /* the text, in a buffer grown until it holds all of it */
+    size_t cap = 16384, len = 0;
+    for (;;) {
+        char *t = realloc(text, cap);
+        if (!t) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        text = t;
+        len = swi_job_describe(js.job, &pl, text, cap);
+        if (len + 1 < cap || cap >= ((size_t)1 << 24)) break;
+        cap *= 4;
+    }
+    if (len >= cap) len = cap - 1;
+    d = PyDict_New();
+    eng = PyDict_New();
+    if (!d || !eng || swipy_plan_fields(eng, &pl.engine, 1) < 0 ||
+        dict_set(d, "engine", Py_NewRef(eng)) < 0 ||
+        dict_set(d, "beside_bytes", PyLong_FromSize_t(pl.beside_bytes)) < 0 ||
+        dict_set(d, "reading_bytes", PyLong_FromSize_t(pl.reading_bytes)) < 0 ||
+        dict_set(d, "peak_bytes", PyLong_FromSize_t(pl.peak_bytes)) < 0 ||
+        dict_set(d, "size", swipy_int64_tuple(pl.size, 3)) < 0 ||
+        dict_set(d, "input_size", swipy_int64_tuple(pl.input_size, 3)) < 0 ||
+        dict_set(d, "channels", PyLong_FromLongLong(pl.channels)) < 0 ||
+        dict_set(d, "classes", PyLong_FromLongLong(pl.classes)) < 0 ||
+        dict_set(d, "members", PyLong_FromLong(pl.members)) < 0 ||
+        dict_set(d, "fits", PyBool_FromLong(pl.fits)) < 0 ||
+        dict_set(d, "unfit", pl.fits ? Py_NewRef(Py_None) : PyUnicode_FromString(pl.unfit)) < 0 ||
+        dict_set(d, "describe", PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace")) < 0)
+        Py_CLEAR(d);
+out:
+    Py_XDECREF(eng);
+    free(text);
+    job_state_free(&js);
+    return d;
+}
+#endif

@@ -1,0 +1,435 @@
+"""Whole jobs on scans: `segment` and `plan_job`, the library behind ``swi segment`` and
+``swi plan`` (swi_pipeline.h) driven from Python.
+
+The arguments are checked here and handed to swi._swi as swi_job_spec's fields by their C
+names; the caller's predictors (torch modules or callables) reach the job through the
+extension's predictor bridge, one batch of windows at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+
+from . import _swi
+from ._predictor import _copy_into, _engine_ready
+from ._setup import _BLEND, _PAD, Memory, _is_torch, _name, _parse_memory
+
+try:  # torch is optional: numpy predictors work without it
+    import torch
+except ImportError:  # pragma: no cover - exercised only where torch is absent
+    torch = None
+
+__all__ = ["segment", "plan_job", "Segmentation"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+Inputs = Union[PathLike, Sequence[PathLike]]
+Predictor = Union[Callable[..., Any], Sequence[Callable[..., Any]]]
+Triple = Union[float, Sequence[float]]
+Part = Union[str, tuple[int, int], None]  # (I, N) from 0, "I/N", or "init"
+
+
+@dataclass(frozen=True)
+class Segmentation:
+    """What `segment` hands back.
+
+    labels: the label map on the input's own grid, ``[i, j, k]`` in the input's voxel order
+      (nibabel's ``get_fdata()`` order for NIfTI), uint8 (uint16 above 256 classes); None for
+      a part of a stores job (its labels are in the output store).
+    affine: 4x4 float64, voxel index to RAS+ millimetres (nibabel's ``affine``), or None
+      with the labels.
+    scores: with ``scores=True``: the blended scores on the input grid, float32
+      ``[classes, i, j, k]`` (softmax probabilities with ``softmax=True``); else None.
+    classes: the number of classes; stats: the engine's counters (windows_total,
+      windows_predicted, windows_reused, predictor_calls, bytes_partial_peak); seconds:
+      the run's wall time; outputs: what was written (``{"output": path, ...}``);
+      messages: the job's warnings and notes, one line each.
+    """
+
+    labels: Optional[np.ndarray]
+    affine: Optional[np.ndarray]
+    scores: Optional[np.ndarray]
+    classes: int
+    stats: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    outputs: dict[str, str] = field(default_factory=dict)
+    messages: tuple[str, ...] = ()
+
+
+def _need_pipeline() -> None:
+    if not getattr(_swi, "HAVE_PIPELINE", 0):
+        raise RuntimeError("swi was built without the pipeline library (pipeline/ of libswi): swi.segment and "
+                           "swi.plan_job need the CMake build of libswi with it")
+
+
+def _paths(v: Any, what: str, most: int) -> list[str]:
+    if isinstance(v, (str, bytes, os.PathLike)):
+        v = [v]
+    if not isinstance(v, Sequence) or isinstance(v, (str, bytes)):
+        raise ValueError(f"{what} must be a path or a list of paths, got {v!r}")
+    out = []
+    for p in v:
+        if not isinstance(p, (str, os.PathLike)):
+            raise ValueError(f"{what} must be paths (str or os.PathLike), got {p!r}")
+        s = os.fspath(p)
+        if not s:
+            raise ValueError(f"{what}: an empty path")
+        out.append(s)
+    if not out:
+        raise ValueError(f"{what}: none given")
+    if len(out) > most:
+        raise ValueError(f"{what}: at most {most}, got {len(out)}")
+    return out
+
+
+def _path(v: Any, what: str) -> Optional[str]:
+    if v is None:
+        return None
+    if not isinstance(v, (str, os.PathLike)) or not os.fspath(v):
+        raise ValueError(f"{what} must be a path (str or os.PathLike), got {v!r}")
+    return os.fspath(v)
+
+
+def _triple(v: Any, what: str, lo: float, lo_open: bool = False, hi: Optional[float] = None) -> list[float]:
+    if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
+        v = [v, v, v]
+    v = list(v)
+    if len(v) != 3:
+        raise ValueError(f"{what} must be one value or 3 (one per axis), got {len(v)}")
+    out = []
+    for x in v:
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+            raise ValueError(f"{what} must be numbers, got {x!r}")
+        x = float(x)
+        if not np.isfinite(x) or x < lo or (lo_open and x == lo) or (hi is not None and x >= hi):
+            bound = f"> {lo}" if lo_open else f">= {lo}"
+            if hi is not None:
+                bound += f" and < {hi}"
+            raise ValueError(f"{what} must be {bound}, got {v!r}")
+        out.append(x)
+    return out
+
+
+def _whole(v: Any, what: str, lo: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ValueError(f"{what} must be an int, got {v!r}")
+    if int(v) < lo:
+        raise ValueError(f"{what} must be >= {lo}, got {v!r}")
+    return int(v)
+
+
+def _part(part: Part) -> tuple[int, int]:
+    if isinstance(part, str):
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", part)
+        if not m:
+            raise ValueError(f"part must be (I, N) or 'I/N' (part I of N, from 0), got {part!r}")
+        i, n = int(m.group(1)), int(m.group(2))
+    elif isinstance(part, Sequence) and len(part) == 2:
+        i, n = _whole(part[0], "part I"), _whole(part[1], "part N", 1)
+    else:
+        raise ValueError(f"part must be (I, N) or 'I/N' (part I of N, from 0), got {part!r}")
+    if not 0 <= i < n:
+        raise ValueError(f"part {i}/{n}: I must be in 0..N-1 (parts count from 0)")
+    return i, n
+
+
+def _is_store(name: str) -> bool:
+    """A chunked store (Zarr, OME-Zarr, HDF5 dataset) rather than a volume file: only whole
+    jobs on volume files hand their labels back."""
+    s = name.rstrip("/")
+    if re.search(r"\.(h5|hdf5|hdf):", s) or s.endswith(".zarr"):
+        return True
+    return os.path.isdir(s) and any(os.path.exists(os.path.join(s, m)) for m in (".zarray", ".zgroup", "zarr.json"))
+
+
+class _JobPredictor:
+    """A torch module (windows as tensors on its parameters' device, run under no_grad) or a
+    callable (windows as float32 numpy arrays) as the bridge's predictor: called with the
+    batch's windows [count, channels, *roi], its outputs checked to be [count, classes, *roi]."""
+
+    def __init__(self, fn: Any, classes: int, index: int):
+        if not callable(fn):
+            raise TypeError(f"predictor {index} must be a torch module or a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.classes = classes
+        self.what = "the predictor" if index < 0 else f"predictor {index}"
+        self.module = torch is not None and isinstance(fn, torch.nn.Module)
+        self.device = None
+        self.dtype = None
+        if self.module:
+            p = next(iter(fn.parameters()), None)
+            self.device = p.device if p is not None else torch.device("cpu")
+            self.dtype = p.dtype if p is not None and p.dtype.is_floating_point else torch.float32
+
+    def __call__(self, win: bytearray, images: tuple, starts: tuple, shape: tuple) -> list:
+        x = np.frombuffer(win, dtype=np.float32).reshape(shape)
+        if self.module:
+            with torch.no_grad():
+                out = self.fn(torch.from_numpy(x).to(device=self.device, dtype=self.dtype))
+        else:
+            out = self.fn(x)
+        want = (shape[0], self.classes) + tuple(shape[2:])
+        if not (_is_torch(out) or isinstance(out, np.ndarray)):
+            raise ValueError(f"{self.what} returned a {type(out).__name__}; expected an array {list(want)}")
+        if tuple(out.shape) != want:
+            raise ValueError(f"{self.what} returned shape {list(out.shape)}; expected {list(want)} ([windows, "
+                             f"classes, *roi] with classes={self.classes})")
+        if _is_torch(out):
+            if out.is_complex() or out.dtype == torch.bool:
+                raise ValueError(f"{self.what} returned dtype {out.dtype}; expected real scores")
+        elif not (np.issubdtype(out.dtype, np.floating) or np.issubdtype(out.dtype, np.integer)):
+            raise ValueError(f"{self.what} returned dtype {out.dtype}; expected real scores")
+        return [(self.classes, tuple(shape[2:]), _engine_ready(out))]
+
+
+def _job(input: Inputs, model: Any, predictor: Any, classes: Optional[int], orientation: Optional[str],
+         spacing: Optional[Triple], roi: Any, overlap: Optional[Triple], mode: Optional[str],
+         sigma_scale: Optional[Triple], padding: Optional[str], cval: Optional[float],
+         sw_batch_size: Optional[int], tta: bool, head: int, clip: Any, scale: Any, zscore: bool,
+         nonfinite: str, part: Part, part_grid: Any, no_card: bool, no_reuse: bool, reuse_cache: int,
+         no_rewrite: bool, device: str, max_memory: Memory, threads: int) -> tuple[dict[str, Any], Any]:
+    """(spec dict, predictors list or None) from the public keywords, shared by segment and plan_job."""
+    spec: dict[str, Any] = {"inputs": _paths(input, "input", 16)}
+    if model is not None:
+        spec["models"] = _paths(model, "model", 16)
+    preds = None
+    if predictor is not None:
+        if classes is None:
+            raise ValueError("predictor= needs classes= (the number of output channels it returns)")
+        spec["classes"] = _whole(classes, "classes", 1)
+        members = list(predictor) if isinstance(predictor, (list, tuple)) else [predictor]
+        if not 1 <= len(members) <= 16:
+            raise ValueError(f"predictor: 1 to 16 members, got {len(members)}")
+        if model is not None and len(spec["models"]) != 1:
+            raise ValueError("with predictor=, model= names one ONNX model, for its card only")
+        one = len(members) == 1
+        preds = [_JobPredictor(p, spec["classes"], -1 if one else i) for i, p in enumerate(members)]
+    elif model is None:
+        raise ValueError("segment needs model= (an ONNX model, or a list of them: an ensemble) or predictor= "
+                         "(a torch module or callable, or a list of them)")
+    elif classes is not None:
+        raise ValueError("classes= goes with predictor=; an ONNX model says its own")
+    if orientation is not None:
+        if not isinstance(orientation, str) or not re.fullmatch(r"[RLAPSIrlapsi]{3}", orientation):
+            raise ValueError(f"orientation must be 3 axis codes such as 'RAS' or 'PIR', got {orientation!r}")
+        spec["orientation"] = orientation.upper()
+    if spacing is not None:
+        spec["spacing"] = _triple(spacing, "spacing", 0.0, lo_open=True)
+    if roi is not None:
+        r = roi if isinstance(roi, Sequence) else [roi] * 3
+        if len(r) != 3:
+            raise ValueError(f"roi must be one size or 3, got {roi!r}")
+        spec["roi"] = [_whole(v, "roi", 0) for v in r]  # 0: the whole volume along that axis
+    if overlap is not None:
+        spec["overlap"] = _triple(overlap, "overlap", 0.0, hi=1.0)
+    if mode is not None:
+        m = _name(mode)
+        if m not in _BLEND:
+            raise ValueError(f"mode must be one of {sorted(_BLEND)}, got {mode!r}")
+        spec["mode"] = _BLEND[m]
+    if sigma_scale is not None:
+        spec["sigma_scale"] = _triple(sigma_scale, "sigma_scale", 0.0, lo_open=True)
+    if padding is not None:
+        pm = _name(padding)
+        if pm not in _PAD:
+            raise ValueError(f"padding must be one of {sorted(_PAD)}, got {padding!r}")
+        spec["padding"] = _PAD[pm]
+    if cval is not None:
+        spec["cval"] = float(cval)
+    if sw_batch_size is not None:
+        spec["sw_batch"] = _whole(sw_batch_size, "sw_batch_size", 1)
+    spec["tta"] = int(bool(tta))
+    spec["head"] = _whole(head, "head")
+    if clip is not None:
+        c = [float(v) for v in clip]
+        if len(c) != 2 or not c[0] <= c[1]:
+            raise ValueError(f"clip must be (lo, hi) with lo <= hi, got {clip!r}")
+        spec["clip"] = c
+    if scale is not None:
+        s = [float(v) for v in scale]
+        if len(s) != 4 or s[0] == s[1]:
+            raise ValueError(f"scale must be (a_min, a_max, b_min, b_max) with a_min != a_max, got {scale!r}")
+        spec["scale"] = s
+    spec["zscore"] = int(bool(zscore))
+    if nonfinite not in ("zero", "fail"):
+        raise ValueError(f"nonfinite must be 'zero' or 'fail', got {nonfinite!r}")
+    spec["nonfinite_fail"] = int(nonfinite == "fail")
+    if part == "init":
+        spec["shard_init"] = 1
+    elif part is not None:
+        spec["shard_part"], spec["shard_parts"] = _part(part)
+    if part is not None:
+        if part_grid is not None:
+            g = list(part_grid)
+            if len(g) != 3:
+                raise ValueError(f"part_grid must be (A, B, C), got {part_grid!r}")
+            spec["shard_grid"] = [_whole(v, "part_grid", 1) for v in g]
+    elif part_grid is not None:
+        raise ValueError("part_grid goes with part=")
+    spec["no_card"] = int(bool(no_card))
+    spec["no_reuse"] = int(bool(no_reuse))
+    spec["reuse_cache"] = _whole(reuse_cache, "reuse_cache")
+    spec["no_rewrite"] = int(bool(no_rewrite))
+    dev = str(device).lower()
+    if dev == "cpu":
+        spec["cuda"] = 0
+    elif re.fullmatch(r"cuda(:\d+)?", dev):
+        spec["cuda"] = 1 + (int(dev[5:]) if ":" in dev else 0)
+    else:
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N' (ONNX Runtime's provider), got {device!r}")
+    spec["max_memory"] = _parse_memory(max_memory)
+    spec["threads"] = _whole(threads, "threads")
+    return spec, preds
+
+
+class _Messages:
+    def __init__(self, on_message: Optional[Callable[[str], Any]]):
+        self.lines: list[str] = []
+        self.fn = on_message
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+        if self.fn is not None:
+            self.fn(line)
+        else:
+            sys.stderr.write(f"swi: {line}\n")
+            sys.stderr.flush()
+
+
+def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional[Inputs] = None,
+            predictor: Optional[Predictor] = None, classes: Optional[int] = None,
+            orientation: Optional[str] = None, spacing: Optional[Triple] = None,
+            roi: Union[None, int, Sequence[int]] = None, overlap: Optional[Triple] = None,
+            mode: Optional[str] = None, sigma_scale: Optional[Triple] = None, padding: Optional[str] = None,
+            cval: Optional[float] = None, sw_batch_size: Optional[int] = None, tta: bool = False,
+            part: Part = None, part_grid: Optional[Sequence[int]] = None,
+            scores: Union[None, bool, PathLike] = None, softmax: bool = False,
+            preview: Optional[PathLike] = None, report: Optional[PathLike] = None,
+            report_title: Optional[str] = None, clip: Optional[Sequence[float]] = None,
+            scale: Optional[Sequence[float]] = None, zscore: bool = False, nonfinite: str = "zero",
+            head: int = 0, no_card: bool = False, no_reuse: bool = False, reuse_cache: int = 0,
+            no_rewrite: bool = False, device: str = "cpu", max_memory: Memory = None, threads: int = 0,
+            force: bool = False, progress: Union[bool, Callable[[int, int], Any]] = False,
+            on_message: Optional[Callable[[str], Any]] = None) -> Segmentation:
+    """Segment a scan as ``swi segment`` does: read, preprocess, bring to the model's grid,
+    run the sliding window, bring the result back to the scan's own grid, write.
+
+    input: a volume file (NIfTI .nii/.nii.gz, NRRD, MetaImage .mha/.mhd), a DICOM series
+      folder, a store (``x.zarr``, ``x.ome.zarr``, ``x.h5:/dataset``), or a list of them (the
+      channels, in order; a 4-D NIfTI's frames are channels).
+    output: where the label map goes (``--output``: a volume file by its extension, a .dcm
+      DICOM SEG of a DICOM input, or a store). None: nothing is written and the labels come
+      back in memory (volume inputs).
+    model: an ONNX model, or a list of them: an ensemble (the mean of their outputs is
+      blended). Its card (``m.json`` beside ``m.onnx``, or embedded) fills what is not given.
+    predictor: instead of a model, a torch module (it gets float tensors on its parameters'
+      device under ``torch.no_grad()``) or a callable (float32 numpy arrays), or a list of
+      them: an ensemble. It is called with windows ``[n, channels, *roi]`` and returns
+      ``[n, classes, *roi]`` scores; ``classes`` is then required, and ``roi`` too unless
+      ``model=`` names one ONNX model for its card (the card's window).
+    orientation, spacing: the model's axis codes ("RAS", "PIR"...) and voxel size in mm
+      (one value or three); the results are brought back to the input's grid.
+    roi, overlap, mode ("constant"/"gaussian"), sigma_scale, padding ("constant", "reflect",
+      "replicate", "circular"), cval, sw_batch_size: the window, MONAI's meanings; None
+      takes the card's value, else the engine's default.
+    tta: test-time mirroring (the mean over the 8 flips of every window).
+    part: ``(I, N)`` or ``"I/N"``: part I of N (from 0) of a stores job into shared output
+      stores (``--shard I/N``); ``"init"`` only creates those stores (``--shard init``, for
+      parts run at once elsewhere); ``part_grid=(A, B, C)`` cuts the parts as a grid.
+    scores: a path: the blended scores are written there (float32, classes along the last
+      axis, as ``--scores``); True: they come back in memory ([classes, i, j, k]).
+    softmax: softmax probabilities instead of raw scores. preview: a PNG of the middle
+      slices; report: an HTML review page (report_title its heading).
+    clip (lo, hi), scale (a_min, a_max, b_min, b_max), zscore: intensity preprocessing per
+      channel, in that order. nonfinite: "zero" (NaN/Inf read as 0, with a warning) or "fail".
+    head: which output of a multi-output model. no_card: ignore the card. no_reuse: every
+      window through the network. reuse_cache: window outputs kept for reuse (0: default).
+      no_rewrite: load the ONNX model as it is. device: "cpu" or "cuda[:N]" (ONNX Runtime).
+    max_memory: budget of the whole job (bytes or "4G"; default: the memory available).
+    threads: 0 for every core. force: replace existing outputs (never an input).
+    progress: True for a bar over windows, or a callable ``(done, total)``.
+    on_message: called with each warning line; default: "swi: LINE" on stderr.
+
+    Returns a `Segmentation`. Errors: ValueError for a bad argument or spec (the library's
+    SWI_ERR_INVALID_ARG), OSError when a file cannot be read or written, swi.BudgetError when
+    it does not fit max_memory, RuntimeError for other failures; a predictor's own exception
+    propagates unchanged. Ctrl-C cancels the job (nothing is left behind) and raises
+    KeyboardInterrupt once it has stopped. Outputs appear only when complete.
+    """
+    _need_pipeline()
+    spec, preds = _job(input, model, predictor, classes, orientation, spacing, roi, overlap, mode, sigma_scale,
+                       padding, cval, sw_batch_size, tta, head, clip, scale, zscore, nonfinite, part, part_grid,
+                       no_card, no_reuse, reuse_cache, no_rewrite, device, max_memory, threads)
+    outputs: dict[str, str] = {}
+    for key, v in (("output", output), ("preview", preview), ("report", report)):
+        p = _path(v, key)
+        if p is not None:
+            spec[key] = outputs[key] = p
+    keep_scores = scores is True
+    if scores is not None and scores is not False and not keep_scores:
+        p = _path(scores, "scores")
+        assert p is not None
+        spec["scores"] = outputs["scores"] = p
+    if report_title is not None:
+        spec["report_title"] = str(report_title)
+    spec["softmax"] = int(bool(softmax))
+    spec["keep_scores"] = int(keep_scores)
+    spec["force"] = int(bool(force))
+    # the labels come back from whole jobs on volume files (a store's labels are its output)
+    keep = part is None and not any(_is_store(s) for s in spec["inputs"])
+    if not keep and output is None:
+        raise ValueError("a job on stores, or a part, needs output= (a store): its labels are not kept in memory")
+    if keep_scores and not keep:
+        raise ValueError("scores=True (in memory) needs a whole job on volume files; name a scores store instead")
+    prog: Any = None
+    bar = None
+    if progress is True:
+        from ._core import _Progress
+
+        prog = bar = _Progress()
+    elif callable(progress):
+        prog = progress
+    elif progress not in (False, None):
+        raise ValueError(f"progress must be a bool or a callable (done, total), got {progress!r}")
+    msgs = _Messages(on_message)
+    try:
+        r = _swi.segment(spec, preds, _copy_into, prog, msgs, keep)
+    finally:
+        if bar is not None:
+            bar.close()
+    labels = np.asarray(r["labels"]) if r["labels"] is not None else None
+    affine = np.array(r["affine"], dtype=np.float64).reshape(4, 4) if labels is not None else None
+    sc = np.asarray(r["scores"]) if r["scores"] is not None else None
+    return Segmentation(labels=labels, affine=affine, scores=sc, classes=int(r["classes"]), stats=dict(r["stats"]),
+                        seconds=float(r["seconds"]), outputs=outputs, messages=tuple(msgs.lines))
+
+
+def plan_job(input: Inputs, *, model: Optional[Inputs] = None, predictor: Optional[Predictor] = None,
+             classes: Optional[int] = None, orientation: Optional[str] = None, spacing: Optional[Triple] = None,
+             roi: Union[None, int, Sequence[int]] = None, overlap: Optional[Triple] = None,
+             mode: Optional[str] = None, sigma_scale: Optional[Triple] = None, padding: Optional[str] = None,
+             cval: Optional[float] = None, sw_batch_size: Optional[int] = None, tta: bool = False,
+             part: Part = None, part_grid: Optional[Sequence[int]] = None, clip: Optional[Sequence[float]] = None,
+             scale: Optional[Sequence[float]] = None, zscore: bool = False, nonfinite: str = "zero",
+             head: int = 0, no_card: bool = False, no_reuse: bool = False, reuse_cache: int = 0,
+             no_rewrite: bool = False, device: str = "cpu", max_memory: Memory = None, threads: int = 0,
+             count_reuse: bool = False, on_message: Optional[Callable[[str], Any]] = None) -> dict[str, Any]:
+    """What `segment` would do with the same arguments, without running it (``swi plan``):
+    a dict with ``engine`` (the engine's plan, the keys of `swi.plan`: roi, windows, calls,
+    batch, order, bytes_*), ``size`` (the model grid the windows run on), ``input_size``
+    (the input grid), ``channels``, ``classes``, ``members`` (predictors averaged),
+    ``beside_bytes``, ``reading_bytes``, ``peak_bytes``, ``fits`` (False when it does not
+    fit the budget), ``unfit`` (why not, naming the smallest budget that works, or None) and
+    ``describe`` (the plan as ``swi plan`` prints it). With ``count_reuse`` the voxels are
+    read to count the windows window reuse spares. Raises as `segment` does."""
+    _need_pipeline()
+    spec, preds = _job(input, model, predictor, classes, orientation, spacing, roi, overlap, mode, sigma_scale,
+                       padding, cval, sw_batch_size, tta, head, clip, scale, zscore, nonfinite, part, part_grid,
+                       no_card, no_reuse, reuse_cache, no_rewrite, device, max_memory, threads)
+    return dict(_swi.plan_job(spec, preds, _copy_into, _Messages(on_message), bool(count_reuse)))

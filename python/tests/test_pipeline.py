@@ -1,0 +1,248 @@
+"""swi.segment and swi.plan_job: the same job as the `swi` command (SWI_BINARY, set by
+ctest) gives bitwise the same labels and scores; a torch module as the predictor gives the
+engine's result; bad arguments, errors and Ctrl-C leave nothing behind."""
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import swi
+from conftest import REPO
+
+nib = pytest.importorskip("nibabel")
+
+if not swi._swi.HAVE_PIPELINE:
+    pytest.skip("swi was built without the pipeline library (pipeline/)", allow_module_level=True)
+
+MODELS = REPO / "models"
+
+
+def e2e_dir() -> Path:
+    return Path(os.environ.get("SWI_GOLDEN_DIR") or REPO / "tests" / "data" / "golden") / "e2e"
+
+
+VOLUME = e2e_dir() / "volume.nii.gz"
+
+
+def swi_command() -> str:
+    """The swi command with ONNX Runtime, or a skip naming what is missing."""
+    b = os.environ.get("SWI_BINARY")
+    if not b or not Path(b).is_file():
+        pytest.skip("SWI_BINARY (the swi command, set by ctest) is needed to compare with")
+    v = subprocess.run([b, "--version"], capture_output=True, text=True).stdout
+    if "ONNX Runtime: not built in" in v:
+        pytest.skip("the swi command was built without ONNX Runtime")
+    return b
+
+
+def run_cli(*args: str) -> None:
+    r = subprocess.run([swi_command(), "segment", "-q", *args], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+
+def voxels(path) -> np.ndarray:
+    return np.asarray(nib.load(str(path)).dataobj)
+
+
+@pytest.fixture
+def ensemble(tmp_path):
+    """The demo model with its card (roi, overlap, gaussian, class names) and the e2e U-Net:
+    two members of the same interface."""
+    m = tmp_path / "m"
+    m.mkdir()
+    shutil.copy(MODELS / "demo.onnx", m / "demo.onnx")
+    shutil.copy(MODELS / "demo.json", m / "demo.json")
+    return [str(m / "demo.onnx"), str(e2e_dir() / "unet.onnx")]
+
+
+def test_real_scan_job_equals_the_command(tmp_path, ensemble):
+    """Orientation, spacing, a two-member ensemble and the card: labels and scores in memory
+    and the written files are bitwise the command's."""
+    cli = tmp_path / "cli"
+    py = tmp_path / "py"
+    cli.mkdir()
+    py.mkdir()
+    flags = ["--orientation", "PIR", "--spacing", "1.5,1.5,1.5", "--threads", "2"]
+    run_cli("--model", ensemble[0], "--model", ensemble[1], "--input", str(VOLUME), "--output",
+            str(cli / "l.nii.gz"), "--scores", str(cli / "s.nii.gz"), *flags)
+    want_l, want_s = voxels(cli / "l.nii.gz"), voxels(cli / "s.nii.gz")
+    assert want_s.shape == want_l.shape + (4,)
+
+    r = swi.segment(VOLUME, model=ensemble, orientation="PIR", spacing=1.5, threads=2, scores=True)
+    assert isinstance(r, swi.Segmentation) and r.classes == 4
+    assert r.labels.shape == want_l.shape and r.labels.dtype == want_l.dtype
+    assert np.array_equal(r.labels, want_l)
+    assert r.scores.shape == (4,) + want_l.shape and r.scores.dtype == np.float32
+    assert np.array_equal(r.scores, np.moveaxis(want_s, -1, 0))
+    np.testing.assert_allclose(r.affine, nib.load(str(VOLUME)).affine, rtol=0, atol=1e-5)
+    assert r.stats["windows_total"] > 0 and r.outputs == {}
+
+    # written as the command writes them: the same voxels, geometry and class tables
+    r2 = swi.segment(str(VOLUME), py / "l.nii.gz", model=ensemble, orientation="PIR", spacing=(1.5, 1.5, 1.5),
+                     threads=2, scores=py / "s.nii.gz")
+    assert r2.outputs == {"output": str(py / "l.nii.gz"), "scores": str(py / "s.nii.gz")}
+    assert np.array_equal(r2.labels, want_l) and r2.scores is None
+    for name in ("l.nii.gz", "s.nii.gz"):
+        a, b = nib.load(str(py / name)), nib.load(str(cli / name))
+        assert np.array_equal(np.asarray(a.dataobj), np.asarray(b.dataobj)), name
+        assert a.header.binaryblock == b.header.binaryblock, name
+    assert sorted(p.name for p in py.iterdir()) == sorted(p.name for p in cli.iterdir())
+    for extra in ("l.label.txt", "l.ctbl"):  # the card's class names
+        assert (py / extra).read_bytes() == (cli / extra).read_bytes()
+
+    # an existing output is refused without force, and left as it was
+    before = (py / "l.nii.gz").read_bytes()
+    with pytest.raises((ValueError, OSError), match="l.nii.gz"):
+        swi.segment(VOLUME, py / "l.nii.gz", model=ensemble, orientation="PIR", spacing=1.5)
+    assert (py / "l.nii.gz").read_bytes() == before
+
+    p = swi.plan_job(VOLUME, model=ensemble, orientation="PIR", spacing=1.5)
+    assert p["members"] == 2 and p["classes"] == 4 and p["fits"]
+    assert tuple(p["input_size"]) == want_l.shape
+    assert tuple(p["engine"]["roi"]) == (32, 32, 32)  # the card's
+    assert p["engine"]["windows_total"] == r.stats["windows_total"]
+    cmd = subprocess.run([swi_command(), "plan", "--model", ensemble[0], "--model", ensemble[1], "--input",
+                          str(VOLUME), *flags], capture_output=True, text=True)
+    assert cmd.returncode == 0, cmd.stderr
+    assert "PIR" in p["describe"] and "ensemble 2 models" in p["describe"]
+    lines = set(cmd.stdout.splitlines())
+    assert [ln for ln in p["describe"].splitlines() if ln not in lines] == []  # as `swi plan` prints it
+
+
+def test_store_part_equals_the_command(tmp_path):
+    """A Zarr input in parts (part 'init', then every I/N of a grid) into one store: bitwise
+    the command's whole run."""
+    zarr = pytest.importorskip("zarr")
+    model = str(e2e_dir() / "unet.onnx")
+    x = np.random.default_rng(3).random((70, 40, 36)).astype(np.float32)
+    zarr.save_array(str(tmp_path / "in.zarr"), x, chunks=(32, 32, 32))
+    common = dict(roi=32, overlap=0.25, mode="gaussian", sw_batch_size=2, threads=2)
+    run_cli("--model", model, "--input", str(tmp_path / "in.zarr"), "--output", str(tmp_path / "whole.zarr"),
+            "--roi", "32", "--overlap", "0.25", "--mode", "gaussian", "--sw-batch", "2", "--threads", "2")
+    out = tmp_path / "parts.zarr"
+    swi.segment(tmp_path / "in.zarr", out, model=model, part="init", part_grid=(2, 1, 1), **common)
+    for i in range(2):
+        r = swi.segment(tmp_path / "in.zarr", out, model=model, part=(i, 2), part_grid=(2, 1, 1), **common)
+        assert r.labels is None and r.affine is None
+    whole = zarr.open(str(tmp_path / "whole.zarr"), mode="r")[:]
+    parts = zarr.open(str(out), mode="r")[:]
+    assert parts.shape == x.shape and np.array_equal(parts, whole)
+    assert not (out / ".swi-incomplete").exists()
+    # a store's labels are not kept in memory: the output is required
+    with pytest.raises(ValueError, match="output"):
+        swi.segment(tmp_path / "in.zarr", model=model, part="1/2")
+
+
+class SmallNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.a = torch.nn.Conv3d(1, 6, 3, padding=1)
+        self.b = torch.nn.Conv3d(6, 3, 3, padding=1)
+
+    def forward(self, x):
+        return self.b(torch.tanh(self.a(x)))
+
+
+def test_torch_module_equals_the_engine():
+    """A torch module as the job's predictor (no model, no card): the labels and scores of
+    swi.sliding_window_inference on the volume's voxels, bitwise; a numpy callable too, and
+    an ensemble of two is the mean of its members."""
+    net = SmallNet().eval()
+    vol = np.asarray(nib.load(str(VOLUME)).dataobj).astype(np.float32)
+    with torch.no_grad():
+        want = swi.sliding_window_inference(torch.from_numpy(vol[None, None]), 16, 2, net, 0.25, "gaussian",
+                                            threads=2).numpy()[0]
+        want_l = swi.sliding_window_inference(torch.from_numpy(vol[None, None]), 16, 2, net, 0.25, "gaussian",
+                                              reduce="argmax", threads=2).numpy()[0, 0]
+    r = swi.segment(VOLUME, predictor=net, classes=3, roi=16, overlap=0.25, mode="gaussian", sw_batch_size=2,
+                    threads=2, scores=True)
+    assert r.labels.dtype == np.uint8 and r.labels.shape == vol.shape
+    assert np.array_equal(r.scores, want)
+    assert np.array_equal(r.labels, want_l)
+
+    def as_numpy(a):
+        assert isinstance(a, np.ndarray) and a.dtype == np.float32 and a.shape[1:] == (1, 16, 16, 16)
+        with torch.no_grad():
+            return net(torch.from_numpy(a)).numpy()
+
+    r2 = swi.segment(VOLUME, predictor=as_numpy, classes=3, roi=16, overlap=0.25, mode="gaussian",
+                     sw_batch_size=2, threads=2)
+    assert np.array_equal(r2.labels, want_l)
+
+    def shifted(a):
+        return as_numpy(a) + np.array([0.0, 0.5, -0.5], np.float32).reshape(1, 3, 1, 1, 1)
+
+    r3 = swi.segment(VOLUME, predictor=[as_numpy, shifted], classes=3, roi=16, overlap=0.25, mode="gaussian",
+                     sw_batch_size=2, threads=2, scores=True)
+    mean = want + np.array([0.0, 0.25, -0.25], np.float32).reshape(3, 1, 1, 1)
+    np.testing.assert_allclose(r3.scores, mean, rtol=1e-5, atol=1e-5)
+
+
+def test_bad_arguments(tmp_path):
+    net = SmallNet().eval()
+    with pytest.raises(ValueError, match="model= .* or predictor="):
+        swi.segment(VOLUME)
+    with pytest.raises(ValueError, match="classes="):
+        swi.segment(VOLUME, predictor=net, roi=16)
+    with pytest.raises(ValueError, match="orientation"):
+        swi.segment(VOLUME, predictor=net, classes=3, roi=16, orientation="XYZ")
+    with pytest.raises(ValueError, match="overlap"):
+        swi.segment(VOLUME, predictor=net, classes=3, roi=16, overlap=1.0)
+    with pytest.raises(ValueError, match="part"):
+        swi.segment(VOLUME, predictor=net, classes=3, roi=16, part=(3, 2))
+    with pytest.raises(TypeError, match="predictor"):
+        swi.segment(VOLUME, predictor="net.pt", classes=3, roi=16)
+    # the predictor's output is checked against classes and the window
+    with pytest.raises(ValueError, match=r"expected \[1, 4, 16, 16, 16\]"):
+        swi.segment(VOLUME, predictor=net, classes=4, roi=16)
+    # the library's own checks: a part of a job on a volume file (parts are for stores)
+    with pytest.raises(ValueError):
+        swi.segment(VOLUME, tmp_path / "l.nii.gz", predictor=net, classes=3, roi=16, part=(0, 2))
+    with pytest.raises(OSError, match="missing.nii.gz"):
+        swi.segment(tmp_path / "missing.nii.gz", tmp_path / "l.nii.gz", predictor=net, classes=3, roi=16)
+    with pytest.raises(OSError, match="no-model.onnx"):
+        swi.segment(VOLUME, tmp_path / "l.nii.gz", model=tmp_path / "no-model.onnx")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_predictor_exception_and_ctrl_c_leave_nothing(tmp_path):
+    class Boom(Exception):
+        pass
+
+    def boom(a):
+        raise Boom("the network failed")
+
+    with pytest.raises(Boom, match="the network failed"):
+        swi.segment(VOLUME, tmp_path / "l.nii.gz", predictor=boom, classes=2, roi=16)
+    assert list(tmp_path.iterdir()) == []
+
+    calls = []
+
+    def interrupt(a):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return np.repeat(a, 2, axis=1)
+
+    with pytest.raises(KeyboardInterrupt):
+        swi.segment(VOLUME, tmp_path / "l.nii.gz", predictor=interrupt, classes=2, roi=8, overlap=0.5)
+    assert list(tmp_path.iterdir()) == []
+    assert len(calls) < 100  # cancelled, not run to the end
+
+
+def test_model_without_onnx_runtime_is_a_clear_error(tmp_path):
+    """Only where the library lacks ONNX Runtime: model= says so (predictor= still works)."""
+    b = os.environ.get("SWI_BINARY")
+    if not b or not Path(b).is_file():
+        pytest.skip("SWI_BINARY (the swi command, set by ctest) tells whether ONNX Runtime is built in")
+    if "ONNX Runtime: not built in" not in subprocess.run([b, "--version"], capture_output=True, text=True).stdout:
+        pytest.skip("built with ONNX Runtime")
+    with pytest.raises((ValueError, RuntimeError), match="ONNX Runtime"):
+        swi.segment(VOLUME, model=str(MODELS / "demo.onnx"))
