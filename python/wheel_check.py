@@ -58,7 +58,8 @@ def main() -> int:
         assert res.returncode == 1 and errors, "mypy accepted typed_misuse.py"
         assert not [e for e in errors if not e.startswith("typed_misuse.py:")], "typed_example.py does not type-check"
         want = ['Argument 3 to "sliding_window_inference" has incompatible type "str"',
-                'Argument "max_memory" to "SlidingWindowInferer" has incompatible type "float"']
+                'Argument "max_memory" to "SlidingWindowInferer" has incompatible type "float"',
+                'Argument "spacing" to "segment" has incompatible type "str"']
         for w in want:
             assert any(w in e for e in errors), f"mypy did not report: {w}"
         print("wheel_check: wheel installed, golden cases and typing passed")

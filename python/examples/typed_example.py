@@ -26,4 +26,14 @@ def keep_margin(scores: npt.NDArray[np.float32], region: swi.Region) -> None:
 
 
 swi.sliding_window_inference(volume, 16, 1, predictor, reduce=keep_margin)
+
+
+def segment_scan(path: str) -> swi.Segmentation:
+    """A whole job (not run here: there is no scan)."""
+    seg = swi.segment(path, "seg.nii.gz", predictor=predictor, classes=2, roi=16, part=None, progress=True)
+    job = swi.plan_job(path, model=["fold0.onnx", "fold1.onnx"], spacing=(1.5, 1.5, 2.0), max_memory="2G")
+    print(seg.outputs, job["describe"])
+    return swi.segment(path, model="unet.onnx", orientation="RAS", spacing=1.5, scores=True)
+
+
 print(peak, labels.shape, conf, out.shape, adapt)
