@@ -6,6 +6,7 @@ of python/ outside the repository.
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,17 @@ HERE = Path(__file__).resolve().parent
 ROOT = Path(os.environ.get("SWI_SOURCE_DIR", HERE.parent)).resolve()
 BUILD = Path(os.environ.get("SWI_BUILD_DIR", ROOT / "build-python")).resolve()
 JOBS = os.environ.get("SWI_JOBS", "2")
+
+
+def pipeline_features():
+    """What swi_job_spec offers beyond ONNX models, read from the header as CMake reads it."""
+    h = (ROOT / "pipeline" / "swi_pipeline.h").read_text()
+    defs = []
+    if re.search(r"swi_predictor[ \t]*\*[ \t]*predictors;", h):
+        defs.append(("SWI_PY_JOB_PREDICTORS", "1"))
+    if re.search(r"int[ \t]+keep_scores;", h):
+        defs.append(("SWI_PY_JOB_KEEP_SCORES", "1"))
+    return defs
 
 
 class BuildWithCore(build_ext):
@@ -37,8 +49,8 @@ class BuildWithCore(build_ext):
             ext.include_dirs.append(str(ROOT / "include"))
             if pipeline:
                 ext.sources.append("src/pipeline.c")
-                ext.include_dirs.append(str(ROOT / "pipeline"))
-                ext.define_macros.append(("SWI_HAVE_PIPELINE", "1"))
+                ext.include_dirs += [str(ROOT / "pipeline"), str(ROOT / "io")]
+                ext.define_macros += [("SWI_HAVE_PIPELINE", "1")] + pipeline_features()
                 # archives in a group: their order among themselves does not matter
                 ext.extra_link_args += ["-Wl,--start-group"] + pipeline + [str(lib), "-Wl,--end-group"]
             else:
@@ -47,19 +59,25 @@ class BuildWithCore(build_ext):
         super().run()
 
     def pipeline_link(self):
-        """swi.segment's library (pipeline/), when the CMake build has it and SWI_PIPELINE is
-        not 0: its link line from python/pipeline-link.txt, shared libraries found by rpath."""
+        """swi.segment's library (pipeline/) with SWI_PIPELINE=1: its link line from the CMake
+        build's python/pipeline-link.txt, shared libraries found by rpath where they were at
+        build time (so such a wheel is for this machine: the library needs the I/O
+        libraries and ONNX Runtime it was built with). Without it the wheel depends on numpy
+        only and swi.segment raises RuntimeError."""
         link = BUILD / "python" / "pipeline-link.txt"
-        if os.environ.get("SWI_PIPELINE", "1") == "0" or not link.is_file():
-            print("swi: building without the pipeline library (swi.segment raises RuntimeError)")
+        if os.environ.get("SWI_PIPELINE", "0") != "1":
             return []
+        if not link.is_file():
+            sys.exit(f"swi: SWI_PIPELINE=1 but {BUILD} has no pipeline library ({link} is missing)")
         subprocess.check_call(["cmake", "--build", str(BUILD), "--target", "swi_python_deps", "-j", JOBS])
         args = []
         for item in link.read_text().split("\n"):
             item = item.strip()
             if not item:
                 continue
-            if item.startswith("-"):
+            if "::" in item:  # another directory's imported target CMake could not resolve here
+                print(f"swi: pipeline-link.txt: {item} left out of the link (its libraries may be missing)")
+            elif item.startswith("-"):
                 args.append(item)
             elif os.path.isabs(item):
                 args.append(item)

@@ -25,6 +25,23 @@
 
 PyObject *swipy_budget_error; /* swi.BudgetError, a MemoryError */
 
+/* What the pipeline library of this build offers (pipeline.c) */
+#ifdef SWI_HAVE_PIPELINE
+#define HAVE_PIPELINE 1
+#else
+#define HAVE_PIPELINE 0
+#endif
+#ifdef SWI_PY_JOB_PREDICTORS
+#define PIPELINE_PREDICTORS 1
+#else
+#define PIPELINE_PREDICTORS 0
+#endif
+#ifdef SWI_PY_JOB_KEEP_SCORES
+#define PIPELINE_KEEP_SCORES 1
+#else
+#define PIPELINE_KEEP_SCORES 0
+#endif
+
 PyObject *swipy_raise_status(swi_status st, const char *msg) {
     PyObject *type;
     switch (st) {
@@ -53,6 +70,7 @@ static PyMethodDef methods[] = {
      "Run a job of swi_pipeline.h (internal; swi.segment)."},
     {"plan_job", (PyCFunction)(void (*)(void))swipy_plan_job, METH_VARARGS | METH_KEYWORDS,
      "Plan a job of swi_pipeline.h (internal; swi.plan_job)."},
+    {"read_frames", swipy_read_frames, METH_VARARGS, "Read a volume file's frames as float32 (internal)."},
 #endif
     {NULL, NULL, 0, NULL},
 };
@@ -71,11 +89,9 @@ PyMODINIT_FUNC PyInit__swi(void) {
         PyModule_AddStringConstant(m, "libswi_version", swi_version()) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", SWI_MAX_DIMS) < 0 ||
         PyModule_AddIntConstant(m, "MAX_HEADS", SWI_MAX_HEADS) < 0 ||
-#ifdef SWI_HAVE_PIPELINE
-        PyModule_AddIntConstant(m, "HAVE_PIPELINE", 1) < 0) {
-#else
-        PyModule_AddIntConstant(m, "HAVE_PIPELINE", 0) < 0) {
-#endif
+        PyModule_AddIntConstant(m, "HAVE_PIPELINE", HAVE_PIPELINE) < 0 ||
+        PyModule_AddIntConstant(m, "PIPELINE_PREDICTORS", PIPELINE_PREDICTORS) < 0 ||
+        PyModule_AddIntConstant(m, "PIPELINE_KEEP_SCORES", PIPELINE_KEEP_SCORES) < 0) {
         Py_XDECREF(swipy_budget_error);
         swipy_budget_error = NULL;
         Py_DECREF(m);

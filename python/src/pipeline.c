@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "swi_io.h"
 #include "swi_pipeline.h"
 #include "swipy.h"
 
@@ -147,9 +148,12 @@ static int parse_spec(PyObject *d, swi_job_spec *s) {
     fields f = {d, 0};
     if (get_strs(&f, "inputs", s->inputs, SWI_JOB_MAX_INPUTS, &s->n_inputs) < 0 ||
         get_strs(&f, "models", s->models, SWI_JOB_MAX_MODELS, &s->n_models) < 0 ||
-        get_i64(&f, "classes", &s->classes) < 0 || get_int(&f, "no_card", &s->no_card) < 0 ||
-        get_int(&f, "tta", &s->tta) < 0 || get_int(&f, "head", &s->head) < 0 ||
-        get_int(&f, "cuda", &s->cuda) < 0 || get_int(&f, "no_rewrite", &s->no_rewrite) < 0 ||
+#ifdef SWI_PY_JOB_PREDICTORS
+        get_i64(&f, "classes", &s->classes) < 0 ||
+#endif
+        get_int(&f, "no_card", &s->no_card) < 0 || get_int(&f, "tta", &s->tta) < 0 ||
+        get_int(&f, "head", &s->head) < 0 || get_int(&f, "cuda", &s->cuda) < 0 ||
+        get_int(&f, "no_rewrite", &s->no_rewrite) < 0 ||
         get_doubles(&f, "clip", 2, s->clip, &s->clip_given) < 0 ||
         get_doubles(&f, "scale", 4, s->scale, &s->scale_given) < 0 || get_int(&f, "zscore", &s->zscore) < 0 ||
         get_int(&f, "nonfinite_fail", &s->nonfinite_fail) < 0 ||
@@ -164,9 +168,12 @@ static int parse_spec(PyObject *d, swi_job_spec *s) {
         get_int(&f, "shard_init", &s->shard_init) < 0 || get_str(&f, "output", &s->output) < 0 ||
         get_str(&f, "scores", &s->scores) < 0 || get_str(&f, "preview", &s->preview) < 0 ||
         get_str(&f, "report", &s->report) < 0 || get_str(&f, "report_title", &s->report_title) < 0 ||
-        get_int(&f, "softmax", &s->softmax) < 0 || get_int(&f, "keep_scores", &s->keep_scores) < 0 ||
-        get_int(&f, "force", &s->force) < 0 || get_int(&f, "threads", &s->threads) < 0 ||
-        get_size(&f, "max_memory", &s->max_memory) < 0)
+        get_int(&f, "softmax", &s->softmax) < 0 ||
+#ifdef SWI_PY_JOB_KEEP_SCORES
+        get_int(&f, "keep_scores", &s->keep_scores) < 0 ||
+#endif
+        get_int(&f, "force", &s->force) < 0 || get_int(&f, "quiet", &s->quiet) < 0 ||
+        get_int(&f, "threads", &s->threads) < 0 || get_size(&f, "max_memory", &s->max_memory) < 0)
         return -1;
     if (f.used != PyDict_Size(d)) {
         PyErr_SetString(PyExc_TypeError, "internal: the job spec has a field swi_job_spec lacks");
@@ -266,8 +273,14 @@ static int job_state_init(job_state *js, PyObject *spec, PyObject *predictors, P
             js->preds[i].user = rs;
         }
         js->n_members = (int)n;
+#ifdef SWI_PY_JOB_PREDICTORS
         js->spec.predictors = js->preds;
         js->spec.n_predictors = (int)n;
+#else
+        PyErr_SetString(PyExc_RuntimeError, "this pipeline library runs ONNX models only (its swi_job_spec "
+                                            "takes no predictors)");
+        return -1;
+#endif
     }
     return 0;
 }
@@ -468,12 +481,16 @@ static PyObject *double_tuple(const double *v, int n) {
 static PyObject *result_dict(swi_job_result *r) {
     PyObject *d = PyDict_New();
     if (!d) return NULL;
-    int64_t shape[4] = {r->classes, r->size[0], r->size[1], r->size[2]};
     char lfmt = r->label_bytes == 2 ? 'H' : 'B';
     PyObject *lab = adopt_buffer(&r->labels, lfmt, r->label_bytes == 2 ? 2 : 1, 3, r->size);
+#ifdef SWI_PY_JOB_KEEP_SCORES
+    int64_t shape[4] = {r->classes, r->size[0], r->size[1], r->size[2]};
     void *sp = r->scores;
     r->scores = NULL;
     PyObject *sc = adopt_buffer(&sp, 'f', 4, 4, shape);
+#else
+    PyObject *sc = Py_NewRef(Py_None);
+#endif
     double aff[16];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) aff[4 * i + j] = r->affine[i][j];
@@ -525,6 +542,49 @@ out:
     swi_job_result_free(&res);
     job_state_free(&js);
     return ret;
+}
+
+/* read_frames(path) -> Result float32 [frames, *size]: a volume file as the job wrote it
+ * (the scores of a library whose results carry no scores). */
+PyObject *swipy_read_frames(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s:read_frames", &path)) return NULL;
+    swi_volume *v = PyMem_Calloc(1, sizeof *v);
+    if (!v) return PyErr_NoMemory();
+    char err[SWI_JOB_ERRLEN];
+    PyObject *ret = NULL;
+    float *data = NULL;
+    swi_status st;
+    Py_BEGIN_ALLOW_THREADS st = swi_volume_open(path, v, err, sizeof err);
+    Py_END_ALLOW_THREADS if (st != SWI_OK) goto fail;
+    const int64_t n = swi_volume_voxels(v), frames = v->frames;
+    if (n <= 0 || frames <= 0 || (uint64_t)n > SIZE_MAX / sizeof(float) / (uint64_t)frames) {
+        st = SWI_ERR_OVERFLOW;
+        snprintf(err, sizeof err, "%s: too large to read", path);
+        goto fail;
+    }
+    data = malloc((size_t)n * (size_t)frames * sizeof(float));
+    if (!data) {
+        PyMem_Free(v);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS st = swi_volume_read_frames(v, data, NULL, NULL, err, sizeof err);
+    Py_END_ALLOW_THREADS if (st != SWI_OK) goto fail;
+    int64_t shape[4] = {frames, v->size[0], v->size[1], v->size[2]};
+    void *p = data;
+    data = NULL;
+    ret = adopt_buffer(&p, 'f', 4, 4, shape);
+    PyMem_Free(v);
+    return ret;
+fail:
+    free(data);
+    PyMem_Free(v);
+    if (st == SWI_ERR_IO)
+        PyErr_SetString(PyExc_OSError, err);
+    else
+        swipy_raise_status(st, err);
+    return NULL;
 }
 
 /* ------------------------------------------------------------ plan_job */

@@ -103,6 +103,7 @@ PyObject *swipy_report(PyObject *self, PyObject *args);
 #ifdef SWI_HAVE_PIPELINE
 PyObject *swipy_segment(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *swipy_plan_job(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *swipy_read_frames(PyObject *self, PyObject *args);
 #endif
 
 #endif

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
@@ -200,6 +202,10 @@ def _job(input: Inputs, model: Any, predictor: Any, classes: Optional[int], orie
         spec["models"] = _paths(model, "model", 16)
     preds = None
     if predictor is not None:
+        if not getattr(_swi, "PIPELINE_PREDICTORS", 0):
+            raise RuntimeError("predictor= needs a pipeline library that takes the caller's predictors "
+                               "(swi_job_spec.predictors); this one runs ONNX models only: give model=, or run "
+                               "the module on an array with swi.sliding_window_inference")
         if classes is None:
             raise ValueError("predictor= needs classes= (the number of output channels it returns)")
         spec["classes"] = _whole(classes, "classes", 1)
@@ -379,8 +385,8 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
     if report_title is not None:
         spec["report_title"] = str(report_title)
     spec["softmax"] = int(bool(softmax))
-    spec["keep_scores"] = int(keep_scores)
     spec["force"] = int(bool(force))
+    spec["quiet"] = int(progress is False or progress is None)  # the summary line comes with the bar
     # the labels come back from whole jobs on volume files (a store's labels are its output)
     keep = part is None and not any(_is_store(s) for s in spec["inputs"])
     if not keep and output is None:
@@ -398,11 +404,22 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
     elif progress not in (False, None):
         raise ValueError(f"progress must be a bool or a callable (done, total), got {progress!r}")
     msgs = _Messages(on_message)
+    tmp = None
+    if keep_scores:
+        if getattr(_swi, "PIPELINE_KEEP_SCORES", 0):
+            spec["keep_scores"] = 1
+        else:  # the library keeps no scores: they travel through a float32 NIfTI file
+            tmp = tempfile.mkdtemp(prefix="swi-scores-")
+            spec["scores"] = os.path.join(tmp, "scores.nii")
     try:
         r = _swi.segment(spec, preds, _copy_into, prog, msgs, keep)
+        if tmp is not None:
+            r["scores"] = _swi.read_frames(spec["scores"])
     finally:
         if bar is not None:
             bar.close()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     labels = np.asarray(r["labels"]) if r["labels"] is not None else None
     affine = np.array(r["affine"], dtype=np.float64).reshape(4, 4) if labels is not None else None
     sc = np.asarray(r["scores"]) if r["scores"] is not None else None

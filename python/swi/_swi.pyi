@@ -4,6 +4,8 @@ from typing import Any, Optional
 MAX_DIMS: int
 MAX_HEADS: int
 HAVE_PIPELINE: int
+PIPELINE_PREDICTORS: int
+PIPELINE_KEEP_SCORES: int
 libswi_version: str
 
 class BudgetError(MemoryError): ...
@@ -20,3 +22,4 @@ def segment(spec: dict[str, Any], predictors: Optional[list[Any]], copy_into: An
             keep: bool) -> dict[str, Any]: ...
 def plan_job(spec: dict[str, Any], predictors: Optional[list[Any]], copy_into: Any, message: Any,
              count_reuse: bool) -> dict[str, Any]: ...
+def read_frames(path: str) -> Any: ...

@@ -139,6 +139,66 @@ def test_store_part_equals_the_command(tmp_path):
         swi.segment(tmp_path / "in.zarr", model=model, part="1/2")
 
 
+def test_bad_arguments(tmp_path):
+    model = str(e2e_dir() / "unet.onnx")
+    with pytest.raises(ValueError, match="model= .* or predictor="):
+        swi.segment(VOLUME)
+    with pytest.raises(ValueError, match="orientation"):
+        swi.segment(VOLUME, model=model, orientation="XYZ")
+    with pytest.raises(ValueError, match="overlap"):
+        swi.segment(VOLUME, model=model, overlap=1.0)
+    with pytest.raises(ValueError, match="spacing"):
+        swi.segment(VOLUME, model=model, spacing=(1.5, 0, 1.5))
+    with pytest.raises(ValueError, match="part"):
+        swi.segment(VOLUME, model=model, part=(3, 2))
+    with pytest.raises(ValueError, match="classes="):
+        swi.segment(VOLUME, model=model, classes=4)
+    # the library's own checks: usage errors are ValueError, files that fail OSError
+    with pytest.raises(ValueError, match="--shard"):
+        swi.segment(VOLUME, tmp_path / "l.nii.gz", model=model, part=(0, 2))
+    with pytest.raises(OSError, match="missing.nii.gz"):
+        swi.segment(tmp_path / "missing.nii.gz", tmp_path / "l.nii.gz", model=model)
+    with pytest.raises(OSError, match="no-model.onnx"):
+        swi.segment(VOLUME, tmp_path / "l.nii.gz", model=tmp_path / "no-model.onnx")
+    with pytest.raises(OSError, match="no-model.onnx"):
+        swi.plan_job(VOLUME, model=tmp_path / "no-model.onnx")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_callback_exception_and_ctrl_c_leave_nothing(tmp_path):
+    """An exception in a callback propagates unchanged; Ctrl-C (SIGINT while the network
+    runs) cancels the job, raises KeyboardInterrupt, and no output is left."""
+    model = str(e2e_dir() / "unet.onnx")
+
+    class Boom(Exception):
+        pass
+
+    def boom(done, total):
+        raise Boom("the progress bar failed")
+
+    with pytest.raises(Boom, match="the progress bar failed"):
+        swi.segment(VOLUME, tmp_path / "l.nii.gz", model=model, progress=boom)
+    assert list(tmp_path.iterdir()) == []
+
+    calls = []
+
+    def interrupt(done, total):
+        calls.append((done, total))
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        swi.segment(VOLUME, tmp_path / "l.nii.gz", model=model, overlap=0.75, progress=interrupt, threads=1)
+    assert list(tmp_path.iterdir()) == []
+    assert calls and calls[-1][0] < calls[-1][1]  # stopped before the last window
+
+
+# ---- the caller's predictors (swi_job_spec.predictors) ----------------------------------
+needs_predictors = pytest.mark.skipif(not swi._swi.PIPELINE_PREDICTORS,
+                                      reason="the pipeline library takes no caller predictors "
+                                             "(swi_job_spec.predictors): ONNX models only")
+
+
 class SmallNet(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -150,6 +210,13 @@ class SmallNet(torch.nn.Module):
         return self.b(torch.tanh(self.a(x)))
 
 
+@pytest.mark.skipif(bool(swi._swi.PIPELINE_PREDICTORS), reason="the pipeline library takes caller predictors")
+def test_predictor_without_library_support_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="ONNX models only"):
+        swi.segment(VOLUME, predictor=SmallNet().eval(), classes=3, roi=16)
+
+
+@needs_predictors
 def test_torch_module_equals_the_engine():
     """A torch module as the job's predictor (no model, no card): the labels and scores of
     swi.sliding_window_inference on the volume's voxels, bitwise; a numpy callable too, and
@@ -185,34 +252,16 @@ def test_torch_module_equals_the_engine():
     np.testing.assert_allclose(r3.scores, mean, rtol=1e-5, atol=1e-5)
 
 
-def test_bad_arguments(tmp_path):
+@needs_predictors
+def test_predictor_errors_leave_nothing(tmp_path):
     net = SmallNet().eval()
-    with pytest.raises(ValueError, match="model= .* or predictor="):
-        swi.segment(VOLUME)
     with pytest.raises(ValueError, match="classes="):
         swi.segment(VOLUME, predictor=net, roi=16)
-    with pytest.raises(ValueError, match="orientation"):
-        swi.segment(VOLUME, predictor=net, classes=3, roi=16, orientation="XYZ")
-    with pytest.raises(ValueError, match="overlap"):
-        swi.segment(VOLUME, predictor=net, classes=3, roi=16, overlap=1.0)
-    with pytest.raises(ValueError, match="part"):
-        swi.segment(VOLUME, predictor=net, classes=3, roi=16, part=(3, 2))
     with pytest.raises(TypeError, match="predictor"):
         swi.segment(VOLUME, predictor="net.pt", classes=3, roi=16)
-    # the predictor's output is checked against classes and the window
     with pytest.raises(ValueError, match=r"expected \[1, 4, 16, 16, 16\]"):
-        swi.segment(VOLUME, predictor=net, classes=4, roi=16)
-    # the library's own checks: a part of a job on a volume file (parts are for stores)
-    with pytest.raises(ValueError):
-        swi.segment(VOLUME, tmp_path / "l.nii.gz", predictor=net, classes=3, roi=16, part=(0, 2))
-    with pytest.raises(OSError, match="missing.nii.gz"):
-        swi.segment(tmp_path / "missing.nii.gz", tmp_path / "l.nii.gz", predictor=net, classes=3, roi=16)
-    with pytest.raises(OSError, match="no-model.onnx"):
-        swi.segment(VOLUME, tmp_path / "l.nii.gz", model=tmp_path / "no-model.onnx")
-    assert list(tmp_path.iterdir()) == []
+        swi.segment(VOLUME, tmp_path / "l.nii.gz", predictor=net, classes=4, roi=16)
 
-
-def test_predictor_exception_and_ctrl_c_leave_nothing(tmp_path):
     class Boom(Exception):
         pass
 
@@ -223,26 +272,13 @@ def test_predictor_exception_and_ctrl_c_leave_nothing(tmp_path):
         swi.segment(VOLUME, tmp_path / "l.nii.gz", predictor=boom, classes=2, roi=16)
     assert list(tmp_path.iterdir()) == []
 
-    calls = []
-
-    def interrupt(a):
-        calls.append(1)
-        if len(calls) == 2:
-            os.kill(os.getpid(), signal.SIGINT)
-        return np.repeat(a, 2, axis=1)
-
-    with pytest.raises(KeyboardInterrupt):
-        swi.segment(VOLUME, tmp_path / "l.nii.gz", predictor=interrupt, classes=2, roi=8, overlap=0.5)
-    assert list(tmp_path.iterdir()) == []
-    assert len(calls) < 100  # cancelled, not run to the end
-
 
 def test_model_without_onnx_runtime_is_a_clear_error(tmp_path):
-    """Only where the library lacks ONNX Runtime: model= says so (predictor= still works)."""
+    """Only where the library lacks ONNX Runtime: model= says so."""
     b = os.environ.get("SWI_BINARY")
     if not b or not Path(b).is_file():
         pytest.skip("SWI_BINARY (the swi command, set by ctest) tells whether ONNX Runtime is built in")
     if "ONNX Runtime: not built in" not in subprocess.run([b, "--version"], capture_output=True, text=True).stdout:
         pytest.skip("built with ONNX Runtime")
-    with pytest.raises((ValueError, RuntimeError), match="ONNX Runtime"):
+    with pytest.raises((ValueError, RuntimeError, OSError), match="ONNX Runtime"):
         swi.segment(VOLUME, model=str(MODELS / "demo.onnx"))
