@@ -382,6 +382,8 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
         p = _path(scores, "scores")
         assert p is not None
         spec["scores"] = outputs["scores"] = p
+    if softmax and (scores is None or scores is False):
+        raise ValueError("softmax=True applies to the scores: give scores=PATH or scores=True too")
     if report_title is not None:
         spec["report_title"] = str(report_title)
     spec["softmax"] = int(bool(softmax))
