@@ -200,7 +200,9 @@ typedef struct {
 static void message_cb(void *user, const char *line) {
     job_state *js = user;
     PyGILState_STATE gil = PyGILState_Ensure();
-    PyObject *r = PyObject_CallFunction(js->message, "s", line);
+    PyObject *text = PyUnicode_DecodeUTF8(line, (Py_ssize_t)strlen(line), "replace"); /* paths: any bytes */
+    PyObject *r = text ? PyObject_CallOneArg(js->message, text) : NULL;
+    Py_XDECREF(text);
     if (r)
         Py_DECREF(r);
     else
@@ -219,9 +221,17 @@ static int progress_cb(void *user, int64_t done, int64_t total) {
     return swipy_progress_cb(&js->hook_rs, done, total);
 }
 
+static void drop_stashed(run_state *rs) {
+    Py_CLEAR(rs->exc_type);
+    Py_CLEAR(rs->exc_value);
+    Py_CLEAR(rs->exc_tb);
+}
+
 static void job_state_free(job_state *js) {
     if (js->job) swi_job_free(js->job);
     js->job = NULL;
+    for (int i = 0; i < js->n_members; i++) drop_stashed(&js->members[i]);
+    drop_stashed(&js->hook_rs);
     PyMem_Free(js->members);
     PyMem_Free(js->preds);
     Py_XDECREF(js->intr_type);
@@ -385,12 +395,6 @@ static int restore_stashed(run_state *rs) {
     PyErr_Restore(rs->exc_type, rs->exc_value, rs->exc_tb);
     rs->exc_type = rs->exc_value = rs->exc_tb = NULL;
     return 1;
-}
-
-static void drop_stashed(run_state *rs) {
-    Py_CLEAR(rs->exc_type);
-    Py_CLEAR(rs->exc_value);
-    Py_CLEAR(rs->exc_tb);
 }
 
 /* After a call: the interrupt first, then a callback's exception unchanged, then the
