@@ -444,7 +444,8 @@ def plan_job(input: Inputs, *, model: Optional[Inputs] = None, predictor: Option
     batch, order, bytes_*), ``size`` (the model grid the windows run on), ``input_size``
     (the input grid), ``channels``, ``classes``, ``members`` (predictors averaged),
     ``beside_bytes``, ``reading_bytes``, ``peak_bytes``, ``fits`` (False when it does not
-    fit the budget), ``unfit`` (why not, naming the smallest budget that works, or None) and
+    fit the memory available), ``unfit`` (why not, naming the smallest budget that works, or
+    None; a ``max_memory`` below the smallest plan raises swi.BudgetError instead) and
     ``describe`` (the plan as ``swi plan`` prints it). With ``count_reuse`` the voxels are
     read to count the windows window reuse spares. Raises as `segment` does."""
     _need_pipeline()

@@ -74,7 +74,10 @@ def test_real_scan_job_equals_the_command(tmp_path, ensemble):
     want_l, want_s = voxels(cli / "l.nii.gz"), voxels(cli / "s.nii.gz")
     assert want_s.shape == want_l.shape + (4,)
 
-    r = swi.segment(VOLUME, model=ensemble, orientation="PIR", spacing=1.5, threads=2, scores=True)
+    notes = []
+    r = swi.segment(VOLUME, model=ensemble, orientation="PIR", spacing=1.5, threads=2, scores=True,
+                    on_message=notes.append)
+    assert list(r.messages) == notes
     assert isinstance(r, swi.Segmentation) and r.classes == 4
     assert r.labels.shape == want_l.shape and r.labels.dtype == want_l.dtype
     assert np.array_equal(r.labels, want_l)
@@ -103,7 +106,8 @@ def test_real_scan_job_equals_the_command(tmp_path, ensemble):
     assert (py / "l.nii.gz").read_bytes() == before
 
     p = swi.plan_job(VOLUME, model=ensemble, orientation="PIR", spacing=1.5)
-    assert p["members"] == 2 and p["classes"] == 4 and p["fits"]
+    assert p["members"] == 2 and p["classes"] == 4 and p["fits"] and p["unfit"] is None
+    assert p["peak_bytes"] >= p["engine"]["bytes_peak"] > 0
     assert tuple(p["input_size"]) == want_l.shape
     assert tuple(p["engine"]["roi"]) == (32, 32, 32)  # the card's
     assert p["engine"]["windows_total"] == r.stats["windows_total"]
@@ -111,6 +115,8 @@ def test_real_scan_job_equals_the_command(tmp_path, ensemble):
                           str(VOLUME), *flags], capture_output=True, text=True)
     assert cmd.returncode == 0, cmd.stderr
     assert "PIR" in p["describe"] and "ensemble 2 models" in p["describe"]
+    with pytest.raises(swi.BudgetError, match="smallest plan"):
+        swi.plan_job(VOLUME, model=ensemble, orientation="PIR", spacing=1.5, max_memory="1M")
     lines = set(cmd.stdout.splitlines())
     assert [ln for ln in p["describe"].splitlines() if ln not in lines] == []  # as `swi plan` prints it
 
