@@ -283,12 +283,9 @@ def _job(input: Inputs, model: Any, predictor: Any, classes: Optional[int], orie
     spec["reuse_cache"] = _whole(reuse_cache, "reuse_cache")
     spec["no_rewrite"] = int(bool(no_rewrite))
     dev = str(device).lower()
-    if dev == "cpu":
-        spec["cuda"] = 0
-    elif re.fullmatch(r"cuda(:\d+)?", dev):
-        spec["cuda"] = 1 + (int(dev[5:]) if ":" in dev else 0)
-    else:
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N' (ONNX Runtime's provider), got {device!r}")
+    if dev not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda' (ONNX Runtime's execution provider), got {device!r}")
+    spec["cuda"] = int(dev == "cuda")
     spec["max_memory"] = _parse_memory(max_memory)
     spec["threads"] = _whole(threads, "threads")
     return spec, preds
@@ -356,7 +353,8 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
       channel, in that order. nonfinite: "zero" (NaN/Inf read as 0, with a warning) or "fail".
     head: which output of a multi-output model. no_card: ignore the card. no_reuse: every
       window through the network. reuse_cache: window outputs kept for reuse (0: default).
-      no_rewrite: load the ONNX model as it is. device: "cpu" or "cuda[:N]" (ONNX Runtime).
+      no_rewrite: load the ONNX model as it is. device: "cpu" or "cuda" (ONNX Runtime's
+      execution provider, ``--device``).
     max_memory: budget of the whole job (bytes or "4G"; default: the memory available).
     threads: 0 for every core. force: replace existing outputs (never an input).
     progress: True for a bar over windows, or a callable ``(done, total)``.
