@@ -231,7 +231,7 @@ def _job(input: Inputs, model: Any, predictor: Any, classes: Optional[int], orie
         r = roi if isinstance(roi, Sequence) else [roi] * 3
         if len(r) != 3:
             raise ValueError(f"roi must be one size or 3, got {roi!r}")
-        spec["roi"] = [_whole(v, "roi", 0) for v in r]  # 0: the whole volume along that axis
+        spec["roi"] = [_whole(v, "roi", -1) for v in r]  # 0 or -1: the whole volume along that axis
     if overlap is not None:
         spec["overlap"] = _triple(overlap, "overlap", 0.0, hi=1.0)
     if mode is not None:
@@ -335,10 +335,14 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
       device under ``torch.no_grad()``) or a callable (float32 numpy arrays), or a list of
       them: an ensemble. It is called with windows ``[n, channels, *roi]`` and returns
       ``[n, classes, *roi]`` scores; ``classes`` is then required, and ``roi`` too unless
-      ``model=`` names one ONNX model for its card (the card's window).
+      ``model=`` names one ONNX model for its card (the card's window). It needs a pipeline
+      library that takes the caller's predictors (``swi._swi.PIPELINE_PREDICTORS``); one
+      that runs ONNX models only refuses it with RuntimeError.
     orientation, spacing: the model's axis codes ("RAS", "PIR"...) and voxel size in mm
       (one value or three); the results are brought back to the input's grid.
-    roi, overlap, mode ("constant"/"gaussian"), sigma_scale, padding ("constant", "reflect",
+    roi: the window, one size or three (0 or -1 on an axis: the whole axis; None: the
+      card's, else the model's fixed input size).
+    overlap, mode ("constant"/"gaussian"), sigma_scale, padding ("constant", "reflect",
       "replicate", "circular"), cval, sw_batch_size: the window, MONAI's meanings; None
       takes the card's value, else the engine's default.
     tta: test-time mirroring (the mean over the 8 flips of every window).
