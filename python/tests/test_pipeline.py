@@ -121,6 +121,30 @@ def test_real_scan_job_equals_the_command(tmp_path, ensemble):
     assert [ln for ln in p["describe"].splitlines() if ln not in lines] == []  # as `swi plan` prints it
 
 
+@pytest.mark.parametrize("case", ["preprocessing", "window"])
+def test_options_equal_the_command(tmp_path, case):
+    """Each keyword is the command's flag: test-time mirroring, the intensity steps, the
+    window's blending and padding, the batch and reuse give bitwise the command's scores."""
+    model = str(e2e_dir() / "unet.onnx")
+    if case == "preprocessing":
+        flags = ["--tta", "--clip", "-1,2", "--scale", "-1,2,0,1", "--zscore", "--roi", "32", "--no-card"]
+        kw = dict(tta=True, clip=(-1, 2), scale=(-1, 2, 0, 1), zscore=True, roi=32, no_card=True)
+    else:
+        flags = ["--mode", "gaussian", "--sigma-scale", "0.2", "--padding-mode", "replicate", "--overlap", "0.5",
+                 "--sw-batch", "3", "--no-reuse", "--roi", "32", "--orientation", "RAS", "--spacing", "2.5,2.5,2.5",
+                 "--softmax"]
+        kw = dict(mode="gaussian", sigma_scale=0.2, padding="replicate", overlap=0.5, sw_batch_size=3,
+                  no_reuse=True, roi=32, orientation="RAS", spacing=2.5, softmax=True)
+    run_cli("--model", model, "--input", str(VOLUME), "--output", str(tmp_path / "l.nii"), "--scores",
+            str(tmp_path / "s.nii"), "--threads", "2", *flags)
+    r = swi.segment(VOLUME, model=model, threads=2, scores=True, **kw)
+    assert np.array_equal(r.labels, voxels(tmp_path / "l.nii"))
+    assert np.array_equal(r.scores, np.moveaxis(voxels(tmp_path / "s.nii"), -1, 0))
+    if case == "window":
+        assert r.stats["windows_reused"] == 0
+        np.testing.assert_allclose(r.scores.sum(0), 1, rtol=1e-5)  # probabilities
+
+
 def test_store_part_equals_the_command(tmp_path):
     """A Zarr input in parts (part 'init', then every I/N of a grid) into one store: bitwise
     the command's whole run."""
