@@ -90,14 +90,14 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, cons
     spec.job = job;
     int flags = (b->force ? SWI_STORE_FORCE : 0) | (b->sharded ? SWI_STORE_SHARED : 0);
     if (b->init) {
-        if (swi_store_init(b->output, &spec, flags, err, n) != SWI_OK) return 1;
+        if (swi_store_create_metadata(b->output, &spec, flags, err, n) != SWI_OK) return 1;
         return 0;
     }
     if (cli_mpi_active()) {
         /* rank 0 writes the metadata; the others join once it is there */
         int rank = 0, size = 1, ok = 1;
         cli_mpi_start(&rank, &size);
-        if (rank == 0) ok = swi_store_init(b->output, &spec, flags, err, n) == SWI_OK;
+        if (rank == 0) ok = swi_store_create_metadata(b->output, &spec, flags, err, n) == SWI_OK;
         if (!cli_mpi_all_ok(ok)) {
             if (ok) snprintf(err, n, "%s: not created: another rank failed first", b->output);
             return 1;

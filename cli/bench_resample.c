@@ -14,7 +14,7 @@ int bench_rs_setup(bench_rs *r, const int64_t shape[3], const double in_spacing[
     r->label_bytes = classes > 256 ? 2 : 1;
     double a[4][4] = {
         {in_spacing[0], 0, 0, 0}, {0, in_spacing[1], 0, 0}, {0, 0, in_spacing[2], 0}, {0, 0, 0, 1}};
-    return swi_spacing_grid_make(a, shape, spacing, &r->grid, err, errlen) == SWI_OK ? 0 : -1;
+    return swi_resample_spacing_grid_make(a, shape, spacing, &r->grid, err, errlen) == SWI_OK ? 0 : -1;
 }
 
 /* never called: the sink runs in its argmax mode */

@@ -11,8 +11,8 @@
 #include "swi_resample.h"
 
 typedef struct bench_rs {
-    int64_t in_size[3];    /* the input grid (--shape) */
-    swi_spacing_grid grid; /* the model grid */
+    int64_t in_size[3];             /* the input grid (--shape) */
+    swi_resample_spacing_grid grid; /* the model grid */
     int64_t classes;
     int label_bytes;
     void *labels; /* on the input grid */

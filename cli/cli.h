@@ -90,6 +90,10 @@ typedef struct seg_opts {
 
 void seg_opts_init(seg_opts *o);
 
+/** The --help texts of swi segment and swi plan (segment_help.c). */
+extern const char SEG_SEGMENT_HELP[];
+extern const char SEG_PLAN_HELP[];
+
 /** Parse `swi segment` (plan = 0) or `swi plan` (plan = 1) options. Returns 0 when ready to
  *  run, 2 after printing a usage error, -1 after printing --help. Never exits. */
 int seg_parse(int argc, char **argv, seg_opts *o, int plan);

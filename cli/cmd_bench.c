@@ -84,7 +84,7 @@ static int open_volume(bench *b) {
         fprintf(stderr, "swi bench: --spacing: %s\n", msg);
         return 1;
     }
-    const swi_spacing_grid *g = &b->rs.grid;
+    const swi_resample_spacing_grid *g = &b->rs.grid;
     printf("resample: input %lldx%lldx%lld at %g,%g,%g mm -> model grid %lldx%lldx%lld at "
            "%g,%g,%g mm\n",
            (long long)o->shape[0], (long long)o->shape[1], (long long)o->shape[2], o->in_spacing[0],

@@ -323,7 +323,8 @@ static void chunk_of(const swi_store_spec *spec, int64_t chunk[3]) {
         if (spec->chunk[a] > 0) chunk[a] = spec->chunk[a] < spec->size[a] ? spec->chunk[a] : spec->size[a];
 }
 
-swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flags, char *err, size_t n) {
+swi_status swi_store_create_metadata(const char *name, const swi_store_spec *spec, int flags, char *err,
+                                     size_t n) {
     const store_ops *ops = ops_of(name, err, n);
     swi_status st = ops ? check_spec(name, spec, err, n) : SWI_ERR_INVALID_ARG;
     if (st != SWI_OK) return st;

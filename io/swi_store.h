@@ -227,7 +227,8 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
                             char *err, size_t errlen);
 
 /** Create the metadata and the incomplete marker only (`swi ... --shard init`). */
-swi_status swi_store_init(const char *name, const swi_store_spec *spec, int flags, char *err, size_t errlen);
+swi_status swi_store_create_metadata(const char *name, const swi_store_spec *spec, int flags, char *err,
+                                     size_t errlen);
 
 /** The chunk the writer uses. */
 void swi_store_writer_chunk(const swi_store_writer *w, int64_t chunk[3]);

@@ -289,7 +289,7 @@ int card_parse(const char *text, const char *source, const char *dir, seg_card *
                 field_err(err, source, key, "must be a string of axis codes (\"RAS\")");
                 goto done;
             }
-            if (swi_axcodes_parse(s, w, sg, msg, sizeof msg) != SWI_OK) {
+            if (swi_resample_axcodes_parse(s, w, sg, msg, sizeof msg) != SWI_OK) {
                 field_err(err, source, key, msg);
                 goto done;
             }

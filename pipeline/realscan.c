@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void identity_orientation(const swi_volume *v, swi_orientation *o) {
+static void identity_orientation(const swi_volume *v, swi_resample_orientation *o) {
     memset(o, 0, sizeof *o);
     for (int a = 0; a < 3; a++) {
         o->src_axis[a] = a;
@@ -24,18 +24,19 @@ int seg_grid_setup(const pl_opts *o, const swi_volume *v, seg_grid *g, char *err
     if (!o->orientation && !o->spacing_given) return 0;
     char msg[SWI_ERRLEN];
     if (o->orientation) {
-        if (swi_orientation_make(v->affine, v->size, o->orientation, &g->orient, msg, sizeof msg) != SWI_OK) {
+        if (swi_resample_orientation_make(v->affine, v->size, o->orientation, &g->orient, msg, sizeof msg) !=
+            SWI_OK) {
             cli_err(err, "%s: --orientation %s: %s", v->path, o->orientation, msg);
             return 1;
         }
-        g->oriented = !swi_orientation_is_identity(&g->orient);
+        g->oriented = !swi_resample_orientation_is_identity(&g->orient);
     } else {
         identity_orientation(v, &g->orient);
     }
     memcpy(g->size, g->orient.size, sizeof g->size);
     if (o->spacing_given) {
-        if (swi_spacing_grid_make(g->orient.affine, g->orient.size, o->spacing, &g->spacing, msg,
-                                  sizeof msg) != SWI_OK) {
+        if (swi_resample_spacing_grid_make(g->orient.affine, g->orient.size, o->spacing, &g->spacing, msg,
+                                           sizeof msg) != SWI_OK) {
             cli_err(err, "%s: --spacing %g,%g,%g: %s", v->path, o->spacing[0], o->spacing[1], o->spacing[2],
                     msg);
             return 1;
@@ -44,8 +45,8 @@ int seg_grid_setup(const pl_opts *o, const swi_volume *v, seg_grid *g, char *err
         if (!g->spacing.identity) {
             g->resampled = 1;
             memcpy(g->size, g->spacing.size, sizeof g->size);
-            swi_orient_map_to_input(&g->orient, g->spacing.to_src, g->to_input);
-            swi_orient_map_from_input(&g->orient, g->spacing.to_new, g->to_model);
+            swi_resample_orient_to_input(&g->orient, g->spacing.to_src, g->to_input);
+            swi_resample_orient_from_input(&g->orient, g->spacing.to_new, g->to_model);
         }
     }
     g->active = g->oriented || g->resampled;
@@ -58,7 +59,7 @@ static int read_oriented(void *user, int64_t image, const int64_t *lo, const int
     (void)message;
     (void)message_size;
     const seg_grid *g = user;
-    swi_orient_read_box(&g->orient, g->input, g->channels, lo, hi, dst);
+    swi_resample_orient_read_box(&g->orient, g->input, g->channels, lo, hi, dst);
     return 0;
 }
 
@@ -66,14 +67,14 @@ static int labels_region(void *user, const swi_region *r) {
     seg_grid *g = user;
     size_t e = r->dtype == SWI_DTYPE_UINT16 ? 2 : 1;
     if ((int)e != g->label_bytes) return 1;
-    swi_orient_write_box(&g->orient, r->data, e, 1, r->lo, r->hi, g->labels);
+    swi_resample_orient_write_box(&g->orient, r->data, e, 1, r->lo, r->hi, g->labels);
     return 0;
 }
 
 static int scores_region(void *user, const swi_region *r) {
     seg_grid *g = user;
     if (r->channels != g->classes) return 1;
-    swi_orient_write_box(&g->orient, r->data, sizeof(float), r->channels, r->lo, r->hi, g->scores);
+    swi_resample_orient_write_box(&g->orient, r->data, sizeof(float), r->channels, r->lo, r->hi, g->scores);
     return 0;
 }
 
@@ -237,7 +238,7 @@ int seg_grid_begin(seg_grid *g, const float *input, int64_t channels, int64_t cl
 
 void seg_grid_describe(const seg_grid *g, char *buf, size_t n) {
     char codes[4] = "?";
-    swi_affine_axcodes(g->orient.affine, codes, NULL, 0);
+    swi_resample_axcodes_of(g->orient.affine, codes, NULL, 0);
     int len = snprintf(buf, n, "%lld x %lld x %lld, %s", (long long)g->size[0], (long long)g->size[1],
                        (long long)g->size[2], codes);
     if (len < 0 || (size_t)len >= n) return;

@@ -21,8 +21,8 @@
 typedef struct seg_grid {
     int active; /* orientation or spacing in use */
     int oriented, resampled;
-    swi_orientation orient;
-    swi_spacing_grid spacing;
+    swi_resample_orientation orient;
+    swi_resample_spacing_grid spacing;
     double to_model[3][4]; /* input index -> model index (resampled) */
     double to_input[3][4]; /* model index -> input index (resampled) */
     int64_t in_size[3];    /* the input grid */

@@ -149,8 +149,8 @@ int seg_store_begin(const pl_opts *o, seg_state *s, swi_params *p, const swi_ten
     int flags = (o->force ? SWI_STORE_FORCE : 0) | (o->shard_given ? SWI_STORE_SHARED : 0);
     char msg[SWI_ERRLEN];
     if (o->shard_init) {
-        if ((o->output && swi_store_init(o->output, &ls, flags, msg, sizeof msg)) ||
-            (o->scores && swi_store_init(o->scores, &ss, flags, msg, sizeof msg))) {
+        if ((o->output && swi_store_create_metadata(o->output, &ls, flags, msg, sizeof msg)) ||
+            (o->scores && swi_store_create_metadata(o->scores, &ss, flags, msg, sizeof msg))) {
             cli_err(err, "%s", msg);
             return 1;
         }
@@ -161,8 +161,8 @@ int seg_store_begin(const pl_opts *o, seg_state *s, swi_params *p, const swi_ten
         /* part 0 writes the metadata; the others join once it is there */
         int ok = 1;
         if (o->shard_part == 0)
-            ok = !((o->output && swi_store_init(o->output, &ls, flags, msg, sizeof msg)) ||
-                   (o->scores && swi_store_init(o->scores, &ss, flags, msg, sizeof msg)));
+            ok = !((o->output && swi_store_create_metadata(o->output, &ls, flags, msg, sizeof msg)) ||
+                   (o->scores && swi_store_create_metadata(o->scores, &ss, flags, msg, sizeof msg)));
         if (s->hooks && s->hooks->all_ok) ok = s->hooks->all_ok(s->hooks->user, ok);
         if (!ok) {
             cli_err(err, "%s", ok ? "output stores not created: another rank failed first" : msg);

@@ -44,7 +44,8 @@ static int code_of(char c, int *world, int *sign) {
     }
 }
 
-swi_status swi_axcodes_parse(const char *codes, int world[3], int sign[3], char *err, size_t errlen) {
+swi_status swi_resample_axcodes_parse(const char *codes, int world[3], int sign[3], char *err,
+                                      size_t errlen) {
     if (!codes || strlen(codes) != 3) {
         rs__err(err, errlen,
                 "axis codes '%s': give three letters, one of L/R, P/A and I/S each "
@@ -109,7 +110,7 @@ static int io_orientation(const double affine[4][4], int world[3], int sign[3]) 
     return 0;
 }
 
-swi_status swi_affine_axcodes(const double affine[4][4], char codes[4], char *err, size_t errlen) {
+swi_status swi_resample_axcodes_of(const double affine[4][4], char codes[4], char *err, size_t errlen) {
     static const char LABELS[3][2] = {{'L', 'R'}, {'P', 'A'}, {'I', 'S'}};
     int world[3], sign[3];
     if (io_orientation(affine, world, sign) != 0) {
@@ -121,11 +122,11 @@ swi_status swi_affine_axcodes(const double affine[4][4], char codes[4], char *er
     return SWI_OK;
 }
 
-swi_status swi_orientation_make(const double affine[4][4], const int64_t size[3], const char *codes,
-                                swi_orientation *o, char *err, size_t errlen) {
+swi_status swi_resample_orientation_make(const double affine[4][4], const int64_t size[3], const char *codes,
+                                         swi_resample_orientation *o, char *err, size_t errlen) {
     memset(o, 0, sizeof *o);
     int tw[3], ts[3], sw[3], ss[3];
-    swi_status st = swi_axcodes_parse(codes, tw, ts, err, errlen);
+    swi_status st = swi_resample_axcodes_parse(codes, tw, ts, err, errlen);
     if (st != SWI_OK) return st;
     if (io_orientation(affine, sw, ss) != 0) {
         rs__err(err, errlen, "the affine's direction part is singular: cannot orient to %s", codes);
@@ -154,13 +155,13 @@ swi_status swi_orientation_make(const double affine[4][4], const int64_t size[3]
     return SWI_OK;
 }
 
-int swi_orientation_is_identity(const swi_orientation *o) {
+int swi_resample_orientation_is_identity(const swi_resample_orientation *o) {
     for (int j = 0; j < 3; j++)
         if (o->src_axis[j] != j || o->flip[j]) return 0;
     return 1;
 }
 
-void swi_orient_point(const swi_orientation *o, const int64_t x[3], int64_t y[3]) {
+void swi_resample_orient_point(const swi_resample_orientation *o, const int64_t x[3], int64_t y[3]) {
     for (int j = 0; j < 3; j++) {
         int i = o->src_axis[j];
         y[j] = o->flip[j] ? o->in_size[i] - 1 - x[i] : x[i];
@@ -168,7 +169,7 @@ void swi_orient_point(const swi_orientation *o, const int64_t x[3], int64_t y[3]
 }
 
 /* Offset into the input grid of oriented voxel y: base + sum y_j * step_j. */
-static void input_steps(const swi_orientation *o, int64_t *base, int64_t step[3]) {
+static void input_steps(const swi_resample_orientation *o, int64_t *base, int64_t step[3]) {
     const int64_t *n = o->in_size;
     const int64_t in_stride[3] = {n[1] * n[2], n[2], 1};
     *base = 0;
@@ -190,7 +191,7 @@ static inline void put(void *dst, int64_t di, const void *src, int64_t si, size_
 }
 
 /* Walk the box [lo, hi) of the oriented grid: box element b <-> input element in. */
-static void walk_box(const swi_orientation *o, const void *a, void *b, size_t e, int64_t planes,
+static void walk_box(const swi_resample_orientation *o, const void *a, void *b, size_t e, int64_t planes,
                      const int64_t lo[3], const int64_t hi[3], int to_input) {
     int64_t base, step[3];
     input_steps(o, &base, step);
@@ -212,23 +213,24 @@ static void walk_box(const swi_orientation *o, const void *a, void *b, size_t e,
     }
 }
 
-void swi_orient_read_box(const swi_orientation *o, const float *src, int64_t planes, const int64_t lo[3],
-                         const int64_t hi[3], float *dst) {
+void swi_resample_orient_read_box(const swi_resample_orientation *o, const float *src, int64_t planes,
+                                  const int64_t lo[3], const int64_t hi[3], float *dst) {
     walk_box(o, src, dst, sizeof(float), planes, lo, hi, 0);
 }
 
-void swi_orient_write_box(const swi_orientation *o, const void *src, size_t elem_bytes, int64_t planes,
-                          const int64_t lo[3], const int64_t hi[3], void *dst) {
+void swi_resample_orient_write_box(const swi_resample_orientation *o, const void *src, size_t elem_bytes,
+                                   int64_t planes, const int64_t lo[3], const int64_t hi[3], void *dst) {
     walk_box(o, src, dst, elem_bytes, planes, lo, hi, 1);
 }
 
-void swi_orient_copy(const swi_orientation *o, const void *src, void *dst, size_t elem_bytes, int64_t planes,
-                     int inverse) {
+void swi_resample_orient_copy(const swi_resample_orientation *o, const void *src, void *dst,
+                              size_t elem_bytes, int64_t planes, int inverse) {
     const int64_t lo[3] = {0, 0, 0};
     walk_box(o, src, dst, elem_bytes, planes, lo, o->size, inverse);
 }
 
-void swi_orient_map_to_input(const swi_orientation *o, const double map[3][4], double out[3][4]) {
+void swi_resample_orient_to_input(const swi_resample_orientation *o, const double map[3][4],
+                                  double out[3][4]) {
     /* x_i = y_j, or n_i - 1 - y_j where flipped (i = src_axis[j]) */
     for (int j = 0; j < 3; j++) {
         int i = o->src_axis[j];
@@ -237,7 +239,8 @@ void swi_orient_map_to_input(const swi_orientation *o, const double map[3][4], d
     }
 }
 
-void swi_orient_map_from_input(const swi_orientation *o, const double map[3][4], double out[3][4]) {
+void swi_resample_orient_from_input(const swi_resample_orientation *o, const double map[3][4],
+                                    double out[3][4]) {
     /* map @ y with y_j = x_i or n_i - 1 - x_i: column j of map lands in column i */
     for (int r = 0; r < 3; r++) {
         out[r][3] = map[r][3];

@@ -137,8 +137,9 @@ static int list_cells(swi_resample_sink *s, int64_t entries) {
 }
 
 swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
-                                    const double map[3][4], int64_t channels, int tile, swi_sink_emit_fn emit,
-                                    void *user, swi_resample_sink **out, char *err, size_t errlen) {
+                                    const double map[3][4], int64_t channels, int tile,
+                                    swi_resample_emit_fn emit, void *user, swi_resample_sink **out, char *err,
+                                    size_t errlen) {
     *out = NULL;
     if (channels < 1 || !emit || tile < 0 || tile > 1024) {
         rs__err(err, errlen, "swi_resample_sink_create: %s",
@@ -216,7 +217,7 @@ static size_t block_floats(const swi_resample_sink *s) {
     return (size_t)s->channels * BLK3 + (s->labels_fn ? (size_t)s->channels + 1 : 0);
 }
 
-swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_sink_labels_fn fn, void *user) {
+swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_resample_labels_fn fn, void *user) {
     if (!fn || s->channels > 65536 || s->region_id != 0) return SWI_ERR_INVALID_ARG;
     s->labels_fn = fn;
     s->labels_user = user;

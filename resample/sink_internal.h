@@ -17,9 +17,9 @@ struct swi_resample_sink {
     int64_t src[3], out[3], channels;
     double map[3][4];
     int tl[3]; /* output tile extent per axis */
-    swi_sink_emit_fn emit;
+    swi_resample_emit_fn emit;
     void *user;
-    swi_sink_labels_fn labels_fn; /* argmax mode */
+    swi_resample_labels_fn labels_fn; /* argmax mode */
     void *labels_user;
     pthread_mutex_t lock;
     int failed;

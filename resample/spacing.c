@@ -75,8 +75,9 @@ static int allclose(const double *a, const double *b, int n, double atol) {
     return 1;
 }
 
-swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3], const double pixdim[3],
-                                 swi_spacing_grid *g, char *err, size_t errlen) {
+swi_status swi_resample_spacing_grid_make(const double affine[4][4], const int64_t size[3],
+                                          const double pixdim[3], swi_resample_spacing_grid *g, char *err,
+                                          size_t errlen) {
     memset(g, 0, sizeof *g);
     for (int a = 0; a < 3; a++)
         if (!isfinite(pixdim[a]) || !(pixdim[a] > 0) || pixdim[a] > 1e6) {

@@ -6,17 +6,17 @@
  * Link swi_resample (CMake: swi::resample). A client of swi.h only (libm, no I/O).
  *
  *     // example:begin
- *     swi_orientation o;
+ *     swi_resample_orientation o;
  *     char err[256];
- *     if (swi_orientation_make(affine, size, "RAS", &o, err, sizeof err) != SWI_OK) goto fail;
+ *     if (swi_resample_orientation_make(affine, size, "RAS", &o, err, sizeof err) != SWI_OK) goto fail;
  *     // input voxel (i, j, k) is voxel y of the RAS grid; o.size and o.affine describe that grid
  *     int64_t y[3];
- *     swi_orient_point(&o, (int64_t[3]){ i, j, k }, y);
- *     swi_orient_copy(&o, image, ras, sizeof(float), 1, 0); // image [size] -> ras [o.size]
+ *     swi_resample_orient_point(&o, (int64_t[3]){ i, j, k }, y);
+ *     swi_resample_orient_copy(&o, image, ras, sizeof(float), 1, 0); // image [size] -> ras [o.size]
  *
- *     swi_spacing_grid g;
+ *     swi_resample_spacing_grid g;
  *     const double mm[3] = { 1.5, 1.5, 1.5 };
- *     if (swi_spacing_grid_make(o.affine, o.size, mm, &g, err, sizeof err) != SWI_OK) goto fail;
+ *     if (swi_resample_spacing_grid_make(o.affine, o.size, mm, &g, err, sizeof err) != SWI_OK) goto fail;
  *     // dst [g.size]: every row in one call here (threads may take a band of rows each)
  *     swi_resample_trilinear(ras, o.size, dst, g.size, g.to_src, 1, 0, g.size[0]);
  *     return 0;
@@ -62,52 +62,54 @@ extern "C" {
 /** Parse three axis codes ("RAS", "LPS", "PIR", case-insensitive): world[j] is the world
  *  axis (0 = L/R, 1 = P/A, 2 = I/S) of axis j, sign[j] +1 towards R/A/S, -1 towards
  *  L/P/I. Fails on anything but three letters naming three distinct world axes. */
-swi_status swi_axcodes_parse(const char *codes, int world[3], int sign[3], char *err, size_t errlen);
+swi_status swi_resample_axcodes_parse(const char *codes, int world[3], int sign[3], char *err, size_t errlen);
 
 /** The axis codes of an affine (nibabel's aff2axcodes), e.g. "LPS"; codes gets 4 bytes.
  *  Fails when the direction part is singular. */
-swi_status swi_affine_axcodes(const double affine[4][4], char codes[4], char *err, size_t errlen);
+swi_status swi_resample_axcodes_of(const double affine[4][4], char codes[4], char *err, size_t errlen);
 
 /** How a grid is brought to target axis codes. */
-typedef struct swi_orientation {
+typedef struct swi_resample_orientation {
     int src_axis[3];     /**< oriented axis j is input axis src_axis[j] */
     int flip[3];         /**< 1 where oriented axis j runs backwards along it */
     int64_t in_size[3];  /**< the input grid */
     int64_t size[3];     /**< the oriented grid: in_size[src_axis[j]] */
     double affine[4][4]; /**< the oriented grid's voxel -> world map */
-} swi_orientation;
+} swi_resample_orientation;
 
-/** Orientation of a grid (affine, size) to `codes` (see swi_axcodes_parse). */
-swi_status swi_orientation_make(const double affine[4][4], const int64_t size[3], const char *codes,
-                                swi_orientation *o, char *err, size_t errlen);
+/** Orientation of a grid (affine, size) to `codes` (see swi_resample_axcodes_parse). */
+swi_status swi_resample_orientation_make(const double affine[4][4], const int64_t size[3], const char *codes,
+                                         swi_resample_orientation *o, char *err, size_t errlen);
 
 /** 1 when the orientation changes nothing. */
-int swi_orientation_is_identity(const swi_orientation *o);
+int swi_resample_orientation_is_identity(const swi_resample_orientation *o);
 
 /** Input voxel (x[0], x[1], x[2]) -> its index along each oriented axis (y). */
-void swi_orient_point(const swi_orientation *o, const int64_t x[3], int64_t y[3]);
+void swi_resample_orient_point(const swi_resample_orientation *o, const int64_t x[3], int64_t y[3]);
 
 /** Copy `planes` volumes of elem_bytes elements from the input grid (src) to the oriented
  *  grid (dst, inverse = 0), or back (inverse = 1). src and dst must not overlap. */
-void swi_orient_copy(const swi_orientation *o, const void *src, void *dst, size_t elem_bytes, int64_t planes,
-                     int inverse);
+void swi_resample_orient_copy(const swi_resample_orientation *o, const void *src, void *dst,
+                              size_t elem_bytes, int64_t planes, int inverse);
 
 /** Read the box [lo, hi) of the oriented grid from the input grid: dst is
  *  [planes, *(hi - lo)], src [planes, *in_size]; floats. For swi_reader callbacks. */
-void swi_orient_read_box(const swi_orientation *o, const float *src, int64_t planes, const int64_t lo[3],
-                         const int64_t hi[3], float *dst);
+void swi_resample_orient_read_box(const swi_resample_orientation *o, const float *src, int64_t planes,
+                                  const int64_t lo[3], const int64_t hi[3], float *dst);
 
 /** Write a region [lo, hi) of the oriented grid (src [planes, *(hi - lo)]) into the input
  *  grid (dst [planes, *in_size]). Distinct regions write distinct voxels, so region
  *  callbacks on several threads may call it at once. */
-void swi_orient_write_box(const swi_orientation *o, const void *src, size_t elem_bytes, int64_t planes,
-                          const int64_t lo[3], const int64_t hi[3], void *dst);
+void swi_resample_orient_write_box(const swi_resample_orientation *o, const void *src, size_t elem_bytes,
+                                   int64_t planes, const int64_t lo[3], const int64_t hi[3], void *dst);
 
 /** map sends points to oriented indices; out sends the same points to input indices. */
-void swi_orient_map_to_input(const swi_orientation *o, const double map[3][4], double out[3][4]);
+void swi_resample_orient_to_input(const swi_resample_orientation *o, const double map[3][4],
+                                  double out[3][4]);
 
 /** map takes oriented indices; out takes input indices to the same place. */
-void swi_orient_map_from_input(const swi_orientation *o, const double map[3][4], double out[3][4]);
+void swi_resample_orient_from_input(const swi_resample_orientation *o, const double map[3][4],
+                                    double out[3][4]);
 
 /* ---- spacing -------------------------------------------------------------------- */
 
@@ -115,7 +117,7 @@ void swi_orient_map_from_input(const swi_orientation *o, const double map[3][4],
 #define SWI_RESAMPLE_MAX_VOXELS ((int64_t)1 << 40)
 
 /** The grid Spacingd makes, and the voxel maps between it and the input grid. */
-typedef struct swi_spacing_grid {
+typedef struct swi_resample_spacing_grid {
     int64_t size[3];     /**< voxels of the new grid */
     double affine[4][4]; /**< its voxel -> world map */
     double pixdim[3];    /**< its spacing (the target, or the input's where within 1e-3) */
@@ -125,13 +127,14 @@ typedef struct swi_spacing_grid {
                                 the caller */
     double to_src[3][4]; /**< new voxel -> continuous input index (inv(src) @ new) */
     double to_new[3][4]; /**< input voxel -> continuous new index (inv(new) @ src) */
-} swi_spacing_grid;
+} swi_resample_spacing_grid;
 
 /** The grid of an input (affine, size) resampled to pixdim (mm, each > 0 and finite).
  *  Fails on bad spacings, singular affines and grids over SWI_RESAMPLE_MAX_VOXELS or an
  *  axis over SWI_MAX_AXIS (the message names the spacing and the size). */
-swi_status swi_spacing_grid_make(const double affine[4][4], const int64_t size[3], const double pixdim[3],
-                                 swi_spacing_grid *g, char *err, size_t errlen);
+swi_status swi_resample_spacing_grid_make(const double affine[4][4], const int64_t size[3],
+                                          const double pixdim[3], swi_resample_spacing_grid *g, char *err,
+                                          size_t errlen);
 
 /** Trilinear resampling with border clamping: dst voxel (i, j, k) of plane p, for rows
  *  i in [row_lo, row_hi) of dst's first axis, is src plane p sampled at map @ (i, j, k, 1).
@@ -150,8 +153,8 @@ void swi_resample_rows_needed(const int64_t src_size[3], const int64_t dst_size[
 /** Receives a completed region [lo, hi) of the output grid: data [channels, *(hi - lo)],
  *  valid during the call. Called from the threads that feed the sink, concurrently for
  *  distinct regions. Return non-zero to fail the feed. */
-typedef int (*swi_sink_emit_fn)(void *user, const int64_t lo[3], const int64_t hi[3], int64_t channels,
-                                const float *data);
+typedef int (*swi_resample_emit_fn)(void *user, const int64_t lo[3], const int64_t hi[3], int64_t channels,
+                                    const float *data);
 
 /** Trilinear resampling of a grid that arrives region by region, in any order, from any
  *  number of threads (swi_run's on_region of an SWI_REDUCE_CUSTOM output): every output
@@ -164,12 +167,13 @@ typedef struct swi_resample_sink swi_resample_sink;
 /** A sink from a source grid (src_size, channels planes) to an output grid (out_size);
  *  map sends output indices to source indices. tile: output tile edge (0 = 8). */
 swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
-                                    const double map[3][4], int64_t channels, int tile, swi_sink_emit_fn emit,
-                                    void *user, swi_resample_sink **out, char *err, size_t errlen);
+                                    const double map[3][4], int64_t channels, int tile,
+                                    swi_resample_emit_fn emit, void *user, swi_resample_sink **out, char *err,
+                                    size_t errlen);
 
 /** Receives the argmax labels of a completed output region [lo, hi): [*(hi - lo)]. */
-typedef int (*swi_sink_labels_fn)(void *user, const int64_t lo[3], const int64_t hi[3],
-                                  const uint16_t *labels);
+typedef int (*swi_resample_labels_fn)(void *user, const int64_t lo[3], const int64_t hi[3],
+                                      const uint16_t *labels);
 
 /** Emit labels instead of scores (before the first feed; channels <= 65536): the argmax of
  *  the resampled scores (lowest index wins ties, the first NaN wins), equal to the argmax
@@ -177,7 +181,7 @@ typedef int (*swi_sink_labels_fn)(void *user, const int64_t lo[3], const int64_t
  *  interpolated: a class whose largest source score within the tile's reach is below
  *  every voxel's best so far cannot win there (classes are tried from the largest such
  *  bound down; a tile whose sources hold a NaN or an infinity takes every class). */
-swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_sink_labels_fn fn, void *user);
+swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_resample_labels_fn fn, void *user);
 
 /** Feed the completed source region [lo, hi), data [channels, *(hi - lo)]. Thread-safe.
  *  Returns 0, or non-zero when emit failed or memory ran out (the sink is then failed). */

@@ -33,20 +33,20 @@ static void world(const double a[4][4], double x, double y, double z, double w[3
 static void test_axcodes(void) {
     int w[3], s[3];
     char err[256];
-    CHECK(swi_axcodes_parse("RAS", w, s, err, sizeof err) == SWI_OK && w[0] == 0 && s[0] == 1 && w[1] == 1 &&
-              s[1] == 1 && w[2] == 2 && s[2] == 1,
+    CHECK(swi_resample_axcodes_parse("RAS", w, s, err, sizeof err) == SWI_OK && w[0] == 0 && s[0] == 1 &&
+              w[1] == 1 && s[1] == 1 && w[2] == 2 && s[2] == 1,
           "RAS");
-    CHECK(swi_axcodes_parse("pil", w, s, err, sizeof err) == SWI_OK && w[0] == 1 && s[0] == -1 && w[1] == 2 &&
-              s[1] == -1 && w[2] == 0 && s[2] == -1,
+    CHECK(swi_resample_axcodes_parse("pil", w, s, err, sizeof err) == SWI_OK && w[0] == 1 && s[0] == -1 &&
+              w[1] == 2 && s[1] == -1 && w[2] == 0 && s[2] == -1,
           "pil");
     const char *bad[] = {"RA", "RASS", "RAX", "RRS", "LRS", "", "R S"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = 0;
-        CHECK(swi_axcodes_parse(bad[i], w, s, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+        CHECK(swi_resample_axcodes_parse(bad[i], w, s, err, sizeof err) == SWI_ERR_INVALID_ARG &&
                   strstr(err, "axis codes"),
               "'%s' refused: %s", bad[i], err);
     }
-    CHECK(swi_axcodes_parse(NULL, w, s, NULL, 0) == SWI_ERR_INVALID_ARG, "NULL refused");
+    CHECK(swi_resample_axcodes_parse(NULL, w, s, NULL, 0) == SWI_ERR_INVALID_ARG, "NULL refused");
 
     double a[4][4];
     char codes[4];
@@ -54,8 +54,8 @@ static void test_axcodes(void) {
     a[0][0] = -0.7;
     a[1][1] = -0.7;
     a[2][2] = 5;
-    CHECK(swi_affine_axcodes(a, codes, err, sizeof err) == SWI_OK && strcmp(codes, "LPS") == 0, "LPS: %s",
-          codes);
+    CHECK(swi_resample_axcodes_of(a, codes, err, sizeof err) == SWI_OK && strcmp(codes, "LPS") == 0,
+          "LPS: %s", codes);
     /* voxel axes along S, L, A, slightly oblique */
     memset(a, 0, sizeof a);
     a[2][0] = 2;
@@ -64,11 +64,11 @@ static void test_axcodes(void) {
     a[1][2] = 1.5;
     a[0][2] = 0.2;
     a[3][3] = 1;
-    CHECK(swi_affine_axcodes(a, codes, err, sizeof err) == SWI_OK && strcmp(codes, "SLA") == 0, "SLA: %s",
-          codes);
+    CHECK(swi_resample_axcodes_of(a, codes, err, sizeof err) == SWI_OK && strcmp(codes, "SLA") == 0,
+          "SLA: %s", codes);
     memset(a, 0, sizeof a);
     a[3][3] = 1;
-    CHECK(swi_affine_axcodes(a, codes, err, sizeof err) == SWI_ERR_INVALID_ARG, "singular");
+    CHECK(swi_resample_axcodes_of(a, codes, err, sizeof err) == SWI_ERR_INVALID_ARG, "singular");
 }
 
 /* A random oblique affine whose axes are a random permutation with random signs. */
@@ -94,11 +94,11 @@ static void test_orientation_round_trip(void) {
         int64_t size[3] = {2 + (int64_t)(urand() * 7), 2 + (int64_t)(urand() * 7),
                            2 + (int64_t)(urand() * 7)};
         const char *codes = targets[t % 6];
-        swi_orientation o;
+        swi_resample_orientation o;
         char err[256];
-        CHECK(swi_orientation_make(a, size, codes, &o, err, sizeof err) == SWI_OK, "%s", err);
+        CHECK(swi_resample_orientation_make(a, size, codes, &o, err, sizeof err) == SWI_OK, "%s", err);
         char got[4];
-        CHECK(swi_affine_axcodes(o.affine, got, err, sizeof err) == SWI_OK && strcmp(got, codes) == 0,
+        CHECK(swi_resample_axcodes_of(o.affine, got, err, sizeof err) == SWI_OK && strcmp(got, codes) == 0,
               "oriented codes %s, want %s", got, codes);
         const int64_t n = size[0] * size[1] * size[2];
         CHECK(o.size[0] * o.size[1] * o.size[2] == n, "voxels kept");
@@ -109,8 +109,8 @@ static void test_orientation_round_trip(void) {
             return;
         }
         for (int64_t i = 0; i < 2 * n; i++) x[i] = (float)urand();
-        swi_orient_copy(&o, x, y, sizeof(float), 2, 0);
-        swi_orient_copy(&o, y, z, sizeof(float), 2, 1);
+        swi_resample_orient_copy(&o, x, y, sizeof(float), 2, 0);
+        swi_resample_orient_copy(&o, y, z, sizeof(float), 2, 1);
         CHECK(memcmp(x, z, (size_t)n * 2 * sizeof *x) == 0, "round trip exact (%s)", codes);
         /* every voxel keeps its world position and its value */
         int bad = 0;
@@ -118,7 +118,7 @@ static void test_orientation_round_trip(void) {
             for (int64_t j = 0; j < size[1]; j++)
                 for (int64_t k = 0; k < size[2]; k++) {
                     int64_t v[3] = {i, j, k}, q[3];
-                    swi_orient_point(&o, v, q);
+                    swi_resample_orient_point(&o, v, q);
                     double w0[3], w1[3];
                     world(a, (double)i, (double)j, (double)k, w0);
                     world(o.affine, (double)q[0], (double)q[1], (double)q[2], w1);
@@ -140,9 +140,9 @@ static void test_orientation_round_trip(void) {
             CHECK(0, "out of memory");
             return;
         }
-        swi_orient_read_box(&o, x, 2, lo, hi, box);
+        swi_resample_orient_read_box(&o, x, 2, lo, hi, box);
         memset(z, 0, (size_t)n * 2 * sizeof *z);
-        swi_orient_write_box(&o, box, sizeof(float), 2, lo, hi, z);
+        swi_resample_orient_write_box(&o, box, sizeof(float), 2, lo, hi, z);
         int64_t b = 0;
         bad = 0;
         for (int p = 0; p < 2; p++)
@@ -153,7 +153,7 @@ static void test_orientation_round_trip(void) {
         CHECK(bad == 0, "box read: %d wrong", bad);
         float *yz = malloc((size_t)n * 2 * sizeof *yz);
         if (yz) {
-            swi_orient_copy(&o, z, yz, sizeof(float), 2, 0);
+            swi_resample_orient_copy(&o, z, yz, sizeof(float), 2, 0);
             int64_t written = 0;
             for (int64_t i = 0; i < 2 * n; i++) written += yz[i] != 0;
             CHECK(written == 2 * nb, "box write touched %lld voxels, want %lld", (long long)written,
@@ -168,23 +168,24 @@ static void test_orientation_round_trip(void) {
     /* an identity and a plain LPS -> RAS flip */
     double a[4][4];
     eye(a);
-    swi_orientation o;
+    swi_resample_orientation o;
     const int64_t size[3] = {3, 4, 5};
-    CHECK(swi_orientation_make(a, size, "RAS", &o, NULL, 0) == SWI_OK && swi_orientation_is_identity(&o),
+    CHECK(swi_resample_orientation_make(a, size, "RAS", &o, NULL, 0) == SWI_OK &&
+              swi_resample_orientation_is_identity(&o),
           "RAS to RAS is the identity");
     a[0][0] = a[1][1] = -2;
-    CHECK(swi_orientation_make(a, size, "RAS", &o, NULL, 0) == SWI_OK && o.flip[0] && o.flip[1] &&
+    CHECK(swi_resample_orientation_make(a, size, "RAS", &o, NULL, 0) == SWI_OK && o.flip[0] && o.flip[1] &&
               !o.flip[2] && o.affine[0][0] == 2 && o.affine[0][3] == -4 && o.affine[1][3] == -6,
           "LPS to RAS flips i and j");
     char err[256];
-    CHECK(swi_orientation_make(a, size, "RAX", &o, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+    CHECK(swi_resample_orientation_make(a, size, "RAX", &o, err, sizeof err) == SWI_ERR_INVALID_ARG &&
               strstr(err, "'X'"),
           "bad codes: %s", err);
 }
 
 static void test_spacing_grid(void) {
     char err[256];
-    swi_spacing_grid g;
+    swi_resample_spacing_grid g;
     double a[4][4];
     eye(a);
     a[0][0] = 0.8;
@@ -195,7 +196,7 @@ static void test_spacing_grid(void) {
     a[2][3] = 30;
     const int64_t size[3] = {11, 11, 5};
     const double pix[3] = {1.6, 1.6, 1.6};
-    CHECK(swi_spacing_grid_make(a, size, pix, &g, err, sizeof err) == SWI_OK, "%s", err);
+    CHECK(swi_resample_spacing_grid_make(a, size, pix, &g, err, sizeof err) == SWI_OK, "%s", err);
     /* extent 8 mm / 1.6 + 1 = 6; 4 mm / 1.6 + 1 = 3.5, numpy rounds half to even: 4 */
     CHECK(g.size[0] == 6 && g.size[1] == 6 && g.size[2] == 4, "shape %lldx%lldx%lld", (long long)g.size[0],
           (long long)g.size[1], (long long)g.size[2]);
@@ -207,18 +208,18 @@ static void test_spacing_grid(void) {
     CHECK(!g.identity, "not the identity");
     /* a spacing within 1e-3 of the input's keeps it: the identity */
     const double same[3] = {0.8005, 0.8, 0.9995};
-    CHECK(swi_spacing_grid_make(a, size, same, &g, err, sizeof err) == SWI_OK && g.identity &&
+    CHECK(swi_resample_spacing_grid_make(a, size, same, &g, err, sizeof err) == SWI_OK && g.identity &&
               g.pixdim[0] == 0.8 && g.size[0] == 11 && g.size[2] == 5,
           "identity");
     /* flipped axis: the grid starts at the corner smallest along the new axes */
     a[0][0] = -0.8;
-    CHECK(swi_spacing_grid_make(a, size, pix, &g, err, sizeof err) == SWI_OK && !g.centred &&
+    CHECK(swi_resample_spacing_grid_make(a, size, pix, &g, err, sizeof err) == SWI_OK && !g.centred &&
               g.affine[0][0] < 0 && g.affine[0][3] == 10,
           "flipped");
     /* sheared: no corner is smallest along every new axis, the grid is centred */
     a[0][0] = 0.8;
     a[0][1] = -0.3;
-    CHECK(swi_spacing_grid_make(a, size, pix, &g, err, sizeof err) == SWI_OK && g.centred,
+    CHECK(swi_resample_spacing_grid_make(a, size, pix, &g, err, sizeof err) == SWI_OK && g.centred,
           "sheared affine centred");
     double c_in[3], c_new[3];
     world(a, size[0] / 2.0, size[1] / 2.0, size[2] / 2.0, c_in);
@@ -229,12 +230,12 @@ static void test_spacing_grid(void) {
     /* bad spacings and overflowing grids */
     const double zero[3] = {1, 0, 1}, neg[3] = {1, 1, -2}, nan_[3] = {NAN, 1, 1};
     const double tiny[3] = {1e-7, 1e-7, 1e-7};
-    CHECK(swi_spacing_grid_make(a, size, zero, &g, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+    CHECK(swi_resample_spacing_grid_make(a, size, zero, &g, err, sizeof err) == SWI_ERR_INVALID_ARG &&
               strstr(err, "axis 1"),
           "zero spacing: %s", err);
-    CHECK(swi_spacing_grid_make(a, size, neg, &g, err, sizeof err) == SWI_ERR_INVALID_ARG, "neg");
-    CHECK(swi_spacing_grid_make(a, size, nan_, &g, err, sizeof err) == SWI_ERR_INVALID_ARG, "nan");
-    CHECK(swi_spacing_grid_make(a, size, tiny, &g, err, sizeof err) == SWI_ERR_OVERFLOW &&
+    CHECK(swi_resample_spacing_grid_make(a, size, neg, &g, err, sizeof err) == SWI_ERR_INVALID_ARG, "neg");
+    CHECK(swi_resample_spacing_grid_make(a, size, nan_, &g, err, sizeof err) == SWI_ERR_INVALID_ARG, "nan");
+    CHECK(swi_resample_spacing_grid_make(a, size, tiny, &g, err, sizeof err) == SWI_ERR_OVERFLOW &&
               strstr(err, "2^40"),
           "overflow: %s", err);
 }
@@ -270,9 +271,9 @@ static void test_trilinear(void) {
         int64_t size[3] = {3 + (int64_t)(urand() * 9), 3 + (int64_t)(urand() * 9),
                            3 + (int64_t)(urand() * 9)};
         double pix[3] = {0.4 + 2 * urand(), 0.4 + 2 * urand(), 0.4 + 2 * urand()};
-        swi_spacing_grid g;
+        swi_resample_spacing_grid g;
         char err[256];
-        if (swi_spacing_grid_make(a, size, pix, &g, err, sizeof err) != SWI_OK) {
+        if (swi_resample_spacing_grid_make(a, size, pix, &g, err, sizeof err) != SWI_OK) {
             CHECK(0, "%s", err);
             continue;
         }
@@ -349,8 +350,8 @@ static void test_trilinear(void) {
     eye(a);
     const int64_t size[3] = {9, 8, 7};
     const double pix[3] = {0.5, 0.75, 1.5};
-    swi_spacing_grid g;
-    CHECK(swi_spacing_grid_make(a, size, pix, &g, NULL, 0) == SWI_OK, "grid");
+    swi_resample_spacing_grid g;
+    CHECK(swi_resample_spacing_grid_make(a, size, pix, &g, NULL, 0) == SWI_OK, "grid");
     float x[9 * 8 * 7];
     for (int i = 0; i < 9; i++)
         for (int j = 0; j < 8; j++)
@@ -383,11 +384,11 @@ static void test_composed_maps(void) {
         random_affine(a);
         int64_t size[3] = {3 + (int64_t)(urand() * 6), 3 + (int64_t)(urand() * 6),
                            3 + (int64_t)(urand() * 6)};
-        swi_orientation o;
-        swi_spacing_grid g;
+        swi_resample_orientation o;
+        swi_resample_spacing_grid g;
         const double pix[3] = {1.3, 0.9, 2.1};
-        if (swi_orientation_make(a, size, "RAS", &o, NULL, 0) != SWI_OK ||
-            swi_spacing_grid_make(o.affine, o.size, pix, &g, NULL, 0) != SWI_OK) {
+        if (swi_resample_orientation_make(a, size, "RAS", &o, NULL, 0) != SWI_OK ||
+            swi_resample_spacing_grid_make(o.affine, o.size, pix, &g, NULL, 0) != SWI_OK) {
             CHECK(0, "grids");
             continue;
         }
@@ -402,17 +403,17 @@ static void test_composed_maps(void) {
             return;
         }
         for (int64_t i = 0; i < n; i++) x[i] = (float)urand();
-        swi_orient_copy(&o, x, y, sizeof(float), 1, 0);
+        swi_resample_orient_copy(&o, x, y, sizeof(float), 1, 0);
         swi_resample_trilinear(y, o.size, r1, g.size, g.to_src, 1, 0, g.size[0]);
         double m[3][4], back[3][4];
-        swi_orient_map_to_input(&o, g.to_src, m);
+        swi_resample_orient_to_input(&o, g.to_src, m);
         swi_resample_trilinear(x, size, r2, g.size, m, 1, 0, g.size[0]);
         double worst = 0;
         for (int64_t i = 0; i < nd; i++) worst = fmax(worst, fabs(r1[i] - r2[i]));
         CHECK(worst < 1e-6, "composed forward map: %g", worst);
         swi_resample_trilinear(r1, g.size, b1, o.size, g.to_new, 1, 0, o.size[0]);
-        swi_orient_copy(&o, b1, b1i, sizeof(float), 1, 1);
-        swi_orient_map_from_input(&o, g.to_new, back);
+        swi_resample_orient_copy(&o, b1, b1i, sizeof(float), 1, 1);
+        swi_resample_orient_from_input(&o, g.to_new, back);
         swi_resample_trilinear(r1, g.size, b2, size, back, 1, 0, size[0]);
         worst = 0;
         for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs(b1i[i] - b2[i]));
@@ -535,13 +536,13 @@ static int64_t random_boxes(const int64_t size[3], int64_t (*boxes)[6], int64_t 
  * under a random affine (axis-aligned for even t), its RAS spacing grid as the model
  * grid the sink is fed on, and the buffers the test fills. */
 typedef struct sink_case {
-    int64_t size[3];     /* the input grid, the sink's output */
-    swi_spacing_grid g;  /* the model grid, the sink's source */
-    double back[3][4];   /* the model grid -> the input grid, through the orientation */
-    int64_t C, vs, vo;   /* channels; voxels of the model grid and of the input grid */
-    float *src;          /* [C, g.size], for the test to fill */
-    float *whole;        /* [C, size]: src resampled in one go */
-    int64_t (*boxes)[6]; /* room for 512 */
+    int64_t size[3];             /* the input grid, the sink's output */
+    swi_resample_spacing_grid g; /* the model grid, the sink's source */
+    double back[3][4];           /* the model grid -> the input grid, through the orientation */
+    int64_t C, vs, vo;           /* channels; voxels of the model grid and of the input grid */
+    float *src;                  /* [C, g.size], for the test to fill */
+    float *whole;                /* [C, size]: src resampled in one go */
+    int64_t (*boxes)[6];         /* room for 512 */
 } sink_case;
 
 enum { CASE_NO_MEMORY = -1, CASE_NO_GRIDS = 0, CASE_MADE = 1 };
@@ -556,13 +557,13 @@ static int sink_case_make(sink_case *k, int t, const double span[3], int64_t C) 
     for (int d = 0; d < 3; d++) k->size[d] = 4 + (int64_t)(urand() * span[d]);
     double pix[3];
     for (int d = 0; d < 3; d++) pix[d] = 0.6 + 2 * urand();
-    swi_orientation o;
-    if (swi_orientation_make(a, k->size, "RAS", &o, NULL, 0) != SWI_OK ||
-        swi_spacing_grid_make(o.affine, o.size, pix, &k->g, NULL, 0) != SWI_OK) {
+    swi_resample_orientation o;
+    if (swi_resample_orientation_make(a, k->size, "RAS", &o, NULL, 0) != SWI_OK ||
+        swi_resample_spacing_grid_make(o.affine, o.size, pix, &k->g, NULL, 0) != SWI_OK) {
         CHECK(0, "grids");
         return CASE_NO_GRIDS;
     }
-    swi_orient_map_from_input(&o, k->g.to_new, k->back);
+    swi_resample_orient_from_input(&o, k->g.to_new, k->back);
     k->C = C;
     k->vs = k->g.size[0] * k->g.size[1] * k->g.size[2];
     k->vo = k->size[0] * k->size[1] * k->size[2];
