@@ -1,6 +1,8 @@
 /* util.c -- see util.h. */
 #include "util.h"
 
+#include "swi.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -13,12 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-void cli_one_line(char *s) {
-    size_t n = strlen(s);
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) s[i] = ' ';
-    while (n > 0 && s[n - 1] == ' ') s[--n] = '\0';
-}
+void cli_one_line(char *s) { swi_message_one_line(s); }
 
 void cli_err(char *err, const char *fmt, ...) {
     va_list ap;
@@ -115,24 +112,7 @@ int cli_parse_size(const char *s, size_t *out) {
     return 0;
 }
 
-const char *cli_bytes(size_t n, char buf[32]) {
-    static const char *unit[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-    double v = (double)n;
-    int u = 0;
-    while (v >= 1024.0 && u < 5) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, 32, "%zu B", n);
-    else if (v < 10)
-        snprintf(buf, 32, "%.2f %s", v, unit[u]);
-    else if (v < 100)
-        snprintf(buf, 32, "%.1f %s", v, unit[u]);
-    else
-        snprintf(buf, 32, "%.0f %s", v, unit[u]);
-    return buf;
-}
+const char *cli_bytes(size_t n, char buf[32]) { return swi_format_bytes(n, buf, 32); }
 
 size_t cli_peak_rss(void) {
     struct rusage ru;

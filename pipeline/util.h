@@ -17,7 +17,7 @@
 /** printf into err (truncating safely), then fold newlines/tabs into spaces. */
 void cli_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/** Fold control characters of s into spaces and trim the end, in place. */
+/** swi_message_one_line (swi.h), for the command's messages. */
 void cli_one_line(char *s);
 
 /** Strict parsers: whole string, no trailing garbage, range-checked. */
@@ -32,7 +32,7 @@ int cli_parse_double_list(const char *s, double *out, int cap);
  *  trailing "B", "iB" (binary multiples either way). Returns 0 or -1. */
 int cli_parse_size(const char *s, size_t *out);
 
-/** Human-readable bytes ("1.18 GB", "312 MB", "12 KB"), 1 KB = 1024 B. */
+/** swi_format_bytes (swi.h) into a 32-byte buffer: "1.18 GiB", "312 MiB". */
 const char *cli_bytes(size_t n, char buf[32]);
 
 /** Peak resident set size of this process, in bytes (getrusage). */

@@ -688,14 +688,14 @@ t_safe_budget_too_small() {
 t_avail_refused() {
   data; need onnxruntime
   SWI_AVAILABLE_MEMORY=1M error_case \
-    "the run needs at least [0-9.]+ [KMG]?B and 1.00 MB is available \(SWI_AVAILABLE_MEMORY\); give --max-memory" \
+    "the run needs at least [0-9.]+ [KMG]?i?B and 1.00 MiB is available \(SWI_AVAILABLE_MEMORY\); give --max-memory" \
     segment $(quant_args) --output "$T/o/l.nii.gz"
 }
 # a store output is refused before the store is made
 t_avail_refused_store() {
   data; need onnxruntime
   "$SWI" --version | grep -q "Zarr.*: yes" || skip "swi built without Zarr"
-  SWI_AVAILABLE_MEMORY=1M error_case "the run needs at least .* and 1.00 MB is available" \
+  SWI_AVAILABLE_MEMORY=1M error_case "the run needs at least .* and 1.00 MiB is available" \
     segment $(quant_args) --output "$T/o/l.zarr"
 }
 t_avail_max_memory_overrides() {
@@ -754,11 +754,11 @@ v = np.random.default_rng(1).uniform(0, 3, (200, 200, 100)).astype(np.float64)
 nib.save(nib.Nifti1Image(v, np.eye(4)), sys.argv[1])
 PYEOF
   run plan --model "$DATA/quant4.onnx" --input "$T/f64.nii"
-  expect_rc 0; expect_out "reading +45.8 MB before the engine runs"
+  expect_rc 0; expect_out "reading +45.8 MiB before the engine runs"
   local peak
   peak=$(sed -n 's/.*predicted peak .*(\([0-9]*\) bytes).*/\1/p' "$T/out")
   [ -n "$peak" ] && [ "$peak" -lt 45000000 ] || fail "peak '$peak' is not below what reading holds"
-  error_case "--max-memory is too small: reading .*f64.nii holds 45.8 MB .*before the engine runs" \
+  error_case "--max-memory is too small: reading .*f64.nii holds 45.8 MiB .*before the engine runs" \
     segment --model "$DATA/quant4.onnx" --input "$T/f64.nii" --output "$T/o/l.nii.gz" --max-memory 44M
 }
 

@@ -147,7 +147,7 @@ t_spacing_plan() {
 t_spacing_budget() {
   local b=(bench --shape 256,256,128 --input-spacing 0.5,0.5,0.5 --spacing 2 --classes 4 --roi 32 --no-floor)
   run "${b[@]}" --max-memory 16M
-  expect_rc 1; expect_err "16.0 MB is below the smallest plan, at least .* beside it"
+  expect_rc 1; expect_err "16.0 MiB is below the smallest plan, at least .* beside it"
   run "${b[@]}" --max-memory 40M
   expect_rc 0; expect_out "beside the engine"
   "$PY" - "$T/out" <<'PYEOF' || fail "planned total above the 40M budget"
