@@ -289,7 +289,7 @@ extern "C" swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_vo
         int e = errno;
         close(fd);
         io__err(err, n, "%s: cannot make a temporary directory: %s", name, strerror(e));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     std::string tmp = std::string(dirbuf.data()) + "/seg.dcm";
     swi_status st;
@@ -310,7 +310,7 @@ extern "C" swi_status io__dcmseg_write_fd(int fd, const char *name, const swi_vo
     rmdir(dirbuf.data());
     if (close(fd) != 0 && st == SWI_OK) {
         io__err(err, n, "%s: write failed: %s", name, strerror(errno));
-        st = SWI_ERR_INVALID_ARG;
+        st = SWI_ERR_IO;
     }
     return st;
 }

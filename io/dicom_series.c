@@ -272,7 +272,7 @@ static swi_status load_series(const char *dir, series *se, swi_volume *v, const 
     DIR *d = opendir(dir);
     if (!d) {
         io__err(err, n, "%s: cannot open: %s", dir, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     char **names = NULL;
     size_t nn = 0, cap = 0;

@@ -194,7 +194,7 @@ swi_status io__copy_into(const char *tmp, int fd, const char *name, char *err, s
     int in = open(tmp, O_RDONLY | O_CLOEXEC);
     if (in < 0) {
         io__err(err, n, "%s: write failed: %s", name, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     const size_t cap = (size_t)1 << 20;
     char *buf = malloc(cap);
@@ -205,7 +205,7 @@ swi_status io__copy_into(const char *tmp, int fd, const char *name, char *err, s
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
             io__err(err, n, "%s: write failed: %s", name, strerror(errno));
-            st = SWI_ERR_INVALID_ARG;
+            st = SWI_ERR_IO;
             break;
         }
         if (r == 0) break;
@@ -214,7 +214,7 @@ swi_status io__copy_into(const char *tmp, int fd, const char *name, char *err, s
             if (w < 0 && errno == EINTR) continue;
             if (w <= 0) {
                 io__err(err, n, "%s: write failed: %s", name, w < 0 ? strerror(errno) : "no progress");
-                st = SWI_ERR_INVALID_ARG;
+                st = SWI_ERR_IO;
                 break;
             }
             off += w;

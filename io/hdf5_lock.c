@@ -240,7 +240,7 @@ static swi_status close_h5(h5w *w, hid_t f, hid_t d, swi_status st, char *err, s
     if (d >= 0) H5Dclose(d);
     if (f >= 0 && h5__close_file(f) != 0 && st == SWI_OK) {
         io__err(err, n, "%s: cannot finish writing the file (disk full?)", w->final);
-        st = SWI_ERR_INVALID_ARG;
+        st = SWI_ERR_IO;
     }
     h5__leave();
     return st;
@@ -339,11 +339,11 @@ swi_status h5__shared_create(h5w *w, int flags, char *err, size_t n) {
         int fd = lock_file(w->final);
         if (fd < 0 && errno != ENOENT) {
             lock_error(w, err, n);
-            return SWI_ERR_INVALID_ARG;
+            return SWI_ERR_IO;
         }
         if (fd < 0) {
             int r = create_shared(w, err, n);
-            if (r < 0) return SWI_ERR_INVALID_ARG;
+            if (r < 0) return SWI_ERR_IO;
             if (r == 0) return SWI_OK; /* new: incomplete, no part done */
             continue;
         }
@@ -380,7 +380,7 @@ static swi_status close_shared(h5w *w, int fd, hid_t f, hid_t d, swi_status st, 
 static swi_status write_batch(h5w *w, const pend *list, char *err, size_t n) {
     hid_t f, d;
     const int fd = open_shared(w, &f, &d, err, n);
-    if (fd < 0) return SWI_ERR_INVALID_ARG;
+    if (fd < 0) return SWI_ERR_IO;
     swi_status st = SWI_ERR_INVALID_ARG;
     if (d < 0) {
         io__err(err, n, "%s: cannot open the dataset to write (removed or replaced while running?)", w->name);
@@ -390,7 +390,7 @@ static swi_status write_batch(h5w *w, const pend *list, char *err, size_t n) {
             if (h5__write_chunks(d, p) != 0) {
                 io__err(err, n, "%s: cannot write the box from (%lld, %lld, %lld) (disk full?)", w->name,
                         (long long)p->lo[0], (long long)p->lo[1], (long long)p->lo[2]);
-                st = SWI_ERR_INVALID_ARG;
+                st = SWI_ERR_IO;
             }
     }
     return close_shared(w, fd, f, d, st, err, n);
@@ -439,7 +439,7 @@ swi_status h5__shared_commit(h5w *w, char *err, size_t n) {
     const int fd = open_shared(w, &f, &d, err, n);
     if (fd < 0) {
         free(done);
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     st = SWI_ERR_INVALID_ARG;
     if (d < 0) {

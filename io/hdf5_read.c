@@ -214,10 +214,11 @@ swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type 
     /* a FIFO or device would block H5Fopen, and is no HDF5 file */
     int64_t fsize = 0;
     struct stat fst;
-    if (swi_io_check_regular(file, &fsize, err, n) != SWI_OK) return SWI_ERR_INVALID_ARG;
+    swi_status rs = swi_io_check_regular(file, &fsize, err, n);
+    if (rs != SWI_OK) return rs;
     if (stat(file, &fst) != 0 || access(file, R_OK) != 0) {
         io__err(err, n, "%s: %s", file, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     h5r *r = calloc(1, sizeof *r);
     if (!r) {

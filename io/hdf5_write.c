@@ -155,11 +155,14 @@ static int hdf5_signature(int fd, off_t size) {
     return 0;
 }
 
-/* The copy of final (or a new file) to write into. Caller holds h5_lock. */
-static h5out *out_open(const char *final, const struct stat *st, char *err, size_t n) {
+/* The copy of final (or a new file) to write into, or NULL with *why. Caller holds
+ * h5_lock. */
+static h5out *out_open(const char *final, const struct stat *st, swi_status *why, char *err, size_t n) {
+    *why = SWI_ERR_IO; /* the system's failures, unless one below says otherwise */
     h5out *o = calloc(1, sizeof *o);
     if (!o) {
         io__err(err, n, "%s: out of memory", final);
+        *why = SWI_ERR_NOMEM;
         return NULL;
     }
     snprintf(o->final, sizeof o->final, "%s", final);
@@ -180,6 +183,7 @@ static h5out *out_open(const char *final, const struct stat *st, char *err, size
     if ((o->fd = swi_io_open_regular(final, &size, err, n)) < 0) goto fail;
     if (!hdf5_signature(o->fd, (off_t)size)) {
         io__err(err, n, "%s: exists and is not an HDF5 file; not replaced, --force or not", final);
+        *why = SWI_ERR_INVALID_ARG;
         goto fail;
     }
     if (share_lock(o->fd) != 0) {
@@ -325,7 +329,7 @@ static swi_status single_create(h5w *w, char *err, size_t n) {
     int exists = stat(w->final, &st) == 0;
     if (!exists && errno != ENOENT) {
         io__err(err, n, "%s: cannot examine: %s", w->final, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     if (exists && !S_ISREG(st.st_mode)) {
         io__err(err, n, "%s: exists and is %s, not a regular file; swi writes only regular files", w->final,
@@ -345,13 +349,14 @@ static swi_status single_create(h5w *w, char *err, size_t n) {
                 io__err(err, n, "%s: is already being written by this process", w->name);
                 goto out;
             }
-    } else if (!(o = out_open(w->final, exists ? &st : NULL, err, n))) {
+    } else if (!(o = out_open(w->final, exists ? &st : NULL, &rc, err, n))) {
         goto out;
     }
     char(*p)[1024] = realloc(o->paths, (size_t)(o->npaths + 1) * sizeof *p);
     if (!p) {
         io__err(err, n, "%s: out of memory", w->name);
         if (!o->users) out_free(o);
+        rc = SWI_ERR_NOMEM;
         goto out;
     }
     o->paths = p;
@@ -370,13 +375,13 @@ static swi_status out_finish(h5out *o, char *err, size_t n) {
     o->file = -1;
     if (bad) {
         io__err(err, n, "%s: cannot finish writing the file (disk full?)", o->final);
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     int fd = open(o->tmp.file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || fsync(fd) != 0) {
         io__err(err, n, "%s: cannot complete the output: %s", o->final, strerror(errno));
         if (fd >= 0) close(fd);
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     close(fd);
     int dfd = open_parent(o->final);
@@ -393,14 +398,14 @@ static swi_status out_finish(h5out *o, char *err, size_t n) {
             st = SWI_ERR_INVALID_ARG;
         } else if (rename(o->tmp.file, o->final) != 0) {
             io__err(err, n, "%s: cannot put the file in place: %s", o->final, strerror(errno));
-            st = SWI_ERR_INVALID_ARG;
+            st = SWI_ERR_IO;
         }
     } else if (link(o->tmp.file, o->final) != 0) {
+        st = errno == EEXIST ? SWI_ERR_INVALID_ARG : SWI_ERR_IO;
         if (errno == EEXIST)
             io__err(err, n, "%s: appeared while swi was running (another run?); not overwritten", o->final);
         else
             io__err(err, n, "%s: cannot put the file in place: %s", o->final, strerror(errno));
-        st = SWI_ERR_INVALID_ARG;
     }
     if (dfd >= 0) {
         if (st == SWI_OK) fsync(dfd); /* the rename on disk; a failure here loses nothing */
@@ -417,7 +422,7 @@ static swi_status single_commit(h5w *w, char *err, size_t n) {
     if (w->dset >= 0 && H5Dclose(w->dset) < 0) {
         io__err(err, n, "%s: cannot finish the dataset (disk full?)", w->name);
         o->failed = 1;
-        st = SWI_ERR_INVALID_ARG;
+        st = SWI_ERR_IO;
     }
     w->dset = -1;
     if (--o->users == 0) {
@@ -501,7 +506,7 @@ swi_status h5__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], c
     if (h5__write_chunks(w->dset, p) != 0) {
         io__err(err, n, "%s: cannot write the box from (%lld, %lld, %lld) (disk full?)", w->name,
                 (long long)lo[0], (long long)lo[1], (long long)lo[2]);
-        st = SWI_ERR_INVALID_ARG;
+        st = SWI_ERR_IO;
     }
     h5__leave();
     h5__free_pend(p);

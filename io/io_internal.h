@@ -4,6 +4,8 @@
 #ifndef SWI_IO_INTERNAL_H
 #define SWI_IO_INTERNAL_H
 
+#include <errno.h>
+
 #include "swi_io.h"
 
 #ifdef __cplusplus
@@ -40,6 +42,15 @@ unsigned char *io__read_file(const char *path, size_t max, size_t *len, char *er
 int io__put_file(const char *path, const void *data, size_t len, int exclusive);
 /* The file at tmp copied into fd (which stays open), every write checked; name in messages. */
 swi_status io__copy_into(const char *tmp, int fd, const char *name, char *err, size_t n);
+
+/* The status of a failure that left errno e: memory; a file the system could not open,
+ * examine, read or write (SWI_ERR_IO); one refused for what it holds, EFBIG (larger than it
+ * may be) or EBADMSG (not what it should be), SWI_ERR_INVALID_ARG. */
+static inline swi_status io__errno_status(int e) {
+    if (e == ENOMEM) return SWI_ERR_NOMEM;
+    if (e == EFBIG || e == EBADMSG) return SWI_ERR_INVALID_ARG;
+    return SWI_ERR_IO;
+}
 
 /* Has the caller asked to stop? */
 static inline int io__cancelled(const swi_io_cancel *c) { return c && c->cancelled && c->cancelled(c->user); }

@@ -321,11 +321,11 @@ extern "C" swi_status io__itk_open(const char *path, swi_io_format f, swi_volume
     struct stat st;
     if (stat(path, &st) != 0) {
         io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     if (!S_ISREG(st.st_mode)) {
         io__err(err, n, "%s: not a regular file", path);
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     const char *what = format_name(f);
     return guarded(path, what, err, n, [&]() -> swi_status {
@@ -556,7 +556,7 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
         close(fd);
         io__err(err, n, "%s: cannot make a temporary directory in %s: %s", name,
                 tdir && *tdir ? tdir : "/tmp", strerror(e));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     std::string tmp = std::string(dirbuf.data()) + (f == SWI_IO_NRRD ? "/out.nrrd" : "/out.mha");
     const int64_t vol = size[0] * size[1] * size[2];
@@ -612,7 +612,7 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
     rmdir(dirbuf.data());
     if (close(fd) != 0 && st == SWI_OK) {
         io__err(err, n, "%s: write failed: %s", name, strerror(errno));
-        st = SWI_ERR_INVALID_ARG;
+        st = SWI_ERR_IO;
     }
     return st;
 }

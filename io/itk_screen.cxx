@@ -82,7 +82,7 @@ static swi_status check_data_file(const char *path, const std::string &name, con
     char why[1024];
     if (file.empty() || swi_io_check_regular(file.c_str(), NULL, why, sizeof why) != SWI_OK) {
         io__err(err, n, "%s: %s: %s", path, what, file.empty() ? "no file named" : why);
-        return SWI_ERR_INVALID_ARG;
+        return file.empty() ? SWI_ERR_INVALID_ARG : SWI_ERR_IO;
     }
     return SWI_OK;
 }
@@ -144,7 +144,7 @@ swi_status io__itk_check_nrrd_header(const char *path, char *err, size_t n) {
     const size_t max = 1 << 20;
     if (!io__itk_read_head(path, max, head)) {
         io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     for (size_t at = 0;;) {
         if (at >= head.size()) {

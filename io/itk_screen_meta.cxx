@@ -26,7 +26,7 @@ swi_status io__itk_check_meta_header(const char *path, char *err, size_t n) {
     std::string head;
     if (!io__itk_read_head(path, 1 << 16, head)) {
         io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     int ndims = 0;
     bool dimsize = false, elemtype = false;
@@ -342,7 +342,7 @@ swi_status io__itk_check_meta_data(itk::MetaImageIO *mio, const char *path, uint
         else if (fd >= 0)
             close(fd);
         io__err(err, n, "%s: cannot read its voxel data: %s", path, strerror(e));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     z_stream z;
     memset(&z, 0, sizeof z);
@@ -354,10 +354,14 @@ swi_status io__itk_check_meta_data(itk::MetaImageIO *mio, const char *path, uint
     std::vector<unsigned char> in(1 << 16), out(1 << 18);
     uint64_t produced = 0;
     int zr = Z_OK;
+    bool read_failed = false; /* the system's failure, not a file that ends early */
     while (produced < bytes && zr == Z_OK) {
         if (z.avail_in == 0) {
             size_t got = fread(in.data(), 1, in.size(), f);
-            if (got == 0) break;
+            if (got == 0) {
+                read_failed = ferror(f) != 0;
+                break;
+            }
             z.next_in = in.data();
             z.avail_in = (uInt)got;
         }
@@ -374,7 +378,7 @@ swi_status io__itk_check_meta_data(itk::MetaImageIO *mio, const char *path, uint
                 "bytes)",
                 path, zr == Z_DATA_ERROR ? "not zlib data" : "it ends", (unsigned long long)produced,
                 (unsigned long long)bytes);
-        return SWI_ERR_INVALID_ARG;
+        return read_failed ? SWI_ERR_IO : SWI_ERR_INVALID_ARG;
     }
     return SWI_OK;
 }

@@ -210,11 +210,11 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n) 
     struct stat st;
     if (stat(path, &st) != 0) {
         io__err(err, n, "%s: cannot open: %s", path, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     if (S_ISDIR(st.st_mode)) {
         io__err(err, n, "%s: is a directory, not a NIfTI file", path);
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     if (swi_io_format_of(path) != SWI_IO_NIFTI) {
         io__err(err, n, "%s: not a NIfTI file name (expected .nii or .nii.gz)", path);
@@ -222,12 +222,12 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n) 
     }
     /* never blocks on a FIFO or a device named like a volume */
     int fd = swi_io_open_regular(path, NULL, err, n);
-    if (fd < 0) return SWI_ERR_INVALID_ARG;
+    if (fd < 0) return SWI_ERR_IO;
     gzFile g = gzdopen(fd, "rb"); /* reads plain files too */
     if (!g) {
         close(fd);
         io__err(err, n, "%s: cannot open: out of memory", path);
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_NOMEM;
     }
     unsigned char raw[sizeof v->fmt.nifti.hdr];
     memset(raw, 0, sizeof raw);
@@ -239,7 +239,7 @@ swi_status io__nifti_open(const char *path, swi_volume *v, char *err, size_t n) 
             const char *zmsg = gzerror(g, &zerr);
             io__err(err, n, "%s: corrupt compressed data (%s)", path, zmsg ? zmsg : "gzip error");
             gzclose(g);
-            return SWI_ERR_INVALID_ARG;
+            return zerr == Z_ERRNO ? SWI_ERR_IO : zerr == Z_MEM_ERROR ? SWI_ERR_NOMEM : SWI_ERR_INVALID_ARG;
         }
         if (r == 0) break;
         got += r;
@@ -559,6 +559,7 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
     }
     const int64_t ntot = nvox3 * frames * nim->nbyper;
     int64_t got = -1;
+    int io_failed = 0; /* the system failed to read (not a file shorter than its header says) */
     void *buf = NULL;
     /* gzip data through libdeflate (io/gzip.c) when it can, else exactly this file through
      * zlib, decompressed when it is gzip data whatever its name says (zlib reads plain files
@@ -594,6 +595,7 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
         gzFile g = fd >= 0 ? gzdopen(fd, "rb") : NULL;
         if (!g && fd >= 0) close(fd);
         int stopped = 0;
+        io_failed = !g; /* the file went away, or zlib's state could not be allocated */
         if (g && gzseek(g, (z_off_t)v->fmt.nifti.offset, SEEK_SET) == (z_off_t)v->fmt.nifti.offset) {
             got = 0;
             while (got < ntot) {
@@ -603,6 +605,11 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
                 }
                 const int64_t piece = ntot - got < ((int64_t)1 << 26) ? ntot - got : (int64_t)1 << 26;
                 int r = gzread(g, (char *)buf + got, (unsigned)piece);
+                if (r < 0) {
+                    int zerr = 0;
+                    gzerror(g, &zerr);
+                    io_failed = zerr == Z_ERRNO;
+                }
                 if (r <= 0) break;
                 got += r;
             }
@@ -624,7 +631,7 @@ swi_status io__nifti_read(const swi_volume *v, float *dst, int64_t frames, const
                 v->path, (long long)ntot, (long long)v->fmt.nifti.offset);
         free(buf);
         nifti_image_free(nim);
-        return SWI_ERR_INVALID_ARG;
+        return io_failed ? SWI_ERR_IO : SWI_ERR_INVALID_ARG;
     }
     for (int64_t f = 0; f < frames; f++)
         convert((const char *)buf + f * nvox3 * nim->nbyper, v->fmt.nifti.datatype, v->size, v->slope,

@@ -59,7 +59,7 @@ static int sink_write(sink *s, const void *buf, size_t n) {
             if (e) {
                 io__err(s->err, s->errlen, "%s: write failed: %s", s->name,
                         e == ENOMEM ? "out of memory" : strerror(e));
-                s->failed = SWI_ERR_INVALID_ARG;
+                s->failed = e == ENOMEM ? SWI_ERR_NOMEM : SWI_ERR_IO;
                 return -1;
             }
         } else if (s->gz) {
@@ -69,7 +69,7 @@ static int sink_write(sink *s, const void *buf, size_t n) {
                 const char *m = gzerror(s->gz, &zerr);
                 io__err(s->err, s->errlen, "%s: write failed: %s", s->name,
                         zerr == Z_ERRNO ? strerror(errno) : (m ? m : "zlib error"));
-                s->failed = SWI_ERR_INVALID_ARG;
+                s->failed = zerr == Z_MEM_ERROR ? SWI_ERR_NOMEM : SWI_ERR_IO;
                 return -1;
             }
             chunk = (size_t)w;
@@ -79,7 +79,7 @@ static int sink_write(sink *s, const void *buf, size_t n) {
             if (w <= 0) {
                 io__err(s->err, s->errlen, "%s: write failed: %s", s->name,
                         w < 0 ? strerror(errno) : "no progress");
-                s->failed = SWI_ERR_INVALID_ARG;
+                s->failed = SWI_ERR_IO;
                 return -1;
             }
             chunk = (size_t)w;
@@ -255,19 +255,19 @@ swi_status io__nifti_write_fd(int fd, int gz, const char *name, const swi_volume
         int e = io__gzw_close(s.dz); /* closes fd */
         if (e && !s.failed) {
             io__err(err, n, "%s: write failed: %s", name, e == ENOMEM ? "out of memory" : strerror(e));
-            s.failed = SWI_ERR_INVALID_ARG;
+            s.failed = e == ENOMEM ? SWI_ERR_NOMEM : SWI_ERR_IO;
         }
     } else if (s.gz) {
         int rc = gzclose(s.gz); /* closes fd */
         if (rc != Z_OK && !s.failed) {
             io__err(err, n, "%s: write failed: %s", name,
                     rc == Z_ERRNO ? strerror(errno) : "zlib error on close");
-            s.failed = SWI_ERR_INVALID_ARG;
+            s.failed = rc == Z_MEM_ERROR ? SWI_ERR_NOMEM : SWI_ERR_IO;
         }
     } else {
         if (close(fd) != 0 && !s.failed) {
             io__err(err, n, "%s: write failed: %s", name, strerror(errno));
-            s.failed = SWI_ERR_INVALID_ARG;
+            s.failed = SWI_ERR_IO;
         }
     }
     return s.failed;

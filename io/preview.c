@@ -134,8 +134,14 @@ static swi_status png_write_rgb(int fd, const char *name, const unsigned char *r
         io__err(err, n, "%s: out of memory", name);
         return SWI_ERR_NOMEM;
     }
-    if (setjmp(png_jmpbuf(png))) {
-        /* the message is in err already (on_png_error, on_png_write) */
+    /* the message is in err already (on_png_error, on_png_write) */
+    switch (setjmp(png_jmpbuf(png))) {
+    case 0: break;
+    case 2: /* on_png_write: the descriptor refused the bytes */
+        png_destroy_write_struct(&png, &info);
+        close(fd);
+        return SWI_ERR_IO;
+    default:
         png_destroy_write_struct(&png, &info);
         close(fd);
         return SWI_ERR_INVALID_ARG;
@@ -149,7 +155,7 @@ static swi_status png_write_rgb(int fd, const char *name, const unsigned char *r
     png_destroy_write_struct(&png, &info);
     if (close(fd) != 0) {
         io__err(err, n, "%s: write failed: %s", name, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     return SWI_OK;
 }

@@ -279,13 +279,13 @@ struct swi_store_writer {
     slab *slabs;
     int64_t slabs_done, slabs_expected;
     pthread_mutex_t mu;
-    int failed;
+    swi_status failed; /* the first failure's status (SWI_OK: none) */
     char error[1024];
 };
 
-static void fail_locked(swi_store_writer *w, const char *msg) {
+static void fail_locked(swi_store_writer *w, swi_status st, const char *msg) {
     if (!w->failed) {
-        w->failed = 1;
+        w->failed = st;
         snprintf(w->error, sizeof w->error, "%s", msg);
     }
 }
@@ -433,7 +433,7 @@ int swi_store_on_region(void *user, const swi_region *r) {
         r->lo[0] < w->box_lo[0] || r->hi[0] > w->box_hi[0] || r->lo[1] < w->box_lo[1] ||
         r->hi[1] > w->box_hi[1] || r->lo[2] < w->box_lo[2] || r->hi[2] > w->box_hi[2]) {
         pthread_mutex_lock(&w->mu);
-        fail_locked(w, "a region does not fit the store (internal error)");
+        fail_locked(w, SWI_ERR_INVALID_ARG, "a region does not fit the store (internal error)");
         pthread_mutex_unlock(&w->mu);
         return 1;
     }
@@ -461,7 +461,7 @@ int swi_store_on_region(void *user, const swi_region *r) {
                 char b32[32];
                 snprintf(msg, sizeof msg, "%.900s: out of memory for a slab of %s", w->name,
                          swi_format_bytes(slab_vals * es, b32, sizeof b32));
-                fail_locked(w, msg);
+                fail_locked(w, SWI_ERR_NOMEM, msg);
                 pthread_mutex_unlock(&w->mu);
                 return 1;
             }
@@ -489,10 +489,10 @@ int swi_store_on_region(void *user, const swi_region *r) {
             free(done);
             pthread_mutex_lock(&w->mu);
             if (st != SWI_OK)
-                fail_locked(w, msg);
+                fail_locked(w, st, msg);
             else
                 w->slabs_done++;
-            int failed = w->failed;
+            int failed = w->failed != SWI_OK;
             pthread_mutex_unlock(&w->mu);
             if (failed) return 1;
         }
@@ -518,8 +518,9 @@ swi_status swi_store_commit(swi_store_writer *w, char *err, size_t n) {
         else
             io__err(err, n, "%s: %lld of %lld slabs of chunks were written; the store stays incomplete",
                     w->name, (long long)w->slabs_done, (long long)w->slabs_expected);
+        swi_status st = w->failed ? w->failed : SWI_ERR_INVALID_ARG;
         swi_store_abort(w);
-        return SWI_ERR_INVALID_ARG;
+        return st;
     }
     swi_status st = w->ops->commit(w->impl, err, n);
     free_writer(w);

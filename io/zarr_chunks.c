@@ -33,8 +33,9 @@ static void fortran_to_c(const zarr_array *a, const unsigned char *src, unsigned
                        es);
 }
 
-/* The decoded chunk `key` (spatial chunk indices), through the cache. */
-static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char *err, size_t n) {
+/* The decoded chunk `key` (spatial chunk indices), through the cache; NULL with *st. */
+static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], swi_status *st, char *err,
+                                      size_t n) {
     a->tick++;
     int victim = 0;
     for (int i = 0; i < a->cache_n; i++) {
@@ -51,6 +52,7 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
         e->data = malloc(a->chunk_bytes);
         if (!e->data) {
             io__err(err, n, "%s: out of memory for a chunk", a->dir);
+            *st = SWI_ERR_NOMEM;
             return NULL;
         }
         a->cache_n++;
@@ -68,6 +70,7 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
     if (!raw) {
         if (errno != ENOENT) {
             io__err(err, n, "%s", why_read);
+            *st = io__errno_status(errno);
             return NULL;
         }
         /* a missing chunk holds the fill value */
@@ -103,6 +106,7 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
         if (a->fortran && !a->scratch && !(a->scratch = malloc(a->chunk_bytes))) {
             free(raw);
             io__err(err, n, "%s: out of memory for a chunk", a->dir);
+            *st = SWI_ERR_NOMEM;
             return NULL;
         }
         int r = zarr__decode(a->codec, raw, len, a->fortran ? a->scratch : e->data, a->chunk_bytes, why,
@@ -110,6 +114,7 @@ static const unsigned char *get_chunk(zarr_array *a, const int64_t key[3], char 
         free(raw);
         if (r) {
             io__err(err, n, "%s: corrupt chunk: %s", path, why);
+            *st = SWI_ERR_INVALID_ARG;
             return NULL;
         }
         if (a->fortran) fortran_to_c(a, a->scratch, e->data);
@@ -188,8 +193,9 @@ swi_status zarr__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], 
     for (key[0] = lo[0] / cs[0]; key[0] * cs[0] < hi[0]; key[0]++)
         for (key[1] = lo[1] / cs[1]; key[1] * cs[1] < hi[1]; key[1]++)
             for (key[2] = lo[2] / cs[2]; key[2] * cs[2] < hi[2]; key[2]++) {
-                const unsigned char *c = get_chunk(a, key, err, n);
-                if (!c) return SWI_ERR_INVALID_ARG;
+                swi_status st = SWI_ERR_INVALID_ARG;
+                const unsigned char *c = get_chunk(a, key, &st, err, n);
+                if (!c) return st;
                 int64_t a0[3], b0[3];
                 for (int d = 0; d < 3; d++) {
                     a0[d] = key[d] * cs[d] > lo[d] ? key[d] * cs[d] : lo[d];

@@ -84,7 +84,8 @@ json_t *zarr__codec_json(swi_store_codec c, int typesize);
 
 /* ---- metadata (zarr_meta.c) ---- */
 
-/* A JSON file of at most 64 MiB, or NULL with err set (what names it). */
+/* A JSON file of at most 64 MiB, or NULL with err set (what names it) and errno (EBADMSG:
+ * not JSON; see io__errno_status). */
 json_t *zarr__load_json(const char *path, char *err, size_t n, const char *what);
 /* j written to path through io__put_file: 0 or -1 with errno. */
 int zarr__put_json(const char *path, json_t *j, int exclusive);
@@ -101,12 +102,12 @@ swi_status zarr__ome_level0(const char *group, char *dir, size_t dn, ome_geom *g
 /* The metadata a writer writes: the array's .zarray, an OME image's .zattrs. */
 json_t *zarr__zarray_json(const swi_store_spec *spec, const int64_t chunk[3]);
 json_t *zarr__ome_json(const swi_store_spec *spec, const char *name, const ome_geom *g);
-int zarr__write_meta(const char *path, json_t *j, char *err, size_t n);
+swi_status zarr__write_meta(const char *path, json_t *j, char *err, size_t n);
 /* image/labels/NAME: the image's folder and NAME; -1 when group is not such a name. */
 int zarr__labels_parent(const char *group, char *image, size_t in, char *leaf, size_t ln);
 void zarr__image_level_geometry(const char *image, const int64_t size[3], ome_geom *g);
-/* A labels group recorded in its image's labels/.zattrs: 0, or -1 with err. */
-int zarr__register_label(const char *group, char *err, size_t n);
+/* A labels group recorded in its image's labels/.zattrs (SWI_OK, or a status with err). */
+swi_status zarr__register_label(const char *group, char *err, size_t n);
 
 /* A name without its trailing slashes (zarr_chunks.c). */
 void zarr__strip_slash(const char *in, char *out, size_t n);

@@ -31,7 +31,10 @@ json_t *zarr__load_json(const char *path, char *err, size_t n, const char *what)
     json_error_t je;
     json_t *j = json_loadb((const char *)b, len, 0, &je);
     free(b);
-    if (!j) io__err(err, n, "%s: %s is not JSON: %s (line %d)", path, what, je.text, je.line);
+    if (!j) {
+        io__err(err, n, "%s: %s is not JSON: %s (line %d)", path, what, je.text, je.line);
+        errno = EBADMSG;
+    }
     return j;
 }
 
@@ -136,14 +139,14 @@ swi_status zarr__parse_zarray(const char *dir, zarr_array *a, char *err, size_t 
     struct stat st;
     if (stat(dir, &st) != 0) {
         io__err(err, n, "%s: %s", dir, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     /* Zarr v3 keeps its metadata in zarr.json */
     int v3 = access(path, F_OK) != 0 && io__join(path, sizeof path, dir, "zarr.json") == 0 &&
              access(path, F_OK) == 0;
     if (!v3) io__join(path, sizeof path, dir, ".zarray");
     json_t *j = zarr__load_json(path, err, n, "the array metadata");
-    if (!j) return SWI_ERR_INVALID_ARG;
+    if (!j) return io__errno_status(errno);
     swi_status st_ = SWI_ERR_INVALID_ARG;
     const char *field = NULL;
     json_t *shape = json_object_get(j, "shape"), *chunks = json_object_get(j, "chunks");
@@ -362,7 +365,11 @@ swi_status zarr__ome_level0(const char *group, char *dir, size_t dn, ome_geom *g
     int array = 0;
     memset(g, 0, sizeof *g);
     json_t *j = zarr__ome_attrs(group, &root, &array, err, n);
-    if (!j) return SWI_ERR_INVALID_ARG;
+    if (!j) {
+        swi_status st = root ? SWI_ERR_INVALID_ARG : io__errno_status(errno);
+        json_decref(root);
+        return st;
+    }
     if (array) { /* an array named x.ome.zarr: read it as such */
         json_decref(root);
         if (snprintf(dir, dn, "%s", group) >= (int)dn) {
@@ -460,12 +467,13 @@ json_t *zarr__ome_json(const swi_store_spec *spec, const char *name, const ome_g
 }
 
 /* Create (or for FORCE replace) the small metadata file path from j; report failures. */
-int zarr__write_meta(const char *path, json_t *j, char *err, size_t n) {
+swi_status zarr__write_meta(const char *path, json_t *j, char *err, size_t n) {
     if (!j || zarr__put_json(path, j, 0) != 0) {
+        swi_status st = j ? io__errno_status(errno) : SWI_ERR_NOMEM;
         io__err(err, n, "%s: cannot write: %s", path, j ? strerror(errno) : "out of memory");
-        return -1;
+        return st;
     }
-    return 0;
+    return SWI_OK;
 }
 
 /* For a labels group image/labels/NAME: the image directory and the leaf NAME; 0, or -1
@@ -520,16 +528,17 @@ void zarr__image_level_geometry(const char *image, const int64_t size[3], ome_ge
 /* An OME labels group inside an image: x.ome.zarr/labels/NAME -> record NAME in
  * labels/.zattrs, keeping whatever else the file holds; a labels/.zattrs that cannot be
  * read is refused, never replaced. */
-int zarr__register_label(const char *group, char *err, size_t n) {
+swi_status zarr__register_label(const char *group, char *err, size_t n) {
     char image[4096], leaf[512], parent[4200], path[4300];
-    if (zarr__labels_parent(group, image, sizeof image, leaf, sizeof leaf)) return 0;
-    if (io__join(parent, sizeof parent, image, "labels")) return 0;
+    if (zarr__labels_parent(group, image, sizeof image, leaf, sizeof leaf)) return SWI_OK;
+    if (io__join(parent, sizeof parent, image, "labels")) return SWI_OK;
     json_t *g = json_pack("{s:i}", "zarr_format", 2);
     if (io__join(path, sizeof path, parent, ".zgroup") || !g ||
         (zarr__put_json(path, g, 1) != 0 && errno != EEXIST)) {
+        swi_status st = g ? io__errno_status(errno) : SWI_ERR_NOMEM;
         io__err(err, n, "%s: cannot write: %s", path, g ? strerror(errno) : "out of memory");
         json_decref(g);
-        return -1;
+        return st;
     }
     json_decref(g);
     io__join(path, sizeof path, parent, ".zattrs");
@@ -537,11 +546,11 @@ int zarr__register_label(const char *group, char *err, size_t n) {
     struct stat st;
     if (lstat(path, &st) == 0) {
         attrs = zarr__load_json(path, err, n, "the labels attributes");
-        if (!attrs) return -1;
+        if (!attrs) return io__errno_status(errno);
         if (!json_is_object(attrs)) {
             io__err(err, n, "%s: the labels attributes are not a JSON object; not replaced", path);
             json_decref(attrs);
-            return -1;
+            return SWI_ERR_INVALID_ARG;
         }
     } else {
         attrs = json_object();
@@ -550,7 +559,7 @@ int zarr__register_label(const char *group, char *err, size_t n) {
     if (list && !json_is_array(list)) {
         io__err(err, n, "%s: \"labels\" is not a list; not replaced", path);
         json_decref(attrs);
-        return -1;
+        return SWI_ERR_INVALID_ARG;
     }
     if (!list) {
         list = json_array();
@@ -561,7 +570,7 @@ int zarr__register_label(const char *group, char *err, size_t n) {
         if (json_is_string(json_array_get(list, i)) &&
             !strcmp(json_string_value(json_array_get(list, i)), leaf))
             have = 1;
-    int r = 0;
+    swi_status r = SWI_OK;
     if (!have) {
         json_array_append_new(list, json_string(leaf));
         r = zarr__write_meta(path, attrs, err, n);

@@ -253,29 +253,29 @@ static int swap_in(const char *next, const char *final, char *err, size_t n) {
 }
 
 /* The job fingerprint of a shared store: written by whoever creates it, compared by every
- * part that joins. 0, or -1 with err. */
-static int check_job(const zarr_writer *z, const char *name, char *err, size_t n) {
+ * part that joins. SWI_OK, or a status with err. */
+static swi_status check_job(const zarr_writer *z, const char *name, char *err, size_t n) {
     const char *job = z->spec.job;
-    if (!job || !*job) return 0;
+    if (!job || !*job) return SWI_OK;
     char path[4200];
     if (io__join(path, sizeof path, z->store, JOB_FILE)) {
         io__err(err, n, "%s: name too long", name);
-        return -1;
+        return SWI_ERR_INVALID_ARG;
     }
-    if (io__put_file(path, job, strlen(job), 1) == 0) return 0;
+    if (io__put_file(path, job, strlen(job), 1) == 0) return SWI_OK;
     if (errno != EEXIST) {
         io__err(err, n, "%s: cannot write: %s", path, strerror(errno));
-        return -1;
+        return SWI_ERR_IO;
     }
     size_t len = 0;
     unsigned char *b = io__read_file(path, (size_t)1 << 16, &len, err, n, "the job fingerprint");
-    if (!b) return -1;
+    if (!b) return io__errno_status(errno);
     int same = len == strlen(job) && memcmp(b, job, len) == 0;
     if (!same)
         io__err(err, n, "%s was started by another job (%.*s); this part's job: %s", name,
                 (int)(len > 400 ? 400 : len), (const char *)b, job);
     free(b);
-    return same ? 0 : -1;
+    return same ? SWI_OK : SWI_ERR_INVALID_ARG;
 }
 
 swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3],
@@ -320,6 +320,7 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
                 !S_ISDIR(st.st_mode)) {
                 io__err(err, n, "%s: cannot make the replacement %s: %s", name, z->store,
                         errno ? strerror(errno) : "not a directory");
+                bad = SWI_ERR_IO;
                 goto fail;
             }
             target tn = classify(z->store, ome, why, sizeof why);
@@ -333,6 +334,7 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
             if (sibling(z->final, ".swi-new-XXXXXX", z->store, sizeof z->store) || !mkdtemp(z->store)) {
                 io__err(err, n, "%s: cannot make a replacement beside it: %s", name, strerror(errno));
                 z->swap = 0;
+                bad = SWI_ERR_IO;
                 goto fail;
             }
             if (stat(z->final, &st) == 0) chmod(z->store, st.st_mode & 07777);
@@ -350,16 +352,24 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
     io__join(path, sizeof path, z->dir, ".zarray");
     if (mkdirs(z->dir) != 0) {
         io__err(err, n, "%s: cannot create the directory: %s", name, strerror(errno));
+        bad = SWI_ERR_IO;
         goto fail;
     }
     /* The marker first: whoever sees the metadata also sees that the store is unfinished. */
     int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) {
         io__err(err, n, "%s: cannot write %s: %s", name, ZARR_MARKER, strerror(errno));
+        bad = SWI_ERR_IO;
         goto fail;
     }
     close(fd);
-    if ((flags & SWI_STORE_SHARED) && check_job(z, name, err, n)) goto fail;
+    if (flags & SWI_STORE_SHARED) {
+        swi_status js = check_job(z, name, err, n);
+        if (js != SWI_OK) {
+            bad = js;
+            goto fail;
+        }
+    }
     if (part >= 0) {
         /* a rerun of this part: its old "done" no longer holds */
         char pf[4200];
@@ -376,6 +386,7 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
     /* Parts never replace the metadata: whoever links it first wins, the others must agree. */
     if (zarr__put_json(path, j, !(flags & SWI_STORE_FORCE) || (flags & SWI_STORE_SHARED) || z->swap) != 0) {
         if (errno != EEXIST) {
+            bad = io__errno_status(errno);
             io__err(err, n, "%s: cannot write: %s", path, strerror(errno));
             json_decref(j);
             goto fail;
@@ -410,13 +421,19 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
             zarr__image_level_geometry(image, spec->size, &geo);
         json_t *attrs = zarr__ome_json(spec, leaf ? leaf + 1 : z->final, &geo);
         char gp[4200], ap[4200];
-        int fault = io__join(gp, sizeof gp, z->store, ".zgroup") ||
-                    io__join(ap, sizeof ap, z->store, ".zattrs") || zarr__write_meta(gp, g, err, n) ||
-                    zarr__write_meta(ap, attrs, err, n) ||
-                    (spec->labels && zarr__register_label(z->final, err, n));
+        swi_status fault = io__join(gp, sizeof gp, z->store, ".zgroup") ||
+                                   io__join(ap, sizeof ap, z->store, ".zattrs")
+                               ? SWI_ERR_INVALID_ARG
+                               : SWI_OK;
+        if (fault == SWI_OK) fault = zarr__write_meta(gp, g, err, n);
+        if (fault == SWI_OK) fault = zarr__write_meta(ap, attrs, err, n);
+        if (fault == SWI_OK && spec->labels) fault = zarr__register_label(z->final, err, n);
         json_decref(g);
         json_decref(attrs);
-        if (fault) goto fail;
+        if (fault != SWI_OK) {
+            bad = fault;
+            goto fail;
+        }
     }
     *impl = z;
     return SWI_OK;
@@ -457,8 +474,8 @@ swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3],
                         io__err(err, n, "%s: cannot compress a chunk (out of memory)", path);
                         st = SWI_ERR_NOMEM;
                     } else if (io__put_file(path, enc, elen, 0) != 0) {
+                        st = io__errno_status(errno);
                         io__err(err, n, "%s: cannot write: %s", path, strerror(errno));
-                        st = SWI_ERR_INVALID_ARG;
                     }
                     free(enc);
                 }
@@ -475,7 +492,7 @@ swi_status zarr__commit(void *impl, char *err, size_t n) {
     if (fd < 0 || close(fd) != 0) {
         io__err(err, n, "%s: cannot write: %s", pf, strerror(errno));
         zarr__abort(z);
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     /* Each part marks itself done before looking at the others, so the last one to finish
      * sees them all and marks the store complete. */
@@ -491,7 +508,7 @@ swi_status zarr__commit(void *impl, char *err, size_t n) {
         int won = unlink(marker) == 0;
         if (!won && errno != ENOENT) {
             io__err(err, n, "%s: cannot remove: %s", marker, strerror(errno));
-            st = SWI_ERR_INVALID_ARG;
+            st = SWI_ERR_IO;
         }
         for (int p = 0; p < z->parts && st == SWI_OK; p++) {
             char q[4200];
@@ -501,7 +518,7 @@ swi_status zarr__commit(void *impl, char *err, size_t n) {
         char jf[4200];
         if (won && io__join(jf, sizeof jf, z->store, JOB_FILE) == 0) unlink(jf);
         if (won && z->swap && swap_in(z->store, z->final, err, n) != 0) {
-            st = SWI_ERR_INVALID_ARG;
+            st = SWI_ERR_IO;
             if (z->swap == 1) rm_tree(z->store);
         }
     }
