@@ -63,10 +63,12 @@
  * one frame per segment and slice holding it, each referencing its source slice.
  *
  * Errors follow swi.h: functions return an swi_status and write one line naming the file
- * into err (errlen bytes; NULL to discard). Nothing is printed. A file that cannot be read
- * or written is SWI_ERR_INVALID_ARG, a corrupt or unsupported one SWI_ERR_INVALID_ARG with
- * the field at fault, a stop asked by `cancel` SWI_ERR_CANCELLED, memory that runs out
- * SWI_ERR_NOMEM. Headers are validated before niftilib sees them (it trusts the sizes it
+ * into err (errlen bytes; NULL to discard). Nothing is printed. A file or directory the
+ * system or a file library cannot open, examine, read or write (missing, unreadable, not a
+ * regular file, a disk full, a read that ends before the file's own size) is SWI_ERR_IO; a
+ * readable one that is corrupt, truncated (its header promises more than it holds), hostile
+ * or unsupported SWI_ERR_INVALID_ARG with the field at fault; a stop asked by `cancel`
+ * SWI_ERR_CANCELLED, memory that runs out SWI_ERR_NOMEM. Headers are validated before niftilib sees them (it trusts the sizes it
  * reads): a hostile header is refused with a message, never read past.
  *
  * Writers take an open descriptor and close it in every case, so the caller picks the

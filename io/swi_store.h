@@ -99,7 +99,12 @@
  * files (external, virtual) or behind a soft or external link is refused; a .h5 that
  * is not a regular file (a FIFO) is refused without being opened.
  *
- * Errors: an swi_status and one line naming the store and the field in err (NULL: none).
+ * Errors: an swi_status and one line naming the store and the field in err (NULL: none),
+ * as swi_io.h's: a file or directory of the store that cannot be opened, read, written,
+ * renamed, removed or locked (a missing store or metadata file, a full disk) is SWI_ERR_IO;
+ * metadata, chunks or an HDF5 file that are readable but corrupt, hostile or unsupported,
+ * and a store that is incomplete or not one swi may replace, SWI_ERR_INVALID_ARG; memory
+ * SWI_ERR_NOMEM. A writer's failure is kept and returned by swi_store_commit.
  */
 #ifndef SWI_STORE_H
 #define SWI_STORE_H

@@ -421,10 +421,10 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
             zarr__image_level_geometry(image, spec->size, &geo);
         json_t *attrs = zarr__ome_json(spec, leaf ? leaf + 1 : z->final, &geo);
         char gp[4200], ap[4200];
-        swi_status fault = io__join(gp, sizeof gp, z->store, ".zgroup") ||
-                                   io__join(ap, sizeof ap, z->store, ".zattrs")
-                               ? SWI_ERR_INVALID_ARG
-                               : SWI_OK;
+        swi_status fault =
+            io__join(gp, sizeof gp, z->store, ".zgroup") || io__join(ap, sizeof ap, z->store, ".zattrs")
+                ? SWI_ERR_INVALID_ARG
+                : SWI_OK;
         if (fault == SWI_OK) fault = zarr__write_meta(gp, g, err, n);
         if (fault == SWI_OK) fault = zarr__write_meta(ap, attrs, err, n);
         if (fault == SWI_OK && spec->labels) fault = zarr__register_label(z->final, err, n);

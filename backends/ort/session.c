@@ -239,11 +239,11 @@ static swi_status check_file(const char *path, char *err, size_t n) {
     struct stat st;
     if (stat(path, &st) != 0) {
         ort__err(err, n, "%s: cannot open: %s", path, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     if (S_ISDIR(st.st_mode)) {
         ort__err(err, n, "%s: is a directory, not an ONNX model", path);
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     /* a FIFO or a device would block the open below (and ONNX Runtime's) forever */
     if (!S_ISREG(st.st_mode)) {
@@ -253,12 +253,12 @@ static swi_status check_file(const char *path, char *err, size_t n) {
                  : S_ISCHR(st.st_mode)  ? "a character device"
                  : S_ISBLK(st.st_mode)  ? "a block device"
                                         : "a special file");
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     FILE *f = fopen(path, "rb");
     if (!f) {
         ort__err(err, n, "%s: cannot open: %s", path, strerror(errno));
-        return SWI_ERR_INVALID_ARG;
+        return SWI_ERR_IO;
     }
     fclose(f);
     if (st.st_size == 0) {

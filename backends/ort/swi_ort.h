@@ -49,7 +49,8 @@
  * Errors follow swi.h: every function that can fail returns an swi_status and, when err
  * is not NULL, writes one line into err (errlen bytes, always terminated) naming the file
  * and the field at fault. Nothing is printed; ONNX Runtime's own logging is silenced.
- * A model is used by one thread at a time, except swi_ort_cancel, which any thread may
+ * A model file that is missing, not a regular file or unreadable is SWI_ERR_IO (swi_ort_open);
+ * one that reads but is no model swi can run SWI_ERR_INVALID_ARG. A model is used by one thread at a time, except swi_ort_cancel, which any thread may
  * call while a run is in progress.
  */
 #ifndef SWI_ORT_H

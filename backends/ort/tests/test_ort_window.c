@@ -62,10 +62,10 @@ static void check_errors(const char *model) {
     swi_ort_options opt;
     swi_ort_options_init(&opt);
     swi_ort_model *m = NULL;
-    CHECK(swi_ort_open("no/such.onnx", &opt, &m, err, sizeof err) == SWI_ERR_INVALID_ARG && !m &&
+    CHECK(swi_ort_open("no/such.onnx", &opt, &m, err, sizeof err) == SWI_ERR_IO && !m &&
               strstr(err, "no/such.onnx: cannot open"),
           "missing model: %s", err);
-    CHECK(swi_ort_open("no/such.onnx", &opt, &m, NULL, 0) == SWI_ERR_INVALID_ARG, "err may be NULL");
+    CHECK(swi_ort_open("no/such.onnx", &opt, &m, NULL, 0) == SWI_ERR_IO, "err may be NULL");
     opt.graph_opt = (swi_ort_graph_opt)7;
     CHECK(swi_ort_open(model, &opt, &m, err, sizeof err) == SWI_ERR_INVALID_ARG && strstr(err, "graph_opt"),
           "bad graph_opt: %s", err);
