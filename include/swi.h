@@ -332,6 +332,68 @@ typedef struct swi_predictor {
     void *user;
 } swi_predictor;
 
+/** Run another predictor on this call's windows (what combinators are made of): `inner` is
+ *  called with a batch of the same count, dims, channels, roi, images and starts as b, whose
+ *  input is `input` ([count, channels, *roi] float32, the caller's, read during the call;
+ *  NULL: b's own) and whose head `head` goes to `output` ([count, channels, *spatial]
+ *  float32, the caller's; `spatial` holds dims values). `channels` and `spatial` are the
+ *  shape inner must give (inner learns nothing: it is the declared shape of its batch).
+ *  inner fills it as usual: swi_batch_output returns `output` itself; swi_batch_set_output
+ *  copies the data there and releases it at once. Other heads inner fills are accepted (any
+ *  shape) and discarded. Nothing of b or its run changes -- b's heads, the learned shapes,
+ *  the error message, the counts -- so the calling predictor still fills b's heads itself.
+ *  Call it only during b's predictor call, on its thread; inner may call it in turn
+ *  (combinators nest). It allocates nothing unless inner asks swi_batch_output for a head
+ *  other than `head`. Returns SWI_OK, or SWI_ERR_INVALID_ARG (a NULL or out-of-range
+ *  argument), SWI_ERR_OVERFLOW, SWI_ERR_SHAPE (inner gave another shape, asked for a head
+ *  twice or returned 0 without filling `head`), SWI_ERR_NOMEM, SWI_ERR_PREDICTOR (inner
+ *  returned non-zero), with one line in err (errlen bytes, always terminated; err may be
+ *  NULL): inner's own message (swi_batch_set_error) when it failed and gave one, else one
+ *  naming the fault. After a failure output may hold partial values. */
+swi_status swi_batch_predict(swi_batch *b, const swi_predictor *inner, const float *input, int head,
+                             int64_t channels, const int64_t *spatial, float *output, char *err,
+                             size_t errlen);
+
+/* ------------------------------------------------------------------------- */
+/* Predictor combinators                                                     */
+/* ------------------------------------------------------------------------- */
+
+/* Predictors made of other predictors through swi_batch_predict: each fills head 0 with
+ * `classes` channels of `spatial` (dims values: the output window, roi or zoomed) from
+ * head 0 of the predictors it holds, whatever those are (a C callback, a Python module, an
+ * ONNX model), and takes batches of at most max_batch windows (a larger batch fails the
+ * run with a message; swi_plan_run's sw_batch_size says what a run uses). Each holds
+ * scratch: made by its function (err receives one line on failure, errlen bytes; *out is
+ * zeroed then), freed by its _free. The predictors held must outlive it; their arrays
+ * are copied. A combinator is used by one run at a time. */
+
+/** The mean of n >= 1 members (an ensemble): every window goes through each member in
+ *  turn, the first writing straight into the output, the others into one batch of scratch
+ *  (max_batch windows of the output) added to it in member order, then the sum divided by
+ *  n -- the order a test comparing with a hand-made mean can follow bitwise. A NaN in the
+ *  mean fails the run ("the ensemble's mean output is NaN; its labels would be
+ *  meaningless"); a member's message, when one fails, is the run's. */
+swi_status swi_predictor_mean(const swi_predictor *members, int n, int64_t classes, int dims,
+                              const int64_t *spatial, int max_batch, swi_predictor *out, char *err,
+                              size_t errlen);
+/** Free what swi_predictor_mean made and zero *mean; anything else (NULL, a zeroed or
+ *  another predictor) is left alone. */
+void swi_predictor_mean_free(swi_predictor *mean);
+
+/** Test-time mirroring: the mean of `inner` over the mirrorings of each window along every
+ *  subset of `axes` (bit a: spatial axis a, outermost first; at least one, below 1 << dims),
+ *  each prediction mirrored back: 2^k runs for k axes. Order: the plain run writes the
+ *  output, then the mirrored runs in increasing subset mask (bit a for axis a) are added,
+ *  then the sum is multiplied by 1 / 2^k -- libswi_ort's tta order, so with axes 7 on a
+ *  3-D window the mirror of an ONNX model equals that model run with tta, bitwise. Scratch:
+ *  one batch of the output at creation, one batch of mirrored input at the first call
+ *  (grown if a later run has larger windows). Values are not judged (a NaN stays). */
+swi_status swi_predictor_mirror(const swi_predictor *inner, unsigned axes, int64_t classes, int dims,
+                                const int64_t *spatial, int max_batch, swi_predictor *out, char *err,
+                                size_t errlen);
+/** Free what swi_predictor_mirror made and zero *mirror; anything else is left alone. */
+void swi_predictor_mirror_free(swi_predictor *mirror);
+
 /* ------------------------------------------------------------------------- */
 /* Outputs and reductions                                                    */
 /* ------------------------------------------------------------------------- */

@@ -1,9 +1,30 @@
 /* batch.c -- what the predictor sees: one call's windows, gathered through the
- * padding, and the head buffers it fills (the swi_batch_* functions of swi.h). */
+ * padding, and the head buffers it fills (the swi_batch_* functions of swi.h); the child
+ * batches a predictor runs another predictor on (swi_batch_predict). */
 #include "engine.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* A child batch (swi_batch_predict): its parent's windows with another input; one head
+ * goes to the caller's buffer, the others (a multi-head predictor fills them all) to
+ * spare buffers nobody reads. It lives on swi_batch_predict's stack, and its failures
+ * are its own: the run's error state, stats and head shapes are left alone. */
+struct batch_child {
+    const float *input;
+    int head;
+    int64_t channels;
+    int64_t spatial[SWI_MAX_DIMS];
+    float *output;
+    size_t floats; /* of output */
+    int given[SWI_MAX_HEADS];
+    float *spare[SWI_MAX_HEADS];
+    size_t spare_bytes[SWI_MAX_HEADS];
+    swi_status st; /* the first failure of an output call, described in shape_msg */
+    char shape_msg[SWI_ERRMSG_LEN];
+    char pred_msg[SWI_ERRMSG_LEN]; /* swi_batch_set_error's */
+};
 
 /* Head h's buffer of the slot holds at least `bytes`. */
 static int head_buffer(slot *s, int h, size_t bytes) {
@@ -29,7 +50,9 @@ int swi_batch_count(const swi_batch *b) { return b ? b->s->n_run : 0; }
 int swi_batch_dims(const swi_batch *b) { return b ? b->r->g.user_dims : 0; }
 int64_t swi_batch_channels(const swi_batch *b) { return b ? b->r->g.cin : 0; }
 const int64_t *swi_batch_roi(const swi_batch *b) { return b ? &b->r->g.roi[NDIM - b->r->g.user_dims] : NULL; }
-const float *swi_batch_input(const swi_batch *b) { return b ? b->s->input : NULL; }
+const float *swi_batch_input(const swi_batch *b) {
+    return b ? (b->child ? b->child->input : b->s->input) : NULL;
+}
 int64_t swi_batch_image(const swi_batch *b, int i) {
     return (b && i >= 0 && i < b->s->n_run) ? b->s->image[slot_index(b, i)] : -1;
 }
@@ -38,7 +61,10 @@ const int64_t *swi_batch_start(const swi_batch *b, int i) {
 }
 void swi_batch_set_error(swi_batch *b, const char *message) {
     if (!b || !message) return;
-    snprintf(b->r->pred_msg, sizeof b->r->pred_msg, "%s", message);
+    if (b->child)
+        snprintf(b->child->pred_msg, sizeof b->child->pred_msg, "%s", message);
+    else
+        snprintf(b->r->pred_msg, sizeof b->r->pred_msg, "%s", message);
 }
 
 /* Check a head's output shape (learning it at the first call) and return the bytes of
@@ -116,8 +142,13 @@ static size_t head_request(swi_batch *b, int head, int64_t channels, const int64
     return v;
 }
 
+static float *child_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial);
+static int child_set_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial,
+                            const float *data, void (*release)(void *user, const float *data), void *user);
+
 float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial) {
     if (!b) return NULL;
+    if (b->child) return child_output(b, head, channels, spatial);
     size_t v = head_request(b, head, channels, spatial);
     if (!v) return NULL;
     slot *s = b->s;
@@ -133,6 +164,7 @@ float *swi_batch_output(swi_batch *b, int head, int64_t channels, const int64_t 
 int swi_batch_set_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial, const float *data,
                          void (*release)(void *user, const float *data), void *user) {
     if (!b) return 1;
+    if (b->child) return child_set_output(b, head, channels, spatial, data, release, user);
     if (!data) {
         b->r->shape_err =
             swi__fail(b->r->ctx, SWI_ERR_INVALID_ARG, "swi_batch_set_output: head %d's data is NULL", head);
@@ -319,7 +351,7 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
     for (int h = 0; h < SWI_MAX_HEADS; h++) s->requested[h] = 0;
     r->pred_msg[0] = '\0';
     r->shape_err = SWI_OK;
-    swi_batch b = {r, s};
+    swi_batch b = {r, s, NULL};
     r->stats.predictor_calls++;
     r->stats.windows_predicted += s->n_run;
     int rc = r->pred->predict(r->pred->user, &b);
@@ -340,5 +372,166 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
         place_outputs(r, s);
         if (r->cache_ready) swi__reuse_keep(r, s);
     }
+    return SWI_OK;
+}
+
+/* ---- child batches (swi_batch_predict) ---- */
+
+/* Bytes of n windows of a head's output, 0 when they do not fit in size_t. */
+static size_t shape_bytes(int n, int64_t channels, const int64_t *spatial, int d) {
+    size_t v = (size_t)n;
+    if ((uint64_t)channels > SIZE_MAX || !swi__mul_size(v, (size_t)channels, &v)) return 0;
+    for (int k = 0; k < d; k++)
+        if ((uint64_t)spatial[k] > SIZE_MAX || !swi__mul_size(v, (size_t)spatial[k], &v)) return 0;
+    return swi__mul_size(v, sizeof(float), &v) ? v : 0;
+}
+
+/* "C channels x s0 x s1 ..." for messages. */
+static void shape_text(char *buf, size_t n, int64_t channels, const int64_t *spatial, int d) {
+    int k = snprintf(buf, n, "%lld channels", (long long)channels);
+    for (int i = 0; i < d && k >= 0 && (size_t)k < n; i++)
+        k += snprintf(buf + k, n - (size_t)k, " x %lld", (long long)spatial[i]);
+}
+
+static swi_status put_err(char *err, size_t errlen, swi_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static swi_status put_err(char *err, size_t errlen, swi_status st, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+/* Check a head the child's predictor gives and return its bytes, or 0 with the child's
+ * failure recorded (the first one is kept). */
+static size_t child_request(swi_batch *b, int head, int64_t channels, const int64_t *spatial) {
+    batch_child *c = b->child;
+    const int d = b->r->g.user_dims;
+    char m[SWI_ERRMSG_LEN];
+    swi_status st = SWI_OK;
+    if (head < 0 || head >= SWI_MAX_HEADS)
+        st = put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor asked for head %d (heads are 0..%d)", head,
+                     SWI_MAX_HEADS - 1);
+    else if (channels <= 0 || !spatial)
+        st = put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor head %d: channels = %lld%s", head,
+                     (long long)channels, spatial ? " must be >= 1" : " with NULL spatial");
+    for (int k = 0; st == SWI_OK && k < d; k++)
+        if (spatial[k] <= 0)
+            st = put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor head %d: spatial[%d] = %lld must be >= 1",
+                         head, k, (long long)spatial[k]);
+    if (st == SWI_OK && c->given[head])
+        st = put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor asked for head %d twice in one call", head);
+    if (st == SWI_OK && head == c->head) {
+        int same = channels == c->channels;
+        for (int k = 0; k < d; k++) same &= spatial[k] == c->spatial[k];
+        if (same) return c->floats * sizeof(float);
+        char got[160], want[160];
+        shape_text(got, sizeof got, channels, spatial, d);
+        shape_text(want, sizeof want, c->channels, c->spatial, d);
+        st = put_err(m, sizeof m, SWI_ERR_SHAPE,
+                     "predictor head %d: %s per window, but the caller expects %s", head, got, want);
+    }
+    size_t v = 0;
+    if (st == SWI_OK && !(v = shape_bytes(b->s->n_run, channels, spatial, d)))
+        st = put_err(m, sizeof m, SWI_ERR_OVERFLOW, "predictor head %d: output size overflows", head);
+    if (st == SWI_OK) return v;
+    if (c->st == SWI_OK) {
+        c->st = st;
+        memcpy(c->shape_msg, m, sizeof m);
+    }
+    return 0;
+}
+
+static float *child_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial) {
+    batch_child *c = b->child;
+    size_t v = child_request(b, head, channels, spatial);
+    if (!v) return NULL;
+    if (head != c->head) { /* a head the caller does not want: somewhere to write it */
+        c->spare[head] = swi__big_alloc(v);
+        if (!c->spare[head]) {
+            if (c->st == SWI_OK) {
+                c->st = SWI_ERR_NOMEM;
+                snprintf(c->shape_msg, sizeof c->shape_msg, "out of memory for head %d's output buffer",
+                         head);
+            }
+            return NULL;
+        }
+        c->spare_bytes[head] = v;
+    }
+    c->given[head] = 1;
+    return head == c->head ? c->output : c->spare[head];
+}
+
+static int child_set_output(swi_batch *b, int head, int64_t channels, const int64_t *spatial,
+                            const float *data, void (*release)(void *user, const float *data), void *user) {
+    batch_child *c = b->child;
+    if (!data) {
+        if (c->st == SWI_OK) {
+            c->st = SWI_ERR_INVALID_ARG;
+            snprintf(c->shape_msg, sizeof c->shape_msg, "swi_batch_set_output: head %d's data is NULL", head);
+        }
+        return 1;
+    }
+    size_t v = child_request(b, head, channels, spatial);
+    if (!v) return 1;
+    /* the values are needed only until the caller reads output: copied, given back at once */
+    if (head == c->head && data != c->output) memmove(c->output, data, v);
+    if (release) release(user, data);
+    c->given[head] = 1;
+    return 0;
+}
+
+swi_status swi_batch_predict(swi_batch *b, const swi_predictor *inner, const float *input, int head,
+                             int64_t channels, const int64_t *spatial, float *output, char *err,
+                             size_t errlen) {
+    if (err && errlen) err[0] = '\0';
+    if (!b || !inner || !inner->predict || !output || !spatial)
+        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: %s is NULL",
+                       !b                ? "the batch"
+                       : !inner          ? "the predictor"
+                       : !inner->predict ? "the predictor's predict"
+                       : !output         ? "output"
+                                         : "spatial");
+    const int d = b->r->g.user_dims;
+    if (head < 0 || head >= SWI_MAX_HEADS)
+        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: head = %d is not in 0..%d", head,
+                       SWI_MAX_HEADS - 1);
+    if (channels <= 0)
+        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: channels = %lld must be >= 1",
+                       (long long)channels);
+    for (int k = 0; k < d; k++)
+        if (spatial[k] <= 0)
+            return put_err(err, errlen, SWI_ERR_INVALID_ARG,
+                           "swi_batch_predict: spatial[%d] = %lld must be >= 1", k, (long long)spatial[k]);
+    const size_t bytes = shape_bytes(b->s->n_run, channels, spatial, d);
+    if (!bytes)
+        return put_err(err, errlen, SWI_ERR_OVERFLOW,
+                       "swi_batch_predict: the output of %d windows of %lld channels overflows", b->s->n_run,
+                       (long long)channels);
+
+    batch_child c;
+    memset(&c, 0, sizeof c);
+    c.input = input ? input : swi_batch_input(b);
+    c.head = head;
+    c.channels = channels;
+    for (int k = 0; k < d; k++) c.spatial[k] = spatial[k];
+    c.output = output;
+    c.floats = bytes / sizeof(float);
+    swi_batch cb = {b->r, b->s, &c};
+    int rc = inner->predict(inner->user, &cb);
+    for (int h = 0; h < SWI_MAX_HEADS; h++) swi__big_free(c.spare[h], c.spare_bytes[h]);
+    if (c.st != SWI_OK) return put_err(err, errlen, c.st, "%s", c.shape_msg);
+    if (rc != 0) {
+        if (c.pred_msg[0]) return put_err(err, errlen, SWI_ERR_PREDICTOR, "%s", c.pred_msg);
+        return put_err(err, errlen, SWI_ERR_PREDICTOR, "the predictor failed (returned %d)", rc);
+    }
+    if (!c.given[head])
+        return put_err(err, errlen, SWI_ERR_SHAPE, "the predictor returned 0 without filling head %d", head);
     return SWI_OK;
 }

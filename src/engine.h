@@ -139,9 +139,14 @@ typedef struct run {
     char pred_msg[SWI_ERRMSG_LEN];
 } run;
 
+/* A batch one predictor made for another (swi_batch_predict, batch.c): the windows of
+ * its parent, its own input and destination; NULL in the engine's batches. */
+typedef struct batch_child batch_child;
+
 struct swi_batch {
     run *r;
     slot *s;
+    batch_child *child;
 };
 
 /* Head h's outputs of the slot's windows, [n, C, win]. */
