@@ -423,7 +423,7 @@ int card_apply(const seg_card *c, pl_opts *o, char *err) {
         }
         o->zscore = c->zscore;
     }
-    if (c->n_members > 0 && o->n_models == 1) {
+    if (c->n_members > 0 && o->n_models == 1 && o->n_preds == 0) {
         for (int i = 0; i < c->n_members && o->n_models < SEG_MAX_MODELS; i++)
             o->models[o->n_models++] = c->members[i];
     }

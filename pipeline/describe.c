@@ -39,15 +39,20 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
     const swi_plan *eng = &plan->engine;
 #define P(...) add(&t, __VA_ARGS__)
     char desc[1024], b[6][32];
-    swi_ort_describe(s->model, desc, sizeof desc);
     const int64_t *isz = s->vols[0].size;
     size_t vol_native = (size_t)(isz[0] * isz[1] * isz[2]) * (size_t)s->vols[0].bytes_per_voxel;
-    int64_t per_batch = swi_ort_calls_per_batch(s->model, eng->sw_batch_size);
-    P("model    %s\n", o->model);
-    P("         %s\n", desc);
-    if (o->no_rewrite)
+    int64_t per_batch = s->model ? swi_ort_calls_per_batch(s->model, eng->sw_batch_size) : o->tta ? 8 : 1;
+    P("model    %s\n", PL_MODEL_NAME(o));
+    if (!s->model) {
+        P("         %lld classes per window of the roi%s\n", (long long)o->classes,
+          o->model ? "; the model named only for its card" : "");
+    } else {
+        swi_ort_describe(s->model, desc, sizeof desc);
+        P("         %s\n", desc);
+    }
+    if (s->model && o->no_rewrite)
         P("         loaded as it is (--no-rewrite)\n");
-    else
+    else if (s->model)
         P("         %d ConvTranspose layer%s run as Conv + depth-to-space (the same "
           "function, faster)\n",
           swi_ort_rewrites(s->model), swi_ort_rewrites(s->model) == 1 ? "" : "s");
@@ -60,7 +65,8 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
         seg_grid_describe(&s->grid, g, sizeof g);
         P("model    grid %s\n", g);
     }
-    if (s->n_members > 1) P("ensemble %d models, their mean blended\n", s->n_members);
+    if (s->n_members > 1)
+        P("ensemble %d %s, their mean blended\n", s->n_members, o->n_preds ? "predictors" : "models");
     P("window   %lld x %lld x %lld, overlap %g,%g,%g, %s blending", (long long)eng->roi[0],
       (long long)eng->roi[1], (long long)eng->roi[2], o->overlap[0], o->overlap[1], o->overlap[2],
       o->mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant");
@@ -87,7 +93,8 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
           (long long)(eng->windows_total - eng->windows_reused), eng->reuse_cache,
           eng->reuse_cache == 1 ? "" : "s");
     else
-        P("reuse    off (--no-reuse): all %lld windows run\n", (long long)eng->windows_total);
+        P("reuse    off (%s): all %lld windows run\n", o->n_preds ? "the caller's predictors" : "--no-reuse",
+          (long long)eng->windows_total);
     P("threads  %d blending, %d network; pipeline %s\n", eng->threads,
       o->threads > 0 ? o->threads : cli_cpu_count(), eng->pipeline ? "on" : "off");
     P("classes  %lld%s\n", (long long)eng->head_channels[0],
@@ -103,10 +110,11 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
       eng->reuse_cache, eng->reuse_cache == 1 ? "" : "s", eng->reuse_cache == 1 ? "" : "s");
     P("  smallest plan %12s   (any batch size / pipeline; %zu bytes)\n", cli_bytes(eng->bytes_min, b[5]),
       eng->bytes_min);
-    if (s->grid.active || s->n_members > 1) {
+    if (s->grid.active || s->n_members > 1 || s->n_mirrors > 0) {
         size_t band = seg_grid_band_bytes(&s->grid, eng->head_channels[0], eng->order[0]);
         P("beside the engine: %s (%s)\n", cli_bytes(plan->beside_bytes, b[0]),
           s->grid.active ? "results on the input grid, the input on the model grid"
+          : s->n_mirrors ? "the mirroring's and the ensemble's window buffers"
                          : "the ensemble's window buffer");
         if (band)
             P("  resampling band %10s   (model-grid scores kept until the input-grid "

@@ -59,7 +59,14 @@ typedef struct pl_opts {
     int no_reuse;
     int reuse_cache;
     int no_rewrite;
+    const swi_predictor *preds; /**< the caller's predictors instead of models, or NULL */
+    int n_preds;
+    int64_t classes; /**< what the caller's predictors give */
 } pl_opts;
+
+/* What messages call the network: models[0], or the caller's predictors. */
+#define PL_MODEL_NAME(o) \
+    ((o)->model ? (o)->model : (o)->n_preds > 1 ? "the caller's predictors" : "the caller's predictor")
 
 #define SEG_GIVEN_OVERLAP 1u
 #define SEG_GIVEN_SIGMA 2u

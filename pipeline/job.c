@@ -56,8 +56,38 @@ static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
         cli_err(err, "--input is required (1 to %d inputs)", SWI_JOB_MAX_INPUTS);
         return -1;
     }
-    if (sp->n_models < 1 || sp->n_models > SWI_JOB_MAX_MODELS) {
+    if (sp->n_predictors < 0 || sp->n_predictors > SWI_JOB_MAX_MODELS ||
+        (sp->n_predictors && !sp->predictors)) {
+        cli_err(err, "predictors: 1 to %d of them (got %d%s)", SWI_JOB_MAX_MODELS, sp->n_predictors,
+                sp->n_predictors && !sp->predictors ? ", predictors NULL" : "");
+        return -1;
+    }
+    if (sp->n_predictors) {
+        if (sp->n_models > 1) {
+            cli_err(err, "with predictors, models names at most one ONNX model (for its card), not %d",
+                    sp->n_models);
+            return -1;
+        }
+        if (sp->classes < 1) {
+            cli_err(err, "classes is required with predictors: the channels they give (got %lld)",
+                    (long long)sp->classes);
+            return -1;
+        }
+        for (int i = 0; i < sp->n_predictors; i++)
+            if (!sp->predictors[i].predict) {
+                cli_err(err, "predictors[%d] has no predict function", i);
+                return -1;
+            }
+        if (sp->head != 0) {
+            cli_err(err, "--head %d selects an ONNX model's output; the caller's predictors fill head 0",
+                    sp->head);
+            return -1;
+        }
+    } else if (sp->n_models < 1 || sp->n_models > SWI_JOB_MAX_MODELS) {
         cli_err(err, "--model is required (1 to %d models)", SWI_JOB_MAX_MODELS);
+        return -1;
+    } else if (sp->classes != 0) {
+        cli_err(err, "classes goes with predictors; an ONNX model says its own");
         return -1;
     }
     for (int c = 0; c < sp->n_inputs; c++)
@@ -74,7 +104,10 @@ static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
     o->n_inputs = sp->n_inputs;
     memcpy(o->models, sp->models, sizeof o->models);
     o->n_models = sp->n_models;
-    o->model = sp->models[0];
+    o->model = sp->n_models ? sp->models[0] : NULL;
+    o->preds = sp->n_predictors ? sp->predictors : NULL;
+    o->n_preds = sp->n_predictors;
+    o->classes = sp->n_predictors ? sp->classes : 0;
     o->output = sp->output;
     o->scores = sp->scores;
     o->preview = sp->preview;
@@ -206,10 +239,17 @@ swi_status swi_job_open(const swi_job_spec *spec, const swi_job_hooks *hooks, sw
     if (hooks) job->hooks = *hooks;
     /* the model's card fills what the spec leaves unset */
     int found = 0;
-    if (!job->o.no_card && (card_load(job->o.model, &job->card, &found, msg) ||
-                            (found && card_apply(&job->card, &job->o, msg)))) {
+    if (job->o.model && !job->o.no_card &&
+        (card_load(job->o.model, &job->card, &found, msg) ||
+         (found && card_apply(&job->card, &job->o, msg)))) {
         swi_job_free(job);
         return finish(SWI_ERR_IO, msg, err, errlen);
+    }
+    if (job->o.n_preds && !job->o.roi_given) {
+        swi_job_free(job);
+        return finish(SWI_ERR_INVALID_ARG,
+                      "--roi is required with predictors (no model to take the window from, nor a card)", err,
+                      errlen);
     }
     if (pl_store_check(&job->o, msg)) {
         swi_job_free(job);

@@ -83,7 +83,11 @@ int seg_report_write(const pl_opts *o, const seg_state *s, int fd, const char *p
 #define ITEM(k, ...) \
     (snprintf(val[n], ITEM_LEN, __VA_ARGS__), items[n].key = (k), items[n].value = val[n], n++)
     ITEM("swi", "%s", swi_version());
-    if (o->n_models > 1)
+    if (o->n_preds > 1)
+        ITEM("model", "%s (an ensemble of %d)", PL_MODEL_NAME(o), o->n_preds);
+    else if (o->n_preds)
+        ITEM("model", "%s", PL_MODEL_NAME(o));
+    else if (o->n_models > 1)
         ITEM("model", "%s (an ensemble of %d)", o->model, o->n_models);
     else
         ITEM("model", "%s", o->model);

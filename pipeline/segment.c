@@ -52,7 +52,7 @@ static int same_grid(const pl_opts *o, seg_state *s, const int64_t osz[3], const
     cli_err(err,
             "%s: the model's output grid %lldx%lldx%lld differs from the volume's "
             "%lldx%lldx%lld (a zoomed output); swi segment writes labels on the input grid",
-            o->model, (long long)osz[0], (long long)osz[1], (long long)osz[2], (long long)size[0],
+            PL_MODEL_NAME(o), (long long)osz[0], (long long)osz[1], (long long)osz[2], (long long)size[0],
             (long long)size[1], (long long)size[2]);
     return seg_fail_status(s, SWI_ERR_SHAPE, err);
 }
@@ -197,7 +197,7 @@ int seg_check_outputs(const pl_opts *o, seg_state *s) {
             from_card |= o->models[m] == o->card->members[k];
         ins[n_ins++] = (cli_named_path){from_card ? "the card's ensemble member" : "--model", o->models[m]};
     }
-    if (o->n_models == 0) ins[n_ins++] = (cli_named_path){"--model", o->model};
+    if (o->n_models == 0 && o->model) ins[n_ins++] = (cli_named_path){"--model", o->model};
     if (o->card && o->card->in_file) ins[n_ins++] = (cli_named_path){"the model card", o->card->source};
     for (int c = 0; c < o->n_inputs; c++) ins[n_ins++] = (cli_named_path){"--input", o->inputs[c]};
     const cli_named_path outp[6] = {{"--output", o->output},
@@ -285,7 +285,9 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
 
     p.progress = run_progress;
     p.progress_user = s;
-    swi_predictor net = s->n_members > 1 ? seg_ensemble_predictor(&s->ensemble) : swi_ort_predictor(s->model);
+    swi_predictor net = o->n_preds         ? s->net
+                        : s->n_members > 1 ? seg_ensemble_predictor(&s->ensemble)
+                                           : swi_ort_predictor(s->model);
     if (seg_cancelled(s)) return cancelled(s);
     double t1 = cli_now();
     swi_status st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);
@@ -349,7 +351,8 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
                     "peak RSS %s -> %s",
                     (long long)in.size[0], (long long)in.size[1], (long long)in.size[2], (long long)r.classes,
                     (long long)windows,
-                    (long long)(calls * swi_ort_calls_per_batch(s->model, plan.sw_batch_size)),
+                    (long long)(s->model ? calls * swi_ort_calls_per_batch(s->model, plan.sw_batch_size)
+                                         : calls * (o->tta ? 8 : 1)),
                     (long long)s->stats.windows_predicted, (long long)s->stats.windows_reused, cli_now() - t0,
                     s->t_run, s->t_run > 0 ? (double)windows / s->t_run : 0.0, cli_bytes(cli_peak_rss(), rss),
                     o->output ? o->output : "-");

@@ -22,7 +22,12 @@ typedef struct seg_state {
     int n_members;
     int64_t channels; /* input channels: every frame of every --input */
     seg_ensemble ensemble;
-    seg_grid grid; /* the model's grid (--orientation, --spacing) */
+    /* the caller's predictors (spec.predictors): mirrored each with tta, then their mean */
+    swi_predictor mirrors[SEG_MAX_MODELS];
+    int n_mirrors;
+    swi_predictor mean;
+    swi_predictor net; /* what the engine runs */
+    seg_grid grid;     /* the model's grid (--orientation, --spacing) */
     swi_ctx *ctx;
     float *input;
     cli_out out_labels, out_scores, out_preview, out_report;

@@ -70,6 +70,8 @@ void seg_state_free(seg_state *s) {
     swi_free(s->ctx);
     for (int m = 1; m < s->n_members; m++) swi_ort_close(s->members[m]);
     seg_ensemble_free(&s->ensemble);
+    swi_predictor_mean_free(&s->mean);
+    for (int m = 0; m < s->n_mirrors; m++) swi_predictor_mirror_free(&s->mirrors[m]);
     seg_grid_free(&s->grid);
     if (!s->model_borrowed) swi_ort_close(s->model);
     free(s->input);
@@ -234,6 +236,46 @@ static int open_model(const pl_opts *o, seg_state *s, int64_t roi[3], swi_head_s
     return open_members(o, s, &oo, &in, &w, head, err);
 }
 
+/* The caller's predictors as the network: every window of roi gives classes channels;
+ * with tta each is mirrored along the three axes, several are averaged (the ONNX path's
+ * order: each member's mirrors, then the mean). Returns 0, or 1 with err. */
+static int use_predictors(const pl_opts *o, seg_state *s, const int64_t roi[3], swi_head_spec *head,
+                          char *err) {
+    if (o->card && o->card->n_classes > 0 && o->card->n_classes != o->classes) {
+        cli_err(err, "%s: \"classes\": names %d classes, but classes = %lld", o->card->source,
+                o->card->n_classes, (long long)o->classes);
+        return 1;
+    }
+    memset(head, 0, sizeof *head);
+    head->channels = o->classes;
+    for (int a = 0; a < 3; a++) head->spatial[a] = roi[a];
+    const swi_predictor *members = o->preds;
+    char msg[SWI_ERRLEN];
+    if (o->tta) {
+        for (int m = 0; m < o->n_preds; m++) {
+            if (swi_predictor_mirror(&o->preds[m], 7, o->classes, 3, roi, o->sw_batch, &s->mirrors[m], msg,
+                                     sizeof msg) != SWI_OK) {
+                cli_err(err, "%s", msg);
+                return 1;
+            }
+            s->n_mirrors = m + 1;
+        }
+        members = s->mirrors;
+    }
+    if (o->n_preds > 1) {
+        if (swi_predictor_mean(members, o->n_preds, o->classes, 3, roi, o->sw_batch, &s->mean, msg,
+                               sizeof msg) != SWI_OK) {
+            cli_err(err, "%s", msg);
+            return 1;
+        }
+        s->net = s->mean;
+    } else {
+        s->net = members[0];
+    }
+    s->n_members = o->n_preds;
+    return 0;
+}
+
 int seg_setup(const pl_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs, int *n_outs,
               char *err) {
     if (cli_is_store(o->inputs[0])) {
@@ -242,7 +284,7 @@ int seg_setup(const pl_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi
         cli_err(err, "swi was built without NIfTI support (install libnifti2-dev and rebuild)");
         return 1;
     }
-    if (!CLI_HAVE_ORT) {
+    if (!CLI_HAVE_ORT && !o->n_preds) {
         cli_err(err, "swi was built without ONNX Runtime (run scripts/install-deps.sh and "
                      "rebuild)");
         return 1;
@@ -286,7 +328,7 @@ int seg_setup(const pl_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi
     for (int a = 0; a < 3; a++) roi[a] = o->roi_given && o->roi[a] == 0 ? size[a] : o->roi[a];
     swi_head_spec head;
     memset(&head, 0, sizeof head);
-    int rc = open_model(o, s, roi, &head, err);
+    int rc = o->n_preds ? use_predictors(o, s, roi, &head, err) : open_model(o, s, roi, &head, err);
     if (rc) return rc;
 
     swi_params_init(p, 3);
@@ -303,7 +345,7 @@ int seg_setup(const pl_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi
     p->max_memory = o->max_memory;
     /* The ONNX Runtime predictor is deterministic per window whatever shares its call
      * (test ort_deterministic), tta included: reuse keeps the results bitwise. */
-    p->reuse = o->no_reuse ? SWI_REUSE_OFF : SWI_REUSE_ON;
+    p->reuse = o->no_reuse || o->n_preds ? SWI_REUSE_OFF : SWI_REUSE_ON;
     p->reuse_cache = o->reuse_cache;
     p->n_heads = 1;
     p->heads[0] = head;
@@ -316,7 +358,8 @@ int seg_setup(const pl_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi
     memcpy(in->size, size, sizeof in->size);
     if (s->reader) in->reader = &s->store_in.reader;
 
-    if (s->n_members > 1 && seg_ensemble_init(&s->ensemble, s->members, s->n_members, &head, o->sw_batch)) {
+    if (!o->n_preds && s->n_members > 1 &&
+        seg_ensemble_init(&s->ensemble, s->members, s->n_members, &head, o->sw_batch)) {
         cli_err(err, "out of memory for the ensemble's window buffer");
         return 1;
     }
@@ -340,10 +383,19 @@ typedef struct beside_of {
     const swi_head_spec *head;
 } beside_of;
 
+/* The scratch of the caller's predictors' mirrors (a batch of outputs and one of mirrored
+ * windows each), for batches of sw windows. */
+static size_t mirror_bytes(const seg_state *s, const swi_head_spec *head, int sw) {
+    size_t in = (size_t)s->channels;
+    for (int a = 0; a < 3; a++) in *= (size_t)head->spatial[a];
+    return (size_t)s->n_mirrors * (seg_ensemble_bytes(2, head, sw) + in * (size_t)sw * sizeof(float));
+}
+
 static size_t beside_bytes(void *user, const swi_plan *plan) {
     const beside_of *b = user;
     return seg_grid_bytes(&b->s->grid, plan->head_channels[0], PL_WANT_SCORES(b->o), plan->order[0]) +
-           seg_ensemble_bytes(b->s->n_members, b->head, plan->sw_batch_size);
+           seg_ensemble_bytes(b->s->n_members, b->head, plan->sw_batch_size) +
+           mirror_bytes(b->s, b->head, plan->sw_batch_size);
 }
 
 /* Bytes held while the inputs are read (seg_read_inputs): the float volume of every
@@ -374,7 +426,7 @@ int seg_fits_available(const pl_opts *o, const seg_state *s, const swi_params *p
     swi_plan plan;
     size_t beside = 0;
     char msg[SWI_ERRLEN];
-    const int any = s->grid.active || s->n_members > 1;
+    const int any = s->grid.active || s->n_members > 1 || s->n_mirrors > 0;
     swi_status st = cli_plan_available(ctx, &q, &shape_only, outs, n_outs, &plan, any ? beside_bytes : NULL,
                                        &b, &beside, seg_reading_bytes(o, s), msg, sizeof msg);
     swi_free(ctx);
@@ -387,7 +439,7 @@ int seg_plan(const pl_opts *o, seg_state *s, swi_params *p, const swi_tensor *in
              int n_outs, swi_plan *plan, size_t *beside, char *unfit, size_t unfit_len) {
     beside_of b = {s, o, &p->heads[0]};
     char err[SWI_ERRLEN];
-    const int any = s->grid.active || s->n_members > 1;
+    const int any = s->grid.active || s->n_members > 1 || s->n_mirrors > 0;
     if (unfit_len) unfit[0] = '\0';
     const size_t reading = seg_reading_bytes(o, s);
     swi_status st = cli_plan_available(s->ctx, p, in, outs, n_outs, plan, any ? beside_bytes : NULL, &b,
@@ -421,7 +473,9 @@ int seg_engine_error(const pl_opts *o, seg_state *s, swi_status st, const swi_ct
     const size_t n = sizeof s->err;
     switch (st) {
     case SWI_ERR_BUDGET: snprintf(e, n, "--max-memory is too small: %s", msg); break;
-    case SWI_ERR_SHAPE: snprintf(e, n, "%s: the model's output cannot be placed: %s", o->model, msg); break;
+    case SWI_ERR_SHAPE:
+        snprintf(e, n, "%s: the model's output cannot be placed: %s", PL_MODEL_NAME(o), msg);
+        break;
     case SWI_ERR_NOMEM: snprintf(e, n, "out of memory: %s", msg); break;
     case SWI_ERR_PREDICTOR: snprintf(e, n, "%s", msg); break;
     default: snprintf(e, n, "%s (%s)", msg, swi_status_name(st)); break;

@@ -111,7 +111,7 @@ int seg_store_begin(const pl_opts *o, seg_state *s, swi_params *p, const swi_ten
     const int64_t classes = p->heads[0].channels;
     if (classes <= 0) {
         cli_err(err, "%s: the model's number of classes is dynamic; a store output needs it beforehand",
-                o->model);
+                PL_MODEL_NAME(o));
         return 1;
     }
     for (int i = 0; i < n_outs; i++) {
@@ -140,9 +140,10 @@ int seg_store_begin(const pl_opts *o, seg_state *s, swi_params *p, const swi_ten
     /* parts of one store must come from one job: the same inputs, models and options */
     char job[3072], extra[512];
     snprintf(extra, sizeof extra,
-             "clip %d %g,%g scale %d %g,%g,%g,%g zscore %d softmax %d tta %d head %d nonfinite %d",
+             "clip %d %g,%g scale %d %g,%g,%g,%g zscore %d softmax %d tta %d head %d nonfinite %d%s",
              o->clip_given, o->clip[0], o->clip[1], o->scale_given, o->scale[0], o->scale[1], o->scale[2],
-             o->scale[3], o->zscore, o->softmax, o->tta, o->head, o->nonfinite_fail);
+             o->scale[3], o->zscore, o->softmax, o->tta, o->head, o->nonfinite_fail,
+             o->n_preds ? " caller's predictors" : "");
     cli_job_fingerprint(o->inputs, o->n_inputs, in->size, o->models, o->n_models, p, extra, job, sizeof job);
     ls.job = ss.job = job;
     /* labels and scores as two datasets of one HDF5 file share the writer's copy of it */

@@ -6,7 +6,8 @@
  * HDF5 stores; one channel per input, every frame of a 4-D file a channel), preprocesses
  * them (clip, scale, z-score), brings them to the model's axis codes and voxel spacing and
  * streams every result back to the input's grid, runs one or more ONNX models through
- * swi_ort (several are an ensemble: the mean of their outputs is blended), optionally with
+ * swi_ort or the caller's predictors (several are an ensemble: the mean of their outputs is
+ * blended), optionally with
  * test-time mirroring, over the whole output or one part (a box) of it, and writes the
  * outputs (labels, scores, a PNG preview, an HTML review page; files or stores), all
  * under one memory budget. A model's card (m.json beside m.onnx, or
@@ -73,6 +74,15 @@ typedef struct swi_job_spec {
     int head;       /**< which output of a multi-output model (0) */
     int cuda;       /**< non-zero: ONNX Runtime's CUDA provider (0: the CPU) */
     int no_rewrite; /**< load the ONNX model as it is (no ConvTranspose rewrite) */
+    /** Instead of ONNX models, the caller's predictors (borrowed: they must outlive the job),
+     *  1..SWI_JOB_MAX_MODELS; models then names at most one model, for its card only. Each
+     *  fills head 0 with `classes` channels of the window ([n, classes, *roi]); several are an
+     *  ensemble (swi_predictor_mean), tta mirrors each (swi_predictor_mirror) before the mean,
+     *  as the ONNX path orders it. roi is required (or the card's); every window reaches them
+     *  (no reuse: they are not known to be deterministic); cuda, no_rewrite do not apply. */
+    const swi_predictor *predictors;
+    int n_predictors;
+    int64_t classes; /**< with predictors: the channels they give (>= 1); else 0 */
 
     /* ---- preprocessing (per channel, in this order) ---- */
     int clip_given;
