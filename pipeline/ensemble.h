@@ -8,16 +8,15 @@
 
 #include "swi_ort.h"
 
+#define SEG_ENSEMBLE_MAX 16
+
 typedef struct seg_ensemble {
-    swi_ort_model *const *models; /* n prepared models, the same window and head shape */
-    int n;
-    int64_t classes;
-    int64_t spatial[3];
-    float *scratch; /* one batch of one model's outputs */
-    size_t scratch_floats;
+    swi_predictor members[SEG_ENSEMBLE_MAX]; /* each prepared model's predictor */
+    swi_predictor mean;                      /* swi_predictor_mean over them */
 } seg_ensemble;
 
-/* Allocate the scratch for batches of up to sw_batch windows. Returns 0, or -1 (memory). */
+/* n prepared models of the same window and head shape: allocate the scratch for batches
+ * of up to sw_batch windows. Returns 0, or -1 (memory). */
 int seg_ensemble_init(seg_ensemble *e, swi_ort_model *const *models, int n, const swi_head_spec *head,
                       int sw_batch);
 
