@@ -131,32 +131,25 @@ typedef struct geom_fields {
     double srow[3][4];
 } geom_fields;
 
+/* The two versions name the fields alike but lay them out (and type them) differently. */
+#define GEOM_FROM(h)                                                                                        \
+    do {                                                                                                    \
+        for (int i = 0; i < 8; i++) g->pixdim[i] = (h)->pixdim[i];                                          \
+        g->qform_code = (h)->qform_code, g->sform_code = (h)->sform_code;                                   \
+        g->qb = (h)->quatern_b, g->qc = (h)->quatern_c, g->qd = (h)->quatern_d;                             \
+        g->qx = (h)->qoffset_x, g->qy = (h)->qoffset_y, g->qz = (h)->qoffset_z;                             \
+        for (int c = 0; c < 4; c++)                                                                         \
+            g->srow[0][c] = (h)->srow_x[c], g->srow[1][c] = (h)->srow_y[c], g->srow[2][c] = (h)->srow_z[c]; \
+    } while (0)
+
 static void geom_of(const swi_volume *v, geom_fields *g) {
     memset(g, 0, sizeof *g);
-    if (v->fmt.nifti.version == 1) {
-        const nifti_1_header *h = (const nifti_1_header *)v->fmt.nifti.hdr;
-        for (int i = 0; i < 8; i++) g->pixdim[i] = h->pixdim[i];
-        g->qform_code = h->qform_code, g->sform_code = h->sform_code;
-        g->qb = h->quatern_b, g->qc = h->quatern_c, g->qd = h->quatern_d;
-        g->qx = h->qoffset_x, g->qy = h->qoffset_y, g->qz = h->qoffset_z;
-        for (int c = 0; c < 4; c++) {
-            g->srow[0][c] = h->srow_x[c];
-            g->srow[1][c] = h->srow_y[c];
-            g->srow[2][c] = h->srow_z[c];
-        }
-    } else {
-        const nifti_2_header *h = (const nifti_2_header *)v->fmt.nifti.hdr;
-        for (int i = 0; i < 8; i++) g->pixdim[i] = h->pixdim[i];
-        g->qform_code = h->qform_code, g->sform_code = h->sform_code;
-        g->qb = h->quatern_b, g->qc = h->quatern_c, g->qd = h->quatern_d;
-        g->qx = h->qoffset_x, g->qy = h->qoffset_y, g->qz = h->qoffset_z;
-        for (int c = 0; c < 4; c++) {
-            g->srow[0][c] = h->srow_x[c];
-            g->srow[1][c] = h->srow_y[c];
-            g->srow[2][c] = h->srow_z[c];
-        }
-    }
+    if (v->fmt.nifti.version == 1)
+        GEOM_FROM((const nifti_1_header *)v->fmt.nifti.hdr);
+    else
+        GEOM_FROM((const nifti_2_header *)v->fmt.nifti.hdr);
 }
+#undef GEOM_FROM
 
 /* spacing and affine as nibabel derives them (get_best_affine): sform if its code is set,
  * else the qform (quaternion, pixdim, qfac), else pixdim with x flipped about the centre. */
