@@ -213,7 +213,6 @@ int swi_cmd_demo(int argc, char **argv) {
     o.threads = threads;
     o.force = 1;
     o.quiet = quiet;
-    o.no_card = 1; /* the demo's settings are its own */
     seg_result res;
     memset(&res, 0, sizeof res);
     int rc = seg_run(&o, who, &res);
