@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A child batch (swi_batch_predict): its parent's windows with another input; one head
@@ -20,7 +21,6 @@ struct batch_child {
     size_t floats; /* of output */
     int given[SWI_MAX_HEADS];
     float *spare[SWI_MAX_HEADS];
-    size_t spare_bytes[SWI_MAX_HEADS];
     swi_status st; /* the first failure of an output call, described in shape_msg */
     char shape_msg[SWI_ERRMSG_LEN];
     char pred_msg[SWI_ERRMSG_LEN]; /* swi_batch_set_error's */
@@ -453,7 +453,9 @@ static float *child_output(swi_batch *b, int head, int64_t channels, const int64
     size_t v = child_request(b, head, channels, spatial);
     if (!v) return NULL;
     if (head != c->head) { /* a head the caller does not want: somewhere to write it */
-        c->spare[head] = swi__big_alloc(v);
+        /* plain malloc: a rare path of the combinators (src/combine.c allocates likewise),
+         * outside the engine's fault-injected allocations */
+        c->spare[head] = malloc(v);
         if (!c->spare[head]) {
             if (c->st == SWI_OK) {
                 c->st = SWI_ERR_NOMEM;
@@ -462,7 +464,6 @@ static float *child_output(swi_batch *b, int head, int64_t channels, const int64
             }
             return NULL;
         }
-        c->spare_bytes[head] = v;
     }
     c->given[head] = 1;
     return head == c->head ? c->output : c->spare[head];
@@ -525,7 +526,7 @@ swi_status swi_batch_predict(swi_batch *b, const swi_predictor *inner, const flo
     c.floats = bytes / sizeof(float);
     swi_batch cb = {b->r, b->s, &c};
     int rc = inner->predict(inner->user, &cb);
-    for (int h = 0; h < SWI_MAX_HEADS; h++) swi__big_free(c.spare[h], c.spare_bytes[h]);
+    for (int h = 0; h < SWI_MAX_HEADS; h++) free(c.spare[h]);
     if (c.st != SWI_OK) return put_err(err, errlen, c.st, "%s", c.shape_msg);
     if (rc != 0) {
         if (c.pred_msg[0]) return put_err(err, errlen, SWI_ERR_PREDICTOR, "%s", c.pred_msg);
