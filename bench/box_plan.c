@@ -2,7 +2,7 @@
  * box_plan.c -- what the planner says a box part of a large volume needs, without running:
  * the numbers behind docs/cluster.md's per-box table. Not a test; a diagnostic kept with
  * the benchmarks. The boxes are cut as `swi --shard I/N --shard-grid AxBxC` cuts them (at
- * 64-voxel output chunks, cli/shard.c), and each is planned with swi_plan_run exactly as a
+ * 64-voxel output chunks, pipeline/shard.c), and each is planned with swi_plan_run exactly as a
  * rank would plan it; the largest box of each grid is shown (the part whose rows are the
  * most along every axis: the parts differ by a chunk row at most).
  *

@@ -21,7 +21,7 @@ int swi_cmd_info(int argc, char **argv);     /* cli/cmd_info.c: a model and its 
 int swi_cmd_optimize(int argc, char **argv); /* cli/cmd_optimize.c */
 int swi_cmd_convert(int argc, char **argv);  /* cli/cmd_convert.c: runs python3 -m swi convert */
 
-/* Whether swi links the ONNX Runtime backend (else cli/ort_stub.c stands in for it). */
+/* Whether swi links the ONNX Runtime backend (else pipeline/ort_stub.c stands in for it). */
 #ifdef SWI_HAVE_ORT
 #define CLI_HAVE_ORT 1
 #else

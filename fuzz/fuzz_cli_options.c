@@ -1,6 +1,6 @@
 /*
  * fuzz_cli_options.c -- the option parser of `swi segment` / `swi plan` (seg_parse in
- * cli/segment_options.c) and the number, list and size parsers under it (cli/util.c).
+ * cli/segment_options.c) and the number, list and size parsers under it (pipeline/util.c).
  *
  * Input layout: byte 0 selects what is parsed; the rest is split at NUL bytes into
  * arguments (at most 64). Mode 0/1: seg_parse for segment/plan, with argv[0] supplied.
@@ -86,7 +86,7 @@ static void check_parsers(const char *s) {
     for (const char *p = line; *p; p++) CHECK(*p != '\n' && *p != '\r', "cli_one_line left a line break");
 }
 
-/* The parser links cli/card.c for --model's card; its colour-table writer, which needs
+/* The parser links pipeline/card.c for --model's card; its colour-table writer, which needs
  * swi_io's palette, is never reached from option parsing. */
 void swi_io_label_color(int64_t l, unsigned char rgb[3]);
 void swi_io_label_color(int64_t l, unsigned char rgb[3]) {

@@ -764,7 +764,7 @@ if case == "segment":
         check(False, "labels and scores into the input's own HDF5 file hang")
     before = open("qi.h5", "rb").read()
     r = run(*seg, "--input", "qi.h5:/v", "--output", "qi.h5:/v", "--force")
-    # refused by the command's check of outputs against inputs (cli/samefile.c), before the writer
+    # refused by the command's check of outputs against inputs (pipeline/samefile.c), before the writer
     check(r.returncode == 1 and "is the same dataset as --input qi.h5:/v" in r.stderr and
           open("qi.h5", "rb").read() == before,
           "the input dataset as --output is refused, --force or not: " + r.stderr)

@@ -1,5 +1,5 @@
 /*
- * test_samefile.c -- cli_path_relation and cli_outputs_same (cli/samefile.c) on a scratch
+ * test_samefile.c -- cli_path_relation and cli_outputs_same (pipeline/samefile.c) on a scratch
  * tree: every way of naming one file, outputs inside an input folder (a DICOM series or a
  * chunked store), existing or not, links resolved; outputs that contain an input (a store
  * written over the folder holding it); HDF5 datasets of one file; an OME-Zarr labels group
