@@ -224,6 +224,12 @@ swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_resample_labels_fn
     return SWI_OK;
 }
 
+swi_status swi_resample_sink_nearest(swi_resample_sink *s, int source_axis, char *err, size_t errlen) {
+    (void)s, (void)source_axis;
+    rs__err(err, errlen, "swi_resample_sink_nearest: not implemented yet");
+    return SWI_ERR_INVALID_ARG;
+}
+
 /* the tile's bound per class: the largest score of its blocks (under the lock); returns 1
  * when a block held a NaN or an infinity */
 static int tile_bounds(const swi_resample_sink *s, int64_t t, float *ub) {
