@@ -175,9 +175,9 @@ int swi_resample_nnunet_separate_z(const double current[3], const double target[
  *  scipy.ndimage.map_coordinates(order=order_z, mode='nearest') at (o + 0.5) * in / out -
  *  0.5. The results are rounded to float32 once. Equal sizes copy src. order and order_z
  *  0..5. Scratch: about one plane in float64 beyond dst. */
-swi_status swi_resample_nnunet(const float *src, const int64_t src_size[3], float *dst, const int64_t dst_size[3],
-                               int64_t planes, int order, int order_z, int separate_axis, char *err,
-                               size_t errlen);
+swi_status swi_resample_nnunet(const float *src, const int64_t src_size[3], float *dst,
+                               const int64_t dst_size[3], int64_t planes, int order, int order_z,
+                               int separate_axis, char *err, size_t errlen);
 
 /* ---- streaming back to the input grid ------------------------------------------------ */
 
