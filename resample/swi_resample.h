@@ -215,12 +215,14 @@ typedef int (*swi_resample_labels_fn)(void *user, const int64_t lo[3], const int
 swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_resample_labels_fn fn, void *user);
 
 /** Along source axis source_axis (0..2; before the first feed) sample the nearest source
- *  index instead of interpolating linearly: scipy's order-0 rounding of the coordinate
- *  (half away from zero), clamped to the source. With a diagonal map (o + 0.5) * in / out
- *  - 0.5 this is nnU-Net's way back with separate z (order 1 in-plane, order_z 0 across):
- *  swi_resample_nnunet(order 1, order_z 0, separate_axis = source_axis). The map must be
- *  axis-aligned along that axis (source_axis reads one output axis only), else
- *  SWI_ERR_INVALID_ARG. Works in scores and argmax mode. */
+ *  index instead of interpolating linearly: scipy's order 0, floor(c + 0.5) of the
+ *  coordinate clamped to the source. The map's row source_axis must read one output axis
+ *  o only (else SWI_ERR_INVALID_ARG); when it is nnU-Net's (offset exactly 0.5 * scale -
+ *  0.5) the coordinate is computed as nnU-Net does, (o + 0.5) * scale - 0.5, so that ties
+ *  round alike. With the diagonal map (o + 0.5) * in / out - 0.5 this is nnU-Net's way back
+ *  with separate z (order 1 in-plane, order_z 0 across): swi_resample_nnunet(order 1,
+ *  order_z 0, separate_axis = source_axis) up to float32 rounding. Works in scores and
+ *  argmax mode; tiles then wait for fewer source voxels. */
 swi_status swi_resample_sink_nearest(swi_resample_sink *s, int source_axis, char *err, size_t errlen);
 
 /** Feed the completed source region [lo, hi), data [channels, *(hi - lo)]. Thread-safe.
