@@ -3,6 +3,8 @@
  * compute them. */
 #include "nnunet_prep.h"
 
+#include "alloc.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,8 +56,8 @@ static int fill_row(uint8_t *m, const int64_t n[3], int64_t i, int64_t j) {
  * 9 bytes per row. */
 static int fill_holes(uint8_t *m, const int64_t n[3], char *err, size_t errlen) {
     const int64_t rows = n[0] * n[1];
-    int64_t *stack = malloc((size_t)rows * sizeof *stack);
-    uint8_t *queued = malloc((size_t)rows);
+    int64_t *stack = cli_malloc((size_t)rows * sizeof *stack);
+    uint8_t *queued = cli_malloc((size_t)rows);
     if (!stack || !queued) {
         free(stack);
         free(queued);

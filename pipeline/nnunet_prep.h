@@ -13,10 +13,10 @@
  *  last axis fastest); mask [*size] (the caller's) receives 1 where any channel is != 0 (NaN
  *  counts as nonzero, as numpy's `!=`) or the voxel is enclosed by such voxels
  *  (scipy.ndimage.binary_fill_holes with its default cross structure: background is what
- *  is 6-connected to the volume's border), else 0. [lo, hi) is the mask's bounding box. A
- *  volume without a nonzero voxel gets an all-zero mask and the whole volume as its box
- *  (nnU-Net does not guard that case). Iterative (no recursion), one byte per voxel of
- *  scratch besides mask. Returns 0, or -1 with a message in err (bad sizes, out of memory). */
+ *  is face-connected to the volume's border), else 0. [lo, hi) is the mask's bounding box.
+ *  A volume without a nonzero voxel gets an all-zero mask and the whole volume as its box
+ *  (nnU-Net does not guard that case). Iterative (no recursion); scratch of 9 bytes per row
+ *  along the last axis. Returns 0, or -1 with a message in err (bad sizes, out of memory). */
 int nn_nonzero_box(const float *data, int64_t channels, const int64_t size[3], uint8_t *mask, int64_t lo[3],
                    int64_t hi[3], char *err, size_t errlen);
 

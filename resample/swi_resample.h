@@ -1,7 +1,8 @@
 /*
  * swi_resample.h -- bringing a scan to a model's grid and results back: orientation by
- * axis permutation and flips (MONAI's Orientationd), and voxel spacing (MONAI's Spacingd
- * geometry, trilinear sampling with border clamping).
+ * axis permutation and flips (MONAI's Orientationd), voxel spacing (MONAI's Spacingd
+ * geometry, trilinear sampling with border clamping), and nnU-Net v2's resampling
+ * (skimage's resize and its separate-z path, exact to scipy's splines).
  *
  * Link swi_resample (CMake: swi::resample). A client of swi.h only (libm, no I/O).
  *
