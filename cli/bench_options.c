@@ -1,6 +1,7 @@
 /* bench_options.c -- see bench_options.h. */
 #include "bench_options.h"
 
+#include "mpi_job.h"
 #include "samefile.h"
 #include "shard.h"
 #include "util.h"
@@ -190,6 +191,26 @@ static int one_option(bench_opts *o, bench_io *bio, int ch, const char *arg, con
     }
 }
 
+/* Under mpirun (MPI built in): start MPI, make this rank's shard. 0, or 2 (usage) with err. */
+static int bench_mpi(bench_io *b, char *err, size_t n) {
+    int rank = 0, size = 1;
+    if (!cli_mpi_start(&rank, &size)) return 0;
+    if (b->sharded) {
+        snprintf(err, n, "under mpirun the ranks are the shards: leave --shard out");
+        return 2;
+    }
+    if (!b->output) {
+        snprintf(err, n, "under mpirun each rank writes its part of one store: give --output-file");
+        return 2;
+    }
+    b->sharded = 1;
+    b->mpi = 1;
+    b->all_ok = cli_mpi_all_ok;
+    b->part = rank;
+    b->parts = size;
+    return 0;
+}
+
 /* What goes together, in the order the messages come: the volume, the output store, the
  * launcher and the shards, then the lists against the dims. 0, 1 or 2 (printed). */
 static int check_combination(bench_opts *o, bench_io *bio) {
@@ -213,8 +234,8 @@ static int check_combination(bench_opts *o, bench_io *bio) {
             return 1;
         }
     }
-    if (bench_io_refuse_launcher()) return 1;
-    if (bench_io_mpi(bio, msg, sizeof msg)) return usage_error(msg);
+    if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi bench")) return 1;
+    if (bench_mpi(bio, msg, sizeof msg)) return usage_error(msg);
     if (bench_io_grid(bio, msg, sizeof msg)) return usage_error(msg);
     if (o->win.n_roi != 1 && o->win.n_roi != o->dims)
         return usage_error("--roi needs one value or one per dim of --shape");

@@ -14,7 +14,6 @@
 #include "bench_net.h"
 #include "bench_options.h"
 #include "bench_resample.h"
-#include "budget.h"
 #include "swi.h"
 #include "util.h"
 
@@ -66,9 +65,6 @@ static int bench_progress(void *user, int64_t done, int64_t total) {
     if (done == total) fputc('\n', stderr);
     return 0;
 }
-
-/* what resampling back holds beside the engine under a plan */
-static size_t rs_beside(void *user, const swi_plan *plan) { return bench_rs_planned(user, plan->order[0]); }
 
 /* The volume: --input opened (its size is the shape), or with --spacing the model grid
  * the generated one is made on. 0 or 1 (printed). */
@@ -175,8 +171,8 @@ static int fit_plan(bench *b) {
         return 1;
     }
     char fit[SWI_ERRLEN];
-    swi_status st = cli_plan_fit(b->ctx, &b->p, &b->in, &b->out, 1, &b->plan,
-                                 b->o.n_spacing ? rs_beside : NULL, &b->rs, &b->rs_planned, fit, sizeof fit);
+    swi_status st = bench_rs_plan_fit(b->ctx, &b->p, &b->in, &b->out, &b->plan, b->o.n_spacing ? &b->rs : NULL,
+                                      &b->rs_planned, fit, sizeof fit);
     if (st == SWI_OK) return 0;
     fprintf(stderr, "swi bench: %s\n", st == SWI_ERR_BUDGET && fit[0] ? fit : swi_last_error(b->ctx));
     return st == SWI_ERR_INVALID_ARG ? 2 : 1;

@@ -7,9 +7,9 @@
 
 #include <stddef.h>
 
-#include "stores.h"
 #include "swi.h"
 #include "swi_io.h"
+#include "swi_store.h"
 
 typedef struct bench_io {
     const char *input, *output;
@@ -17,9 +17,10 @@ typedef struct bench_io {
     int sharded, init, part, parts;
     int grid[3];    /* the parts as a grid of boxes: --shard-grid, else {parts, 1, 1} */
     int grid_given; /* --shard-grid */
-    int mpi;        /* the shard is this rank of mpirun */
+    int mpi;        /* the shard is this rank of mpirun: part is the rank, parts the size */
+    int (*all_ok)(int ok); /* with mpi: every rank's ok combined (1 when all are ok) */
     int empty;      /* this shard has no voxels */
-    cli_input in;
+    struct cli_input *in; /* the input as the engine reads it (stores.h), once open */
     float *volume; /* a NIfTI input, read whole */
     swi_store_writer *writer;
     int64_t box_lo[3], box_hi[3]; /* this shard's box (the whole volume without shards) */
@@ -50,11 +51,5 @@ int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, s
 
 /* Free everything (an output not committed stays marked incomplete). */
 void bench_io_close(bench_io *b);
-
-/* Under mpirun (MPI built in): start MPI, make this rank's shard. 0, or 2 (usage) with err. */
-int bench_io_mpi(bench_io *b, char *err, size_t n);
-
-/* Refuse to run as N > 1 ranks of an MPI launcher when MPI is not built in. */
-int bench_io_refuse_launcher(void);
 
 #endif

@@ -4,8 +4,8 @@
  */
 #include "bench_io.h"
 
-#include "mpi_job.h"
 #include "shard.h"
+#include "stores.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -19,9 +19,14 @@ void bench_io_init(bench_io *b) {
 
 int bench_io_open_input(bench_io *b, int64_t shape[3], char *err, size_t n) {
     char e[SWI_ERRLEN];
-    b->in.channels = 1;
+    if (!b->in) b->in = calloc(1, sizeof *b->in);
+    if (!b->in) {
+        snprintf(err, n, "out of memory");
+        return -1;
+    }
+    b->in->channels = 1;
     if (cli_is_store(b->input)) {
-        if (cli_input_open_store(&b->in, 0, b->input, NULL, NULL, e)) {
+        if (cli_input_open_store(b->in, 0, b->input, NULL, NULL, e)) {
             snprintf(err, n, "%s", e);
             return -1;
         }
@@ -42,11 +47,11 @@ int bench_io_open_input(bench_io *b, int64_t shape[3], char *err, size_t n) {
             snprintf(err, n, "%s", e);
             return -1;
         }
-        memcpy(b->in.size, v.size, sizeof b->in.size);
-        b->in.mem[0] = b->volume;
+        memcpy(b->in->size, v.size, sizeof b->in->size);
+        b->in->mem[0] = b->volume;
     }
-    memcpy(shape, b->in.size, 3 * sizeof *shape);
-    cli_input_reader(&b->in);
+    memcpy(shape, b->in->size, 3 * sizeof *shape);
+    cli_input_reader(b->in);
     return 0;
 }
 
@@ -55,7 +60,7 @@ void bench_io_tensor(bench_io *b, swi_tensor *in) {
         in->data = b->volume;
     } else {
         in->data = NULL;
-        in->reader = &b->in.reader;
+        in->reader = &b->in->reader;
     }
 }
 
@@ -93,12 +98,11 @@ int bench_io_begin_output(bench_io *b, swi_params *p, const swi_tensor *in, cons
         if (swi_store_create_metadata(b->output, &spec, flags, err, n) != SWI_OK) return 1;
         return 0;
     }
-    if (cli_mpi_active()) {
+    if (b->mpi) {
         /* rank 0 writes the metadata; the others join once it is there */
-        int rank = 0, size = 1, ok = 1;
-        cli_mpi_start(&rank, &size);
-        if (rank == 0) ok = swi_store_create_metadata(b->output, &spec, flags, err, n) == SWI_OK;
-        if (!cli_mpi_all_ok(ok)) {
+        int ok = 1;
+        if (b->part == 0) ok = swi_store_create_metadata(b->output, &spec, flags, err, n) == SWI_OK;
+        if (!b->all_ok(ok)) {
             if (ok) snprintf(err, n, "%s: not created: another rank failed first", b->output);
             return 1;
         }
@@ -198,31 +202,11 @@ int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, s
 void bench_io_close(bench_io *b) {
     swi_store_abort(b->writer);
     b->writer = NULL;
-    cli_input_close(&b->in);
+    if (b->in) cli_input_close(b->in);
+    free(b->in);
+    b->in = NULL;
     free(b->volume);
     b->volume = NULL;
-}
-
-int bench_io_refuse_launcher(void) {
-    return cli_mpi_built() ? 0 : cli_refuse_mpi_without_support("swi bench");
-}
-
-int bench_io_mpi(bench_io *b, char *err, size_t n) {
-    int rank = 0, size = 1;
-    if (!cli_mpi_start(&rank, &size)) return 0;
-    if (b->sharded) {
-        snprintf(err, n, "under mpirun the ranks are the shards: leave --shard out");
-        return 2;
-    }
-    if (!b->output) {
-        snprintf(err, n, "under mpirun each rank writes its part of one store: give --output-file");
-        return 2;
-    }
-    b->sharded = 1;
-    b->mpi = 1;
-    b->part = rank;
-    b->parts = size;
-    return 0;
 }
 
 int bench_io_grid(bench_io *b, char *err, size_t n) {

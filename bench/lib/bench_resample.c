@@ -1,6 +1,8 @@
 /* bench_resample.c -- see bench_resample.h. */
 #include "bench_resample.h"
 
+#include "budget.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,4 +71,12 @@ void bench_rs_free(bench_rs *r) {
     free(r->labels);
     r->sink = NULL;
     r->labels = NULL;
+}
+
+/* what resampling back holds beside the engine under a plan */
+static size_t rs_beside(void *user, const swi_plan *plan) { return bench_rs_planned(user, plan->order[0]); }
+
+swi_status bench_rs_plan_fit(swi_ctx *ctx, swi_params *p, const swi_tensor *in, const swi_output *out, swi_plan *plan,
+                             bench_rs *r, size_t *beside, char *err, size_t errlen) {
+    return cli_plan_fit(ctx, p, in, out, 1, plan, r ? rs_beside : NULL, r, beside, err, errlen);
 }
