@@ -7,10 +7,9 @@
 
 #include "mpi_job.h"
 #include "progress.h"
-#include "shard.h"
 #include "signals.h"
 #include "swi_pipeline.h"
-#include "util.h"
+#include "swi_store.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -156,48 +155,16 @@ int seg_run(const seg_opts *o, const char *who, seg_result *keep) {
     return rc;
 }
 
-int seg_store_outputs(const seg_opts *o) {
-    return (o->output && cli_is_store(o->output)) || (o->scores && cli_is_store(o->scores));
-}
+static int is_store(const char *name) { return name && swi_store_kind_of(name) != SWI_STORE_NONE; }
 
-/* the names swi_io writes volume files to (the option parser has checked which fit where) */
-static int is_volume_name(const char *p) {
-    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz") || cli_ends_with(p, ".nrrd") ||
-           cli_ends_with(p, ".mha") || cli_ends_with(p, ".dcm");
-}
+int seg_store_outputs(const seg_opts *o) { return is_store(o->output) || is_store(o->scores); }
 
 int seg_store_check(const seg_opts *o, const char *who) {
-    const char *names[2] = {o->output, o->scores}, *flags[2] = {"--output", "--scores"};
-    for (int i = 0; i < 2; i++)
-        if (names[i] && !is_volume_name(names[i]) && !cli_is_store(names[i])) {
-            fprintf(stderr,
-                    "%s: %s '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
-                    "store (x.zarr, x.ome.zarr, x.h5:/path) (see '%s --help')\n",
-                    who, flags[i], names[i], who);
-            return 2;
-        }
-    const char *msg = NULL;
-    int in_stores = 0;
-    for (int c = 0; c < o->n_inputs; c++) in_stores += cli_is_store(o->inputs[c]);
-    int out_store = seg_store_outputs(o);
-    if (in_stores && in_stores != o->n_inputs)
-        msg = "--input: give every channel as a store or every channel as NIfTI, not a mix";
-    else if (in_stores && o->zscore)
-        msg = "--zscore needs the whole volume's statistics; with a store input use --clip/--scale";
-    else if (out_store &&
-             ((o->output && !cli_is_store(o->output)) || (o->scores && !cli_is_store(o->scores))))
-        msg = "--output and --scores: write both to stores or both to NIfTI";
-    else if (out_store && o->preview)
-        msg = "--preview needs the whole label map: not with store outputs";
-    else if (out_store && o->report)
-        msg = "--report needs the whole label map: not with store outputs";
-    else if (o->shard_given && !out_store)
-        msg = "--shard writes parts of shared stores: give --output x.zarr";
-    char gm[SWI_ERRLEN];
-    if (!msg && o->shard_given && !o->shard_init && o->shard_grid_given && !cli_mpi_active() &&
-        cli_shard_grid_check(o->shard_grid, o->shard_parts, 0, gm))
-        msg = gm;
-    if (!msg) return 0;
-    fprintf(stderr, "%s: %s (see '%s --help')\n", who, msg, who);
-    return 2;
+    swi_job_spec spec;
+    seg_job_spec(o, &spec);
+    char err[SWI_JOB_ERRLEN];
+    swi_status st = swi_job_check_names(&spec, err, sizeof err);
+    if (st == SWI_OK) return 0;
+    fprintf(stderr, "%s: %s (see '%s --help')\n", who, err, who);
+    return st == SWI_ERR_INVALID_ARG ? 2 : 1;
 }

@@ -9,6 +9,7 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int pl_store_outputs(const pl_opts *o) {
@@ -55,6 +56,34 @@ int pl_store_check(const pl_opts *o, char *err) {
     if (!msg) return 0;
     cli_err(err, "%s", msg);
     return 2;
+}
+
+swi_status swi_job_check_names(const swi_job_spec *sp, char *err, size_t errlen) {
+    char msg[SWI_ERRLEN] = "swi_job_check_names: spec is required";
+    pl_opts *o = sp ? calloc(1, sizeof *o) : NULL;
+    if (sp && !o) snprintf(msg, sizeof msg, "out of memory");
+    if (!o) {
+        if (err && errlen) snprintf(err, errlen, "%s", msg);
+        return sp ? SWI_ERR_NOMEM : SWI_ERR_INVALID_ARG;
+    }
+    /* the fields pl_store_check reads, as spec_opts (job.c) settles them */
+    for (int c = 0; c < sp->n_inputs && c < SWI_JOB_MAX_INPUTS; c++) o->inputs[o->n_inputs++] = sp->inputs[c];
+    o->output = sp->output;
+    o->scores = sp->scores;
+    o->preview = sp->preview;
+    o->report = sp->report;
+    o->zscore = sp->zscore;
+    o->shard_init = sp->shard_init;
+    o->shard_given = sp->shard_parts > 0 || sp->shard_init;
+    o->shard_part = sp->shard_part;
+    o->shard_parts = sp->shard_parts;
+    o->shard_collective = sp->shard_collective;
+    o->shard_grid_given = sp->shard_grid[0] > 0;
+    memcpy(o->shard_grid, sp->shard_grid, sizeof o->shard_grid);
+    swi_status st = pl_store_check(o, msg) ? SWI_ERR_INVALID_ARG : SWI_OK;
+    free(o);
+    if (err && errlen) snprintf(err, errlen, "%s", st == SWI_OK ? "" : msg);
+    return st;
 }
 
 #include <math.h>

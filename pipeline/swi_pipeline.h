@@ -157,6 +157,15 @@ typedef struct swi_job swi_job;
 swi_status swi_job_open(const swi_job_spec *spec, const swi_job_hooks *hooks, swi_job **job, char *err,
                         size_t errlen);
 
+/** The checks swi_job_open makes of the spec's names, alone: every output a volume file
+ *  (.nii, .nii.gz, .nrrd, .mha) or a store (x.zarr, x.ome.zarr, x.h5:/path); inputs all
+ *  stores or all files; both outputs of one kind; no --zscore, preview or report with stores;
+ *  --shard only with store outputs, its grid matching its parts. Nothing is opened. A front
+ *  door calls it to report these as usage errors before it starts anything (processes,
+ *  threads); SWI_ERR_INVALID_ARG with the message, else SWI_OK (other faults of the spec are
+ *  swi_job_open's to report). */
+swi_status swi_job_check_names(const swi_job_spec *spec, char *err, size_t errlen);
+
 /** What the job will do, planned exactly as swi_job_run plans it. */
 typedef struct swi_job_plan {
     swi_plan engine;       /**< the engine's plan (windows, batch, order, peak bytes) */

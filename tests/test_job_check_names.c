@@ -1,0 +1,66 @@
+/* test_job_check_names.c -- swi_job_check_names: the spec's names checked alone, nothing
+ * opened (the files named here do not exist). */
+#include "swi_pipeline.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+/* The check of spec gives want (and, for a failure, a message containing `has`). */
+static void expect(const char *what, const swi_job_spec *spec, swi_status want, const char *has) {
+    char err[SWI_JOB_ERRLEN];
+    swi_status st = swi_job_check_names(spec, err, sizeof err);
+    if (st != want || (want == SWI_OK ? err[0] != '\0' : strstr(err, has) == NULL)) {
+        fprintf(stderr, "FAIL %s: status %d (want %d), '%s'\n", what, (int)st, (int)want, err);
+        failures++;
+    }
+}
+
+static void base(swi_job_spec *s) {
+    swi_job_spec_init(s);
+    s->models[s->n_models++] = "model.onnx";
+    s->inputs[s->n_inputs++] = "ct.nii.gz";
+    s->output = "seg.nii.gz";
+}
+
+int main(void) {
+    swi_job_spec s;
+    base(&s);
+    expect("volume file", &s, SWI_OK, NULL);
+    s.output = "seg.zarr";
+    expect("store output", &s, SWI_OK, NULL);
+    s.output = "seg.png";
+    expect("unknown suffix", &s, SWI_ERR_INVALID_ARG, "--output 'seg.png': the name must end in .nii");
+    base(&s);
+    s.output = "seg.zarr";
+    s.scores = "scores.nii.gz";
+    expect("mixed outputs", &s, SWI_ERR_INVALID_ARG, "write both to stores or both to NIfTI");
+    base(&s);
+    s.inputs[s.n_inputs++] = "t2.zarr";
+    expect("mixed inputs", &s, SWI_ERR_INVALID_ARG, "not a mix");
+    base(&s);
+    s.inputs[0] = "ct.zarr";
+    s.zscore = 1;
+    expect("zscore on a store", &s, SWI_ERR_INVALID_ARG, "--zscore needs the whole volume");
+    base(&s);
+    s.output = "seg.ome.zarr";
+    s.preview = "p.png";
+    expect("preview of a store", &s, SWI_ERR_INVALID_ARG, "--preview needs the whole label map");
+    base(&s);
+    s.shard_part = 0;
+    s.shard_parts = 2;
+    expect("shard of a file", &s, SWI_ERR_INVALID_ARG, "--shard writes parts of shared stores");
+    s.output = "seg.h5:/labels";
+    expect("shard of a store", &s, SWI_OK, NULL);
+    s.shard_grid[0] = 3, s.shard_grid[1] = 1, s.shard_grid[2] = 1;
+    expect("grid of other parts", &s, SWI_ERR_INVALID_ARG, "");
+    expect("no spec", NULL, SWI_ERR_INVALID_ARG, "spec is required");
+    if (swi_job_check_names(&s, NULL, 0) != SWI_ERR_INVALID_ARG) {
+        fprintf(stderr, "FAIL no err buffer\n");
+        failures++;
+    }
+    if (failures) return 1;
+    printf("job_check_names: ok\n");
+    return 0;
+}
