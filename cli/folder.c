@@ -93,6 +93,39 @@ static int folder_fail(const char *who, const char *msg) {
     return 1;
 }
 
+void free_folder(folder *f) {
+    seg_cases_free(f->cases, f->n_cases);
+    free(f->todo);
+    swi_job_free(f->opts_job);
+}
+
+/* The summary table on stderr. */
+static void print_table(const folder *f, double seconds) {
+    int done = 0, failed = 0, skipped = 0, w = 4;
+    for (int i = 0; i < f->n_cases; i++)
+        if ((int)strlen(f->cases[i].name) > w) w = (int)strlen(f->cases[i].name);
+    if (w > 40) w = 40;
+    fprintf(stderr, "%-*s  %-14s %8s  %s\n", w, "case", "size", "time", "status");
+    for (int i = 0; i < f->n_cases; i++) {
+        const fcase *c = &f->cases[i];
+        if (c->state == CASE_TODO) continue; /* another part's */
+        char size[48] = "-", t[16] = "-";
+        if (c->size[0])
+            snprintf(size, sizeof size, "%lldx%lldx%lld", (long long)c->size[0], (long long)c->size[1],
+                     (long long)c->size[2]);
+        if (c->state == CASE_DONE || c->state == CASE_FAILED) snprintf(t, sizeof t, "%.2f s", c->seconds);
+        const char *st = c->state == CASE_DONE      ? "ok"
+                         : c->state == CASE_SKIPPED ? "skipped (output exists)"
+                                                    : "FAILED";
+        fprintf(stderr, "%-*.*s  %-14s %8s  %s\n", w, w, c->name, size, t, st);
+        done += c->state == CASE_DONE;
+        skipped += c->state == CASE_SKIPPED;
+        failed += c->state == CASE_FAILED || c->state == CASE_BAD || c->state == CASE_READY;
+    }
+    fprintf(stderr, "%s: %d done, %d failed, %d skipped in %.2f s -> %s\n", WHO, done, failed, skipped,
+            seconds, f->o->output_dir);
+}
+
 int seg_folder_run(const seg_opts *o) {
     char err[SWI_ERRLEN], real_in[PATH_MAX], real_out[PATH_MAX], real_rep[PATH_MAX];
     double t0 = cli_now();
@@ -117,7 +150,7 @@ int seg_folder_run(const seg_opts *o) {
     swi_status jst = swi_job_open(&spec, NULL, &opts_job, err, sizeof err);
     if (jst != SWI_OK) return seg_job_exit(WHO, jst, err);
     f.opts_job = opts_job;
-    if (list_cases(&f, o->input_dir, real_out, real_rep, err)) {
+    if (seg_list_cases(&f.cases, &f.n_cases, o->input_dir, real_out, real_rep, err)) {
         free_folder(&f);
         return folder_fail(WHO, err);
     }
@@ -180,7 +213,7 @@ int seg_folder_run(const seg_opts *o) {
             fprintf(stderr, "%s: %s\n", who, c->state == CASE_TODO ? "not read" : c->err);
             c->state = CASE_FAILED;
             failed++;
-            free_case_data(c);
+            seg_case_free_data(c);
             continue;
         }
         seg_opts oc = *o;
@@ -195,7 +228,7 @@ int seg_folder_run(const seg_opts *o) {
                 fprintf(stderr, "%s: %s\n", who, c->err);
                 c->state = CASE_FAILED;
                 failed++;
-                free_case_data(c);
+                seg_case_free_data(c);
                 continue;
             }
             oc.report = c->page;
@@ -238,7 +271,7 @@ int seg_folder_run(const seg_opts *o) {
         c->seconds += cli_now() - t1;
         free(keep.labels);
         swi_job_free(job);
-        free_case_data(c);
+        seg_case_free_data(c);
         if (cli_interrupted()) {
             interrupted = 1;
             c->state = CASE_FAILED;
@@ -259,7 +292,8 @@ int seg_folder_run(const seg_opts *o) {
     }
     swi_ort_close(model);
     if (!o->quiet || failed) print_table(&f, cli_now() - t0);
-    if (o->report_dir && !interrupted && write_index(&f, err)) {
+    const seg_cases_where where = {o->report_dir, o->input_dir, o->part_index, o->part_count};
+    if (o->report_dir && !interrupted && seg_cases_index(f.cases, f.n_cases, f.opts_job, &where, err)) {
         fprintf(stderr, "%s: %s\n", WHO, err);
         failed++;
     }

@@ -1,13 +1,14 @@
 /*
- * folder.h -- what the files of folder mode share (folder.c the run, folder_cases.c the
- * cases and the summary, folder_child.c the reader thread and its child process).
+ * folder.h -- what the files of folder mode share (folder.c the run and the summary,
+ * folder_child.c the reader thread and its child process; the cases are the pipeline's,
+ * folder_cases.h).
  */
 #ifndef SWI_CLI_FOLDER_H
 #define SWI_CLI_FOLDER_H
 
 #include "cli.h"
 
-#include "report_index.h"
+#include "folder_cases.h"
 #include "swi_pipeline.h"
 #include "util.h"
 
@@ -15,25 +16,6 @@
 #include <pthread.h>
 
 #define WHO "swi segment"
-
-typedef enum case_state { CASE_TODO, CASE_SKIPPED, CASE_READY, CASE_BAD, CASE_DONE, CASE_FAILED } case_state;
-
-typedef struct fcase {
-    char name[256];
-    char *files[SEG_MAX_INPUTS]; /* channels, in order */
-    int n_files;
-    char problem[SWI_ERRLEN]; /* a naming problem found while listing, or "" */
-    char out[PATH_MAX];
-    case_state state;
-    /* filled by the reader */
-    swi_volume *vols; /* n_files, malloc'd */
-    float *input;
-    char err[SWI_ERRLEN];
-    int64_t size[3];
-    double seconds;
-    char page[PATH_MAX];  /* --report-dir: its page */
-    seg_case_summary sum; /* --report-dir: for the index */
-} fcase;
 
 typedef struct folder {
     const seg_opts *o;
@@ -58,9 +40,5 @@ void free_folder(folder *f);
 int list_cases(folder *f, const char *in, const char *out_real, const char *rep_real, char *err);
 /* The reader thread: reads each case of f->todo one ahead of the one running. */
 void *folder_reader(void *arg);
-/* The summary table on stderr. */
-void print_table(const folder *f, double seconds);
-/* --report-dir's index of every case. 0, or 1 with err. */
-int write_index(const folder *f, char *err);
 
 #endif

@@ -106,9 +106,41 @@ static void child_said(FILE *f, char *line, size_t n) {
     snprintf(line, n, "%.300s", nl ? nl + 1 : buf);
 }
 
-/* Open and read the case's volumes in a child (see the top). CASE_READY, CASE_BAD, or
- * CASE_TODO when no child could be started (then the case is read here). */
-static case_state read_case_apart(fcase *c) {
+/* The child's answers as a case's source (seg_case_read): rr is read_child's stop (1 at the
+ * pipe's end, -1 interrupted), at_file the channel it stopped at. */
+typedef struct child_source {
+    int fd, rr, at_file;
+} child_source;
+
+/* The next answer for channel k: 0 with r, 1 (its error into err) or 2 (stopped). */
+static int child_answer(child_source *cs, int k, child_record *r, char *err) {
+    cs->at_file = k;
+    if ((cs->rr = read_child(cs->fd, r, sizeof *r)) != 0) return 2;
+    if (r->status == SWI_OK) return 0;
+    snprintf(err, SWI_ERRLEN, "%s", r->err);
+    return 1;
+}
+
+static int child_open(void *user, int k, const char *file, swi_volume *v, char *err) {
+    (void)file;
+    child_record r;
+    int rc = child_answer(user, k, &r, err);
+    if (rc == 0) *v = r.v;
+    return rc;
+}
+
+static int child_read(void *user, int k, const char *file, swi_volume *v, float *x, int64_t n, char *err) {
+    (void)file, (void)v;
+    child_source *cs = user;
+    child_record r;
+    int rc = child_answer(cs, k, &r, err);
+    if (rc == 0 && (cs->rr = read_child(cs->fd, x, (size_t)n * sizeof *x)) != 0) rc = 2;
+    return rc;
+}
+
+/* Open, read and preprocess the case's volumes in a child (see the top). CASE_READY,
+ * CASE_BAD, or CASE_TODO when no child could be started (then the case is read here). */
+static case_state read_case_apart(const swi_job *job, fcase *c) {
     int fds[2];
     FILE *chatter = tmpfile();
     if (!chatter || pipe2(fds, O_CLOEXEC) != 0) {
@@ -148,60 +180,16 @@ static case_state read_case_apart(fcase *c) {
         fclose(chatter);
         return CASE_TODO;
     }
-    case_state st = CASE_READY;
-    int at_file = 0, rr = 0;
-    child_record r;
-    c->vols = calloc((size_t)c->n_files, sizeof *c->vols);
-    if (!c->vols) {
-        cli_err(c->err, "out of memory");
-        st = CASE_BAD;
-    }
-    for (int k = 0; k < c->n_files && st == CASE_READY; k++) {
-        at_file = k;
-        if ((rr = read_child(fds[0], &r, sizeof r)) != 0) break;
-        if (r.status != SWI_OK) {
-            snprintf(c->err, sizeof c->err, "%s", r.err);
-            st = CASE_BAD;
-            break;
-        }
-        c->vols[k] = r.v;
-        const int64_t *a = c->vols[0].size, *b = c->vols[k].size;
-        if (a[0] != b[0] || a[1] != b[1] || a[2] != b[2]) {
-            cli_err(c->err,
-                    "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; "
-                    "channels must share one grid",
-                    c->files[k], (long long)b[0], (long long)b[1], (long long)b[2], c->files[0],
-                    (long long)a[0], (long long)a[1], (long long)a[2]);
-            st = CASE_BAD;
-        }
-    }
-    const int64_t N = c->vols && rr == 0 && st == CASE_READY ? swi_volume_voxels(&c->vols[0]) : 0;
-    if (rr == 0 && st == CASE_READY) {
-        memcpy(c->size, c->vols[0].size, sizeof c->size);
-        if (!(c->input = malloc((size_t)(N * c->n_files) * sizeof(float)))) {
-            char b[32];
-            cli_err(c->err, "%s: out of memory reading the volume (%s)", c->files[0],
-                    cli_bytes((size_t)(N * c->n_files) * sizeof(float), b));
-            st = CASE_BAD;
-        }
-    }
-    for (int k = 0; k < c->n_files && rr == 0 && st == CASE_READY; k++) {
-        at_file = k;
-        if ((rr = read_child(fds[0], &r, sizeof r)) != 0) break;
-        if (r.status != SWI_OK) {
-            snprintf(c->err, sizeof c->err, "%s", r.err);
-            st = CASE_BAD;
-            break;
-        }
-        if ((rr = read_child(fds[0], c->input + k * N, (size_t)N * sizeof(float))) != 0) break;
-    }
+    child_source cs = {fds[0], 0, 0};
+    const seg_case_source src = {child_open, child_read, &cs};
+    const int got = seg_case_read(job, c, &src, NULL);
     close(fds[0]);
-    if (rr != 0 || st != CASE_READY) kill(pid, SIGKILL); /* not needed further, or interrupted */
+    if (got != 0) kill(pid, SIGKILL); /* not needed further, or interrupted */
     int ws = 0;
     pid_t w;
     while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {}
-    if (rr != 0 && st == CASE_READY) {
-        st = CASE_BAD;
+    const int rr = cs.rr, at_file = cs.at_file;
+    if (got == 2) {
         char said[320];
         child_said(chatter, said, sizeof said);
         if (rr < 0)
@@ -214,7 +202,7 @@ static case_state read_case_apart(fcase *c) {
                     said[0] ? ": " : "", said);
     }
     fclose(chatter);
-    return st;
+    return got == 0 ? CASE_READY : CASE_BAD;
 }
 
 /* Open, read and preprocess one case (reader thread); the state it ends in. */
@@ -223,50 +211,11 @@ static case_state read_case(const swi_job *job, fcase *c) {
         snprintf(c->err, sizeof c->err, "%s", c->problem);
         return CASE_BAD;
     }
-    case_state apart = read_case_apart(c);
-    if (apart == CASE_READY) {
-        const int64_t N = c->size[0] * c->size[1] * c->size[2];
-        for (int k = 0; k < c->n_files; k++) swi_job_preprocess(job, c->input + k * N, N);
-        return CASE_READY;
-    }
+    case_state apart = read_case_apart(job, c);
     if (apart != CASE_TODO) return apart;
-    free_case_data(c); /* no child could be started: read here */
-    c->vols = calloc((size_t)c->n_files, sizeof *c->vols);
-    if (!c->vols) {
-        cli_err(c->err, "out of memory");
-        return CASE_BAD;
-    }
-    for (int k = 0; k < c->n_files; k++) {
-        if (swi_volume_open(c->files[k], &c->vols[k], c->err, SWI_ERRLEN)) {
-            return CASE_BAD;
-        }
-        const int64_t *a = c->vols[0].size, *b = c->vols[k].size;
-        if (a[0] != b[0] || a[1] != b[1] || a[2] != b[2]) {
-            cli_err(c->err,
-                    "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; "
-                    "channels must share one grid",
-                    c->files[k], (long long)b[0], (long long)b[1], (long long)b[2], c->files[0],
-                    (long long)a[0], (long long)a[1], (long long)a[2]);
-            return CASE_BAD;
-        }
-    }
-    memcpy(c->size, c->vols[0].size, sizeof c->size);
-    const int64_t N = c->size[0] * c->size[1] * c->size[2];
-    c->input = malloc((size_t)(N * c->n_files) * sizeof(float));
-    if (!c->input) {
-        char b[32];
-        cli_err(c->err, "%s: out of memory reading the volume (%s)", c->files[0],
-                cli_bytes((size_t)(N * c->n_files) * sizeof(float), b));
-        return CASE_BAD;
-    }
+    /* no child could be started: read here */
     const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
-    for (int k = 0; k < c->n_files; k++) {
-        if (swi_volume_read(&c->vols[k], c->input + k * N, &cancel, c->err, SWI_ERRLEN)) {
-            return CASE_BAD;
-        }
-        swi_job_preprocess(job, c->input + k * N, N);
-    }
-    return CASE_READY;
+    return seg_case_read(job, c, NULL, &cancel) == 0 ? CASE_READY : CASE_BAD;
 }
 
 void *folder_reader(void *arg) {

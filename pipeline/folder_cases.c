@@ -1,11 +1,14 @@
 /*
- * folder_cases.c -- folder mode's cases: the input folder listed (nnU-Net's channel files,
- * DICOM series folders), the summary table and --report-dir's index.
+ * folder_cases.c -- folder mode's cases (folder_cases.h): the input folder listed (nnU-Net's
+ * channel files, DICOM series folders), a case's channels read, and --report-dir's index.
  */
-#include "folder.h"
+#include "folder_cases.h"
+
+#include "internal.h"
 
 #include "util.h"
 
+#include <limits.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -42,26 +45,30 @@ static int cmp_entry(const void *a, const void *b) {
     return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
 }
 
-void free_case_data(fcase *c) {
+void seg_case_free_data(fcase *c) {
     free(c->vols);
     c->vols = NULL;
     free(c->input);
     c->input = NULL;
 }
 
-void free_folder(folder *f) {
-    for (int i = 0; i < f->n_cases; i++) {
-        for (int k = 0; k < f->cases[i].n_files; k++) free(f->cases[i].files[k]);
-        free_case_data(&f->cases[i]);
-        seg_case_summary_free(&f->cases[i].sum);
+void seg_cases_free(fcase *cases, int n) {
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < cases[i].n_files; k++) free(cases[i].files[k]);
+        seg_case_free_data(&cases[i]);
+        seg_case_summary_free(&cases[i].sum);
     }
-    free(f->cases);
-    free(f->todo);
-    swi_job_free(f->opts_job);
+    free(cases);
 }
 
+/* What listing fills: the cases and their count. */
+typedef struct case_list {
+    fcase *cases;
+    int n_cases;
+} case_list;
+
 /* Find or add the case `name` (cases are added in sorted order, so it is the last one). */
-static fcase *case_named(folder *f, const char *name, size_t len, int *cap) {
+static fcase *case_named(case_list *f, const char *name, size_t len, int *cap) {
     if (f->n_cases > 0) {
         fcase *last = &f->cases[f->n_cases - 1];
         if (strlen(last->name) == len && strncmp(last->name, name, len) == 0) return last;
@@ -79,8 +86,8 @@ static fcase *case_named(folder *f, const char *name, size_t len, int *cap) {
     return c;
 }
 
-/* List IN into cases. Returns 0, or 1 with err set. */
-int list_cases(folder *f, const char *in, const char *out_real, const char *rep_real, char *err) {
+/* List IN into f's cases. Returns 0, or 1 with err set. */
+static int list_into(case_list *f, const char *in, const char *out_real, const char *rep_real, char *err) {
     DIR *d = opendir(in);
     if (!d) {
         cli_err(err, "%s: cannot open the input directory: %s", in, strerror(errno));
@@ -191,45 +198,77 @@ done:
     return rc;
 }
 
-void print_table(const folder *f, double seconds) {
-    int done = 0, failed = 0, skipped = 0, w = 4;
-    for (int i = 0; i < f->n_cases; i++)
-        if ((int)strlen(f->cases[i].name) > w) w = (int)strlen(f->cases[i].name);
-    if (w > 40) w = 40;
-    fprintf(stderr, "%-*s  %-14s %8s  %s\n", w, "case", "size", "time", "status");
-    for (int i = 0; i < f->n_cases; i++) {
-        const fcase *c = &f->cases[i];
-        if (c->state == CASE_TODO) continue; /* another part's */
-        char size[48] = "-", t[16] = "-";
-        if (c->size[0])
-            snprintf(size, sizeof size, "%lldx%lldx%lld", (long long)c->size[0], (long long)c->size[1],
-                     (long long)c->size[2]);
-        if (c->state == CASE_DONE || c->state == CASE_FAILED) snprintf(t, sizeof t, "%.2f s", c->seconds);
-        const char *st = c->state == CASE_DONE      ? "ok"
-                         : c->state == CASE_SKIPPED ? "skipped (output exists)"
-                                                    : "FAILED";
-        fprintf(stderr, "%-*.*s  %-14s %8s  %s\n", w, w, c->name, size, t, st);
-        done += c->state == CASE_DONE;
-        skipped += c->state == CASE_SKIPPED;
-        failed += c->state == CASE_FAILED || c->state == CASE_BAD || c->state == CASE_READY;
-    }
-    fprintf(stderr, "%s: %d done, %d failed, %d skipped in %.2f s -> %s\n", WHO, done, failed, skipped,
-            seconds, f->o->output_dir);
+/* The source of a case read in this process. */
+static int open_here(void *user, int k, const char *file, swi_volume *v, char *err) {
+    (void)user, (void)k;
+    return swi_volume_open(file, v, err, SWI_ERRLEN) != SWI_OK;
 }
 
-/* The index of the cases this run saw (another part's are left out). */
-int write_index(const folder *f, char *err) {
-    const seg_opts *o = f->o;
-    seg_index_row *rows = calloc((size_t)f->n_cases + 1, sizeof *rows);
-    char(*hrefs)[PATH_MAX] = calloc((size_t)f->n_cases + 1, sizeof *hrefs);
+static int read_here(void *user, int k, const char *file, swi_volume *v, float *x, int64_t n, char *err) {
+    (void)k, (void)file, (void)n;
+    return swi_volume_read(v, x, user, err, SWI_ERRLEN) != SWI_OK;
+}
+
+int seg_case_read(const swi_job *job, fcase *c, const seg_case_source *src, const swi_io_cancel *cancel) {
+    const seg_case_source here = {open_here, read_here, (void *)cancel};
+    if (!src) src = &here;
+    seg_case_free_data(c);
+    c->vols = calloc((size_t)c->n_files, sizeof *c->vols);
+    if (!c->vols) {
+        cli_err(c->err, "out of memory");
+        return 1;
+    }
+    for (int k = 0; k < c->n_files; k++) {
+        int rc = src->open(src->user, k, c->files[k], &c->vols[k], c->err);
+        if (rc) return rc;
+        const int64_t *a = c->vols[0].size, *b = c->vols[k].size;
+        if (a[0] != b[0] || a[1] != b[1] || a[2] != b[2]) {
+            cli_err(c->err,
+                    "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; "
+                    "channels must share one grid",
+                    c->files[k], (long long)b[0], (long long)b[1], (long long)b[2], c->files[0],
+                    (long long)a[0], (long long)a[1], (long long)a[2]);
+            return 1;
+        }
+    }
+    memcpy(c->size, c->vols[0].size, sizeof c->size);
+    const int64_t N = c->size[0] * c->size[1] * c->size[2];
+    c->input = malloc((size_t)(N * c->n_files) * sizeof(float));
+    if (!c->input) {
+        char b[32];
+        cli_err(c->err, "%s: out of memory reading the volume (%s)", c->files[0],
+                cli_bytes((size_t)(N * c->n_files) * sizeof(float), b));
+        return 1;
+    }
+    for (int k = 0; k < c->n_files; k++) {
+        int rc = src->read(src->user, k, c->files[k], &c->vols[k], c->input + k * N, N, c->err);
+        if (rc) return rc;
+    }
+    for (int k = 0; k < c->n_files; k++) swi_job_preprocess(job, c->input + k * N, N);
+    return 0;
+}
+
+int seg_list_cases(fcase **cases, int *n_cases, const char *in, const char *out_real, const char *rep_real,
+                   char *err) {
+    case_list f = {*cases, *n_cases};
+    int rc = list_into(&f, in, out_real, rep_real, err);
+    *cases = f.cases;
+    *n_cases = f.n_cases;
+    return rc;
+}
+
+int seg_cases_index(const fcase *cases, int n_cases, const swi_job *opts_job, const seg_cases_where *o,
+                    char *err) {
+    seg_index_row *rows = calloc((size_t)n_cases + 1, sizeof *rows);
+    char(*hrefs)[PATH_MAX] = calloc((size_t)n_cases + 1, sizeof *hrefs);
     if (!rows || !hrefs) {
         free(rows), free(hrefs);
         cli_err(err, "%s: out of memory writing the index", o->report_dir);
         return 1;
     }
     int n = 0, classes = 0;
-    for (int i = 0; i < f->n_cases; i++) {
-        const fcase *c = &f->cases[i];
+    for (int i = 0; i < n_cases; i++) {
+        const fcase *c = &cases[i];
         if (c->state == CASE_TODO) continue;
         seg_index_row *r = &rows[n++];
         r->name = c->name;
@@ -251,7 +290,7 @@ int write_index(const folder *f, char *err) {
         }
     }
     const char *const *names = NULL;
-    const int n_names = swi_job_classes(f->opts_job, &names);
+    const int n_names = swi_job_classes(opts_job, &names);
     if (!classes && n_names > 1) classes = n_names - 1;
     char path[PATH_MAX];
     int rc = 0;
