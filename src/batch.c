@@ -3,7 +3,6 @@
  * batches a predictor runs another predictor on (swi_batch_predict). */
 #include "engine.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,20 +392,6 @@ static void shape_text(char *buf, size_t n, int64_t channels, const int64_t *spa
         k += snprintf(buf + k, n - (size_t)k, " x %lld", (long long)spatial[i]);
 }
 
-static swi_status put_err(char *err, size_t errlen, swi_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static swi_status put_err(char *err, size_t errlen, swi_status st, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 /* Check a head the child's predictor gives and return its bytes, or 0 with the child's
  * failure recorded (the first one is kept). */
@@ -416,17 +401,17 @@ static size_t child_request(swi_batch *b, int head, int64_t channels, const int6
     char m[SWI_ERRMSG_LEN];
     swi_status st = SWI_OK;
     if (head < 0 || head >= SWI_MAX_HEADS)
-        st = put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor asked for head %d (heads are 0..%d)", head,
+        st = swi__put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor asked for head %d (heads are 0..%d)", head,
                      SWI_MAX_HEADS - 1);
     else if (channels <= 0 || !spatial)
-        st = put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor head %d: channels = %lld%s", head,
+        st = swi__put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor head %d: channels = %lld%s", head,
                      (long long)channels, spatial ? " must be >= 1" : " with NULL spatial");
     for (int k = 0; st == SWI_OK && k < d; k++)
         if (spatial[k] <= 0)
-            st = put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor head %d: spatial[%d] = %lld must be >= 1",
+            st = swi__put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor head %d: spatial[%d] = %lld must be >= 1",
                          head, k, (long long)spatial[k]);
     if (st == SWI_OK && c->given[head])
-        st = put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor asked for head %d twice in one call", head);
+        st = swi__put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor asked for head %d twice in one call", head);
     if (st == SWI_OK && head == c->head) {
         int same = channels == c->channels;
         for (int k = 0; k < d; k++) same &= spatial[k] == c->spatial[k];
@@ -434,12 +419,12 @@ static size_t child_request(swi_batch *b, int head, int64_t channels, const int6
         char got[160], want[160];
         shape_text(got, sizeof got, channels, spatial, d);
         shape_text(want, sizeof want, c->channels, c->spatial, d);
-        st = put_err(m, sizeof m, SWI_ERR_SHAPE,
+        st = swi__put_err(m, sizeof m, SWI_ERR_SHAPE,
                      "predictor head %d: %s per window, but the caller expects %s", head, got, want);
     }
     size_t v = 0;
     if (st == SWI_OK && !(v = shape_bytes(b->s->n_run, channels, spatial, d)))
-        st = put_err(m, sizeof m, SWI_ERR_OVERFLOW, "predictor head %d: output size overflows", head);
+        st = swi__put_err(m, sizeof m, SWI_ERR_OVERFLOW, "predictor head %d: output size overflows", head);
     if (st == SWI_OK) return v;
     if (c->st == SWI_OK) {
         c->st = st;
@@ -493,7 +478,7 @@ swi_status swi_batch_predict(swi_batch *b, const swi_predictor *inner, const flo
                              size_t errlen) {
     if (err && errlen) err[0] = '\0';
     if (!b || !inner || !inner->predict || !output || !spatial)
-        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: %s is NULL",
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: %s is NULL",
                        !b                ? "the batch"
                        : !inner          ? "the predictor"
                        : !inner->predict ? "the predictor's predict"
@@ -501,18 +486,18 @@ swi_status swi_batch_predict(swi_batch *b, const swi_predictor *inner, const flo
                                          : "spatial");
     const int d = b->r->g.user_dims;
     if (head < 0 || head >= SWI_MAX_HEADS)
-        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: head = %d is not in 0..%d", head,
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: head = %d is not in 0..%d", head,
                        SWI_MAX_HEADS - 1);
     if (channels <= 0)
-        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: channels = %lld must be >= 1",
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: channels = %lld must be >= 1",
                        (long long)channels);
     for (int k = 0; k < d; k++)
         if (spatial[k] <= 0)
-            return put_err(err, errlen, SWI_ERR_INVALID_ARG,
+            return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG,
                            "swi_batch_predict: spatial[%d] = %lld must be >= 1", k, (long long)spatial[k]);
     const size_t bytes = shape_bytes(b->s->n_run, channels, spatial, d);
     if (!bytes)
-        return put_err(err, errlen, SWI_ERR_OVERFLOW,
+        return swi__put_err(err, errlen, SWI_ERR_OVERFLOW,
                        "swi_batch_predict: the output of %d windows of %lld channels overflows", b->s->n_run,
                        (long long)channels);
 
@@ -527,12 +512,12 @@ swi_status swi_batch_predict(swi_batch *b, const swi_predictor *inner, const flo
     swi_batch cb = {b->r, b->s, &c};
     int rc = inner->predict(inner->user, &cb);
     for (int h = 0; h < SWI_MAX_HEADS; h++) free(c.spare[h]);
-    if (c.st != SWI_OK) return put_err(err, errlen, c.st, "%s", c.shape_msg);
+    if (c.st != SWI_OK) return swi__put_err(err, errlen, c.st, "%s", c.shape_msg);
     if (rc != 0) {
-        if (c.pred_msg[0]) return put_err(err, errlen, SWI_ERR_PREDICTOR, "%s", c.pred_msg);
-        return put_err(err, errlen, SWI_ERR_PREDICTOR, "the predictor failed (returned %d)", rc);
+        if (c.pred_msg[0]) return swi__put_err(err, errlen, SWI_ERR_PREDICTOR, "%s", c.pred_msg);
+        return swi__put_err(err, errlen, SWI_ERR_PREDICTOR, "the predictor failed (returned %d)", rc);
     }
     if (!c.given[head])
-        return put_err(err, errlen, SWI_ERR_SHAPE, "the predictor returned 0 without filling head %d", head);
+        return swi__put_err(err, errlen, SWI_ERR_SHAPE, "the predictor returned 0 without filling head %d", head);
     return SWI_OK;
 }

@@ -1,29 +1,14 @@
 /* combine.c -- predictors made of predictors (swi_predictor_mean, swi_predictor_mirror):
  * clients of swi.h like any predictor, each running the predictors it holds on its batch's
  * windows through swi_batch_predict. */
-#include "swi.h"
+#include "internal.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MSG_LEN 512 /* the engine keeps this much of a predictor's message */
 
-static swi_status put_err(char *err, size_t errlen, swi_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static swi_status put_err(char *err, size_t errlen, swi_status st, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 static int mul_size(size_t a, size_t b, size_t *out) {
     if (a != 0 && b > SIZE_MAX / a) return 0;
@@ -45,25 +30,25 @@ static swi_status shape_init(head_shape *h, const char *fn, int64_t classes, int
                              int max_batch, char *err, size_t errlen) {
     memset(h, 0, sizeof *h);
     if (classes < 1)
-        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: classes = %lld must be >= 1", fn,
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: classes = %lld must be >= 1", fn,
                        (long long)classes);
     if (dims < 1 || dims > SWI_MAX_DIMS)
-        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: dims = %d is not in 1..%d", fn, dims,
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: dims = %d is not in 1..%d", fn, dims,
                        SWI_MAX_DIMS);
-    if (!spatial) return put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: spatial is NULL", fn);
+    if (!spatial) return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: spatial is NULL", fn);
     if (max_batch < 1)
-        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: max_batch = %d must be >= 1", fn, max_batch);
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: max_batch = %d must be >= 1", fn, max_batch);
     size_t v = (uint64_t)classes <= SIZE_MAX ? (size_t)classes : 0;
     int ok = v != 0;
     for (int k = 0; k < dims; k++) {
         if (spatial[k] < 1 || spatial[k] > SWI_MAX_AXIS)
-            return put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: spatial[%d] = %lld is not in 1..%lld", fn,
+            return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: spatial[%d] = %lld is not in 1..%lld", fn,
                            k, (long long)spatial[k], (long long)SWI_MAX_AXIS);
         ok = ok && mul_size(v, (size_t)spatial[k], &v);
     }
     size_t bytes;
     if (!ok || !mul_size(v, (size_t)max_batch, &h->batch) || !mul_size(h->batch, sizeof(float), &bytes))
-        return put_err(err, errlen, SWI_ERR_OVERFLOW, "%s: %d windows of %lld classes overflow", fn,
+        return swi__put_err(err, errlen, SWI_ERR_OVERFLOW, "%s: %d windows of %lld classes overflow", fn,
                        max_batch, (long long)classes);
     h->classes = classes;
     h->dims = dims;
@@ -130,26 +115,26 @@ swi_status swi_predictor_mean(const swi_predictor *members, int n, int64_t class
                               size_t errlen) {
     static const char fn[] = "swi_predictor_mean";
     if (err && errlen) err[0] = '\0';
-    if (!out) return put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: out is NULL", fn);
+    if (!out) return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: out is NULL", fn);
     memset(out, 0, sizeof *out);
     if (!members || n < 1)
-        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: %s", fn,
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: %s", fn,
                        !members ? "members is NULL" : "an ensemble needs n >= 1 members");
     for (int i = 0; i < n; i++)
         if (!members[i].predict)
-            return put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: member %d has no predict function", fn, i);
+            return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: member %d has no predict function", fn, i);
     head_shape h;
     swi_status st = shape_init(&h, fn, classes, dims, spatial, max_batch, err, errlen);
     if (st != SWI_OK) return st;
     mean_state *m = calloc(1, sizeof *m);
-    if (!m) return put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory", fn);
+    if (!m) return swi__put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory", fn);
     m->members = malloc((size_t)n * sizeof *m->members);
     m->scratch = n > 1 ? malloc(h.batch * sizeof(float)) : NULL;
     if (!m->members || (n > 1 && !m->scratch)) {
         free(m->members);
         free(m->scratch);
         free(m);
-        return put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory for %d windows of scratch", fn,
+        return swi__put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory for %d windows of scratch", fn,
                        max_batch);
     }
     memcpy(m->members, members, (size_t)n * sizeof *m->members);
@@ -282,24 +267,24 @@ swi_status swi_predictor_mirror(const swi_predictor *inner, unsigned axes, int64
                                 size_t errlen) {
     static const char fn[] = "swi_predictor_mirror";
     if (err && errlen) err[0] = '\0';
-    if (!out) return put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: out is NULL", fn);
+    if (!out) return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: out is NULL", fn);
     memset(out, 0, sizeof *out);
     if (!inner || !inner->predict)
-        return put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: %s", fn,
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: %s", fn,
                        !inner ? "inner is NULL" : "inner has no predict function");
     head_shape h;
     swi_status st = shape_init(&h, fn, classes, dims, spatial, max_batch, err, errlen);
     if (st != SWI_OK) return st;
     if (axes == 0 || axes >= (1u << dims))
-        return put_err(err, errlen, SWI_ERR_INVALID_ARG,
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG,
                        "%s: axes = %u must name 1 or more of the %d axes (1..%u)", fn, axes, dims,
                        (1u << dims) - 1);
     mirror_state *m = calloc(1, sizeof *m);
-    if (!m) return put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory", fn);
+    if (!m) return swi__put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory", fn);
     m->out_scratch = malloc(h.batch * sizeof(float));
     if (!m->out_scratch) {
         free(m);
-        return put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory for %d windows of scratch", fn,
+        return swi__put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory for %d windows of scratch", fn,
                        max_batch);
     }
     m->inner = *inner;

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define NDIM 4
 #define SWI_PERMS 24 /* orders of NDIM axes */
@@ -26,6 +27,23 @@
 #else
 #define SWI_KERNEL
 #endif
+
+/* printf into err (errlen bytes; err NULL or errlen 0: nothing), then return st: the one
+ * line a function that fails leaves its caller. */
+static inline swi_status swi__put_err(char *err, size_t errlen, swi_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static inline swi_status swi__put_err(char *err, size_t errlen, swi_status st, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
 
 /* ---- alloc.c: every library allocation goes through here (fault injection) ---- */
 void *swi__malloc(size_t bytes);

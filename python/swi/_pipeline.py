@@ -20,8 +20,8 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from . import _swi
-from ._predictor import _copy_into, _engine_ready
-from ._setup import _BLEND, _PAD, Memory, _is_torch, _name, _parse_memory
+from ._predictor import _copy_into, _engine_ready, _real_scores
+from ._setup import _BLEND, _PAD, Memory, _choice, _is_torch, _parse_memory
 
 try:  # torch is optional: numpy predictors work without it
     import torch
@@ -182,10 +182,7 @@ class _JobPredictor:
         if tuple(out.shape) != want:
             raise ValueError(f"{self.what} returned shape {list(out.shape)}; expected {list(want)} ([windows, "
                              f"classes, *roi] with classes={self.classes})")
-        if _is_torch(out):
-            if out.is_complex() or out.dtype == torch.bool:
-                raise ValueError(f"{self.what} returned dtype {out.dtype}; expected real scores")
-        elif not (np.issubdtype(out.dtype, np.floating) or np.issubdtype(out.dtype, np.integer)):
+        if not _real_scores(out):
             raise ValueError(f"{self.what} returned dtype {out.dtype}; expected real scores")
         return [(self.classes, tuple(shape[2:]), _engine_ready(out))]
 
@@ -235,17 +232,11 @@ def _job(input: Inputs, model: Any, predictor: Any, classes: Optional[int], orie
     if overlap is not None:
         spec["overlap"] = _triple(overlap, "overlap", 0.0, hi=1.0)
     if mode is not None:
-        m = _name(mode)
-        if m not in _BLEND:
-            raise ValueError(f"mode must be one of {sorted(_BLEND)}, got {mode!r}")
-        spec["mode"] = _BLEND[m]
+        spec["mode"] = _choice(mode, _BLEND, "mode")
     if sigma_scale is not None:
         spec["sigma_scale"] = _triple(sigma_scale, "sigma_scale", 0.0, lo_open=True)
     if padding is not None:
-        pm = _name(padding)
-        if pm not in _PAD:
-            raise ValueError(f"padding must be one of {sorted(_PAD)}, got {padding!r}")
-        spec["padding"] = _PAD[pm]
+        spec["padding"] = _choice(padding, _PAD, "padding")
     if cval is not None:
         spec["cval"] = float(cval)
     if sw_batch_size is not None:

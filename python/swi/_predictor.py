@@ -60,6 +60,14 @@ def _engine_ready(h):
     return h
 
 
+def _real_scores(h) -> bool:
+    """Whether a predictor's output (a tensor or an array) has a dtype the engine takes as
+    scores: real numbers (float or integer), not complex, not bool."""
+    if _is_torch(h):
+        return not (h.is_complex() or h.dtype == torch.bool)
+    return bool(np.issubdtype(h.dtype, np.floating) or np.issubdtype(h.dtype, np.integer))
+
+
 def _copy_into(mv, obj):
     """Write one head of a predictor call into the engine's buffer (float32, C order)."""
     dst = np.frombuffer(mv, dtype=np.float32).reshape(tuple(obj.shape))
@@ -215,11 +223,9 @@ class _Predictor:
         if h.ndim != s.dims + 2 or h.shape[0] != count:
             raise ValueError(f"output {i} of the predictor has shape {tuple(h.shape)}; expected "
                              f"[{count}, channels, *spatial] ({s.dims} spatial dims, {count} windows)")
-        if _is_torch(h):
-            if h.is_complex() or h.dtype == torch.bool:
-                raise ValueError(f"output {i} of the predictor has dtype {h.dtype}; expected a real float tensor")
-        elif not (np.issubdtype(h.dtype, np.floating) or np.issubdtype(h.dtype, np.integer)):
-            raise ValueError(f"output {i} of the predictor has dtype {h.dtype}; expected a real float array")
+        if not _real_scores(h):
+            raise ValueError(f"output {i} of the predictor has dtype {h.dtype}; expected a real float "
+                             f"{'tensor' if _is_torch(h) else 'array'}")
         return h
 
     def _reweight(self, heads, w_t):

@@ -64,6 +64,14 @@ def _name(v) -> str:
     return str(v).lower()
 
 
+def _choice(v, table: dict, what: str):
+    """table's value for the name v (any case, or a StrEnum member), else ValueError."""
+    k = _name(v)
+    if k not in table:
+        raise ValueError(f"{what} must be one of {sorted(table)}, got {v!r}")
+    return table[k]
+
+
 def _rep(v, n: int, what: str) -> tuple:
     if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
         return (v,) * n
@@ -212,14 +220,9 @@ class _Setup:
             if not 0.0 <= o < 1.0:
                 raise ValueError(f"overlap must be >= 0 and < 1, got {overlap}")
         self.sigma = tuple(float(s) for s in _rep(sigma_scale, dims, "sigma_scale"))
-        m = _name(mode)
-        if m not in _BLEND:
-            raise ValueError(f"mode must be one of {sorted(_BLEND)}, got {mode!r}")
-        self.mode = _BLEND[m]
+        self.mode = _choice(mode, _BLEND, "mode")
+        self.padding_mode = _choice(padding_mode, _PAD, "padding_mode")
         pm = _name(padding_mode)
-        if pm not in _PAD:
-            raise ValueError(f"padding_mode must be one of {sorted(_PAD)}, got {padding_mode!r}")
-        self.padding_mode = _PAD[pm]
         self.cval = float(cval)
         self.sw_batch_size = _whole(sw_batch_size, "sw_batch_size")
         if self.sw_batch_size < 1:
