@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "swi.h"
+#include "target.h"
 
 /* Whether the pipeline links the ONNX Runtime backend (else ort_stub.c stands in for it). */
 #ifdef SWI_HAVE_ORT
@@ -26,6 +27,7 @@ typedef struct pl_opts {
     const char *inputs[SEG_MAX_INPUTS];
     int n_inputs;
     const char *output, *scores, *preview, *report, *report_title;
+    pl_target t_output, t_scores; /**< output and scores classified (pl_target_of), once */
     int64_t roi[3];
     int roi_given;
     double overlap[3];

@@ -110,6 +110,8 @@ static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
     o->classes = sp->n_predictors ? sp->classes : 0;
     o->output = sp->output;
     o->scores = sp->scores;
+    pl_target_of(o->output, &o->t_output);
+    pl_target_of(o->scores, &o->t_scores);
     o->preview = sp->preview;
     o->report = sp->report;
     o->report_title = sp->report_title;

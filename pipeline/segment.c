@@ -22,11 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int seg_side_names(const char *output, char *itk, char *ctbl, size_t n) {
-    static const char *const ext[] = {".nii.gz", ".nii", ".nrrd", ".mha", ".dcm"};
-    size_t len = strlen(output), cut = 0;
-    for (size_t i = 0; i < sizeof ext / sizeof *ext && !cut; i++)
-        if (cli_ends_with(output, ext[i])) cut = strlen(ext[i]);
+int seg_side_names(const pl_target *t, char *itk, char *ctbl, size_t n) {
+    const char *output = t->name;
+    size_t len = strlen(output), cut = t->suffix_len;
     const int stem = (int)(len - cut);
     if (len >= n || (size_t)snprintf(itk, n, "%.*s.label.txt", stem, output) >= n ||
         (size_t)snprintf(ctbl, n, "%.*s.ctbl", stem, output) >= n) {
@@ -146,11 +144,11 @@ static int write_outputs(const pl_opts *o, seg_state *s, const seg_results *r, d
     const char *const *class_names =
         o->card && o->card->n_classes == r->classes ? (const char *const *)o->card->classes : NULL;
     if (o->output &&
-        swi_volume_write_labels_fd(cli_out_take_fd(&s->out_labels), o->output, &s->vols[0], r->labels,
+        swi_volume_write_labels_fd(cli_out_take_fd(&s->out_labels), o->t_output.name, &s->vols[0], r->labels,
                                    r->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16, r->classes,
                                    class_names, &cancel, err, SWI_ERRLEN))
         return step_failed(s, err);
-    if (o->scores && swi_volume_write_fd(cli_out_take_fd(&s->out_scores), o->scores, &s->vols[0], r->scores,
+    if (o->scores && swi_volume_write_fd(cli_out_take_fd(&s->out_scores), o->t_scores.name, &s->vols[0], r->scores,
                                          SWI_DTYPE_FLOAT32, SWI_IO_SCORES, r->classes, r->classes, &cancel,
                                          err, SWI_ERRLEN))
         return step_failed(s, err);
@@ -184,8 +182,8 @@ int seg_check_outputs(const pl_opts *o, seg_state *s) {
     /* A page that cannot be written (no NiiVue) is refused before anything runs. */
     if (o->report && seg_report_check(o->report, err)) return seg_fail(s, err);
     /* The card's class names go beside a label map file: OUT.label.txt and OUT.ctbl. */
-    if (o->output && !cli_is_store(o->output) && o->card && o->card->n_classes > 0 &&
-        seg_side_names(o->output, s->itk_path, s->ctbl_path, sizeof s->itk_path))
+    if (o->output && !PL_TARGET_STORE(&o->t_output) && o->card && o->card->n_classes > 0 &&
+        seg_side_names(&o->t_output, s->itk_path, s->ctbl_path, sizeof s->itk_path))
         return seg_fail_status(s, SWI_ERR_INVALID_ARG, "output path too long");
     /* An output that is, holds or lies in an input under any name is refused first,
      * force or not: every model of the ensemble and the card are inputs too. */
@@ -214,8 +212,11 @@ int seg_check_outputs(const pl_opts *o, seg_state *s) {
                              s->itk_path[0] ? s->itk_path : NULL,
                              s->ctbl_path[0] ? s->ctbl_path : NULL,
                              o->report};
+    const int store[6] = {PL_TARGET_STORE(&o->t_output), PL_TARGET_STORE(&o->t_scores),
+                          cli_is_store(finals[2]),       cli_is_store(finals[3]),
+                          cli_is_store(finals[4]),       cli_is_store(finals[5])};
     for (int i = 0; i < 6; i++)
-        if (finals[i] && !cli_is_store(finals[i]) && cli_out_check(finals[i], o->force, err))
+        if (finals[i] && !store[i] && cli_out_check(finals[i], o->force, err))
             return seg_fail(s, err);
     return 0;
 }

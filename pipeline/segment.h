@@ -118,7 +118,7 @@ const char *seg_store_left(const seg_state *s);
 
 /* The card's side files of a label map file OUT.EXT: OUT.label.txt (ITK-SNAP) and OUT.ctbl
  * (3D Slicer), each in n bytes. Returns 0, or -1 when they do not fit. */
-int seg_side_names(const char *output, char *itk, char *ctbl, size_t n);
+int seg_side_names(const pl_target *output, char *itk, char *ctbl, size_t n);
 
 /* msg as the job's error (status SWI_ERR_IO, or what seg_fail_status gives); returns 1. */
 int seg_fail(seg_state *s, const char *msg);

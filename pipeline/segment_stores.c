@@ -12,24 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pl_store_outputs(const pl_opts *o) {
-    return (o->output && cli_is_store(o->output)) || (o->scores && cli_is_store(o->scores));
-}
-
-/* the names swi_io writes volume files to (the option parser has checked which fit where) */
-static int is_volume_name(const char *p) {
-    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz") || cli_ends_with(p, ".nrrd") ||
-           cli_ends_with(p, ".mha") || cli_ends_with(p, ".dcm");
-}
+int pl_store_outputs(const pl_opts *o) { return PL_TARGET_STORE(&o->t_output) || PL_TARGET_STORE(&o->t_scores); }
 
 int pl_store_check(const pl_opts *o, char *err) {
-    const char *names[2] = {o->output, o->scores}, *flags[2] = {"--output", "--scores"};
+    const pl_target *targets[2] = {&o->t_output, &o->t_scores};
+    const char *flags[2] = {"--output", "--scores"};
     for (int i = 0; i < 2; i++)
-        if (names[i] && !is_volume_name(names[i]) && !cli_is_store(names[i])) {
+        if (targets[i]->format == PL_FORMAT_UNKNOWN) {
             cli_err(err,
                     "%s '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
                     "store (x.zarr, x.ome.zarr, x.h5:/path)",
-                    flags[i], names[i]);
+                    flags[i], targets[i]->name);
             return 2;
         }
     const char *msg = NULL;
@@ -40,8 +33,7 @@ int pl_store_check(const pl_opts *o, char *err) {
         msg = "--input: give every channel as a store or every channel as NIfTI, not a mix";
     else if (in_stores && o->zscore)
         msg = "--zscore needs the whole volume's statistics; with a store input use --clip/--scale";
-    else if (out_store &&
-             ((o->output && !cli_is_store(o->output)) || (o->scores && !cli_is_store(o->scores))))
+    else if (out_store && (PL_TARGET_FILE(&o->t_output) || PL_TARGET_FILE(&o->t_scores)))
         msg = "--output and --scores: write both to stores or both to NIfTI";
     else if (out_store && o->preview)
         msg = "--preview needs the whole label map: not with store outputs";
@@ -70,6 +62,8 @@ swi_status swi_job_check_names(const swi_job_spec *sp, char *err, size_t errlen)
     for (int c = 0; c < sp->n_inputs && c < SWI_JOB_MAX_INPUTS; c++) o->inputs[o->n_inputs++] = sp->inputs[c];
     o->output = sp->output;
     o->scores = sp->scores;
+    pl_target_of(o->output, &o->t_output);
+    pl_target_of(o->scores, &o->t_scores);
     o->preview = sp->preview;
     o->report = sp->report;
     o->zscore = sp->zscore;
