@@ -6,7 +6,6 @@
 #include "cli.h"
 
 #include "shard.h"
-#include "stores.h"
 #include "swi_resample.h"
 #include "util.h"
 #include "window_opts.h"
@@ -343,7 +342,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
     if (o->report_dir) return usage(who, "--report-dir is for folder mode (--input-dir)", NULL, NULL);
     if (o->n_inputs == 0) return usage(who, "--input is required", NULL, NULL);
     if (!plan && !o->output) return usage(who, "--output is required", NULL, NULL);
-    /* a name that is not a volume file may be a store: segment_stores.c (seg_store_check) decides */
+    /* a name that is not a volume file may be a store: swi_job_check_names (seg_store_check) decides */
     if (o->output && !is_volume_name(o->output) && !cli_ends_with(o->output, ".dcm") &&
         !cli_is_store(o->output))
         return usage(who,
