@@ -171,8 +171,8 @@ static int fit_plan(bench *b) {
         return 1;
     }
     char fit[SWI_ERRLEN];
-    swi_status st = bench_rs_plan_fit(b->ctx, &b->p, &b->in, &b->out, &b->plan, b->o.n_spacing ? &b->rs : NULL,
-                                      &b->rs_planned, fit, sizeof fit);
+    swi_status st = bench_rs_plan_fit(b->ctx, &b->p, &b->in, &b->out, &b->plan,
+                                      b->o.n_spacing ? &b->rs : NULL, &b->rs_planned, fit, sizeof fit);
     if (st == SWI_OK) return 0;
     fprintf(stderr, "swi bench: %s\n", st == SWI_ERR_BUDGET && fit[0] ? fit : swi_last_error(b->ctx));
     return st == SWI_ERR_INVALID_ARG ? 2 : 1;

@@ -8,9 +8,9 @@
 
 #include "util.h"
 
-#include <limits.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -148,9 +148,9 @@ static int write_outputs(const pl_opts *o, seg_state *s, const seg_results *r, d
                                    r->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16, r->classes,
                                    class_names, &cancel, err, SWI_ERRLEN))
         return step_failed(s, err);
-    if (o->scores && swi_volume_write_fd(cli_out_take_fd(&s->out_scores), o->t_scores.name, &s->vols[0], r->scores,
-                                         SWI_DTYPE_FLOAT32, SWI_IO_SCORES, r->classes, r->classes, &cancel,
-                                         err, SWI_ERRLEN))
+    if (o->scores && swi_volume_write_fd(cli_out_take_fd(&s->out_scores), o->t_scores.name, &s->vols[0],
+                                         r->scores, SWI_DTYPE_FLOAT32, SWI_IO_SCORES, r->classes, r->classes,
+                                         &cancel, err, SWI_ERRLEN))
         return step_failed(s, err);
     if (o->preview &&
         swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview,
@@ -216,8 +216,7 @@ int seg_check_outputs(const pl_opts *o, seg_state *s) {
                           cli_is_store(finals[2]),       cli_is_store(finals[3]),
                           cli_is_store(finals[4]),       cli_is_store(finals[5])};
     for (int i = 0; i < 6; i++)
-        if (finals[i] && !store[i] && cli_out_check(finals[i], o->force, err))
-            return seg_fail(s, err);
+        if (finals[i] && !store[i] && cli_out_check(finals[i], o->force, err)) return seg_fail(s, err);
     return 0;
 }
 

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pl_store_outputs(const pl_opts *o) { return PL_TARGET_STORE(&o->t_output) || PL_TARGET_STORE(&o->t_scores); }
+int pl_store_outputs(const pl_opts *o) {
+    return PL_TARGET_STORE(&o->t_output) || PL_TARGET_STORE(&o->t_scores);
+}
 
 int pl_store_check(const pl_opts *o, char *err) {
     const pl_target *targets[2] = {&o->t_output, &o->t_scores};

@@ -392,7 +392,6 @@ static void shape_text(char *buf, size_t n, int64_t channels, const int64_t *spa
         k += snprintf(buf + k, n - (size_t)k, " x %lld", (long long)spatial[i]);
 }
 
-
 /* Check a head the child's predictor gives and return its bytes, or 0 with the child's
  * failure recorded (the first one is kept). */
 static size_t child_request(swi_batch *b, int head, int64_t channels, const int64_t *spatial) {
@@ -402,14 +401,15 @@ static size_t child_request(swi_batch *b, int head, int64_t channels, const int6
     swi_status st = SWI_OK;
     if (head < 0 || head >= SWI_MAX_HEADS)
         st = swi__put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor asked for head %d (heads are 0..%d)", head,
-                     SWI_MAX_HEADS - 1);
+                          SWI_MAX_HEADS - 1);
     else if (channels <= 0 || !spatial)
         st = swi__put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor head %d: channels = %lld%s", head,
-                     (long long)channels, spatial ? " must be >= 1" : " with NULL spatial");
+                          (long long)channels, spatial ? " must be >= 1" : " with NULL spatial");
     for (int k = 0; st == SWI_OK && k < d; k++)
         if (spatial[k] <= 0)
-            st = swi__put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor head %d: spatial[%d] = %lld must be >= 1",
-                         head, k, (long long)spatial[k]);
+            st =
+                swi__put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor head %d: spatial[%d] = %lld must be >= 1",
+                             head, k, (long long)spatial[k]);
     if (st == SWI_OK && c->given[head])
         st = swi__put_err(m, sizeof m, SWI_ERR_SHAPE, "predictor asked for head %d twice in one call", head);
     if (st == SWI_OK && head == c->head) {
@@ -420,7 +420,7 @@ static size_t child_request(swi_batch *b, int head, int64_t channels, const int6
         shape_text(got, sizeof got, channels, spatial, d);
         shape_text(want, sizeof want, c->channels, c->spatial, d);
         st = swi__put_err(m, sizeof m, SWI_ERR_SHAPE,
-                     "predictor head %d: %s per window, but the caller expects %s", head, got, want);
+                          "predictor head %d: %s per window, but the caller expects %s", head, got, want);
     }
     size_t v = 0;
     if (st == SWI_OK && !(v = shape_bytes(b->s->n_run, channels, spatial, d)))
@@ -479,27 +479,28 @@ swi_status swi_batch_predict(swi_batch *b, const swi_predictor *inner, const flo
     if (err && errlen) err[0] = '\0';
     if (!b || !inner || !inner->predict || !output || !spatial)
         return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: %s is NULL",
-                       !b                ? "the batch"
-                       : !inner          ? "the predictor"
-                       : !inner->predict ? "the predictor's predict"
-                       : !output         ? "output"
-                                         : "spatial");
+                            !b                ? "the batch"
+                            : !inner          ? "the predictor"
+                            : !inner->predict ? "the predictor's predict"
+                            : !output         ? "output"
+                                              : "spatial");
     const int d = b->r->g.user_dims;
     if (head < 0 || head >= SWI_MAX_HEADS)
-        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: head = %d is not in 0..%d", head,
-                       SWI_MAX_HEADS - 1);
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: head = %d is not in 0..%d",
+                            head, SWI_MAX_HEADS - 1);
     if (channels <= 0)
-        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "swi_batch_predict: channels = %lld must be >= 1",
-                       (long long)channels);
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG,
+                            "swi_batch_predict: channels = %lld must be >= 1", (long long)channels);
     for (int k = 0; k < d; k++)
         if (spatial[k] <= 0)
             return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG,
-                           "swi_batch_predict: spatial[%d] = %lld must be >= 1", k, (long long)spatial[k]);
+                                "swi_batch_predict: spatial[%d] = %lld must be >= 1", k,
+                                (long long)spatial[k]);
     const size_t bytes = shape_bytes(b->s->n_run, channels, spatial, d);
     if (!bytes)
         return swi__put_err(err, errlen, SWI_ERR_OVERFLOW,
-                       "swi_batch_predict: the output of %d windows of %lld channels overflows", b->s->n_run,
-                       (long long)channels);
+                            "swi_batch_predict: the output of %d windows of %lld channels overflows",
+                            b->s->n_run, (long long)channels);
 
     batch_child c;
     memset(&c, 0, sizeof c);
@@ -518,6 +519,7 @@ swi_status swi_batch_predict(swi_batch *b, const swi_predictor *inner, const flo
         return swi__put_err(err, errlen, SWI_ERR_PREDICTOR, "the predictor failed (returned %d)", rc);
     }
     if (!c.given[head])
-        return swi__put_err(err, errlen, SWI_ERR_SHAPE, "the predictor returned 0 without filling head %d", head);
+        return swi__put_err(err, errlen, SWI_ERR_SHAPE, "the predictor returned 0 without filling head %d",
+                            head);
     return SWI_OK;
 }

@@ -1,5 +1,5 @@
 /* combine.c -- predictors made of predictors (swi_predictor_mean, swi_predictor_mirror):
- * clients of swi.h like any predictor, each running the predictors it holds on its batch's
+ * clients of swi.h like any predictor (internal.h only for its error helper), each running the predictors it holds on its batch's
  * windows through swi_batch_predict. */
 #include "internal.h"
 
@@ -8,7 +8,6 @@
 #include <string.h>
 
 #define MSG_LEN 512 /* the engine keeps this much of a predictor's message */
-
 
 static int mul_size(size_t a, size_t b, size_t *out) {
     if (a != 0 && b > SIZE_MAX / a) return 0;
@@ -31,25 +30,26 @@ static swi_status shape_init(head_shape *h, const char *fn, int64_t classes, int
     memset(h, 0, sizeof *h);
     if (classes < 1)
         return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: classes = %lld must be >= 1", fn,
-                       (long long)classes);
+                            (long long)classes);
     if (dims < 1 || dims > SWI_MAX_DIMS)
         return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: dims = %d is not in 1..%d", fn, dims,
-                       SWI_MAX_DIMS);
+                            SWI_MAX_DIMS);
     if (!spatial) return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: spatial is NULL", fn);
     if (max_batch < 1)
-        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: max_batch = %d must be >= 1", fn, max_batch);
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: max_batch = %d must be >= 1", fn,
+                            max_batch);
     size_t v = (uint64_t)classes <= SIZE_MAX ? (size_t)classes : 0;
     int ok = v != 0;
     for (int k = 0; k < dims; k++) {
         if (spatial[k] < 1 || spatial[k] > SWI_MAX_AXIS)
-            return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: spatial[%d] = %lld is not in 1..%lld", fn,
-                           k, (long long)spatial[k], (long long)SWI_MAX_AXIS);
+            return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: spatial[%d] = %lld is not in 1..%lld",
+                                fn, k, (long long)spatial[k], (long long)SWI_MAX_AXIS);
         ok = ok && mul_size(v, (size_t)spatial[k], &v);
     }
     size_t bytes;
     if (!ok || !mul_size(v, (size_t)max_batch, &h->batch) || !mul_size(h->batch, sizeof(float), &bytes))
         return swi__put_err(err, errlen, SWI_ERR_OVERFLOW, "%s: %d windows of %lld classes overflow", fn,
-                       max_batch, (long long)classes);
+                            max_batch, (long long)classes);
     h->classes = classes;
     h->dims = dims;
     for (int k = 0; k < dims; k++) h->spatial[k] = spatial[k];
@@ -119,10 +119,11 @@ swi_status swi_predictor_mean(const swi_predictor *members, int n, int64_t class
     memset(out, 0, sizeof *out);
     if (!members || n < 1)
         return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: %s", fn,
-                       !members ? "members is NULL" : "an ensemble needs n >= 1 members");
+                            !members ? "members is NULL" : "an ensemble needs n >= 1 members");
     for (int i = 0; i < n; i++)
         if (!members[i].predict)
-            return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: member %d has no predict function", fn, i);
+            return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: member %d has no predict function", fn,
+                                i);
     head_shape h;
     swi_status st = shape_init(&h, fn, classes, dims, spatial, max_batch, err, errlen);
     if (st != SWI_OK) return st;
@@ -135,7 +136,7 @@ swi_status swi_predictor_mean(const swi_predictor *members, int n, int64_t class
         free(m->scratch);
         free(m);
         return swi__put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory for %d windows of scratch", fn,
-                       max_batch);
+                            max_batch);
     }
     memcpy(m->members, members, (size_t)n * sizeof *m->members);
     m->n = n;
@@ -271,21 +272,21 @@ swi_status swi_predictor_mirror(const swi_predictor *inner, unsigned axes, int64
     memset(out, 0, sizeof *out);
     if (!inner || !inner->predict)
         return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: %s", fn,
-                       !inner ? "inner is NULL" : "inner has no predict function");
+                            !inner ? "inner is NULL" : "inner has no predict function");
     head_shape h;
     swi_status st = shape_init(&h, fn, classes, dims, spatial, max_batch, err, errlen);
     if (st != SWI_OK) return st;
     if (axes == 0 || axes >= (1u << dims))
         return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG,
-                       "%s: axes = %u must name 1 or more of the %d axes (1..%u)", fn, axes, dims,
-                       (1u << dims) - 1);
+                            "%s: axes = %u must name 1 or more of the %d axes (1..%u)", fn, axes, dims,
+                            (1u << dims) - 1);
     mirror_state *m = calloc(1, sizeof *m);
     if (!m) return swi__put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory", fn);
     m->out_scratch = malloc(h.batch * sizeof(float));
     if (!m->out_scratch) {
         free(m);
         return swi__put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory for %d windows of scratch", fn,
-                       max_batch);
+                            max_batch);
     }
     m->inner = *inner;
     m->axes = axes;

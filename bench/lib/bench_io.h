@@ -15,13 +15,13 @@ typedef struct bench_io {
     const char *input, *output;
     int force;
     int sharded, init, part, parts;
-    int grid[3];    /* the parts as a grid of boxes: --shard-grid, else {parts, 1, 1} */
-    int grid_given; /* --shard-grid */
-    int mpi;        /* the shard is this rank of mpirun: part is the rank, parts the size */
+    int grid[3];           /* the parts as a grid of boxes: --shard-grid, else {parts, 1, 1} */
+    int grid_given;        /* --shard-grid */
+    int mpi;               /* the shard is this rank of mpirun: part is the rank, parts the size */
     int (*all_ok)(int ok); /* with mpi: every rank's ok combined (1 when all are ok) */
-    int empty;      /* this shard has no voxels */
-    struct cli_input *in; /* the input as the engine reads it (stores.h), once open */
-    float *volume; /* a NIfTI input, read whole */
+    int empty;             /* this shard has no voxels */
+    struct cli_input *in;  /* the input as the engine reads it (stores.h), once open */
+    float *volume;         /* a NIfTI input, read whole */
     swi_store_writer *writer;
     int64_t box_lo[3], box_hi[3]; /* this shard's box (the whole volume without shards) */
 } bench_io;

@@ -76,7 +76,7 @@ void bench_rs_free(bench_rs *r) {
 /* what resampling back holds beside the engine under a plan */
 static size_t rs_beside(void *user, const swi_plan *plan) { return bench_rs_planned(user, plan->order[0]); }
 
-swi_status bench_rs_plan_fit(swi_ctx *ctx, swi_params *p, const swi_tensor *in, const swi_output *out, swi_plan *plan,
-                             bench_rs *r, size_t *beside, char *err, size_t errlen) {
+swi_status bench_rs_plan_fit(swi_ctx *ctx, swi_params *p, const swi_tensor *in, const swi_output *out,
+                             swi_plan *plan, bench_rs *r, size_t *beside, char *err, size_t errlen) {
     return cli_plan_fit(ctx, p, in, out, 1, plan, r ? rs_beside : NULL, r, beside, err, errlen);
 }

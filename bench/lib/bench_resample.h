@@ -37,7 +37,7 @@ void bench_rs_free(bench_rs *r);
 /* The plan of one output, fitted to p->max_memory with what r holds beside the engine (r
  * NULL: nothing beside; *beside receives it); as cli_plan_fit (budget.h): SWI_ERR_BUDGET with
  * err saying what would fit, other failures the engine's. */
-swi_status bench_rs_plan_fit(swi_ctx *ctx, swi_params *p, const swi_tensor *in, const swi_output *out, swi_plan *plan,
-                             bench_rs *r, size_t *beside, char *err, size_t errlen);
+swi_status bench_rs_plan_fit(swi_ctx *ctx, swi_params *p, const swi_tensor *in, const swi_output *out,
+                             swi_plan *plan, bench_rs *r, size_t *beside, char *err, size_t errlen);
 
 #endif
