@@ -1,6 +1,6 @@
 /* combine.c -- predictors made of predictors (swi_predictor_mean, swi_predictor_mirror):
- * clients of swi.h like any predictor (internal.h only for its error helper), each running the predictors it holds on its batch's
- * windows through swi_batch_predict. */
+ * clients of swi.h like any predictor (internal.h only for its error helper), each running
+ * the predictors it holds on its batch's windows through swi_batch_predict. */
 #include "internal.h"
 
 #include <stdio.h>
