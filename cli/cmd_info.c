@@ -2,13 +2,14 @@
  * cmd_info.c -- `swi info --model M.onnx`: the network's inputs and outputs and its model
  * card, without running anything.
  */
-#include "card.h"
 #include "cli.h"
 #include "swi_ort.h"
+#include "swi_pipeline.h"
 #include "util.h"
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char INFO_HELP[] =
@@ -60,15 +61,14 @@ int swi_cmd_info(int argc, char **argv) {
         return 2;
     }
     char err[SWI_ERRLEN];
-    seg_card card;
-    int found = 0;
-    if (!no_card && card_load(model, &card, &found, err)) {
+    char *card = NULL;
+    if (!no_card && swi_job_card_text(model, &card, err, sizeof err) != SWI_OK) {
         fprintf(stderr, "%s: %s\n", who, err);
         return 1;
     }
     if (!CLI_HAVE_ORT) {
         fprintf(stderr, "%s: swi was built without ONNX Runtime\n", who);
-        if (found) card_free(&card);
+        free(card);
         return 1;
     }
     swi_ort_options oo;
@@ -77,7 +77,7 @@ int swi_cmd_info(int argc, char **argv) {
     swi_ort_model *m = NULL;
     if (swi_ort_open(model, &oo, &m, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", who, err);
-        if (found) card_free(&card);
+        free(card);
         return 1;
     }
     char desc[1024];
@@ -97,11 +97,11 @@ int swi_cmd_info(int argc, char **argv) {
     }
     if (rc)
         fprintf(stderr, "%s: %s\n", who, err);
-    else if (found)
-        card_print(&card, stdout);
+    else if (card)
+        fputs(card, stdout);
     else
         printf("card     none%s\n", no_card ? " (--no-card)" : "");
     swi_ort_close(m);
-    if (found) card_free(&card);
+    free(card);
     return rc;
 }

@@ -1,13 +1,16 @@
 /*
- * describe.c -- swi_job_describe: a job's plan as `swi plan` prints it, one fact a line.
+ * describe.c -- swi_job_describe: a job's plan as `swi plan` prints it, one fact a line;
+ * swi_job_card_text: a model's card as `swi info` prints it.
  */
 #include "swi_pipeline.h"
 
+#include "card.h"
 #include "job.h"
 #include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static const char *pad_name(swi_pad p) {
     static const char *n[] = {"constant", "reflect", "replicate", "circular"};
@@ -130,4 +133,29 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
     if (plan->unfit[0]) P("too big   swi segment would refuse this run: %s\n", plan->unfit);
 #undef P
     return t.len;
+}
+
+swi_status swi_job_card_text(const char *model, char **out, char *err, size_t errlen) {
+    char msg[SWI_ERRLEN] = "swi_job_card_text: model and text are required";
+    swi_status st = SWI_ERR_INVALID_ARG;
+    if (out) *out = NULL;
+    seg_card card;
+    int found = 0;
+    if (model && out) {
+        st = card_load(model, &card, &found, msg) ? SWI_ERR_IO : SWI_OK;
+        if (st == SWI_OK && found) {
+            size_t len = 0;
+            FILE *f = open_memstream(out, &len);
+            if (f) card_print(&card, f);
+            if (!f || fclose(f) != 0) {
+                free(f ? *out : NULL);
+                *out = NULL;
+                snprintf(msg, sizeof msg, "out of memory");
+                st = SWI_ERR_NOMEM;
+            }
+        }
+        if (found && st != SWI_ERR_IO) card_free(&card); /* a failed card_load freed it */
+    }
+    if (err && errlen) snprintf(err, errlen, "%s", st == SWI_OK ? "" : msg);
+    return st;
 }

@@ -190,6 +190,12 @@ swi_status swi_job_plan_run(swi_job *job, int count_reuse, swi_job_plan *plan, c
  *  n - 1 bytes, as snprintf). */
 size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf, size_t n);
 
+/** The card of `model` (m.json beside m.onnx, or its metadata_props "swi.card") as `swi info`
+ *  prints it, one field a line from "card     SOURCE": *text malloc'd (the caller frees it),
+ *  or NULL when the model has no card. A card that cannot be read, parsed or checked is
+ *  SWI_ERR_IO with err naming the file and the key, as swi_job_open reports it. */
+swi_status swi_job_card_text(const char *model, char **text, char *err, size_t errlen);
+
 /** What a job hands back when asked (swi_job_run's keep). */
 typedef struct swi_job_result {
     void *labels;    /**< malloc'd [size[0]][size[1]][size[2]], label_bytes each; free() it */

@@ -1,8 +1,10 @@
-/* test_job_check_names.c -- swi_job_check_names: the spec's names checked alone, nothing
- * opened (the files named here do not exist). */
+/* test_job_front.c -- what a front door asks of the pipeline before a job:
+ * swi_job_check_names (the spec's names checked alone, nothing opened: the files named
+ * here do not exist) and swi_job_card_text (argv[1]: a model with a card beside it). */
 #include "swi_pipeline.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int failures;
@@ -24,7 +26,24 @@ static void base(swi_job_spec *s) {
     s->output = "seg.nii.gz";
 }
 
-int main(void) {
+/* The card of model as text: "card     SOURCE" first, a class line among the others. */
+static void card_text(const char *model) {
+    char err[SWI_JOB_ERRLEN], *text = NULL;
+    swi_status st = swi_job_card_text(model, &text, err, sizeof err);
+    if (st != SWI_OK || !text || strncmp(text, "card     ", 9) != 0 || !strstr(text, "\n  class 0 ")) {
+        fprintf(stderr, "FAIL card text of %s: status %d, '%s', text '%s'\n", model, (int)st, err,
+                text ? text : "(none)");
+        failures++;
+    }
+    free(text);
+    if (swi_job_card_text(NULL, &text, err, sizeof err) != SWI_ERR_INVALID_ARG || text) {
+        fprintf(stderr, "FAIL card text of no model\n");
+        failures++;
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) card_text(argv[1]);
     swi_job_spec s;
     base(&s);
     expect("volume file", &s, SWI_OK, NULL);
@@ -61,6 +80,6 @@ int main(void) {
         failures++;
     }
     if (failures) return 1;
-    printf("job_check_names: ok\n");
+    printf("job_front: ok\n");
     return 0;
 }
