@@ -1,0 +1,27 @@
+/*
+ * nnunet_steps_local.h -- stand-ins for nnU-Net's numeric steps while their full versions
+ * (pipeline/nnunet_prep.h, swi_resample_nnunet) are not in this tree: the nonzero box and
+ * mask (without binary_fill_holes: the box is the same, the mask of use_mask_for_norm
+ * misses enclosed zero voxels), the normalisation schemes, and the resize of order 1
+ * without separate z (identity shapes for any order).
+ */
+#ifndef SWI_PL_NNUNET_STEPS_LOCAL_H
+#define SWI_PL_NNUNET_STEPS_LOCAL_H
+
+#include "nnunet_card.h"
+
+#include <stdint.h>
+
+/* The box [lo, hi) of voxels nonzero in any of c channels of x [c][size]; an empty mask
+ * gives the whole volume. */
+void nnl_nonzero_box(const float *x, int64_t c, const int64_t size[3], int64_t lo[3], int64_t hi[3]);
+
+/* Normalise one channel x of n voxels in place; mask (n bytes, 1 inside) or NULL. */
+void nnl_normalize(const nn_card_channel *ch, float *x, const uint8_t *mask, int64_t n);
+
+/* Resize c channels src [c][in] to dst [c][out] as resample_data_or_seg_to_shape: returns
+ * 0, or 1 when this stand-in cannot (order other than 1 or separate z on a changing shape). */
+int nnl_resize(const float *src, const int64_t in[3], float *dst, const int64_t out[3], int64_t c, int order,
+               int separate_z);
+
+#endif
