@@ -1,0 +1,145 @@
+"""nnUNetPredictor's steps for one case, written from docs/semantics-nnunet.md in numpy and
+PyTorch on swi's rebuilt networks (python/swi/_nnunet_nets.py, loaded from the original
+checkpoints), for cases whose spacing is the configuration's (no resampling: steps 4 and 9.1
+are the identity). A second implementation to test swi's C pipeline against where nnU-Net
+itself is not installed; nnU-Net's own outputs (tests/data/nnunet-reference) are the
+stronger check."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from swi import _nnunet_convert as conv
+from swi import _nnunet_nets as nets
+
+
+def _steps(size, patch, step):
+    if size <= patch:
+        return [0]
+    n = math.ceil((size - patch) / (patch * step)) + 1
+    return sorted({int(round(i * (size - patch) / (n - 1))) for i in range(n)})
+
+
+def _gaussian(patch, sigma_scale=0.125):
+    g = np.ones(patch, np.float64)
+    for ax, r in enumerate(patch):
+        s = sigma_scale * r
+        x = np.arange(r) - r // 2
+        w = np.exp(-x ** 2 / (2 * s * s)) if s > 0 else (x == 0).astype(float)
+        w[np.abs(x) > int(4 * s + 0.5)] = 0
+        sh = [1] * len(patch)
+        sh[ax] = r
+        g = g * w.reshape(sh)
+    g = g / g.max()
+    g[g == 0] = g[g > 0].min()
+    return g.astype(np.float32)
+
+
+def _normalize(x, ch, mask):
+    x = x.astype(np.float32)
+    n = ch["normalization"]
+    if n == "CTNormalization":
+        x = np.clip(x, ch["percentile_00_5"], ch["percentile_99_5"])
+        return (x - ch["mean"]) / max(ch["std"], 1e-8)
+    if n == "ZScoreNormalization":
+        if ch["use_mask_for_norm"]:
+            m = mask
+            mean, std = x[m].mean(), x[m].std()
+            x = x.copy()
+            x[m] = (x[m] - mean) / max(std, 1e-8)
+            return x
+        return (x - x.mean()) / max(x.std(), 1e-8)
+    raise ValueError(n)
+
+
+def predict(model_folder, card_dir, images, folds=None, mirroring=True, step=0.5):
+    """images: the channels as nibabel arrays (i, j, k). Returns (seg (i, j, k), probs [K, k, j, i])."""
+    card = json.loads((Path(card_dir) / "nnunet.json").read_text())
+    folder = Path(model_folder)
+    plans = json.loads((folder / "plans.json").read_text())
+    conf = conv.resolve_configuration(plans, card["configuration"], folder / "plans.json")
+    arch = conf["architecture"]
+    K = card["num_segmentation_heads"]
+    net = nets.build_network(arch["network_class_name"], arch["arch_kwargs"], len(images), K)
+    net.decoder.deep_supervision = False
+    net.eval()
+    tf = card["transpose_forward"]
+    reader = [np.asarray(im, np.float32).transpose(2, 1, 0) for im in images]  # SimpleITK's (k, j, i)
+    data = np.stack(reader).transpose([0, *[t + 1 for t in tf]])
+    full = data.shape[1:]
+    nz = np.any(data != 0, axis=0)
+    idx = np.nonzero(nz)
+    lo = [int(i.min()) for i in idx]
+    hi = [int(i.max()) + 1 for i in idx]
+    sl = tuple(slice(a, b) for a, b in zip(lo, hi))
+    data = data[(slice(None),) + sl]
+    mask = nz[sl]
+    data = np.stack([_normalize(data[c], card["channels"][c], mask) for c in range(len(images))])
+    patch = card["patch_size"]
+    dims = card["dims"]
+    x = torch.from_numpy(data)
+    if dims == 2:
+        win = [1, *patch]
+    else:
+        win = patch
+    S = x.shape[1:]
+    pad = [max(w - s, 0) for w, s in zip(win, S)]
+    before = [p // 2 for p in pad]
+    padded = torch.nn.functional.pad(x, sum(([before[a], pad[a] - before[a]] for a in reversed(range(3))), []))
+    P = padded.shape[1:]
+    g = torch.from_numpy(_gaussian(patch))
+    if dims == 2:
+        g = g[None]
+    axes = card["mirroring_axes"] if mirroring and card["mirroring_axes"] is not None else []
+    waxes = [a + 2 + (1 if dims == 2 else 0) for a in axes]
+    logits = torch.zeros((K, *P), dtype=torch.float64)
+    count = torch.zeros(P, dtype=torch.float64)
+    fold_list = folds if folds is not None else [str(f) for f in card["folds"]]
+    for f in fold_list:
+        ck = conv.load_checkpoint(folder / f"fold_{f}" / card["checkpoint"])
+        nets.load_weights(net, ck["network_weights"], "ck")
+        acc = torch.zeros((K, *P), dtype=torch.float64)
+        cnt = torch.zeros(P, dtype=torch.float64)
+        for s0 in _steps(P[0], win[0], step):
+            for s1 in _steps(P[1], win[1], step):
+                for s2 in _steps(P[2], win[2], step):
+                    w = padded[:, s0:s0 + win[0], s1:s1 + win[1], s2:s2 + win[2]][None]
+                    with torch.no_grad():
+                        def run(t):
+                            if dims == 2:
+                                return net(t[:, :, 0])[:, :, None]
+                            return net(t)
+                        y = run(w)
+                        n = 1
+                        for k in range(1, len(waxes) + 1):
+                            import itertools
+                            for comb in itertools.combinations(waxes, k):
+                                y = y + torch.flip(run(torch.flip(w, comb)), comb)
+                                n += 1
+                        y = y / n
+                    acc[:, s0:s0 + win[0], s1:s1 + win[1], s2:s2 + win[2]] += (y[0] * g).double()
+                    cnt[s0:s0 + win[0], s1:s1 + win[1], s2:s2 + win[2]] += g.double()
+        logits += acc / cnt
+    logits /= len(fold_list)
+    logits = logits[(slice(None),) + tuple(slice(b, b + s) for b, s in zip(before, S))].float()
+    if card["has_regions"]:
+        p = torch.sigmoid(logits)
+        seg_c = torch.zeros(S, dtype=torch.uint8)
+        for i, lab in enumerate(card["regions_class_order"]):
+            seg_c[p[i] > 0.5] = lab
+    else:
+        p = torch.softmax(logits, 0)
+        seg_c = logits.argmax(0).to(torch.uint8)
+    seg = np.zeros(full, np.uint8)
+    seg[sl] = seg_c.numpy()
+    probs = np.zeros((K, *full), np.float32)
+    if not card["has_regions"]:
+        probs[0] = 1
+    probs[(slice(None),) + sl] = p.numpy()
+    tb = card["transpose_backward"]
+    seg = seg.transpose(tb)
+    probs = probs.transpose([0, *[t + 1 for t in tb]])
+    return seg.transpose(2, 1, 0), probs
