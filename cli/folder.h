@@ -60,6 +60,11 @@ int list_cases(folder *f, const char *in, const char *out_real, const char *rep_
 void *folder_reader(void *arg);
 /* The summary table on stderr. */
 void print_table(const folder *f, double seconds);
+/* With an nnU-Net model (folder_nnunet.c): every case must be CASE_0000<ending>, ... with the
+ * model's channels (a problem of the case otherwise, naming the file or channel). 0. */
+int folder_nnunet_cases(folder *f, int channels, const char *ending, char *err);
+/* Its output OUT/CASE<ending>: 0, or 1 when too long. */
+int folder_nnunet_output(const folder *f, const fcase *c, const char *ending, char *out, size_t n);
 /* --report-dir's index of every case. 0, or 1 with err. */
 int write_index(const folder *f, char *err);
 

@@ -434,6 +434,11 @@ swi_ort_model *swi_job_take_model(swi_job *job) {
 
 swi_status swi_job_give_inputs(swi_job *job, const swi_volume *vols, float *voxels, char *err,
                                size_t errlen) {
+    if (job && job->nn && vols && voxels) {
+        if (nn_job_give_inputs(job->nn, vols, voxels))
+            return finish(SWI_ERR_INVALID_ARG, "swi_job_give_inputs: the job has its inputs already", err, errlen);
+        return finish(SWI_OK, "", err, errlen);
+    }
     if (!job || !vols || !voxels || job->set_up || job->nn) {
         free(voxels);
         return finish(SWI_ERR_INVALID_ARG,
@@ -455,6 +460,13 @@ int swi_job_classes(const swi_job *job, const char *const **names) {
     const seg_card *c = job ? job->o.card : NULL;
     *names = c && c->n_classes > 0 ? (const char *const *)c->classes : NULL;
     return *names ? c->n_classes : 0;
+}
+
+int swi_job_nnunet(const swi_job *job, int *channels, const char **file_ending) {
+    if (!job || !job->nn) return 0;
+    int c = nn_job_channels(job->nn, file_ending);
+    if (channels) *channels = c;
+    return 1;
 }
 
 const pl_opts *job_opts(const swi_job *job) { return &job->o; }

@@ -53,8 +53,6 @@ static int check_spec(const swi_job_spec *sp, char *err) {
         return refuse(err, "a store --output", "nnU-Net jobs write a volume file");
     for (int c = 0; c < sp->n_inputs; c++)
         if (cli_is_store(sp->inputs[c])) return refuse(err, "a store --input", "nnU-Net jobs read volume files");
-    if (sp->save_probabilities && !sp->output)
-        return refuse(err, "--save-probabilities without --output", "CASE.npz is written beside the labels");
     if (sp->tile_step != 0 && !(sp->tile_step > 0 && sp->tile_step <= 1)) {
         cli_err(err, "--tile-step-size must be in (0, 1] (got %g)", sp->tile_step);
         return 1;
@@ -83,13 +81,6 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
             cli_err(err, "%s: fold %s's model %s is missing", j->card.source, j->card.folds[f], j->card.models[f]);
             return SWI_ERR_IO;
         }
-    if (sp->n_inputs != j->card.n_channels) {
-        cli_err(err, "%s: the model takes %d channel%s (%s%s%s), but %d --input %s given", j->card.source,
-                j->card.n_channels, j->card.n_channels == 1 ? "" : "s", j->card.channels[0].name,
-                j->card.n_channels > 1 ? ", " : "", j->card.n_channels > 1 ? j->card.channels[1].name : "",
-                sp->n_inputs, sp->n_inputs == 1 ? "was" : "were");
-        return SWI_ERR_INVALID_ARG;
-    }
     memcpy(j->inputs, sp->inputs, sizeof j->inputs);
     j->n_inputs = sp->n_inputs;
     j->output = sp->output;
@@ -102,7 +93,7 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
     j->sw_batch = sp->sw_batch > 0 ? sp->sw_batch : 1;
     j->tile_step = sp->tile_step > 0 ? sp->tile_step : j->card.tile_step;
     j->max_memory = sp->max_memory;
-    if (j->save_probabilities &&
+    if (j->save_probabilities && j->output &&
         (beside(j->output, j->card.file_ending, ".npz", j->probs_path, sizeof j->probs_path) ||
          beside(j->output, j->card.file_ending, ".json", j->props_path, sizeof j->props_path))) {
         cli_err(err, "--output: path too long");
@@ -160,6 +151,13 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
     if (j->model) return 0;
     const nn_card *c = &j->card;
     char msg[SWI_ERRLEN];
+    if (j->n_inputs != j->card.n_channels) {
+        cli_err(err, "%s: the model takes %d channel%s (%s%s%s), but %d --input %s given", j->card.source,
+                j->card.n_channels, j->card.n_channels == 1 ? "" : "s", j->card.channels[0].name,
+                j->card.n_channels > 1 ? ", " : "", j->card.n_channels > 1 ? j->card.channels[1].name : "",
+                j->n_inputs, j->n_inputs == 1 ? "was" : "were");
+        return 1;
+    }
     for (int i = 0; !j->opened && i < j->n_inputs; i++) {
         if (swi_volume_open(j->inputs[i], &j->vols[i], msg, sizeof msg) != SWI_OK) {
             cli_err(err, "%s", msg);
@@ -482,6 +480,27 @@ size_t nn_job_describe(const nn_job *j, const swi_job_plan *plan, char *buf, siz
         e->sw_batch_size, mir, cli_bytes(e->bytes_peak, b[0]), cli_bytes(plan->beside_bytes, b[1]),
         cli_bytes(plan->peak_bytes, b[2]), plan->fits ? "" : "; does not fit: ", plan->fits ? "" : plan->unfit);
     return len < 0 ? 0 : (size_t)len;
+}
+
+int nn_job_give_inputs(nn_job *j, const swi_volume *vols, float *voxels) {
+    if (j->opened || j->input) {
+        free(voxels);
+        return 1;
+    }
+    for (int i = 0; i < j->n_inputs; i++)
+        if (vols[i].frames > 1) { /* the job refuses it by name when it opens the files itself */
+            free(voxels);
+            return 0;
+        }
+    memcpy(j->vols, vols, (size_t)j->n_inputs * sizeof *vols);
+    j->opened = 1;
+    j->input = voxels;
+    return 0;
+}
+
+int nn_job_channels(const nn_job *j, const char **file_ending) {
+    if (file_ending) *file_ending = j->card.file_ending;
+    return j->card.n_channels;
 }
 
 void nn_job_free(nn_job *j) {

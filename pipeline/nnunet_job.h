@@ -85,6 +85,12 @@ swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
 /* swi_plan's text of the nnU-Net steps. */
 size_t nn_job_describe(const nn_job *j, const swi_job_plan *plan, char *buf, size_t n);
 
+/* Inputs read ahead, as swi_job_give_inputs (raw voxels [C][size]; the job takes them). */
+int nn_job_give_inputs(nn_job *j, const swi_volume *vols, float *voxels);
+
+/* The model's channels and file ending (nnU-Net's naming: CASE_0000<ending>, ...). */
+int nn_job_channels(const nn_job *j, const char **file_ending);
+
 void nn_job_free(nn_job *j);
 
 /* The steps shared by nnunet_job.c and nnunet_run.c. */

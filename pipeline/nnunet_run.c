@@ -130,6 +130,10 @@ static int write_props(const nn_job *j, int fd, char *err) {
 swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *keep, char *err) {
     const double t0 = cli_now();
     const nn_card *c = &j->card;
+    if (j->save_probabilities && !j->output) {
+        cli_err(err, "--save-probabilities needs --output: CASE.npz is written beside the labels");
+        return SWI_ERR_INVALID_ARG;
+    }
     if (j->save_probabilities && !nn_npz_available()) {
         cli_err(err, "--save-probabilities: swi was built without libzip (apt-get install libzip-dev and rebuild)");
         return SWI_ERR_INVALID_ARG;

@@ -252,6 +252,11 @@ void swi_job_preprocess(const swi_job *job, float *x, int64_t n);
  *  it names none); they live as long as the job. Returns how many. */
 int swi_job_classes(const swi_job *job, const char *const **names);
 
+/** Whether the job runs an nnU-Net model directory: 1 with the model's input channels and
+ *  its file ending (".nii.gz": nnU-Net's naming of a case's channels CASE_0000.nii.gz, ...,
+ *  living as long as the job), else 0. */
+int swi_job_nnunet(const swi_job *job, int *channels, const char **file_ending);
+
 #ifdef __cplusplus
 }
 #endif
