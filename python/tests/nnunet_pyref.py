@@ -55,9 +55,19 @@ def _normalize(x, ch, mask):
     raise ValueError(n)
 
 
-def predict(model_folder, card_dir, images, folds=None, mirroring=True, step=0.5):
-    """images: the channels as nibabel arrays (i, j, k). Returns (seg (i, j, k), probs [K, k, j, i])."""
+def predict(model_folder, card_dir, images, folds=None, mirroring=True, step=0.5, affine=None):
+    """images: the channels as nibabel arrays (i, j, k) of a file with this affine. Returns
+    (seg (i, j, k), probs [K, reader axes])."""
     card = json.loads((Path(card_dir) / "nnunet.json").read_text())
+    reorient = card["image_reader_writer"] == "NibabelIOWithReorient"
+    if reorient:
+        import nibabel as nib
+        from nibabel.orientations import io_orientation
+
+        imgs = [nib.Nifti1Image(np.asarray(im, np.float32), affine) for im in images]
+        imgs = [im.as_reoriented(io_orientation(affine)) for im in imgs]
+        reor_affine = imgs[0].affine
+        images = [np.asarray(im.dataobj, np.float32) for im in imgs]
     folder = Path(model_folder)
     plans = json.loads((folder / "plans.json").read_text())
     conf = conv.resolve_configuration(plans, card["configuration"], folder / "plans.json")
@@ -142,4 +152,7 @@ def predict(model_folder, card_dir, images, folds=None, mirroring=True, step=0.5
     tb = card["transpose_backward"]
     seg = seg.transpose(tb)
     probs = probs.transpose([0, *[t + 1 for t in tb]])
-    return seg.transpose(2, 1, 0), probs
+    seg = seg.transpose(2, 1, 0)
+    if reorient:
+        seg = np.asarray(nib.Nifti1Image(seg, reor_affine).as_reoriented(io_orientation(affine)).dataobj)
+    return seg, probs
