@@ -254,8 +254,9 @@ swi_status swi_job_open(const swi_job_spec *spec, const swi_job_hooks *hooks, sw
     if (spec->folds || spec->no_mirroring || spec->tile_step != 0 || spec->save_probabilities) {
         swi_job_free(job);
         return finish(SWI_ERR_INVALID_ARG,
-                      spec->folds          ? "--folds applies to an nnU-Net model directory (swi convert nnunet)"
-                      : spec->no_mirroring ? "--disable-tta applies to an nnU-Net model directory (swi convert nnunet)"
+                      spec->folds ? "--folds applies to an nnU-Net model directory (swi convert nnunet)"
+                      : spec->no_mirroring
+                          ? "--disable-tta applies to an nnU-Net model directory (swi convert nnunet)"
                       : spec->tile_step != 0
                           ? "--tile-step-size applies to an nnU-Net model directory (swi convert nnunet)"
                           : "--save-probabilities applies to an nnU-Net model directory (swi convert nnunet)",
@@ -436,7 +437,8 @@ swi_status swi_job_give_inputs(swi_job *job, const swi_volume *vols, float *voxe
                                size_t errlen) {
     if (job && job->nn && vols && voxels) {
         if (nn_job_give_inputs(job->nn, vols, voxels))
-            return finish(SWI_ERR_INVALID_ARG, "swi_job_give_inputs: the job has its inputs already", err, errlen);
+            return finish(SWI_ERR_INVALID_ARG, "swi_job_give_inputs: the job has its inputs already", err,
+                          errlen);
         return finish(SWI_OK, "", err, errlen);
     }
     if (!job || !vols || !voxels || job->set_up || job->nn) {

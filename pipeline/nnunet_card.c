@@ -30,10 +30,10 @@ void nn_card_free(nn_card *c) {
 #ifdef SWI_HAVE_JANSSON
 #include <jansson.h>
 
-#define BAD(...)                  \
-    do {                          \
+#define BAD(...)                   \
+    do {                           \
         cli_err(err, __VA_ARGS__); \
-        goto fail;                \
+        goto fail;                 \
     } while (0)
 
 static int get_int(json_t *v, int64_t *out) {
@@ -144,11 +144,12 @@ int nn_card_load(const char *card_path, nn_card *c, char *err) {
     if (get_int(json_object_get(root, "dims"), &dims) || (dims != 2 && dims != 3))
         BAD("%s: \"dims\" must be 2 or 3", src);
     c->dims = (int)dims;
-    if (int_list(json_object_get(root, "window"), c->window, 3) != 3 || c->window[0] < 1 || c->window[1] < 1 ||
-        c->window[2] < 1 || (dims == 2 && c->window[0] != 1))
+    if (int_list(json_object_get(root, "window"), c->window, 3) != 3 || c->window[0] < 1 ||
+        c->window[1] < 1 || c->window[2] < 1 || (dims == 2 && c->window[0] != 1))
         BAD("%s: \"window\" must be three positive sizes (1 first for 2-D)", src);
     json_t *sp = json_object_get(root, "spacing");
-    if (!json_is_array(sp) || json_array_size(sp) != (size_t)dims) BAD("%s: \"spacing\" needs %d values", src, c->dims);
+    if (!json_is_array(sp) || json_array_size(sp) != (size_t)dims)
+        BAD("%s: \"spacing\" needs %d values", src, c->dims);
     for (int a = 0; a < c->dims; a++) {
         json_t *v = json_array_get(sp, (size_t)a);
         if (!json_is_number(v) || !(json_number_value(v) > 0)) BAD("%s: \"spacing\" values must be > 0", src);
@@ -160,7 +161,8 @@ int nn_card_load(const char *card_path, nn_card *c, char *err) {
         c->reorient = 1;
     else if (strcmp(rw, "SimpleITKIO") != 0 && strcmp(rw, "NibabelIO") != 0)
         BAD("%s: image_reader_writer %s is not supported", src, rw);
-    json_t *tf = json_object_get(root, "transpose_forward"), *tb = json_object_get(root, "transpose_backward");
+    json_t *tf = json_object_get(root, "transpose_forward"),
+           *tb = json_object_get(root, "transpose_backward");
     if (int_list(tf, v64, 3) != 3) BAD("%s: \"transpose_forward\" needs 3 axes", src);
     for (int a = 0; a < 3; a++) c->t_fwd[a] = (int)v64[a];
     if (int_list(tb, v64, 3) != 3) BAD("%s: \"transpose_backward\" needs 3 axes", src);
@@ -169,8 +171,9 @@ int nn_card_load(const char *card_path, nn_card *c, char *err) {
         if (c->t_fwd[a] < 0 || c->t_fwd[a] > 2 || c->t_bwd[c->t_fwd[a]] != a)
             BAD("%s: \"transpose_forward\" and \"transpose_backward\" are not inverse permutations", src);
     json_t *folds = json_object_get(root, "folds"), *models = json_object_get(root, "models");
-    if (!json_is_array(folds) || !json_is_array(models) || json_array_size(folds) != json_array_size(models) ||
-        json_array_size(folds) < 1 || json_array_size(folds) > NN_MAX_FOLDS)
+    if (!json_is_array(folds) || !json_is_array(models) ||
+        json_array_size(folds) != json_array_size(models) || json_array_size(folds) < 1 ||
+        json_array_size(folds) > NN_MAX_FOLDS)
         BAD("%s: \"folds\" and \"models\" must list 1 to %d folds alike", src, NN_MAX_FOLDS);
     for (size_t f = 0; f < json_array_size(folds); f++) {
         json_t *fv = json_array_get(folds, f);
@@ -205,7 +208,8 @@ int nn_card_load(const char *card_path, nn_card *c, char *err) {
         int n = int_list(mir, v64, 3);
         if (n < 0) BAD("%s: \"mirroring_axes\" must list at most 3 axes, or be null", src);
         for (int i = 0; i < n; i++) {
-            if (v64[i] < 0 || v64[i] >= c->dims) BAD("%s: \"mirroring_axes\": axis %lld", src, (long long)v64[i]);
+            if (v64[i] < 0 || v64[i] >= c->dims)
+                BAD("%s: \"mirroring_axes\": axis %lld", src, (long long)v64[i]);
             c->mirror[i] = (int)v64[i];
         }
         c->n_mirror = n;
@@ -213,7 +217,8 @@ int nn_card_load(const char *card_path, nn_card *c, char *err) {
     json_t *ts = json_object_get(root, "tile_step_size"), *sg = json_object_get(root, "sigma_scale");
     c->tile_step = json_is_number(ts) ? json_number_value(ts) : 0.5;
     c->sigma = json_is_number(sg) ? json_number_value(sg) : 0.125;
-    if (!(c->tile_step > 0 && c->tile_step <= 1) || !(c->sigma > 0)) BAD("%s: bad tile_step_size or sigma_scale", src);
+    if (!(c->tile_step > 0 && c->tile_step <= 1) || !(c->sigma > 0))
+        BAD("%s: bad tile_step_size or sigma_scale", src);
     const char *fe = json_string_value(json_object_get(root, "file_ending"));
     snprintf(c->file_ending, sizeof c->file_ending, "%s", fe ? fe : ".nii.gz");
     c->has_regions = json_is_true(json_object_get(root, "has_regions"));
@@ -224,7 +229,8 @@ int nn_card_load(const char *card_path, nn_card *c, char *err) {
         int n = int_list(json_object_get(root, "regions_class_order"), v64, NN_MAX_HEADS);
         if (n != c->heads) BAD("%s: \"regions_class_order\" must give one label per output", src);
         for (int i = 0; i < n; i++) {
-            if (v64[i] < 0 || v64[i] > 65535) BAD("%s: \"regions_class_order\": label %lld", src, (long long)v64[i]);
+            if (v64[i] < 0 || v64[i] > 65535)
+                BAD("%s: \"regions_class_order\": label %lld", src, (long long)v64[i]);
             c->regions_class_order[i] = (int)v64[i];
             if (v64[i] > c->max_label) c->max_label = v64[i];
         }
@@ -243,8 +249,9 @@ fail:
 #else
 int nn_card_load(const char *card_path, nn_card *c, char *err) {
     memset(c, 0, sizeof *c);
-    cli_err(err, "%s: swi was built without jansson, which nnU-Net model cards need (apt-get install "
-                 "libjansson-dev and rebuild)",
+    cli_err(err,
+            "%s: swi was built without jansson, which nnU-Net model cards need (apt-get install "
+            "libjansson-dev and rebuild)",
             card_path);
     return 1;
 }

@@ -40,25 +40,25 @@ typedef struct nn_card {
     char dir[4096];    /* the model directory */
     char source[4200]; /* DIR/nnunet.json */
     char configuration[64], dataset[128];
-    int dims;                /* 2 or 3 */
-    int64_t window[3];       /* the network's window (2-D: 1, patch) */
-    double spacing[3];       /* the target spacing, transposed order (2-D: [0] unused) */
-    int reorient;            /* NibabelIOWithReorient: to RAS first */
-    int t_fwd[3], t_bwd[3];  /* transpose_forward / backward */
+    int dims;               /* 2 or 3 */
+    int64_t window[3];      /* the network's window (2-D: 1, patch) */
+    double spacing[3];      /* the target spacing, transposed order (2-D: [0] unused) */
+    int reorient;           /* NibabelIOWithReorient: to RAS first */
+    int t_fwd[3], t_bwd[3]; /* transpose_forward / backward */
     int n_folds;
-    char folds[NN_MAX_FOLDS][16];      /* "0", "1", "all" */
-    char *models[NN_MAX_FOLDS];        /* their ONNX files, resolved against dir */
+    char folds[NN_MAX_FOLDS][16]; /* "0", "1", "all" */
+    char *models[NN_MAX_FOLDS];   /* their ONNX files, resolved against dir */
     int n_channels;
     nn_card_channel channels[NN_MAX_CHANNELS];
     nn_card_resampling data, probs;
-    int n_mirror;           /* -1: null (no mirroring) */
-    int mirror[3];          /* nnU-Net's numbering (2-D: patch axes) */
+    int n_mirror;  /* -1: null (no mirroring) */
+    int mirror[3]; /* nnU-Net's numbering (2-D: patch axes) */
     double tile_step, sigma;
     char file_ending[32];
     int has_regions;
-    int64_t heads;          /* num_segmentation_heads: K */
+    int64_t heads; /* num_segmentation_heads: K */
     int regions_class_order[NN_MAX_HEADS];
-    int64_t max_label;      /* the largest label written */
+    int64_t max_label; /* the largest label written */
     double threshold;
 } nn_card;
 

@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 
 int nn_spec_is_nnunet(const swi_job_spec *sp, char *card_path, size_t n) {
-    return sp->n_models >= 1 && !sp->n_predictors && sp->models[0] && nn_card_is_model(sp->models[0], card_path, n);
+    return sp->n_models >= 1 && !sp->n_predictors && sp->models[0] &&
+           nn_card_is_model(sp->models[0], card_path, n);
 }
 
 /* A flag that nnU-Net's inference settles itself: refused by name. */
@@ -52,7 +53,8 @@ static int check_spec(const swi_job_spec *sp, char *err) {
     if (sp->output && cli_is_store(sp->output))
         return refuse(err, "a store --output", "nnU-Net jobs write a volume file");
     for (int c = 0; c < sp->n_inputs; c++)
-        if (cli_is_store(sp->inputs[c])) return refuse(err, "a store --input", "nnU-Net jobs read volume files");
+        if (cli_is_store(sp->inputs[c]))
+            return refuse(err, "a store --input", "nnU-Net jobs read volume files");
     if (sp->tile_step != 0 && !(sp->tile_step > 0 && sp->tile_step <= 1)) {
         cli_err(err, "--tile-step-size must be in (0, 1] (got %g)", sp->tile_step);
         return 1;
@@ -71,6 +73,8 @@ static int beside(const char *output, const char *ending, const char *suffix, ch
 
 swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j, char *err) {
     memset(j, 0, sizeof *j);
+    j->out_labels.fd = j->out_probs.fd = j->out_props.fd = -1;
+    j->near_axis = -1;
     if (check_spec(sp, err)) return SWI_ERR_INVALID_ARG;
     if (nn_card_load(card_path, &j->card, err)) return SWI_ERR_IO;
     int rc = nn_card_select_folds(&j->card, sp->folds, err);
@@ -78,7 +82,8 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
     struct stat st;
     for (int f = 0; f < j->card.n_folds; f++)
         if (stat(j->card.models[f], &st) != 0 || !S_ISREG(st.st_mode)) {
-            cli_err(err, "%s: fold %s's model %s is missing", j->card.source, j->card.folds[f], j->card.models[f]);
+            cli_err(err, "%s: fold %s's model %s is missing", j->card.source, j->card.folds[f],
+                    j->card.models[f]);
             return SWI_ERR_IO;
         }
     memcpy(j->inputs, sp->inputs, sizeof j->inputs);
@@ -119,7 +124,8 @@ int nn_sep_z(const double sp[3], int *axis) {
 }
 
 /* resample_data_or_seg_to_shape's decision: from the current spacing, then the new one. */
-static void separate_z(const nn_card_resampling *r, const double cur[3], const double nxt[3], int *sep, int *axis) {
+static void separate_z(const nn_card_resampling *r, const double cur[3], const double nxt[3], int *sep,
+                       int *axis) {
     *sep = 0;
     *axis = -1;
     if (r->force_separate_z >= 0) {
@@ -170,9 +176,10 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
         }
         const int64_t *a = j->vols[0].size, *b = j->vols[i].size;
         if (i > 0 && (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])) {
-            cli_err(err, "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels must share one grid",
-                    j->inputs[i], (long long)b[0], (long long)b[1], (long long)b[2], j->inputs[0], (long long)a[0],
-                    (long long)a[1], (long long)a[2]);
+            cli_err(err,
+                    "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels must share one grid",
+                    j->inputs[i], (long long)b[0], (long long)b[1], (long long)b[2], j->inputs[0],
+                    (long long)a[0], (long long)a[1], (long long)a[2]);
             return 1;
         }
     }
@@ -210,8 +217,8 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
         if (!j->input) return fail_mem(err, "the inputs", (size_t)(N * C) * sizeof(float));
         for (int i = 0; i < j->n_inputs; i++) {
             int64_t bad = 0;
-            if (swi_volume_read_frames(&j->vols[i], j->input + (size_t)(i * N), NULL, &bad, msg, sizeof msg) !=
-                SWI_OK) {
+            if (swi_volume_read_frames(&j->vols[i], j->input + (size_t)(i * N), NULL, &bad, msg,
+                                       sizeof msg) != SWI_OK) {
                 cli_err(err, "%s", msg);
                 return 1;
             }
@@ -232,6 +239,13 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
     if (c->dims == 2) j->rs[0] = j->cs[0];
     separate_z(&c->data, j->sp_orig, j->sp_model, &j->sep_fwd, &j->axis_fwd);
     separate_z(&c->probs, j->sp_model, j->sp_orig, &j->sep_back, &j->axis_back);
+    /* order_z 0 along the separate axis: the slices are picked before the sink (nn_model_region),
+     * whose source then has the crop's slices along it, read at their own index */
+    j->near_axis = j->sep_back && c->probs.order_z == 0 && j->rs[j->axis_back] != j->cs[j->axis_back]
+                       ? j->axis_back
+                       : -1;
+    memcpy(j->sink_src, j->rs, sizeof j->sink_src);
+    if (j->near_axis >= 0) j->sink_src[j->near_axis] = j->cs[j->near_axis];
     const int64_t Nc = j->cs[0] * j->cs[1] * j->cs[2], Nr = j->rs[0] * j->rs[1] * j->rs[2];
     /* steps 1-2: gather the box in transposed order */
     j->crop = malloc((size_t)(Nc * C) * sizeof(float));
@@ -265,13 +279,18 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
     j->model = malloc((size_t)(Nr * C) * sizeof(float));
     if (!j->model) return fail_mem(err, "the input on the model grid", (size_t)(Nr * C) * sizeof(float));
     if (nnl_resize(j->crop, j->cs, j->model, j->rs, C, c->data.order, j->sep_fwd)) {
-        cli_err(err, "%s: resampling %lldx%lldx%lld to %lldx%lldx%lld (order %d%s) is not available in this build",
-                j->inputs[0], (long long)j->cs[0], (long long)j->cs[1], (long long)j->cs[2], (long long)j->rs[0],
-                (long long)j->rs[1], (long long)j->rs[2], c->data.order, j->sep_fwd ? ", separate z" : "");
+        cli_err(err,
+                "%s: resampling %lldx%lldx%lld to %lldx%lldx%lld (order %d%s) is not available in this build",
+                j->inputs[0], (long long)j->cs[0], (long long)j->cs[1], (long long)j->cs[2],
+                (long long)j->rs[0], (long long)j->rs[1], (long long)j->rs[2], c->data.order,
+                j->sep_fwd ? ", separate z" : "");
         return 1;
     }
     free(j->crop);
     j->crop = NULL;
+    /* the input grid's voxels are not read again: the labels only need its geometry */
+    free(j->input);
+    j->input = NULL;
     return 0;
 }
 
@@ -281,7 +300,7 @@ void nn_back_map(const nn_job *j, double map[3][4]) {
     memset(map, 0, sizeof(double) * 12);
     for (int d = 0; d < 3; d++) {
         const int a = j->src[d];
-        const double s = (double)j->rs[d] / (double)j->cs[d];
+        const double s = d == j->near_axis ? 1.0 : (double)j->rs[d] / (double)j->cs[d];
         if (!j->flip[d]) {
             map[d][a] = s;
             map[d][3] = s * 0.5 - 0.5;
@@ -319,8 +338,8 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
                 return 1;
             }
             if (h.channels != c->heads) {
-                cli_err(err, "%s: gives %lld outputs, the card says %lld", c->models[f], (long long)h.channels,
-                        (long long)c->heads);
+                cli_err(err, "%s: gives %lld outputs, the card says %lld", c->models[f],
+                        (long long)h.channels, (long long)c->heads);
                 return 1;
             }
             if (f == 0) j->head = h;
@@ -332,8 +351,8 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
         const swi_predictor *members = j->fold_pred;
         if (j->mirror_mask) {
             for (int f = 0; f < c->n_folds; f++) {
-                if (swi_predictor_mirror(&j->fold_pred[f], j->mirror_mask, c->heads, 3, c->window, j->sw_batch,
-                                         &j->mirrors[f], msg, sizeof msg) != SWI_OK) {
+                if (swi_predictor_mirror(&j->fold_pred[f], j->mirror_mask, c->heads, 3, c->window,
+                                         j->sw_batch, &j->mirrors[f], msg, sizeof msg) != SWI_OK) {
                     cli_err(err, "%s", msg);
                     return 1;
                 }
@@ -383,20 +402,28 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
 
 static size_t vox(const int64_t s[3]) { return (size_t)s[0] * (size_t)s[1] * (size_t)s[2]; }
 
-/* Held beside the engine while it runs: the inputs as read and on the model grid, the
- * labels, the probabilities, the sink's band, the combinators' scratch. */
+/* Held beside the engine while it runs: the input on the model grid, the labels, the
+ * probabilities, the sink's band, the combinators' scratch. */
 static size_t beside_bytes(void *user, const swi_plan *plan) {
     const nn_job *j = user;
     const size_t K = (size_t)j->card.heads, C = (size_t)j->n_inputs, win = vox(j->card.window);
-    size_t n = vox(j->in_size) * C * 4 + vox(j->rs) * C * 4 + vox(j->in_size) * (size_t)(j->card.max_label > 255 ? 2 : 1);
+    size_t n = vox(j->rs) * C * 4 + vox(j->in_size) * (size_t)(j->card.max_label > 255 ? 2 : 1);
     if (j->save_probabilities) n += vox(j->in_size) * K * 4;
     double map[3][4];
     nn_back_map(j, map);
-    const int64_t box[3] = {j->box_hi[0] - j->box_lo[0], j->box_hi[1] - j->box_lo[1], j->box_hi[2] - j->box_lo[2]};
-    n += swi_resample_sink_plan_bytes(j->rs, box, map, (int64_t)K, 0, plan->order[0]);
+    const int64_t box[3] = {j->box_hi[0] - j->box_lo[0], j->box_hi[1] - j->box_lo[1],
+                            j->box_hi[2] - j->box_lo[2]};
+    n += swi_resample_sink_plan_bytes(j->sink_src, box, map, (int64_t)K, 0, plan->order[0]);
     const size_t sw = (size_t)plan->sw_batch_size;
     n += (size_t)j->n_mirrors * sw * win * (K + C) * 4 + (j->has_mean ? sw * win * K * 4 : 0);
     return n;
+}
+
+/* Held while the model grid is made: the inputs as read, the crop and its mask, the copy on
+ * the model grid. */
+static size_t reading_bytes(const nn_job *j) {
+    const size_t C = (size_t)j->n_inputs;
+    return vox(j->in_size) * C * 4 + vox(j->cs) * (C * 4 + 1) + vox(j->rs) * C * 4;
 }
 
 swi_status nn_job_plan(nn_job *j, const swi_job_hooks *hooks, swi_job_plan *plan, char *err) {
@@ -416,15 +443,14 @@ swi_status nn_job_plan(nn_job *j, const swi_job_hooks *hooks, swi_job_plan *plan
     swi_tensor shape_only = in;
     shape_only.data = NULL;
     swi_status st = cli_plan_available(j->ctx, &p, &shape_only, &out, 1, &plan->engine, beside_bytes, j,
-                                       &plan->beside_bytes, vox(j->in_size) * (size_t)j->n_inputs * 4, msg,
-                                       sizeof msg);
+                                       &plan->beside_bytes, reading_bytes(j), msg, sizeof msg);
     if (st == SWI_ERR_BUDGET && !j->max_memory) {
         snprintf(plan->unfit, sizeof plan->unfit, "%s", msg);
     } else if (st != SWI_OK) {
         cli_err(err, "%s", st == SWI_ERR_BUDGET ? msg : swi_last_error(j->ctx));
         return st;
     }
-    plan->reading_bytes = vox(j->in_size) * (size_t)j->n_inputs * 4 + vox(j->cs) * (size_t)j->n_inputs * 4;
+    plan->reading_bytes = reading_bytes(j);
     plan->peak_bytes = plan->engine.bytes_peak + plan->beside_bytes;
     if (plan->reading_bytes > plan->peak_bytes) plan->peak_bytes = plan->reading_bytes;
     memcpy(plan->size, j->rs, sizeof plan->size);
@@ -445,7 +471,8 @@ size_t nn_job_describe(const nn_job *j, const swi_job_plan *plan, char *buf, siz
     char mir[64] = "off";
     if (!j->no_mirroring && c->n_mirror > 0) {
         size_t ml = (size_t)snprintf(mir, sizeof mir, "axes");
-        for (int i = 0; i < c->n_mirror; i++) ml += (size_t)snprintf(mir + ml, sizeof mir - ml, " %d", c->mirror[i]);
+        for (int i = 0; i < c->n_mirror; i++)
+            ml += (size_t)snprintf(mir + ml, sizeof mir - ml, " %d", c->mirror[i]);
         snprintf(mir + ml, sizeof mir - ml, " (%d network calls a window)", 1 << c->n_mirror);
     } else if (!j->no_mirroring) {
         snprintf(mir, sizeof mir, "none (the model allows none)");
@@ -464,21 +491,22 @@ size_t nn_job_describe(const nn_job *j, const swi_job_plan *plan, char *buf, siz
         "mirror   %s\n"
         "memory   engine %s + beside %s = peak %s%s%s\n",
         c->dir, c->dataset, c->configuration, c->dims, (long long)c->heads,
-        c->has_regions ? "regions, sigmoid" : "labels, softmax", folds, j->inputs[0], (long long)j->in_size[0],
-        (long long)j->in_size[1], (long long)j->in_size[2], j->n_inputs, j->n_inputs == 1 ? "" : "s",
-        j->vols[0].spacing[0], j->vols[0].spacing[1], j->vols[0].spacing[2],
-        c->reorient ? "RAS (reoriented)" : "(k, j, i)", c->t_fwd[0], c->t_fwd[1], c->t_fwd[2], (long long)j->full[0],
-        (long long)j->full[1], (long long)j->full[2], (long long)j->box_lo[0], (long long)j->box_hi[0],
-        (long long)j->box_lo[1], (long long)j->box_hi[1], (long long)j->box_lo[2], (long long)j->box_hi[2],
-        (long long)j->cs[0], (long long)j->cs[1], (long long)j->cs[2],
+        c->has_regions ? "regions, sigmoid" : "labels, softmax", folds, j->inputs[0],
+        (long long)j->in_size[0], (long long)j->in_size[1], (long long)j->in_size[2], j->n_inputs,
+        j->n_inputs == 1 ? "" : "s", j->vols[0].spacing[0], j->vols[0].spacing[1], j->vols[0].spacing[2],
+        c->reorient ? "RAS (reoriented)" : "(k, j, i)", c->t_fwd[0], c->t_fwd[1], c->t_fwd[2],
+        (long long)j->full[0], (long long)j->full[1], (long long)j->full[2], (long long)j->box_lo[0],
+        (long long)j->box_hi[0], (long long)j->box_lo[1], (long long)j->box_hi[1], (long long)j->box_lo[2],
+        (long long)j->box_hi[2], (long long)j->cs[0], (long long)j->cs[1], (long long)j->cs[2],
         c->channels[0].scheme == NN_NORM_CT ? "CTNormalization" : "nnU-Net's scheme",
         c->n_channels > 1 ? ", ..." : "", j->sp_orig[0], j->sp_orig[1], j->sp_orig[2], j->sp_model[0],
-        j->sp_model[1], j->sp_model[2], j->sep_fwd ? ", separate z" : "", (long long)j->rs[0], (long long)j->rs[1],
-        (long long)j->rs[2], c->probs.order, j->sep_back ? ", separate z" : "",
+        j->sp_model[1], j->sp_model[2], j->sep_fwd ? ", separate z" : "", (long long)j->rs[0],
+        (long long)j->rs[1], (long long)j->rs[2], c->probs.order, j->sep_back ? ", separate z" : "",
         c->has_regions ? "sigmoid > threshold in regions_class_order" : "argmax", (long long)c->window[0],
         (long long)c->window[1], (long long)c->window[2], j->tile_step, c->sigma, (long long)e->windows_total,
         e->sw_batch_size, mir, cli_bytes(e->bytes_peak, b[0]), cli_bytes(plan->beside_bytes, b[1]),
-        cli_bytes(plan->peak_bytes, b[2]), plan->fits ? "" : "; does not fit: ", plan->fits ? "" : plan->unfit);
+        cli_bytes(plan->peak_bytes, b[2]),
+        plan->fits ? "" : "; does not fit: ", plan->fits ? "" : plan->unfit);
     return len < 0 ? 0 : (size_t)len;
 }
 

@@ -49,8 +49,10 @@ typedef struct nn_job {
     int64_t clo[3], cs[3];           /* the crop in transposed axes: offset, shape */
     int64_t rs[3];                   /* the model grid (resampled crop) */
     int sep_fwd, axis_fwd, sep_back, axis_back; /* separate z (axis in transposed order) */
-    float *crop;                     /* [C][cs] normalised */
-    float *model;                    /* [C][rs] */
+    int near_axis;       /* the way back picks the nearest slice along it (order_z 0), or -1 */
+    int64_t sink_src[3]; /* the sink's source: rs, with cs along near_axis */
+    float *crop;         /* [C][cs] normalised */
+    float *model;        /* [C][rs] */
     /* the network */
     swi_ort_model *folds[NN_MAX_FOLDS];
     swi_predictor fold_pred[NN_MAX_FOLDS], mirrors[NN_MAX_FOLDS], mean, net;

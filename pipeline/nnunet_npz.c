@@ -17,8 +17,9 @@ int nn_npz_available(void) { return 1; }
 static size_t npy_header(char *h, size_t n, const int64_t *shape, int rank) {
     char dict[256];
     int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
-    for (int i = 0; i < rank; i++) len += snprintf(dict + len, sizeof dict - (size_t)len, "%lld,%s",
-                                                   (long long)shape[i], i + 1 < rank ? " " : "");
+    for (int i = 0; i < rank; i++)
+        len += snprintf(dict + len, sizeof dict - (size_t)len, "%lld,%s", (long long)shape[i],
+                        i + 1 < rank ? " " : "");
     len += snprintf(dict + len, sizeof dict - (size_t)len, "), }");
     size_t total = 10 + (size_t)len + 1;
     size_t pad = (64 - total % 64) % 64;

@@ -14,10 +14,55 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* map_coordinates' order 0 (floor(x + 0.5), clamped) of crop slice o among n, from m slices */
+static int64_t nearest_slice(int64_t o, int64_t n, int64_t m) {
+    int64_t z = (int64_t)floor(((double)o + 0.5) * (double)m / (double)n - 0.5 + 0.5);
+    return z < 0 ? 0 : z >= m ? m - 1 : z;
+}
+
 int nn_model_region(void *user, const swi_region *r) {
     nn_job *j = user;
     if (j->cancel) return 1;
-    return swi_resample_sink_feed(j->sink, r->lo, r->hi, r->data);
+    const int z = j->near_axis;
+    if (z < 0) return swi_resample_sink_feed(j->sink, r->lo, r->hi, r->data);
+    /* the crop slices whose nearest model slice lies in the region: a contiguous run */
+    const int64_t n = j->cs[z], m = j->rs[z];
+    int64_t o_lo = 0, o_hi = 0;
+    while (o_lo < n && nearest_slice(o_lo, n, m) < r->lo[z]) o_lo++;
+    o_hi = o_lo;
+    while (o_hi < n && nearest_slice(o_hi, n, m) < r->hi[z]) o_hi++;
+    if (o_hi == o_lo) return 0;
+    int64_t lo[3], hi[3], ext[3], src[3];
+    for (int a = 0; a < 3; a++) {
+        lo[a] = r->lo[a];
+        hi[a] = r->hi[a];
+        src[a] = hi[a] - lo[a];
+    }
+    lo[z] = o_lo;
+    hi[z] = o_hi;
+    for (int a = 0; a < 3; a++) ext[a] = hi[a] - lo[a];
+    const int64_t K = r->channels, nv = ext[0] * ext[1] * ext[2], sv = src[0] * src[1] * src[2];
+    float *buf = malloc((size_t)(nv * K) * sizeof *buf);
+    if (!buf) return 1;
+    const float *x = r->data;
+    for (int64_t c = 0; c < K; c++)
+        for (int64_t i = 0; i < ext[0]; i++)
+            for (int64_t jj = 0; jj < ext[1]; jj++) {
+                int64_t s0 = i, s1 = jj;
+                if (z == 0) s0 = nearest_slice(lo[0] + i, n, m) - r->lo[0];
+                if (z == 1) s1 = nearest_slice(lo[1] + jj, n, m) - r->lo[1];
+                float *dst = buf + ((c * ext[0] + i) * ext[1] + jj) * ext[2];
+                const float *row = x + c * sv + (s0 * src[1] + s1) * src[2];
+                if (z != 2) {
+                    memcpy(dst, row, (size_t)ext[2] * sizeof *dst);
+                } else {
+                    for (int64_t k = 0; k < ext[2]; k++)
+                        dst[k] = row[nearest_slice(lo[2] + k, n, m) - r->lo[2]];
+                }
+            }
+    const int rc = swi_resample_sink_feed(j->sink, lo, hi, buf);
+    free(buf);
+    return rc;
 }
 
 /* The reader-order index (nnU-Net's probabilities array) of input voxel p. */
@@ -69,7 +114,8 @@ static int emit_tile(void *user, const int64_t lo[3], const int64_t hi[3], int64
                 for (int64_t r = 1; r < K; r++) mx = x[r * nv + v] > mx ? x[r * nv + v] : mx;
                 double sum = 0;
                 for (int64_t r = 0; r < K; r++) sum += exp((double)x[r * nv + v] - mx);
-                for (int64_t r = 0; r < K; r++) j->probs[r * NR + ri] = (float)(exp((double)x[r * nv + v] - mx) / sum);
+                for (int64_t r = 0; r < K; r++)
+                    j->probs[r * NR + ri] = (float)(exp((double)x[r * nv + v] - mx) / sum);
             }
     return 0;
 }
@@ -106,17 +152,17 @@ static int write_props(const nn_job *j, int fd, char *err) {
     fprintf(f, "{\n \"spacing\": [%.17g, %.17g, %.17g],\n", rsp[0], rsp[1], rsp[2]);
     fprintf(f, " \"shape_before_cropping\": [%lld, %lld, %lld],\n", (long long)j->reader_size[0],
             (long long)j->reader_size[1], (long long)j->reader_size[2]);
-    fprintf(f, " \"bbox_used_for_cropping\": [[%lld, %lld], [%lld, %lld], [%lld, %lld]],\n", (long long)rbox_lo[0],
-            (long long)rbox_hi[0], (long long)rbox_lo[1], (long long)rbox_hi[1], (long long)rbox_lo[2],
-            (long long)rbox_hi[2]);
+    fprintf(f, " \"bbox_used_for_cropping\": [[%lld, %lld], [%lld, %lld], [%lld, %lld]],\n",
+            (long long)rbox_lo[0], (long long)rbox_hi[0], (long long)rbox_lo[1], (long long)rbox_hi[1],
+            (long long)rbox_lo[2], (long long)rbox_hi[2]);
     int64_t cs_r[3];
     for (int d = 0; d < 3; d++) cs_r[c->t_fwd[d]] = j->cs[d];
     fprintf(f, " \"shape_after_cropping_and_before_resampling\": [%lld, %lld, %lld],\n", (long long)cs_r[0],
             (long long)cs_r[1], (long long)cs_r[2]);
     fprintf(f, " \"affine\": [");
     for (int r = 0; r < 4; r++)
-        fprintf(f, "%s[%.17g, %.17g, %.17g, %.17g]", r ? ", " : "", j->vols[0].affine[r][0], j->vols[0].affine[r][1],
-                j->vols[0].affine[r][2], j->vols[0].affine[r][3]);
+        fprintf(f, "%s[%.17g, %.17g, %.17g, %.17g]", r ? ", " : "", j->vols[0].affine[r][0],
+                j->vols[0].affine[r][1], j->vols[0].affine[r][2], j->vols[0].affine[r][3]);
     fprintf(f, "],\n \"reader\": \"%s\",\n \"probabilities\": \"[K, *shape_before_cropping] float32\"\n}\n",
             c->reorient ? "NibabelIOWithReorient" : "SimpleITKIO");
     int bad = ferror(f);
@@ -135,7 +181,9 @@ swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
         return SWI_ERR_INVALID_ARG;
     }
     if (j->save_probabilities && !nn_npz_available()) {
-        cli_err(err, "--save-probabilities: swi was built without libzip (apt-get install libzip-dev and rebuild)");
+        cli_err(
+            err,
+            "--save-probabilities: swi was built without libzip (apt-get install libzip-dev and rebuild)");
         return SWI_ERR_INVALID_ARG;
     }
     if (j->output && !swi_io_available(SWI_IO_NIFTI)) {
@@ -158,7 +206,8 @@ swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
     swi_output out;
     if (nn_engine_setup(j, &p, &in, &out, err)) return SWI_ERR_IO;
     /* the engine's share of the budget, as the plan settled it */
-    if (j->max_memory) p.max_memory = j->max_memory > plan.beside_bytes ? j->max_memory - plan.beside_bytes : 1;
+    if (j->max_memory)
+        p.max_memory = j->max_memory > plan.beside_bytes ? j->max_memory - plan.beside_bytes : 1;
     cli_out *outs[3] = {&j->out_labels, &j->out_probs, &j->out_props};
     for (int i = 0; i < 3; i++)
         if (finals[i] && cli_out_begin(outs[i], finals[i], j->force, err)) return SWI_ERR_IO;
@@ -181,19 +230,23 @@ swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
     }
     double map[3][4];
     nn_back_map(j, map);
-    const int64_t box[3] = {j->box_hi[0] - j->box_lo[0], j->box_hi[1] - j->box_lo[1], j->box_hi[2] - j->box_lo[2]};
+    const int64_t box[3] = {j->box_hi[0] - j->box_lo[0], j->box_hi[1] - j->box_lo[1],
+                            j->box_hi[2] - j->box_lo[2]};
     char msg[SWI_ERRLEN];
-    if (j->sep_back && j->rs[j->axis_back] != j->cs[j->axis_back] && c->probs.order_z != 1) {
-        cli_err(err, "%s: resampling the logits back with separate z (order_z %d) is not available in this build",
+    if (j->sep_back && j->rs[j->axis_back] != j->cs[j->axis_back] && c->probs.order_z != 1 &&
+        c->probs.order_z != 0) {
+        cli_err(err,
+                "%s: resampling the logits back with separate z (order_z %d) is not available in this build",
                 c->source, c->probs.order_z);
         return SWI_ERR_INVALID_ARG;
     }
     if (c->probs.order != 1 && (j->rs[0] != j->cs[0] || j->rs[1] != j->cs[1] || j->rs[2] != j->cs[2])) {
-        cli_err(err, "%s: resampling the logits back with order %d is not available (order 1 only)", c->source,
-                c->probs.order);
+        cli_err(err, "%s: resampling the logits back with order %d is not available (order 1 only)",
+                c->source, c->probs.order);
         return SWI_ERR_INVALID_ARG;
     }
-    if (swi_resample_sink_create(j->rs, box, map, K, 0, emit_tile, j, &j->sink, msg, sizeof msg) != SWI_OK) {
+    if (swi_resample_sink_create(j->sink_src, box, map, K, 0, emit_tile, j, &j->sink, msg, sizeof msg) !=
+        SWI_OK) {
         cli_err(err, "resampling back to the input grid: %s", msg);
         return SWI_ERR_NOMEM;
     }
@@ -213,14 +266,15 @@ swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
     }
     if (j->output &&
         swi_volume_write_labels_fd(cli_out_take_fd(&j->out_labels), j->output, &j->vols[0], j->labels,
-                                   j->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16, c->max_label + 1, NULL,
-                                   NULL, msg, sizeof msg) != SWI_OK) {
+                                   j->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16, c->max_label + 1,
+                                   NULL, NULL, msg, sizeof msg) != SWI_OK) {
         cli_err(err, "%s", msg);
         return SWI_ERR_IO;
     }
     if (j->save_probabilities) {
         const int64_t shape[4] = {K, j->reader_size[0], j->reader_size[1], j->reader_size[2]};
-        if (nn_npz_write(cli_out_take_fd(&j->out_probs), j->probs_path, "probabilities", j->probs, shape, 4, err) ||
+        if (nn_npz_write(cli_out_take_fd(&j->out_probs), j->probs_path, "probabilities", j->probs, shape, 4,
+                         err) ||
             write_props(j, cli_out_take_fd(&j->out_props), err))
             return SWI_ERR_IO;
     }
@@ -242,9 +296,10 @@ swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
         snprintf(line, sizeof line,
                  "nnU-Net %s, %d fold%s: model grid %lldx%lldx%lld, %lld windows in %lld calls: %.2f s "
                  "(network+blending %.2f s), peak RSS %s -> %s",
-                 c->configuration, c->n_folds, c->n_folds == 1 ? "" : "s", (long long)j->rs[0], (long long)j->rs[1],
-                 (long long)j->rs[2], (long long)j->stats.windows_total, (long long)j->stats.predictor_calls,
-                 cli_now() - t0, t_run, cli_bytes(cli_peak_rss(), rss), j->output ? j->output : "-");
+                 c->configuration, c->n_folds, c->n_folds == 1 ? "" : "s", (long long)j->rs[0],
+                 (long long)j->rs[1], (long long)j->rs[2], (long long)j->stats.windows_total,
+                 (long long)j->stats.predictor_calls, cli_now() - t0, t_run, cli_bytes(cli_peak_rss(), rss),
+                 j->output ? j->output : "-");
         message(hooks, line);
     }
     return SWI_OK;

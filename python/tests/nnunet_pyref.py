@@ -55,9 +55,61 @@ def _normalize(x, ch, mask):
     raise ValueError(n)
 
 
-def predict(model_folder, card_dir, images, folds=None, mirroring=True, step=0.5, affine=None):
+def _sep_z(sp):
+    sp = np.asarray(sp, float)
+    if not sp.max() / sp.min() > 3:
+        return None
+    axes = np.where(sp == sp.max())[0]
+    return int(axes[0]) if len(axes) == 1 else None
+
+
+def _decide(kw, cur, new):
+    """resample_data_or_seg_to_shape's separate-z decision: (separate, axis)."""
+    f = kw.get("force_separate_z")
+    if f is not None:
+        ax = _sep_z(cur) if f else None
+        return ax is not None, ax
+    ax = _sep_z(cur)
+    if ax is None:
+        ax = _sep_z(new)
+    return ax is not None, ax
+
+
+def resample(data, new_shape, kw, cur, new):
+    """resample_data_or_seg_to_shape (is_seg False) of data [C, *shape], in float64 as nnU-Net."""
+    from scipy import ndimage as ndi
+
+    shape = data.shape[1:]
+    new_shape = tuple(int(v) for v in new_shape)
+    if tuple(shape) == new_shape:
+        return data
+    order, order_z = kw.get("order", 3), kw.get("order_z", 0)
+    sep, axis = _decide(kw, cur, new)
+
+    def zoom(x, out):
+        return ndi.zoom(x.astype(np.float64), [o / i for o, i in zip(out, x.shape)], order=order, mode="nearest",
+                        grid_mode=True)
+
+    out = np.zeros((data.shape[0], *new_shape), np.float64)
+    for c in range(data.shape[0]):
+        if not sep:
+            out[c] = zoom(data[c], new_shape)
+            continue
+        plane = [new_shape[a] for a in range(3) if a != axis]
+        sl = [zoom(np.take(data[c], k, axis=axis), plane) for k in range(shape[axis])]
+        x = np.stack(sl, axis=axis)
+        if shape[axis] != new_shape[axis]:
+            grids = np.mgrid[tuple(slice(0, n) for n in new_shape)].astype(np.float64)
+            coords = [(x.shape[a] / new_shape[a]) * (grids[a] + 0.5) - 0.5 for a in range(3)]
+            x = ndi.map_coordinates(x, np.array(coords), order=order_z, mode="nearest")
+        out[c] = x
+    return out
+
+
+def predict(model_folder, card_dir, images, folds=None, mirroring=True, step=0.5, affine=None, spacing=None):
     """images: the channels as nibabel arrays (i, j, k) of a file with this affine. Returns
-    (seg (i, j, k), probs [K, reader axes])."""
+    (seg (i, j, k), probs [K, reader axes]). spacing: the files' (i, j, k) voxel sizes, to
+    resample as nnU-Net does (None: the case is at the configuration's spacing)."""
     card = json.loads((Path(card_dir) / "nnunet.json").read_text())
     reorient = card["image_reader_writer"] == "NibabelIOWithReorient"
     if reorient:
@@ -68,6 +120,8 @@ def predict(model_folder, card_dir, images, folds=None, mirroring=True, step=0.5
         imgs = [im.as_reoriented(io_orientation(affine)) for im in imgs]
         reor_affine = imgs[0].affine
         images = [np.asarray(im.dataobj, np.float32) for im in imgs]
+        if spacing is not None:
+            spacing = list(np.sqrt((reor_affine[:3, :3] ** 2).sum(0)))
     folder = Path(model_folder)
     plans = json.loads((folder / "plans.json").read_text())
     conf = conv.resolve_configuration(plans, card["configuration"], folder / "plans.json")
@@ -88,6 +142,14 @@ def predict(model_folder, card_dir, images, folds=None, mirroring=True, step=0.5
     data = data[(slice(None),) + sl]
     mask = nz[sl]
     data = np.stack([_normalize(data[c], card["channels"][c], mask) for c in range(len(images))])
+    sp_reader = list(spacing[::-1]) if spacing is not None else None
+    sp_orig = [sp_reader[t] for t in tf] if spacing is not None else None
+    cropped = data.shape[1:]
+    if spacing is not None:
+        target = list(card["spacing"]) if card["dims"] == 3 else [sp_orig[0], *card["spacing"]]
+        new_shape = [int(round(o / t * s)) for o, t, s in zip(sp_orig, target, cropped)]
+        data = resample(data, new_shape, card["resampling"]["resampling_fn_data"]["kwargs"], sp_orig,
+                        target).astype(np.float32)
     patch = card["patch_size"]
     dims = card["dims"]
     x = torch.from_numpy(data)
@@ -135,6 +197,11 @@ def predict(model_folder, card_dir, images, folds=None, mirroring=True, step=0.5
         logits += acc / cnt
     logits /= len(fold_list)
     logits = logits[(slice(None),) + tuple(slice(b, b + s) for b, s in zip(before, S))].float()
+    if spacing is not None:
+        logits = torch.from_numpy(resample(logits.numpy(), cropped,
+                                           card["resampling"]["resampling_fn_probabilities"]["kwargs"], target,
+                                           sp_orig).astype(np.float32))
+    S = cropped
     if card["has_regions"]:
         p = torch.sigmoid(logits)
         seg_c = torch.zeros(S, dtype=torch.uint8)
