@@ -444,6 +444,7 @@ swi_status nn_job_plan(nn_job *j, const swi_job_hooks *hooks, swi_job_plan *plan
     shape_only.data = NULL;
     swi_status st = cli_plan_available(j->ctx, &p, &shape_only, &out, 1, &plan->engine, beside_bytes, j,
                                        &plan->beside_bytes, reading_bytes(j), msg, sizeof msg);
+    j->planned = p;
     if (st == SWI_ERR_BUDGET && !j->max_memory) {
         snprintf(plan->unfit, sizeof plan->unfit, "%s", msg);
     } else if (st != SWI_OK) {

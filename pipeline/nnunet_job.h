@@ -59,6 +59,7 @@ typedef struct nn_job {
     int n_mirrors, has_mean;
     unsigned mirror_mask;
     swi_head_spec head;
+    swi_params planned; /* the engine's parameters as the plan settled them (budget, batch) */
     /* the results */
     swi_resample_sink *sink;
     void *labels; /* on the input grid */

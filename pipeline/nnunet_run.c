@@ -7,6 +7,7 @@
 
 #include "budget.h"
 #include "nnunet_npz.h"
+#include "samefile.h"
 #include "util.h"
 
 #include <math.h>
@@ -173,7 +174,23 @@ static int write_props(const nn_job *j, int fd, char *err) {
     return 0;
 }
 
+static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *keep, char *err);
+
 swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *keep, char *err) {
+    swi_status st = run(j, hooks, keep, err);
+    if (st != SWI_OK && (j->cancel || (hooks && hooks->cancelled && hooks->cancelled(hooks->user)))) {
+        st = SWI_ERR_CANCELLED;
+        cli_err(err, "cancelled; no output written");
+    }
+    if (st != SWI_OK) { /* nothing is left behind: now, not when the job is freed */
+        cli_out_abort(&j->out_labels);
+        cli_out_abort(&j->out_probs);
+        cli_out_abort(&j->out_props);
+    }
+    return st;
+}
+
+static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *keep, char *err) {
     const double t0 = cli_now();
     const nn_card *c = &j->card;
     if (j->save_probabilities && !j->output) {
@@ -192,6 +209,16 @@ swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
     }
     const char *finals[3] = {j->output, j->save_probabilities ? j->probs_path : NULL,
                              j->save_probabilities ? j->props_path : NULL};
+    /* an output that is, holds or lies in an input (the model directory's files included) */
+    cli_named_path ins[SWI_JOB_MAX_INPUTS + NN_MAX_FOLDS + 1];
+    int n_ins = 0;
+    ins[n_ins++] = (cli_named_path){"the model card", c->source};
+    for (int f = 0; f < c->n_folds; f++) ins[n_ins++] = (cli_named_path){"a fold's model", c->models[f]};
+    for (int i = 0; i < j->n_inputs; i++) ins[n_ins++] = (cli_named_path){"--input", j->inputs[i]};
+    const cli_named_path outp[3] = {{"--output", finals[0]},
+                                    {"--save-probabilities' .npz", finals[1]},
+                                    {"--save-probabilities' .json", finals[2]}};
+    if (cli_check_outputs_apart(ins, n_ins, outp, 3, err)) return SWI_ERR_IO;
     for (int i = 0; i < 3; i++)
         if (finals[i] && cli_out_check(finals[i], j->force, err)) return SWI_ERR_IO;
     swi_job_plan plan;
@@ -205,9 +232,7 @@ swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
     swi_tensor in;
     swi_output out;
     if (nn_engine_setup(j, &p, &in, &out, err)) return SWI_ERR_IO;
-    /* the engine's share of the budget, as the plan settled it */
-    if (j->max_memory)
-        p.max_memory = j->max_memory > plan.beside_bytes ? j->max_memory - plan.beside_bytes : 1;
+    p = j->planned; /* the engine's share of the budget and the batch, as the plan settled them */
     cli_out *outs[3] = {&j->out_labels, &j->out_probs, &j->out_props};
     for (int i = 0; i < 3; i++)
         if (finals[i] && cli_out_begin(outs[i], finals[i], j->force, err)) return SWI_ERR_IO;
