@@ -278,7 +278,10 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
     /* step 4 */
     j->model = malloc((size_t)(Nr * C) * sizeof(float));
     if (!j->model) return fail_mem(err, "the input on the model grid", (size_t)(Nr * C) * sizeof(float));
-    if (nnl_resize(j->crop, j->cs, j->model, j->rs, C, c->data.order, j->sep_fwd)) {
+    const int rr = nnl_resize(j->crop, j->cs, j->model, j->rs, C, c->data.order, j->sep_fwd, j->axis_fwd,
+                              c->data.order_z);
+    if (rr == 2) return fail_mem(err, "resampling the input", (size_t)(Nr * C) * 8);
+    if (rr) {
         cli_err(err,
                 "%s: resampling %lldx%lldx%lld to %lldx%lldx%lld (order %d%s) is not available in this build",
                 j->inputs[0], (long long)j->cs[0], (long long)j->cs[1], (long long)j->cs[2],

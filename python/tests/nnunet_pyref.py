@@ -87,8 +87,10 @@ def resample(data, new_shape, kw, cur, new):
     sep, axis = _decide(kw, cur, new)
 
     def zoom(x, out):
-        return ndi.zoom(x.astype(np.float64), [o / i for o, i in zip(out, x.shape)], order=order, mode="nearest",
-                        grid_mode=True)
+        # skimage.transform.resize(x, out, order, mode="edge", anti_aliasing=False): scipy's zoom, clipped
+        x = x.astype(np.float64)
+        y = ndi.zoom(x, [o / i for o, i in zip(out, x.shape)], order=order, mode="nearest", grid_mode=True)
+        return np.clip(y, x.min(), x.max())
 
     out = np.zeros((data.shape[0], *new_shape), np.float64)
     for c in range(data.shape[0]):
