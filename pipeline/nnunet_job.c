@@ -272,7 +272,11 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
                 }
                 mask[u] = (uint8_t)nz;
             }
-    /* step 3 */
+    /* step 2's mask, step 3 */
+    if (nnl_fill_holes(mask, j->cs)) {
+        free(mask);
+        return fail_mem(err, "the crop's mask", (size_t)Nc * 8);
+    }
     for (int64_t ch = 0; ch < C; ch++) nnl_normalize(&c->channels[ch], j->crop + ch * Nc, mask, Nc);
     free(mask);
     /* step 4 */
@@ -422,11 +426,12 @@ static size_t beside_bytes(void *user, const swi_plan *plan) {
     return n;
 }
 
-/* Held while the model grid is made: the inputs as read, the crop and its mask, the copy on
- * the model grid. */
+/* Held while the model grid is made: the inputs as read, the crop, then its mask and the
+ * fill's queue, or the copy on the model grid. */
 static size_t reading_bytes(const nn_job *j) {
     const size_t C = (size_t)j->n_inputs;
-    return vox(j->in_size) * C * 4 + vox(j->cs) * (C * 4 + 1) + vox(j->rs) * C * 4;
+    const size_t fill = vox(j->cs) * 9, model = vox(j->rs) * C * 4; /* the mask's fill, or the copy */
+    return vox(j->in_size) * C * 4 + vox(j->cs) * C * 4 + (fill > model ? fill : model);
 }
 
 swi_status nn_job_plan(nn_job *j, const swi_job_hooks *hooks, swi_job_plan *plan, char *err) {

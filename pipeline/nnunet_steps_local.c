@@ -33,6 +33,39 @@ void nnl_nonzero_box(const float *x, int64_t c, const int64_t n[3], int64_t lo[3
         }
 }
 
+int nnl_fill_holes(uint8_t *m, const int64_t n[3]) {
+    const int64_t N = n[0] * n[1] * n[2], st[3] = {n[1] * n[2], n[2], 1};
+    int64_t *queue = malloc((size_t)(N > 0 ? N : 1) * sizeof *queue);
+    if (!queue) return 1;
+    int64_t head = 0, tail = 0, v = 0;
+    /* the zero voxels reachable from the border (6-connected) are the outside: 2 */
+    for (int64_t i = 0; i < n[0]; i++)
+        for (int64_t j = 0; j < n[1]; j++)
+            for (int64_t k = 0; k < n[2]; k++, v++)
+                if (!m[v] &&
+                    (i == 0 || j == 0 || k == 0 || i == n[0] - 1 || j == n[1] - 1 || k == n[2] - 1)) {
+                    m[v] = 2;
+                    queue[tail++] = v;
+                }
+    while (head < tail) {
+        const int64_t at = queue[head++];
+        const int64_t p[3] = {at / st[0], at / st[1] % n[1], at % n[2]};
+        for (int a = 0; a < 3; a++)
+            for (int d = -1; d <= 1; d += 2) {
+                const int64_t q = p[a] + d;
+                if (q < 0 || q >= n[a]) continue;
+                const int64_t w = at + d * st[a];
+                if (m[w] == 0) {
+                    m[w] = 2;
+                    queue[tail++] = w;
+                }
+            }
+    }
+    free(queue);
+    for (int64_t u = 0; u < N; u++) m[u] = m[u] != 2;
+    return 0;
+}
+
 void nnl_normalize(const nn_card_channel *ch, float *x, const uint8_t *mask, int64_t n) {
     const double eps = 1e-8;
     switch (ch->scheme) {

@@ -1,8 +1,7 @@
 /*
  * nnunet_steps_local.h -- stand-ins for nnU-Net's numeric steps while their full versions
- * (pipeline/nnunet_prep.h, swi_resample_nnunet) are not in this tree: the nonzero box and
- * mask (without binary_fill_holes: the box is the same, the mask of use_mask_for_norm
- * misses enclosed zero voxels), the normalisation schemes, and resample_data_or_seg_to_shape's
+ * (pipeline/nnunet_prep.h, swi_resample_nnunet) are not in this tree: the nonzero box, its
+ * mask's binary_fill_holes, the normalisation schemes, and resample_data_or_seg_to_shape's
  * resize of the data (orders 0, 1, 3; separate z with order_z 0 or 1).
  */
 #ifndef SWI_PL_NNUNET_STEPS_LOCAL_H
@@ -15,6 +14,12 @@
 /* The box [lo, hi) of voxels nonzero in any of c channels of x [c][size]; an empty mask
  * gives the whole volume. */
 void nnl_nonzero_box(const float *x, int64_t c, const int64_t size[3], int64_t lo[3], int64_t hi[3]);
+
+/* scipy's binary_fill_holes (3-D, the cross-shaped structure) of the mask m [n] (0/1) of
+ * the crop box, in place: zero voxels not 6-connected to the box's border become 1 (the
+ * outside of the box is all zero, so its border stands for the image's). 0, or 1 when out
+ * of memory. */
+int nnl_fill_holes(uint8_t *m, const int64_t n[3]);
 
 /* Normalise one channel x of n voxels in place; mask (n bytes, 1 inside) or NULL. */
 void nnl_normalize(const nn_card_channel *ch, float *x, const uint8_t *mask, int64_t n);

@@ -142,6 +142,9 @@ def predict(model_folder, card_dir, images, folds=None, mirroring=True, step=0.5
     hi = [int(i.max()) + 1 for i in idx]
     sl = tuple(slice(a, b) for a, b in zip(lo, hi))
     data = data[(slice(None),) + sl]
+    from scipy.ndimage import binary_fill_holes
+
+    nz = binary_fill_holes(nz)
     mask = nz[sl]
     data = np.stack([_normalize(data[c], card["channels"][c], mask) for c in range(len(images))])
     sp_reader = list(spacing[::-1]) if spacing is not None else None

@@ -91,6 +91,7 @@ def cases(tmp_path_factory):
     x1 = x0 + np.random.default_rng(5).normal(0, 0.3, x0.shape).astype(np.float32)
     x0 = np.where(x0 == 0, 0, x0 + 3).astype(np.float32)
     x1 = np.where(x0 == 0, 0, x1 + 3).astype(np.float32)
+    x0[18:22, 6:9, 14:18] = x1[18:22, 6:9, 14:18] = 0  # a hole: binary_fill_holes puts it in the z-score's mask
     aff = np.diag(list(sp) + [1.0])
     mr = [save(d / "mr_0000.nii.gz", x0, aff), save(d / "mr_0001.nii.gz", x1, aff)]
     return {"ct": [ct], "obl": [ct_obl], "mr": mr}
