@@ -89,7 +89,7 @@ static int read_channel(json_t *ch, nn_card_channel *c, int i, const char *src, 
     snprintf(c->name, sizeof c->name, "%s", name ? name : "");
     c->use_mask = json_is_true(json_object_get(ch, "use_mask_for_norm"));
     if (!strcmp(norm, "CTNormalization")) {
-        c->scheme = NN_NORM_CT;
+        c->scheme = NNC_NORM_CT;
         const char *keys[4] = {"mean", "std", "percentile_00_5", "percentile_99_5"};
         double *dst[4] = {&c->mean, &c->std, &c->lo, &c->hi};
         for (int k = 0; k < 4; k++) {
@@ -101,13 +101,13 @@ static int read_channel(json_t *ch, nn_card_channel *c, int i, const char *src, 
             *dst[k] = json_number_value(v);
         }
     } else if (!strcmp(norm, "ZScoreNormalization")) {
-        c->scheme = NN_NORM_ZSCORE;
+        c->scheme = NNC_NORM_ZSCORE;
     } else if (!strcmp(norm, "RescaleTo01Normalization")) {
-        c->scheme = NN_NORM_RESCALE;
+        c->scheme = NNC_NORM_RESCALE;
     } else if (!strcmp(norm, "RGBTo01Normalization")) {
-        c->scheme = NN_NORM_RGB;
+        c->scheme = NNC_NORM_RGB;
     } else if (!strcmp(norm, "NoNormalization")) {
-        c->scheme = NN_NORM_NONE;
+        c->scheme = NNC_NORM_NONE;
     } else {
         cli_err(err, "%s: \"channels\"[%d]: normalization %s is not supported", src, i, norm);
         return 1;

@@ -16,11 +16,11 @@
 #define NN_CARD_NAME "nnunet.json"
 
 typedef enum nn_norm_scheme {
-    NN_NORM_CT,      /* CTNormalization */
-    NN_NORM_ZSCORE,  /* ZScoreNormalization */
-    NN_NORM_RESCALE, /* RescaleTo01Normalization */
-    NN_NORM_RGB,     /* RGBTo01Normalization */
-    NN_NORM_NONE     /* NoNormalization */
+    NNC_NORM_CT,      /* CTNormalization */
+    NNC_NORM_ZSCORE,  /* ZScoreNormalization */
+    NNC_NORM_RESCALE, /* RescaleTo01Normalization */
+    NNC_NORM_RGB,     /* RGBTo01Normalization */
+    NNC_NORM_NONE     /* NoNormalization */
 } nn_norm_scheme;
 
 typedef struct nn_card_channel {

@@ -507,7 +507,7 @@ size_t nn_job_describe(const nn_job *j, const swi_job_plan *plan, char *buf, siz
         (long long)j->full[0], (long long)j->full[1], (long long)j->full[2], (long long)j->box_lo[0],
         (long long)j->box_hi[0], (long long)j->box_lo[1], (long long)j->box_hi[1], (long long)j->box_lo[2],
         (long long)j->box_hi[2], (long long)j->cs[0], (long long)j->cs[1], (long long)j->cs[2],
-        c->channels[0].scheme == NN_NORM_CT ? "CTNormalization" : "nnU-Net's scheme",
+        c->channels[0].scheme == NNC_NORM_CT ? "CTNormalization" : "nnU-Net's scheme",
         c->n_channels > 1 ? ", ..." : "", j->sp_orig[0], j->sp_orig[1], j->sp_orig[2], j->sp_model[0],
         j->sp_model[1], j->sp_model[2], j->sep_fwd ? ", separate z" : "", (long long)j->rs[0],
         (long long)j->rs[1], (long long)j->rs[2], c->probs.order, j->sep_back ? ", separate z" : "",

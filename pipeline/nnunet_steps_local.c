@@ -69,7 +69,7 @@ int nnl_fill_holes(uint8_t *m, const int64_t n[3]) {
 void nnl_normalize(const nn_card_channel *ch, float *x, const uint8_t *mask, int64_t n) {
     const double eps = 1e-8;
     switch (ch->scheme) {
-    case NN_NORM_CT: {
+    case NNC_NORM_CT: {
         const double sd = ch->std > eps ? ch->std : eps;
         for (int64_t v = 0; v < n; v++) {
             double y = x[v] < ch->lo ? ch->lo : x[v] > ch->hi ? ch->hi : x[v];
@@ -77,7 +77,7 @@ void nnl_normalize(const nn_card_channel *ch, float *x, const uint8_t *mask, int
         }
         break;
     }
-    case NN_NORM_ZSCORE: {
+    case NNC_NORM_ZSCORE: {
         const int m = ch->use_mask && mask;
         double sum = 0, sq = 0;
         int64_t cnt = 0;
@@ -95,7 +95,7 @@ void nnl_normalize(const nn_card_channel *ch, float *x, const uint8_t *mask, int
             if (!m || mask[v]) x[v] = (float)(((double)x[v] - mean) / sd);
         break;
     }
-    case NN_NORM_RESCALE: {
+    case NNC_NORM_RESCALE: {
         float lo = INFINITY, hi = -INFINITY;
         for (int64_t v = 0; v < n; v++) lo = x[v] < lo ? x[v] : lo;
         for (int64_t v = 0; v < n; v++) {
@@ -106,10 +106,10 @@ void nnl_normalize(const nn_card_channel *ch, float *x, const uint8_t *mask, int
         for (int64_t v = 0; v < n; v++) x[v] = (float)(x[v] / d);
         break;
     }
-    case NN_NORM_RGB:
+    case NNC_NORM_RGB:
         for (int64_t v = 0; v < n; v++) x[v] = x[v] / 255.0f;
         break;
-    case NN_NORM_NONE: break;
+    case NNC_NORM_NONE: break;
     }
 }
 
