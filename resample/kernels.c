@@ -42,9 +42,7 @@ static int64_t tile_taps(const swi_resample_sink *s, const int64_t lo[3], const 
             for (int64_t k = lo[2]; k < hi[2]; k++, o++) {
                 int64_t tp[3][2];
                 for (int r = 0; r < 3; r++)
-                    rs__tap(s->map[r][0] * (double)i + s->map[r][1] * (double)j + s->map[r][2] * (double)k +
-                                s->map[r][3],
-                            s->src[r], &tp[r][0], &tp[r][1], &taps[o].f[r]);
+                    rs__sink_tap(s, r, rs__coord(s, r, i, j, k), &tp[r][0], &tp[r][1], &taps[o].f[r]);
                 for (int m = 0; m < 8; m++) {
                     int64_t x = tp[0][(m >> 2) & 1], y = tp[1][(m >> 1) & 1], z = tp[2][m & 1];
                     int64_t bi = ((x / BLK) * s->nb[1] + y / BLK) * s->nb[2] + z / BLK;
@@ -126,7 +124,9 @@ static void sep_setup(const swi_resample_sink *s, int64_t t, const int64_t lo[3]
         tf += st->n[r];
         for (int64_t o = 0; o < st->n[r]; o++) {
             int64_t a0, a1;
-            rs__tap(s->map[r][r] * (double)(lo[r] + o) + s->map[r][3], s->src[r], &a0, &a1, &st->f[r][o]);
+            const double c = s->halfgrid[r] >= 0 ? ((double)(lo[r] + o) + 0.5) * s->map[r][r] - 0.5
+                                                 : s->map[r][r] * (double)(lo[r] + o) + s->map[r][3];
+            rs__sink_tap(s, r, c, &a0, &a1, &st->f[r][o]);
             st->t0[r][o] = (int32_t)(a0 - base);
             st->t1[r][o] = (int32_t)(a1 - base);
         }

@@ -51,4 +51,15 @@ static inline void rs__tap(double s, int64_t n, int64_t *i0, int64_t *i1, float 
     *f = (float)(s - fl);
 }
 
+/* Coordinate s (clamped as rs__tap) to its nearest index, as scipy's order 0: floor(s + 0.5),
+ * both taps on it and no weight -- the sink's nearest axes. */
+static inline void rs__tap_nearest(double s, int64_t n, int64_t *i0, int64_t *i1, float *f) {
+    if (!(s > 0)) s = 0;
+    if (s > (double)(n - 1)) s = (double)(n - 1);
+    int64_t i = (int64_t)floor(s + 0.5);
+    if (i > n - 1) i = n - 1;
+    *i0 = *i1 = i;
+    *f = 0;
+}
+
 #endif

@@ -22,20 +22,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the source box an output box reads, with a voxel of margin, clamped */
-static void read_box(const int64_t src[3], const double m[3][4], const int64_t lo[3], const int64_t hi[3],
-                     int64_t blo[3], int64_t bhi[3]) {
+/* the source box an output box reads, with a voxel of margin, clamped; along a nearest axis
+ * (nearest may be NULL) exactly the indices it rounds to: its coordinate follows one output
+ * axis, so the corners hold its extremes, computed as the kernels compute them */
+static void read_box(const swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3], int64_t blo[3],
+                     int64_t bhi[3]) {
+    const int64_t *src = s->src;
+    const double(*m)[4] = s->map;
     for (int r = 0; r < 3; r++) {
         double mn = INFINITY, mx = -INFINITY;
         for (int c = 0; c < 8; c++) {
-            double i = (double)((c & 4) ? hi[0] - 1 : lo[0]);
-            double j = (double)((c & 2) ? hi[1] - 1 : lo[1]);
-            double k = (double)((c & 1) ? hi[2] - 1 : lo[2]);
-            double v = m[r][0] * i + m[r][1] * j + m[r][2] * k + m[r][3];
+            const int64_t i = (c & 4) ? hi[0] - 1 : lo[0], j = (c & 2) ? hi[1] - 1 : lo[1],
+                          k = (c & 1) ? hi[2] - 1 : lo[2];
+            double v = s->halfgrid[r] >= 0
+                           ? rs__coord(s, r, i, j, k)
+                           : m[r][0] * (double)i + m[r][1] * (double)j + m[r][2] * (double)k + m[r][3];
             mn = fmin(mn, v);
             mx = fmax(mx, v);
         }
         double top = (double)(src[r] - 1);
+        if (s->nearest[r]) {
+            int64_t a, b;
+            float f;
+            rs__tap_nearest(mn, src[r], &a, &a, &f);
+            rs__tap_nearest(mx, src[r], &b, &b, &f);
+            blo[r] = a;
+            bhi[r] = b + 1;
+            continue;
+        }
         mn = fmin(fmax(mn, 0), top);
         mx = fmin(fmax(mx, 0), top);
         /* a margin for the rounding of interior voxels' positions, and the upper tap */
@@ -91,7 +105,7 @@ static int64_t count_tiles(swi_resample_sink *s) {
     for (int64_t t = 0; t < s->ntiles; t++) {
         int64_t lo[3], hi[3], *b = s->tbox + 6 * t;
         rs__tile_out_box(s, t, lo, hi);
-        read_box(s->src, s->map, lo, hi, b, b + 3);
+        read_box(s, lo, hi, b, b + 3);
         /* whole block rows along k: a tile copies block rows whole (kernels.c, sep_passes12), so it
          * waits for every voxel they hold -- none is then being fed while it is copied */
         b[2] = b[2] / BLK * BLK;
@@ -136,6 +150,22 @@ static int list_cells(swi_resample_sink *s, int64_t entries) {
     return 0;
 }
 
+/* Tiles: their boxes, what they wait for, the blocks they read, the cells they touch (from
+ * scratch: the nearest axes change the boxes). -1 when memory ran out. */
+static int index_tiles(swi_resample_sink *s) {
+    memset(s->refs, 0, (size_t)s->nblocks * sizeof *s->refs);
+    memset(s->cell_start, 0, ((size_t)s->ncells + 1) * sizeof *s->cell_start);
+    memset(s->maxbox, 0, sizeof s->maxbox);
+    free(s->cell_tiles);
+    s->cell_tiles = NULL;
+    const int64_t entries = count_tiles(s);
+    if (list_cells(s, entries) != 0) return -1;
+    s->fixed = sizeof *s + (size_t)s->ntiles * (8 * sizeof(int64_t) + 1) +
+               (size_t)s->nblocks * (sizeof(float *) + sizeof(int32_t)) +
+               ((size_t)s->ncells + 1 + (size_t)entries) * sizeof(int64_t);
+    return 0;
+}
+
 swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out_size[3],
                                     const double map[3][4], int64_t channels, int tile,
                                     swi_resample_emit_fn emit, void *user, swi_resample_sink **out, char *err,
@@ -167,6 +197,7 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
     memcpy(s->out, out_size, sizeof s->out);
     memcpy(s->map, map, sizeof s->map);
     s->channels = channels;
+    for (int a = 0; a < 3; a++) s->halfgrid[a] = -1;
     tile_shape(tile, s->tl);
     s->emit = emit;
     s->user = user;
@@ -197,17 +228,42 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
         rs__err(err, errlen, "out of memory for the resampling sink's tiles");
         return SWI_ERR_NOMEM;
     }
-    /* tiles: their boxes, what they wait for, the blocks they read, the cells they touch */
-    const int64_t entries = count_tiles(s);
-    if (list_cells(s, entries) != 0) {
+    if (index_tiles(s) != 0) {
         swi_resample_sink_free(s);
         rs__err(err, errlen, "out of memory for the resampling sink's index");
         return SWI_ERR_NOMEM;
     }
-    s->fixed = sizeof *s + (size_t)s->ntiles * (8 * sizeof(int64_t) + 1) +
-               (size_t)s->nblocks * (sizeof(float *) + sizeof(int32_t)) +
-               ((size_t)s->ncells + 1 + (size_t)entries) * sizeof(int64_t);
     *out = s;
+    return SWI_OK;
+}
+
+swi_status swi_resample_sink_nearest(swi_resample_sink *s, int source_axis, char *err, size_t errlen) {
+    if (source_axis < 0 || source_axis > 2 || s->region_id != 0) {
+        rs__err(err, errlen, "swi_resample_sink_nearest: %s",
+                s->region_id != 0 ? "the sink has been fed already" : "source_axis must be 0..2");
+        return SWI_ERR_INVALID_ARG;
+    }
+    int reads = 0, from = -1;
+    for (int c = 0; c < 3; c++)
+        if (s->map[source_axis][c] != 0) {
+            reads++;
+            from = c;
+        }
+    if (reads > 1) {
+        rs__err(err, errlen, "swi_resample_sink_nearest: source axis %d follows more than one output axis",
+                source_axis);
+        return SWI_ERR_INVALID_ARG;
+    }
+    s->nearest[source_axis] = 1;
+    /* nnU-Net's map: the coordinate rounded as nnU-Net rounds it, so that ties agree */
+    const double *row = s->map[source_axis];
+    if (from >= 0 && row[3] == 0.5 * row[from] - 0.5) s->halfgrid[source_axis] = (signed char)from;
+    /* the tiles read fewer source voxels along that axis: their boxes and indexes again */
+    if (index_tiles(s) != 0) {
+        s->failed = 1;
+        rs__err(err, errlen, "out of memory for the resampling sink's index");
+        return SWI_ERR_NOMEM;
+    }
     return SWI_OK;
 }
 

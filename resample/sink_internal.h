@@ -5,6 +5,8 @@
 
 #include "swi_resample.h"
 
+#include "resample_internal.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,8 +36,28 @@ struct swi_resample_sink {
     int64_t ng[3], ncells;
     int64_t *cell_start, *cell_tiles;
     size_t held, peak, fixed;
-    int64_t maxbox[3]; /* the largest tile source box, per axis */
+    int64_t maxbox[3];        /* the largest tile source box, per axis */
+    unsigned char nearest[3]; /* per source axis: the nearest index instead of linear */
+    signed char halfgrid[3];  /* per nearest axis: the output axis its coordinate is computed
+                                 from as (o + 0.5) * scale - 0.5 (nnU-Net's map), or -1 */
 };
+
+/* Source coordinate r of output voxel (i, j, k): the map, or on a half-grid axis nnU-Net's
+ * own rounding of it (ties then go the same way). */
+static inline double rs__coord(const swi_resample_sink *s, int r, int64_t i, int64_t j, int64_t k) {
+    const int c = s->halfgrid[r];
+    if (c >= 0) return ((double)(c == 0 ? i : c == 1 ? j : k) + 0.5) * s->map[r][c] - 0.5;
+    return s->map[r][0] * (double)i + s->map[r][1] * (double)j + s->map[r][2] * (double)k + s->map[r][3];
+}
+
+/* Source axis r's taps of coordinate c: linear (rs__tap) or nearest. */
+static inline void rs__sink_tap(const swi_resample_sink *s, int r, double c, int64_t *i0, int64_t *i1,
+                                float *f) {
+    if (s->nearest[r])
+        rs__tap_nearest(c, s->src[r], i0, i1, f);
+    else
+        rs__tap(c, s->src[r], i0, i1, f);
+}
 
 /* The output box of tile t. */
 static inline void rs__tile_out_box(const swi_resample_sink *s, int64_t t, int64_t lo[3], int64_t hi[3]) {

@@ -1,7 +1,8 @@
 /*
  * swi_resample.h -- bringing a scan to a model's grid and results back: orientation by
- * axis permutation and flips (MONAI's Orientationd), and voxel spacing (MONAI's Spacingd
- * geometry, trilinear sampling with border clamping).
+ * axis permutation and flips (MONAI's Orientationd), voxel spacing (MONAI's Spacingd
+ * geometry, trilinear sampling with border clamping), and nnU-Net v2's resampling
+ * (skimage's resize and its separate-z path, exact to scipy's splines).
  *
  * Link swi_resample (CMake: swi::resample). A client of swi.h only (libm, no I/O).
  *
@@ -148,6 +149,37 @@ void swi_resample_trilinear(const float *src, const int64_t src_size[3], float *
 void swi_resample_rows_needed(const int64_t src_size[3], const int64_t dst_size[3], const double map[3][4],
                               int64_t row_lo, int64_t row_hi, int64_t *lo, int64_t *hi);
 
+/* ---- nnU-Net v2's resampling (default_resampling.py) -------------------------------- */
+
+/** nnU-Net's compute_new_shape: new_shape[a] = round(old_spacing[a] / new_spacing[a] *
+ *  old_shape[a]), Python's round (half to even). SWI_ERR_INVALID_ARG on a spacing that is
+ *  not finite and > 0 or a shape < 1, SWI_ERR_OVERFLOW on a result outside 1..SWI_MAX_AXIS
+ *  (new_shape is then unspecified). */
+swi_status swi_resample_nnunet_shape(const double old_spacing[3], const double new_spacing[3],
+                                     const int64_t old_shape[3], int64_t new_shape[3]);
+
+/** nnU-Net's determine_do_sep_z_and_axis (ANISO_THRESHOLD 3): 1 and *axis the
+ *  low-resolution axis when resampling from `current` to `target` spacing goes with
+ *  separate z, else 0 and *axis = -1. force: -1 (null) decides from the current spacing
+ *  (max / min > 3) and, when that is not anisotropic, from the target; 0 never; 1 always,
+ *  the axis from the current spacing. The axis is the one whose spacing equals the
+ *  maximum; when two or three share it there is no separate z. */
+int swi_resample_nnunet_separate_z(const double current[3], const double target[3], int force, int *axis);
+
+/** nnU-Net's resample_data_or_seg for data (is_seg false): `planes` volumes src
+ *  [planes, *src_size] to dst [planes, *dst_size], C order, the last axis fastest.
+ *  separate_axis -1: each plane as skimage.transform.resize(x, dst_size, order,
+ *  mode='edge', anti_aliasing=False) in float64 (scipy.ndimage.zoom with grid_mode, mode
+ *  'nearest', the spline prefilter for order > 1, clipped to the plane's input range for
+ *  order > 0). separate_axis 0..2: each slice across that axis resized so in 2-D (order
+ *  `order`, clipped to the slice's range), then that axis alone sampled with
+ *  scipy.ndimage.map_coordinates(order=order_z, mode='nearest') at (o + 0.5) * in / out -
+ *  0.5. The results are rounded to float32 once. Equal sizes copy src. order and order_z
+ *  0..5. Scratch: about one plane in float64 beyond dst. */
+swi_status swi_resample_nnunet(const float *src, const int64_t src_size[3], float *dst,
+                               const int64_t dst_size[3], int64_t planes, int order, int order_z,
+                               int separate_axis, char *err, size_t errlen);
+
 /* ---- streaming back to the input grid ------------------------------------------------ */
 
 /** Receives a completed region [lo, hi) of the output grid: data [channels, *(hi - lo)],
@@ -182,6 +214,17 @@ typedef int (*swi_resample_labels_fn)(void *user, const int64_t lo[3], const int
  *  every voxel's best so far cannot win there (classes are tried from the largest such
  *  bound down; a tile whose sources hold a NaN or an infinity takes every class). */
 swi_status swi_resample_sink_argmax(swi_resample_sink *s, swi_resample_labels_fn fn, void *user);
+
+/** Along source axis source_axis (0..2; before the first feed) sample the nearest source
+ *  index instead of interpolating linearly: scipy's order 0, floor(c + 0.5) of the
+ *  coordinate clamped to the source. The map's row source_axis must read one output axis
+ *  o only (else SWI_ERR_INVALID_ARG); when it is nnU-Net's (offset exactly 0.5 * scale -
+ *  0.5) the coordinate is computed as nnU-Net does, (o + 0.5) * scale - 0.5, so that ties
+ *  round alike. With the diagonal map (o + 0.5) * in / out - 0.5 this is nnU-Net's way back
+ *  with separate z (order 1 in-plane, order_z 0 across): swi_resample_nnunet(order 1,
+ *  order_z 0, separate_axis = source_axis) up to float32 rounding. Works in scores and
+ *  argmax mode; tiles then wait for fewer source voxels. */
+swi_status swi_resample_sink_nearest(swi_resample_sink *s, int source_axis, char *err, size_t errlen);
 
 /** Feed the completed source region [lo, hi), data [channels, *(hi - lo)]. Thread-safe.
  *  Returns 0, or non-zero when emit failed or memory ran out (the sink is then failed). */
