@@ -6,7 +6,7 @@
 #include "nnunet_job.h"
 
 #include "budget.h"
-#include "nnunet_steps_local.h"
+#include "nnunet_prep.h"
 #include "util.h"
 
 #include <math.h>
@@ -74,7 +74,6 @@ static int beside(const char *output, const char *ending, const char *suffix, ch
 swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j, char *err) {
     memset(j, 0, sizeof *j);
     j->out_labels.fd = j->out_probs.fd = j->out_props.fd = -1;
-    j->near_axis = -1;
     if (check_spec(sp, err)) return SWI_ERR_INVALID_ARG;
     if (nn_card_load(card_path, &j->card, err)) return SWI_ERR_IO;
     int rc = nn_card_select_folds(&j->card, sp->folds, err);
@@ -105,43 +104,6 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
         return SWI_ERR_INVALID_ARG;
     }
     return SWI_OK;
-}
-
-int nn_sep_z(const double sp[3], int *axis) {
-    double lo = sp[0], hi = sp[0];
-    for (int a = 1; a < 3; a++) {
-        lo = sp[a] < lo ? sp[a] : lo;
-        hi = sp[a] > hi ? sp[a] : hi;
-    }
-    if (!(hi / lo > 3)) return 0;
-    int n = 0;
-    for (int a = 0; a < 3; a++)
-        if (sp[a] == hi) {
-            *axis = a;
-            n++;
-        }
-    return n == 1; /* two or three axes at the maximum: no separate z */
-}
-
-/* resample_data_or_seg_to_shape's decision: from the current spacing, then the new one. */
-static void separate_z(const nn_card_resampling *r, const double cur[3], const double nxt[3], int *sep,
-                       int *axis) {
-    *sep = 0;
-    *axis = -1;
-    if (r->force_separate_z >= 0) {
-        *sep = r->force_separate_z && nn_sep_z(cur, axis);
-        if (r->force_separate_z && !*sep) {
-            /* forced, but the lowres axis is not unique: nnU-Net falls back to no separate z */
-        }
-        return;
-    }
-    if (nn_sep_z(cur, axis) || nn_sep_z(nxt, axis)) *sep = 1;
-}
-
-/* Python's round (half to even) of a positive value. */
-static int64_t round_even(double x) {
-    double r = nearbyint(x);
-    return (int64_t)r;
 }
 
 static int fail_mem(char *err, const char *what, size_t bytes) {
@@ -224,34 +186,39 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
             }
         }
     }
-    /* step 2: the crop box (on the input grid; its image in transposed axes) */
-    nnl_nonzero_box(j->input, C, v->size, j->box_lo, j->box_hi);
+    /* step 2: the nonzero mask (holes filled) and its box, on the input grid (swi axes; the
+     * mask and its box do not depend on the axis order); the box's image in transposed axes */
+    uint8_t *full_mask = malloc((size_t)N);
+    if (!full_mask) return fail_mem(err, "the nonzero mask", (size_t)N);
+    if (nn_nonzero_box(j->input, C, v->size, full_mask, j->box_lo, j->box_hi, msg, sizeof msg)) {
+        free(full_mask);
+        cli_err(err, "%s: %s", j->inputs[0], msg);
+        return 1;
+    }
     for (int d = 0; d < 3; d++) {
         const int a = j->src[d];
         j->clo[d] = j->flip[d] ? v->size[a] - j->box_hi[a] : j->box_lo[a];
         j->cs[d] = j->box_hi[a] - j->box_lo[a];
     }
-    /* step 4's shape; 2-D keeps axis 0 */
-    for (int d = 0; d < 3; d++) {
-        j->rs[d] = round_even(j->sp_orig[d] / j->sp_model[d] * (double)j->cs[d]);
-        if (j->rs[d] < 1) j->rs[d] = 1;
+    /* step 4's shape (2-D: axis 0 keeps its spacing, so its size) and separate z both ways */
+    if (swi_resample_nnunet_shape(j->sp_orig, j->sp_model, j->cs, j->rs) != SWI_OK) {
+        free(full_mask);
+        cli_err(err, "%s: no model grid for spacing %g x %g x %g", j->inputs[0], j->sp_orig[0], j->sp_orig[1],
+                j->sp_orig[2]);
+        return 1;
     }
     if (c->dims == 2) j->rs[0] = j->cs[0];
-    separate_z(&c->data, j->sp_orig, j->sp_model, &j->sep_fwd, &j->axis_fwd);
-    separate_z(&c->probs, j->sp_model, j->sp_orig, &j->sep_back, &j->axis_back);
-    /* order_z 0 along the separate axis: the slices are picked before the sink (nn_model_region),
-     * whose source then has the crop's slices along it, read at their own index */
-    j->near_axis = j->sep_back && c->probs.order_z == 0 && j->rs[j->axis_back] != j->cs[j->axis_back]
-                       ? j->axis_back
-                       : -1;
-    memcpy(j->sink_src, j->rs, sizeof j->sink_src);
-    if (j->near_axis >= 0) j->sink_src[j->near_axis] = j->cs[j->near_axis];
+    j->sep_fwd =
+        swi_resample_nnunet_separate_z(j->sp_orig, j->sp_model, c->data.force_separate_z, &j->axis_fwd);
+    j->sep_back =
+        swi_resample_nnunet_separate_z(j->sp_model, j->sp_orig, c->probs.force_separate_z, &j->axis_back);
     const int64_t Nc = j->cs[0] * j->cs[1] * j->cs[2], Nr = j->rs[0] * j->rs[1] * j->rs[2];
     /* steps 1-2: gather the box in transposed order */
     j->crop = malloc((size_t)(Nc * C) * sizeof(float));
     uint8_t *mask = malloc((size_t)Nc);
     if (!j->crop || !mask) {
         free(mask);
+        free(full_mask);
         return fail_mem(err, "the cropped inputs", (size_t)(Nc * (C * 4 + 1)));
     }
     int64_t stride[3] = {v->size[1] * v->size[2], v->size[2], 1}, u = 0;
@@ -264,33 +231,32 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
                     const int a = j->src[d];
                     at += (j->flip[d] ? v->size[a] - 1 - q[d] : q[d]) * stride[a];
                 }
-                int nz = 0;
-                for (int64_t ch = 0; ch < C; ch++) {
-                    const float x = j->input[ch * N + at];
-                    j->crop[ch * Nc + u] = x;
-                    nz |= x != 0;
-                }
-                mask[u] = (uint8_t)nz;
+                for (int64_t ch = 0; ch < C; ch++) j->crop[ch * Nc + u] = j->input[ch * N + at];
+                mask[u] = full_mask[at];
             }
-    /* step 2's mask, step 3 */
-    if (nnl_fill_holes(mask, j->cs)) {
-        free(mask);
-        return fail_mem(err, "the crop's mask", (size_t)Nc * 8);
+    free(full_mask);
+    /* step 3 */
+    for (int64_t ch = 0; ch < C; ch++) {
+        const nn_card_channel *cc = &c->channels[ch];
+        static const int scheme[] = {[NNC_NORM_CT] = NN_NORM_CT,
+                                     [NNC_NORM_ZSCORE] = NN_NORM_ZSCORE,
+                                     [NNC_NORM_RESCALE] = NN_NORM_RESCALE01,
+                                     [NNC_NORM_RGB] = NN_NORM_RGB01,
+                                     [NNC_NORM_NONE] = NN_NORM_NONE};
+        const nn_norm norm = {scheme[cc->scheme], cc->use_mask, cc->mean, cc->std, cc->lo, cc->hi};
+        if (nn_normalize(j->crop + ch * Nc, Nc, mask, &norm, msg, sizeof msg)) {
+            free(mask);
+            cli_err(err, "%s: channel %lld (%s): %s", j->inputs[ch], (long long)ch, cc->name, msg);
+            return 1;
+        }
     }
-    for (int64_t ch = 0; ch < C; ch++) nnl_normalize(&c->channels[ch], j->crop + ch * Nc, mask, Nc);
     free(mask);
     /* step 4 */
     j->model = malloc((size_t)(Nr * C) * sizeof(float));
     if (!j->model) return fail_mem(err, "the input on the model grid", (size_t)(Nr * C) * sizeof(float));
-    const int rr = nnl_resize(j->crop, j->cs, j->model, j->rs, C, c->data.order, j->sep_fwd, j->axis_fwd,
-                              c->data.order_z);
-    if (rr == 2) return fail_mem(err, "resampling the input", (size_t)(Nr * C) * 8);
-    if (rr) {
-        cli_err(err,
-                "%s: resampling %lldx%lldx%lld to %lldx%lldx%lld (order %d%s) is not available in this build",
-                j->inputs[0], (long long)j->cs[0], (long long)j->cs[1], (long long)j->cs[2],
-                (long long)j->rs[0], (long long)j->rs[1], (long long)j->rs[2], c->data.order,
-                j->sep_fwd ? ", separate z" : "");
+    if (swi_resample_nnunet(j->crop, j->cs, j->model, j->rs, C, c->data.order, c->data.order_z,
+                            j->sep_fwd ? j->axis_fwd : -1, msg, sizeof msg) != SWI_OK) {
+        cli_err(err, "%s: resampling to the model grid: %s", j->inputs[0], msg);
         return 1;
     }
     free(j->crop);
@@ -307,7 +273,7 @@ void nn_back_map(const nn_job *j, double map[3][4]) {
     memset(map, 0, sizeof(double) * 12);
     for (int d = 0; d < 3; d++) {
         const int a = j->src[d];
-        const double s = d == j->near_axis ? 1.0 : (double)j->rs[d] / (double)j->cs[d];
+        const double s = (double)j->rs[d] / (double)j->cs[d];
         if (!j->flip[d]) {
             map[d][a] = s;
             map[d][3] = s * 0.5 - 0.5;
@@ -420,7 +386,7 @@ static size_t beside_bytes(void *user, const swi_plan *plan) {
     nn_back_map(j, map);
     const int64_t box[3] = {j->box_hi[0] - j->box_lo[0], j->box_hi[1] - j->box_lo[1],
                             j->box_hi[2] - j->box_lo[2]};
-    n += swi_resample_sink_plan_bytes(j->sink_src, box, map, (int64_t)K, 0, plan->order[0]);
+    n += swi_resample_sink_plan_bytes(j->rs, box, map, (int64_t)K, 0, plan->order[0]);
     const size_t sw = (size_t)plan->sw_batch_size;
     n += (size_t)j->n_mirrors * sw * win * (K + C) * 4 + (j->has_mean ? sw * win * K * 4 : 0);
     return n;

@@ -49,10 +49,8 @@ typedef struct nn_job {
     int64_t clo[3], cs[3];           /* the crop in transposed axes: offset, shape */
     int64_t rs[3];                   /* the model grid (resampled crop) */
     int sep_fwd, axis_fwd, sep_back, axis_back; /* separate z (axis in transposed order) */
-    int near_axis;       /* the way back picks the nearest slice along it (order_z 0), or -1 */
-    int64_t sink_src[3]; /* the sink's source: rs, with cs along near_axis */
-    float *crop;         /* [C][cs] normalised */
-    float *model;        /* [C][rs] */
+    float *crop;                                /* [C][cs] normalised */
+    float *model;                               /* [C][rs] */
     /* the network */
     swi_ort_model *folds[NN_MAX_FOLDS];
     swi_predictor fold_pred[NN_MAX_FOLDS], mirrors[NN_MAX_FOLDS], mean, net;
@@ -99,7 +97,6 @@ void nn_job_free(nn_job *j);
 /* The steps shared by nnunet_job.c and nnunet_run.c. */
 int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err);
 int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, char *err);
-int nn_sep_z(const double sp[3], int *axis);
 void nn_back_map(const nn_job *j, double map[3][4]);
 /* The engine's region callback: the blended logits into the sink. */
 int nn_model_region(void *user, const swi_region *r);

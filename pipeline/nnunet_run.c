@@ -15,55 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* map_coordinates' order 0 (floor(x + 0.5), clamped) of crop slice o among n, from m slices */
-static int64_t nearest_slice(int64_t o, int64_t n, int64_t m) {
-    int64_t z = (int64_t)floor(((double)o + 0.5) * (double)m / (double)n - 0.5 + 0.5);
-    return z < 0 ? 0 : z >= m ? m - 1 : z;
-}
-
 int nn_model_region(void *user, const swi_region *r) {
     nn_job *j = user;
     if (j->cancel) return 1;
-    const int z = j->near_axis;
-    if (z < 0) return swi_resample_sink_feed(j->sink, r->lo, r->hi, r->data);
-    /* the crop slices whose nearest model slice lies in the region: a contiguous run */
-    const int64_t n = j->cs[z], m = j->rs[z];
-    int64_t o_lo = 0, o_hi = 0;
-    while (o_lo < n && nearest_slice(o_lo, n, m) < r->lo[z]) o_lo++;
-    o_hi = o_lo;
-    while (o_hi < n && nearest_slice(o_hi, n, m) < r->hi[z]) o_hi++;
-    if (o_hi == o_lo) return 0;
-    int64_t lo[3], hi[3], ext[3], src[3];
-    for (int a = 0; a < 3; a++) {
-        lo[a] = r->lo[a];
-        hi[a] = r->hi[a];
-        src[a] = hi[a] - lo[a];
-    }
-    lo[z] = o_lo;
-    hi[z] = o_hi;
-    for (int a = 0; a < 3; a++) ext[a] = hi[a] - lo[a];
-    const int64_t K = r->channels, nv = ext[0] * ext[1] * ext[2], sv = src[0] * src[1] * src[2];
-    float *buf = malloc((size_t)(nv * K) * sizeof *buf);
-    if (!buf) return 1;
-    const float *x = r->data;
-    for (int64_t c = 0; c < K; c++)
-        for (int64_t i = 0; i < ext[0]; i++)
-            for (int64_t jj = 0; jj < ext[1]; jj++) {
-                int64_t s0 = i, s1 = jj;
-                if (z == 0) s0 = nearest_slice(lo[0] + i, n, m) - r->lo[0];
-                if (z == 1) s1 = nearest_slice(lo[1] + jj, n, m) - r->lo[1];
-                float *dst = buf + ((c * ext[0] + i) * ext[1] + jj) * ext[2];
-                const float *row = x + c * sv + (s0 * src[1] + s1) * src[2];
-                if (z != 2) {
-                    memcpy(dst, row, (size_t)ext[2] * sizeof *dst);
-                } else {
-                    for (int64_t k = 0; k < ext[2]; k++)
-                        dst[k] = row[nearest_slice(lo[2] + k, n, m) - r->lo[2]];
-                }
-            }
-    const int rc = swi_resample_sink_feed(j->sink, lo, hi, buf);
-    free(buf);
-    return rc;
+    return swi_resample_sink_feed(j->sink, r->lo, r->hi, r->data);
 }
 
 /* The reader-order index (nnU-Net's probabilities array) of input voxel p. */
@@ -270,10 +225,15 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
                 c->source, c->probs.order);
         return SWI_ERR_INVALID_ARG;
     }
-    if (swi_resample_sink_create(j->sink_src, box, map, K, 0, emit_tile, j, &j->sink, msg, sizeof msg) !=
-        SWI_OK) {
+    if (swi_resample_sink_create(j->rs, box, map, K, 0, emit_tile, j, &j->sink, msg, sizeof msg) != SWI_OK) {
         cli_err(err, "resampling back to the input grid: %s", msg);
         return SWI_ERR_NOMEM;
+    }
+    /* separate z with order_z 0: the nearest model slice along the low-resolution axis */
+    if (j->sep_back && c->probs.order_z == 0 && j->rs[j->axis_back] != j->cs[j->axis_back] &&
+        swi_resample_sink_nearest(j->sink, j->axis_back, msg, sizeof msg) != SWI_OK) {
+        cli_err(err, "internal error: %s", msg);
+        return SWI_ERR_SHAPE;
     }
     p.progress = progress;
     p.progress_user = (void *)hooks;
