@@ -247,12 +247,13 @@ typedef struct zoom_work {
     double *buf, *line;
 } zoom_work;
 
-/* the 2-D resize of slice s [n0, n1] into r [m0, m1] by plans p0 (axis 0) and p1 (axis 1),
- * clipped to [clip] when clip; t [n0, m1] */
-static void resize2d(zoom_work *w, const axis_plan *p0, const axis_plan *p1, const double *clip) {
+/* the 2-D resize of slice w->s [n0, n1] into out [m0, m1] by plans p0 (axis 0) and p1
+ * (axis 1), clipped to [clip] when clip; w->t [n0, m1] between */
+static void resize2d(zoom_work *w, const axis_plan *p0, const axis_plan *p1, double *out,
+                     const double *clip) {
     const int64_t sh1[3] = {1, p0->n, p1->n}, sh2[3] = {1, p0->n, p1->m};
     pass_axis(p1, w->s, sh1, 2, w->t, NULL, NULL, w->buf, w->line);
-    pass_axis(p0, w->t, sh2, 1, w->r, NULL, clip, w->buf, w->line);
+    pass_axis(p0, w->t, sh2, 1, out, NULL, clip, w->buf, w->line);
 }
 
 static void minmax_float(const float *x, int64_t n, int64_t stride, double mm[2]) {
@@ -273,10 +274,7 @@ static void resize3d(zoom_work *w, const float *src, const int64_t n[3], float *
     minmax_float(src, n[0] * plane_in, 1, mm);
     for (int64_t i = 0; i < n[0]; i++) {
         for (int64_t q = 0; q < plane_in; q++) w->s[q] = src[i * plane_in + q];
-        const double *keep = w->r;
-        w->r = w->vol + i * plane_out;
-        resize2d(w, &w->plan[1], &w->plan[2], NULL);
-        w->r = (double *)keep;
+        resize2d(w, &w->plan[1], &w->plan[2], w->vol + i * plane_out, NULL);
     }
     const int64_t sh[3] = {n[0], m[1], m[2]};
     pass_axis(&w->plan[0], w->vol, sh, 0, NULL, dst, mm, w->buf, w->line);
@@ -299,7 +297,7 @@ static void resize_separate(zoom_work *w, const float *src, const int64_t n[3], 
             mm[0] = fmin(mm[0], w->s[q]);
             mm[1] = fmax(mm[1], w->s[q]);
         }
-        resize2d(w, &w->plan[u], &w->plan[v], mm);
+        resize2d(w, &w->plan[u], &w->plan[v], w->r, mm);
         for (int64_t x = 0; x < m[u]; x++)
             for (int64_t y = 0; y < m[v]; y++)
                 w->vol[k * hst[a] + x * hst[u] + y * hst[v]] = w->r[x * m[v] + y];
