@@ -80,6 +80,11 @@ typedef struct seg_opts {
     int no_reuse;                                         /**< --no-reuse: every window reaches the network */
     int reuse_cache;                                      /**< --reuse-cache N (0 = the library's default) */
     int no_rewrite; /**< --no-rewrite: the model as it is, no sub-pixel rewrite */
+    /* an nnU-Net model directory (swi_job_spec's fields of the same names) */
+    const char *folds;      /**< --folds 0,1 */
+    int no_mirroring;       /**< --disable-tta */
+    double tile_step;       /**< --tile-step-size (0: the card's) */
+    int save_probabilities; /**< --save-probabilities */
 } seg_opts;
 
 #define SEG_GIVEN_OVERLAP 1u

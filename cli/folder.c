@@ -154,6 +154,10 @@ int seg_folder_run(const seg_opts *o) {
         free_folder(&f);
         return folder_fail(WHO, err);
     }
+    int nn_channels = 0;
+    const char *nn_ending = NULL;
+    const int nnunet = swi_job_nnunet(opts_job, &nn_channels, &nn_ending);
+    if (nnunet) folder_nnunet_cases(&f, nn_channels, nn_ending, err);
     f.todo = malloc((size_t)(f.n_cases + 1) * sizeof *f.todo);
     if (!f.todo) {
         free_folder(&f);
@@ -162,8 +166,9 @@ int seg_folder_run(const seg_opts *o) {
     for (int i = 0; i < f.n_cases; i++) {
         fcase *c = &f.cases[i];
         if (i % o->part_count != o->part_index) continue;
-        if (snprintf(c->out, sizeof c->out, "%s/%s.%s", o->output_dir, c->name, o->output_format) >=
-            (int)sizeof c->out) {
+        if (nnunet ? folder_nnunet_output(&f, c, nn_ending, c->out, sizeof c->out)
+                   : snprintf(c->out, sizeof c->out, "%s/%s.%s", o->output_dir, c->name, o->output_format) >=
+                         (int)sizeof c->out) {
             cli_err(c->problem, "%s: output path too long", c->name);
         }
         struct stat st;

@@ -31,14 +31,14 @@ typedef struct folder {
     int stop;
 } folder;
 
-/* The case's data the reader filled, freed. */
-void free_case_data(fcase *c);
 /* Every case and the folder's own. */
 void free_folder(folder *f);
-/* The cases of the input folder `in`, sorted by name, leaving out the output and report
- * folders (their real paths). 0, or 1 with err. */
-int list_cases(folder *f, const char *in, const char *out_real, const char *rep_real, char *err);
 /* The reader thread: reads each case of f->todo one ahead of the one running. */
 void *folder_reader(void *arg);
+/* With an nnU-Net model (folder_nnunet.c): every case must be CASE_0000<ending>, ... with the
+ * model's channels (a problem of the case otherwise, naming the file or channel). 0. */
+int folder_nnunet_cases(folder *f, int channels, const char *ending, char *err);
+/* Its output OUT/CASE<ending>: 0, or 1 when too long. */
+int folder_nnunet_output(const folder *f, const fcase *c, const char *ending, char *out, size_t n);
 
 #endif

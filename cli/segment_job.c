@@ -66,6 +66,10 @@ void seg_job_spec(const seg_opts *o, swi_job_spec *sp) {
     sp->quiet = o->quiet || o->no_summary;
     sp->threads = o->threads;
     sp->max_memory = o->max_memory;
+    sp->folds = o->folds;
+    sp->no_mirroring = o->no_mirroring;
+    sp->tile_step = o->tile_step;
+    sp->save_probabilities = o->save_probabilities;
 }
 
 static void on_message(void *user, const char *line) {

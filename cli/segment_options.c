@@ -78,7 +78,11 @@ enum {
     OPT_SHARD_GRID,
     OPT_NO_REUSE,
     OPT_REUSE_CACHE,
-    OPT_NO_REWRITE
+    OPT_NO_REWRITE,
+    OPT_FOLDS,
+    OPT_DISABLE_TTA,
+    OPT_TILE_STEP,
+    OPT_SAVE_PROBS
 };
 
 static const struct option LONG_OPTS[] = {
@@ -119,6 +123,11 @@ static const struct option LONG_OPTS[] = {
     {"no-reuse", no_argument, NULL, OPT_NO_REUSE},
     {"reuse-cache", required_argument, NULL, OPT_REUSE_CACHE},
     {"no-rewrite", no_argument, NULL, OPT_NO_REWRITE},
+    {"folds", required_argument, NULL, OPT_FOLDS},
+    {"disable-tta", no_argument, NULL, OPT_DISABLE_TTA},
+    {"no-mirroring", no_argument, NULL, OPT_DISABLE_TTA},
+    {"tile-step-size", required_argument, NULL, OPT_TILE_STEP},
+    {"save-probabilities", no_argument, NULL, OPT_SAVE_PROBS},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -231,6 +240,13 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
             break;
         }
         case OPT_SOFTMAX: o->softmax = 1; break;
+        case OPT_FOLDS: o->folds = arg; break;
+        case OPT_DISABLE_TTA: o->no_mirroring = 1; break;
+        case OPT_SAVE_PROBS: o->save_probabilities = 1; break;
+        case OPT_TILE_STEP:
+            if (cli_parse_double(arg, &o->tile_step) || !(o->tile_step > 0 && o->tile_step <= 1))
+                return usage(who, "--tile-step-size '%s': give a fraction of the patch in (0, 1]", arg, NULL);
+            break;
         case OPT_TTA: o->tta = 1; break;
         case OPT_ZSCORE: o->zscore = 1; break;
         case OPT_FORCE: o->force = 1; break;

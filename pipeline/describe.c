@@ -6,6 +6,7 @@
 
 #include "card.h"
 #include "job.h"
+#include "nnunet_job.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -36,6 +37,7 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
     text t = {buf, n, 0};
     if (n) buf[0] = '\0';
     if (!job || !plan) return 0;
+    if (job_nnunet(job)) return nn_job_describe(job_nnunet(job), plan, buf, n);
     const pl_opts *o = job_opts(job);
     const seg_state *s = job_state(job);
     const swi_params *p = job_params(job);

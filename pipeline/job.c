@@ -7,6 +7,7 @@
 #include "alloc.h"
 #include "card.h"
 #include "job.h"
+#include "nnunet_job.h"
 #include "preprocess.h"
 #include "util.h"
 
@@ -26,6 +27,7 @@ struct swi_job {
     int n_outs;
     int set_up; /* seg_setup done */
     int ran;
+    nn_job *nn; /* an nnU-Net model directory: its own steps (nnunet_job.h) */
 };
 
 void swi_job_spec_init(swi_job_spec *spec) {
@@ -239,6 +241,29 @@ swi_status swi_job_open(const swi_job_spec *spec, const swi_job_hooks *hooks, sw
         return finish(SWI_ERR_INVALID_ARG, msg, err, errlen);
     }
     if (hooks) job->hooks = *hooks;
+    char nn_path[4200];
+    if (nn_spec_is_nnunet(spec, nn_path, sizeof nn_path)) {
+        job->nn = cli_calloc(1, sizeof *job->nn);
+        swi_status st = job->nn ? nn_job_open(spec, nn_path, job->nn, msg) : SWI_ERR_NOMEM;
+        if (st != SWI_OK) {
+            if (!job->nn) snprintf(msg, sizeof msg, "out of memory");
+            swi_job_free(job);
+            return finish(st, msg, err, errlen);
+        }
+        *out = job;
+        return finish(SWI_OK, "", err, errlen);
+    }
+    if (spec->folds || spec->no_mirroring || spec->tile_step != 0 || spec->save_probabilities) {
+        swi_job_free(job);
+        return finish(SWI_ERR_INVALID_ARG,
+                      spec->folds ? "--folds applies to an nnU-Net model directory (swi convert nnunet)"
+                      : spec->no_mirroring
+                          ? "--disable-tta applies to an nnU-Net model directory (swi convert nnunet)"
+                      : spec->tile_step != 0
+                          ? "--tile-step-size applies to an nnU-Net model directory (swi convert nnunet)"
+                          : "--save-probabilities applies to an nnU-Net model directory (swi convert nnunet)",
+                      err, errlen);
+    }
     /* the model's card fills what the spec leaves unset */
     int found = 0;
     if (job->o.model && !job->o.no_card &&
@@ -294,6 +319,11 @@ swi_status swi_job_plan_run(swi_job *job, int count_reuse, swi_job_plan *plan, c
     if (!job || !plan)
         return finish(SWI_ERR_INVALID_ARG, "swi_job_plan_run: job and plan are required", err, errlen);
     memset(plan, 0, sizeof *plan);
+    if (job->nn) {
+        char msg[SWI_JOB_ERRLEN];
+        swi_status st = nn_job_plan(job->nn, &job->hooks, plan, msg);
+        return finish(st, msg, err, errlen);
+    }
     seg_state *s = job->s;
     const pl_opts *o = &job->o;
     s->status = SWI_OK;
@@ -332,6 +362,11 @@ swi_status swi_job_run(swi_job *job, swi_job_result *keep, char *err, size_t err
     if (keep) memset(keep, 0, sizeof *keep);
     if (job->ran) return finish(SWI_ERR_INVALID_ARG, "swi_job_run: the job has run already", err, errlen);
     job->ran = 1;
+    if (job->nn) {
+        char msg[SWI_JOB_ERRLEN];
+        swi_status st = nn_job_run(job->nn, &job->hooks, keep, msg);
+        return finish(st, msg, err, errlen);
+    }
     seg_state *s = job->s;
     s->status = SWI_OK;
     s->t0 = cli_now();
@@ -361,6 +396,12 @@ swi_status swi_job_run(swi_job *job, swi_job_result *keep, char *err, size_t err
 }
 
 void swi_job_cancel(swi_job *job) {
+    if (job && job->nn) {
+        job->nn->cancel = 1;
+        for (int f = 0; f < NN_MAX_FOLDS; f++)
+            if (job->nn->folds[f]) swi_ort_cancel(job->nn->folds[f]);
+        return;
+    }
     if (!job || !job->s) return;
     job->s->cancel = 1;
     for (int m = 0; m < job->s->n_members; m++) swi_ort_cancel(job->s->members[m]);
@@ -368,6 +409,8 @@ void swi_job_cancel(swi_job *job) {
 
 void swi_job_free(swi_job *job) {
     if (!job) return;
+    if (job->nn) nn_job_free(job->nn);
+    free(job->nn);
     seg_state_free(job->s);
     card_free(&job->card);
     free(job);
@@ -381,20 +424,26 @@ void swi_job_result_free(swi_job_result *r) {
 }
 
 void swi_job_use_model(swi_job *job, swi_ort_model *model) {
-    if (!job || !model || job->set_up) return;
+    if (!job || !model || job->set_up || job->nn) return;
     job->s->model = model;
     job->s->model_borrowed = 1;
 }
 
 swi_ort_model *swi_job_take_model(swi_job *job) {
-    if (!job || !job->s->model) return NULL;
+    if (!job || job->nn || !job->s->model) return NULL;
     job->s->model_borrowed = 1;
     return job->s->model;
 }
 
 swi_status swi_job_give_inputs(swi_job *job, const swi_volume *vols, float *voxels, char *err,
                                size_t errlen) {
-    if (!job || !vols || !voxels || job->set_up) {
+    if (job && job->nn && vols && voxels) {
+        if (nn_job_give_inputs(job->nn, vols, voxels))
+            return finish(SWI_ERR_INVALID_ARG, "swi_job_give_inputs: the job has its inputs already", err,
+                          errlen);
+        return finish(SWI_OK, "", err, errlen);
+    }
+    if (!job || !vols || !voxels || job->set_up || job->nn) {
         free(voxels);
         return finish(SWI_ERR_INVALID_ARG,
                       "swi_job_give_inputs: a job not yet planned or run, volumes and voxels", err, errlen);
@@ -408,7 +457,7 @@ swi_status swi_job_give_inputs(swi_job *job, const swi_volume *vols, float *voxe
 }
 
 void swi_job_preprocess(const swi_job *job, float *x, int64_t n) {
-    if (job) seg_preprocess(&job->o, x, n);
+    if (job && !job->nn) seg_preprocess(&job->o, x, n);
 }
 
 int swi_job_classes(const swi_job *job, const char *const **names) {
@@ -417,7 +466,15 @@ int swi_job_classes(const swi_job *job, const char *const **names) {
     return *names ? c->n_classes : 0;
 }
 
+int swi_job_nnunet(const swi_job *job, int *channels, const char **file_ending) {
+    if (!job || !job->nn) return 0;
+    int c = nn_job_channels(job->nn, file_ending);
+    if (channels) *channels = c;
+    return 1;
+}
+
 const pl_opts *job_opts(const swi_job *job) { return &job->o; }
+const nn_job *job_nnunet(const swi_job *job) { return job->nn; }
 const seg_state *job_state(const swi_job *job) { return job->s; }
 const swi_params *job_params(const swi_job *job) { return &job->p; }
 seg_state *job_state_mut(swi_job *job) { return job->s; }

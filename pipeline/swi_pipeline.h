@@ -127,6 +127,17 @@ typedef struct swi_job_spec {
     int force;                /**< replace existing outputs (never an input) */
     int quiet;                /**< no notes through hooks->message (the summary line); warnings still come */
 
+    /* ---- an nnU-Net model directory as models[0] (swi convert nnunet's: fold_N.onnx and
+     * nnunet.json; docs/semantics-nnunet.md): the job runs nnU-Net v2's whole inference with
+     * the card's settings. Options that contradict it (orientation, spacing, clip, scale,
+     * zscore, roi, overlap, mode, sigma_scale, padding, cval, tta, head, shards, scores,
+     * preview, report, stores) are refused naming the flag. ---- */
+    const char *folds;      /**< "0,1": those of the card's folds (nnUNetv2_predict -f); NULL: all */
+    int no_mirroring;       /**< --disable-tta: no mirroring over the card's mirroring_axes */
+    double tile_step;       /**< --tile-step-size in (0, 1]; 0: the card's (0.5) */
+    int save_probabilities; /**< also OUT.npz (`probabilities` float32 [K, reader axes]) and
+                                 OUT.json (nnU-Net's properties) beside output (needs libzip) */
+
     /* ---- resources ---- */
     int threads;       /**< 0: every core */
     size_t max_memory; /**< bytes for everything the job holds; 0: what is available */
@@ -255,6 +266,11 @@ void swi_job_preprocess(const swi_job *job, float *x, int64_t n);
 /** The class names of the model's card, index = label (NULL and 0 without a card, or when
  *  it names none); they live as long as the job. Returns how many. */
 int swi_job_classes(const swi_job *job, const char *const **names);
+
+/** Whether the job runs an nnU-Net model directory: 1 with the model's input channels and
+ *  its file ending (".nii.gz": nnU-Net's naming of a case's channels CASE_0000.nii.gz, ...,
+ *  living as long as the job), else 0. */
+int swi_job_nnunet(const swi_job *job, int *channels, const char **file_ending);
 
 #ifdef __cplusplus
 }

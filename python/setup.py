@@ -28,6 +28,8 @@ def pipeline_features():
         defs.append(("SWI_PY_JOB_PREDICTORS", "1"))
     if re.search(r"int[ \t]+keep_scores;", h):
         defs.append(("SWI_PY_JOB_KEEP_SCORES", "1"))
+    if re.search(r"int[ \t]+save_probabilities;", h):
+        defs.append(("SWI_PY_JOB_NNUNET", "1"))
     return defs
 
 

@@ -47,6 +47,8 @@ APT_PACKAGES=(
   openmpi-bin libopenmpi-dev
   # swi_io: .nii.gz read and written with libdeflate (several times zlib's speed; optional)
   libdeflate-dev
+  # swi segment --save-probabilities with an nnU-Net model: the .npz through libzip (optional)
+  libzip-dev
   # report tests: the review pages (--report) loaded in headless Chromium
   chromium
 )

@@ -41,6 +41,11 @@ PyObject *swipy_budget_error; /* swi.BudgetError, a MemoryError */
 #else
 #define PIPELINE_KEEP_SCORES 0
 #endif
+#ifdef SWI_PY_JOB_NNUNET
+#define PIPELINE_NNUNET 1
+#else
+#define PIPELINE_NNUNET 0
+#endif
 
 PyObject *swipy_raise_status(swi_status st, const char *msg) {
     PyObject *type;
@@ -91,7 +96,8 @@ PyMODINIT_FUNC PyInit__swi(void) {
         PyModule_AddIntConstant(m, "MAX_HEADS", SWI_MAX_HEADS) < 0 ||
         PyModule_AddIntConstant(m, "HAVE_PIPELINE", HAVE_PIPELINE) < 0 ||
         PyModule_AddIntConstant(m, "PIPELINE_PREDICTORS", PIPELINE_PREDICTORS) < 0 ||
-        PyModule_AddIntConstant(m, "PIPELINE_KEEP_SCORES", PIPELINE_KEEP_SCORES) < 0) {
+        PyModule_AddIntConstant(m, "PIPELINE_KEEP_SCORES", PIPELINE_KEEP_SCORES) < 0 ||
+        PyModule_AddIntConstant(m, "PIPELINE_NNUNET", PIPELINE_NNUNET) < 0) {
         Py_XDECREF(swipy_budget_error);
         swipy_budget_error = NULL;
         Py_DECREF(m);

@@ -169,6 +169,11 @@ static int parse_spec(PyObject *d, swi_job_spec *s) {
         get_str(&f, "scores", &s->scores) < 0 || get_str(&f, "preview", &s->preview) < 0 ||
         get_str(&f, "report", &s->report) < 0 || get_str(&f, "report_title", &s->report_title) < 0 ||
         get_int(&f, "softmax", &s->softmax) < 0 ||
+#ifdef SWI_PY_JOB_NNUNET
+        get_str(&f, "folds", &s->folds) < 0 || get_int(&f, "no_mirroring", &s->no_mirroring) < 0 ||
+        get_double(&f, "tile_step", &s->tile_step) < 0 ||
+        get_int(&f, "save_probabilities", &s->save_probabilities) < 0 ||
+#endif
 #ifdef SWI_PY_JOB_KEEP_SCORES
         get_int(&f, "keep_scores", &s->keep_scores) < 0 ||
 #endif

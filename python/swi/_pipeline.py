@@ -296,6 +296,29 @@ class _Messages:
             sys.stderr.flush()
 
 
+def _nnunet_fields(spec: dict, folds: Any, disable_tta: bool, tile_step_size: Optional[float],
+                   save_probabilities: bool) -> None:
+    """The nnU-Net job's fields, set only when given (a library without them refuses them)."""
+    given = folds is not None or disable_tta or tile_step_size is not None or save_probabilities
+    if not given:
+        return
+    if not getattr(_swi, "PIPELINE_NNUNET", 0):
+        raise RuntimeError("this pipeline library runs no nnU-Net model directories (folds=, disable_tta=, "
+                           "tile_step_size=, save_probabilities=)")
+    if folds is not None:
+        items = [folds] if isinstance(folds, (int, str)) else list(folds)
+        spec["folds"] = ",".join(str(f) for f in items)
+    if disable_tta:
+        spec["no_mirroring"] = 1
+    if tile_step_size is not None:
+        t = float(tile_step_size)
+        if not 0 < t <= 1:
+            raise ValueError(f"tile_step_size must be in (0, 1], got {tile_step_size!r}")
+        spec["tile_step"] = t
+    if save_probabilities:
+        spec["save_probabilities"] = 1
+
+
 def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional[Inputs] = None,
             predictor: Optional[Predictor] = None, classes: Optional[int] = None,
             orientation: Optional[str] = None, spacing: Optional[Triple] = None,
@@ -310,7 +333,9 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
             head: int = 0, no_card: bool = False, no_reuse: bool = False, reuse_cache: int = 0,
             no_rewrite: bool = False, device: str = "cpu", max_memory: Memory = None, threads: int = 0,
             force: bool = False, progress: Union[bool, Callable[[int, int], Any]] = False,
-            on_message: Optional[Callable[[str], Any]] = None) -> Segmentation:
+            on_message: Optional[Callable[[str], Any]] = None, folds: Union[None, int, str, Sequence[Any]] = None,
+            disable_tta: bool = False, tile_step_size: Optional[float] = None,
+            save_probabilities: bool = False) -> Segmentation:
     """Segment a scan as ``swi segment`` does: read, preprocess, bring to the model's grid,
     run the sliding window, bring the result back to the scan's own grid, write.
 
@@ -354,6 +379,11 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
     threads: 0 for every core. force: replace existing outputs (never an input).
     progress: True for a bar over windows, or a callable ``(done, total)``.
     on_message: called with each warning line; default: "swi: LINE" on stderr.
+    folds, disable_tta, tile_step_size, save_probabilities: for an nnU-Net model directory
+      (``model=`` a folder ``swi convert nnunet`` wrote; the job runs nnU-Net's whole
+      inference with its card's settings): the folds used (``[0, 1]`` or ``"0,1"``; default
+      all), no mirroring, the window step (default 0.5), and ``OUT.npz`` / ``OUT.json``
+      beside ``output`` (nnU-Net's probabilities and properties).
 
     Returns a `Segmentation`. Errors: ValueError for a bad argument or spec (the library's
     SWI_ERR_INVALID_ARG), OSError when a file cannot be read or written, swi.BudgetError when
@@ -380,6 +410,7 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
     if report_title is not None:
         spec["report_title"] = str(report_title)
     spec["softmax"] = int(bool(softmax))
+    _nnunet_fields(spec, folds, disable_tta, tile_step_size, save_probabilities)
     spec["force"] = int(bool(force))
     spec["quiet"] = int(progress is False or progress is None)  # the summary line comes with the bar
     # the labels come back from whole jobs on volume files (a store's labels are its output)
