@@ -28,6 +28,8 @@ APT_PACKAGES=(
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev
   # python/: the swi package (make python) and its tests
   python3-dev python3-venv python3-setuptools python3-pytest python3-torch python3-tqdm
+  # nnU-Net job tests: its resampling and fill-holes restated with scipy (python/tests/nnunet_pyref.py)
+  python3-scipy
   # python/: the wheel (make wheel: pip wheel, no build isolation) and its typing check
   python3-pip python3-wheel mypy
   # python/: swi.dask, one part box a task on a dask.distributed cluster (its tests)
