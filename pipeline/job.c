@@ -52,6 +52,27 @@ static int all_or_none(const double v[3], int positive) {
 }
 
 /* The spec as options, before the card: 0, or -1 with a usage error in err. */
+/* The fields that name what a job reads and writes, and its part: what pl_store_check reads
+ * (swi_job_check_names settles only these). */
+void pl_opts_names(const swi_job_spec *sp, pl_opts *o) {
+    o->n_inputs = 0;
+    for (int c = 0; c < sp->n_inputs && c < SWI_JOB_MAX_INPUTS; c++) o->inputs[o->n_inputs++] = sp->inputs[c];
+    o->output = sp->output;
+    o->scores = sp->scores;
+    pl_target_of(o->output, &o->t_output);
+    pl_target_of(o->scores, &o->t_scores);
+    o->preview = sp->preview;
+    o->report = sp->report;
+    o->zscore = sp->zscore;
+    o->shard_init = sp->shard_init;
+    o->shard_given = sp->shard_parts > 0 || sp->shard_init;
+    o->shard_part = sp->shard_part;
+    o->shard_parts = sp->shard_parts;
+    o->shard_collective = sp->shard_collective;
+    o->shard_grid_given = sp->shard_grid[0] > 0;
+    memcpy(o->shard_grid, sp->shard_grid, sizeof o->shard_grid);
+}
+
 static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
     memset(o, 0, sizeof *o);
     if (sp->n_inputs < 1 || sp->n_inputs > SWI_JOB_MAX_INPUTS) {
@@ -102,20 +123,13 @@ static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
             cli_err(err, "--model %d: no name", m);
             return -1;
         }
-    memcpy(o->inputs, sp->inputs, sizeof o->inputs);
-    o->n_inputs = sp->n_inputs;
+    pl_opts_names(sp, o);
     memcpy(o->models, sp->models, sizeof o->models);
     o->n_models = sp->n_models;
     o->model = sp->n_models ? sp->models[0] : NULL;
     o->preds = sp->n_predictors ? sp->predictors : NULL;
     o->n_preds = sp->n_predictors;
     o->classes = sp->n_predictors ? sp->classes : 0;
-    o->output = sp->output;
-    o->scores = sp->scores;
-    pl_target_of(o->output, &o->t_output);
-    pl_target_of(o->scores, &o->t_scores);
-    o->preview = sp->preview;
-    o->report = sp->report;
     o->report_title = sp->report_title;
     for (int a = 0; a < 3; a++) {
         if (sp->roi[a] < -1) {
@@ -183,7 +197,6 @@ static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
     o->softmax = sp->softmax;
     o->keep_scores = sp->keep_scores;
     o->tta = sp->tta;
-    o->zscore = sp->zscore;
     o->force = sp->force;
     o->cuda = sp->cuda;
     o->quiet = sp->quiet;
@@ -202,18 +215,11 @@ static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
     o->spacing_given = k;
     if (k) memcpy(o->spacing, sp->spacing, sizeof o->spacing);
     o->no_card = sp->no_card;
-    o->shard_init = sp->shard_init;
-    o->shard_given = sp->shard_parts > 0 || sp->shard_init;
-    o->shard_part = sp->shard_part;
-    o->shard_parts = sp->shard_parts;
-    o->shard_collective = sp->shard_collective;
     if (sp->shard_parts > 0 && (sp->shard_part < 0 || sp->shard_part >= sp->shard_parts)) {
         cli_err(err, "--shard %d/%d: the part must be in [0, %d)", sp->shard_part, sp->shard_parts,
                 sp->shard_parts);
         return -1;
     }
-    o->shard_grid_given = sp->shard_grid[0] > 0;
-    memcpy(o->shard_grid, sp->shard_grid, sizeof o->shard_grid);
     o->no_reuse = sp->no_reuse;
     o->reuse_cache = sp->reuse_cache;
     o->no_rewrite = sp->no_rewrite;

@@ -100,6 +100,8 @@ size_t seg_reading_bytes(const pl_opts *o, const seg_state *s);
 /* Store inputs and outputs (segment_stores.c). */
 /* Usage checks of store names and shards: 0, or 2 with the message in err. */
 int pl_store_check(const pl_opts *o, char *err);
+/* The spec's names (inputs, outputs) and part into o, as every job settles them (job.c). */
+void pl_opts_names(const swi_job_spec *sp, pl_opts *o);
 /* Does the run write stores? */
 int pl_store_outputs(const pl_opts *o);
 /* Open the store inputs into s (all inputs are stores). 0 or 1 with err. */

@@ -60,22 +60,7 @@ swi_status swi_job_check_names(const swi_job_spec *sp, char *err, size_t errlen)
         if (err && errlen) snprintf(err, errlen, "%s", msg);
         return sp ? SWI_ERR_NOMEM : SWI_ERR_INVALID_ARG;
     }
-    /* the fields pl_store_check reads, as spec_opts (job.c) settles them */
-    for (int c = 0; c < sp->n_inputs && c < SWI_JOB_MAX_INPUTS; c++) o->inputs[o->n_inputs++] = sp->inputs[c];
-    o->output = sp->output;
-    o->scores = sp->scores;
-    pl_target_of(o->output, &o->t_output);
-    pl_target_of(o->scores, &o->t_scores);
-    o->preview = sp->preview;
-    o->report = sp->report;
-    o->zscore = sp->zscore;
-    o->shard_init = sp->shard_init;
-    o->shard_given = sp->shard_parts > 0 || sp->shard_init;
-    o->shard_part = sp->shard_part;
-    o->shard_parts = sp->shard_parts;
-    o->shard_collective = sp->shard_collective;
-    o->shard_grid_given = sp->shard_grid[0] > 0;
-    memcpy(o->shard_grid, sp->shard_grid, sizeof o->shard_grid);
+    pl_opts_names(sp, o);
     swi_status st = pl_store_check(o, msg) ? SWI_ERR_INVALID_ARG : SWI_OK;
     free(o);
     if (err && errlen) snprintf(err, errlen, "%s", st == SWI_OK ? "" : msg);
