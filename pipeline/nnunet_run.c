@@ -8,6 +8,7 @@
 #include "budget.h"
 #include "nnunet_npz.h"
 #include "samefile.h"
+#include "segment.h"
 #include "util.h"
 
 #include <math.h>
@@ -79,13 +80,6 @@ static int emit_tile(void *user, const int64_t lo[3], const int64_t hi[3], int64
 static int progress(void *user, int64_t done, int64_t total) {
     const swi_job_hooks *h = user;
     return h && h->progress ? h->progress(h->user, done, total) : 0;
-}
-
-static void message(const swi_job_hooks *h, const char *line) {
-    if (h && h->message)
-        h->message(h->user, line);
-    else
-        fprintf(stderr, "swi: %s\n", line);
 }
 
 /* nnU-Net's properties (its CASE.pkl) as JSON: the geometry and the steps' bookkeeping. */
@@ -285,7 +279,7 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
                  (long long)j->rs[1], (long long)j->rs[2], (long long)j->stats.windows_total,
                  (long long)j->stats.predictor_calls, cli_now() - t0, t_run, cli_bytes(cli_peak_rss(), rss),
                  j->output ? j->output : "-");
-        message(hooks, line);
+        pl_hook_message(hooks, line);
     }
     return SWI_OK;
 }

@@ -128,6 +128,8 @@ int seg_fail_status(seg_state *s, swi_status st, const char *msg);
 
 /* One line to hooks->message (else "swi: LINE" on stderr). */
 void seg_message(const seg_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line to hooks->message, or "swi: LINE" on stderr without one (swi_pipeline.h). */
+void pl_hook_message(const swi_job_hooks *h, const char *line);
 
 /* Whether the job is cancelled (swi_job_cancel, hooks->cancelled). */
 int seg_cancelled(const seg_state *s);

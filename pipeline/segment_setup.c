@@ -30,8 +30,12 @@ void seg_message(const seg_state *s, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    if (s->hooks && s->hooks->message)
-        s->hooks->message(s->hooks->user, line);
+    pl_hook_message(s->hooks, line);
+}
+
+void pl_hook_message(const swi_job_hooks *h, const char *line) {
+    if (h && h->message)
+        h->message(h->user, line);
     else
         fprintf(stderr, "swi: %s\n", line);
 }
