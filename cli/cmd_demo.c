@@ -201,21 +201,20 @@ int swi_cmd_demo(int argc, char **argv) {
         printf("phantom: seed %llu, %lldx%lldx%lld voxels -> %s (truth: %s)\n", (unsigned long long)seed,
                (long long)size[0], (long long)size[1], (long long)size[2], img_path, truth_path);
 
-    seg_opts o;
-    seg_opts_init(&o);
-    o.model = model;
-    o.inputs[0] = img_path;
-    o.n_inputs = 1;
-    o.output = lab_path;
-    o.preview = png_path;
-    o.mode = SWI_BLEND_GAUSSIAN;
-    o.sw_batch = 4;
-    o.threads = threads;
-    o.force = 1;
-    o.quiet = quiet;
-    seg_result res;
+    /* the window is the card's (models/demo.json: roi 32, overlap 0.25, gaussian) */
+    swi_job_spec spec;
+    swi_job_spec_init(&spec);
+    spec.models[spec.n_models++] = model;
+    spec.inputs[spec.n_inputs++] = img_path;
+    spec.output = lab_path;
+    spec.preview = png_path;
+    spec.sw_batch = 4;
+    spec.threads = threads;
+    spec.force = 1;
+    spec.quiet = quiet;
+    swi_job_result res;
     memset(&res, 0, sizeof res);
-    int rc = seg_run(&o, who, &res);
+    int rc = seg_run(&spec, quiet, who, &res);
     if (rc != 0) {
         free(truth);
         return rc;
@@ -232,7 +231,8 @@ int swi_cmd_demo(int argc, char **argv) {
     int64_t *na = cli_calloc((size_t)classes, sizeof *na);
     int64_t *nb = cli_calloc((size_t)classes, sizeof *nb);
     if (!inter || !na || !nb) {
-        free(inter), free(na), free(nb), free(truth), free(res.labels);
+        free(inter), free(na), free(nb), free(truth);
+        swi_job_result_free(&res);
         fprintf(stderr, "%s: out of memory\n", who);
         return 1;
     }
@@ -260,7 +260,8 @@ int swi_cmd_demo(int argc, char **argv) {
     double mean = counted ? sum / counted : 0;
     printf("mean Dice: %.4f\n", mean);
     printf("wrote %s and %s\n", lab_path, png_path);
-    free(inter), free(na), free(nb), free(truth), free(res.labels);
+    free(inter), free(na), free(nb), free(truth);
+    swi_job_result_free(&res);
     return 0;
 }
 #endif

@@ -53,7 +53,7 @@ static int make_dir(const char *dir, const char *flag, const char *what, char re
 
 /* Make the --report-dir folder if missing; its real path into real ("" without one).
  * Returns 0, or 1 with err set. */
-static int report_dir(const seg_opts *o, const char *real_in, char real[PATH_MAX], char *err) {
+static int report_dir(const seg_cmd *o, const char *real_in, char real[PATH_MAX], char *err) {
     real[0] = '\0';
     if (!o->report_dir) return 0;
     if (make_dir(o->report_dir, "--report-dir", "report", real, err)) return 1;
@@ -66,7 +66,7 @@ static int report_dir(const seg_opts *o, const char *real_in, char real[PATH_MAX
 }
 
 /* Make OUT if missing; its real path into real. Returns 0, or 1/2 with err set. */
-static int output_dir(const seg_opts *o, char real_in[PATH_MAX], char real_out[PATH_MAX], char *err) {
+static int output_dir(const seg_cmd *o, char real_in[PATH_MAX], char real_out[PATH_MAX], char *err) {
     struct stat st;
     if (stat(o->input_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         cli_err(err, "%s: %s", o->input_dir,
@@ -126,7 +126,7 @@ static void print_table(const folder *f, double seconds) {
             seconds, f->o->output_dir);
 }
 
-int seg_folder_run(const seg_opts *o) {
+int seg_folder_run(const seg_cmd *o) {
     char err[SWI_ERRLEN], real_in[PATH_MAX], real_out[PATH_MAX], real_rep[PATH_MAX];
     double t0 = cli_now();
     if (cli_signals_start() != 0) /* before the reader thread: it inherits the mask */
@@ -143,8 +143,7 @@ int seg_folder_run(const seg_opts *o) {
     memset(&f, 0, sizeof f);
     f.o = o;
     /* the options as every case runs them, with the model's card: a job on no case yet */
-    swi_job_spec spec;
-    seg_job_spec(o, &spec);
+    swi_job_spec spec = o->spec;
     spec.inputs[spec.n_inputs++] = o->input_dir;
     swi_job *opts_job = NULL;
     swi_status jst = swi_job_open(&spec, NULL, &opts_job, err, sizeof err);
@@ -172,7 +171,7 @@ int seg_folder_run(const seg_opts *o) {
             cli_err(c->problem, "%s: output path too long", c->name);
         }
         struct stat st;
-        if (!o->force && !c->problem[0] && lstat(c->out, &st) == 0) {
+        if (!o->spec.force && !c->problem[0] && lstat(c->out, &st) == 0) {
             c->state = CASE_SKIPPED;
             continue;
         }
@@ -221,11 +220,11 @@ int seg_folder_run(const seg_opts *o) {
             seg_case_free_data(c);
             continue;
         }
-        seg_opts oc = *o;
-        oc.input_dir = NULL;
-        oc.n_inputs = c->n_files;
-        for (int k = 0; k < c->n_files; k++) oc.inputs[k] = c->files[k];
-        oc.output = c->out;
+        spec = o->spec;
+        spec.n_inputs = c->n_files;
+        for (int k = 0; k < c->n_files; k++) spec.inputs[k] = c->files[k];
+        spec.output = c->out;
+        spec.quiet = 1; /* no summary line: the table follows */
         if (o->report_dir) {
             if (snprintf(c->page, sizeof c->page, "%s/%s.html", o->report_dir, c->name) >=
                 (int)sizeof c->page) {
@@ -236,23 +235,19 @@ int seg_folder_run(const seg_opts *o) {
                 seg_case_free_data(c);
                 continue;
             }
-            oc.report = c->page;
-            oc.report_title = c->name;
-            oc.report_dir = NULL;
+            spec.report = c->page;
+            spec.report_title = c->name;
         }
         char label[320];
         snprintf(label, sizeof label, "[%d/%d] %s", t + 1, f.n_todo, c->name);
-        oc.progress_label = label;
-        oc.no_summary = 1;
         double t1 = cli_now();
-        seg_job_spec(&oc, &spec);
         seg_hooks h;
-        swi_job_hooks hooks;
-        seg_hooks_init(&h, &oc, who, &hooks);
+        swi_job_hooks hooks = {0};
+        seg_hooks_init(&h, !o->quiet, label, who, &hooks);
         swi_job *job = NULL;
         char jerr[SWI_JOB_ERRLEN];
         jst = swi_job_open(&spec, &hooks, &job, jerr, sizeof jerr);
-        seg_result keep;
+        swi_job_result keep;
         memset(&keep, 0, sizeof keep);
         int r;
         if (jst != SWI_OK) {
@@ -274,7 +269,7 @@ int seg_folder_run(const seg_opts *o) {
             if (!model) model = swi_job_take_model(job); /* opened by the first case that got that far */
         }
         c->seconds += cli_now() - t1;
-        free(keep.labels);
+        swi_job_result_free(&keep);
         swi_job_free(job);
         seg_case_free_data(c);
         if (cli_interrupted()) {

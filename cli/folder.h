@@ -18,7 +18,7 @@
 #define WHO "swi segment"
 
 typedef struct folder {
-    const seg_opts *o;
+    const seg_cmd *o;
     swi_job *opts_job; /* the options as every case runs them (the model's card read) */
     fcase *cases;
     int n_cases;

@@ -42,7 +42,7 @@ static int write_all(int fd, const void *p, size_t len) {
 
 int seg_read_volumes_child(int n, char **files) {
     /* every volume opened first (the parent checks they share a grid), then each read */
-    if (n < 1 || n > SEG_MAX_INPUTS) return 2;
+    if (n < 1 || n > SWI_JOB_MAX_INPUTS) return 2;
     child_record *r = calloc((size_t)n, sizeof *r);
     if (!r) return 2;
     int rc = 0, opened = 0;
@@ -147,7 +147,7 @@ static case_state read_case_apart(const swi_job *job, fcase *c) {
         if (chatter) fclose(chatter);
         return CASE_TODO;
     }
-    char *argv[SEG_MAX_INPUTS + 3];
+    char *argv[SWI_JOB_MAX_INPUTS + 3];
     argv[0] = "swi";
     argv[1] = "--read-volumes-child";
     for (int k = 0; k < c->n_files; k++) argv[2 + k] = c->files[k];
