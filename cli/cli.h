@@ -79,12 +79,9 @@ int seg_store_check(const swi_job_spec *spec, const char *who);
 /** Does the run write stores? */
 int seg_store_outputs(const swi_job_spec *spec);
 
-/** Folder mode: segment every case of o->input_dir into o->output_dir (cli/folder.c).
- *  Returns 0, 1 if any case failed, 2 on a usage error, 128+N when interrupted. */
+/** Folder mode: segment every case of o->input_dir into o->output_dir (cli/folder.c: the
+ *  pipeline's swi_folder_run). Returns 0, 1 if any case failed, 2 on a usage error, 128+N
+ *  when interrupted. */
 int seg_folder_run(const seg_cmd *o);
-
-/** `swi --read-volumes-child FILE...` (run by folder mode, not by users): open and read the
- *  volumes, writing each answer and the voxels to stdout for the parent (cli/folder.c). */
-int seg_read_volumes_child(int n, char **files);
 
 #endif
