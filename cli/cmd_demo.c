@@ -8,8 +8,6 @@
  */
 #include "cli.h"
 
-#include "alloc.h"
-#include "safety.h"
 #include "signals.h"
 #include "swi_io.h"
 #include "util.h"
@@ -67,19 +65,12 @@ int swi_cmd_demo(int argc, char **argv) {
 }
 #else
 
-/* Write a generated volume ([ni][nj][nk], C order) through the safe-output path. */
+/* Write a generated volume ([ni][nj][nk], C order) as a job writes its outputs. */
 static int write_volume(const char *path, const swi_volume *like, const void *data, swi_dtype type,
                         swi_io_kind kind, int64_t classes, char *err) {
-    cli_out o;
-    if (cli_out_begin(&o, path, 1, err)) return -1;
     const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
-    if (swi_volume_write_fd(cli_out_take_fd(&o), path, like, data, type, kind, 1, classes, &cancel, err,
-                            SWI_ERRLEN) ||
-        cli_out_commit(&o, 1, err)) {
-        cli_out_abort(&o);
-        return -1;
-    }
-    return 0;
+    return swi_job_write_volume(path, 1, like, data, type, kind, 1, classes, &cancel, err, SWI_ERRLEN) !=
+           SWI_OK;
 }
 
 int swi_cmd_demo(int argc, char **argv) {
@@ -174,8 +165,8 @@ int swi_cmd_demo(int argc, char **argv) {
     snprintf(png_path, sizeof png_path, "%s/demo_preview.png", dir);
 
     const int64_t N = size[0] * size[1] * size[2];
-    float *image = cli_malloc((size_t)N * sizeof *image);
-    uint8_t *truth = cli_malloc((size_t)N);
+    float *image = malloc((size_t)N * sizeof *image);
+    uint8_t *truth = malloc((size_t)N);
     if (!image || !truth) {
         free(image), free(truth);
         fprintf(stderr, "%s: out of memory\n", who);
@@ -227,9 +218,9 @@ int swi_cmd_demo(int argc, char **argv) {
 
     /* Dice per foreground class: 2|A n B| / (|A| + |B|). */
     int64_t classes = res.classes > SWI_PHANTOM_CLASSES ? res.classes : SWI_PHANTOM_CLASSES;
-    int64_t *inter = cli_calloc((size_t)classes, sizeof *inter);
-    int64_t *na = cli_calloc((size_t)classes, sizeof *na);
-    int64_t *nb = cli_calloc((size_t)classes, sizeof *nb);
+    int64_t *inter = calloc((size_t)classes, sizeof *inter);
+    int64_t *na = calloc((size_t)classes, sizeof *na);
+    int64_t *nb = calloc((size_t)classes, sizeof *nb);
     if (!inter || !na || !nb) {
         free(inter), free(na), free(nb), free(truth);
         swi_job_result_free(&res);

@@ -5,8 +5,6 @@
 #include "cli.h"
 
 #include "mpi_job.h"
-#include "shard.h"
-#include "util.h"
 
 #include <stdio.h>
 
@@ -45,12 +43,7 @@ int swi_cmd_segment(int argc, char **argv) {
         sp->shard_part = rank;
         sp->shard_parts = size;
         sp->shard_collective = 1; /* part 0 creates the stores, the others join them */
-        if (seg_store_check(sp, "swi segment")) return 2;
-        char msg[SWI_ERRLEN];
-        if (sp->shard_grid[0] && cli_shard_grid_check(sp->shard_grid, size, 1, msg)) {
-            fprintf(stderr, "swi segment: %s\n", msg);
-            return 2;
-        }
+        if (seg_store_check(sp, "swi segment")) return 2; /* also --shard-grid against the ranks */
     } else if (sp->shard_grid[0] && !sharded) {
         fprintf(stderr, "swi segment: --shard-grid needs --shard I/N (box I of the grid's N) or mpirun\n");
         return 2;

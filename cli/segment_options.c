@@ -5,7 +5,6 @@
  */
 #include "cli.h"
 
-#include "shard.h"
 #include "swi_resample.h"
 #include "util.h"
 #include "window_opts.h"

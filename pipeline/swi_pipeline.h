@@ -255,6 +255,34 @@ void swi_job_remove_temporaries(void);
 void swi_job_free(swi_job *job);
 void swi_job_result_free(swi_job_result *r);
 
+/* ---- a program's own outputs, checked and written as a job's are -------------------- */
+
+/** A path and the flag that named it, for messages ("--model", "--output"). */
+typedef struct swi_job_path {
+    const char *option;
+    const char *path; /**< NULL entries are skipped */
+} swi_job_path;
+
+/** The refusal swi_job_run makes of its outputs, for any program's: an output that is an
+ *  input under any name (a link, a hard link, another path), lies inside one (a folder, a
+ *  store) or holds one, and outputs that are one file or lie one inside another. A name that
+ *  does not exist yet is placed where it would be made; nothing is created. SWI_ERR_IO with
+ *  one line naming both paths, else SWI_OK. */
+swi_status swi_job_outputs_apart(const swi_job_path *inputs, int n_inputs, const swi_job_path *outputs,
+                                 int n_outputs, char *err, size_t errlen);
+
+/** An output file name as a job accepts one: SWI_ERR_IO when it exists and force is 0, or
+ *  exists and is no regular file (a folder, a FIFO), else SWI_OK. Nothing is created. */
+swi_status swi_job_check_output(const char *path, int force, char *err, size_t errlen);
+
+/** A volume file written as a job writes its outputs (swi_volume_write_fd's arguments, the
+ *  format by path's name): into a temporary beside path that is moved over it only when
+ *  whole (an existing path is refused without force), removed on any failure and by
+ *  swi_job_remove_temporaries. */
+swi_status swi_job_write_volume(const char *path, int force, const swi_volume *like, const void *data,
+                                swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
+                                const swi_io_cancel *cancel, char *err, size_t errlen);
+
 /* ---- many jobs, one model (`swi segment --input-dir`: one case a job) ---------------- */
 
 typedef struct swi_ort_model swi_ort_model; /**< swi_ort.h */
