@@ -1,5 +1,6 @@
 /*
- * cli.h -- the swi command's subcommands and the segmentation pipeline they share.
+ * cli.h -- the swi command's subcommands, and what swi segment and swi plan share: their
+ * options (a job's spec and the command's own settings) and a job run with the command's hooks.
  */
 #ifndef SWI_CLI_H
 #define SWI_CLI_H

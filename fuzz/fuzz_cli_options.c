@@ -1,6 +1,6 @@
 /*
  * fuzz_cli_options.c -- the option parser of `swi segment` / `swi plan` (seg_parse in
- * cli/segment_options.c) and the number, list and size parsers under it (pipeline/util.c).
+ * cli/segment_options.c) and the number, list and size parsers under it (common/util.c).
  *
  * Input layout: byte 0 selects what is parsed; the rest is split at NUL bytes into
  * arguments (at most 64). Mode 0/1: seg_parse for segment/plan, with argv[0] supplied.

@@ -397,7 +397,8 @@ typedef struct swi_folder_result {
  *  case is read. A case that fails is reported (case_end) and the run goes on. Returns SWI_OK
  *  when it went through (result->failed says how many cases failed), SWI_ERR_CANCELLED when
  *  cancelled (the finished cases are kept), or the failure of the run itself (report_dir's
- *  index not written); result is filled in every case. Call at most once. */
+ *  index not written; the reading thread not started, then result is all zeros); result is
+ *  filled either way. Call at most once. */
 swi_status swi_folder_run(swi_folder *folder, swi_folder_result *result, char *err, size_t errlen);
 
 /** Stop a running folder from another thread: the case's job is cancelled, and so is the

@@ -51,7 +51,7 @@ class FolderResult:
     messages: tuple[str, ...] = ()
 
 
-def _case(d: dict) -> FolderCase:
+def _case(d: dict[str, Any]) -> FolderCase:
     return FolderCase(name=d["name"], output=d["output"], status=d["status"], error=d["error"],
                       size=tuple(d["size"]), seconds=float(d["seconds"]))
 
@@ -131,7 +131,7 @@ def segment_folder(input_dir: PathLike, output_dir: PathLike, *, model: Optional
         elif callable(progress):
             progress(done, total)
 
-    def case_event(event: str, d: dict) -> None:
+    def case_event(event: str, d: dict[str, Any]) -> None:
         nonlocal bar
         if event == "start":
             current[0] = d["name"]
