@@ -29,9 +29,9 @@ input's dtype) are float16 too. A *_f32 variant is the same nnUNetPredictor with
 switched to float32: for that predictor object only, the source of
 nnUNetPredictor._internal_predict_sliding_window_return_logits is rewritten at run time
 (F32_PATCH: `dtype=torch.half` -> `dtype=torch.float32` twice, the accumulators, and
-`dtype=torch.float32` passed to compute_gaussian), compiled in its module's namespace and
-bound to the predictor; nnU-Net's files are not touched and nothing else changes (the fold
-sum/mean and the export follow the logits' dtype). The patch, the SHA-256 of the function's
+`dtype=torch.float32` passed to compute_gaussian), compiled in a copy of its module's
+namespace and bound to the predictor; nnU-Net's files are not touched and nothing else
+changes (the fold sum/mean and the export follow the logits' dtype). The patch, the SHA-256 of the function's
 original source and each variant's logits dtype (checked: float16 stock, float32 patched)
 are written to cases.json, with each *_f32 variant's differences from its stock variant.
 
