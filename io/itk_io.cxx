@@ -505,8 +505,8 @@ template <typename T> void transpose_out(const void *src, const int64_t size[3],
 } // namespace
 
 extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_volume_format format,
-                                       const swi_volume *like, const void *data, swi_dtype dtype, int64_t planes,
-                                       const swi_io_cancel *cancel, char *err, size_t n) {
+                                       const swi_volume *like, const void *data, swi_dtype dtype,
+                                       int64_t planes, const swi_io_cancel *cancel, char *err, size_t n) {
     const int64_t *size = like->size;
     const swi_io_format f = swi_volume_format_family(format);
     const char *bad = NULL;

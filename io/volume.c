@@ -137,8 +137,8 @@ static swi_status write_volume(const char *who, int fd, swi_volume_format format
     case SWI_VOLUME_NIFTI:
     case SWI_VOLUME_NIFTI_GZ:
         if (like->format == SWI_IO_NIFTI)
-            return io__nifti_write_fd(fd, format == SWI_VOLUME_NIFTI_GZ, name, like, data, dtype, kind, planes,
-                                      classes, cancel, err, n);
+            return io__nifti_write_fd(fd, format == SWI_VOLUME_NIFTI_GZ, name, like, data, dtype, kind,
+                                      planes, classes, cancel, err, n);
         if ((st = io__nifti_like(like, &nl, err, n)) != SWI_OK) {
             if (fd >= 0) close(fd);
             return st;
@@ -171,8 +171,8 @@ swi_status swi_volume_write_labels_as_fd(int fd, swi_volume_format format, const
                                          const swi_volume *like, const void *labels, swi_dtype dtype,
                                          int64_t classes, const char *const *names,
                                          const swi_io_cancel *cancel, char *err, size_t n) {
-    return write_volume("swi_volume_write_labels_as_fd", fd, format, name, like, labels, dtype, SWI_IO_LABELS, 1,
-                        classes, names, cancel, err, n);
+    return write_volume("swi_volume_write_labels_as_fd", fd, format, name, like, labels, dtype, SWI_IO_LABELS,
+                        1, classes, names, cancel, err, n);
 }
 
 swi_status swi_volume_write_labels_fd(int fd, const char *name, const swi_volume *like, const void *labels,

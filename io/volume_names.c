@@ -9,9 +9,9 @@
 
 /* Each format's suffix, by its value: none is the end of another, so at most one matches. */
 static const char *const SUFFIX[] = {
-    [SWI_VOLUME_UNKNOWN] = "",        [SWI_VOLUME_NIFTI] = ".nii", [SWI_VOLUME_NIFTI_GZ] = ".nii.gz",
-    [SWI_VOLUME_NRRD] = ".nrrd",      [SWI_VOLUME_NHDR] = ".nhdr", [SWI_VOLUME_MHA] = ".mha",
-    [SWI_VOLUME_MHD] = ".mhd",        [SWI_VOLUME_DICOM_SEG] = ".dcm", [SWI_VOLUME_PNG] = ".png",
+    [SWI_VOLUME_UNKNOWN] = "",   [SWI_VOLUME_NIFTI] = ".nii",     [SWI_VOLUME_NIFTI_GZ] = ".nii.gz",
+    [SWI_VOLUME_NRRD] = ".nrrd", [SWI_VOLUME_NHDR] = ".nhdr",     [SWI_VOLUME_MHA] = ".mha",
+    [SWI_VOLUME_MHD] = ".mhd",   [SWI_VOLUME_DICOM_SEG] = ".dcm", [SWI_VOLUME_PNG] = ".png",
 };
 #define N_FORMATS (sizeof SUFFIX / sizeof *SUFFIX)
 
@@ -25,9 +25,7 @@ swi_volume_format swi_volume_format_of(const char *name) {
     return SWI_VOLUME_UNKNOWN;
 }
 
-const char *swi_volume_format_suffix(swi_volume_format f) {
-    return (size_t)f < N_FORMATS ? SUFFIX[f] : "";
-}
+const char *swi_volume_format_suffix(swi_volume_format f) { return (size_t)f < N_FORMATS ? SUFFIX[f] : ""; }
 
 swi_io_format swi_volume_format_family(swi_volume_format f) {
     switch (f) {
@@ -48,4 +46,6 @@ int swi_volume_format_writable(swi_volume_format f) {
            f == SWI_VOLUME_DICOM_SEG;
 }
 
-swi_io_format swi_io_format_of(const char *path) { return swi_volume_format_family(swi_volume_format_of(path)); }
+swi_io_format swi_io_format_of(const char *path) {
+    return swi_volume_format_family(swi_volume_format_of(path));
+}

@@ -142,30 +142,31 @@ enum { NI = 5, NJ = 4, NK = 3, VOX = NI * NJ * NK };
 
 /* f written under a misleading name equals the file a name of f's suffix gives, starts as
  * f's files do, and reads back. */
-static void writes_format(const swi_volume *like, const float *data, swi_volume_format f, const char *misleading,
-                          const char *magic, size_t magic_len) {
+static void writes_format(const swi_volume *like, const float *data, swi_volume_format f,
+                          const char *misleading, const char *magic, size_t magic_len) {
     const char *suffix = swi_volume_format_suffix(f);
     char leaf[64], err[1024] = "";
     snprintf(leaf, sizeof leaf, "by_name%s", suffix);
     const char *by_name = at(leaf);
     snprintf(leaf, sizeof leaf, "by_format%s", suffix);
     const char *by_format = at(leaf);
-    CHECK(swi_volume_write_fd(create(by_name), by_name, like, data, SWI_DTYPE_FLOAT32, SWI_IO_IMAGE, 1, 1, NULL,
-                              err, sizeof err) == SWI_OK,
+    CHECK(swi_volume_write_fd(create(by_name), by_name, like, data, SWI_DTYPE_FLOAT32, SWI_IO_IMAGE, 1, 1,
+                              NULL, err, sizeof err) == SWI_OK,
           "%s by name: %s", suffix, err);
-    CHECK(swi_volume_write_as_fd(create(by_format), f, misleading, like, data, SWI_DTYPE_FLOAT32, SWI_IO_IMAGE, 1,
-                                 1, NULL, err, sizeof err) == SWI_OK,
+    CHECK(swi_volume_write_as_fd(create(by_format), f, misleading, like, data, SWI_DTYPE_FLOAT32,
+                                 SWI_IO_IMAGE, 1, 1, NULL, err, sizeof err) == SWI_OK,
           "%s as '%s': %s", suffix, misleading, err);
     static unsigned char a[1 << 16], b[1 << 16];
     long la = slurp(by_name, a, sizeof a), lb = slurp(by_format, b, sizeof b);
     CHECK(la > 0 && la == lb && memcmp(a, b, (size_t)la) == 0, "%s: %ld and %ld bytes, not the same", suffix,
           la, lb);
-    CHECK(lb >= (long)magic_len && memcmp(b, magic, magic_len) == 0, "%s written as '%s' does not start as %s",
-          suffix, misleading, suffix);
+    CHECK(lb >= (long)magic_len && memcmp(b, magic, magic_len) == 0,
+          "%s written as '%s' does not start as %s", suffix, misleading, suffix);
     swi_volume v;
     float back[VOX];
     CHECK(swi_volume_open(by_format, &v, err, sizeof err) == SWI_OK &&
-              swi_volume_read(&v, back, NULL, err, sizeof err) == SWI_OK && memcmp(back, data, sizeof back) == 0,
+              swi_volume_read(&v, back, NULL, err, sizeof err) == SWI_OK &&
+              memcmp(back, data, sizeof back) == 0,
           "%s read back: %s", suffix, err);
 }
 
@@ -178,8 +179,8 @@ static void refused(const swi_volume *like, const float *data, swi_volume_format
     CHECK(st == SWI_ERR_INVALID_ARG &&
               strcmp(err, "labels.nii: no volume format for this name (.nii, .nii.gz, .nrrd, .mha)") == 0,
           "format %d: %s (%s)", (int)f, swi_status_name(st), err);
-    st = swi_volume_write_labels_as_fd(create(path), f, "labels.nii", like, data, SWI_DTYPE_UINT8, 2, NULL, NULL,
-                                       err, sizeof err);
+    st = swi_volume_write_labels_as_fd(create(path), f, "labels.nii", like, data, SWI_DTYPE_UINT8, 2, NULL,
+                                       NULL, err, sizeof err);
     CHECK(st == SWI_ERR_INVALID_ARG && strstr(err, "no volume format for this name"), "labels, format %d: %s",
           (int)f, err);
 }
@@ -214,16 +215,17 @@ static void writers(void) {
     for (size_t i = 0; i < sizeof no / sizeof *no; i++) refused(&like, data, no[i]);
 
     /* a DICOM SEG holds a label map: scores refused before the format's library is asked */
-    swi_status st = swi_volume_write_as_fd(create(at("s.dcm")), SWI_VOLUME_DICOM_SEG, "scores.nii", &like, data,
-                                           SWI_DTYPE_FLOAT32, SWI_IO_SCORES, 1, 2, NULL, err, sizeof err);
+    swi_status st =
+        swi_volume_write_as_fd(create(at("s.dcm")), SWI_VOLUME_DICOM_SEG, "scores.nii", &like, data,
+                               SWI_DTYPE_FLOAT32, SWI_IO_SCORES, 1, 2, NULL, err, sizeof err);
     CHECK(st == SWI_ERR_INVALID_ARG && strstr(err, "scores.nii: a DICOM SEG (.dcm) holds a label map"),
           "scores as DICOM SEG: %s", err);
     /* the arguments, named by the call that was made */
     st = swi_volume_write_as_fd(create(at("n.nii")), SWI_VOLUME_NIFTI, NULL, &like, data, SWI_DTYPE_FLOAT32,
                                 SWI_IO_IMAGE, 1, 1, NULL, err, sizeof err);
     CHECK(st == SWI_ERR_INVALID_ARG && strcmp(err, "swi_volume_write_as_fd: name is NULL") == 0, "%s", err);
-    st = swi_volume_write_fd(create(at("n.nii")), NULL, &like, data, SWI_DTYPE_FLOAT32, SWI_IO_IMAGE, 1, 1, NULL,
-                             err, sizeof err);
+    st = swi_volume_write_fd(create(at("n.nii")), NULL, &like, data, SWI_DTYPE_FLOAT32, SWI_IO_IMAGE, 1, 1,
+                             NULL, err, sizeof err);
     CHECK(st == SWI_ERR_INVALID_ARG && strcmp(err, "swi_volume_write_fd: name is NULL") == 0, "%s", err);
 
     char cmd[700];
