@@ -135,8 +135,8 @@ typedef enum swi_volume_format {
  *  SWI_VOLUME_UNKNOWN for NULL, a name with none of the suffixes, or a store's name that does
  *  not end in one (a caller taking stores too asks swi_store_kind_of first: a store is a
  *  store even when its name ends like a file, "x.h5:/seg.nii"). The one function in swi_io
- *  that reads a name's suffix. A caller turns SWI_VOLUME_UNKNOWN into its own message
- *  listing the suffixes it accepts. */
+ *  that reads a file's format from its name (a store's kind: swi_store_kind_of). A caller
+ *  turns SWI_VOLUME_UNKNOWN into its own message listing the suffixes it accepts. */
 swi_volume_format swi_volume_format_of(const char *name);
 
 /** The suffix of format f's files, lower case (".nii.gz"); "" for SWI_VOLUME_UNKNOWN or a
