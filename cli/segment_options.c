@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include "shard.h"
+#include "swi_io.h"
 #include "swi_resample.h"
 #include "util.h"
 #include "window_opts.h"
@@ -153,10 +154,10 @@ static int three_doubles(const char *s, double out[3]) {
     return 0;
 }
 
-/* The names swi_io writes volumes to. */
+/* The names swi_io writes volumes to (a DICOM SEG, which holds labels only, apart). */
 static int is_volume_name(const char *p) {
-    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz") || cli_ends_with(p, ".nrrd") ||
-           cli_ends_with(p, ".mha");
+    const swi_volume_format f = swi_volume_format_of(p);
+    return swi_volume_format_writable(f) && f != SWI_VOLUME_DICOM_SEG;
 }
 
 int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
@@ -359,7 +360,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
     if (o->n_inputs == 0) return usage(who, "--input is required", NULL, NULL);
     if (!plan && !o->output) return usage(who, "--output is required", NULL, NULL);
     /* a name that is not a volume file may be a store: swi_job_check_names (seg_store_check) decides */
-    if (o->output && !is_volume_name(o->output) && !cli_ends_with(o->output, ".dcm") &&
+    if (o->output && !is_volume_name(o->output) && swi_volume_format_of(o->output) != SWI_VOLUME_DICOM_SEG &&
         !cli_is_store(o->output))
         return usage(who,
                      "--output '%s': the name must end in .nii, .nii.gz, .nrrd, .mha or "
@@ -370,7 +371,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
                      "--scores '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
                      "store",
                      o->scores, NULL);
-    if (o->preview && !cli_ends_with(o->preview, ".png"))
+    if (o->preview && swi_volume_format_of(o->preview) != SWI_VOLUME_PNG)
         return usage(who, "--preview '%s': the name must end in .png", o->preview, NULL);
     if (o->softmax && !o->scores)
         return usage(who, "--softmax applies to --scores; give --scores FILE too", NULL, NULL);

@@ -21,6 +21,7 @@
 #include "swi_ort.h"
 #include "swi_pipeline.h"
 #include "swi_resample.h"
+#include "target.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,7 @@ typedef struct nn_job {
     const char *inputs[SWI_JOB_MAX_INPUTS];
     int n_inputs;
     const char *output;
+    pl_target t_output; /* output classified (pl_target_of), once */
     int save_probabilities, no_mirroring, force, quiet, threads, cuda, sw_batch;
     double tile_step;
     size_t max_memory;

@@ -243,10 +243,10 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
         cli_err(err, "internal error: %s", msg);
         return SWI_ERR_SHAPE;
     }
-    if (j->output &&
-        swi_volume_write_labels_fd(cli_out_take_fd(&j->out_labels), j->output, &j->vols[0], j->labels,
-                                   j->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16, c->max_label + 1,
-                                   NULL, NULL, msg, sizeof msg) != SWI_OK) {
+    if (j->output && swi_volume_write_labels_as_fd(cli_out_take_fd(&j->out_labels), j->t_output.format,
+                                                   j->output, &j->vols[0], j->labels,
+                                                   j->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16,
+                                                   c->max_label + 1, NULL, NULL, msg, sizeof msg) != SWI_OK) {
         cli_err(err, "%s", msg);
         return SWI_ERR_IO;
     }
