@@ -351,7 +351,7 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
     swi_params_init(p, 3);
     for (int a = 0; a < 3; a++) {
         p->roi[a] = c->window[a];
-        p->overlap[a] = 1.0 - j->tile_step;
+        p->tile_step[a] = j->tile_step; /* nnU-Net's own number: 1 - (1 - t) is not always t */
         p->sigma_scale[a] = c->sigma;
     }
     p->grid = SWI_GRID_NNUNET;
