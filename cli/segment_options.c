@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include "swi_io.h"
 #include "swi_resample.h"
 #include "util.h"
 #include "window_opts.h"
@@ -141,10 +142,10 @@ static int three_doubles(const char *s, double out[3]) {
     return 0;
 }
 
-/* The names swi_io writes volumes to. */
+/* The names swi_io writes volumes to (a DICOM SEG, which holds labels only, apart). */
 static int is_volume_name(const char *p) {
-    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz") || cli_ends_with(p, ".nrrd") ||
-           cli_ends_with(p, ".mha");
+    const swi_volume_format f = swi_volume_format_of(p);
+    return swi_volume_format_writable(f) && f != SWI_VOLUME_DICOM_SEG;
 }
 
 int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
@@ -351,8 +352,8 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
     if (sp->n_inputs == 0) return usage(who, "--input is required", NULL, NULL);
     if (!plan && !sp->output) return usage(who, "--output is required", NULL, NULL);
     /* a name that is not a volume file may be a store: swi_job_check_names (seg_store_check) decides */
-    if (sp->output && !is_volume_name(sp->output) && !cli_ends_with(sp->output, ".dcm") &&
-        !cli_is_store(sp->output))
+    if (sp->output && !is_volume_name(sp->output) &&
+        swi_volume_format_of(sp->output) != SWI_VOLUME_DICOM_SEG && !cli_is_store(sp->output))
         return usage(who,
                      "--output '%s': the name must end in .nii, .nii.gz, .nrrd, .mha or "
                      ".dcm (DICOM SEG), or name a store (x.zarr, x.ome.zarr/labels/NAME, y.h5:/path)",
@@ -362,7 +363,7 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
                      "--scores '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
                      "store",
                      sp->scores, NULL);
-    if (sp->preview && !cli_ends_with(sp->preview, ".png"))
+    if (sp->preview && swi_volume_format_of(sp->preview) != SWI_VOLUME_PNG)
         return usage(who, "--preview '%s': the name must end in .png", sp->preview, NULL);
     if (sp->softmax && !sp->scores)
         return usage(who, "--softmax applies to --scores; give --scores FILE too", NULL, NULL);

@@ -20,7 +20,7 @@ int pl_store_check(const pl_opts *o, char *err) {
     const pl_target *targets[2] = {&o->t_output, &o->t_scores};
     const char *flags[2] = {"--output", "--scores"};
     for (int i = 0; i < 2; i++)
-        if (targets[i]->format == PL_FORMAT_UNKNOWN) {
+        if (PL_TARGET_UNKNOWN(targets[i])) {
             cli_err(err,
                     "%s '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
                     "store (x.zarr, x.ome.zarr, x.h5:/path)",

@@ -150,6 +150,22 @@ int main(int argc, char **argv) {
     expect("store output", &s, SWI_OK, NULL);
     s.output = "seg.png";
     expect("unknown suffix", &s, SWI_ERR_INVALID_ARG, "--output 'seg.png': the name must end in .nii");
+    /* the names classified once (swi_volume_format_of, swi_store_kind_of) */
+    s.output = "SEG.NII.GZ";
+    expect("suffix in capitals", &s, SWI_OK, NULL);
+    s.output = "seg.dcm";
+    expect("DICOM SEG", &s, SWI_OK, NULL);
+    s.output = "seg.nhdr";
+    expect("read-only format", &s, SWI_ERR_INVALID_ARG, "--output 'seg.nhdr': the name must end in .nii");
+    s.output = "seg.gz";
+    expect(".gz alone", &s, SWI_ERR_INVALID_ARG, "--output 'seg.gz': the name must end in .nii");
+    s.output = "run.nii.gz/seg";
+    expect("suffix of a directory", &s, SWI_ERR_INVALID_ARG, "the name must end in .nii");
+    s.output = "seg.h5:/labels.nii";
+    expect("a store named like a file", &s, SWI_OK, NULL);
+    base(&s);
+    s.scores = "scores.mhd";
+    expect("read-only scores", &s, SWI_ERR_INVALID_ARG, "--scores 'scores.mhd': the name must end in .nii");
     base(&s);
     s.output = "seg.zarr";
     s.scores = "scores.nii.gz";
