@@ -2,8 +2,7 @@
 #include "bench_options.h"
 
 #include "mpi_job.h"
-#include "samefile.h"
-#include "shard.h"
+#include "swi_pipeline.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -228,8 +227,8 @@ static int check_combination(bench_opts *o, bench_io *bio) {
         return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
     if (bio->output) {
         /* an output store that is, holds or lies in the input: refused, --force or not */
-        const cli_named_path in_p[1] = {{"--input", bio->input}}, out_p[1] = {{"--output-file", bio->output}};
-        if (cli_check_outputs_apart(in_p, 1, out_p, 1, msg)) {
+        const swi_job_path in_p[1] = {{"--input", bio->input}}, out_p[1] = {{"--output-file", bio->output}};
+        if (swi_job_outputs_apart(in_p, 1, out_p, 1, msg, sizeof msg) != SWI_OK) {
             fprintf(stderr, "swi bench: %s\n", msg);
             return 1;
         }
