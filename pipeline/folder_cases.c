@@ -16,13 +16,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const VOLUME_EXT[] = {".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd"};
-
-/* The extension of a volume file name, or NULL. */
+/* The suffix of a volume file a folder's case can be (io's classifier: the volumes swi reads,
+ * not its write-only DICOM SEG and PNG), or NULL; a bare suffix is no case. */
 static const char *volume_ext(const char *name) {
-    for (size_t i = 0; i < sizeof VOLUME_EXT / sizeof *VOLUME_EXT; i++)
-        if (cli_ends_with(name, VOLUME_EXT[i]) && strlen(name) > strlen(VOLUME_EXT[i])) return VOLUME_EXT[i];
-    return NULL;
+    const swi_volume_format f = swi_volume_format_of(name);
+    if (f == SWI_VOLUME_UNKNOWN || f == SWI_VOLUME_DICOM_SEG || f == SWI_VOLUME_PNG) return NULL;
+    const char *ext = swi_volume_format_suffix(f);
+    return strlen(name) > strlen(ext) ? ext : NULL;
 }
 
 /* nnU-Net's channel suffix: "_0003" at the end of the stem gives 3; else -1. */
