@@ -4,21 +4,24 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
-int bench_net_init(bench_net *net, bench_net_kind kind, int64_t classes) {
-    net->kind = kind;
-    net->classes = classes;
-    net->threads = 1;
+int bench_net_init(bench_net *net, bench_net_kind kind, int64_t classes, int member) {
+    *net = (bench_net){.kind = kind, .classes = classes, .threads = 1};
     net->w = malloc((size_t)classes * sizeof *net->w);
     if (!net->w) return -1;
-    for (int64_t c = 0; c < classes; c++)
-        net->w[c] = classes == 1 ? 1.0f : 0.5f + (float)c / (float)(classes - 1);
+    for (int64_t c = 0; c < classes; c++) {
+        const int64_t r = (c + member) % classes;
+        net->w[c] = classes == 1 ? 1.0f : 0.5f + (float)r / (float)(classes - 1);
+    }
     return 0;
 }
 
 void bench_net_free(bench_net *net) {
     free(net->w);
+    free(net->drift);
     net->w = NULL;
+    net->drift = NULL;
 }
 
 static uint64_t mix(uint64_t h) {
@@ -66,8 +69,10 @@ void bench_net_volume(const bench_net *net, int dims, const int64_t *shape, floa
                 const int64_t ci = bent_cell(i, ATLAS_BEND * sin(tau * (double)j));
                 const int64_t cj = bent_cell(j, ATLAS_BEND * sin(tau * (double)k + 1));
                 const int64_t ck = bent_cell(k, ATLAS_BEND * sin(tau * (double)i + 2));
-                /* the class, and below 0.5 of noise: the predictor's scores vary per voxel */
-                vol[v] = (float)atlas_class(net->classes, ci, cj, ck) + 0.5f * u;
+                /* the class, and below 0.5 a smooth field in [0, 1) that the scores follow */
+                const double f = 0.5 + 0.24 * sin(tau * 0.8 * (double)i + 0.3) +
+                                 0.25 * sin(tau * 0.6 * (double)j + tau * 0.5 * (double)k + 1.1);
+                vol[v] = (float)atlas_class(net->classes, ci, cj, ck) + 0.5f * (float)f;
             }
 }
 
@@ -79,9 +84,10 @@ typedef struct predict_part {
     int64_t rv, c0, c1;
 } predict_part;
 
-/* Atlas: the noise of each voxel (x - its class, twice), then every class's losing score
- * from it (one multiply-add per value, as linear's one multiply), then each voxel's own class
- * overwritten with its winning score: the cost of linear's predictor, not more. */
+/* Atlas: each voxel's field (x - its class, below 0.5) plus the drift across the window
+ * (below 0.5), then every class's losing score from it (one multiply-add per value, as
+ * linear's one multiply), then each voxel's own class overwritten with its winning score:
+ * the cost of linear's predictor, not more. */
 static void *predict_part_run(void *arg) {
     const predict_part *pp = arg;
     const bench_net *net = pp->net;
@@ -91,7 +97,7 @@ static void *predict_part_run(void *arg) {
         const float *x = pp->in + (size_t)i * (size_t)pp->rv;
         float *win = pp->out + (size_t)i * (size_t)net->classes * (size_t)pp->rv;
         if (u) /* x >= 0: truncation is the floor, and vectorises */
-            for (int64_t v = 0; v < pp->rv; v++) u[v] = 2 * (x[v] - (float)(int32_t)x[v]);
+            for (int64_t v = 0; v < pp->rv; v++) u[v] = (x[v] - (float)(int32_t)x[v]) + net->drift[v];
         for (int64_t c = pp->c0; c < pp->c1; c++) {
             float *restrict o = win + (size_t)c * (size_t)pp->rv;
             const float wc = net->w[c];
@@ -110,14 +116,46 @@ static void *predict_part_run(void *arg) {
     return NULL;
 }
 
+/* The atlas's drift across a window of roi[0..d), below 0.5: per axis a rise t = i / roi
+ * and a bump 4 t (1 - t) (a network is surest in its window's centre), the axes weighed 1, 2
+ * and 4 of 7 -- so no mirroring leaves it as it was, nor makes it constant, and the window
+ * grid and the weights change the blended scores. 0, or -1 out of memory. */
+static double drift_axis(int64_t i, int64_t n) {
+    const double t = (double)i / (double)n; /* [0, 1): the term stays below 1 */
+    return 0.5 * (t + 4 * t * (1 - t));
+}
+
+static int drift_make(bench_net *net, int d, const int64_t *roi, int64_t rv) {
+    int64_t r[3] = {1, 1, 1};
+    for (int k = 0; k < d; k++) r[3 - d + k] = roi[k];
+    if (net->drift && !memcmp(r, net->drift_roi, sizeof r)) return 0;
+    free(net->drift);
+    net->drift = malloc((size_t)rv * sizeof *net->drift);
+    if (!net->drift) return -1;
+    memcpy(net->drift_roi, r, sizeof r);
+    int64_t v = 0;
+    for (int64_t i = 0; i < r[0]; i++)
+        for (int64_t j = 0; j < r[1]; j++)
+            for (int64_t k = 0; k < r[2]; k++, v++)
+                net->drift[v] = (float)(0.5 / 7 *
+                                        (1.0 * drift_axis(i, r[0]) + 2.0 * drift_axis(j, r[1]) +
+                                         4.0 * drift_axis(k, r[2])));
+    return 0;
+}
+
 int bench_net_predict(void *user, swi_batch *b) {
-    const bench_net *net = user;
+    bench_net *net = user;
     int n = swi_batch_count(b), d = swi_batch_dims(b);
     const int64_t *roi = swi_batch_roi(b);
     int64_t rv = 1;
     for (int k = 0; k < d; k++) rv *= roi[k];
     float *out = swi_batch_output(b, 0, net->classes, roi);
     if (!out) return 1;
+    if (net->kind == BENCH_NET_ATLAS && drift_make(net, d, roi, rv) != 0) {
+        swi_batch_set_error(b, "out of memory in the synthetic network");
+        return 1;
+    }
+    net->windows += n;
     enum { MAXT = 64 };
     int t = net->threads < 1 ? 1 : (net->threads > MAXT ? MAXT : net->threads);
     if (t > net->classes) t = (int)net->classes;
