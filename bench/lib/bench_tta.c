@@ -30,6 +30,9 @@ int bench_tta_init(bench_tta *t, bench_net_kind kind, int64_t classes, int folds
                 return -1;
             t->n_mirrors = f + 1;
         }
+        /* the mean runs the members one after another: one mirror scratch for all, as the
+         * nnU-Net job shares it */
+        if (swi_predictor_mirror_share(t->mirrors, folds, err, n) != SWI_OK) return -1;
         members = t->mirrors;
     }
     if (folds > 1) {
@@ -47,7 +50,7 @@ size_t bench_tta_scratch_bytes(int folds, unsigned axes, int64_t classes, int64_
                                const int64_t *spatial, int max_batch) {
     size_t win = (size_t)max_batch;
     for (int k = 0; k < dims; k++) win *= (size_t)spatial[k];
-    size_t n = axes ? (size_t)folds * win * (size_t)(classes + in_channels) : 0;
+    size_t n = axes ? win * (size_t)(classes + in_channels) : 0;
     if (folds > 1) n += win * (size_t)classes;
     return n * sizeof(float);
 }

@@ -31,8 +31,9 @@ typedef struct bench_tta {
 int bench_tta_init(bench_tta *t, bench_net_kind kind, int64_t classes, int folds, unsigned axes, int dims,
                    const int64_t *spatial, int max_batch, int threads, char *err, size_t n);
 
-/* The combinators' scratch for such a model: each mirror one batch of outputs and one of
- * mirrored inputs (in_channels), the mean one batch of outputs. */
+/* The combinators' scratch for such a model: the mirrors one batch of outputs and one of
+ * mirrored inputs (in_channels), shared (swi_predictor_mirror_share), the mean one batch of
+ * outputs. */
 size_t bench_tta_scratch_bytes(int folds, unsigned axes, int64_t classes, int64_t in_channels, int dims,
                                const int64_t *spatial, int max_batch);
 
