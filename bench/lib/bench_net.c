@@ -20,6 +20,8 @@ int bench_net_init(bench_net *net, bench_net_kind kind, int64_t classes, int mem
 void bench_net_free(bench_net *net) {
     free(net->w);
     free(net->drift);
+    for (int t = 0; t < BENCH_NET_MAX_THREADS; t++) free(net->fields[t]);
+    net->fields_cap = 0;
     net->w = NULL;
     net->drift = NULL;
 }
@@ -80,6 +82,7 @@ typedef struct predict_part {
     const bench_net *net;
     const float *in;
     float *out;
+    float *u; /* atlas: the thread's fields of a window */
     int n;
     int64_t rv, c0, c1;
 } predict_part;
@@ -91,8 +94,7 @@ typedef struct predict_part {
 static void *predict_part_run(void *arg) {
     const predict_part *pp = arg;
     const bench_net *net = pp->net;
-    float *u = net->kind == BENCH_NET_ATLAS ? malloc((size_t)pp->rv * sizeof *u) : NULL;
-    if (net->kind == BENCH_NET_ATLAS && !u) return (void *)1;
+    float *u = pp->u;
     for (int i = 0; i < pp->n; i++) {
         const float *x = pp->in + (size_t)i * (size_t)pp->rv;
         float *win = pp->out + (size_t)i * (size_t)net->classes * (size_t)pp->rv;
@@ -112,7 +114,6 @@ static void *predict_part_run(void *arg) {
                 if (c >= pp->c0 && c < pp->c1) win[(size_t)c * (size_t)pp->rv + (size_t)v] = 2 + 2 * u[v];
             }
     }
-    free(u);
     return NULL;
 }
 
@@ -156,15 +157,27 @@ int bench_net_predict(void *user, swi_batch *b) {
         return 1;
     }
     net->windows += n;
-    enum { MAXT = 64 };
+    enum { MAXT = BENCH_NET_MAX_THREADS };
     int t = net->threads < 1 ? 1 : (net->threads > MAXT ? MAXT : net->threads);
     if (t > net->classes) t = (int)net->classes;
+    if (net->kind == BENCH_NET_ATLAS && rv > net->fields_cap) { /* every thread's room grows */
+        for (int i = 0; i < MAXT; i++) {
+            free(net->fields[i]);
+            net->fields[i] = NULL;
+        }
+        net->fields_cap = rv;
+    }
+    for (int i = 0; net->kind == BENCH_NET_ATLAS && i < t; i++)
+        if (!net->fields[i] && !(net->fields[i] = malloc((size_t)net->fields_cap * sizeof(float)))) {
+            swi_batch_set_error(b, "out of memory in the synthetic network");
+            return 1;
+        }
     predict_part parts[MAXT];
     pthread_t th[MAXT];
     int started[MAXT] = {0}, failed = 0;
     for (int i = 0; i < t; i++) {
-        parts[i] = (predict_part){
-            net, swi_batch_input(b), out, n, rv, net->classes * i / t, net->classes * (i + 1) / t};
+        parts[i] = (predict_part){net,   swi_batch_input(b), out, net->fields[i], n, rv, net->classes * i / t,
+                                  net->classes * (i + 1) / t};
         if (i > 0) started[i] = pthread_create(&th[i], NULL, predict_part_run, &parts[i]) == 0;
         if (i > 0 && !started[i]) failed |= predict_part_run(&parts[i]) != NULL; /* no thread: here */
     }
@@ -174,6 +187,6 @@ int bench_net_predict(void *user, swi_batch *b) {
         if (started[i]) pthread_join(th[i], &r);
         failed |= r != NULL;
     }
-    if (failed) swi_batch_set_error(b, "out of memory in the synthetic network");
+    if (failed) swi_batch_set_error(b, "the synthetic network failed");
     return failed;
 }

@@ -19,6 +19,8 @@ typedef enum bench_net_kind {
     BENCH_NET_ATLAS
 } bench_net_kind;
 
+#define BENCH_NET_MAX_THREADS 64
+
 typedef struct bench_net {
     bench_net_kind kind;
     int64_t classes;
@@ -26,6 +28,9 @@ typedef struct bench_net {
     int threads;
     float *drift;      /* atlas: the drift across the window, per window voxel */
     int64_t drift_roi[3];
+    float *fields[BENCH_NET_MAX_THREADS]; /* atlas: each thread's window of fields, kept
+                                             between calls (fresh pages are slow to fault in) */
+    int64_t fields_cap;
     int64_t windows;   /* windows predicted so far (the engine calls one batch at a time) */
 } bench_net;
 
