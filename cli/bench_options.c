@@ -278,7 +278,8 @@ static int check_nnunet(bench_opts *o, const bench_io *bio) {
     if (o->tile_step > 0 && (o->win.given & CLI_WINDOW_OVERLAP))
         return usage_error("--tile-step-size is 1 - overlap: give one of it and --overlap");
     if (o->grid == SWI_GRID_NNUNET) {
-        if (!(o->win.given & CLI_WINDOW_OVERLAP)) o->win.overlap[0] = o->tile_step > 0 ? 1.0 - o->tile_step : 0.5;
+        if (!(o->win.given & CLI_WINDOW_OVERLAP))
+            o->win.overlap[0] = o->tile_step > 0 ? 1.0 - o->tile_step : 0.5;
         /* nnU-Net's Gaussian unless --mode constant */
         if (!(o->win.given & CLI_WINDOW_MODE) || o->win.mode == SWI_BLEND_GAUSSIAN)
             o->win.mode = SWI_BLEND_GAUSSIAN_NNUNET;
@@ -286,7 +287,8 @@ static int check_nnunet(bench_opts *o, const bench_io *bio) {
     if (o->mirror_axes >> o->dims)
         return usage_error("--mirror-axes: an axis beyond --shape's dims (axes count from 0)");
     if (o->labels_raw && (o->scores || bio->output))
-        return usage_error("--labels-raw writes argmax labels held in memory: no --output scores or --output-file");
+        return usage_error(
+            "--labels-raw writes argmax labels held in memory: no --output scores or --output-file");
     return 0;
 }
 

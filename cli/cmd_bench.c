@@ -192,8 +192,8 @@ static int fit_plan(bench *b) {
     }
     char fit[SWI_ERRLEN];
     b->with = (bench_beside){b->o.n_spacing ? &b->rs : NULL, tta_bytes, b};
-    swi_status st =
-        bench_rs_plan_fit(b->ctx, &b->p, &b->in, &b->out, &b->plan, &b->with, &b->rs_planned, fit, sizeof fit);
+    swi_status st = bench_rs_plan_fit(b->ctx, &b->p, &b->in, &b->out, &b->plan, &b->with, &b->rs_planned, fit,
+                                      sizeof fit);
     if (st == SWI_OK) return 0;
     fprintf(stderr, "swi bench: %s\n", st == SWI_ERR_BUDGET && fit[0] ? fit : swi_last_error(b->ctx));
     return st == SWI_ERR_INVALID_ARG ? 2 : 1;
@@ -246,7 +246,8 @@ static int begin_resampling(bench *b) {
     char b1[32], b2[32], msg[1024];
     printf("plan: resampling back %s beside the engine (input-grid labels and the sink's band%s)"
            ", total %s\n",
-           cli_bytes(b->rs_planned, b1), b->o.mirror_axes || b->o.folds > 1 ? ", mirroring and ensemble scratch" : "",
+           cli_bytes(b->rs_planned, b1),
+           b->o.mirror_axes || b->o.folds > 1 ? ", mirroring and ensemble scratch" : "",
            cli_bytes(b->plan.bytes_peak + b->rs_planned, b2));
     if (bench_rs_begin(&b->rs, msg, sizeof msg)) {
         fprintf(stderr, "swi bench: %s\n", msg);

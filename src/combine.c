@@ -327,12 +327,14 @@ swi_status swi_predictor_mirror_share(swi_predictor *mirrors, int n, char *err, 
     for (int i = 0; i < n; i++) {
         if (mirrors[i].predict != mirror_predict || !mirrors[i].user)
             return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: mirrors[%d] is not a mirror", fn, i);
-        const head_shape *a = &((mirror_state *)mirrors[0].user)->h, *b = &((mirror_state *)mirrors[i].user)->h;
+        const head_shape *a = &((mirror_state *)mirrors[0].user)->h,
+                         *b = &((mirror_state *)mirrors[i].user)->h;
         int same = a->classes == b->classes && a->dims == b->dims && a->max_batch == b->max_batch;
         for (int k = 0; same && k < a->dims; k++) same = a->spatial[k] == b->spatial[k];
         if (!same)
             return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG,
-                                "%s: mirrors[%d] was made for other outputs or batches than mirrors[0]", fn, i);
+                                "%s: mirrors[%d] was made for other outputs or batches than mirrors[0]", fn,
+                                i);
     }
     mirror_scratch *s = ((mirror_state *)mirrors[0].user)->s;
     for (int i = 1; i < n; i++) {

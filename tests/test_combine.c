@@ -390,8 +390,8 @@ static void test_mirror(void) {
             CHECK(ok, "nested %d: %s", t, err);
             if (ok) {
                 ref_state ref = {m2, 2, axes, 0};
-                compare(share ? "mean of mirrors sharing their scratch" : "mean of mirrors", t, &c, vol, C, &mean,
-                        &ref);
+                compare(share ? "mean of mirrors sharing their scratch" : "mean of mirrors", t, &c, vol, C,
+                        &mean, &ref);
                 swi_predictor_mean_free(&mean);
             }
             swi_predictor_mirror_free(&mirs[0]);

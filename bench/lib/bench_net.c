@@ -176,7 +176,13 @@ int bench_net_predict(void *user, swi_batch *b) {
     pthread_t th[MAXT];
     int started[MAXT] = {0}, failed = 0;
     for (int i = 0; i < t; i++) {
-        parts[i] = (predict_part){net,   swi_batch_input(b), out, net->fields[i], n, rv, net->classes * i / t,
+        parts[i] = (predict_part){net,
+                                  swi_batch_input(b),
+                                  out,
+                                  net->fields[i],
+                                  n,
+                                  rv,
+                                  net->classes * i / t,
                                   net->classes * (i + 1) / t};
         if (i > 0) started[i] = pthread_create(&th[i], NULL, predict_part_run, &parts[i]) == 0;
         if (i > 0 && !started[i]) failed |= predict_part_run(&parts[i]) != NULL; /* no thread: here */

@@ -26,12 +26,12 @@ typedef struct bench_net {
     int64_t classes;
     float *w; /* [classes] */
     int threads;
-    float *drift;      /* atlas: the drift across the window, per window voxel */
+    float *drift; /* atlas: the drift across the window, per window voxel */
     int64_t drift_roi[3];
     float *fields[BENCH_NET_MAX_THREADS]; /* atlas: each thread's window of fields, kept
                                              between calls (fresh pages are slow to fault in) */
     int64_t fields_cap;
-    int64_t windows;   /* windows predicted so far (the engine calls one batch at a time) */
+    int64_t windows; /* windows predicted so far (the engine calls one batch at a time) */
 } bench_net;
 
 /* 0, or -1 out of memory. Members 0, 1, ... of an ensemble (folds) differ: member m takes

@@ -90,8 +90,7 @@ int bench_rs_begin(bench_rs *r, char *err, size_t errlen) {
     if (swi_resample_sink_create(r->model, r->in_size, r->map, r->classes, 0, emit_scores, r, &r->sink, err,
                                  errlen) != SWI_OK)
         return -1;
-    if (r->nearest_axis >= 0 &&
-        swi_resample_sink_nearest(r->sink, r->nearest_axis, err, errlen) != SWI_OK)
+    if (r->nearest_axis >= 0 && swi_resample_sink_nearest(r->sink, r->nearest_axis, err, errlen) != SWI_OK)
         return -1;
     if (swi_resample_sink_argmax(r->sink, emit_labels, r) != SWI_OK) {
         snprintf(err, errlen, "the resampling sink takes no labels for %lld classes", (long long)r->classes);
@@ -129,5 +128,6 @@ swi_status bench_rs_plan_fit(swi_ctx *ctx, swi_params *p, const swi_tensor *in, 
                              swi_plan *plan, const bench_beside *with, size_t *beside, char *err,
                              size_t errlen) {
     const int any = with && (with->rs || with->tta_bytes);
-    return cli_plan_fit(ctx, p, in, out, 1, plan, any ? beside_bytes : NULL, (void *)with, beside, err, errlen);
+    return cli_plan_fit(ctx, p, in, out, 1, plan, any ? beside_bytes : NULL, (void *)with, beside, err,
+                        errlen);
 }

@@ -16,11 +16,11 @@
 #include "swi_resample.h"
 
 typedef struct bench_rs {
-    int64_t in_size[3]; /* the input grid (--shape) */
-    int64_t model[3];   /* the model grid */
-    double pixdim[3];   /* its spacing */
-    double map[3][4];   /* input voxel -> model-grid coordinate: the sink's map */
-    int nnunet;         /* nnU-Net's way (else MONAI's) */
+    int64_t in_size[3];    /* the input grid (--shape) */
+    int64_t model[3];      /* the model grid */
+    double pixdim[3];      /* its spacing */
+    double map[3][4];      /* input voxel -> model-grid coordinate: the sink's map */
+    int nnunet;            /* nnU-Net's way (else MONAI's) */
     int sep_fwd, axis_fwd; /* nnU-Net: separate z on the way there (and its axis), for the record */
     int nearest_axis;      /* nnU-Net: the axis taken by the nearest model slice on the way back, or -1 */
     int64_t classes;

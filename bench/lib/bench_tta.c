@@ -25,8 +25,8 @@ int bench_tta_init(bench_tta *t, bench_net_kind kind, int64_t classes, int folds
     const swi_predictor *members = t->plain;
     if (axes) {
         for (int f = 0; f < folds; f++) {
-            if (swi_predictor_mirror(&t->plain[f], axes, classes, dims, spatial, max_batch, &t->mirrors[f], err,
-                                     n) != SWI_OK)
+            if (swi_predictor_mirror(&t->plain[f], axes, classes, dims, spatial, max_batch, &t->mirrors[f],
+                                     err, n) != SWI_OK)
                 return -1;
             t->n_mirrors = f + 1;
         }

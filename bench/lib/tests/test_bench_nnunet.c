@@ -111,7 +111,8 @@ static int direct_scores(const int64_t model[3], swi_grid grid, swi_blend mode, 
     bench_net_volume(&nets[0], 3, model, vol);
     top = plain;
     for (int f = 0; axes && f < folds; f++)
-        if (swi_predictor_mirror(&plain[f], axes, K, 3, roi, 1, &mirrors[f], err, sizeof err) != SWI_OK) goto done;
+        if (swi_predictor_mirror(&plain[f], axes, K, 3, roi, 1, &mirrors[f], err, sizeof err) != SWI_OK)
+            goto done;
     if (axes) top = mirrors;
     if (folds > 1) {
         if (swi_predictor_mean(top, folds, K, 3, roi, 1, &mean, err, sizeof err) != SWI_OK) goto done;
@@ -127,7 +128,8 @@ static int direct_scores(const int64_t model[3], swi_grid grid, swi_blend mode, 
     p.mode = mode;
     p.heads[0].channels = K;
     for (int a = 0; a < 3; a++) p.heads[0].spatial[a] = ROI;
-    swi_tensor in = {.data = vol, .batch = 1, .channels = 1, .dims = 3, .size = {model[0], model[1], model[2]}};
+    swi_tensor in = {
+        .data = vol, .batch = 1, .channels = 1, .dims = 3, .size = {model[0], model[1], model[2]}};
     swi_output out;
     swi_output_init(&out, 0, SWI_REDUCE_NONE);
     out.dst = scores;
@@ -200,9 +202,31 @@ static void resampled_case(const char *name, const int64_t in[3], const char *in
     char shape[64], raw[64], line[128];
     snprintf(shape, sizeof shape, "%lld,%lld,%lld", (long long)in[0], (long long)in[1], (long long)in[2]);
     snprintf(raw, sizeof raw, "%s/%s.raw", work, name);
-    char *args[] = {"--shape", shape, "--input-spacing", (char *)in_sp, "--spacing", "1.5", "--grid", "nnunet",
-                    "--classes", "7", "--roi", "24", "--mirror-axes", "0,1,2", "--folds", "2", "--predictor",
-                    "atlas", "--threads", "2", "--no-floor", "--labels-raw", raw, "--force", NULL};
+    char *args[] = {"--shape",
+                    shape,
+                    "--input-spacing",
+                    (char *)in_sp,
+                    "--spacing",
+                    "1.5",
+                    "--grid",
+                    "nnunet",
+                    "--classes",
+                    "7",
+                    "--roi",
+                    "24",
+                    "--mirror-axes",
+                    "0,1,2",
+                    "--folds",
+                    "2",
+                    "--predictor",
+                    "atlas",
+                    "--threads",
+                    "2",
+                    "--no-floor",
+                    "--labels-raw",
+                    raw,
+                    "--force",
+                    NULL};
     CHECK(run_bench(args) == 0, "%s: swi bench failed", name);
     snprintf(line, sizeof line, "model grid %lldx%lldx%lld at 1.5,1.5,1.5 mm (nnU-Net's shape rule)",
              (long long)model[0], (long long)model[1], (long long)model[2]);
@@ -221,7 +245,8 @@ static void resampled_case(const char *name, const int64_t in[3], const char *in
     float *gap = malloc(iv * sizeof *gap);
     CHECK(got != NULL, "%s: no labels of %zu bytes", name, iv);
     if (!got || !want || !other || !gap ||
-        direct_labels(model, in, sep_axis, SWI_GRID_NNUNET, SWI_BLEND_GAUSSIAN_NNUNET, AXES, FOLDS, want, gap)) {
+        direct_labels(model, in, sep_axis, SWI_GRID_NNUNET, SWI_BLEND_GAUSSIAN_NNUNET, AXES, FOLDS, want,
+                      gap)) {
         CHECK(0, "%s: the direct computation failed", name);
         goto done;
     }
@@ -267,9 +292,9 @@ static void model_grid_case(void) {
     const int64_t model[3] = {51, 47, 48};
     char raw[4096];
     snprintf(raw, sizeof raw, "%s/model.raw", work);
-    char *args[] = {"--shape", "51,47,48", "--grid", "nnunet", "--classes", "7", "--roi", "24",
-                    "--mirror-axes", "0,1,2", "--folds", "2", "--predictor", "atlas", "--no-floor",
-                    "--labels-raw", raw, "--force", NULL};
+    char *args[] = {"--shape",    "51,47,48",      "--grid", "nnunet",  "--classes", "7",           "--roi",
+                    "24",         "--mirror-axes", "0,1,2",  "--folds", "2",         "--predictor", "atlas",
+                    "--no-floor", "--labels-raw",  raw,      "--force", NULL};
     CHECK(run_bench(args) == 0, "model grid: swi bench failed");
     CHECK(out_has("nnU-Net's grid, tile step 0.5  nnU-Net's gaussian"), "model grid: not nnU-Net's window");
     CHECK(out_has("plan: windows 4x3x3 = 36"), "model grid: not nnU-Net's step rule");
