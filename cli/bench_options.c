@@ -308,10 +308,11 @@ static int check_combination(bench_opts *o, bench_io *bio) {
     if (bio->sharded && !bio->output) return usage_error("--shard needs --output-file (the shared store)");
     if (bio->output && !cli_is_store(bio->output))
         return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
-    if (bio->output) {
-        /* an output store that is, holds or lies in the input: refused, --force or not */
-        const cli_named_path in_p[1] = {{"--input", bio->input}}, out_p[1] = {{"--output-file", bio->output}};
-        if (cli_check_outputs_apart(in_p, 1, out_p, 1, msg)) {
+    if (bio->output || o->labels_raw) {
+        /* an output that is, holds or lies in the input: refused, --force or not */
+        const cli_named_path in_p[1] = {{"--input", bio->input}},
+                             out_p[2] = {{"--output-file", bio->output}, {"--labels-raw", o->labels_raw}};
+        if (cli_check_outputs_apart(in_p, 1, out_p, 2, msg)) {
             fprintf(stderr, "swi bench: %s\n", msg);
             return 1;
         }

@@ -15,9 +15,11 @@
 #include "bench_options.h"
 #include "bench_resample.h"
 #include "bench_tta.h"
+#include "safety.h"
 #include "swi.h"
 #include "util.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,13 +42,15 @@ typedef struct bench {
     bench_beside with; /* what is beside the engine, for the plan */
     float *vol;        /* the generated volume */
     void *dst;
-    bench_tta tta; /* the synthetic network: its members, mirrored and averaged */
+    bench_tta tta;      /* the synthetic network: its members, mirrored and averaged */
+    cli_out labels_out; /* --labels-raw */
 } bench;
 
 static void bench_free(bench *b) {
     free(b->vol);
     free(b->dst);
     bench_tta_free(&b->tta);
+    cli_out_abort(&b->labels_out); /* a run that failed leaves no file */
     bench_rs_free(&b->rs);
     swi_free(b->ctx);
     bench_io_close(&b->bio);
@@ -304,29 +308,41 @@ static int run(bench *b, double *secs, size_t *peak) {
     return st == SWI_OK ? 0 : 1;
 }
 
-/* --labels-raw: the label map as raw bytes (the input grid's with --spacing). 0 or 1
- * (printed). An existing file is refused before the run (check 1) unless --force. */
-static int labels_raw(const bench *b, int check) {
+/* --labels-raw: the label map as raw bytes (the input grid's with --spacing), written as every
+ * output is (safety.h): its temporary made before the run (an existing FILE only with
+ * --force, never a non-regular one, the folder must exist), the bytes written and committed
+ * after it. 0 or 1 (printed). */
+static int labels_raw_begin(bench *b) {
+    char err[SWI_ERRLEN];
+    if (!b->o.labels_raw) return 0;
+    if (cli_out_begin(&b->labels_out, b->o.labels_raw, b->bio.force, err) == 0) return 0;
+    fprintf(stderr, "swi bench: --labels-raw %s\n", err);
+    return 1;
+}
+
+static int labels_raw_finish(bench *b) {
+    char err[SWI_ERRLEN];
+    if (!b->o.labels_raw) return 0;
     const char *path = b->o.labels_raw;
-    if (!path) return 0;
-    FILE *f = NULL;
-    if (check) {
-        if (!b->bio.force && (f = fopen(path, "rb")) != NULL) {
-            fclose(f);
-            fprintf(stderr, "swi bench: --labels-raw %s exists (--force replaces it)\n", path);
-            return 1;
-        }
-        return 0;
+    const unsigned char *labels = b->o.n_spacing ? b->rs.labels : b->dst;
+    size_t left = b->o.n_spacing ? (size_t)b->rs.in_size[0] * (size_t)b->rs.in_size[1] *
+                                       (size_t)b->rs.in_size[2] * (size_t)b->rs.label_bytes
+                                 : b->out_bytes;
+    const int fd = cli_out_take_fd(&b->labels_out);
+    int bad = 0;
+    while (left > 0 && !bad) {
+        const ssize_t n = write(fd, labels, left < ((size_t)1 << 30) ? left : ((size_t)1 << 30));
+        if (n < 0 && errno == EINTR) continue;
+        bad = n <= 0;
+        if (!bad) labels += n, left -= (size_t)n;
     }
-    const void *labels = b->o.n_spacing ? b->rs.labels : b->dst;
-    const size_t bytes = b->o.n_spacing ? (size_t)b->rs.in_size[0] * (size_t)b->rs.in_size[1] *
-                                              (size_t)b->rs.in_size[2] * (size_t)b->rs.label_bytes
-                                        : b->out_bytes;
-    f = fopen(path, b->bio.force ? "wb" : "wbx");
-    int bad = !f || fwrite(labels, 1, bytes, f) != bytes;
-    if (f && fclose(f) != 0) bad = 1;
-    if (bad) {
-        fprintf(stderr, "swi bench: --labels-raw %s: cannot write\n", path);
+    if (bad) snprintf(err, sizeof err, "%s: write failed: %s", path, strerror(errno));
+    if (close(fd) != 0 && !bad) {
+        bad = 1;
+        snprintf(err, sizeof err, "%s: write failed: %s", path, strerror(errno));
+    }
+    if (bad || cli_out_commit(&b->labels_out, b->bio.force, err)) {
+        fprintf(stderr, "swi bench: --labels-raw %s\n", err);
         return 1;
     }
     return 0;
@@ -360,12 +376,17 @@ static void print_results(bench *b, double secs, size_t peak, size_t base_rss) {
 /* The steps of a run once the options are settled; the exit status. */
 static int bench_steps(bench *b, size_t base_rss) {
     int rc, done;
-    if ((rc = labels_raw(b, 1))) return rc;
+    if ((rc = labels_raw_begin(b))) return rc;
     if ((rc = open_volume(b))) return rc;
     set_params(b);
     if ((rc = set_output(b, &done)) || done) return rc;
     if ((rc = fit_plan(b))) return rc;
     print_plan(b);
+    if (!b->o.n_spacing && b->rs_planned) {
+        char b1[32], b2[32];
+        printf("plan: mirroring and ensemble scratch %s beside the engine, total %s\n",
+               cli_bytes(b->rs_planned, b1), cli_bytes(b->plan.bytes_peak + b->rs_planned, b2));
+    }
     if (b->o.n_spacing && (rc = begin_resampling(b))) return rc;
     fflush(stdout);
     if ((rc = make_buffers(b))) return rc;
@@ -373,7 +394,7 @@ static int bench_steps(bench *b, size_t base_rss) {
     size_t peak;
     if ((rc = run(b, &secs, &peak))) return rc;
     print_results(b, secs, peak, base_rss);
-    return labels_raw(b, 0);
+    return labels_raw_finish(b);
 }
 
 int swi_cmd_bench(int argc, char **argv) {
@@ -382,6 +403,7 @@ int swi_cmd_bench(int argc, char **argv) {
     const size_t base_rss = cli_peak_rss();
     bench b;
     memset(&b, 0, sizeof b);
+    b.labels_out.fd = -1; /* no file yet */
     int rc = bench_parse(argc, argv, &b.o, &b.bio);
     if (rc == 0)
         rc = bench_steps(&b, base_rss);

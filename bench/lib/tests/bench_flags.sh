@@ -48,12 +48,22 @@ expect 0 "MONAI's Spacingd" --shape 48,40,12 --classes 3 --roi 16 --no-floor --i
 expect 0 "seconds=" "${small[@]}" --labels-raw "$T/l.raw"
 [ "$(stat -c %s "$T/l.raw" 2>/dev/null)" = $((40 * 36 * 30)) ] ||
   { echo "FAIL: --labels-raw wrote $(stat -c %s "$T/l.raw" 2>/dev/null) bytes" >&2; fails=$((fails + 1)); }
-expect 1 "^swi bench: --labels-raw .*l.raw exists \\(--force replaces it\\)$" "${small[@]}" --labels-raw "$T/l.raw"
+expect 1 "^swi bench: --labels-raw .*l.raw: already exists \\(use --force to overwrite\\)$" "${small[@]}" \
+  --labels-raw "$T/l.raw"
 expect 0 "seconds=" "${small[@]}" --labels-raw "$T/l.raw" --force
 expect 0 "seconds=" --shape 40,36,30 --classes 300 --roi 16 --no-floor --labels-raw "$T/l16.raw"
 [ "$(stat -c %s "$T/l16.raw" 2>/dev/null)" = $((40 * 36 * 30 * 2)) ] ||
   { echo "FAIL: --labels-raw of 300 classes is not uint16" >&2; fails=$((fails + 1)); }
-expect 1 "cannot write" "${small[@]}" --labels-raw "$T/no/such/dir/l.raw"
+expect 1 "^swi bench: --labels-raw .*/no/such/dir/l.raw: cannot create the output" "${small[@]}" \
+  --labels-raw "$T/no/such/dir/l.raw"
+mkfifo "$T/fifo"
+expect 1 "fifo: exists and is not a regular file" "${small[@]}" --labels-raw "$T/fifo" --force
+touch "$T/in.nii.gz"
+expect 1 "is the same file as --input" --input "$T/in.nii.gz" --classes 3 --roi 16 --labels-raw "$T/in.nii.gz" --force
+# a run that fails leaves no file, nor a temporary
+expect 1 "below the smallest plan" "${small[@]}" --labels-raw "$T/l2.raw" --max-memory 1K
+[ -z "$(ls -A "$T" | grep -E '^\.?l2\.raw')" ] || { echo "FAIL: a failed run left $(ls -A "$T")" >&2; fails=$((fails + 1)); }
+expect 0 "plan: mirroring and ensemble scratch 144 KiB beside the engine" "${small[@]}" --mirror-axes 0 --folds 2
 
 # refusals: exit 2, one line naming the flag
 expect 2 "--grid takes monai or nnunet" "${small[@]}" --grid nnU-Net
