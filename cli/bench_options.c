@@ -2,8 +2,7 @@
 #include "bench_options.h"
 
 #include "mpi_job.h"
-#include "samefile.h"
-#include "shard.h"
+#include "swi_pipeline.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -60,8 +59,8 @@ static const char *BENCH_HELP =
     "                       resample the scores back to --shape (streamed) before argmax;\n"
     "                       with --grid nnunet nnU-Net's grid and way back instead\n"
     "  --grid G             monai | nnunet                               (monai)\n"
-    "                       nnunet: nnU-Net v2's window starts (tile step 1 - overlap,\n"
-    "                       0.5 unless --overlap or --tile-step-size), its Gaussian\n"
+    "                       nnunet: nnU-Net v2's window starts (tile step 0.5 unless\n"
+    "                       --tile-step-size or --overlap says 1 - O), its Gaussian\n"
     "                       (--mode gaussian, then the default), and with --spacing its\n"
     "                       shape round(in / out * size), the logits back along\n"
     "                       (o + 0.5) * in / out - 0.5 with order 1 (the nearest slice\n"
@@ -237,7 +236,7 @@ static int one_option(bench_opts *o, bench_io *bio, int ch, const char *arg, con
         o->grid = i ? SWI_GRID_NNUNET : SWI_GRID_MONAI;
         return 0;
     case 'T':
-        if (cli_parse_double_list(arg, &o->tile_step, 1) != 1 || !(o->tile_step > 0 && o->tile_step <= 1))
+        if (cli_parse_double(arg, &o->tile_step) || !(o->tile_step > 0 && o->tile_step <= 1))
             return usage_error("--tile-step-size takes a fraction of the window in (0, 1], e.g. 0.5");
         return 0;
     case 'A': return mirror_option(o, arg);
@@ -279,8 +278,9 @@ static int check_nnunet(bench_opts *o, const bench_io *bio) {
     if (o->tile_step > 0 && (o->win.given & CLI_WINDOW_OVERLAP))
         return usage_error("--tile-step-size is 1 - overlap: give one of it and --overlap");
     if (o->grid == SWI_GRID_NNUNET) {
-        if (!(o->win.given & CLI_WINDOW_OVERLAP))
-            o->win.overlap[0] = o->tile_step > 0 ? 1.0 - o->tile_step : 0.5;
+        /* nnU-Net's own number goes to the grid (swi_params.tile_step): 1 - (1 - t) is not
+         * always t in double */
+        if (!(o->win.given & CLI_WINDOW_OVERLAP) && !(o->tile_step > 0)) o->tile_step = 0.5;
         /* nnU-Net's Gaussian unless --mode constant */
         if (!(o->win.given & CLI_WINDOW_MODE) || o->win.mode == SWI_BLEND_GAUSSIAN)
             o->win.mode = SWI_BLEND_GAUSSIAN_NNUNET;
@@ -310,9 +310,9 @@ static int check_combination(bench_opts *o, bench_io *bio) {
         return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
     if (bio->output || o->labels_raw) {
         /* an output that is, holds or lies in the input: refused, --force or not */
-        const cli_named_path in_p[1] = {{"--input", bio->input}},
-                             out_p[2] = {{"--output-file", bio->output}, {"--labels-raw", o->labels_raw}};
-        if (cli_check_outputs_apart(in_p, 1, out_p, 2, msg)) {
+        const swi_job_path in_p[1] = {{"--input", bio->input}},
+                           out_p[2] = {{"--output-file", bio->output}, {"--labels-raw", o->labels_raw}};
+        if (swi_job_outputs_apart(in_p, 1, out_p, 2, msg, sizeof msg) != SWI_OK) {
             fprintf(stderr, "swi bench: %s\n", msg);
             return 1;
         }

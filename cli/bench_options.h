@@ -30,7 +30,8 @@ typedef struct bench_opts {
     int n_in_spacing, n_spacing;      /* given (1) or not (0) */
     swi_grid grid;                    /* --grid: window starts; nnU-Net's also brings its
                                          Gaussian and its resampling (--spacing) */
-    double tile_step;                 /* --tile-step-size (0: not given) */
+    double tile_step;                 /* --tile-step-size, 0.5 under --grid nnunet without
+                                         --overlap; 0: the overlap's */
     unsigned mirror_axes;             /* --mirror-axes: bit a for window axis a */
     int64_t folds;                    /* --folds (1) */
     const char *labels_raw;           /* --labels-raw FILE */

@@ -15,11 +15,9 @@
 #include "bench_options.h"
 #include "bench_resample.h"
 #include "bench_tta.h"
-#include "safety.h"
 #include "swi.h"
 #include "util.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,15 +40,15 @@ typedef struct bench {
     bench_beside with; /* what is beside the engine, for the plan */
     float *vol;        /* the generated volume */
     void *dst;
-    bench_tta tta;      /* the synthetic network: its members, mirrored and averaged */
-    cli_out labels_out; /* --labels-raw */
+    bench_tta tta;        /* the synthetic network: its members, mirrored and averaged */
+    bench_raw labels_out; /* --labels-raw */
 } bench;
 
 static void bench_free(bench *b) {
     free(b->vol);
     free(b->dst);
     bench_tta_free(&b->tta);
-    cli_out_abort(&b->labels_out); /* a run that failed leaves no file */
+    bench_raw_abort(&b->labels_out); /* a run that failed leaves no file */
     bench_rs_free(&b->rs);
     swi_free(b->ctx);
     bench_io_close(&b->bio);
@@ -118,6 +116,7 @@ static void set_params(bench *b) {
     }
     if (o->n_order) p->order_mode = SWI_ORDER_FIXED;
     p->grid = o->grid;
+    for (int k = 0; k < dims && o->tile_step > 0; k++) p->tile_step[k] = o->tile_step;
     p->mode = o->win.mode;
     p->sw_batch_size = o->win.sw_batch;
     p->threads = (int)o->threads;
@@ -214,7 +213,7 @@ static void print_plan(const bench *b) {
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)plan->roi[k]);
     const int nn = o->grid == SWI_GRID_NNUNET;
     printf("  classes %lld  %s %g  %s\n", (long long)o->classes, nn ? "nnU-Net's grid, tile step" : "overlap",
-           nn ? 1.0 - o->win.overlap[0] : o->win.overlap[0],
+           nn ? (o->tile_step > 0 ? o->tile_step : 1.0 - o->win.overlap[0]) : o->win.overlap[0],
            o->win.mode == SWI_BLEND_GAUSSIAN_NNUNET ? "nnU-Net's gaussian"
            : o->win.mode == SWI_BLEND_GAUSSIAN      ? "gaussian"
                                                     : "constant");
@@ -308,14 +307,14 @@ static int run(bench *b, double *secs, size_t *peak) {
     return st == SWI_OK ? 0 : 1;
 }
 
-/* --labels-raw: the label map as raw bytes (the input grid's with --spacing), written as every
- * output is (safety.h): its temporary made before the run (an existing FILE only with
- * --force, never a non-regular one, the folder must exist), the bytes written and committed
- * after it. 0 or 1 (printed). */
+/* --labels-raw: the label map as raw bytes (the input grid's with --spacing), written as a
+ * job's outputs are: its temporary made before the run, the bytes committed after it. 0 or 1
+ * (printed). */
 static int labels_raw_begin(bench *b) {
     char err[SWI_ERRLEN];
-    if (!b->o.labels_raw) return 0;
-    if (cli_out_begin(&b->labels_out, b->o.labels_raw, b->bio.force, err) == 0) return 0;
+    if (!b->o.labels_raw ||
+        bench_raw_begin(&b->labels_out, b->o.labels_raw, b->bio.force, err, sizeof err) == 0)
+        return 0;
     fprintf(stderr, "swi bench: --labels-raw %s\n", err);
     return 1;
 }
@@ -323,29 +322,13 @@ static int labels_raw_begin(bench *b) {
 static int labels_raw_finish(bench *b) {
     char err[SWI_ERRLEN];
     if (!b->o.labels_raw) return 0;
-    const char *path = b->o.labels_raw;
-    const unsigned char *labels = b->o.n_spacing ? b->rs.labels : b->dst;
-    size_t left = b->o.n_spacing ? (size_t)b->rs.in_size[0] * (size_t)b->rs.in_size[1] *
-                                       (size_t)b->rs.in_size[2] * (size_t)b->rs.label_bytes
-                                 : b->out_bytes;
-    const int fd = cli_out_take_fd(&b->labels_out);
-    int bad = 0;
-    while (left > 0 && !bad) {
-        const ssize_t n = write(fd, labels, left < ((size_t)1 << 30) ? left : ((size_t)1 << 30));
-        if (n < 0 && errno == EINTR) continue;
-        bad = n <= 0;
-        if (!bad) labels += n, left -= (size_t)n;
-    }
-    if (bad) snprintf(err, sizeof err, "%s: write failed: %s", path, strerror(errno));
-    if (close(fd) != 0 && !bad) {
-        bad = 1;
-        snprintf(err, sizeof err, "%s: write failed: %s", path, strerror(errno));
-    }
-    if (bad || cli_out_commit(&b->labels_out, b->bio.force, err)) {
-        fprintf(stderr, "swi bench: --labels-raw %s\n", err);
-        return 1;
-    }
-    return 0;
+    const void *labels = b->o.n_spacing ? b->rs.labels : b->dst;
+    const size_t bytes = b->o.n_spacing ? (size_t)b->rs.in_size[0] * (size_t)b->rs.in_size[1] *
+                                              (size_t)b->rs.in_size[2] * (size_t)b->rs.label_bytes
+                                        : b->out_bytes;
+    if (bench_raw_finish(&b->labels_out, labels, bytes, b->bio.force, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "swi bench: --labels-raw %s\n", err);
+    return 1;
 }
 
 /* The sink's peak, the floor, and the run against the plan: the last line is
@@ -403,7 +386,6 @@ int swi_cmd_bench(int argc, char **argv) {
     const size_t base_rss = cli_peak_rss();
     bench b;
     memset(&b, 0, sizeof b);
-    b.labels_out.fd = -1; /* no file yet */
     int rc = bench_parse(argc, argv, &b.o, &b.bio);
     if (rc == 0)
         rc = bench_steps(&b, base_rss);

@@ -8,8 +8,6 @@
  */
 #include "cli.h"
 
-#include "alloc.h"
-#include "safety.h"
 #include "signals.h"
 #include "swi_io.h"
 #include "util.h"
@@ -67,19 +65,12 @@ int swi_cmd_demo(int argc, char **argv) {
 }
 #else
 
-/* Write a generated volume ([ni][nj][nk], C order) through the safe-output path. */
+/* Write a generated volume ([ni][nj][nk], C order) as a job writes its outputs. */
 static int write_volume(const char *path, const swi_volume *like, const void *data, swi_dtype type,
                         swi_io_kind kind, int64_t classes, char *err) {
-    cli_out o;
-    if (cli_out_begin(&o, path, 1, err)) return -1;
     const swi_io_cancel cancel = {cli_interrupted_cb, NULL};
-    if (swi_volume_write_fd(cli_out_take_fd(&o), path, like, data, type, kind, 1, classes, &cancel, err,
-                            SWI_ERRLEN) ||
-        cli_out_commit(&o, 1, err)) {
-        cli_out_abort(&o);
-        return -1;
-    }
-    return 0;
+    return swi_job_write_volume(path, 1, like, data, type, kind, 1, classes, &cancel, err, SWI_ERRLEN) !=
+           SWI_OK;
 }
 
 int swi_cmd_demo(int argc, char **argv) {
@@ -174,8 +165,8 @@ int swi_cmd_demo(int argc, char **argv) {
     snprintf(png_path, sizeof png_path, "%s/demo_preview.png", dir);
 
     const int64_t N = size[0] * size[1] * size[2];
-    float *image = cli_malloc((size_t)N * sizeof *image);
-    uint8_t *truth = cli_malloc((size_t)N);
+    float *image = malloc((size_t)N * sizeof *image);
+    uint8_t *truth = malloc((size_t)N);
     if (!image || !truth) {
         free(image), free(truth);
         fprintf(stderr, "%s: out of memory\n", who);
@@ -201,21 +192,20 @@ int swi_cmd_demo(int argc, char **argv) {
         printf("phantom: seed %llu, %lldx%lldx%lld voxels -> %s (truth: %s)\n", (unsigned long long)seed,
                (long long)size[0], (long long)size[1], (long long)size[2], img_path, truth_path);
 
-    seg_opts o;
-    seg_opts_init(&o);
-    o.model = model;
-    o.inputs[0] = img_path;
-    o.n_inputs = 1;
-    o.output = lab_path;
-    o.preview = png_path;
-    o.mode = SWI_BLEND_GAUSSIAN;
-    o.sw_batch = 4;
-    o.threads = threads;
-    o.force = 1;
-    o.quiet = quiet;
-    seg_result res;
+    /* the window is the card's (models/demo.json: roi 32, overlap 0.25, gaussian) */
+    swi_job_spec spec;
+    swi_job_spec_init(&spec);
+    spec.models[spec.n_models++] = model;
+    spec.inputs[spec.n_inputs++] = img_path;
+    spec.output = lab_path;
+    spec.preview = png_path;
+    spec.sw_batch = 4;
+    spec.threads = threads;
+    spec.force = 1;
+    spec.quiet = quiet;
+    swi_job_result res;
     memset(&res, 0, sizeof res);
-    int rc = seg_run(&o, who, &res);
+    int rc = seg_run(&spec, quiet, who, &res);
     if (rc != 0) {
         free(truth);
         return rc;
@@ -228,11 +218,12 @@ int swi_cmd_demo(int argc, char **argv) {
 
     /* Dice per foreground class: 2|A n B| / (|A| + |B|). */
     int64_t classes = res.classes > SWI_PHANTOM_CLASSES ? res.classes : SWI_PHANTOM_CLASSES;
-    int64_t *inter = cli_calloc((size_t)classes, sizeof *inter);
-    int64_t *na = cli_calloc((size_t)classes, sizeof *na);
-    int64_t *nb = cli_calloc((size_t)classes, sizeof *nb);
+    int64_t *inter = calloc((size_t)classes, sizeof *inter);
+    int64_t *na = calloc((size_t)classes, sizeof *na);
+    int64_t *nb = calloc((size_t)classes, sizeof *nb);
     if (!inter || !na || !nb) {
-        free(inter), free(na), free(nb), free(truth), free(res.labels);
+        free(inter), free(na), free(nb), free(truth);
+        swi_job_result_free(&res);
         fprintf(stderr, "%s: out of memory\n", who);
         return 1;
     }
@@ -260,7 +251,8 @@ int swi_cmd_demo(int argc, char **argv) {
     double mean = counted ? sum / counted : 0;
     printf("mean Dice: %.4f\n", mean);
     printf("wrote %s and %s\n", lab_path, png_path);
-    free(inter), free(na), free(nb), free(truth), free(res.labels);
+    free(inter), free(na), free(nb), free(truth);
+    swi_job_result_free(&res);
     return 0;
 }
 #endif

@@ -4,9 +4,6 @@
  */
 #include "cli.h"
 
-#include "safety.h"
-#include "samefile.h"
-#include "signals.h"
 #include "swi_ort.h"
 #include "util.h"
 
@@ -80,12 +77,12 @@ int swi_cmd_optimize(int argc, char **argv) {
         return usage("--output '%s' is the --model itself; write to another file", output);
     char err[SWI_ERRLEN];
     /* the model under another name (a link, a hard link, ./m.onnx): refused, --force or not */
-    const cli_named_path in_p[1] = {{"--model", model}}, out_p[1] = {{"--output", output}};
-    if (cli_check_outputs_apart(in_p, 1, out_p, 1, err)) {
+    const swi_job_path in_p[1] = {{"--model", model}}, out_p[1] = {{"--output", output}};
+    if (swi_job_outputs_apart(in_p, 1, out_p, 1, err, sizeof err) != SWI_OK) {
         fprintf(stderr, "swi optimize: %s\n", err);
         return 1;
     }
-    if (cli_out_check(output, force, err)) {
+    if (swi_job_check_output(output, force, err, sizeof err) != SWI_OK) {
         fprintf(stderr, "swi optimize: %s\n", err);
         return 1;
     }

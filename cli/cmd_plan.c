@@ -13,20 +13,18 @@
 
 int swi_cmd_plan(int argc, char **argv) {
     const char *who = "swi plan";
-    seg_opts o;
+    seg_cmd o;
     int rc = seg_parse(argc, argv, &o, 1);
     if (rc) return rc < 0 ? 0 : rc;
-    if (seg_store_check(&o, who)) return 2;
-    swi_job_spec spec;
-    seg_job_spec(&o, &spec);
+    if (seg_store_check(&o.spec, who)) return 2;
     seg_hooks h;
-    swi_job_hooks hooks;
-    seg_hooks_init(&h, &o, who, &hooks);
+    swi_job_hooks hooks = {0};
+    seg_hooks_init(&h, !o.quiet, NULL, who, &hooks);
     hooks.progress = NULL;
     char err[SWI_JOB_ERRLEN];
     swi_job *job = NULL;
     swi_job_plan *plan = malloc(sizeof *plan);
-    swi_status st = plan ? swi_job_open(&spec, &hooks, &job, err, sizeof err) : SWI_ERR_NOMEM;
+    swi_status st = plan ? swi_job_open(&o.spec, &hooks, &job, err, sizeof err) : SWI_ERR_NOMEM;
     if (!plan) snprintf(err, sizeof err, "out of memory");
     if (st == SWI_OK) st = swi_job_plan_run(job, 1, plan, err, sizeof err);
     if (st == SWI_OK) {

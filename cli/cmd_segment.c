@@ -5,15 +5,14 @@
 #include "cli.h"
 
 #include "mpi_job.h"
-#include "shard.h"
-#include "util.h"
 
 #include <stdio.h>
 
 int swi_cmd_segment(int argc, char **argv) {
-    seg_opts o;
+    seg_cmd o;
     int rc = seg_parse(argc, argv, &o, 0);
     if (rc) return rc < 0 ? 0 : rc;
+    swi_job_spec *sp = &o.spec;
     if (o.input_dir) {
         /* under mpirun the ranks divide the cases, rank I of N as --part I/N */
         if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment")) return 1;
@@ -27,12 +26,13 @@ int swi_cmd_segment(int argc, char **argv) {
         o.part_count = size;
         return cli_mpi_finish(seg_folder_run(&o));
     }
-    if (seg_store_check(&o, "swi segment")) return 2;
+    if (seg_store_check(sp, "swi segment")) return 2;
     if (!cli_mpi_built() && cli_refuse_mpi_without_support("swi segment")) return 1;
     int rank = 0, size = 1;
+    const int sharded = sp->shard_parts > 0 || sp->shard_init;
     if (cli_mpi_start(&rank, &size)) {
-        const char *why = o.shard_given ? "under mpirun the ranks are the shards: leave --shard out"
-                          : !seg_store_outputs(&o)
+        const char *why = sharded ? "under mpirun the ranks are the shards: leave --shard out"
+                          : !seg_store_outputs(sp)
                               ? "under mpirun each rank writes its part of shared stores: "
                                 "give --output x.zarr"
                               : NULL;
@@ -40,18 +40,13 @@ int swi_cmd_segment(int argc, char **argv) {
             fprintf(stderr, "swi segment: %s\n", why);
             return 2;
         }
-        o.shard_given = 1;
-        o.shard_part = rank;
-        o.shard_parts = size;
-        if (seg_store_check(&o, "swi segment")) return 2;
-        char msg[SWI_ERRLEN];
-        if (o.shard_grid_given && cli_shard_grid_check(o.shard_grid, size, 1, msg)) {
-            fprintf(stderr, "swi segment: %s\n", msg);
-            return 2;
-        }
-    } else if (o.shard_grid_given && !o.shard_given) {
+        sp->shard_part = rank;
+        sp->shard_parts = size;
+        sp->shard_collective = 1; /* part 0 creates the stores, the others join them */
+        if (seg_store_check(sp, "swi segment")) return 2; /* also --shard-grid against the ranks */
+    } else if (sp->shard_grid[0] && !sharded) {
         fprintf(stderr, "swi segment: --shard-grid needs --shard I/N (box I of the grid's N) or mpirun\n");
         return 2;
     }
-    return seg_run(&o, "swi segment", NULL);
+    return seg_run(sp, o.quiet, "swi segment", NULL);
 }

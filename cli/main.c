@@ -95,7 +95,10 @@ int main(int argc, char **argv) {
 #endif
         return 0;
     }
-    if (strcmp(cmd, "--read-volumes-child") == 0) return seg_read_volumes_child(argc - 2, argv + 2);
+    if (strcmp(cmd, "--read-volumes-child") == 0) { /* folder mode's reader (cli/folder.c) */
+        const swi_status st = swi_folder_serve_reader(1, argc - 2, (const char *const *)(argv + 2));
+        return st == SWI_OK ? 0 : st == SWI_ERR_INVALID_ARG ? 2 : 1;
+    }
     /* Subcommands see argv[0] = their name. */
     argc -= 1;
     argv += 1;

@@ -5,7 +5,7 @@
  */
 #include "cli.h"
 
-#include "shard.h"
+#include "swi_io.h"
 #include "swi_resample.h"
 #include "util.h"
 #include "window_opts.h"
@@ -16,28 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The window flags' values into o, and which of them were given (a card yields to those). */
-static void take_window(seg_opts *o, const cli_window *w) {
-    memcpy(o->roi, w->roi, sizeof o->roi);
-    o->roi_given = (w->given & CLI_WINDOW_ROI) != 0;
-    memcpy(o->overlap, w->overlap, sizeof o->overlap);
-    memcpy(o->sigma_scale, w->sigma_scale, sizeof o->sigma_scale);
-    o->mode = w->mode;
-    o->padding = w->padding;
-    o->cval = (float)w->cval;
-    o->sw_batch = w->sw_batch;
-    o->given |= (w->given & CLI_WINDOW_OVERLAP ? SEG_GIVEN_OVERLAP : 0u) |
-                (w->given & CLI_WINDOW_SIGMA ? SEG_GIVEN_SIGMA : 0u) |
-                (w->given & CLI_WINDOW_MODE ? SEG_GIVEN_MODE : 0u) |
-                (w->given & CLI_WINDOW_PADDING ? SEG_GIVEN_PADDING : 0u) |
-                (w->given & CLI_WINDOW_CVAL ? SEG_GIVEN_CVAL : 0u);
-}
-
-void seg_opts_init(seg_opts *o) {
-    memset(o, 0, sizeof *o);
-    cli_window w; /* the library's defaults */
-    cli_window_init(&w);
-    take_window(o, &w);
+/* The window flags given into the spec; the others stay unset, for the card. */
+static void take_window(swi_job_spec *sp, const cli_window *w) {
+    for (int a = 0; a < 3; a++) {
+        if (w->given & CLI_WINDOW_ROI) sp->roi[a] = w->roi[a] ? w->roi[a] : -1; /* 0: the whole axis */
+        if (w->given & CLI_WINDOW_OVERLAP) sp->overlap[a] = w->overlap[a];
+        if (w->given & CLI_WINDOW_SIGMA) sp->sigma_scale[a] = w->sigma_scale[a];
+    }
+    if (w->given & CLI_WINDOW_MODE) sp->mode = (int)w->mode;
+    if (w->given & CLI_WINDOW_PADDING) sp->padding = (int)w->padding;
+    if (w->given & CLI_WINDOW_CVAL) sp->cval = (float)w->cval; /* swi_params.cval is a float */
+    sp->sw_batch = w->sw_batch;
 }
 
 enum {
@@ -153,15 +142,17 @@ static int three_doubles(const char *s, double out[3]) {
     return 0;
 }
 
-/* The names swi_io writes volumes to. */
+/* The names swi_io writes volumes to (a DICOM SEG, which holds labels only, apart). */
 static int is_volume_name(const char *p) {
-    return cli_ends_with(p, ".nii") || cli_ends_with(p, ".nii.gz") || cli_ends_with(p, ".nrrd") ||
-           cli_ends_with(p, ".mha");
+    const swi_volume_format f = swi_volume_format_of(p);
+    return swi_volume_format_writable(f) && f != SWI_VOLUME_DICOM_SEG;
 }
 
-int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
+int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
     const char *who = plan ? "swi plan" : "swi segment";
-    seg_opts_init(o);
+    memset(o, 0, sizeof *o);
+    swi_job_spec *sp = &o->spec;
+    swi_job_spec_init(sp);
     cli_window window;
     cli_window_init(&window);
     opterr = 0;
@@ -171,37 +162,38 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         const char *arg = optarg;
         switch (c) {
         case 'h': fputs(plan ? SEG_PLAN_HELP : SEG_SEGMENT_HELP, stdout); return -1;
-        case 'q': o->quiet = 1; break;
+        case 'q': o->quiet = sp->quiet = 1; break;
         case OPT_MODEL:
-            if (o->n_models >= SEG_MAX_MODELS)
+            if (sp->n_models >= SWI_JOB_MAX_MODELS)
                 return usage(who, "too many --model files (at most 16)", NULL, NULL);
-            o->models[o->n_models++] = arg;
-            o->model = o->models[0];
+            sp->models[sp->n_models++] = arg;
             break;
         case OPT_ORIENTATION: {
             int w[3], sg[3];
             char msg[256];
             if (swi_resample_axcodes_parse(arg, w, sg, msg, sizeof msg) != SWI_OK)
                 return usage(who, "--orientation: %s", msg, NULL);
-            o->orientation = arg;
+            sp->orientation = arg;
             break;
         }
-        case OPT_SPACING:
-            if (three_doubles(arg, o->spacing) || !(o->spacing[0] > 0) || !(o->spacing[1] > 0) ||
-                !(o->spacing[2] > 0) || !isfinite(o->spacing[0] + o->spacing[1] + o->spacing[2]))
+        case OPT_SPACING: {
+            double v[3];
+            if (three_doubles(arg, v) || !(v[0] > 0) || !(v[1] > 0) || !(v[2] > 0) ||
+                !isfinite(v[0] + v[1] + v[2]))
                 return usage(who, "--spacing '%s': give one size or three (X,Y,Z) in mm, each > 0", arg,
                              NULL);
-            o->spacing_given = 1;
+            memcpy(sp->spacing, v, sizeof v);
             break;
+        }
         case OPT_INPUT:
-            if (o->n_inputs >= SEG_MAX_INPUTS)
+            if (sp->n_inputs >= SWI_JOB_MAX_INPUTS)
                 return usage(who, "too many --input files (at most 16)", NULL, NULL);
-            o->inputs[o->n_inputs++] = arg;
+            sp->inputs[sp->n_inputs++] = arg;
             break;
-        case OPT_OUTPUT: o->output = arg; break;
-        case OPT_SCORES: o->scores = arg; break;
-        case OPT_PREVIEW: o->preview = arg; break;
-        case OPT_REPORT: o->report = arg; break;
+        case OPT_OUTPUT: sp->output = arg; break;
+        case OPT_SCORES: sp->scores = arg; break;
+        case OPT_PREVIEW: sp->preview = arg; break;
+        case OPT_REPORT: sp->report = arg; break;
         case OPT_REPORT_DIR: o->report_dir = arg; break;
         case OPT_ROI:
         case OPT_OVERLAP:
@@ -215,7 +207,7 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
                 return usage(who, "%s", msg, NULL);
             break;
         }
-        case OPT_NO_CARD: o->no_card = 1; break;
+        case OPT_NO_CARD: sp->no_card = 1; break;
         case OPT_THREADS: {
             int64_t v;
             if (cli_parse_i64(arg, 0, 1024, &v))
@@ -223,48 +215,48 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
                              "--threads '%s': give a whole number from 0 (all cores) to "
                              "1024",
                              arg, NULL);
-            o->threads = (int)v;
+            sp->threads = (int)v;
             break;
         }
         case OPT_MAXMEM:
-            if (cli_parse_size(arg, &o->max_memory) || o->max_memory == 0)
+            if (cli_parse_size(arg, &sp->max_memory) || sp->max_memory == 0)
                 return usage(who, "--max-memory '%s': give a size such as 512M, 4G or 1.5G", arg, NULL);
             break;
-        case OPT_NO_REUSE: o->no_reuse = 1; break;
-        case OPT_NO_REWRITE: o->no_rewrite = 1; break;
+        case OPT_NO_REUSE: sp->no_reuse = 1; break;
+        case OPT_NO_REWRITE: sp->no_rewrite = 1; break;
         case OPT_REUSE_CACHE: {
             int64_t v;
             if (cli_parse_i64(arg, 1, 64, &v))
                 return usage(who, "--reuse-cache '%s': give a whole number from 1 to 64", arg, NULL);
-            o->reuse_cache = (int)v;
+            sp->reuse_cache = (int)v;
             break;
         }
-        case OPT_SOFTMAX: o->softmax = 1; break;
-        case OPT_FOLDS: o->folds = arg; break;
-        case OPT_DISABLE_TTA: o->no_mirroring = 1; break;
-        case OPT_SAVE_PROBS: o->save_probabilities = 1; break;
+        case OPT_SOFTMAX: sp->softmax = 1; break;
+        case OPT_FOLDS: sp->folds = arg; break;
+        case OPT_DISABLE_TTA: sp->no_mirroring = 1; break;
+        case OPT_SAVE_PROBS: sp->save_probabilities = 1; break;
         case OPT_TILE_STEP:
-            if (cli_parse_double(arg, &o->tile_step) || !(o->tile_step > 0 && o->tile_step <= 1))
+            if (cli_parse_double(arg, &sp->tile_step) || !(sp->tile_step > 0 && sp->tile_step <= 1))
                 return usage(who, "--tile-step-size '%s': give a fraction of the patch in (0, 1]", arg, NULL);
             break;
-        case OPT_TTA: o->tta = 1; break;
-        case OPT_ZSCORE: o->zscore = 1; break;
-        case OPT_FORCE: o->force = 1; break;
+        case OPT_TTA: sp->tta = 1; break;
+        case OPT_ZSCORE: sp->zscore = 1; break;
+        case OPT_FORCE: sp->force = 1; break;
         case OPT_CLIP:
-            if (cli_parse_double_list(arg, o->clip, 2) != 2 || o->clip[0] > o->clip[1])
+            if (cli_parse_double_list(arg, sp->clip, 2) != 2 || sp->clip[0] > sp->clip[1])
                 return usage(who, "--clip '%s': give A,B with A <= B", arg, NULL);
-            o->clip_given = 1;
+            sp->clip_given = 1;
             break;
         case OPT_SCALE:
-            if (cli_parse_double_list(arg, o->scale, 4) != 4 || o->scale[0] == o->scale[1])
+            if (cli_parse_double_list(arg, sp->scale, 4) != 4 || sp->scale[0] == sp->scale[1])
                 return usage(who, "--scale '%s': give A,B,C,D (maps [A,B] onto [C,D]; A != B)", arg, NULL);
-            o->scale_given = 1;
+            sp->scale_given = 1;
             break;
         case OPT_DEVICE:
             if (strcmp(arg, "cpu") == 0)
-                o->cuda = 0;
+                sp->cuda = 0;
             else if (strcmp(arg, "cuda") == 0)
-                o->cuda = 1;
+                sp->cuda = 1;
             else
                 return usage(who, "--device '%s': use cpu or cuda", arg, NULL);
             break;
@@ -272,14 +264,14 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
             int64_t v;
             if (cli_parse_i64(arg, 0, 1000, &v))
                 return usage(who, "--head '%s': give an output index (0 = the first)", arg, NULL);
-            o->head = (int)v;
+            sp->head = (int)v;
             break;
         }
         case OPT_NONFINITE:
             if (strcmp(arg, "zero") == 0)
-                o->nonfinite_fail = 0;
+                sp->nonfinite_fail = 0;
             else if (strcmp(arg, "fail") == 0)
-                o->nonfinite_fail = 1;
+                sp->nonfinite_fail = 1;
             else
                 return usage(who, "--nonfinite '%s': use zero or fail", arg, NULL);
             break;
@@ -308,15 +300,16 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         }
         case OPT_SHARD: {
             char msg[SWI_ERRLEN];
-            if (cli_shard_parse(arg, &o->shard_part, &o->shard_parts, &o->shard_init, msg))
-                return usage(who, "%s", msg, NULL);
-            o->shard_given = 1;
+            int part, parts, init;
+            if (cli_shard_parse(arg, &part, &parts, &init, msg)) return usage(who, "%s", msg, NULL);
+            sp->shard_init = init; /* "init": no part, the stores only */
+            sp->shard_part = init ? 0 : part;
+            sp->shard_parts = init ? 0 : parts;
             break;
         }
         case OPT_SHARD_GRID: {
             char msg[SWI_ERRLEN];
-            if (cli_shard_grid_parse(arg, o->shard_grid, msg)) return usage(who, "%s", msg, NULL);
-            o->shard_grid_given = 1;
+            if (cli_shard_grid_parse(arg, sp->shard_grid, msg)) return usage(who, "%s", msg, NULL);
             break;
         }
         case ':': return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);
@@ -324,28 +317,28 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         }
     }
     if (optind < argc) return usage(who, "unexpected argument '%s'", argv[optind], NULL);
-    take_window(o, &window);
-    if (!o->model) return usage(who, "--model is required", NULL, NULL);
-    if (plan && (o->report || o->report_dir)) return usage(who, "--report is for swi segment", NULL, NULL);
+    take_window(sp, &window);
+    if (sp->n_models == 0) return usage(who, "--model is required", NULL, NULL);
+    if (plan && (sp->report || o->report_dir)) return usage(who, "--report is for swi segment", NULL, NULL);
     if (o->input_dir || o->output_dir || o->output_format || o->part_count) {
         /* folder mode: the cases are the folder's, their outputs OUT/<case>.<format> */
         if (plan) return usage(who, "folder mode (--input-dir) is for swi segment", NULL, NULL);
-        if (o->report && o->report_dir && strcmp(o->report, o->report_dir) != 0)
+        if (sp->report && o->report_dir && strcmp(sp->report, o->report_dir) != 0)
             return usage(who, "--report and --report-dir name two folders: give one", NULL, NULL);
         /* in folder mode --report names the pages' folder */
-        if (o->report && !o->report_dir) o->report_dir = o->report;
-        o->report = NULL;
+        if (sp->report && !o->report_dir) o->report_dir = sp->report;
+        sp->report = NULL;
         if (!o->input_dir)
             return usage(who, "--output-dir, --output-format and --part need --input-dir", NULL, NULL);
         if (!o->output_dir) return usage(who, "--input-dir needs --output-dir", NULL, NULL);
-        if (o->n_inputs || o->output || o->scores || o->preview)
+        if (sp->n_inputs || sp->output || sp->scores || sp->preview)
             return usage(who,
                          "--input-dir takes no --input, --output, --scores or --preview "
                          "(outputs are OUTPUT_DIR/<case>.nii.gz)",
                          NULL, NULL);
-        if (o->softmax)
+        if (sp->softmax)
             return usage(who, "--softmax applies to --scores, which folder mode does not write", NULL, NULL);
-        if (o->shard_given || o->shard_grid_given)
+        if (sp->shard_parts || sp->shard_init || sp->shard_grid[0])
             return usage(who,
                          "--shard and --shard-grid cut one volume into parts of shared stores; folder "
                          "mode divides its cases with --part I/N (or between the ranks of mpirun)",
@@ -356,27 +349,27 @@ int seg_parse(int argc, char **argv, seg_opts *o, int plan) {
         return 0; /* every case is run as swi segment runs one: with the model's card */
     }
     if (o->report_dir) return usage(who, "--report-dir is for folder mode (--input-dir)", NULL, NULL);
-    if (o->n_inputs == 0) return usage(who, "--input is required", NULL, NULL);
-    if (!plan && !o->output) return usage(who, "--output is required", NULL, NULL);
+    if (sp->n_inputs == 0) return usage(who, "--input is required", NULL, NULL);
+    if (!plan && !sp->output) return usage(who, "--output is required", NULL, NULL);
     /* a name that is not a volume file may be a store: swi_job_check_names (seg_store_check) decides */
-    if (o->output && !is_volume_name(o->output) && !cli_ends_with(o->output, ".dcm") &&
-        !cli_is_store(o->output))
+    if (sp->output && !is_volume_name(sp->output) &&
+        swi_volume_format_of(sp->output) != SWI_VOLUME_DICOM_SEG && !cli_is_store(sp->output))
         return usage(who,
                      "--output '%s': the name must end in .nii, .nii.gz, .nrrd, .mha or "
                      ".dcm (DICOM SEG), or name a store (x.zarr, x.ome.zarr/labels/NAME, y.h5:/path)",
-                     o->output, NULL);
-    if (o->scores && !is_volume_name(o->scores) && !cli_is_store(o->scores))
+                     sp->output, NULL);
+    if (sp->scores && !is_volume_name(sp->scores) && !cli_is_store(sp->scores))
         return usage(who,
                      "--scores '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
                      "store",
-                     o->scores, NULL);
-    if (o->preview && !cli_ends_with(o->preview, ".png"))
-        return usage(who, "--preview '%s': the name must end in .png", o->preview, NULL);
-    if (o->softmax && !o->scores)
+                     sp->scores, NULL);
+    if (sp->preview && swi_volume_format_of(sp->preview) != SWI_VOLUME_PNG)
+        return usage(who, "--preview '%s': the name must end in .png", sp->preview, NULL);
+    if (sp->softmax && !sp->scores)
         return usage(who, "--softmax applies to --scores; give --scores FILE too", NULL, NULL);
-    if (o->report && !cli_ends_with(o->report, ".html"))
-        return usage(who, "--report '%s': the name must end in .html", o->report, NULL);
-    const char *outs[4] = {o->output, o->scores, o->preview, o->report};
+    if (sp->report && !cli_ends_with(sp->report, ".html"))
+        return usage(who, "--report '%s': the name must end in .html", sp->report, NULL);
+    const char *outs[4] = {sp->output, sp->scores, sp->preview, sp->report};
     for (int a = 0; a < 4; a++)
         for (int b = a + 1; b < 4; b++)
             if (outs[a] && outs[b] && strcmp(outs[a], outs[b]) == 0)

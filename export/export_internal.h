@@ -27,7 +27,7 @@ typedef struct export_options {
     int64_t size[EXPORT_MAXD];
     int dynamic;
     /* --roi, --overlap, --mode, --sigma-scale, --padding-mode, --cval as swi segment reads
-     * them (cli/window_opts.h): swi_params_init's defaults until given; n_roi, n_overlap,
+     * them (common/window_opts.h): swi_params_init's defaults until given; n_roi, n_overlap,
      * n_sigma count the values given (one is every dim's; matched to the network's dims
      * by export_plan_layout); cval is a double, not swi_params' float: a float64 network
      * pads with the value as given */

@@ -1,6 +1,6 @@
 /*
  * fuzz_cli_options.c -- the option parser of `swi segment` / `swi plan` (seg_parse in
- * cli/segment_options.c) and the number, list and size parsers under it (pipeline/util.c).
+ * cli/segment_options.c) and the number, list and size parsers under it (common/util.c).
  *
  * Input layout: byte 0 selects what is parsed; the rest is split at NUL bytes into
  * arguments (at most 64). Mode 0/1: seg_parse for segment/plan, with argv[0] supplied.
@@ -32,22 +32,32 @@
 
 #define MAX_ARGS 64
 
-static void check_opts(const seg_opts *o, int plan) {
-    CHECK(o->model != NULL, "no model");
-    CHECK(o->n_inputs >= 1 && o->n_inputs <= SEG_MAX_INPUTS, "n_inputs %d", o->n_inputs);
-    for (int i = 0; i < o->n_inputs; i++) CHECK(o->inputs[i] != NULL, "input %d", i);
-    CHECK(plan || o->output != NULL, "no output");
+/* An accepted command line: the spec's set fields within the parser's ranges, unset ones
+ * left for the card. */
+static void check_opts(const seg_cmd *c, int plan) {
+    const swi_job_spec *o = &c->spec;
+    CHECK(o->n_models >= 1 && o->n_models <= SWI_JOB_MAX_MODELS, "n_models %d", o->n_models);
+    if (c->input_dir) {
+        CHECK(!plan && c->output_dir && o->n_inputs == 0 && !o->output && !o->scores && !o->preview,
+              "folder mode");
+        CHECK(c->part_count >= 1 && c->part_index >= 0 && c->part_index < c->part_count, "part");
+    } else {
+        CHECK(o->n_inputs >= 1 && o->n_inputs <= SWI_JOB_MAX_INPUTS, "n_inputs %d", o->n_inputs);
+        for (int i = 0; i < o->n_inputs; i++) CHECK(o->inputs[i] != NULL, "input %d", i);
+        CHECK(plan || o->output != NULL, "no output");
+    }
     for (int a = 0; a < 3; a++) {
-        CHECK(o->overlap[a] >= 0 && o->overlap[a] < 1, "overlap %g", o->overlap[a]);
-        CHECK(o->sigma_scale[a] > 0 && isfinite(o->sigma_scale[a]), "sigma %g", o->sigma_scale[a]);
-        CHECK(o->roi[a] >= 0, "roi %lld", (long long)o->roi[a]);
+        CHECK(o->overlap[a] == -1 || (o->overlap[a] >= 0 && o->overlap[a] < 1), "overlap %g", o->overlap[a]);
+        CHECK(o->sigma_scale[a] == -1 || (o->sigma_scale[a] > 0 && isfinite(o->sigma_scale[a])), "sigma %g",
+              o->sigma_scale[a]);
+        CHECK(o->roi[a] >= -1, "roi %lld", (long long)o->roi[a]);
     }
     CHECK(o->sw_batch >= 1 && o->sw_batch <= 65536, "sw_batch %d", o->sw_batch);
     CHECK(o->threads >= 0 && o->threads <= 1024, "threads %d", o->threads);
     CHECK(o->head >= 0, "head %d", o->head);
-    CHECK(isfinite(o->cval), "cval");
-    CHECK(o->mode == SWI_BLEND_CONSTANT || o->mode == SWI_BLEND_GAUSSIAN, "mode");
-    CHECK((unsigned)o->padding <= SWI_PAD_CIRCULAR, "padding");
+    CHECK(isnan(o->cval) || isfinite(o->cval), "cval");
+    CHECK(o->mode == -1 || o->mode == SWI_BLEND_CONSTANT || o->mode == SWI_BLEND_GAUSSIAN, "mode");
+    CHECK(o->padding >= -1 && o->padding <= SWI_PAD_CIRCULAR, "padding");
     if (o->clip_given) CHECK(o->clip[0] <= o->clip[1], "clip");
     if (o->scale_given) CHECK(o->scale[0] != o->scale[1], "scale");
     CHECK(!o->softmax || o->scores, "softmax without scores");
@@ -108,7 +118,7 @@ static void check_card(const seg_card *c) {
     if (c->has_cval) CHECK(isfinite(c->cval), "card cval");
     CHECK(c->n_channels >= 0 && c->n_channels <= CARD_MAX_NAMES, "card channels %d", c->n_channels);
     CHECK(c->n_classes >= 0 && c->n_classes <= CARD_MAX_NAMES, "card classes %d", c->n_classes);
-    CHECK(c->n_members >= 0 && c->n_members < SEG_MAX_MODELS, "card members %d", c->n_members);
+    CHECK(c->n_members >= 0 && c->n_members < SWI_JOB_MAX_MODELS, "card members %d", c->n_members);
     for (int i = 0; i < c->n_channels; i++) CHECK(c->channels[i] != NULL, "channel name %d", i);
     for (int i = 0; i < c->n_classes; i++) CHECK(c->classes[i] != NULL, "class name %d", i);
     for (int i = 0; i < c->n_members; i++) CHECK(c->members[i] != NULL, "member %d", i);
@@ -200,7 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     argv[argc] = NULL;
     if (mode < 2) {
-        seg_opts o;
+        seg_cmd o;
         int rc = seg_parse(argc, argv, &o, mode);
         /* 1: the model's card (M.json beside it) could not be read or applied -- a run-time
          * error naming the file, as the command exits with */

@@ -47,6 +47,7 @@ static void run_case(const golden_case *gc, int shapes_computed) {
     for (int k = 0; k < d; k++) {
         p.roi[k] = gc->roi[k];
         p.overlap[k] = gc->overlap[k];
+        p.tile_step[k] = gc->tile_step[k];
         p.sigma_scale[k] = gc->sigma_scale[k];
     }
     p.mode = gc->mode;
@@ -133,6 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int k = 0; k < d; k++) {
         CHECK(gc.image_size[k] >= 1, "image_size");
         CHECK(gc.overlap[k] >= 0 && gc.overlap[k] < 1, "overlap %g", gc.overlap[k]);
+        CHECK(gc.tile_step[k] >= 0 && gc.tile_step[k] <= 1 &&
+                  (gc.tile_step[k] == 0 || gc.grid == SWI_GRID_NNUNET),
+              "tile_step %g", gc.tile_step[k]);
         CHECK(gc.sigma_scale[k] > 0, "sigma_scale");
         CHECK(golden_case_window(&gc, k) >= 1, "window");
     }

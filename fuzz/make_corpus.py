@@ -118,6 +118,9 @@ def golden_seeds(cases_dir):
     put(t, "pair_given.txt", "dims 3\nbatch 2\nin_channels 1\nimage_size 3 4 5\nroi_size 0 2 9\n"
                              "predictor pair\nout_channels 1\noutputs 2\noutput0_shape 2 1 3 4 5\n"
                              "output1_shape 2 2 3 4 5\nmode gaussian\nsigma_scale 0.3 1 2\n")
+    put(t, "nnunet_tile_step.txt", "dims 3\nbatch 1\nin_channels 1\nimage_size 9 20 48\nroi_size 8 16 16\n"
+                                   "grid nnunet\nmode gaussian_nnunet\ntile_step 0.2 0.1 0.3\n"
+                                   "predictor coord\nout_channels 3\n")
     put(t, "bad_values.txt", "dims 3\nbatch 0\nimage_size -1 99999999999999999999 4\n"
                              "overlap 1.0 nan 0.5\ncval inf\n")
 

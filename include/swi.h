@@ -145,14 +145,15 @@ typedef enum swi_blend {
 typedef enum swi_grid {
     SWI_GRID_MONAI = 0, /**< MONAI's: step floor(roi * (1 - overlap)) (at least 1), the last start
                              moved back to padded - roi (the default) */
-    SWI_GRID_NNUNET = 1 /**< nnU-Net v2's compute_steps_for_sliding_window with
-                             tile_step_size = 1 - overlap (computed in double: exact for 0.5,
-                             nnU-Net's default, and every binary fraction): n = ceil((padded -
-                             roi) / (roi * tile_step_size)) + 1 starts spread evenly, start t =
-                             round(t * (padded - roi) / (n - 1)) (half to even, as numpy);
-                             repeated starts, possible only for tiny steps, are kept once (a
-                             repeated window adds the same weighted prediction to the sum and its
-                             weight to the count, so the blend is unchanged) */
+    SWI_GRID_NNUNET = 1 /**< nnU-Net v2's compute_steps_for_sliding_window for its tile_step_size t
+                             (swi_params.tile_step; where that is 0, t = 1 - overlap, which in double
+                             is not always the step meant: 1 - (1 - 0.2) != 0.2): n =
+                             ceil((padded - roi) / (roi * t)) + 1 starts spread evenly, start i =
+                             round(i * (padded - roi) / (n - 1)) (half to even, as numpy), all in
+                             double as Python computes them; repeated starts, possible only for
+                             roi * t < 1, are kept once (a repeated window adds the same weighted
+                             prediction to the sum and its weight to the count, so the blend is
+                             unchanged) */
 } swi_grid;
 
 typedef enum swi_pad {
@@ -203,6 +204,12 @@ typedef struct swi_params {
     int64_t roi[SWI_MAX_DIMS];          /**< window size; <= 0 means the whole image along that dim */
     double overlap[SWI_MAX_DIMS];       /**< fraction of overlap in [0, 1); default 0.25 */
     swi_grid grid;                      /**< how starts follow from overlap; default SWI_GRID_MONAI */
+    double tile_step[SWI_MAX_DIMS];     /**< SWI_GRID_NNUNET only: nnU-Net's tile_step_size in (0, 1],
+                                            used as given (overlap is then ignored); 0 = 1 - overlap
+                                            (the default). Give it rather than an overlap: the
+                                            overlap 1 - t does not always give t back in double,
+                                            and nnU-Net's start count can then differ by one.
+                                            Nonzero with SWI_GRID_MONAI is SWI_ERR_INVALID_ARG. */
     swi_blend mode;                     /**< default SWI_BLEND_CONSTANT */
     double sigma_scale[SWI_MAX_DIMS];   /**< gaussian sigma / roi; default 0.125; must be > 0 */
     const float *weight_map;            /**< SWI_BLEND_CUSTOM only: [*roi], caller-owned */
@@ -558,9 +565,16 @@ int64_t swi_result_channels(const swi_ctx *ctx, int head);
 swi_status swi_window_starts(swi_ctx *ctx, int64_t size, int64_t roi, double overlap, int64_t *starts,
                              int64_t cap, int64_t *count);
 
-/** The same for any grid: swi_window_starts is swi_grid_starts with SWI_GRID_MONAI. */
+/** The same for any grid: swi_window_starts is swi_grid_starts with SWI_GRID_MONAI. With
+ *  SWI_GRID_NNUNET the tile step is 1 - overlap (see swi_nnunet_starts). */
 swi_status swi_grid_starts(swi_ctx *ctx, swi_grid grid, int64_t size, int64_t roi, double overlap,
                            int64_t *starts, int64_t cap, int64_t *count);
+
+/** SWI_GRID_NNUNET's starts for nnU-Net's tile_step_size `tile_step` in (0, 1] itself (what
+ *  swi_params.tile_step gives swi_run): nnU-Net's compute_steps_for_sliding_window((padded,),
+ *  (roi,), tile_step), each start once. Arguments and results as swi_window_starts. */
+swi_status swi_nnunet_starts(swi_ctx *ctx, int64_t size, int64_t roi, double tile_step, int64_t *starts,
+                             int64_t cap, int64_t *count);
 
 /** Padding of one axis of `size` voxels for window `roi` (> 0), semantics step 2:
  *  *padded = max(size, roi), *before = floor((padded - size) / 2), and map[j] for

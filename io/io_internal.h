@@ -24,9 +24,6 @@ extern "C" {
 /* printf into err (n bytes, NULL = discard), folded onto one line. */
 void io__err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Does path end with suffix, compared case-insensitively? */
-int io__ends_with(const char *path, const char *suffix);
-
 /* Whole files (files.c). dir/leaf into out (n bytes): 0, or -1 when it does not fit. */
 int io__join(char *out, size_t n, const char *dir, const char *leaf);
 /* Every byte of data written to fd (EINTR retried): 0, or -1 with errno. */
@@ -90,7 +87,9 @@ swi_status io__nifti_like(const swi_volume *src, swi_volume *dst, char *err, siz
 int io__itk_available(void);
 swi_status io__itk_open(const char *path, swi_io_format f, swi_volume *v, char *err, size_t n);
 swi_status io__itk_read(const swi_volume *v, float *dst, const swi_io_cancel *cancel, char *err, size_t n);
-swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f, const swi_volume *like,
+/* f: SWI_VOLUME_NRRD or SWI_VOLUME_MHA (ITK picks the layout by the suffix of the file it
+ * writes: a private one named with f's suffix). */
+swi_status io__itk_write_fd(int fd, const char *name, swi_volume_format f, const swi_volume *like,
                             const void *data, swi_dtype dtype, int64_t planes, const swi_io_cancel *cancel,
                             char *err, size_t n);
 

@@ -504,13 +504,16 @@ template <typename T> void transpose_out(const void *src, const int64_t size[3],
 
 } // namespace
 
-extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f, const swi_volume *like,
-                                       const void *data, swi_dtype dtype, int64_t planes,
-                                       const swi_io_cancel *cancel, char *err, size_t n) {
+extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_volume_format format,
+                                       const swi_volume *like, const void *data, swi_dtype dtype,
+                                       int64_t planes, const swi_io_cancel *cancel, char *err, size_t n) {
     const int64_t *size = like->size;
+    const swi_io_format f = swi_volume_format_family(format);
     const char *bad = NULL;
     if (fd < 0)
         bad = "fd < 0";
+    else if (format != SWI_VOLUME_NRRD && format != SWI_VOLUME_MHA)
+        bad = "ITK writes .nrrd and .mha here";
     else if (dtype != SWI_DTYPE_UINT8 && dtype != SWI_DTYPE_UINT16 && dtype != SWI_DTYPE_FLOAT32)
         bad = "dtype must be SWI_DTYPE_UINT8, _UINT16 or _FLOAT32";
     else if (planes < 1 || planes > ((int64_t)1 << 31))
@@ -546,7 +549,8 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
         io__err(err, n, "interrupted");
         return SWI_ERR_CANCELLED;
     }
-    /* ITK writes to a name whose suffix it reads: a private directory, then copied into fd. */
+    /* ITK picks the layout (data attached or not) by the suffix of the name it writes: the
+     * format's own suffix in a private directory, then copied into fd. */
     const char *tdir = getenv("TMPDIR");
     std::string dirt = std::string(tdir && *tdir ? tdir : "/tmp") + "/swi-itk-XXXXXX";
     std::vector<char> dirbuf(dirt.begin(), dirt.end());
@@ -558,7 +562,7 @@ extern "C" swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f
                 tdir && *tdir ? tdir : "/tmp", strerror(e));
         return SWI_ERR_IO;
     }
-    std::string tmp = std::string(dirbuf.data()) + (f == SWI_IO_NRRD ? "/out.nrrd" : "/out.mha");
+    std::string tmp = std::string(dirbuf.data()) + "/out" + swi_volume_format_suffix(format);
     const int64_t vol = size[0] * size[1] * size[2];
     swi_status st = guarded(name, format_name(f), err, n, [&]() -> swi_status {
         itk::ImageIOBase::Pointer io = make_io(f);

@@ -26,7 +26,7 @@ swi_status io__itk_read(const swi_volume *v, float *dst, const swi_io_cancel *ca
     return no_itk(err, n, v->path);
 }
 
-swi_status io__itk_write_fd(int fd, const char *name, swi_io_format f, const swi_volume *like,
+swi_status io__itk_write_fd(int fd, const char *name, swi_volume_format f, const swi_volume *like,
                             const void *data, swi_dtype dtype, int64_t planes, const swi_io_cancel *cancel,
                             char *err, size_t n) {
     (void)f, (void)like, (void)data, (void)dtype, (void)planes, (void)cancel;

@@ -15,9 +15,16 @@
  *     if (swi_volume_read(&v, x, NULL, err, sizeof err) != SWI_OK) goto fail;
  *     // x is [size[0]][size[1]][size[2]], last index fastest: an swi_tensor as is;
  *     // the network's labels (uint8, `classes` of them) are written with v's geometry
- *     int fd = open("labels.nii.gz", O_WRONLY | O_CREAT | O_TRUNC, 0666);
- *     if (swi_volume_write_fd(fd, "labels.nii.gz", &v, labels, SWI_DTYPE_UINT8, SWI_IO_LABELS, 1, classes,
- *                             NULL, err, sizeof err) != SWI_OK)
+ *     // the name's suffix says the format, read once; the writer is handed the format
+ *     const char *out = "labels.nii.gz";
+ *     swi_volume_format f = swi_volume_format_of(out); // SWI_VOLUME_NIFTI_GZ
+ *     if (!swi_volume_format_writable(f)) {
+ *         snprintf(err, sizeof err, "%s: name a .nii, .nii.gz, .nrrd or .mha file", out);
+ *         goto fail;
+ *     }
+ *     int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+ *     if (swi_volume_write_as_fd(fd, f, out, &v, labels, SWI_DTYPE_UINT8, SWI_IO_LABELS, 1, classes, NULL,
+ *                                err, sizeof err) != SWI_OK)
  *         goto fail;
  *     free(x);
  *     return 0;
@@ -27,7 +34,9 @@
  *     return 1;
  *     // example:end
  *
- * Formats are chosen by file name (swi_io_format_of): ".nii" and ".nii.gz" are NIfTI-1/-2
+ * Formats. A name's suffix says its format, read in one place (swi_volume_format_of, a
+ * swi_volume_format); readers also look at what a file holds, writers are handed the format
+ * (swi_volume_write_as_fd). ".nii" and ".nii.gz" are NIfTI-1/-2
  * (read: any scalar type, either byte order, gzip whatever the name says; 3-D, or 4-D
  * whose 4th axis holds channels: swi_volume.frames), ".png" is a preview. Through ITK's
  * image I/O, when built with it: ".nrrd" and ".nhdr" (detached data) are NRRD, ".mha" and
@@ -72,7 +81,10 @@
  * reads): a hostile header is refused with a message, never read past.
  *
  * Writers take an open descriptor and close it in every case, so the caller picks the
- * commit policy (the swi command writes to a temporary file and renames it).
+ * commit policy (the swi command writes to a temporary file and renames it). A writer
+ * ending in _as_fd takes the format to write and writes it whatever the name's suffix (the
+ * name only names the file in messages); swi_volume_write_fd and swi_volume_write_labels_fd
+ * classify the name (swi_volume_format_of) and call them.
  */
 #ifndef SWI_IO_H
 #define SWI_IO_H
@@ -99,9 +111,46 @@ typedef enum swi_io_format {
 /** Is support for `format` compiled in? */
 int swi_io_available(swi_io_format format);
 
-/** The format a file name asks for (case-insensitive suffix), SWI_IO_UNKNOWN if none
- *  (a directory, which swi_volume_open reads as DICOM, has no suffix to ask). */
+/** The library format a file name asks for: swi_volume_format_family(swi_volume_format_of(path)),
+ *  SWI_IO_UNKNOWN if none (a directory, which swi_volume_open reads as DICOM, has no suffix
+ *  to ask). */
 swi_io_format swi_io_format_of(const char *path);
+
+/** A file's format as its name's suffix says it: what a writer is handed. Each value is one
+ *  suffix, so the suffix, and whether the volume writers write it, follow from the value. */
+typedef enum swi_volume_format {
+    SWI_VOLUME_UNKNOWN = 0,   /**< no suffix below */
+    SWI_VOLUME_NIFTI = 1,     /**< .nii: NIfTI-1/-2, uncompressed */
+    SWI_VOLUME_NIFTI_GZ = 2,  /**< .nii.gz: NIfTI-1/-2, gzip (".gz" alone is no format) */
+    SWI_VOLUME_NRRD = 3,      /**< .nrrd: NRRD with its data attached (written gzip-encoded) */
+    SWI_VOLUME_NHDR = 4,      /**< .nhdr: a NRRD header with detached data (read only) */
+    SWI_VOLUME_MHA = 5,       /**< .mha: MetaImage with its data attached (written zlib) */
+    SWI_VOLUME_MHD = 6,       /**< .mhd: a MetaImage header with detached data (read only) */
+    SWI_VOLUME_DICOM_SEG = 7, /**< .dcm: a DICOM SEG of a label map (write only) */
+    SWI_VOLUME_PNG = 8        /**< .png: a preview (swi_io_preview_write_fd; write only) */
+} swi_volume_format;
+
+/** The format `name` asks for by its suffix, compared case-insensitively ("SEG.NII.GZ" is
+ *  SWI_VOLUME_NIFTI_GZ); only the end of the name counts, so dots in directories do not.
+ *  SWI_VOLUME_UNKNOWN for NULL, a name with none of the suffixes, or a store's name that does
+ *  not end in one (a caller taking stores too asks swi_store_kind_of first: a store is a
+ *  store even when its name ends like a file, "x.h5:/seg.nii"). The one function in swi_io
+ *  that reads a file's format from its name (a store's kind: swi_store_kind_of). A caller
+ *  turns SWI_VOLUME_UNKNOWN into its own message listing the suffixes it accepts. */
+swi_volume_format swi_volume_format_of(const char *name);
+
+/** The suffix of format f's files, lower case (".nii.gz"); "" for SWI_VOLUME_UNKNOWN or a
+ *  value outside the enum. Static storage: not to be freed. Its length is that of the suffix
+ *  swi_volume_format_of matched, so the stem of a name is what lies before it. */
+const char *swi_volume_format_suffix(swi_volume_format f);
+
+/** The library format f belongs to (SWI_VOLUME_NIFTI_GZ: SWI_IO_NIFTI; .nhdr: SWI_IO_NRRD;
+ *  .dcm: SWI_IO_DICOM_SEG; ...), for swi_io_available; SWI_IO_UNKNOWN for SWI_VOLUME_UNKNOWN. */
+swi_io_format swi_volume_format_family(swi_volume_format f);
+
+/** 1 if swi_volume_write_as_fd writes format f (.nii, .nii.gz, .nrrd, .mha, and .dcm for a
+ *  label map), else 0. Whether this build has the library for it: swi_io_available. */
+int swi_volume_format_writable(swi_volume_format f);
 
 /** Element types of stored voxels. */
 typedef enum swi_io_type {
@@ -218,23 +267,38 @@ typedef enum swi_io_kind {
 } swi_io_kind;
 
 /** Write data ([planes][size[0]][size[1]][size[2]] of `dtype`: SWI_DTYPE_UINT8, _UINT16 or
- *  _FLOAT32) to the open descriptor fd in the format `name` asks for (".nii", ".nii.gz"
- *  gzip-compressed, ".nrrd", ".mha"), with like's geometry (like opened from any format) and size like->size x planes (planes along the 4th
- *  dimension when > 1). `name` is also the file named in messages. Closes fd in every
- *  case. cancel may be NULL. */
+ *  _FLOAT32) to the open descriptor fd in `format` (SWI_VOLUME_NIFTI, _NIFTI_GZ
+ *  gzip-compressed, _NRRD, _MHA; _DICOM_SEG: a label map, one plane, of a DICOM series),
+ *  whatever `name`'s suffix, with like's geometry (like opened from any format) and size
+ *  like->size x planes (planes along the 4th dimension when > 1). `name` names the file in
+ *  messages only. A format it does not write (swi_volume_format_writable) is refused as
+ *  "NAME: no volume format for this name (.nii, .nii.gz, .nrrd, .mha)", SWI_ERR_INVALID_ARG.
+ *  Closes fd in every case; data and like stay the caller's. cancel may be NULL. */
+swi_status swi_volume_write_as_fd(int fd, swi_volume_format format, const char *name, const swi_volume *like,
+                                  const void *data, swi_dtype dtype, swi_io_kind kind, int64_t planes,
+                                  int64_t classes, const swi_io_cancel *cancel, char *err, size_t errlen);
+
+/** swi_volume_write_as_fd in the format `name` asks for (swi_volume_format_of(name)). */
 swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like, const void *data,
                                swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
                                const swi_io_cancel *cancel, char *err, size_t errlen);
 
-/** As swi_volume_write_fd for a label map (SWI_IO_LABELS, one plane), with each class's
- *  name: names[l] for label l (names NULL, or an entry NULL or "": "label l"), which a DICOM
- *  SEG (.dcm) records as its segments' labels; other formats write as swi_volume_write_fd. */
+/** As swi_volume_write_as_fd for a label map (SWI_IO_LABELS, one plane), with each class's
+ *  name: names[l] for label l (names NULL, or an entry NULL or "": "label l"; the caller's),
+ *  which a DICOM SEG (SWI_VOLUME_DICOM_SEG) records as its segments' labels; other formats
+ *  write as swi_volume_write_as_fd. Closes fd in every case. */
+swi_status swi_volume_write_labels_as_fd(int fd, swi_volume_format format, const char *name,
+                                         const swi_volume *like, const void *labels, swi_dtype dtype,
+                                         int64_t classes, const char *const *names,
+                                         const swi_io_cancel *cancel, char *err, size_t errlen);
+
+/** swi_volume_write_labels_as_fd in the format `name` asks for (swi_volume_format_of(name)). */
 swi_status swi_volume_write_labels_fd(int fd, const char *name, const swi_volume *like, const void *labels,
                                       swi_dtype dtype, int64_t classes, const char *const *names,
                                       const swi_io_cancel *cancel, char *err, size_t errlen);
 
 /** Write a PNG of three orthogonal mid-slices to the open descriptor fd (closed in every
- *  case). Panels, left to right: the k = nk/2 slice (columns i, rows j), the j = nj/2 slice
+ *  case), whatever name's suffix (name names the file in messages). Panels, left to right: the k = nk/2 slice (columns i, rows j), the j = nj/2 slice
  *  (columns i, rows k) and the i = ni/2 slice (columns j, rows k), rows bottom-up. image
  *  ([ni][nj][nk] float32, or NULL: labels only) is grey, windowed between its 0.5th and
  *  99.5th percentiles; each label > 0 of labels ([ni][nj][nk], label_bytes 1 or 2 per

@@ -1,18 +1,12 @@
-/* volume.c -- the format-independent part of swi_io: choosing a format by name and
- * handing each call to that format's module. */
+/* volume.c -- the format-independent part of swi_io: each call handed to the module of the
+ * volume's format (opened), or of the format the caller hands over (written). */
 #include "io_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-int io__ends_with(const char *path, const char *suffix) {
-    size_t n = strlen(path), m = strlen(suffix);
-    return n >= m && strcasecmp(path + n - m, suffix) == 0;
-}
 
 int swi_io_available(swi_io_format format) {
     switch (format) {
@@ -24,16 +18,6 @@ int swi_io_available(swi_io_format format) {
     case SWI_IO_DICOM_SEG: return io__dcmseg_available();
     default: return 0;
     }
-}
-
-swi_io_format swi_io_format_of(const char *path) {
-    if (!path) return SWI_IO_UNKNOWN;
-    if (io__ends_with(path, ".nii") || io__ends_with(path, ".nii.gz")) return SWI_IO_NIFTI;
-    if (io__ends_with(path, ".png")) return SWI_IO_PNG;
-    if (io__ends_with(path, ".nrrd") || io__ends_with(path, ".nhdr")) return SWI_IO_NRRD;
-    if (io__ends_with(path, ".mha") || io__ends_with(path, ".mhd")) return SWI_IO_METAIMAGE;
-    if (io__ends_with(path, ".dcm")) return SWI_IO_DICOM_SEG;
-    return SWI_IO_UNKNOWN;
 }
 
 int64_t swi_volume_voxels(const swi_volume *v) { return v->size[0] * v->size[1] * v->size[2]; }
@@ -128,51 +112,72 @@ swi_status swi_volume_make(swi_volume *v, const int64_t size[3], const double sp
     return io__nifti_make(v, size, spacing, err, n);
 }
 
-swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like, const void *data,
-                               swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
+/* The writers' one body; `who` names the public call in the messages about its arguments. */
+static swi_status write_volume(const char *who, int fd, swi_volume_format format, const char *name,
+                               const swi_volume *like, const void *data, swi_dtype dtype, swi_io_kind kind,
+                               int64_t planes, int64_t classes, const char *const *class_names,
                                const swi_io_cancel *cancel, char *err, size_t n) {
     if (!name || !like || !data) {
         if (fd >= 0) close(fd);
-        io__err(err, n, "swi_volume_write_fd: %s is NULL", !name ? "name" : !like ? "like" : "data");
+        io__err(err, n, "%s: %s is NULL", who, !name ? "name" : !like ? "like" : "data");
         return SWI_ERR_INVALID_ARG;
     }
-    swi_io_format f = swi_io_format_of(name);
-    if (f == SWI_IO_NRRD && io__ends_with(name, ".nrrd"))
-        return io__itk_write_fd(fd, name, f, like, data, dtype, planes, cancel, err, n);
-    if (f == SWI_IO_METAIMAGE && io__ends_with(name, ".mha"))
-        return io__itk_write_fd(fd, name, f, like, data, dtype, planes, cancel, err, n);
-    if (f == SWI_IO_DICOM_SEG) {
+    swi_volume nl; /* another format's geometry, in a NIfTI header */
+    swi_status st;
+    switch (format) {
+    case SWI_VOLUME_NRRD:
+    case SWI_VOLUME_MHA: return io__itk_write_fd(fd, name, format, like, data, dtype, planes, cancel, err, n);
+    case SWI_VOLUME_DICOM_SEG:
         if (kind != SWI_IO_LABELS || planes != 1) {
             if (fd >= 0) close(fd);
             io__err(err, n, "%s: a DICOM SEG (.dcm) holds a label map, not scores or images", name);
             return SWI_ERR_INVALID_ARG;
         }
-        return io__dcmseg_write_fd(fd, name, like, data, dtype, classes, NULL, cancel, err, n);
-    }
-    if (f != SWI_IO_NIFTI) {
+        return io__dcmseg_write_fd(fd, name, like, data, dtype, classes, class_names, cancel, err, n);
+    case SWI_VOLUME_NIFTI:
+    case SWI_VOLUME_NIFTI_GZ:
+        if (like->format == SWI_IO_NIFTI)
+            return io__nifti_write_fd(fd, format == SWI_VOLUME_NIFTI_GZ, name, like, data, dtype, kind,
+                                      planes, classes, cancel, err, n);
+        if ((st = io__nifti_like(like, &nl, err, n)) != SWI_OK) {
+            if (fd >= 0) close(fd);
+            return st;
+        }
+        return io__nifti_write_fd(fd, format == SWI_VOLUME_NIFTI_GZ, name, &nl, data, dtype, kind, planes,
+                                  classes, cancel, err, n);
+    default:
+        /* read-only formats (.nhdr, .mhd), previews and unknown names alike */
         if (fd >= 0) close(fd);
         io__err(err, n, "%s: no volume format for this name (.nii, .nii.gz, .nrrd, .mha)", name);
         return SWI_ERR_INVALID_ARG;
     }
-    if (like->format != SWI_IO_NIFTI) {
-        /* another format's geometry, in a NIfTI header */
-        swi_volume nl;
-        swi_status st = io__nifti_like(like, &nl, err, n);
-        if (st != SWI_OK) {
-            if (fd >= 0) close(fd);
-            return st;
-        }
-        return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, &nl, data, dtype, kind, planes,
-                                  classes, cancel, err, n);
-    }
-    return io__nifti_write_fd(fd, io__ends_with(name, ".gz"), name, like, data, dtype, kind, planes, classes,
-                              cancel, err, n);
+}
+
+swi_status swi_volume_write_as_fd(int fd, swi_volume_format format, const char *name, const swi_volume *like,
+                                  const void *data, swi_dtype dtype, swi_io_kind kind, int64_t planes,
+                                  int64_t classes, const swi_io_cancel *cancel, char *err, size_t n) {
+    return write_volume("swi_volume_write_as_fd", fd, format, name, like, data, dtype, kind, planes, classes,
+                        NULL, cancel, err, n);
+}
+
+swi_status swi_volume_write_fd(int fd, const char *name, const swi_volume *like, const void *data,
+                               swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
+                               const swi_io_cancel *cancel, char *err, size_t n) {
+    return write_volume("swi_volume_write_fd", fd, swi_volume_format_of(name), name, like, data, dtype, kind,
+                        planes, classes, NULL, cancel, err, n);
+}
+
+swi_status swi_volume_write_labels_as_fd(int fd, swi_volume_format format, const char *name,
+                                         const swi_volume *like, const void *labels, swi_dtype dtype,
+                                         int64_t classes, const char *const *names,
+                                         const swi_io_cancel *cancel, char *err, size_t n) {
+    return write_volume("swi_volume_write_labels_as_fd", fd, format, name, like, labels, dtype, SWI_IO_LABELS,
+                        1, classes, names, cancel, err, n);
 }
 
 swi_status swi_volume_write_labels_fd(int fd, const char *name, const swi_volume *like, const void *labels,
                                       swi_dtype dtype, int64_t classes, const char *const *names,
                                       const swi_io_cancel *cancel, char *err, size_t n) {
-    if (name && like && labels && swi_io_format_of(name) == SWI_IO_DICOM_SEG)
-        return io__dcmseg_write_fd(fd, name, like, labels, dtype, classes, names, cancel, err, n);
-    return swi_volume_write_fd(fd, name, like, labels, dtype, SWI_IO_LABELS, 1, classes, cancel, err, n);
+    return write_volume("swi_volume_write_fd", fd, swi_volume_format_of(name), name, like, labels, dtype,
+                        SWI_IO_LABELS, 1, classes, names, cancel, err, n);
 }

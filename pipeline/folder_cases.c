@@ -1,6 +1,6 @@
 /*
  * folder_cases.c -- folder mode's cases (folder_cases.h): the input folder listed (nnU-Net's
- * channel files, DICOM series folders), a case's channels read, and --report-dir's index.
+ * channel files, DICOM series folders), a case's channels read, and report_dir's index.
  */
 #include "folder_cases.h"
 
@@ -16,13 +16,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const VOLUME_EXT[] = {".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd"};
-
-/* The extension of a volume file name, or NULL. */
+/* The suffix of a volume file a folder's case can be (io's classifier: the volumes swi reads,
+ * not its write-only DICOM SEG and PNG), or NULL; a bare suffix is no case. */
 static const char *volume_ext(const char *name) {
-    for (size_t i = 0; i < sizeof VOLUME_EXT / sizeof *VOLUME_EXT; i++)
-        if (cli_ends_with(name, VOLUME_EXT[i]) && strlen(name) > strlen(VOLUME_EXT[i])) return VOLUME_EXT[i];
-    return NULL;
+    const swi_volume_format f = swi_volume_format_of(name);
+    if (f == SWI_VOLUME_UNKNOWN || f == SWI_VOLUME_DICOM_SEG || f == SWI_VOLUME_PNG) return NULL;
+    const char *ext = swi_volume_format_suffix(f);
+    return strlen(name) > strlen(ext) ? ext : NULL;
 }
 
 /* nnU-Net's channel suffix: "_0003" at the end of the stem gives 3; else -1. */
@@ -198,6 +198,28 @@ done:
     return rc;
 }
 
+void seg_cases_nnunet(fcase *cases, int n_cases, int channels, const char *ending) {
+    for (int k = 0; k < n_cases; k++) {
+        fcase *c = &cases[k];
+        if (c->problem[0]) continue;
+        for (int s = 0; s < c->n_files && !c->problem[0]; s++) {
+            char want[300];
+            snprintf(want, sizeof want, "/%s_%04d%s", c->name, s, ending);
+            const size_t lw = strlen(want), lf = strlen(c->files[s]);
+            if (lf < lw || strcmp(c->files[s] + lf - lw, want) != 0)
+                cli_err(c->problem, "%s: not nnU-Net's naming of the model's channels (%s_%04d%s, ...)",
+                        c->files[s], c->name, s, ending);
+        }
+        if (c->problem[0]) continue;
+        if (c->n_files < channels)
+            cli_err(c->problem, "channel %d (%s_%04d%s) is missing: the model takes %d channel%s", c->n_files,
+                    c->name, c->n_files, ending, channels, channels == 1 ? "" : "s");
+        else if (c->n_files > channels)
+            cli_err(c->problem, "%d channels (%s_%04d%s ...), but the model takes %d", c->n_files, c->name,
+                    c->n_files - 1, ending, channels);
+    }
+}
+
 /* The source of a case read in this process. */
 static int open_here(void *user, int k, const char *file, swi_volume *v, char *err) {
     (void)user, (void)k;
@@ -269,7 +291,7 @@ int seg_cases_index(const fcase *cases, int n_cases, const swi_job *opts_job, co
     int n = 0, classes = 0;
     for (int i = 0; i < n_cases; i++) {
         const fcase *c = &cases[i];
-        if (c->state == CASE_TODO) continue;
+        if (c->state == CASE_TODO || !c->mine) continue;
         seg_index_row *r = &rows[n++];
         r->name = c->name;
         r->failed = c->state != CASE_DONE && c->state != CASE_SKIPPED;

@@ -54,7 +54,6 @@ typedef struct pl_opts {
     int roi_from_card; /**< the roi came from the model card */
     int no_card;
     const struct seg_card *card; /**< the model's card (card.h), or NULL */
-    const char *input_dir;       /**< folder mode's input folder (the index page names it), or NULL */
     int shard_given, shard_part, shard_parts, shard_init;
     int shard_grid[3], shard_grid_given;
     int shard_collective; /**< the parts run together (MPI ranks): part 0 creates the stores */

@@ -30,14 +30,6 @@ struct swi_job {
     nn_job *nn; /* an nnU-Net model directory: its own steps (nnunet_job.h) */
 };
 
-void swi_job_spec_init(swi_job_spec *spec) {
-    memset(spec, 0, sizeof *spec);
-    for (int a = 0; a < 3; a++) spec->overlap[a] = spec->sigma_scale[a] = -1;
-    spec->mode = -1;
-    spec->padding = -1;
-    spec->cval = NAN;
-}
-
 static swi_status finish(swi_status st, const char *msg, char *err, size_t errlen) {
     if (err && errlen) snprintf(err, errlen, "%s", st == SWI_OK ? "" : msg);
     return st;

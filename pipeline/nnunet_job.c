@@ -62,13 +62,15 @@ static int check_spec(const swi_job_spec *sp, char *err) {
     return 0;
 }
 
-/* OUT.nii.gz -> OUT + suffix (the file ending cut, as nnU-Net names CASE.npz, CASE.pkl). */
-static int beside(const char *output, const char *ending, const char *suffix, char *buf, size_t n) {
-    size_t len = strlen(output), cut = 0;
-    const char *endings[] = {ending, ".nii.gz", ".nii", ".nrrd", ".mha"};
-    for (int i = 0; i < 5 && !cut; i++)
-        if (endings[i][0] && cli_ends_with(output, endings[i])) cut = strlen(endings[i]);
-    return (size_t)snprintf(buf, n, "%.*s%s", (int)(len - cut), output, suffix) >= n;
+/* OUT.nii.gz -> OUT + suffix (the file ending cut, as nnU-Net names CASE.npz, CASE.pkl):
+ * the dataset's file ending, else a volume file's suffix; a DICOM SEG's name is kept whole. */
+static int beside(const pl_target *output, const char *ending, const char *suffix, char *buf, size_t n) {
+    size_t len = strlen(output->name), cut = 0;
+    if (ending[0] && cli_ends_with(output->name, ending))
+        cut = strlen(ending);
+    else if (output->format != SWI_VOLUME_DICOM_SEG)
+        cut = pl_target_suffix_len(output);
+    return (size_t)snprintf(buf, n, "%.*s%s", (int)(len - cut), output->name, suffix) >= n;
 }
 
 swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j, char *err) {
@@ -88,6 +90,7 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
     memcpy(j->inputs, sp->inputs, sizeof j->inputs);
     j->n_inputs = sp->n_inputs;
     j->output = sp->output;
+    pl_target_of(j->output, &j->t_output);
     j->save_probabilities = sp->save_probabilities;
     j->no_mirroring = sp->no_mirroring;
     j->force = sp->force;
@@ -98,8 +101,8 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
     j->tile_step = sp->tile_step > 0 ? sp->tile_step : j->card.tile_step;
     j->max_memory = sp->max_memory;
     if (j->save_probabilities && j->output &&
-        (beside(j->output, j->card.file_ending, ".npz", j->probs_path, sizeof j->probs_path) ||
-         beside(j->output, j->card.file_ending, ".json", j->props_path, sizeof j->props_path))) {
+        (beside(&j->t_output, j->card.file_ending, ".npz", j->probs_path, sizeof j->probs_path) ||
+         beside(&j->t_output, j->card.file_ending, ".json", j->props_path, sizeof j->props_path))) {
         cli_err(err, "--output: path too long");
         return SWI_ERR_INVALID_ARG;
     }
@@ -353,7 +356,7 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
     swi_params_init(p, 3);
     for (int a = 0; a < 3; a++) {
         p->roi[a] = c->window[a];
-        p->overlap[a] = 1.0 - j->tile_step;
+        p->tile_step[a] = j->tile_step; /* nnU-Net's own number: 1 - (1 - t) is not always t */
         p->sigma_scale[a] = c->sigma;
     }
     p->grid = SWI_GRID_NNUNET;

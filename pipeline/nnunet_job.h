@@ -21,6 +21,7 @@
 #include "swi_ort.h"
 #include "swi_pipeline.h"
 #include "swi_resample.h"
+#include "target.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,7 @@ typedef struct nn_job {
     const char *inputs[SWI_JOB_MAX_INPUTS];
     int n_inputs;
     const char *output;
+    pl_target t_output; /* output classified (pl_target_of), once */
     int save_probabilities, no_mirroring, force, quiet, threads, cuda, sw_batch;
     double tile_step;
     size_t max_memory;
@@ -100,5 +102,15 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
 void nn_back_map(const nn_job *j, double map[3][4]);
 /* The engine's region callback: the blended logits into the sink. */
 int nn_model_region(void *user, const swi_region *r);
+
+/* One voxel's label from its K resampled logits x[r * stride], as nnU-Net's export
+ * (convert_predicted_logits_to_segmentation_with_correct_shape) forms it: for regions, the
+ * last region in regions_class_order whose float32 sigmoid exceeds the threshold; else the
+ * argmax of the float32 softmax when the probabilities are saved (nnU-Net takes it of the
+ * probabilities then), of the logits otherwise; the first class wins a tie. When probs is not
+ * NULL the probabilities (sigmoids or softmax, the values the label came from) go to
+ * probs[r * pstride]. */
+int64_t nn_voxel_label(const nn_card *c, const float *x, int64_t stride, int with_probs, float *probs,
+                       int64_t pstride);
 
 #endif

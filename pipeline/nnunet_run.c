@@ -29,50 +29,71 @@ static int64_t reader_index(const nn_job *j, const int64_t p[3]) {
     return (y[2] * j->reader_size[1] + y[1]) * j->reader_size[2] + y[0];
 }
 
+/* torch.sigmoid in float32 on the CPU: 1 / (1 + exp(-x)), every step rounded to float. At
+ * 0 < x < about 9e-8 it is exactly 0.5, which the threshold 0.5 does not exceed. torch's
+ * vectorised loop takes exp from Sleef (within one ulp), its scalar tail from the C library as
+ * here, so a value within an ulp of the threshold may fall either way in nnU-Net itself. */
+static float sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+int64_t nn_voxel_label(const nn_card *c, const float *x, int64_t stride, int with_probs, float *probs,
+                       int64_t pstride) {
+    const int64_t K = c->heads;
+    int64_t label = 0;
+    if (c->has_regions) {
+        for (int64_t r = 0; r < K; r++) {
+            const float s = sigmoid_f32(x[r * stride]);
+            if (s > c->threshold) label = c->regions_class_order[r];
+            if (probs) probs[r * pstride] = s;
+        }
+        return label;
+    }
+    if (!with_probs) { /* nnU-Net skips the softmax then: the argmax of the logits */
+        float best = x[0];
+        for (int64_t r = 1; r < K; r++)
+            if (x[r * stride] > best) {
+                best = x[r * stride];
+                label = r;
+            }
+        return label;
+    }
+    /* torch.softmax over the channels in float32 (SoftMaxKernel's _vec_softmax): the max,
+     * exp(x - max) summed in channel order, each divided by the sum. Classes whose logits
+     * differ by less than an ulp of exp tie here, and numpy's argmax takes the first. */
+    float mx = x[0];
+    for (int64_t r = 1; r < K; r++) mx = mx < x[r * stride] ? x[r * stride] : mx;
+    float sum = 0.0f;
+    for (int64_t r = 0; r < K; r++) sum += expf(x[r * stride] - mx);
+    float best = 0.0f;
+    for (int64_t r = 0; r < K; r++) {
+        const float p = expf(x[r * stride] - mx) / sum;
+        if (r == 0 || p > best) {
+            best = p;
+            label = r;
+        }
+        if (probs) probs[r * pstride] = p;
+    }
+    return label;
+}
+
 /* One tile of logits [K, box] on the input grid: the labels, and the probabilities. */
 static int emit_tile(void *user, const int64_t lo[3], const int64_t hi[3], int64_t K, const float *x) {
     nn_job *j = user;
-    const nn_card *c = &j->card;
     const int64_t *n = j->in_size, *b = j->box_lo;
     const int64_t nv = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
     const int64_t NR = j->reader_size[0] * j->reader_size[1] * j->reader_size[2];
+    (void)K; /* the sink's K is the card's heads, which nn_voxel_label reads */
     int64_t v = 0;
     for (int64_t i = lo[0]; i < hi[0]; i++)
         for (int64_t jj = lo[1]; jj < hi[1]; jj++)
             for (int64_t k = lo[2]; k < hi[2]; k++, v++) {
                 const int64_t p[3] = {i + b[0], jj + b[1], k + b[2]};
                 const int64_t at = (p[0] * n[1] + p[1]) * n[2] + p[2];
-                int64_t label = 0;
-                if (c->has_regions) {
-                    for (int64_t r = 0; r < K; r++) {
-                        const double s = 1.0 / (1.0 + exp(-(double)x[r * nv + v]));
-                        if (s > c->threshold) label = c->regions_class_order[r];
-                    }
-                } else {
-                    float best = x[v];
-                    for (int64_t r = 1; r < K; r++)
-                        if (x[r * nv + v] > best) {
-                            best = x[r * nv + v];
-                            label = r;
-                        }
-                }
+                float *probs = j->probs ? j->probs + reader_index(j, p) : NULL;
+                const int64_t label = nn_voxel_label(&j->card, x + v, nv, j->probs != NULL, probs, NR);
                 if (j->label_bytes == 1)
                     ((uint8_t *)j->labels)[at] = (uint8_t)label;
                 else
                     ((uint16_t *)j->labels)[at] = (uint16_t)label;
-                if (!j->probs) continue;
-                const int64_t ri = reader_index(j, p);
-                if (c->has_regions) {
-                    for (int64_t r = 0; r < K; r++)
-                        j->probs[r * NR + ri] = (float)(1.0 / (1.0 + exp(-(double)x[r * nv + v])));
-                    continue;
-                }
-                float mx = x[v];
-                for (int64_t r = 1; r < K; r++) mx = x[r * nv + v] > mx ? x[r * nv + v] : mx;
-                double sum = 0;
-                for (int64_t r = 0; r < K; r++) sum += exp((double)x[r * nv + v] - mx);
-                for (int64_t r = 0; r < K; r++)
-                    j->probs[r * NR + ri] = (float)(exp((double)x[r * nv + v] - mx) / sum);
             }
     return 0;
 }
@@ -243,10 +264,10 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
         cli_err(err, "internal error: %s", msg);
         return SWI_ERR_SHAPE;
     }
-    if (j->output &&
-        swi_volume_write_labels_fd(cli_out_take_fd(&j->out_labels), j->output, &j->vols[0], j->labels,
-                                   j->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16, c->max_label + 1,
-                                   NULL, NULL, msg, sizeof msg) != SWI_OK) {
+    if (j->output && swi_volume_write_labels_as_fd(cli_out_take_fd(&j->out_labels), j->t_output.format,
+                                                   j->output, &j->vols[0], j->labels,
+                                                   j->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16,
+                                                   c->max_label + 1, NULL, NULL, msg, sizeof msg) != SWI_OK) {
         cli_err(err, "%s", msg);
         return SWI_ERR_IO;
     }

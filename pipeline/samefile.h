@@ -23,6 +23,8 @@
 #ifndef SWI_CLI_SAMEFILE_H
 #define SWI_CLI_SAMEFILE_H
 
+#include "swi_pipeline.h"
+
 typedef enum cli_relation {
     CLI_APART = 0,   /**< different files */
     CLI_SAME = 1,    /**< one file (or one HDF5 dataset) under two names */
@@ -39,11 +41,8 @@ cli_relation cli_outputs_relation(const char *a, const char *b);
 /** Would the outputs `a` and `b` be one file? (Existing or not.) */
 int cli_outputs_same(const char *a, const char *b);
 
-/** A path and the option that named it ("--input", "--model", "--output", ...). */
-typedef struct cli_named_path {
-    const char *option;
-    const char *path; /**< NULL entries are skipped */
-} cli_named_path;
+/** A path and the option that named it ("--input", "--model", "--output", ...): swi_pipeline.h's. */
+typedef swi_job_path cli_named_path;
 
 /** Refuse outputs that are the same file as an input, lie inside one or contain one, and
  *  outputs that are one file or lie one inside another. Returns 0, or -1 with a message in

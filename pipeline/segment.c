@@ -24,7 +24,7 @@
 
 int seg_side_names(const pl_target *t, char *itk, char *ctbl, size_t n) {
     const char *output = t->name;
-    size_t len = strlen(output), cut = t->suffix_len;
+    size_t len = strlen(output), cut = pl_target_suffix_len(t);
     const int stem = (int)(len - cut);
     if (len >= n || (size_t)snprintf(itk, n, "%.*s.label.txt", stem, output) >= n ||
         (size_t)snprintf(ctbl, n, "%.*s.ctbl", stem, output) >= n) {
@@ -143,14 +143,14 @@ static int write_outputs(const pl_opts *o, seg_state *s, const seg_results *r, d
     /* the card's class names, where it names every class (a DICOM SEG labels its segments) */
     const char *const *class_names =
         o->card && o->card->n_classes == r->classes ? (const char *const *)o->card->classes : NULL;
-    if (o->output &&
-        swi_volume_write_labels_fd(cli_out_take_fd(&s->out_labels), o->t_output.name, &s->vols[0], r->labels,
-                                   r->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16, r->classes,
-                                   class_names, &cancel, err, SWI_ERRLEN))
+    if (o->output && swi_volume_write_labels_as_fd(cli_out_take_fd(&s->out_labels), o->t_output.format,
+                                                   o->t_output.name, &s->vols[0], r->labels,
+                                                   r->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16,
+                                                   r->classes, class_names, &cancel, err, SWI_ERRLEN))
         return step_failed(s, err);
-    if (o->scores && swi_volume_write_fd(cli_out_take_fd(&s->out_scores), o->t_scores.name, &s->vols[0],
-                                         r->scores, SWI_DTYPE_FLOAT32, SWI_IO_SCORES, r->classes, r->classes,
-                                         &cancel, err, SWI_ERRLEN))
+    if (o->scores && swi_volume_write_as_fd(cli_out_take_fd(&s->out_scores), o->t_scores.format,
+                                            o->t_scores.name, &s->vols[0], r->scores, SWI_DTYPE_FLOAT32,
+                                            SWI_IO_SCORES, r->classes, r->classes, &cancel, err, SWI_ERRLEN))
         return step_failed(s, err);
     if (o->preview &&
         swi_io_preview_write_fd(cli_out_take_fd(&s->out_preview), o->preview,

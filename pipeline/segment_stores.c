@@ -20,7 +20,7 @@ int pl_store_check(const pl_opts *o, char *err) {
     const pl_target *targets[2] = {&o->t_output, &o->t_scores};
     const char *flags[2] = {"--output", "--scores"};
     for (int i = 0; i < 2; i++)
-        if (targets[i]->format == PL_FORMAT_UNKNOWN) {
+        if (PL_TARGET_UNKNOWN(targets[i])) {
             cli_err(err,
                     "%s '%s': the name must end in .nii, .nii.gz, .nrrd or .mha, or name a "
                     "store (x.zarr, x.ome.zarr, x.h5:/path)",
@@ -44,8 +44,9 @@ int pl_store_check(const pl_opts *o, char *err) {
     else if (o->shard_given && !out_store)
         msg = "--shard writes parts of shared stores: give --output x.zarr";
     char gm[SWI_ERRLEN];
-    if (!msg && o->shard_given && !o->shard_init && o->shard_grid_given && !o->shard_collective &&
-        cli_shard_grid_check(o->shard_grid, o->shard_parts, 0, gm))
+    /* the parts of a collective job are its processes (MPI ranks): say so */
+    if (!msg && o->shard_given && !o->shard_init && o->shard_grid_given &&
+        cli_shard_grid_check(o->shard_grid, o->shard_parts, o->shard_collective, gm))
         msg = gm;
     if (!msg) return 0;
     cli_err(err, "%s", msg);

@@ -1,6 +1,7 @@
 /*
  * shard.h -- --shard I/N and --shard-grid AxBxC: part I of N of a run, cut along the first
- * axis (or along every axis of the grid) at output chunk boundaries (shard.c).
+ * axis (or along every axis of the grid) at output chunk boundaries (shard.c; the flags
+ * themselves are parsed by util.h's cli_shard_parse and cli_shard_grid_parse).
  */
 #ifndef SWI_CLI_SHARD_H
 #define SWI_CLI_SHARD_H
@@ -8,15 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* --shard: "I/N" (0 <= I < N) or "init". 0, or -1 with err (SWI_ERRLEN bytes). */
-int cli_shard_parse(const char *s, int *part, int *parts, int *init, char *err);
-
 /* Rows [lo, hi) of part I of N along an axis of `size` rows cut at multiples of `chunk`:
  * whole chunk rows, as evenly as they go (lo == hi for a part with none). */
 void cli_shard_rows(int64_t size, int64_t chunk, int part, int parts, int64_t *lo, int64_t *hi);
-
-/* --shard-grid: "AxBxC", each >= 1, the product at most 1048576. 0, or -1 with err. */
-int cli_shard_grid_parse(const char *s, int grid[3], char *err);
 
 /* --shard-grid against the run's parts: --shard I/N's N, or (mpi) mpirun's ranks. 0, or -1
  * with err. */

@@ -123,15 +123,15 @@ int64_t cli_whole_windows(const swi_params *p, const swi_tensor *in, const swi_o
 }
 
 /* A name as every process of a job sees it: its real path where it resolves (an HDF5
- * dataset's file part), else as given. */
+ * dataset's file part, split as io splits it), else as given. */
 static void real_name(const char *name, char *out, size_t n) {
-    char file[4096], *r = NULL;
-    const char *colon = strstr(name, ".h5:") ? strstr(name, ".h5:") + 3 : NULL;
-    if (colon && (size_t)(colon - name) < sizeof file) {
-        memcpy(file, name, (size_t)(colon - name));
-        file[colon - name] = '\0';
+    char file[4096], dset[4096], err[SWI_ERRLEN];
+    char *r = NULL;
+    if (swi_store_kind_of(name) == SWI_STORE_HDF5 &&
+        swi_store_split_h5(name, file, sizeof file, dset, sizeof dset, err, sizeof err) == SWI_OK) {
         r = realpath(file, NULL);
-        if (r) snprintf(out, n, "%s%s", r, colon);
+        /* a name past n bytes is cut, the same for every process */
+        if (r && snprintf(out, n, "%s:%s", r, dset) < 0) snprintf(out, n, "%s", name);
     } else {
         r = realpath(name, NULL);
         if (r) snprintf(out, n, "%s", r);

@@ -32,6 +32,23 @@
  *         swi_job_run(job, NULL, err, sizeof err) != SWI_OK)
  *         fprintf(stderr, "%s\n", err);
  *     swi_job_free(job);
+ *
+ *     // every scan of a folder, the model loaded once: scans/CASE.nii.gz -> labels/CASE.nii.gz
+ *     spec.n_inputs = 0;
+ *     spec.output = NULL;
+ *     swi_folder_spec fs;
+ *     swi_folder_spec_init(&fs);
+ *     fs.job = &spec;
+ *     fs.input_dir = "scans";
+ *     fs.output_dir = "labels";
+ *     swi_folder *folder = NULL;
+ *     swi_folder_result res;
+ *     if (swi_folder_open(&fs, NULL, &folder, err, sizeof err) != SWI_OK ||
+ *         swi_folder_run(folder, &res, err, sizeof err) != SWI_OK)
+ *         fprintf(stderr, "%s\n", err);
+ *     else
+ *         printf("%d done, %d failed, %d skipped\n", res.done, res.failed, res.skipped);
+ *     swi_folder_free(folder);
  *     // example:end
  *
  * Link with pkg-config's swi-pipeline (or CMake's swi::pipeline). Every function returns
@@ -238,6 +255,34 @@ void swi_job_remove_temporaries(void);
 void swi_job_free(swi_job *job);
 void swi_job_result_free(swi_job_result *r);
 
+/* ---- a program's own outputs, checked and written as a job's are -------------------- */
+
+/** A path and the flag that named it, for messages ("--model", "--output"). */
+typedef struct swi_job_path {
+    const char *option;
+    const char *path; /**< NULL entries are skipped */
+} swi_job_path;
+
+/** The refusal swi_job_run makes of its outputs, for any program's: an output that is an
+ *  input under any name (a link, a hard link, another path), lies inside one (a folder, a
+ *  store) or holds one, and outputs that are one file or lie one inside another. A name that
+ *  does not exist yet is placed where it would be made; nothing is created. SWI_ERR_IO with
+ *  one line naming both paths, else SWI_OK. */
+swi_status swi_job_outputs_apart(const swi_job_path *inputs, int n_inputs, const swi_job_path *outputs,
+                                 int n_outputs, char *err, size_t errlen);
+
+/** An output file name as a job accepts one: SWI_ERR_IO when it exists and force is 0, or
+ *  exists and is no regular file (a folder, a FIFO), else SWI_OK. Nothing is created. */
+swi_status swi_job_check_output(const char *path, int force, char *err, size_t errlen);
+
+/** A volume file written as a job writes its outputs (swi_volume_write_fd's arguments, the
+ *  format by path's name): into a temporary beside path that is moved over it only when
+ *  whole (an existing path is refused without force), removed on any failure and by
+ *  swi_job_remove_temporaries. */
+swi_status swi_job_write_volume(const char *path, int force, const swi_volume *like, const void *data,
+                                swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
+                                const swi_io_cancel *cancel, char *err, size_t errlen);
+
 /* ---- many jobs, one model (`swi segment --input-dir`: one case a job) ---------------- */
 
 typedef struct swi_ort_model swi_ort_model; /**< swi_ort.h */
@@ -271,6 +316,102 @@ int swi_job_classes(const swi_job *job, const char *const **names);
  *  its file ending (".nii.gz": nnU-Net's naming of a case's channels CASE_0000.nii.gz, ...,
  *  living as long as the job), else 0. */
 int swi_job_nnunet(const swi_job *job, int *channels, const char **file_ending);
+
+/* ---- folder mode: every case of a folder, one model (`swi segment --input-dir`) ------- */
+
+/** What a folder run does. Fill it after swi_folder_spec_init; every name is borrowed. */
+typedef struct swi_folder_spec {
+    /** Every case's job, with inputs, output, scores, preview and report unset: each case gets
+     *  its channels, OUTPUT_DIR/CASE.FORMAT and (report_dir) its page; the job's force also
+     *  replaces existing outputs, which are otherwise skipped. quiet is implied. */
+    const swi_job_spec *job;
+    /** The cases, by name: each volume file (nnU-Net's CASE_0000.nii.gz, CASE_0001.nii.gz, ...
+     *  being the channels of CASE; with an nnU-Net model directory that naming is required)
+     *  and each folder (a DICOM series). Folders holding output_dir or report_dir are left out. */
+    const char *input_dir;
+    const char *output_dir;     /**< made if missing; not input_dir itself */
+    const char *output_format;  /**< "nii.gz" (NULL), "nii", "nrrd" or "mha"; an nnU-Net model
+                                    directory writes its own file ending */
+    const char *report_dir;     /**< a review page per case and index.html (made if missing), or NULL */
+    int part_index, part_count; /**< cases I, I+N, I+2N, ... of the sorted list (0/0: all); the
+                                     index is then index-part-I-of-N.html */
+    /** Where each case's volumes are opened and read (one case ahead of the one running, in a
+     *  thread): NULL, in this process; else the program `reader` started for each case as
+     *  reader_argv[0], reader_argv[1], ..., FILE..., which answers on its standard output with
+     *  swi_folder_serve_reader (the same build of this library), so that a file library that
+     *  aborts or hangs on one file fails that case only. reader_argv NULL: {reader}. */
+    const char *reader;
+    const char *const *reader_argv; /**< NULL-terminated */
+} swi_folder_spec;
+
+/** Fill the defaults: nothing set. */
+void swi_folder_spec_init(swi_folder_spec *spec);
+
+typedef enum swi_case_status {
+    SWI_CASE_DONE,    /**< segmented; its outputs written */
+    SWI_CASE_FAILED,  /**< not segmented; error says why (nothing of it written) */
+    SWI_CASE_SKIPPED, /**< its output exists (and the job has no force) */
+    SWI_CASE_NOT_RUN  /**< not reached: the run was cancelled first */
+} swi_case_status;
+
+/** One case of a folder run (its strings live until swi_folder_free). */
+typedef struct swi_folder_case {
+    const char *name;        /**< the file's name without its ending, or the folder's */
+    const char *output;      /**< its labels' path */
+    int index, count;        /**< its place among the cases this run segments (from 0; -1 when
+                                 skipped) and their number */
+    swi_case_status status;  /**< in the hooks: SWI_CASE_NOT_RUN until it ends */
+    swi_status error_status; /**< SWI_CASE_FAILED: how (SWI_ERR_CANCELLED when stopped) */
+    const char *error;       /**< SWI_CASE_FAILED: why, one line; else "" */
+    int64_t size[3];         /**< its input grid (0 until it is read) */
+    double seconds;          /**< reading it and running its job */
+} swi_folder_case;
+
+/** How a folder run talks back. Every member may be NULL; `job.user` is every hook's user. */
+typedef struct swi_folder_hooks {
+    /** Each case's job hooks: its messages and windows, cancellation (also polled by the
+     *  reading thread while a case is read: it must be thread-safe). all_ok is not used. */
+    swi_job_hooks job;
+    /** A case's job is about to start (its messages and progress follow). */
+    void (*case_start)(void *user, const swi_folder_case *c);
+    /** A case of this run has ended: done, or failed (also while reading it, without a
+     *  case_start). Not called for skipped cases. */
+    void (*case_end)(void *user, const swi_folder_case *c);
+} swi_folder_hooks;
+
+typedef struct swi_folder swi_folder;
+
+/** Check the spec, make output_dir (and report_dir), read the model's card and list the
+ *  cases; nothing is read or segmented. *folder is NULL on failure. */
+swi_status swi_folder_open(const swi_folder_spec *spec, const swi_folder_hooks *hooks, swi_folder **folder,
+                           char *err, size_t errlen);
+
+/** What a run did: this part's cases by name (they live until swi_folder_free) and counts. */
+typedef struct swi_folder_result {
+    const swi_folder_case *cases;
+    int n_cases;
+    int done, failed, skipped;
+} swi_folder_result;
+
+/** Run every case of this part, the model loaded once: each case's job runs while the next
+ *  case is read. A case that fails is reported (case_end) and the run goes on. Returns SWI_OK
+ *  when it went through (result->failed says how many cases failed), SWI_ERR_CANCELLED when
+ *  cancelled (the finished cases are kept), or the failure of the run itself (report_dir's
+ *  index not written; the reading thread not started, then result is all zeros); result is
+ *  filled either way. Call at most once. */
+swi_status swi_folder_run(swi_folder *folder, swi_folder_result *result, char *err, size_t errlen);
+
+/** Stop a running folder from another thread: the case's job is cancelled, and so is the
+ *  reading of the next. */
+void swi_folder_cancel(swi_folder *folder);
+
+void swi_folder_free(swi_folder *folder);
+
+/** The reader program's side of swi_folder_spec.reader: open every file (a case's channels),
+ *  then read each, writing the answers and the voxels to fd (its standard output). Returns
+ *  SWI_OK, or the first failure to write the answers or to start (a file's own failure is
+ *  an answer). A program calls it from main and exits with its status. */
+swi_status swi_folder_serve_reader(int fd, int n_files, const char *const *files);
 
 #ifdef __cplusplus
 }

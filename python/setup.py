@@ -30,6 +30,8 @@ def pipeline_features():
         defs.append(("SWI_PY_JOB_KEEP_SCORES", "1"))
     if re.search(r"int[ \t]+save_probabilities;", h):
         defs.append(("SWI_PY_JOB_NNUNET", "1"))
+    if re.search(r"swi_status[ \t]+swi_folder_run\(", h):
+        defs.append(("SWI_PY_JOB_FOLDER", "1"))
     return defs
 
 
@@ -50,7 +52,7 @@ class BuildWithCore(build_ext):
         for ext in self.extensions:
             ext.include_dirs.append(str(ROOT / "include"))
             if pipeline:
-                ext.sources.append("src/pipeline.c")
+                ext.sources += ["src/pipeline.c", "src/job_spec.c", "src/folder.c"]
                 ext.include_dirs += [str(ROOT / "pipeline"), str(ROOT / "io")]
                 ext.define_macros += [("SWI_HAVE_PIPELINE", "1")] + pipeline_features()
                 # archives in a group: their order among themselves does not matter

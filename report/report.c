@@ -420,8 +420,8 @@ static int write_volume_b64(FILE *f, const char *page, const preview *pv, const 
     }
     int fd = dup(fileno(tmp));
     char why[512];
-    if (fd < 0 || swi_volume_write_fd(fd, "preview.nii", &like, data, type, kind, 1, classes, NULL, why,
-                                      sizeof why) != SWI_OK) {
+    if (fd < 0 || swi_volume_write_as_fd(fd, SWI_VOLUME_NIFTI, "preview.nii", &like, data, type, kind, 1,
+                                         classes, NULL, why, sizeof why) != SWI_OK) {
         rep__err(err, n, "%s: the preview volume: %s", page, fd < 0 ? strerror(errno) : why);
         fclose(tmp);
         return 1;

@@ -110,7 +110,7 @@ typedef struct geom {
     int64_t part_lo[NDIM], part_hi[NDIM]; /* the box, per internal axis (input voxels) */
     int64_t batch, cin;
     int64_t size[NDIM], roi[NDIM], padded[NDIM], before[NDIM];
-    double overlap[NDIM]; /* per internal axis, for the grid's starts */
+    double step[NDIM]; /* per internal axis, grid_count's step: the overlap, or nnU-Net's tile step */
     int64_t n_win[NDIM];
     int64_t *starts[NDIM]; /* window starts in padded coordinates */
     int64_t win_per_image;

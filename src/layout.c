@@ -34,31 +34,67 @@ static int64_t axis_step(int64_t roi, int64_t padded, double overlap) {
     return s > 0 ? s : 1;
 }
 
-/* nnU-Net's target step in voxels (roi * tile_step_size, tile_step_size = 1 - overlap). Below
- * one voxel its evenly spread starts repeat, and every start 0..padded-roi appears. */
-static double nnunet_target(int64_t roi, double overlap) { return (double)roi * (1.0 - overlap); }
+/* nnU-Net's target step in voxels, roi * tile_step_size, as Python forms it. Below one voxel
+ * its evenly spread starts repeat, and every start 0..padded-roi appears. */
+static double nnunet_target(int64_t roi, double tile_step) { return (double)roi * tile_step; }
 
-/* How many distinct starts an axis has. */
-static int64_t grid_count(swi_grid grid, int64_t roi, int64_t padded, double overlap) {
+/* How many distinct starts an axis has; `step` is the overlap (SWI_GRID_MONAI) or nnU-Net's
+ * tile step (SWI_GRID_NNUNET). */
+static int64_t grid_count(swi_grid grid, int64_t roi, int64_t padded, double step) {
     if (grid == SWI_GRID_NNUNET) {
-        double target = nnunet_target(roi, overlap);
+        double target = nnunet_target(roi, step);
         if (target < 1.0) return padded - roi + 1;
         return (int64_t)ceil((double)(padded - roi) / target) + 1;
     }
-    int64_t step = axis_step(roi, padded, overlap);
-    /* n = 1 + smallest t >= 0 with t*step + roi >= padded */
-    return 1 + (padded - roi + step - 1) / step;
+    int64_t s = axis_step(roi, padded, step);
+    /* n = 1 + smallest t >= 0 with t*s + roi >= padded */
+    return 1 + (padded - roi + s - 1) / s;
 }
 
-/* Start t of n (grid_count's n). */
-static int64_t grid_start(swi_grid grid, int64_t t, int64_t n, int64_t roi, int64_t padded, double overlap) {
+/* Start t of n (grid_count's n, the same `step`). */
+static int64_t grid_start(swi_grid grid, int64_t t, int64_t n, int64_t roi, int64_t padded, double step) {
     if (grid == SWI_GRID_NNUNET) {
-        if (nnunet_target(roi, overlap) < 1.0 || n == 1) return n == 1 ? 0 : t;
+        if (nnunet_target(roi, step) < 1.0 || n == 1) return n == 1 ? 0 : t;
         double actual = (double)(padded - roi) / (double)(n - 1);
         return (int64_t)nearbyint(actual * (double)t); /* numpy's round: half to even */
     }
-    int64_t s = t * axis_step(roi, padded, overlap);
+    int64_t s = t * axis_step(roi, padded, step);
     return s + roi > padded ? padded - roi : s;
+}
+
+/* The `step` grid_count takes for axis k of p. */
+static double grid_step(const swi_params *p, int k) {
+    if (p->grid != SWI_GRID_NNUNET) return p->overlap[k];
+    return p->tile_step[k] > 0.0 ? p->tile_step[k] : 1.0 - p->overlap[k];
+}
+
+/* The size and roi of one axis, as every layout function checks them. */
+static swi_status check_axis(swi_ctx *ctx, int64_t size, int64_t roi) {
+    if (size <= 0 || size > SWI_AXIS_MAX)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "size = %lld: must be 1..2^31", (long long)size);
+    if (roi <= 0 || roi > SWI_AXIS_MAX)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "roi = %lld: must be 1..2^31", (long long)roi);
+    return SWI_OK;
+}
+
+/* Where the starts go. */
+static swi_status check_starts(swi_ctx *ctx, const int64_t *starts, int64_t cap, const int64_t *count) {
+    if (cap < 0 || (cap > 0 && !starts))
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                         "cap = %lld with starts %s: cap must be >= 0 and starts "
+                         "not NULL when cap > 0",
+                         (long long)cap, starts ? "set" : "NULL");
+    if (!count) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "count is NULL");
+    return SWI_OK;
+}
+
+/* The starts of `grid` along an axis whose arguments are checked. */
+static void starts_of(swi_grid grid, int64_t size, int64_t roi, double step, int64_t *starts, int64_t cap,
+                      int64_t *count) {
+    int64_t padded = size > roi ? size : roi;
+    int64_t n = grid_count(grid, roi, padded, step);
+    for (int64_t t = 0; t < n && t < cap; t++) starts[t] = grid_start(grid, t, n, roi, padded, step);
+    *count = n;
 }
 
 swi_status swi_window_starts(swi_ctx *ctx, int64_t size, int64_t roi, double overlap, int64_t *starts,
@@ -69,24 +105,26 @@ swi_status swi_window_starts(swi_ctx *ctx, int64_t size, int64_t roi, double ove
 swi_status swi_grid_starts(swi_ctx *ctx, swi_grid grid, int64_t size, int64_t roi, double overlap,
                            int64_t *starts, int64_t cap, int64_t *count) {
     if (count) *count = 0;
-    if (size <= 0 || size > SWI_AXIS_MAX)
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "size = %lld: must be 1..2^31", (long long)size);
-    if (roi <= 0 || roi > SWI_AXIS_MAX)
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "roi = %lld: must be 1..2^31", (long long)roi);
+    swi_status st = check_axis(ctx, size, roi);
+    if (st != SWI_OK) return st;
     if (!(overlap >= 0.0 && overlap < 1.0))
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "overlap = %g: must be in [0, 1)", overlap);
-    if (cap < 0 || (cap > 0 && !starts))
-        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
-                         "cap = %lld with starts %s: cap must be >= 0 and starts "
-                         "not NULL when cap > 0",
-                         (long long)cap, starts ? "set" : "NULL");
-    if (!count) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "count is NULL");
+    if ((st = check_starts(ctx, starts, cap, count)) != SWI_OK) return st;
     if ((unsigned)grid > SWI_GRID_NNUNET)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "grid = %d: unknown swi_grid value", (int)grid);
-    int64_t padded = size > roi ? size : roi;
-    int64_t n = grid_count(grid, roi, padded, overlap);
-    for (int64_t t = 0; t < n && t < cap; t++) starts[t] = grid_start(grid, t, n, roi, padded, overlap);
-    *count = n;
+    starts_of(grid, size, roi, grid == SWI_GRID_NNUNET ? 1.0 - overlap : overlap, starts, cap, count);
+    return SWI_OK;
+}
+
+swi_status swi_nnunet_starts(swi_ctx *ctx, int64_t size, int64_t roi, double tile_step, int64_t *starts,
+                             int64_t cap, int64_t *count) {
+    if (count) *count = 0;
+    swi_status st = check_axis(ctx, size, roi);
+    if (st != SWI_OK) return st;
+    if (!(tile_step > 0.0 && tile_step <= 1.0))
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "tile_step = %g: must be in (0, 1]", tile_step);
+    if ((st = check_starts(ctx, starts, cap, count)) != SWI_OK) return st;
+    starts_of(SWI_GRID_NNUNET, size, roi, tile_step, starts, cap, count);
     return SWI_OK;
 }
 
@@ -186,7 +224,7 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     g->cin = in->channels;
     for (int a = 0; a < NDIM; a++) {
         g->size[a] = g->roi[a] = g->padded[a] = g->n_win[a] = 1;
-        g->overlap[a] = 0.0;
+        g->step[a] = 0.0;
         g->before[a] = 0;
     }
     for (int k = 0; k < p->dims; k++) {
@@ -202,9 +240,16 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
         if (r > SWI_AXIS_MAX)
             return swi__fail(ctx, SWI_ERR_OVERFLOW, "params.roi[%d] = %lld: larger than %lld", k,
                              (long long)r, (long long)SWI_AXIS_MAX);
-        double ov = p->overlap[k];
+        double ov = p->overlap[k], ts = p->tile_step[k];
         if (!(ov >= 0.0 && ov < 1.0))
             return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.overlap[%d] = %g: must be in [0, 1)", k, ov);
+        if (ts != 0.0 && p->grid != SWI_GRID_NNUNET)
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                             "params.tile_step[%d] = %g: only SWI_GRID_NNUNET takes a tile step (0 here)", k,
+                             ts);
+        if (!(ts >= 0.0 && ts <= 1.0))
+            return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                             "params.tile_step[%d] = %g: must be in (0, 1], or 0 for 1 - overlap", k, ts);
         if ((p->mode == SWI_BLEND_GAUSSIAN || p->mode == SWI_BLEND_GAUSSIAN_NNUNET) &&
             !(p->sigma_scale[k] > 0.0 && isfinite(p->sigma_scale[k])))
             return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.sigma_scale[%d] = %g: must be > 0", k,
@@ -220,8 +265,8 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
                              "params.padding_mode = reflect needs a pad smaller than the image: "
                              "dim %d has size %lld and roi %lld (pad %lld after)",
                              k, (long long)s, (long long)r, (long long)(pad - pad / 2));
-        g->overlap[a] = ov;
-        g->n_win[a] = grid_count(p->grid, r, P, ov);
+        g->step[a] = grid_step(p, k);
+        g->n_win[a] = grid_count(p->grid, r, P, g->step[a]);
     }
     /* the part: a box of input voxels, each dim cut or whole */
     for (int a = 0; a < NDIM; a++) {
@@ -267,7 +312,7 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     for (int a = 0; a < NDIM; a++) {
         g->starts[a] = sp;
         for (int64_t i = 0; i < g->n_win[a]; i++)
-            sp[i] = grid_start(p->grid, i, g->n_win[a], g->roi[a], g->padded[a], g->overlap[a]);
+            sp[i] = grid_start(p->grid, i, g->n_win[a], g->roi[a], g->padded[a], g->step[a]);
         sp += g->n_win[a];
     }
     swi_status st = swi__weights(ctx, p, g->roi, g->weights);

@@ -150,6 +150,22 @@ int main(int argc, char **argv) {
     CHECK(stat(npz, &st) == 0 && st.st_size > 0 && stat(props, &st) == 0, "the .npz and .json");
     swi_job_free(job);
 
+    /* nnU-Net's tile step itself reaches the grid: at 0.0375 the target step is 1.2 voxels and
+     * (38 - 32) / 1.2 is 5 in decimal, nnU-Net's 6 starts along 38 (1 - (1 - 0.0375) would
+     * count 7); 1 along 32 (30 padded), 3 along 34 (tests/data/golden-nnunet/starts.txt) */
+    spec_of(&sp, mdir, img, lab);
+    sp.tile_step = 0.0375;
+    job = NULL;
+    CHECK(swi_job_open(&sp, NULL, &job, err, sizeof err) == SWI_OK &&
+              swi_job_plan_run(job, 0, &plan, err, sizeof err) == SWI_OK,
+          "plan at tile step 0.0375: %s", err);
+    CHECK(plan.engine.windows_per_axis[0] == 6 && plan.engine.windows_per_axis[1] == 1 &&
+              plan.engine.windows_per_axis[2] == 3 && plan.engine.windows_total == 18,
+          "tile step 0.0375: %lld x %lld x %lld windows, nnU-Net 6 x 1 x 3",
+          (long long)plan.engine.windows_per_axis[0], (long long)plan.engine.windows_per_axis[1],
+          (long long)plan.engine.windows_per_axis[2]);
+    swi_job_free(job);
+
     /* one fold of two identical ones, mirroring off: a second job, the same labels */
     spec_of(&sp, mdir, img, lab1);
     sp.folds = "1";

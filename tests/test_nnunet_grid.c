@@ -13,6 +13,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void check_line(long long padded, long long roi, double step, const char *how, swi_status st,
+                       const int64_t *got, int64_t n, const int64_t *want, int64_t n_want) {
+    CHECK(st == SWI_OK, "padded %lld roi %lld step %.17g (%s): status %d", padded, roi, step, how, (int)st);
+    CHECK(n == n_want, "padded %lld roi %lld step %.17g (%s): %lld starts, nnU-Net %lld", padded, roi, step,
+          how, (long long)n, (long long)n_want);
+    for (int64_t i = 0; i < n && i < n_want; i++)
+        CHECK(got[i] == want[i], "padded %lld roi %lld step %.17g (%s): start %lld is %lld, nnU-Net %lld",
+              padded, roi, step, how, (long long)i, (long long)got[i], (long long)want[i]);
+}
+
+/* swi_plan with swi_params.tile_step counts the same windows along a 1-D image. */
+static void window_count(long long padded, long long roi, double step, int64_t n_want) {
+    swi_params p;
+    swi_params_init(&p, 1);
+    p.roi[0] = roi;
+    p.grid = SWI_GRID_NNUNET;
+    p.tile_step[0] = step;
+    p.overlap[0] = 0.5; /* ignored: the tile step is given */
+    swi_tensor in = {.data = NULL, .batch = 1, .channels = 1, .dims = 1, .size = {padded}};
+    swi_output out;
+    swi_output_init(&out, 0, SWI_REDUCE_NONE);
+    p.heads[0].channels = 1;
+    swi_ctx *ctx = swi_create();
+    swi_plan plan;
+    swi_status st = ctx ? swi_plan_run(ctx, &p, &in, &out, 1, &plan) : SWI_ERR_NOMEM;
+    CHECK(st == SWI_OK && plan.windows_total == n_want,
+          "padded %lld roi %lld tile_step %.17g: plan %s, %lld windows, nnU-Net %lld", padded, roi, step,
+          ctx ? swi_last_error(ctx) : "", st == SWI_OK ? (long long)plan.windows_total : -1LL,
+          (long long)n_want);
+    swi_free(ctx);
+}
+
 static void check_starts(const char *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/starts.txt", dir);
@@ -20,7 +52,7 @@ static void check_starts(const char *dir) {
     CHECK(f != NULL, "cannot open %s", path);
     if (!f) return;
     char line[8192];
-    int lines = 0;
+    int lines = 0, overlap_lines = 0, decided_in_last_bit = 0;
     while (fgets(line, sizeof line, f)) {
         long long padded, roi;
         double step;
@@ -34,17 +66,85 @@ static void check_starts(const char *dir) {
         }
         int64_t got[4096], n = 0;
         /* the grid works on the padded size; a size below roi pads up to it */
-        swi_status st = swi_grid_starts(NULL, SWI_GRID_NNUNET, padded, roi, 1.0 - step, got, 4096, &n);
-        CHECK(st == SWI_OK, "padded %lld roi %lld step %g: status %d", padded, roi, step, (int)st);
-        CHECK(n == n_want, "padded %lld roi %lld step %g: %lld starts, nnU-Net %lld", padded, roi, step,
-              (long long)n, (long long)n_want);
-        for (int64_t i = 0; i < n && i < n_want; i++)
-            CHECK(got[i] == want[i], "padded %lld roi %lld step %g: start %lld is %lld, nnU-Net %lld", padded,
-                  roi, step, (long long)i, (long long)got[i], (long long)want[i]);
+        swi_status st = swi_nnunet_starts(NULL, padded, roi, step, got, 4096, &n);
+        check_line(padded, roi, step, "tile step", st, got, n, want, n_want);
+        window_count(padded, roi, step, n_want);
+        /* as an overlap where 1 - overlap gives the step back: binary fractions */
+        if (1.0 - (1.0 - step) == step) {
+            st = swi_grid_starts(NULL, SWI_GRID_NNUNET, padded, roi, 1.0 - step, got, 4096, &n);
+            check_line(padded, roi, step, "overlap", st, got, n, want, n_want);
+            overlap_lines++;
+        } else {
+            /* the table holds sizes where the overlap's step counts another number of starts */
+            int64_t n_overlap = 0;
+            st = swi_grid_starts(NULL, SWI_GRID_NNUNET, padded, roi, 1.0 - step, NULL, 0, &n_overlap);
+            decided_in_last_bit += st == SWI_OK && n_overlap != n_want;
+        }
         lines++;
     }
     fclose(f);
-    CHECK(lines > 500, "only %d grid lines in %s", lines, path);
+    CHECK(lines > 2000 && overlap_lines > 500 && decided_in_last_bit > 100,
+          "only %d grid lines (%d as overlaps, %d decided in the last bit) in %s", lines, overlap_lines,
+          decided_in_last_bit, path);
+}
+
+/* The decimal steps of docs/semantics-nnunet.md's example (the CT test model's grid) and the
+ * arguments swi_nnunet_starts refuses. */
+static void check_decimal_steps(void) {
+    static const struct {
+        int64_t padded, roi;
+        double step;
+        int64_t n; /* nnU-Net's count (starts.txt) */
+    } t[] = {{48, 16, 0.2, 11}, {13, 8, 0.2, 5}, {42, 16, 0.2, 10}, {48, 16, 0.1, 21}};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        int64_t n = 0;
+        CHECK(swi_nnunet_starts(NULL, t[i].padded, t[i].roi, t[i].step, NULL, 0, &n) == SWI_OK && n == t[i].n,
+              "%lld/%lld at %g: %lld starts, nnU-Net %lld", (long long)t[i].padded, (long long)t[i].roi,
+              t[i].step, (long long)n, (long long)t[i].n);
+    }
+    int64_t n = 0;
+    swi_ctx *ctx = swi_create();
+    CHECK(ctx != NULL, "swi_create");
+    CHECK(swi_nnunet_starts(ctx, 48, 16, 0.0, NULL, 0, &n) == SWI_ERR_INVALID_ARG &&
+              strstr(swi_last_error(ctx), "tile_step"),
+          "tile step 0");
+    CHECK(swi_nnunet_starts(ctx, 48, 16, 1.5, NULL, 0, &n) == SWI_ERR_INVALID_ARG, "tile step 1.5");
+    CHECK(swi_nnunet_starts(ctx, 48, 16, NAN, NULL, 0, &n) == SWI_ERR_INVALID_ARG, "tile step NaN");
+    CHECK(swi_nnunet_starts(ctx, 48, 16, 1.0, NULL, 0, &n) == SWI_OK && n == 3, "tile step 1");
+    CHECK(swi_nnunet_starts(ctx, 0, 16, 0.5, NULL, 0, &n) == SWI_ERR_INVALID_ARG, "size 0");
+    CHECK(swi_nnunet_starts(ctx, 48, 16, 0.5, NULL, 2, &n) == SWI_ERR_INVALID_ARG, "cap without starts");
+    CHECK(swi_nnunet_starts(ctx, 48, 16, 0.5, NULL, 0, NULL) == SWI_ERR_INVALID_ARG, "count NULL");
+    /* swi_params.tile_step: nnU-Net's grid only, in (0, 1] or 0 */
+    swi_params p;
+    swi_params_init(&p, 1);
+    CHECK(p.tile_step[0] == 0.0, "swi_params_init: tile_step 0 (1 - overlap)");
+    p.roi[0] = 16;
+    p.heads[0].channels = 1;
+    swi_tensor in = {.data = NULL, .batch = 1, .channels = 1, .dims = 1, .size = {48}};
+    swi_output out;
+    swi_output_init(&out, 0, SWI_REDUCE_NONE);
+    swi_plan plan;
+    p.tile_step[0] = 0.2;
+    CHECK(swi_plan_run(ctx, &p, &in, &out, 1, &plan) == SWI_ERR_INVALID_ARG &&
+              strstr(swi_last_error(ctx), "params.tile_step[0]") &&
+              strstr(swi_last_error(ctx), "SWI_GRID_NNUNET"),
+          "a tile step with MONAI's grid: %s", swi_last_error(ctx));
+    p.grid = SWI_GRID_NNUNET;
+    const double bad[] = {1.5, -0.2, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        p.tile_step[0] = bad[i];
+        CHECK(swi_plan_run(ctx, &p, &in, &out, 1, &plan) == SWI_ERR_INVALID_ARG &&
+                  strstr(swi_last_error(ctx), "params.tile_step[0]"),
+              "tile step %g: %s", bad[i], swi_last_error(ctx));
+    }
+    p.tile_step[0] = 0.0; /* 1 - overlap: 1 - (1 - 0.2) counts one start more here */
+    p.overlap[0] = 0.8;
+    CHECK(swi_plan_run(ctx, &p, &in, &out, 1, &plan) == SWI_OK && plan.windows_total == 12,
+          "tile step 0 takes 1 - overlap: %lld windows", (long long)plan.windows_total);
+    p.tile_step[0] = 0.2;
+    CHECK(swi_plan_run(ctx, &p, &in, &out, 1, &plan) == SWI_OK && plan.windows_total == 11,
+          "tile step 0.2: %lld windows, nnU-Net 11", (long long)plan.windows_total);
+    swi_free(ctx);
 }
 
 static void check_gaussian(const char *dir, const char *name, int dims, const int64_t *roi, double sigma) {
@@ -80,6 +180,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     check_starts(argv[1]);
+    check_decimal_steps();
     check_gaussian(argv[1], "5_0.125.f64", 1, (const int64_t[]){5}, 0.125);
     check_gaussian(argv[1], "16_0.125.f64", 1, (const int64_t[]){16}, 0.125);
     check_gaussian(argv[1], "9x14_0.125.f64", 2, (const int64_t[]){9, 14}, 0.125);

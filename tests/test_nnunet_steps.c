@@ -2,11 +2,13 @@
  * test_nnunet_steps.c -- nnU-Net v2's numeric preprocessing steps against nnU-Net's own
  * functions (tests/data/nnunet-steps, made by tools/make_nnunet_steps.py): the shape rule,
  * the separate-z decision, resample_data_or_seg (skimage resize, scipy map_coordinates),
- * create_nonzero_mask with its box, and the normalisation schemes.
+ * create_nonzero_mask with its box, the normalisation schemes, and the export's labels and
+ * probabilities from the resampled logits (LabelManager).
  *
  *   test_nnunet_steps DATA_DIR
  */
 #include "check.h"
+#include "nnunet_job.h"
 #include "nnunet_prep.h"
 #include "swi_resample.h"
 
@@ -121,6 +123,57 @@ static void check_norm(const char *name, const char *scheme, int use_mask, const
     free(want);
 }
 
+/* nnU-Net's labels from K x N logits, with and without the probabilities (the float32
+ * sigmoid or softmax, which decide the last bit: a region at a logit of 5e-8 is not above
+ * 0.5, classes one ulp apart tie), and the probabilities themselves. */
+static nn_card card; /* large: not on the stack */
+
+static void check_label(const char *name, const char *kind, long long K, long long N, const int *order) {
+    const size_t n = (size_t)(K * N);
+    float *x = load(name, "in.f32", n, sizeof(float));
+    float *want_p = load(name, "out.f32", n, sizeof(float));
+    uint8_t *want = load(name, "seg.u8", (size_t)N, 1);
+    uint8_t *want_wp = load(name, "segp.u8", (size_t)N, 1);
+    float *p = malloc(n * sizeof *p);
+    if (x && want_p && want && want_wp && p) {
+        memset(&card, 0, sizeof card);
+        card.heads = K;
+        card.has_regions = !strcmp(kind, "regions");
+        card.threshold = 0.5;
+        for (long long r = 0; card.has_regions && r < K; r++) card.regions_class_order[r] = order[r];
+        int wrong = 0, wrong_wp = 0, ulps = 0;
+        for (long long v = 0; v < N; v++) {
+            const int64_t l = nn_voxel_label(&card, x + v, N, 0, NULL, 0);
+            const int64_t lp = nn_voxel_label(&card, x + v, N, 1, p + v, N);
+            if (wrong < 5)
+                CHECK(l == want[v], "%s voxel %lld (logits %.9g %.9g ...): label %lld, nnU-Net %d", name, v,
+                      (double)x[v], (double)x[N + v], (long long)l, want[v]);
+            if (wrong_wp < 5)
+                CHECK(lp == want_wp[v],
+                      "%s voxel %lld (logits %.9g %.9g ...): label %lld with probabilities, nnU-Net %d", name,
+                      v, (double)x[v], (double)x[N + v], (long long)lp, want_wp[v]);
+            wrong += l != want[v];
+            wrong_wp += lp != want_wp[v];
+        }
+        /* torch's exp is Sleef's (within an ulp) in its vectorised loop, the C library's in the
+         * tail: a probability may be an ulp or two apart */
+        for (size_t i = 0; i < n; i++) {
+            const float d = fabsf(p[i] - want_p[i]);
+            ulps += d != 0;
+            CHECK(d <= 2 * nextafterf(fabsf(want_p[i]), INFINITY) - 2 * fabsf(want_p[i]),
+                  "%s value %zu: probability %.9g, nnU-Net %.9g", name, i, (double)p[i], (double)want_p[i]);
+        }
+        CHECK(wrong == 0 && wrong_wp == 0, "%s: %d labels wrong, %d with probabilities", name, wrong,
+              wrong_wp);
+        printf("%s: labels equal nnU-Net's, %d of %zu probabilities an ulp apart\n", name, ulps, n);
+    }
+    free(x);
+    free(want_p);
+    free(want);
+    free(want_wp);
+    free(p);
+}
+
 static void check_refusals(void) {
     char err[256] = "";
     float x[4] = {0, 12, 255, 256};
@@ -165,7 +218,7 @@ int main(int argc, char **argv) {
     CHECK(f != NULL, "cannot open %s", path);
     if (!f) return check_report("test_nnunet_steps");
     char line[1024];
-    int counts[5] = {0};
+    int counts[6] = {0};
     while (fgets(line, sizeof line, f)) {
         char kind[16], name[128], scheme[32];
         double s[6], p[4];
@@ -209,13 +262,23 @@ int main(int argc, char **argv) {
                           &p[1], &p[2], &p[3], &v[0]) == 8) {
             check_norm(name, scheme, use_mask, p, v[0]);
             counts[4]++;
+        } else if (!strcmp(kind, "label") &&
+                   sscanf(line, "label %127s %31s %lld %lld", name, scheme, &v[0], &v[1]) == 4 && v[0] >= 1 &&
+                   v[0] <= 8 && v[1] >= 1) {
+            int rco[8] = {0}, at = 0; /* regions_class_order */
+            char *q = line;
+            for (int w = 0; w < 5 && q; w++) q = strchr(q + 1, ' '); /* past the five words above */
+            for (int r = 0; q && r < v[0] && sscanf(q, " %d%n", &rco[r], &at) == 1; r++) q += at;
+            check_label(name, scheme, v[0], v[1], rco);
+            counts[5]++;
         } else
             CHECK(0, "unreadable line in %s: %s", path, line);
     }
     fclose(f);
-    CHECK(counts[0] >= 10 && counts[1] >= 10 && counts[2] >= 20 && counts[3] >= 6 && counts[4] >= 8,
-          "too few cases: %d shape, %d sepz, %d resize, %d fill, %d norm", counts[0], counts[1], counts[2],
-          counts[3], counts[4]);
+    CHECK(counts[0] >= 10 && counts[1] >= 10 && counts[2] >= 20 && counts[3] >= 6 && counts[4] >= 8 &&
+              counts[5] >= 2,
+          "too few cases: %d shape, %d sepz, %d resize, %d fill, %d norm, %d label", counts[0], counts[1],
+          counts[2], counts[3], counts[4], counts[5]);
     check_refusals();
     for (int o = 0; o < 6; o++) printf("resize order %d: largest error %.3g of the range\n", o, worst_rel[o]);
     for (int o = 0; o < 6; o++)

@@ -7,7 +7,9 @@ NNUNET_SRC is a checkout of github.com/MIC-DKFZ/nnUNet (never committed). Its
 nnunetv2/inference/sliding_window_prediction.py gives compute_steps_for_sliding_window
 and compute_gaussian (loaded alone; the package's other dependencies are not needed).
 Written:
-  starts.txt     `padded roi tile_step_size : starts...` for a sweep of axes, nnU-Net's steps;
+  starts.txt     `padded roi tile_step_size : starts...` for a sweep of axes and tile steps
+                 (binary fractions, and decimal ones on the sizes where their count is decided
+                 in the last bit), nnU-Net's steps;
   gaussian/      `R0xR1xR2_SIGMA.f64`: compute_gaussian(tile, sigma) in float64 (C order);
   cases/NAME/    swi-golden cases (case.txt, input.f32, output.f32) with `grid nnunet` and
                  `mode gaussian_nnunet`: the blend of nnUNetPredictor's loop
@@ -22,6 +24,7 @@ import itertools
 import os
 import sys
 import types
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -92,14 +95,42 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     # the grid: every (padded, roi, step) of a sweep, nnU-Net's starts
     lines = []
+
+    def grid_line(padded, roi, step):
+        st = m.compute_steps_for_sliding_window((padded,), (roi,), step)[0]
+        uniq = sorted(set(st))  # swi keeps a repeated start once (docs: swi_grid)
+        lines.append(f"{padded} {roi} {step!r} : " + " ".join(map(str, uniq)))
+
     for roi in (1, 2, 3, 5, 16, 17, 64, 96, 128, 160):
         for padded in sorted({roi, roi + 1, roi + 2, roi + 7, 2 * roi - 1, 2 * roi, 3 * roi + 5, 300, 517}):
             if padded < roi:
                 continue
             for step in (0.5, 0.25, 0.75, 1.0, 0.125, 0.375, 0.625):
-                st = m.compute_steps_for_sliding_window((padded,), (roi,), step)[0]
-                uniq = sorted(set(st))  # swi keeps a repeated start once (docs: swi_grid)
-                lines.append(f"{padded} {roi} {step!r} : " + " ".join(map(str, uniq)))
+                grid_line(padded, roi, step)
+    # decimal tile steps, which no binary fraction is: on the sizes where (padded - roi) /
+    # (roi * step) is a whole number in decimal the double arithmetic decides the count, so
+    # only nnU-Net's own step (not 1 - (1 - step)) gives nnU-Net's starts
+    decimal = (0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9, 0.05, 0.15, 0.35, 0.45, 0.55, 0.65, 0.85, 0.95, 0.33)
+    seen = set()
+    for roi in (1, 3, 5, 8, 10, 12, 16, 20, 24, 25, 40, 48, 64, 96, 112, 128, 160):
+        for step in decimal:
+            target = Fraction(repr(step)) * roi  # the step as written, in exact decimal
+            padded = {roi, roi + 1, 2 * roi + 3}
+            padded |= {roi + int(k * target) for k in range(1, 13) if (k * target).denominator == 1}
+            for p in sorted(padded):
+                seen.add((p, roi, step))
+                grid_line(p, roi, step)
+    # the model grids of tests/data/nnunet-reference's cases (preprocessed.npy, padded to the
+    # patch) and their patches: test_nnunet_vs_reference.py counts `swi plan`'s windows
+    for padded, roi in ((13, 8), (48, 16), (42, 16), (17, 8), (50, 16), (54, 16), (54, 24), (37, 16),
+                        (18, 16), (18, 8), (14, 1)):
+        for step in (0.1, 0.2, 0.3, 0.5, 0.7, 0.9):
+            if (padded, roi, step) not in seen:
+                seen.add((padded, roi, step))
+                grid_line(padded, roi, step)
+    # the model grid of test_job_nnunet.c's demo job (window 32), at a step decided in the last bit
+    for padded in (32, 34, 38):
+        grid_line(padded, 32, 0.0375)
     (out / "starts.txt").write_text("\n".join(lines) + "\n")
     gdir = out / "gaussian"
     gdir.mkdir(exist_ok=True)
@@ -119,6 +150,9 @@ def main():
         ("3d_box_step025", 2, (30, 26, 21), (12, 10, 8), 0.25, 2, "box", 2, True),
         ("3d_coord_step075_const", 1, (31, 25, 22), (14, 12, 9), 0.75, 3, "coord", 2, False),
         ("3d_coord_sigma16", 1, (28, 24, 19), (12, 12, 10), 0.5, 1, "coord", 3, True),
+        # a decimal tile step on sizes where 1 - (1 - 0.2) would count one start more along the
+        # last dim, along which the coord predictor varies
+        ("3d_coord_step02", 1, (9, 20, 48), (8, 16, 16), 0.2, 3, "coord", 3, True),
     ]
     for name, cin, S, roi, step, sw, pname, C, gauss in specs:
         sigma = 1 / 16 if "sigma16" in name else 0.125
@@ -133,7 +167,9 @@ def main():
         (d / "case.txt").write_text("\n".join([
             f"dims {dims}", "batch 1", f"in_channels {cin}", "image_size " + " ".join(map(str, S)),
             "roi_size " + " ".join(map(str, roi)), f"sw_batch_size {sw}",
-            "overlap " + " ".join([repr(1 - step)] * dims), "grid nnunet",
+            # the overlap when it gives the step back exactly (binary fractions), else the step
+            "overlap " + " ".join([repr(1 - step)] * dims) if 1 - (1 - step) == step else
+            "tile_step " + " ".join([repr(step)] * dims), "grid nnunet",
             f"mode {'gaussian_nnunet' if gauss else 'constant'}", "sigma_scale " + " ".join([repr(sigma)] * dims),
             "padding_mode constant", "cval 0.0", f"predictor {pname}", f"out_channels {C}", "outputs 1",
             "output0_shape 1 " + str(C) + " " + " ".join(map(str, S)), "tags nnunet " + f"{dims}d"]) + "\n")

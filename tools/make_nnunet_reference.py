@@ -21,6 +21,20 @@ cpu, perform_everything_on_device False) and predict_single_npy_array(image, {'s
 resampling), its sliding window (Gaussian, mirroring, fold mean) and its export (probabilities
 resampled back, cropping and transpose reverted, argmax or region thresholds).
 
+Float32 variants (NAME_f32): nnU-Net v2.8.1 accumulates the Gaussian-weighted logits and
+the weights in float16 (predicted_logits and n_predictions are torch.half, also on the CPU),
+with compute_gaussian's default dtype float16; the per-fold blends it returns are float16, so
+the sum and mean over folds and the export's resampling (resample_data_or_seg keeps its
+input's dtype) are float16 too. A *_f32 variant is the same nnUNetPredictor with exactly that
+switched to float32: for that predictor object only, the source of
+nnUNetPredictor._internal_predict_sliding_window_return_logits is rewritten at run time
+(F32_PATCH: `dtype=torch.half` -> `dtype=torch.float32` twice, the accumulators, and
+`dtype=torch.float32` passed to compute_gaussian), compiled in a copy of its module's
+namespace and bound to the predictor; nnU-Net's files are not touched and nothing else
+changes (the fold sum/mean and the export follow the logits' dtype). The patch, the SHA-256 of the function's
+original source and each variant's logits dtype (checked: float16 stock, float32 patched)
+are written to cases.json, with each *_f32 variant's differences from its stock variant.
+
 Axis convention ("reader order"): an input NIfTI holds an array a[i, j, k] (nibabel order);
 nnU-Net got image = a.transpose(2, 1, 0) (channels stacked first: [C, k, j, i]) and spacing =
 zooms reversed (z, y, x), which is what its SimpleITKIO reader gives for the same file.
@@ -53,11 +67,21 @@ SOURCES = {  # directory under NNSRC: (repository, tag)
     "acvl_utils": ("MIC-DKFZ/acvl_utils", "v0.2.5"),
     "batchgenerators": ("MIC-DKFZ/batchgenerators", "v0.25.3"),
 }
-VARIANTS = {  # name: (folds, use_mirroring, tile_step_size)
-    "default": ((0, 1), True, 0.5),
-    "nomirror": ((0, 1), False, 0.5),
-    "fold0": ((0,), True, 0.5),
+VARIANTS = {  # name: (folds, use_mirroring, tile_step_size, accumulation dtype)
+    "default": ((0, 1), True, 0.5, "float16"),
+    "nomirror": ((0, 1), False, 0.5, "float16"),
+    "fold0": ((0,), True, 0.5, "float16"),
+    "default_f32": ((0, 1), True, 0.5, "float32"),
+    "nomirror_f32": ((0, 1), False, 0.5, "float32"),
+    "fold0_f32": ((0,), True, 0.5, "float32"),
 }
+# The float32 variants' patch: (text in nnUNetPredictor._internal_predict_sliding_window_return_logits,
+# its replacement, how often it must occur there). Nothing else is changed.
+F32_FUNCTION = "nnunetv2.inference.predict_from_raw_data.nnUNetPredictor._internal_predict_sliding_window_return_logits"
+F32_PATCH = (
+    ("dtype=torch.half", "dtype=torch.float32", 2),  # predicted_logits, n_predictions
+    ("value_scaling_factor=10,", "value_scaling_factor=10, dtype=torch.float32,", 1),  # compute_gaussian (default float16)
+)
 
 
 def rotation(axis, degrees):
@@ -85,7 +109,7 @@ CASES = {
                  "separate z (order 0 along z); LPS axes rotated 20 degrees about z",
         "kind": "ct", "shape": (48, 40, 14), "zooms": (0.9, 1.0, 3.6),
         "axes": [(-1, 0, 0), (0, -1, 0), (0, 0, 1)], "rot": rotation(2, 20.0), "origin": (30.0, 12.0, -40.0),
-        "seed": 11, "runs": [(CT3D, list(VARIANTS)), (CT2D, ["default"])],
+        "seed": 11, "runs": [(CT3D, ["default", "nomirror", "fold0", "default_f32"]), (CT2D, ["default", "default_f32"])],
     },
     "ct_nosepz_pir_oblique": {
         "about": "CT-like, air background (no crop); reader spacing (2.4, 2.4, 0.7) has two "
@@ -142,7 +166,34 @@ def source_versions(nnsrc):
     return out
 
 
-def predictor(model, folds, mirroring, step):
+def float32_accumulation(p):
+    """Switch predictor P's sliding-window accumulators and Gaussian from float16 to float32
+    (F32_PATCH applied to the source of F32_FUNCTION, compiled in a copy of its module's
+    namespace, bound to P alone). Returns what was done, for cases.json."""
+    import hashlib
+    import inspect
+    import textwrap
+    import types
+    from nnunetv2.inference import predict_from_raw_data as mod
+
+    fn = mod.nnUNetPredictor._internal_predict_sliding_window_return_logits
+    src = textwrap.dedent(inspect.getsource(fn))
+    assert src.startswith("@torch.inference_mode()\ndef _internal_predict_sliding_window_return_logits("), src[:80]
+    new = src
+    for old, rep, count in F32_PATCH:
+        assert new.count(old) == count, (old, new.count(old), count)
+        new = new.replace(old, rep)
+    ns = dict(vars(mod))
+    exec(compile(new, f"{inspect.getsourcefile(fn)} ({fn.__name__}, float32 accumulation)", "exec"), ns)
+    p._internal_predict_sliding_window_return_logits = types.MethodType(ns[fn.__name__], p)
+    return {
+        "function": F32_FUNCTION,
+        "source_sha256": hashlib.sha256(src.encode()).hexdigest(),
+        "replacements": [{"old": o, "new": r, "count": c} for o, r, c in F32_PATCH],
+    }
+
+
+def predictor(model, folds, mirroring, step, accumulation):
     import torch
     from nnunetv2.inference.predict_from_raw_data import nnUNetPredictor
 
@@ -151,11 +202,15 @@ def predictor(model, folds, mirroring, step):
                         verbose_preprocessing=False, allow_tqdm=False)
     p.initialize_from_trained_model_folder(str(MODELS / model), folds, "checkpoint_final.pth")
     seen = {}
+    if accumulation == "float32":
+        seen["patch"] = float32_accumulation(p)
     inner = p.predict_logits_from_preprocessed_data
 
     def recording(data):  # keeps the preprocessed input nnU-Net's sliding window got
         seen["data"] = np.asarray(data, dtype=np.float32).copy()
-        return inner(data)
+        logits = inner(data)
+        seen["logits_dtype"] = str(logits.dtype).replace("torch.", "")
+        return logits
 
     p.predict_logits_from_preprocessed_data = recording
     return p, seen
@@ -166,7 +221,7 @@ def dice(a, b):
     return float(2 * (a & b).sum() / s) if s else 1.0
 
 
-def make_case(name, spec, out):
+def make_case(name, spec, out, patches):
     import nibabel as nib
     from nnunetv2.preprocessing.resampling.default_resampling import determine_do_sep_z_and_axis
 
@@ -226,8 +281,8 @@ def make_case(name, spec, out):
             "variants": [],
         }
         for v in variants:
-            folds, mirroring, step = VARIANTS[v]
-            p, seen = predictor(model, folds, mirroring, step)
+            folds, mirroring, step, accumulation = VARIANTS[v]
+            p, seen = predictor(model, folds, mirroring, step, accumulation)
             props = {"spacing": list(spacing)}
             t0 = time.time()
             seg, probs = p.predict_single_npy_array(image.copy(), props, None, None, True)
@@ -237,6 +292,9 @@ def make_case(name, spec, out):
             seg = np.ascontiguousarray(seg).astype(np.uint8)
             probs = np.ascontiguousarray(probs).astype(np.float32)
             assert seg.shape == image.shape[1:] and probs.shape[1:] == image.shape[1:], (seg.shape, probs.shape)
+            assert seen["logits_dtype"] == accumulation, (v, seen["logits_dtype"])
+            if "patch" in seen:
+                patches.append(seen["patch"])
             np.save(vdir / "seg.npy", seg)
             np.save(vdir / "probs.npy", probs)
             if "preprocessed" not in run:
@@ -261,6 +319,8 @@ def make_case(name, spec, out):
                 "use_mirroring": mirroring,
                 "tile_step_size": step,
                 "use_gaussian": True,
+                "accumulation": accumulation,
+                "logits_dtype": seen["logits_dtype"],
                 "seg": f"{out.name}/{name}/{config}/{v}/seg.npy",
                 "probs": f"{out.name}/{name}/{config}/{v}/probs.npy",
                 "probs_shape": list(probs.shape),
@@ -268,8 +328,18 @@ def make_case(name, spec, out):
                 "dice_vs_phantom": quality,
                 "seconds": round(dt, 3),
             })
+            stock = v[:-len("_f32")] if v.endswith("_f32") else None
+            if stock in variants:  # the precision's effect alone: same predictor, float16 vs float32
+                s_seg = np.load(cdir / config / stock / "seg.npy")
+                s_probs = np.load(cdir / config / stock / "probs.npy")
+                run["variants"][-1]["vs_float16"] = {
+                    "variant": stock,
+                    "labels_differing": int((s_seg != seg).sum()),
+                    "max_abs_prob_diff": float(np.abs(s_probs - probs).max()),
+                    "share_prob_diff_over_1e-3": float(np.mean(np.abs(s_probs - probs) > 1e-3)),
+                }
             print(f"{name} {config} {v}: labels {run['variants'][-1]['label_counts']} dice {quality} "
-                  f"({dt:.2f} s)", flush=True)
+                  f"({dt:.2f} s) {run['variants'][-1].get('vs_float16', '')}", flush=True)
         entry["runs"].append(run)
     return entry
 
@@ -281,7 +351,9 @@ def main(nnsrc, out_dir):
     torch.set_num_threads(1)  # deterministic reductions, and the machine is shared
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cases = {name: make_case(name, spec, out) for name, spec in CASES.items()}
+    patches = []
+    cases = {name: make_case(name, spec, out, patches) for name, spec in CASES.items()}
+    assert patches and all(x == patches[0] for x in patches), patches
     doc = {
         "about": "nnU-Net v2's nnUNetPredictor outputs on phantom cases; made by "
                  "tools/make_nnunet_reference.py (see its docstring for the axis convention). "
@@ -290,6 +362,14 @@ def main(nnsrc, out_dir):
         "torch": torch.__version__,
         "shims": sorted({s.split(".")[0] if not s.startswith("torch.") else s for s in shims}),
         "axis_order": "reader order: NIfTI array a[i,j,k] transposed to [k,j,i], spacing = zooms reversed",
+        "float32_accumulation": {
+            "about": "variants with accumulation float32 (NAME_f32) ran the same nnUNetPredictor with this "
+                     "function's source rewritten at run time for that predictor alone (nnU-Net's files "
+                     "untouched): its float16 accumulators (predicted_logits, n_predictions) and "
+                     "compute_gaussian's float16 dtype become float32; the fold sum/mean and the export's "
+                     "resampling follow the logits' dtype. vs_float16: the same settings' stock variant.",
+            **patches[0],
+        },
         "cases": cases,
     }
     (out / "cases.json").write_text(json.dumps(doc, indent=1) + "\n")

@@ -10,9 +10,13 @@ modules are loaded alone, their other imports stubbed (they are not called):
       determine_do_sep_z_and_axis, resample_data_or_seg (skimage resize, scipy
       map_coordinates);
   preprocessing/cropping/cropping.py               create_nonzero_mask (binary_fill_holes);
-  preprocessing/normalization/default_normalization_schemes.py   the schemes.
+  preprocessing/normalization/default_normalization_schemes.py   the schemes;
+  utilities/label_handling/label_handling.py       LabelManager (torch): the export's
+      logits to labels and probabilities, as convert_predicted_logits_to_segmentation_
+      with_correct_shape calls it with and without return_probabilities.
 Written: index.txt (one case a line, described at its top) and the cases' raw arrays,
-little-endian, C order: NAME.in.f32 / NAME.out.f32 (float32), NAME.mask.u8 (uint8).
+little-endian, C order: NAME.in.f32 / NAME.out.f32 (float32), NAME.mask.u8 (uint8),
+NAME.seg.u8 / NAME.segp.u8 (labels without / with the probabilities).
 """
 
 import importlib.util
@@ -59,7 +63,47 @@ HEADER = """# nnU-Net v2's numeric steps, made by tools/make_nnunet_steps.py wit
 # resize NAME PLANES IN[3] OUT[3] ORDER ORDER_Z AXIS(-1: no separate z)    resample_data_or_seg
 # fill   NAME CHANNELS SIZE[3] LO[3] HI[3]                                 create_nonzero_mask + box
 # norm   NAME SCHEME USE_MASK MEAN STD P005 P995 N                         default_normalization_schemes
+# label  NAME KIND(labels|regions) K N [REGIONS_CLASS_ORDER[K]]            LabelManager: logits to labels
 """
+
+
+def load_label_handling(src: Path):
+    """label_handling.py with the imports it does not call here stubbed; helpers.py is real."""
+    import torch  # noqa: F401  (LabelManager's nonlinearities)
+    bb = sys.modules.setdefault("acvl_utils.cropping_and_padding.bounding_boxes",
+                                types.ModuleType("acvl_utils.cropping_and_padding.bounding_boxes"))
+    bb.insert_crop_into_image = None
+    ff = types.ModuleType("batchgenerators.utilities.file_and_folder_operations")
+    ff.join = None
+    sys.modules.setdefault("batchgenerators.utilities", types.ModuleType("batchgenerators.utilities"))
+    sys.modules["batchgenerators.utilities.file_and_folder_operations"] = ff
+    fc = types.ModuleType("nnunetv2.utilities.find_class_by_name")
+    fc.recursive_find_python_class = None
+    sys.modules.setdefault("nnunetv2.utilities", types.ModuleType("nnunetv2.utilities"))
+    sys.modules["nnunetv2.utilities.find_class_by_name"] = fc
+    sys.modules["nnunetv2.utilities.helpers"] = load(src, "nnunetv2/utilities/helpers.py", "nnunetv2.utilities.helpers")
+    return load(src, "nnunetv2/utilities/label_handling/label_handling.py", "nn_label_handling")
+
+
+def label_logits(rng):
+    """Logits [K, N] per case: the last bit decides the sigmoid's threshold, and classes tie
+    after the float32 softmax while their logits differ."""
+    f = np.float32
+    up = lambda v: np.nextafter(f(v), f(np.inf))  # noqa: E731
+    # regions: region 0 at the threshold's edge (torch's float32 sigmoid is exactly 0.5 up to
+    # a logit of about 9e-8), region 1 random
+    edge = [0.0, 1e-8, 2.9e-8, 3e-8, 4.5e-8, 5e-8, 6e-8, 8.9e-8, 9e-8, 1e-7, 1.1e-7, 1.2e-7, 1.5e-7, 2e-7,
+            3e-7, 1e-6, -1e-8, -5e-8, -1e-7, -2e-7, 0.5, -0.5, 10.0, -10.0, 30.0, -30.0, 100.0, -100.0]
+    r0 = np.array(edge + list(rng.normal(0, 1e-7, 36)), f)
+    regions = np.stack([r0, rng.normal(0, 2, r0.size).astype(f), r0[::-1].copy()])
+    # labels: the top two differ by an ulp (tied after exp, or after the division), or not
+    rows = []
+    for a in (0.1, 0.2, 0.24, 0.25, -0.1, 1e-3, 0.0, 0.5, 1.0, 2.0, 3.7, 50.0):
+        rows += [[f(a), up(a), f(-1)], [up(a), f(a), f(-1)], [f(-1), f(a), up(a)], [f(a), f(a), f(a)],
+                 [f(a), f(-3), up(up(a))], [f(a), up(a), up(up(a))]]
+    rows = np.array(rows, f).T
+    labels = np.concatenate([rows, rng.normal(0, 3, (3, 160)).astype(f)], axis=1)
+    return regions, labels
 
 
 def smooth_field(rng, shape, planes):
@@ -238,6 +282,29 @@ def main():
     rgb = rng.integers(0, 256, n).astype(np.float32)
     norm_case("rgb", nm.RGBTo01Normalization, "rgb01", False, rgb, msk, {})
     norm_case("none", nm.NoNormalization, "none", False, ct, msk, {})
+
+    # -- the export's labels: LabelManager as convert_predicted_logits_to_segmentation_with_
+    #    correct_shape calls it (float32 sigmoid > 0.5 for regions; the argmax of the logits,
+    #    or of the float32 softmax when the probabilities are returned)
+    lh = load_label_handling(src)
+    import torch
+    regions, labels = label_logits(np.random.default_rng(20261203))
+    for name, x, label_dict, order in (
+            ("label_regions", regions, {"background": 0, "whole": [1, 2, 3], "core": [2, 3], "tip": 3}, [1, 2, 3]),
+            ("label_softmax", labels, {"background": 0, "a": 1, "b": 2}, None)):
+        lm = lh.LabelManager(label_dict, order)
+        logits = torch.from_numpy(x.copy())
+        seg = lm.convert_logits_to_segmentation(logits)  # return_probabilities False
+        probs = lm.apply_inference_nonlin(logits)  # return_probabilities True
+        segp = lm.convert_probabilities_to_segmentation(probs)
+        assert probs.dtype == torch.float32
+        put(name, "in.f32", x, np.float32)
+        put(name, "out.f32", probs.numpy(), np.float32)
+        put(name, "seg.u8", np.asarray(seg), np.uint8)
+        put(name, "segp.u8", np.asarray(segp), np.uint8)
+        kind = "regions" if lm.has_regions else "labels"
+        lines.append(f"label {name} {kind} {x.shape[0]} {x.shape[1]}" +
+                     ("".join(f" {c}" for c in order) if order else ""))
 
     (outdir / "index.txt").write_text("\n".join(lines) + "\n")
 

@@ -425,6 +425,14 @@ if case == "h5shards":
     check(list(h5_attrs(out).get("swi_parts_done", [])) == [0, 0], "a failed rerun of a part undoes its done flag")
     ok, errs = finish(shard_procs("v.zarr", out, "argmax", [0, 1], 2))
     check(ok and h5_attrs(out) == {} and np.array_equal(load(out), ref), "and its reruns complete it: %s" % errs)
+    # the parts of one job name its input as each process sees it (.hdf5, relative here,
+    # absolute there): the same input, so they join the same output (a Zarr store compares the parts' jobs)
+    shutil.copyfile("v.h5", "v.hdf5")
+    out = "named.zarr"
+    ok, errs = finish(shard_procs("v.hdf5:/grp/data", out, "argmax", [0], 2) +
+                      shard_procs(os.path.abspath("v.hdf5") + ":/grp/data", out, "argmax", [1], 2))
+    check(ok and np.array_equal(load(out), ref),
+          "parts naming one .hdf5 input relatively and absolutely join: %s" % errs)
     # mismatched joins are refused, the file unchanged
     before = open("argmax_three.h5", "rb").read()
     for args, why, what in [

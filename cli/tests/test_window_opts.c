@@ -1,5 +1,5 @@
 /*
- * test_window_opts.c -- cli_window_option (cli/window_opts.c): the defaults, good values of
+ * test_window_opts.c -- cli_window_option (common/window_opts.c): the defaults, good values of
  * every window flag under each command's rules, and each bad value's message.
  */
 #include "window_opts.h"

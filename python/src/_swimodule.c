@@ -16,7 +16,8 @@
  * This file is the module itself (its functions, swi.BudgetError); args.c turns Python
  * arguments into swi_params and outputs, callbacks.c holds the engine's callbacks into
  * Python, engine.c run() and plan(), result.c the results' buffers, report.c swi.report,
- * pipeline.c segment() and plan_job() (whole jobs on scans, when built with the pipeline library).
+ * pipeline.c segment() and plan_job() (whole jobs on scans, when built with the pipeline library;
+ * job_spec.c their spec, job.h what they share), folder.c segment_folder() (folder mode).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -45,6 +46,12 @@ PyObject *swipy_budget_error; /* swi.BudgetError, a MemoryError */
 #define PIPELINE_NNUNET 1
 #else
 #define PIPELINE_NNUNET 0
+#endif
+#if defined(SWI_HAVE_PIPELINE) && defined(SWI_PY_JOB_FOLDER)
+#define PIPELINE_FOLDER 1
+#include "job.h"
+#else
+#define PIPELINE_FOLDER 0
 #endif
 
 PyObject *swipy_raise_status(swi_status st, const char *msg) {
@@ -77,6 +84,11 @@ static PyMethodDef methods[] = {
      "Plan a job of swi_pipeline.h (internal; swi.plan_job)."},
     {"read_frames", swipy_read_frames, METH_VARARGS, "Read a volume file's frames as float32 (internal)."},
 #endif
+#if PIPELINE_FOLDER
+    {"segment_folder", (PyCFunction)(void (*)(void))swipy_segment_folder, METH_VARARGS | METH_KEYWORDS,
+     "Run every case of a folder (internal; swi.segment_folder)."},
+    {"serve_reader", swipy_serve_reader, METH_VARARGS, "Answer as a folder's reader program (internal)."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
@@ -97,7 +109,8 @@ PyMODINIT_FUNC PyInit__swi(void) {
         PyModule_AddIntConstant(m, "HAVE_PIPELINE", HAVE_PIPELINE) < 0 ||
         PyModule_AddIntConstant(m, "PIPELINE_PREDICTORS", PIPELINE_PREDICTORS) < 0 ||
         PyModule_AddIntConstant(m, "PIPELINE_KEEP_SCORES", PIPELINE_KEEP_SCORES) < 0 ||
-        PyModule_AddIntConstant(m, "PIPELINE_NNUNET", PIPELINE_NNUNET) < 0) {
+        PyModule_AddIntConstant(m, "PIPELINE_NNUNET", PIPELINE_NNUNET) < 0 ||
+        PyModule_AddIntConstant(m, "PIPELINE_FOLDER", PIPELINE_FOLDER) < 0) {
         Py_XDECREF(swipy_budget_error);
         swipy_budget_error = NULL;
         Py_DECREF(m);

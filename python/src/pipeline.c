@@ -22,185 +22,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "job.h"
 #include "swi_io.h"
-#include "swi_pipeline.h"
-#include "swipy.h"
-
-/* ------------------------------------------------------------ the spec from a dict */
-
-/* The dict's values, each taken at most once; `used` counts the keys read so a key the
- * C side does not know (a typo in _pipeline.py) is an error, not silently ignored. */
-typedef struct {
-    PyObject *d;
-    Py_ssize_t used;
-} fields;
-
-static PyObject *field(fields *f, const char *k) {
-    PyObject *v = PyDict_GetItemString(f->d, k); /* borrowed */
-    if (!v) return NULL;
-    f->used++;
-    return v == Py_None ? NULL : v;
-}
-
-static int bad_field(const char *k, const char *what) {
-    if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "internal: job field %s must be %s", k, what);
-    return -1;
-}
-
-/* The string stays valid while the dict holds it: for the whole call. */
-static int get_str(fields *f, const char *k, const char **dst) {
-    PyObject *v = field(f, k);
-    if (!v) return 0;
-    const char *u = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
-    if (!u) return bad_field(k, "a str");
-    *dst = u;
-    return 0;
-}
-
-static int get_strs(fields *f, const char *k, const char **dst, int max, int *n) {
-    PyObject *v = field(f, k);
-    if (!v) return 0;
-    if (!PyList_Check(v)) return bad_field(k, "a list of str");
-    Py_ssize_t len = PyList_GET_SIZE(v);
-    if (len > max) {
-        PyErr_Format(PyExc_ValueError, "at most %d %s, got %zd", max, k, len);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < len; i++) {
-        PyObject *s = PyList_GET_ITEM(v, i);
-        const char *u = PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
-        if (!u) return bad_field(k, "a list of str");
-        dst[i] = u;
-    }
-    *n = (int)len;
-    return 0;
-}
-
-static int get_i64(fields *f, const char *k, int64_t *dst) {
-    PyObject *v = field(f, k);
-    if (!v) return 0;
-    long long x = PyLong_AsLongLong(v);
-    if (x == -1 && PyErr_Occurred()) return bad_field(k, "an int");
-    *dst = (int64_t)x;
-    return 0;
-}
-
-static int get_int(fields *f, const char *k, int *dst) {
-    int64_t x = *dst;
-    if (get_i64(f, k, &x) < 0) return -1;
-    if (x < INT_MIN || x > INT_MAX) {
-        PyErr_Format(PyExc_OverflowError, "%s is out of range", k);
-        return -1;
-    }
-    *dst = (int)x;
-    return 0;
-}
-
-static int get_size(fields *f, const char *k, size_t *dst) {
-    PyObject *v = field(f, k);
-    if (!v) return 0;
-    size_t x = PyLong_AsSize_t(v);
-    if (x == (size_t)-1 && PyErr_Occurred()) return bad_field(k, "an int >= 0");
-    *dst = x;
-    return 0;
-}
-
-static int get_double(fields *f, const char *k, double *dst) {
-    PyObject *v = field(f, k);
-    if (!v) return 0;
-    double x = PyFloat_AsDouble(v);
-    if (x == -1.0 && PyErr_Occurred()) return bad_field(k, "a float");
-    *dst = x;
-    return 0;
-}
-
-static int get_doubles(fields *f, const char *k, int n, double *dst, int *given) {
-    PyObject *v = field(f, k);
-    if (!v) return 0;
-    if (swipy_double_seq(v, n, dst, k) < 0) return -1;
-    if (given) *given = 1;
-    return 0;
-}
-
-static int get_i64s(fields *f, const char *k, int n, int64_t *dst) {
-    PyObject *v = field(f, k);
-    return v ? swipy_int64_seq(v, n, dst, k) : 0;
-}
-
-static int get_ints(fields *f, const char *k, int n, int *dst) {
-    int64_t t[3];
-    PyObject *v = field(f, k);
-    if (!v) return 0;
-    if (n > 3 || swipy_int64_seq(v, n, t, k) < 0) return -1;
-    for (int i = 0; i < n; i++) {
-        if (t[i] < 0 || t[i] > INT_MAX) {
-            PyErr_Format(PyExc_ValueError, "%s must be ints >= 0", k);
-            return -1;
-        }
-        dst[i] = (int)t[i];
-    }
-    return 0;
-}
-
-/* Every field of swi_job_spec but the predictors, by its C name. */
-static int parse_spec(PyObject *d, swi_job_spec *s) {
-    if (!PyDict_Check(d)) return bad_field("spec", "a dict");
-    fields f = {d, 0};
-    if (get_strs(&f, "inputs", s->inputs, SWI_JOB_MAX_INPUTS, &s->n_inputs) < 0 ||
-        get_strs(&f, "models", s->models, SWI_JOB_MAX_MODELS, &s->n_models) < 0 ||
-#ifdef SWI_PY_JOB_PREDICTORS
-        get_i64(&f, "classes", &s->classes) < 0 ||
-#endif
-        get_int(&f, "no_card", &s->no_card) < 0 || get_int(&f, "tta", &s->tta) < 0 ||
-        get_int(&f, "head", &s->head) < 0 || get_int(&f, "cuda", &s->cuda) < 0 ||
-        get_int(&f, "no_rewrite", &s->no_rewrite) < 0 ||
-        get_doubles(&f, "clip", 2, s->clip, &s->clip_given) < 0 ||
-        get_doubles(&f, "scale", 4, s->scale, &s->scale_given) < 0 || get_int(&f, "zscore", &s->zscore) < 0 ||
-        get_int(&f, "nonfinite_fail", &s->nonfinite_fail) < 0 ||
-        get_str(&f, "orientation", &s->orientation) < 0 ||
-        get_doubles(&f, "spacing", 3, s->spacing, NULL) < 0 || get_i64s(&f, "roi", 3, s->roi) < 0 ||
-        get_doubles(&f, "overlap", 3, s->overlap, NULL) < 0 || get_int(&f, "mode", &s->mode) < 0 ||
-        get_doubles(&f, "sigma_scale", 3, s->sigma_scale, NULL) < 0 ||
-        get_int(&f, "padding", &s->padding) < 0 || get_double(&f, "cval", &s->cval) < 0 ||
-        get_int(&f, "sw_batch", &s->sw_batch) < 0 || get_int(&f, "no_reuse", &s->no_reuse) < 0 ||
-        get_int(&f, "reuse_cache", &s->reuse_cache) < 0 || get_int(&f, "shard_part", &s->shard_part) < 0 ||
-        get_int(&f, "shard_parts", &s->shard_parts) < 0 || get_ints(&f, "shard_grid", 3, s->shard_grid) < 0 ||
-        get_int(&f, "shard_init", &s->shard_init) < 0 || get_str(&f, "output", &s->output) < 0 ||
-        get_str(&f, "scores", &s->scores) < 0 || get_str(&f, "preview", &s->preview) < 0 ||
-        get_str(&f, "report", &s->report) < 0 || get_str(&f, "report_title", &s->report_title) < 0 ||
-        get_int(&f, "softmax", &s->softmax) < 0 ||
-#ifdef SWI_PY_JOB_NNUNET
-        get_str(&f, "folds", &s->folds) < 0 || get_int(&f, "no_mirroring", &s->no_mirroring) < 0 ||
-        get_double(&f, "tile_step", &s->tile_step) < 0 ||
-        get_int(&f, "save_probabilities", &s->save_probabilities) < 0 ||
-#endif
-#ifdef SWI_PY_JOB_KEEP_SCORES
-        get_int(&f, "keep_scores", &s->keep_scores) < 0 ||
-#endif
-        get_int(&f, "force", &s->force) < 0 || get_int(&f, "quiet", &s->quiet) < 0 ||
-        get_int(&f, "threads", &s->threads) < 0 || get_size(&f, "max_memory", &s->max_memory) < 0)
-        return -1;
-    if (f.used != PyDict_Size(d)) {
-        PyErr_SetString(PyExc_TypeError, "internal: the job spec has a field swi_job_spec lacks");
-        return -1;
-    }
-    return 0;
-}
 
 /* ------------------------------------------------------------ one job's state */
-
-typedef struct {
-    swi_job_spec spec;
-    swi_job_hooks hooks;
-    swi_job *job;
-    run_state hook_rs; /* progress; messages' exceptions */
-    PyObject *message;
-    run_state *members; /* one per caller predictor */
-    swi_predictor *preds;
-    int n_members;
-    atomic_int cancel;
-    PyObject *intr_type, *intr_value, *intr_tb; /* the KeyboardInterrupt that cancelled it */
-} job_state;
 
 static void message_cb(void *user, const char *line) {
     job_state *js = user;
@@ -232,7 +57,7 @@ static void drop_stashed(run_state *rs) {
     Py_CLEAR(rs->exc_tb);
 }
 
-static void job_state_free(job_state *js) {
+void swipy_job_state_free(job_state *js) {
     if (js->job) swi_job_free(js->job);
     js->job = NULL;
     for (int i = 0; i < js->n_members; i++) drop_stashed(&js->members[i]);
@@ -245,13 +70,12 @@ static void job_state_free(job_state *js) {
     memset(js, 0, sizeof *js);
 }
 
-/* spec dict, predictors (a list of callables or None), copy_into, progress, message. */
-static int job_state_init(job_state *js, PyObject *spec, PyObject *predictors, PyObject *copy_into,
-                          PyObject *progress, PyObject *message) {
+int swipy_job_state_init(job_state *js, PyObject *spec, PyObject *predictors, PyObject *copy_into,
+                         PyObject *progress, PyObject *message) {
     memset(js, 0, sizeof *js);
     atomic_init(&js->cancel, 0);
     swi_job_spec_init(&js->spec);
-    if (parse_spec(spec, &js->spec) < 0) return -1;
+    if (swipy_job_spec(spec, &js->spec) < 0) return -1;
     if ((progress != Py_None && !PyCallable_Check(progress)) || !PyCallable_Check(message) ||
         !PyCallable_Check(copy_into)) {
         PyErr_SetString(PyExc_TypeError, "internal: progress, message and copy_into must be callable");
@@ -264,7 +88,7 @@ static int job_state_init(job_state *js, PyObject *spec, PyObject *predictors, P
     js->hooks.cancelled = cancelled_cb;
     js->hooks.user = js;
     if (predictors != Py_None) {
-        if (!PyList_Check(predictors)) return bad_field("predictors", "a list");
+        if (!PyList_Check(predictors)) return swipy_bad_field("predictors", "a list");
         Py_ssize_t n = PyList_GET_SIZE(predictors);
         if (n < 1 || n > SWI_JOB_MAX_MODELS) {
             PyErr_Format(PyExc_ValueError, "1..%d predictors, got %zd", SWI_JOB_MAX_MODELS, n);
@@ -279,7 +103,7 @@ static int job_state_init(job_state *js, PyObject *spec, PyObject *predictors, P
         for (Py_ssize_t i = 0; i < n; i++) {
             run_state *rs = &js->members[i];
             rs->predictor = PyList_GET_ITEM(predictors, i); /* borrowed: the list lives for the call */
-            if (!PyCallable_Check(rs->predictor)) return bad_field("predictors", "a list of callables");
+            if (!PyCallable_Check(rs->predictor)) return swipy_bad_field("predictors", "a list of callables");
             rs->copy_into = copy_into;
             rs->n_heads = 1;
             rs->dims = 3;
@@ -302,27 +126,20 @@ static int job_state_init(job_state *js, PyObject *spec, PyObject *predictors, P
 
 /* ------------------------------------------------------------ a call on a thread of its own */
 
-typedef enum { OP_OPEN, OP_PLAN, OP_RUN } job_op;
-
-typedef struct {
-    job_op op;
-    job_state *js;
-    int count_reuse;
-    swi_job_plan *plan;
-    swi_job_result *keep;
-    swi_status st;
-    char err[SWI_JOB_ERRLEN];
-    int done;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-} job_call;
-
 static void do_op(job_call *c) {
     job_state *js = c->js;
     switch (c->op) {
     case OP_OPEN: c->st = swi_job_open(&js->spec, &js->hooks, &js->job, c->err, sizeof c->err); break;
     case OP_PLAN: c->st = swi_job_plan_run(js->job, c->count_reuse, c->plan, c->err, sizeof c->err); break;
     case OP_RUN: c->st = swi_job_run(js->job, c->keep, c->err, sizeof c->err); break;
+#ifdef SWI_PY_JOB_FOLDER
+    case OP_FOLDER_OPEN:
+        c->st = swi_folder_open(c->fspec, c->fhooks, &c->folder, c->err, sizeof c->err);
+        break;
+    case OP_FOLDER_RUN: c->st = swi_folder_run(c->folder, c->fres, c->err, sizeof c->err); break;
+#else
+    default: c->st = SWI_ERR_INVALID_ARG; break;
+#endif
     }
 }
 
@@ -354,9 +171,7 @@ static int wait_done(job_call *c) {
     return done;
 }
 
-/* Run c's library call with the GIL released; a signal's exception (Ctrl-C) cancels the
- * job and is kept in the job_state until the call has returned. */
-static void call_job(job_call *c) {
+void swipy_call_job(job_call *c) {
     job_state *js = c->js;
     c->err[0] = '\0';
     c->done = 0;
@@ -386,8 +201,12 @@ static void call_job(job_call *c) {
         if (!js->intr_type && PyErr_CheckSignals() < 0) {
             PyErr_Fetch(&js->intr_type, &js->intr_value, &js->intr_tb);
             atomic_store(&js->cancel, 1);
-            /* swi_job_open is still writing js->job: the cancelled hook stops it */
-            if (c->op != OP_OPEN) swi_job_cancel(js->job);
+            /* swi_job_open is still writing js->job, and swi_folder_open c->folder: the
+             * cancelled hook stops them */
+#ifdef SWI_PY_JOB_FOLDER
+            if (c->op == OP_FOLDER_RUN) swi_folder_cancel(c->folder);
+#endif
+            if (c->op == OP_PLAN || c->op == OP_RUN) swi_job_cancel(js->job);
         }
     }
     pthread_join(th, NULL);
@@ -402,9 +221,7 @@ static int restore_stashed(run_state *rs) {
     return 1;
 }
 
-/* After a call: the interrupt first, then a callback's exception unchanged, then the
- * library's status. Returns -1 with an exception set, 0 when the call succeeded. */
-static int raise_job(job_state *js, const job_call *c) {
+int swipy_raise_job(job_state *js, const job_call *c) {
     int raised = 0;
     if (js->intr_type) {
         PyErr_Restore(js->intr_type, js->intr_value, js->intr_tb);
@@ -437,8 +254,8 @@ static int open_job(job_state *js) {
     memset(&c, 0, sizeof c);
     c.op = OP_OPEN;
     c.js = js;
-    call_job(&c);
-    if (raise_job(js, &c) < 0) return -1;
+    swipy_call_job(&c);
+    if (swipy_raise_job(js, &c) < 0) return -1;
     if (!js->job) {
         PyErr_SetString(PyExc_RuntimeError, "internal: swi_job_open gave no job");
         return -1;
@@ -448,7 +265,7 @@ static int open_job(job_state *js) {
 
 /* ------------------------------------------------------------ results */
 
-static int dict_set(PyObject *d, const char *k, PyObject *v) {
+int swipy_dict_set(PyObject *d, const char *k, PyObject *v) {
     if (!v) return -1;
     int r = PyDict_SetItemString(d, k, v);
     Py_DECREF(v);
@@ -504,17 +321,17 @@ static PyObject *result_dict(swi_job_result *r) {
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) aff[4 * i + j] = r->affine[i][j];
     PyObject *stats = PyDict_New();
-    if (dict_set(d, "labels", lab) < 0 || dict_set(d, "scores", sc) < 0 ||
-        dict_set(d, "size", swipy_int64_tuple(r->size, 3)) < 0 ||
-        dict_set(d, "classes", PyLong_FromLongLong(r->classes)) < 0 ||
-        dict_set(d, "affine", double_tuple(aff, 16)) < 0 ||
-        dict_set(d, "seconds", PyFloat_FromDouble(r->seconds)) < 0 || !stats ||
-        dict_set(stats, "windows_total", PyLong_FromLongLong(r->stats.windows_total)) < 0 ||
-        dict_set(stats, "windows_predicted", PyLong_FromLongLong(r->stats.windows_predicted)) < 0 ||
-        dict_set(stats, "windows_reused", PyLong_FromLongLong(r->stats.windows_reused)) < 0 ||
-        dict_set(stats, "predictor_calls", PyLong_FromLongLong(r->stats.predictor_calls)) < 0 ||
-        dict_set(stats, "bytes_partial_peak", PyLong_FromSize_t(r->stats.bytes_partial_peak)) < 0 ||
-        dict_set(d, "stats", Py_NewRef(stats)) < 0) {
+    if (swipy_dict_set(d, "labels", lab) < 0 || swipy_dict_set(d, "scores", sc) < 0 ||
+        swipy_dict_set(d, "size", swipy_int64_tuple(r->size, 3)) < 0 ||
+        swipy_dict_set(d, "classes", PyLong_FromLongLong(r->classes)) < 0 ||
+        swipy_dict_set(d, "affine", double_tuple(aff, 16)) < 0 ||
+        swipy_dict_set(d, "seconds", PyFloat_FromDouble(r->seconds)) < 0 || !stats ||
+        swipy_dict_set(stats, "windows_total", PyLong_FromLongLong(r->stats.windows_total)) < 0 ||
+        swipy_dict_set(stats, "windows_predicted", PyLong_FromLongLong(r->stats.windows_predicted)) < 0 ||
+        swipy_dict_set(stats, "windows_reused", PyLong_FromLongLong(r->stats.windows_reused)) < 0 ||
+        swipy_dict_set(stats, "predictor_calls", PyLong_FromLongLong(r->stats.predictor_calls)) < 0 ||
+        swipy_dict_set(stats, "bytes_partial_peak", PyLong_FromSize_t(r->stats.bytes_partial_peak)) < 0 ||
+        swipy_dict_set(d, "stats", Py_NewRef(stats)) < 0) {
         Py_XDECREF(stats);
         Py_DECREF(d);
         return NULL;
@@ -537,19 +354,19 @@ PyObject *swipy_segment(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *ret = NULL;
     swi_job_result res;
     memset(&res, 0, sizeof res);
-    if (job_state_init(&js, spec, predictors, copy_into, progress, message) < 0) goto out;
+    if (swipy_job_state_init(&js, spec, predictors, copy_into, progress, message) < 0) goto out;
     if (open_job(&js) < 0) goto out;
     job_call c;
     memset(&c, 0, sizeof c);
     c.op = OP_RUN;
     c.js = &js;
     c.keep = keep ? &res : NULL;
-    call_job(&c);
-    if (raise_job(&js, &c) < 0) goto out;
+    swipy_call_job(&c);
+    if (swipy_raise_job(&js, &c) < 0) goto out;
     ret = result_dict(&res);
 out:
     swi_job_result_free(&res);
-    job_state_free(&js);
+    swipy_job_state_free(&js);
     return ret;
 }
 
@@ -609,7 +426,7 @@ PyObject *swipy_plan_job(PyObject *self, PyObject *args, PyObject *kw) {
     job_state js;
     PyObject *d = NULL, *eng = NULL;
     char *text = NULL;
-    if (job_state_init(&js, spec, predictors, copy_into, Py_None, message) < 0) goto out;
+    if (swipy_job_state_init(&js, spec, predictors, copy_into, Py_None, message) < 0) goto out;
     if (open_job(&js) < 0) goto out;
     swi_job_plan pl;
     memset(&pl, 0, sizeof pl);
@@ -619,8 +436,8 @@ PyObject *swipy_plan_job(PyObject *self, PyObject *args, PyObject *kw) {
     c.js = &js;
     c.count_reuse = count_reuse;
     c.plan = &pl;
-    call_job(&c);
-    if (raise_job(&js, &c) < 0) goto out;
+    swipy_call_job(&c);
+    if (swipy_raise_job(&js, &c) < 0) goto out;
     /* the text, in a buffer grown until it holds all of it */
     size_t cap = 16384, len = 0;
     for (;;) {
@@ -638,23 +455,23 @@ PyObject *swipy_plan_job(PyObject *self, PyObject *args, PyObject *kw) {
     d = PyDict_New();
     eng = PyDict_New();
     if (!d || !eng || swipy_plan_fields(eng, &pl.engine, 1) < 0 ||
-        dict_set(d, "engine", Py_NewRef(eng)) < 0 ||
-        dict_set(d, "beside_bytes", PyLong_FromSize_t(pl.beside_bytes)) < 0 ||
-        dict_set(d, "reading_bytes", PyLong_FromSize_t(pl.reading_bytes)) < 0 ||
-        dict_set(d, "peak_bytes", PyLong_FromSize_t(pl.peak_bytes)) < 0 ||
-        dict_set(d, "size", swipy_int64_tuple(pl.size, 3)) < 0 ||
-        dict_set(d, "input_size", swipy_int64_tuple(pl.input_size, 3)) < 0 ||
-        dict_set(d, "channels", PyLong_FromLongLong(pl.channels)) < 0 ||
-        dict_set(d, "classes", PyLong_FromLongLong(pl.classes)) < 0 ||
-        dict_set(d, "members", PyLong_FromLong(pl.members)) < 0 ||
-        dict_set(d, "fits", PyBool_FromLong(pl.fits)) < 0 ||
-        dict_set(d, "unfit", pl.fits ? Py_NewRef(Py_None) : PyUnicode_FromString(pl.unfit)) < 0 ||
-        dict_set(d, "describe", PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace")) < 0)
+        swipy_dict_set(d, "engine", Py_NewRef(eng)) < 0 ||
+        swipy_dict_set(d, "beside_bytes", PyLong_FromSize_t(pl.beside_bytes)) < 0 ||
+        swipy_dict_set(d, "reading_bytes", PyLong_FromSize_t(pl.reading_bytes)) < 0 ||
+        swipy_dict_set(d, "peak_bytes", PyLong_FromSize_t(pl.peak_bytes)) < 0 ||
+        swipy_dict_set(d, "size", swipy_int64_tuple(pl.size, 3)) < 0 ||
+        swipy_dict_set(d, "input_size", swipy_int64_tuple(pl.input_size, 3)) < 0 ||
+        swipy_dict_set(d, "channels", PyLong_FromLongLong(pl.channels)) < 0 ||
+        swipy_dict_set(d, "classes", PyLong_FromLongLong(pl.classes)) < 0 ||
+        swipy_dict_set(d, "members", PyLong_FromLong(pl.members)) < 0 ||
+        swipy_dict_set(d, "fits", PyBool_FromLong(pl.fits)) < 0 ||
+        swipy_dict_set(d, "unfit", pl.fits ? Py_NewRef(Py_None) : PyUnicode_FromString(pl.unfit)) < 0 ||
+        swipy_dict_set(d, "describe", PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace")) < 0)
         Py_CLEAR(d);
 out:
     Py_XDECREF(eng);
     free(text);
-    job_state_free(&js);
+    swipy_job_state_free(&js);
     return d;
 }
 #endif

@@ -9,10 +9,12 @@ callable) every region is reduced as soon as its last window lands, so the full
 ``swi.segment`` runs a whole job on scans as the ``swi segment`` command does (files,
 DICOM series or stores in; the model's orientation and spacing; ONNX models, torch
 modules or callables, ensembles; labels back on the scan's grid or written), and
-``swi.plan_job`` says what it would do.
+``swi.plan_job`` says what it would do; ``swi.segment_folder`` runs every scan of a folder
+as ``swi segment --input-dir`` does.
 """
 
 from ._core import MAX_DIMS, BudgetError, Region, plan, sliding_window_inference
+from ._folder import FolderCase, FolderResult, segment_folder
 from ._inferer import SlidingWindowInferer, SlidingWindowInfererAdapt, SlidingWindowInfererReduced
 from ._pipeline import Segmentation, plan_job, segment
 from ._report import report
@@ -25,6 +27,9 @@ __all__ = [
     "segment",
     "plan_job",
     "Segmentation",
+    "segment_folder",
+    "FolderCase",
+    "FolderResult",
     "SlidingWindowInferer",
     "SlidingWindowInfererAdapt",
     "SlidingWindowInfererReduced",

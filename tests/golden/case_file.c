@@ -316,6 +316,14 @@ int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_l
     w = 0;
     if (get_word(&ps, "grid", 0, grid_names, 2, &w) != 0) goto done;
     gc->grid = w == 1 ? SWI_GRID_NNUNET : SWI_GRID_MONAI;
+    for (int k = 0; k < d; k++) gc->tile_step[k] = 0.0;
+    if (get_doubles_per_dim(&ps, "tile_step", d, 0.0, 1.0, 0, gc->tile_step) != 0) goto done;
+    for (int k = 0; k < d; k++) {
+        if (gc->tile_step[k] != 0.0 && gc->grid != SWI_GRID_NNUNET) {
+            set_why(why, why_len, "case.txt: tile_step needs grid nnunet");
+            goto done;
+        }
+    }
     w = 0;
     if (get_word(&ps, "padding_mode", 0, pad_names, 4, &w) != 0) goto done;
     gc->padding = w == 1   ? SWI_PAD_REFLECT

@@ -28,7 +28,8 @@ typedef struct golden_case {
     int sw_batch_size;
     double overlap[SWI_MAX_DIMS];
     swi_blend mode;
-    swi_grid grid; /* `grid monai|nnunet`, default monai */
+    swi_grid grid;                  /* `grid monai|nnunet`, default monai */
+    double tile_step[SWI_MAX_DIMS]; /* `tile_step`, grid nnunet only: swi_params.tile_step; 0 when absent */
     double sigma_scale[SWI_MAX_DIMS];
     swi_pad padding;
     float cval;
@@ -42,7 +43,7 @@ typedef struct golden_case {
 } golden_case;
 
 /* Parse `path` (a case.txt). Returns 0, or -1 with a reason in why. Unknown keys are
- * ignored; sw_batch_size, overlap, mode, sigma_scale, padding_mode, cval, outputs and
+ * ignored; sw_batch_size, overlap, tile_step, mode, sigma_scale, padding_mode, cval, outputs and
  * outputK_shape fall back to MONAI's defaults / the README's rules when absent. */
 int golden_case_parse(const char *path, golden_case *gc, char *why, size_t why_len);
 

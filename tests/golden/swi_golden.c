@@ -184,6 +184,7 @@ static int run_case(const char *dir, const options *opt, case_result *res) {
     for (int k = 0; k < d; k++) {
         p.roi[k] = gc.roi[k];
         p.overlap[k] = gc.overlap[k];
+        p.tile_step[k] = gc.tile_step[k];
         p.sigma_scale[k] = gc.sigma_scale[k];
     }
     p.mode = gc.mode;

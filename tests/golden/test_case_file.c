@@ -88,6 +88,30 @@ static void test_defaults(void) {
               "broadcast overlap/sigma");
 }
 
+/* nnU-Net's grid takes its tile step itself, per dim or one for all; 0 or absent: 1 - overlap. */
+static void test_tile_step(void) {
+    golden_case gc;
+    char why[512];
+    const char *base = "dims 2\nbatch 1\nin_channels 1\nimage_size 48 13\nroi_size 16 8\n"
+                       "predictor box\nout_channels 2\ngrid nnunet\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%stile_step 0.2 0.1\n", base);
+    int rc = parse_text(text, &gc, why, sizeof(why));
+    CHECK(rc == 0 && gc.grid == SWI_GRID_NNUNET && gc.tile_step[0] == 0.2 && gc.tile_step[1] == 0.1,
+          "tile_step per dim: %s", why);
+    snprintf(text, sizeof text, "%stile_step 0.3\n", base);
+    rc = parse_text(text, &gc, why, sizeof(why));
+    CHECK(rc == 0 && gc.tile_step[0] == 0.3 && gc.tile_step[1] == 0.3, "one tile_step: %s", why);
+    rc = parse_text(base, &gc, why, sizeof(why));
+    CHECK(rc == 0 && gc.tile_step[0] == 0 && gc.tile_step[1] == 0, "tile_step absent: %s", why);
+    static const char *const bad[] = {"tile_step 1.5\n", "tile_step -0.2\n", "tile_step 0.2 0.2 0.2\n",
+                                      "tile_step nan\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(text, sizeof text, "%s%s", base, bad[i]);
+        CHECK(parse_text(text, &gc, why, sizeof(why)) == -1 && why[0], "accepted %s", bad[i]);
+    }
+}
+
 /* down2's computed output size follows MONAI (buffer floor(P/2), crop by round()). */
 static void test_down2_shape(void) {
     golden_case gc;
@@ -147,6 +171,7 @@ static void test_broken(void) {
         {"output1_shape 1 3 35 30\n", "output1_shape 2 3 35 30\n", "wrong batch in shape"},
         {"output1_shape 1 3 35 30\n", "output1_shape 1 3 0 30\n", "zero in shape"},
         {"tags 2d multi_output\n", "dims 2\n", "duplicate key"},
+        {"mode gaussian\n", "mode gaussian\ntile_step 0.2\n", "tile_step without grid nnunet"},
     };
     char text[2048];
     for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
@@ -203,6 +228,7 @@ int main(void) {
     test_full_case();
     test_defaults();
     test_down2_shape();
+    test_tile_step();
     test_broken();
     test_load_f32();
     remove(TMP_CASE);

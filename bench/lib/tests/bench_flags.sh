@@ -32,6 +32,12 @@ expect 0 "plan: windows 4x4x3 = 48" "${small[@]}" --grid nnunet
 expect 0 "tile step 0.25  nnU-Net's gaussian" "${small[@]}" --grid nnunet --tile-step-size 0.25
 expect 0 "plan: windows 7x6x5 = 210" "${small[@]}" --grid nnunet --tile-step-size 0.25
 expect 0 "tile step 0.75  constant" "${small[@]}" --grid nnunet --overlap 0.25 --mode constant
+# nnU-Net's own step goes to the grid: tile step 0.2 is 11 starts on 48 with 16 (as nnU-Net
+# counts them); overlap 0.8 is 1 - 0.8 = 0.19999999999999996 in double, and 12
+expect 0 "plan: windows 11x11x11 = 1331" --shape 48,48,48 --classes 2 --roi 16 --no-floor --grid nnunet \
+  --tile-step-size 0.2
+expect 0 "plan: windows 12x12x12 = 1728" --shape 48,48,48 --classes 2 --roi 16 --no-floor --grid nnunet \
+  --overlap 0.8
 expect 0 "overlap 0.25  gaussian" "${small[@]}" --mode gaussian
 expect 0 "network 1 member, mirrored along axes 0,2: 4 network runs a window" "${small[@]}" --mirror-axes 2,0
 expect 0 "network: 192 windows predicted \\(48 windows, each run 4 times\\)" "${small[@]}" --grid nnunet --mirror-axes 0,2

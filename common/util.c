@@ -144,3 +144,55 @@ void cli_shape_str(const int64_t *s, int rank, char *buf, size_t n) {
                                  : snprintf(buf + len, n - len, "%s%lld", i ? "," : "", (long long)s[i]));
     snprintf(buf + len, n - len, "]");
 }
+
+int cli_shard_parse(const char *s, int *part, int *parts, int *init, char *err) {
+    *init = 0;
+    if (!strcmp(s, "init")) {
+        *init = 1;
+        *part = 0;
+        *parts = 1;
+        return 0;
+    }
+    char a[32], b[32];
+    const char *slash = strchr(s, '/');
+    int64_t i, n;
+    if (!slash || (size_t)(slash - s) >= sizeof a || strlen(slash + 1) >= sizeof b) {
+        cli_err(err, "--shard takes I/N (part I of N, counted from 0) or init, e.g. --shard 0/4");
+        return -1;
+    }
+    memcpy(a, s, (size_t)(slash - s));
+    a[slash - s] = '\0';
+    snprintf(b, sizeof b, "%s", slash + 1);
+    if (cli_parse_i64(b, 1, 1 << 20, &n) || cli_parse_i64(a, 0, n - 1, &i)) {
+        cli_err(err, "--shard %s: I/N needs 1 <= N <= 1048576 and 0 <= I < N", s);
+        return -1;
+    }
+    *part = (int)i;
+    *parts = (int)n;
+    return 0;
+}
+
+int cli_shard_grid_parse(const char *s, int grid[3], char *err) {
+    const char *p = s;
+    int64_t prod = 1;
+    for (int a = 0; a < 3; a++) {
+        char v[16];
+        size_t len = strcspn(p, "x");
+        int64_t g;
+        if (len == 0 || len >= sizeof v || (a < 2 && p[len] != 'x') || (a == 2 && p[len] != '\0')) goto bad;
+        memcpy(v, p, len);
+        v[len] = '\0';
+        if (cli_parse_i64(v, 1, 1 << 20, &g)) goto bad;
+        prod *= g;
+        if (prod > (1 << 20)) goto bad;
+        grid[a] = (int)g;
+        p += len + (a < 2);
+    }
+    return 0;
+bad:
+    cli_err(err,
+            "--shard-grid %s: give the parts along each axis as AxBxC (each >= 1, at most 1048576 parts "
+            "in all), e.g. --shard-grid 4x2x1",
+            s);
+    return -1;
+}

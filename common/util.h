@@ -1,6 +1,7 @@
 /*
- * util.h -- small helpers shared by the swi subcommands: error messages,
- * number and list parsing, byte formatting, peak memory.
+ * util.h -- small helpers the front doors (the swi command, swi export, swi bench's
+ * workloads) and the pipeline share (common/, not installed): error messages, number, list,
+ * size and --shard parsing, byte formatting, peak memory, the clock.
  *
  * Convention: a function that can fail returns 0 on success and -1 on failure,
  * after writing one line (no trailing newline) into `err` (size SWI_ERRLEN) that
@@ -50,7 +51,13 @@ int cli_cpu_count(void);
 /** A tensor shape as "[?,1,32,32,32]" (negative sizes are dynamic: "?"). */
 void cli_shape_str(const int64_t *s, int rank, char *buf, size_t n);
 
-/* Is `name` a store (x.zarr, x.ome.zarr, x.h5:/path)? */
+/* Is `name` a store (x.zarr, x.ome.zarr, x.h5:/path)? (storename.c) */
 int cli_is_store(const char *name);
+
+/* --shard: "I/N" (0 <= I < N) or "init". 0, or -1 with err (SWI_ERRLEN bytes). */
+int cli_shard_parse(const char *s, int *part, int *parts, int *init, char *err);
+
+/* --shard-grid: "AxBxC", each >= 1, the product at most 1048576. 0, or -1 with err. */
+int cli_shard_grid_parse(const char *s, int grid[3], char *err);
 
 #endif

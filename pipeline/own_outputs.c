@@ -1,0 +1,41 @@
+/*
+ * own_outputs.c -- a program's own outputs checked and written as a job's are (swi_pipeline.h:
+ * swi_job_outputs_apart, swi_job_check_output, swi_job_write_volume), over the job's own
+ * rules: samefile.c (one file under two names) and safety.c (temporaries, commits).
+ */
+#include "safety.h"
+#include "samefile.h"
+#include "swi_pipeline.h"
+#include "util.h"
+
+#include <stdio.h>
+
+static swi_status done(int failed, const char *msg, char *err, size_t errlen) {
+    if (err && errlen) snprintf(err, errlen, "%s", failed ? msg : "");
+    return failed ? SWI_ERR_IO : SWI_OK;
+}
+
+swi_status swi_job_outputs_apart(const swi_job_path *inputs, int n_inputs, const swi_job_path *outputs,
+                                 int n_outputs, char *err, size_t errlen) {
+    char msg[SWI_ERRLEN];
+    return done(cli_check_outputs_apart(inputs, n_inputs, outputs, n_outputs, msg) != 0, msg, err, errlen);
+}
+
+swi_status swi_job_check_output(const char *path, int force, char *err, size_t errlen) {
+    char msg[SWI_ERRLEN];
+    return done(cli_out_check(path, force, msg) != 0, msg, err, errlen);
+}
+
+swi_status swi_job_write_volume(const char *path, int force, const swi_volume *like, const void *data,
+                                swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
+                                const swi_io_cancel *cancel, char *err, size_t errlen) {
+    char msg[SWI_ERRLEN];
+    cli_out o;
+    if (cli_out_begin(&o, path, force, msg)) return done(1, msg, err, errlen);
+    swi_status st = swi_volume_write_fd(cli_out_take_fd(&o), path, like, data, dtype, kind, planes, classes,
+                                        cancel, msg, sizeof msg);
+    if (st == SWI_OK && cli_out_commit(&o, force, msg)) st = SWI_ERR_IO;
+    if (st != SWI_OK) cli_out_abort(&o);
+    if (err && errlen) snprintf(err, errlen, "%s", st == SWI_OK ? "" : msg);
+    return st;
+}
