@@ -35,7 +35,8 @@ static const char *BENCH_HELP =
     "                       the worst case for --spacing's class pruning;\n"
     "                       atlas: scores like a trained network's on a volume of\n"
     "                       compact regions (about 16 voxels, half background): a\n"
-    "                       voxel's class scores 2..4, the others -3..-1.5\n"
+    "                       voxel's class scores 2..4, the others -3..-1.5, smooth\n"
+    "                       over the volume and drifting across the window\n"
     "  --input FILE         run on a real volume instead of a generated one, read\n"
     "                       window by window: x.zarr, x.ome.zarr, x.h5:/path, x.nii.gz\n"
     "                       (--shape is then its size)\n"
@@ -55,7 +56,25 @@ static const char *BENCH_HELP =
     "  --force              overwrite an existing --output-file\n"
     "  --input-spacing X,Y,Z  voxel size of --shape (mm), with --spacing:\n"
     "  --spacing X,Y,Z      run on the grid MONAI's Spacingd makes at this spacing and\n"
-    "                       resample the scores back to --shape (streamed) before argmax\n"
+    "                       resample the scores back to --shape (streamed) before argmax;\n"
+    "                       with --grid nnunet nnU-Net's grid and way back instead\n"
+    "  --grid G             monai | nnunet                               (monai)\n"
+    "                       nnunet: nnU-Net v2's window starts (tile step 0.5 unless\n"
+    "                       --tile-step-size or --overlap says 1 - O), its Gaussian\n"
+    "                       (--mode gaussian, then the default), and with --spacing its\n"
+    "                       shape round(in / out * size), the logits back along\n"
+    "                       (o + 0.5) * in / out - 0.5 with order 1 (the nearest slice\n"
+    "                       along a separate-z axis), as 'swi segment --model DIR'\n"
+    "  --tile-step-size F   nnU-Net's step as a fraction of the window, in (0, 1]\n"
+    "                       (--grid nnunet; the same as --overlap 1-F)   (0.5)\n"
+    "  --mirror-axes A,B,C  test-time mirroring: each window is also predicted\n"
+    "                       flipped along every non-empty subset of these window axes\n"
+    "                       (from 0, outermost first) and the 2^n runs averaged   (none)\n"
+    "  --folds N            an ensemble of N synthetic members (their class weights\n"
+    "                       differ), averaged as nnU-Net averages its folds, 1..16  (1)\n"
+    "  --labels-raw FILE    also write the argmax label map as raw bytes in C order\n"
+    "                       (uint8; uint16 above 256 classes), on --shape's grid, to\n"
+    "                       compare runs; refuses an existing FILE unless --force\n"
     "  -h, --help           this text\n"
     "\n"
     "examples:\n"
@@ -76,6 +95,13 @@ static const char *BENCH_HELP =
     "  # a CT at 0.8x0.8x1 mm on a model trained at 1.5 mm, TotalSegmentator's 118 classes\n"
     "  swi bench --shape 512,512,400 --input-spacing 0.8,0.8,1 --spacing 1.5,1.5,1.5 \\\n"
     "            --classes 118 --roi 128\n"
+    "  # the same as nnU-Net runs it: its grid at tile step 0.5, its Gaussian, mirroring\n"
+    "  # on all three axes (8 network runs a window), its resampling back, atlas scores\n"
+    "  swi bench --shape 512,512,400 --input-spacing 0.8,0.8,1 --spacing 1.5 --grid nnunet \\\n"
+    "            --classes 118 --roi 128 --mirror-axes 0,1,2 --predictor atlas\n"
+    "  # its model grid alone (no way back), five folds\n"
+    "  swi bench --shape 273,273,267 --grid nnunet --classes 118 --roi 128 \\\n"
+    "            --mirror-axes 0,1,2 --folds 5 --predictor atlas\n"
     "\n"
     "The last line is machine-readable:\n"
     "  seconds=S peak_rss_mb=M planned_mb=P base_rss_mb=B floor_seconds=F floor_multiple=X\n"
@@ -102,6 +128,11 @@ static const struct option LONG_OPTS[] = {{"shape", required_argument, 0, 's'},
                                           {"input-spacing", required_argument, 0, 'P'},
                                           {"spacing", required_argument, 0, 'G'},
                                           {"predictor", required_argument, 0, 'N'},
+                                          {"grid", required_argument, 0, 'g'},
+                                          {"tile-step-size", required_argument, 0, 'T'},
+                                          {"mirror-axes", required_argument, 0, 'A'},
+                                          {"folds", required_argument, 0, 'K'},
+                                          {"labels-raw", required_argument, 0, 'L'},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
 
@@ -129,10 +160,24 @@ static int spacing_option(bench_opts *o, int ch, const char *arg) {
     return 0;
 }
 
+/* --mirror-axes: distinct window axes 0..2 (matched to the dims later). */
+static int mirror_option(bench_opts *o, const char *arg) {
+    int64_t a[4];
+    const int n = cli_parse_i64_list(arg, a, 4);
+    if (n < 1 || n > 3) return usage_error("--mirror-axes takes 1 to 3 window axes, e.g. 0,1,2");
+    o->mirror_axes = 0;
+    for (int i = 0; i < n; i++) {
+        if (a[i] < 0 || a[i] > 2) return usage_error("--mirror-axes: axes are 0, 1 or 2");
+        if (o->mirror_axes & (1u << a[i])) return usage_error("--mirror-axes: an axis given twice");
+        o->mirror_axes |= 1u << a[i];
+    }
+    return 0;
+}
+
 /* The option `ch` with its argument: 0, or 2 after a usage error. */
 static int one_option(bench_opts *o, bench_io *bio, int ch, const char *arg, const char *name) {
     static const char *const OUTPUTS[] = {"argmax", "scores"}, *const PIPELINES[] = {"off", "on", "auto"},
-                             *const PREDICTORS[] = {"linear", "atlas"};
+                             *const PREDICTORS[] = {"linear", "atlas"}, *const GRIDS[] = {"monai", "nnunet"};
     char msg[1024];
     int i;
     switch (ch) {
@@ -186,6 +231,22 @@ static int one_option(bench_opts *o, bench_io *bio, int ch, const char *arg, con
         return 0;
     case 'P':
     case 'G': return spacing_option(o, ch, arg);
+    case 'g':
+        if ((i = choice(arg, GRIDS, 2)) < 0) return usage_error("--grid takes monai or nnunet");
+        o->grid = i ? SWI_GRID_NNUNET : SWI_GRID_MONAI;
+        return 0;
+    case 'T':
+        if (cli_parse_double(arg, &o->tile_step) || !(o->tile_step > 0 && o->tile_step <= 1))
+            return usage_error("--tile-step-size takes a fraction of the window in (0, 1], e.g. 0.5");
+        return 0;
+    case 'A': return mirror_option(o, arg);
+    case 'K':
+        if (cli_parse_i64(arg, 1, BENCH_MAX_FOLDS, &o->folds)) return usage_error("--folds takes 1..16");
+        return 0;
+    case 'L':
+        if (!arg[0]) return usage_error("--labels-raw takes a file name");
+        o->labels_raw = arg;
+        return 0;
     default: return -1;
     }
 }
@@ -210,6 +271,28 @@ static int bench_mpi(bench_io *b, char *err, size_t n) {
     return 0;
 }
 
+/* nnU-Net's grid, mirroring, folds and the raw labels: what goes with what. 0 or 2 (printed). */
+static int check_nnunet(bench_opts *o, const bench_io *bio) {
+    if (o->tile_step > 0 && o->grid != SWI_GRID_NNUNET)
+        return usage_error("--tile-step-size is nnU-Net's step: give --grid nnunet (or --overlap)");
+    if (o->tile_step > 0 && (o->win.given & CLI_WINDOW_OVERLAP))
+        return usage_error("--tile-step-size is 1 - overlap: give one of it and --overlap");
+    if (o->grid == SWI_GRID_NNUNET) {
+        /* nnU-Net's own number goes to the grid (swi_params.tile_step): 1 - (1 - t) is not
+         * always t in double */
+        if (!(o->win.given & CLI_WINDOW_OVERLAP) && !(o->tile_step > 0)) o->tile_step = 0.5;
+        /* nnU-Net's Gaussian unless --mode constant */
+        if (!(o->win.given & CLI_WINDOW_MODE) || o->win.mode == SWI_BLEND_GAUSSIAN)
+            o->win.mode = SWI_BLEND_GAUSSIAN_NNUNET;
+    }
+    if (o->mirror_axes >> o->dims)
+        return usage_error("--mirror-axes: an axis beyond --shape's dims (axes count from 0)");
+    if (o->labels_raw && (o->scores || bio->output))
+        return usage_error(
+            "--labels-raw writes argmax labels held in memory: no --output scores or --output-file");
+    return 0;
+}
+
 /* What goes together, in the order the messages come: the volume, the output store, the
  * launcher and the shards, then the lists against the dims. 0, 1 or 2 (printed). */
 static int check_combination(bench_opts *o, bench_io *bio) {
@@ -225,10 +308,11 @@ static int check_combination(bench_opts *o, bench_io *bio) {
     if (bio->sharded && !bio->output) return usage_error("--shard needs --output-file (the shared store)");
     if (bio->output && !cli_is_store(bio->output))
         return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
-    if (bio->output) {
-        /* an output store that is, holds or lies in the input: refused, --force or not */
-        const swi_job_path in_p[1] = {{"--input", bio->input}}, out_p[1] = {{"--output-file", bio->output}};
-        if (swi_job_outputs_apart(in_p, 1, out_p, 1, msg, sizeof msg) != SWI_OK) {
+    if (bio->output || o->labels_raw) {
+        /* an output that is, holds or lies in the input: refused, --force or not */
+        const swi_job_path in_p[1] = {{"--input", bio->input}},
+                           out_p[2] = {{"--output-file", bio->output}, {"--labels-raw", o->labels_raw}};
+        if (swi_job_outputs_apart(in_p, 1, out_p, 2, msg, sizeof msg) != SWI_OK) {
             fprintf(stderr, "swi bench: %s\n", msg);
             return 1;
         }
@@ -244,7 +328,7 @@ static int check_combination(bench_opts *o, bench_io *bio) {
         return usage_error("--spacing needs a 3-D --shape and --output argmax");
     if (o->n_spacing && (bio->input || bio->output || bio->sharded))
         return usage_error("--spacing runs on a generated volume: no --input, --output-file or --shard");
-    return 0;
+    return check_nnunet(o, bio);
 }
 
 int bench_parse(int argc, char **argv, bench_opts *o, bench_io *bio) {
@@ -253,6 +337,8 @@ int bench_parse(int argc, char **argv, bench_opts *o, bench_io *bio) {
     o->pipeline = -1;
     o->floor_on = 1;
     o->kind = BENCH_NET_LINEAR;
+    o->grid = SWI_GRID_MONAI;
+    o->folds = 1;
     cli_window_init(&o->win);
     o->win.axes = 0; /* one per dim of --shape, checked once it is known */
     o->win.roi_negative = 1;

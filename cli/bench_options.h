@@ -7,6 +7,7 @@
 
 #include "bench_io.h"
 #include "bench_net.h"
+#include "bench_tta.h"
 #include "window_opts.h"
 
 #include <stddef.h>
@@ -27,6 +28,13 @@ typedef struct bench_opts {
     bench_net_kind kind;
     double in_spacing[3], spacing[3]; /* --input-spacing, --spacing */
     int n_in_spacing, n_spacing;      /* given (1) or not (0) */
+    swi_grid grid;                    /* --grid: window starts; nnU-Net's also brings its
+                                         Gaussian and its resampling (--spacing) */
+    double tile_step;                 /* --tile-step-size, 0.5 under --grid nnunet without
+                                         --overlap; 0: the overlap's */
+    unsigned mirror_axes;             /* --mirror-axes: bit a for window axis a */
+    int64_t folds;                    /* --folds (1) */
+    const char *labels_raw;           /* --labels-raw FILE */
 } bench_opts;
 
 /** Parse and check `swi bench`'s arguments into o and bio (which it initialises; the

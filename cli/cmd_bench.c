@@ -14,6 +14,7 @@
 #include "bench_net.h"
 #include "bench_options.h"
 #include "bench_resample.h"
+#include "bench_tta.h"
 #include "swi.h"
 #include "util.h"
 
@@ -35,16 +36,19 @@ typedef struct bench {
     int64_t vox;      /* voxels of the engine's grid */
     swi_ctx *ctx;
     swi_plan plan;
-    size_t rs_planned; /* what resampling back holds beside the engine */
+    size_t rs_planned; /* what resampling back and the combinators hold beside the engine */
+    bench_beside with; /* what is beside the engine, for the plan */
     float *vol;        /* the generated volume */
     void *dst;
-    bench_net net;
+    bench_tta tta;        /* the synthetic network: its members, mirrored and averaged */
+    bench_raw labels_out; /* --labels-raw */
 } bench;
 
 static void bench_free(bench *b) {
     free(b->vol);
     free(b->dst);
-    bench_net_free(&b->net);
+    bench_tta_free(&b->tta);
+    bench_raw_abort(&b->labels_out); /* a run that failed leaves no file */
     bench_rs_free(&b->rs);
     swi_free(b->ctx);
     bench_io_close(&b->bio);
@@ -76,17 +80,26 @@ static int open_volume(bench *b) {
         return 1;
     }
     if (!o->n_spacing) return 0;
-    if (bench_rs_setup(&b->rs, o->shape, o->in_spacing, o->spacing, o->classes, msg, sizeof msg)) {
+    const int nnunet = o->grid == SWI_GRID_NNUNET;
+    if (bench_rs_setup(&b->rs, o->shape, o->in_spacing, o->spacing, o->classes, nnunet, msg, sizeof msg)) {
         fprintf(stderr, "swi bench: --spacing: %s\n", msg);
         return 1;
     }
-    const swi_resample_spacing_grid *g = &b->rs.grid;
+    const bench_rs *r = &b->rs;
     printf("resample: input %lldx%lldx%lld at %g,%g,%g mm -> model grid %lldx%lldx%lld at "
-           "%g,%g,%g mm\n",
+           "%g,%g,%g mm (%s)\n",
            (long long)o->shape[0], (long long)o->shape[1], (long long)o->shape[2], o->in_spacing[0],
-           o->in_spacing[1], o->in_spacing[2], (long long)g->size[0], (long long)g->size[1],
-           (long long)g->size[2], g->pixdim[0], g->pixdim[1], g->pixdim[2]);
-    memcpy(o->shape, g->size, sizeof g->size); /* the engine runs there */
+           o->in_spacing[1], o->in_spacing[2], (long long)r->model[0], (long long)r->model[1],
+           (long long)r->model[2], r->pixdim[0], r->pixdim[1], r->pixdim[2],
+           nnunet ? "nnU-Net's shape rule" : "MONAI's Spacingd");
+    if (nnunet) {
+        char there[32] = "no", back[64] = "order 1 on every axis";
+        if (r->sep_fwd) snprintf(there, sizeof there, "axis %d", r->axis_fwd);
+        if (r->nearest_axis >= 0)
+            snprintf(back, sizeof back, "order 1, the nearest slice along axis %d", r->nearest_axis);
+        printf("resample: separate z there %s; back (o + 0.5) * model / input - 0.5, %s\n", there, back);
+    }
+    memcpy(o->shape, r->model, sizeof r->model); /* the engine runs there */
     return 0;
 }
 
@@ -102,6 +115,8 @@ static void set_params(bench *b) {
         if (o->n_order) p->order[k] = (int)o->order[k];
     }
     if (o->n_order) p->order_mode = SWI_ORDER_FIXED;
+    p->grid = o->grid;
+    for (int k = 0; k < dims && o->tile_step > 0; k++) p->tile_step[k] = o->tile_step;
     p->mode = o->win.mode;
     p->sw_batch_size = o->win.sw_batch;
     p->threads = (int)o->threads;
@@ -163,7 +178,15 @@ static int set_output(bench *b, int *done) {
     return 0;
 }
 
-/* The plan, fitted to --max-memory with what resampling back holds. 0, 1 or 2 (printed). */
+/* The mirroring and ensemble scratch under a plan (its window and batch). */
+static size_t tta_bytes(const void *user, const swi_plan *plan) {
+    const bench *b = user;
+    return bench_tta_scratch_bytes((int)b->o.folds, b->o.mirror_axes, b->o.classes, b->in.channels, b->o.dims,
+                                   plan->roi, plan->sw_batch_size);
+}
+
+/* The plan, fitted to --max-memory with what resampling back and the combinators hold. 0, 1
+ * or 2 (printed). */
 static int fit_plan(bench *b) {
     b->ctx = swi_create();
     if (!b->ctx) {
@@ -171,8 +194,9 @@ static int fit_plan(bench *b) {
         return 1;
     }
     char fit[SWI_ERRLEN];
-    swi_status st = bench_rs_plan_fit(b->ctx, &b->p, &b->in, &b->out, &b->plan,
-                                      b->o.n_spacing ? &b->rs : NULL, &b->rs_planned, fit, sizeof fit);
+    b->with = (bench_beside){b->o.n_spacing ? &b->rs : NULL, tta_bytes, b};
+    swi_status st = bench_rs_plan_fit(b->ctx, &b->p, &b->in, &b->out, &b->plan, &b->with, &b->rs_planned, fit,
+                                      sizeof fit);
     if (st == SWI_OK) return 0;
     fprintf(stderr, "swi bench: %s\n", st == SWI_ERR_BUDGET && fit[0] ? fit : swi_last_error(b->ctx));
     return st == SWI_ERR_INVALID_ARG ? 2 : 1;
@@ -187,8 +211,26 @@ static void print_plan(const bench *b) {
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)o->shape[k]);
     printf("  roi");
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)plan->roi[k]);
-    printf("  classes %lld  overlap %g  %s\n", (long long)o->classes, o->win.overlap[0],
-           o->win.mode == SWI_BLEND_GAUSSIAN ? "gaussian" : "constant");
+    const int nn = o->grid == SWI_GRID_NNUNET;
+    printf("  classes %lld  %s %g  %s\n", (long long)o->classes, nn ? "nnU-Net's grid, tile step" : "overlap",
+           nn ? (o->tile_step > 0 ? o->tile_step : 1.0 - o->win.overlap[0]) : o->win.overlap[0],
+           o->win.mode == SWI_BLEND_GAUSSIAN_NNUNET ? "nnU-Net's gaussian"
+           : o->win.mode == SWI_BLEND_GAUSSIAN      ? "gaussian"
+                                                    : "constant");
+    if (o->mirror_axes || o->folds > 1) {
+        int runs = 1;
+        printf("plan: network %lld member%s", (long long)o->folds, o->folds == 1 ? "" : "s");
+        if (o->mirror_axes) {
+            printf(", mirrored along axes");
+            for (int k = 0, first = 1; k < dims; k++)
+                if (o->mirror_axes & (1u << k)) {
+                    printf("%s%d", first ? " " : ",", k);
+                    first = 0;
+                    runs *= 2;
+                }
+        }
+        printf(": %lld network runs a window\n", (long long)o->folds * runs);
+    }
     printf("plan: windows");
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)plan->windows_per_axis[k]);
     printf(" = %lld, predictor calls %lld (sw-batch %d), order", (long long)plan->windows_total,
@@ -205,9 +247,11 @@ static void print_plan(const bench *b) {
 /* With --spacing: what resampling back holds, and its labels and sink. 0 or 1 (printed). */
 static int begin_resampling(bench *b) {
     char b1[32], b2[32], msg[1024];
-    printf("plan: resampling back %s beside the engine (input-grid labels and the sink's band)"
+    printf("plan: resampling back %s beside the engine (input-grid labels and the sink's band%s)"
            ", total %s\n",
-           cli_bytes(b->rs_planned, b1), cli_bytes(b->plan.bytes_peak + b->rs_planned, b2));
+           cli_bytes(b->rs_planned, b1),
+           b->o.mirror_axes || b->o.folds > 1 ? ", mirroring and ensemble scratch" : "",
+           cli_bytes(b->plan.bytes_peak + b->rs_planned, b2));
     if (bench_rs_begin(&b->rs, msg, sizeof msg)) {
         fprintf(stderr, "swi bench: %s\n", msg);
         return 1;
@@ -220,18 +264,23 @@ static int make_buffers(bench *b) {
     const bench_opts *o = &b->o;
     b->vol = b->in.data || b->in.reader ? NULL : malloc((size_t)b->vox * sizeof(float));
     b->dst = b->out_bytes ? malloc(b->out_bytes) : NULL;
-    const int net_ok = bench_net_init(&b->net, o->kind, o->classes) == 0;
     bench_hint_huge(b->vol, (size_t)b->vox * sizeof(float));
     bench_hint_huge(b->dst, b->out_bytes);
-    if ((!b->vol && !b->in.data && !b->in.reader) || (!b->dst && b->out_bytes) || !net_ok) {
+    if ((!b->vol && !b->in.data && !b->in.reader) || (!b->dst && b->out_bytes)) {
         char b1[32];
         fprintf(stderr, "swi bench: out of memory for the %s volume\n", cli_bytes((size_t)b->vox * 4, b1));
         return 1;
     }
-    if (b->vol) bench_net_volume(&b->net, o->dims, o->shape, b->vol);
+    /* the combinators' scratch for the plan's window and batch, as tta_bytes counted it */
+    char msg[SWI_ERRLEN];
+    if (bench_tta_init(&b->tta, o->kind, o->classes, (int)o->folds, o->mirror_axes, o->dims, b->plan.roi,
+                       b->plan.sw_batch_size, b->plan.threads, msg, sizeof msg)) {
+        fprintf(stderr, "swi bench: %s\n", msg);
+        return 1;
+    }
+    if (b->vol) bench_net_volume(&b->tta.nets[0], o->dims, o->shape, b->vol);
     if (b->dst) memset(b->dst, 0, b->out_bytes);
     if (b->vol) b->in.data = b->vol;
-    b->net.threads = b->plan.threads;
     b->out.dst = o->n_spacing ? NULL : b->dst;
     return 0;
 }
@@ -242,9 +291,8 @@ static int run(bench *b, double *secs, size_t *peak) {
     progress_state ps = {cli_now(), isatty(2)};
     b->p.progress = bench_progress;
     b->p.progress_user = &ps;
-    swi_predictor pred = {bench_net_predict, &b->net};
     double t0 = cli_now();
-    swi_status st = swi_run(b->ctx, &b->p, &b->in, &pred, &b->out, 1);
+    swi_status st = swi_run(b->ctx, &b->p, &b->in, &b->tta.top, &b->out, 1);
     *secs = cli_now() - t0;
     *peak = cli_peak_rss();
     if (st == SWI_OK && b->o.n_spacing && swi_resample_sink_finish(b->rs.sink, msg, sizeof msg) != SWI_OK) {
@@ -259,6 +307,30 @@ static int run(bench *b, double *secs, size_t *peak) {
     return st == SWI_OK ? 0 : 1;
 }
 
+/* --labels-raw: the label map as raw bytes (the input grid's with --spacing), written as a
+ * job's outputs are: its temporary made before the run, the bytes committed after it. 0 or 1
+ * (printed). */
+static int labels_raw_begin(bench *b) {
+    char err[SWI_ERRLEN];
+    if (!b->o.labels_raw ||
+        bench_raw_begin(&b->labels_out, b->o.labels_raw, b->bio.force, err, sizeof err) == 0)
+        return 0;
+    fprintf(stderr, "swi bench: --labels-raw %s\n", err);
+    return 1;
+}
+
+static int labels_raw_finish(bench *b) {
+    char err[SWI_ERRLEN];
+    if (!b->o.labels_raw) return 0;
+    const void *labels = b->o.n_spacing ? b->rs.labels : b->dst;
+    const size_t bytes = b->o.n_spacing ? (size_t)b->rs.in_size[0] * (size_t)b->rs.in_size[1] *
+                                              (size_t)b->rs.in_size[2] * (size_t)b->rs.label_bytes
+                                        : b->out_bytes;
+    if (bench_raw_finish(&b->labels_out, labels, bytes, b->bio.force, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "swi bench: --labels-raw %s\n", err);
+    return 1;
+}
+
 /* The sink's peak, the floor, and the run against the plan: the last line is
  * machine-readable. */
 static void print_results(bench *b, double secs, size_t peak, size_t base_rss) {
@@ -268,6 +340,10 @@ static void print_results(bench *b, double secs, size_t peak, size_t base_rss) {
         printf("resample: the sink held at most %s of model-grid scores (+ %s of bookkeeping)\n",
                cli_bytes(swi_resample_sink_peak_bytes(b->rs.sink), b1),
                cli_bytes(swi_resample_sink_fixed_bytes(b->rs.sink), b2));
+    if (b->o.mirror_axes || b->o.folds > 1)
+        printf("network: %lld windows predicted (%lld windows, each run %lld times)\n",
+               (long long)bench_tta_windows(&b->tta), (long long)plan->windows_total,
+               plan->windows_total ? (long long)(bench_tta_windows(&b->tta) / plan->windows_total) : 0LL);
     plan->bytes_peak += b->rs_planned; /* planned vs measured: the whole process */
     double floor_s = b->o.floor_on ? bench_traffic_floor(plan, b->o.dims, b->o.classes, b->vox) : 0;
     printf("run: %.3f s, %.2f windows/s, peak RSS %s, planned %s + %s before the run (%.1f%% of measured)\n",
@@ -283,11 +359,17 @@ static void print_results(bench *b, double secs, size_t peak, size_t base_rss) {
 /* The steps of a run once the options are settled; the exit status. */
 static int bench_steps(bench *b, size_t base_rss) {
     int rc, done;
+    if ((rc = labels_raw_begin(b))) return rc;
     if ((rc = open_volume(b))) return rc;
     set_params(b);
     if ((rc = set_output(b, &done)) || done) return rc;
     if ((rc = fit_plan(b))) return rc;
     print_plan(b);
+    if (!b->o.n_spacing && b->rs_planned) {
+        char b1[32], b2[32];
+        printf("plan: mirroring and ensemble scratch %s beside the engine, total %s\n",
+               cli_bytes(b->rs_planned, b1), cli_bytes(b->plan.bytes_peak + b->rs_planned, b2));
+    }
     if (b->o.n_spacing && (rc = begin_resampling(b))) return rc;
     fflush(stdout);
     if ((rc = make_buffers(b))) return rc;
@@ -295,7 +377,7 @@ static int bench_steps(bench *b, size_t base_rss) {
     size_t peak;
     if ((rc = run(b, &secs, &peak))) return rc;
     print_results(b, secs, peak, base_rss);
-    return 0;
+    return labels_raw_finish(b);
 }
 
 int swi_cmd_bench(int argc, char **argv) {

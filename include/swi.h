@@ -398,6 +398,14 @@ void swi_predictor_mean_free(swi_predictor *mean);
 swi_status swi_predictor_mirror(const swi_predictor *inner, unsigned axes, int64_t classes, int dims,
                                 const int64_t *spatial, int max_batch, swi_predictor *out, char *err,
                                 size_t errlen);
+/** Let mirrors[1..n) use the scratch of mirrors[0], their own freed: mirrors made by
+ *  swi_predictor_mirror for the same classes, dims, spatial and max_batch that never run at
+ *  once -- the members of one swi_predictor_mean, which runs them one after another (an
+ *  ensemble of n mirrored models then holds one mirror's scratch, not n). Results are
+ *  unchanged. The scratch lives until the last of them is freed. SWI_ERR_INVALID_ARG (err
+ *  says why) when one is not such a mirror; nothing is shared then. */
+swi_status swi_predictor_mirror_share(swi_predictor *mirrors, int n, char *err, size_t errlen);
+
 /** Free what swi_predictor_mirror made and zero *mirror; anything else is left alone. */
 void swi_predictor_mirror_free(swi_predictor *mirror);
 

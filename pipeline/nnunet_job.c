@@ -334,6 +334,11 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
                 }
                 j->n_mirrors = f + 1;
             }
+            /* the mean runs the folds one after another: one mirror scratch for all */
+            if (swi_predictor_mirror_share(j->mirrors, j->n_mirrors, msg, sizeof msg) != SWI_OK) {
+                cli_err(err, "%s", msg);
+                return 1;
+            }
             members = j->mirrors;
         }
         if (c->n_folds > 1) {
@@ -379,7 +384,7 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
 static size_t vox(const int64_t s[3]) { return (size_t)s[0] * (size_t)s[1] * (size_t)s[2]; }
 
 /* Held beside the engine while it runs: the input on the model grid, the labels, the
- * probabilities, the sink's band, the combinators' scratch. */
+ * probabilities, the sink's band, the combinators' scratch (the folds' mirrors share one). */
 static size_t beside_bytes(void *user, const swi_plan *plan) {
     const nn_job *j = user;
     const size_t K = (size_t)j->card.heads, C = (size_t)j->n_inputs, win = vox(j->card.window);
@@ -391,7 +396,7 @@ static size_t beside_bytes(void *user, const swi_plan *plan) {
                             j->box_hi[2] - j->box_lo[2]};
     n += swi_resample_sink_plan_bytes(j->rs, box, map, (int64_t)K, 0, plan->order[0]);
     const size_t sw = (size_t)plan->sw_batch_size;
-    n += (size_t)j->n_mirrors * sw * win * (K + C) * 4 + (j->has_mean ? sw * win * K * 4 : 0);
+    n += (j->n_mirrors ? sw * win * (K + C) * 4 : 0) + (j->has_mean ? sw * win * K * 4 : 0);
     return n;
 }
 

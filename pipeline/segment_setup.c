@@ -264,6 +264,11 @@ static int use_predictors(const pl_opts *o, seg_state *s, const int64_t roi[3], 
             }
             s->n_mirrors = m + 1;
         }
+        /* the mean runs them one after another: one scratch for all */
+        if (swi_predictor_mirror_share(s->mirrors, s->n_mirrors, msg, sizeof msg) != SWI_OK) {
+            cli_err(err, "%s", msg);
+            return 1;
+        }
         members = s->mirrors;
     }
     if (o->n_preds > 1) {
@@ -388,11 +393,12 @@ typedef struct beside_of {
 } beside_of;
 
 /* The scratch of the caller's predictors' mirrors (a batch of outputs and one of mirrored
- * windows each), for batches of sw windows. */
+ * windows, shared by the mirrors: the mean runs them one after another), for batches of sw
+ * windows. */
 static size_t mirror_bytes(const seg_state *s, const swi_head_spec *head, int sw) {
     size_t in = (size_t)s->channels;
     for (int a = 0; a < 3; a++) in *= (size_t)head->spatial[a];
-    return (size_t)s->n_mirrors * (seg_ensemble_bytes(2, head, sw) + in * (size_t)sw * sizeof(float));
+    return s->n_mirrors ? seg_ensemble_bytes(2, head, sw) + in * (size_t)sw * sizeof(float) : 0;
 }
 
 static size_t beside_bytes(void *user, const swi_plan *plan) {

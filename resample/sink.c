@@ -75,6 +75,8 @@ void swi_resample_sink_free(swi_resample_sink *s) {
     if (!s) return;
     if (s->blk)
         for (int64_t b = 0; b < s->nblocks; b++) free(s->blk[b]);
+    for (int64_t b = 0; b < s->nspare; b++) free(s->spare[b]);
+    free(s->spare);
     free(s->blk);
     free(s->refs);
     free(s->tbox);
@@ -161,7 +163,7 @@ static int index_tiles(swi_resample_sink *s) {
     const int64_t entries = count_tiles(s);
     if (list_cells(s, entries) != 0) return -1;
     s->fixed = sizeof *s + (size_t)s->ntiles * (8 * sizeof(int64_t) + 1) +
-               (size_t)s->nblocks * (sizeof(float *) + sizeof(int32_t)) +
+               (size_t)s->nblocks * (2 * sizeof(float *) + sizeof(int32_t)) +
                ((size_t)s->ncells + 1 + (size_t)entries) * sizeof(int64_t);
     return 0;
 }
@@ -221,9 +223,11 @@ swi_status swi_resample_sink_create(const int64_t src_size[3], const int64_t out
     s->stamp = calloc((size_t)s->ntiles, sizeof *s->stamp);
     s->done = calloc((size_t)s->ntiles, 1);
     s->blk = calloc((size_t)s->nblocks, sizeof *s->blk);
+    s->spare = malloc((size_t)s->nblocks * sizeof *s->spare);
     s->refs = calloc((size_t)s->nblocks, sizeof *s->refs);
     s->cell_start = calloc((size_t)s->ncells + 1, sizeof *s->cell_start);
-    if (!s->tbox || !s->missing || !s->stamp || !s->done || !s->blk || !s->refs || !s->cell_start) {
+    if (!s->tbox || !s->missing || !s->stamp || !s->done || !s->blk || !s->spare || !s->refs ||
+        !s->cell_start) {
         swi_resample_sink_free(s);
         rs__err(err, errlen, "out of memory for the resampling sink's tiles");
         return SWI_ERR_NOMEM;
@@ -307,7 +311,7 @@ typedef struct ready_list {
  * lock. */
 static void unref_block(swi_resample_sink *s, int64_t bi, size_t bbytes) {
     if (--s->refs[bi] == 0 && s->blk[bi]) {
-        free(s->blk[bi]);
+        s->spare[s->nspare++] = s->blk[bi]; /* room: a spare was a held block */
         s->blk[bi] = NULL;
         s->held -= bbytes;
     }
@@ -327,7 +331,7 @@ static int pin_blocks(swi_resample_sink *s, const int64_t lo[3], const int64_t h
                 int64_t bi = (x * s->nb[1] + y) * s->nb[2] + z;
                 if (s->refs[bi] <= 0) continue;
                 if (!s->blk[bi]) {
-                    s->blk[bi] = malloc(bbytes);
+                    s->blk[bi] = s->nspare ? s->spare[--s->nspare] : malloc(bbytes);
                     if (!s->blk[bi]) return -1;
                     s->held += bbytes;
                     if (s->held > s->peak) s->peak = s->held;
@@ -513,5 +517,5 @@ size_t swi_resample_sink_plan_bytes(const int64_t src_size[3], const int64_t out
     }
     return (size_t)slab * plane * (size_t)(channels + 1) * sizeof(float) +
            tiles * (8 * sizeof(int64_t) + 1 + 8 * sizeof(int64_t)) +
-           blocks * (sizeof(float *) + sizeof(int32_t));
+           blocks * (2 * sizeof(float *) + sizeof(int32_t));
 }

@@ -32,6 +32,9 @@ struct swi_resample_sink {
     unsigned char *done;
     int64_t nb[3], nblocks;
     float **blk;
+    float **spare; /* blocks freed by their last tile, kept for the next region: a block
+                      given back to the allocator is faulted in again on its next use */
+    int64_t nspare;
     int32_t *refs; /* per block: tiles not yet emitted that read it */
     int64_t ng[3], ncells;
     int64_t *cell_start, *cell_tiles;

@@ -199,19 +199,35 @@ static unsigned as_four(int dims, const int64_t *size, unsigned mask, int64_t s4
     return mask << lead;
 }
 
+/* A mirror's scratch; mirrors that never run at once may share one (swi_predictor_mirror_share):
+ * the last of them to be freed frees it. */
+typedef struct mirror_scratch {
+    float *out;    /* one batch of inner's outputs */
+    float *in;     /* one batch of mirrored windows */
+    size_t in_cap; /* floats of in */
+    int refs;
+} mirror_scratch;
+
+static void scratch_drop(mirror_scratch *s) {
+    if (s && --s->refs == 0) {
+        free(s->out);
+        free(s->in);
+        free(s);
+    }
+}
+
 typedef struct mirror_state {
     swi_predictor inner;
     unsigned axes;
     int runs; /* 2^(axes set) */
     head_shape h;
-    float *out_scratch; /* one batch of inner's outputs */
-    float *in_scratch;  /* one batch of mirrored windows */
-    size_t in_cap;      /* floats of in_scratch */
+    mirror_scratch *s;
 } mirror_state;
 
 static int mirror_predict(void *user, swi_batch *b) {
     static const char fn[] = "swi_predictor_mirror";
     mirror_state *m = user;
+    mirror_scratch *s = m->s;
     if (batch_fits(b, &m->h, fn)) return 1;
     const int n = swi_batch_count(b), d = m->h.dims;
     const int64_t cin = swi_batch_channels(b);
@@ -224,19 +240,19 @@ static int mirror_predict(void *user, swi_batch *b) {
         swi_batch_set_error(b, "swi_predictor_mirror: the mirrored windows' size overflows");
         return 1;
     }
-    if (need > m->in_cap) { /* room for max_batch windows when that fits, else for this batch */
+    if (need > s->in_cap) { /* room for max_batch windows when that fits, else for this batch */
         size_t cap, cap_bytes;
         if (mul_size(win, (size_t)m->h.max_batch, &cap) && mul_size(cap, sizeof(float), &cap_bytes))
             need = cap, bytes = cap_bytes;
-        free(m->in_scratch);
-        m->in_cap = 0;
-        m->in_scratch = malloc(bytes);
-        if (!m->in_scratch) {
+        free(s->in);
+        s->in_cap = 0;
+        s->in = malloc(bytes);
+        if (!s->in) {
             snprintf(err, sizeof err, "%s: out of memory for %d mirrored windows", fn, m->h.max_batch);
             swi_batch_set_error(b, err);
             return 1;
         }
-        m->in_cap = need;
+        s->in_cap = need;
     }
     float *out = swi_batch_output(b, 0, m->h.classes, m->h.spatial);
     if (!out) return 1;
@@ -245,10 +261,10 @@ static int mirror_predict(void *user, swi_batch *b) {
     for (unsigned mask = 0; mask < (1u << d); mask++) {
         if (mask & ~m->axes) continue;
         const float *x = in;
-        float *y = mask ? m->out_scratch : out;
+        float *y = mask ? s->out : out;
         if (mask) {
-            flip(in, m->in_scratch, (int64_t)n * cin, in4, as_four(d, roi, mask, in4), 0);
-            x = m->in_scratch;
+            flip(in, s->in, (int64_t)n * cin, in4, as_four(d, roi, mask, in4), 0);
+            x = s->in;
         }
         if (swi_batch_predict(b, &m->inner, x, 0, m->h.classes, m->h.spatial, y, err, sizeof err) != SWI_OK) {
             swi_batch_set_error(b, err);
@@ -282,12 +298,15 @@ swi_status swi_predictor_mirror(const swi_predictor *inner, unsigned axes, int64
                             (1u << dims) - 1);
     mirror_state *m = calloc(1, sizeof *m);
     if (!m) return swi__put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory", fn);
-    m->out_scratch = malloc(h.batch * sizeof(float));
-    if (!m->out_scratch) {
+    m->s = calloc(1, sizeof *m->s);
+    if (m->s) m->s->out = malloc(h.batch * sizeof(float));
+    if (!m->s || !m->s->out) {
+        free(m->s);
         free(m);
         return swi__put_err(err, errlen, SWI_ERR_NOMEM, "%s: out of memory for %d windows of scratch", fn,
                             max_batch);
     }
+    m->s->refs = 1;
     m->inner = *inner;
     m->axes = axes;
     m->runs = 1;
@@ -299,12 +318,40 @@ swi_status swi_predictor_mirror(const swi_predictor *inner, unsigned axes, int64
     return SWI_OK;
 }
 
+swi_status swi_predictor_mirror_share(swi_predictor *mirrors, int n, char *err, size_t errlen) {
+    static const char fn[] = "swi_predictor_mirror_share";
+    if (err && errlen) err[0] = '\0';
+    if (!mirrors || n < 1)
+        return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: %s", fn,
+                            !mirrors ? "mirrors is NULL" : "n must be >= 1");
+    for (int i = 0; i < n; i++) {
+        if (mirrors[i].predict != mirror_predict || !mirrors[i].user)
+            return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG, "%s: mirrors[%d] is not a mirror", fn, i);
+        const head_shape *a = &((mirror_state *)mirrors[0].user)->h,
+                         *b = &((mirror_state *)mirrors[i].user)->h;
+        int same = a->classes == b->classes && a->dims == b->dims && a->max_batch == b->max_batch;
+        for (int k = 0; same && k < a->dims; k++) same = a->spatial[k] == b->spatial[k];
+        if (!same)
+            return swi__put_err(err, errlen, SWI_ERR_INVALID_ARG,
+                                "%s: mirrors[%d] was made for other outputs or batches than mirrors[0]", fn,
+                                i);
+    }
+    mirror_scratch *s = ((mirror_state *)mirrors[0].user)->s;
+    for (int i = 1; i < n; i++) {
+        mirror_state *m = mirrors[i].user;
+        if (m->s == s) continue;
+        scratch_drop(m->s);
+        m->s = s;
+        s->refs++;
+    }
+    return SWI_OK;
+}
+
 void swi_predictor_mirror_free(swi_predictor *mirror) {
     if (!mirror || mirror->predict != mirror_predict) return;
     mirror_state *m = mirror->user;
     if (m) {
-        free(m->out_scratch);
-        free(m->in_scratch);
+        scratch_drop(m->s);
         free(m);
     }
     memset(mirror, 0, sizeof *mirror);

@@ -376,8 +376,8 @@ static void test_mirror(void) {
             swi_predictor_mirror_free(&em);
         }
 
-        /* nested: the mean of two mirrors */
-        if (c.zoom == 1) {
+        /* nested: the mean of two mirrors, each with its scratch or sharing one */
+        for (int share = 0; share <= 1 && c.zoom == 1; share++) {
             synth m2[2] = {{.kind = K_POS, .bias = 0, .C = C, .zoom = 1},
                            {.kind = K_POS, .bias = 0.75f, .C = C, .zoom = 1, .adopt = 1}};
             swi_predictor in2[2] = {{synth_predict, &m2[0]}, {synth_predict, &m2[1]}}, mirs[2], mean;
@@ -385,14 +385,20 @@ static void test_mirror(void) {
                          SWI_OK &&
                      swi_predictor_mirror(&in2[1], axes, C, c.dims, sp, c.sw, &mirs[1], err, sizeof err) ==
                          SWI_OK &&
+                     (!share || swi_predictor_mirror_share(mirs, 2, err, sizeof err) == SWI_OK) &&
                      swi_predictor_mean(mirs, 2, C, c.dims, sp, c.sw, &mean, err, sizeof err) == SWI_OK;
             CHECK(ok, "nested %d: %s", t, err);
             if (ok) {
                 ref_state ref = {m2, 2, axes, 0};
-                compare("mean of mirrors", t, &c, vol, C, &mean, &ref);
+                compare(share ? "mean of mirrors sharing their scratch" : "mean of mirrors", t, &c, vol, C,
+                        &mean, &ref);
                 swi_predictor_mean_free(&mean);
             }
             swi_predictor_mirror_free(&mirs[0]);
+            if (ok && share) { /* the scratch outlives the mirror that made it */
+                ref_state ref = {&m2[1], 1, axes, 0};
+                compare("a sharing mirror after the first is freed", t, &c, vol, C, &mirs[1], &ref);
+            }
             swi_predictor_mirror_free(&mirs[1]);
         }
         swi_predictor_mirror_free(&mir);
@@ -554,6 +560,26 @@ static void test_errors(void) {
           "axes 8: %s", err);
     CHECK(swi_predictor_mirror(NULL, 1, C, 3, roi, 1, &mir, err, sizeof err) == SWI_ERR_INVALID_ARG,
           "inner NULL");
+    /* sharing: mirrors only, made alike */
+    swi_predictor mirs[3];
+    const int64_t roi2[3] = {roi[0], roi[1], roi[2] + 1};
+    CHECK(swi_predictor_mirror(&p, 1, C, 3, roi, 2, &mirs[0], err, sizeof err) == SWI_OK &&
+              swi_predictor_mirror(&p, 3, C, 3, roi, 2, &mirs[1], err, sizeof err) == SWI_OK &&
+              swi_predictor_mirror(&p, 1, C, 3, roi2, 2, &mirs[2], err, sizeof err) == SWI_OK,
+          "mirrors to share: %s", err);
+    CHECK(swi_predictor_mirror_share(mirs, 3, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+              strstr(err, "mirrors[2] was made for other outputs or batches"),
+          "share another spatial: %s", err);
+    swi_predictor pair[2] = {mirs[0], p};
+    CHECK(swi_predictor_mirror_share(pair, 2, err, sizeof err) == SWI_ERR_INVALID_ARG &&
+              strstr(err, "mirrors[1] is not a mirror"),
+          "share a non-mirror: %s", err);
+    CHECK(swi_predictor_mirror_share(NULL, 2, err, sizeof err) == SWI_ERR_INVALID_ARG, "share NULL");
+    CHECK(swi_predictor_mirror_share(mirs, 0, err, sizeof err) == SWI_ERR_INVALID_ARG, "share 0");
+    CHECK(swi_predictor_mirror_share(mirs, 2, err, sizeof err) == SWI_OK &&
+              swi_predictor_mirror_share(mirs, 2, err, sizeof err) == SWI_OK,
+          "share twice: %s", err);
+    for (int i = 0; i < 3; i++) swi_predictor_mirror_free(&mirs[i]);
     /* the frees leave other predictors alone */
     swi_predictor other = p;
     swi_predictor_mean_free(&other);

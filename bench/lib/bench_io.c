@@ -4,13 +4,16 @@
  */
 #include "bench_io.h"
 
+#include "safety.h"
 #include "shard.h"
 #include "stores.h"
 #include "util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void bench_io_init(bench_io *b) {
     memset(b, 0, sizeof *b);
@@ -226,4 +229,53 @@ int bench_io_grid(bench_io *b, char *err, size_t n) {
         return 2;
     }
     return 0;
+}
+
+int bench_raw_begin(bench_raw *r, const char *path, int force, char *err, size_t n) {
+    char msg[SWI_ERRLEN];
+    r->out = calloc(1, sizeof *r->out);
+    if (!r->out) {
+        snprintf(err, n, "%s: out of memory", path);
+        return -1;
+    }
+    r->out->fd = -1;
+    if (cli_out_begin(r->out, path, force, msg) == 0) return 0;
+    snprintf(err, n, "%s", msg);
+    free(r->out);
+    r->out = NULL;
+    return -1;
+}
+
+int bench_raw_finish(bench_raw *r, const void *data, size_t bytes, int force, char *err, size_t n) {
+    char msg[SWI_ERRLEN];
+    const unsigned char *p = data;
+    const int fd = cli_out_take_fd(r->out);
+    int bad = 0;
+    while (bytes > 0 && !bad) {
+        const ssize_t w = write(fd, p, bytes < ((size_t)1 << 30) ? bytes : ((size_t)1 << 30));
+        if (w < 0 && errno == EINTR) continue;
+        bad = w <= 0;
+        if (!bad) p += w, bytes -= (size_t)w;
+    }
+    if (bad)
+        snprintf(msg, sizeof msg, "%.400s: write failed: %s", r->out->final, strerror(errno ? errno : EIO));
+    if (close(fd) != 0 && !bad) {
+        bad = 1;
+        snprintf(msg, sizeof msg, "%.400s: write failed: %s", r->out->final, strerror(errno));
+    }
+    if (bad || cli_out_commit(r->out, force, msg)) {
+        snprintf(err, n, "%s", msg);
+        bench_raw_abort(r);
+        return -1;
+    }
+    free(r->out);
+    r->out = NULL;
+    return 0;
+}
+
+void bench_raw_abort(bench_raw *r) {
+    if (!r->out) return;
+    cli_out_abort(r->out);
+    free(r->out);
+    r->out = NULL;
 }

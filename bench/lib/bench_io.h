@@ -52,4 +52,17 @@ int bench_io_finish(bench_io *b, swi_status st, const swi_ctx *ctx, char *err, s
 /* Free everything (an output not committed stays marked incomplete). */
 void bench_io_close(bench_io *b);
 
+/* A file of raw bytes (`--labels-raw`) written as a job writes its outputs: a temporary beside
+ * it made by bench_raw_begin (an existing path only with force, never a non-regular file, the
+ * folder must exist), moved over the path by bench_raw_finish only when whole, removed by
+ * bench_raw_abort (a no-op after finish, or when nothing was begun). */
+typedef struct bench_raw {
+    struct cli_out *out;
+} bench_raw;
+
+/* 0, or -1 with err. */
+int bench_raw_begin(bench_raw *r, const char *path, int force, char *err, size_t n);
+int bench_raw_finish(bench_raw *r, const void *data, size_t bytes, int force, char *err, size_t n);
+void bench_raw_abort(bench_raw *r);
+
 #endif
