@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "swi.h"
+#include "swi_ort.h"
 #include "target.h"
 
 /* Whether the pipeline links the ONNX Runtime backend (else ort_stub.c stands in for it). */
@@ -17,6 +18,10 @@
 #else
 #define CLI_HAVE_ORT 0
 #endif
+
+/** The advanced session settings every ONNX job takes from the environment (the command's
+ *  --help): SWI_ORT_SPIN=1, SWI_ORT_NO_ARENA=1, SWI_ORT_CONFIG="key=value;...". */
+void pl_ort_environment(swi_ort_options *oo);
 
 #define SEG_MAX_INPUTS 16
 #define SEG_MAX_MODELS 16

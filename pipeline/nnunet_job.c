@@ -6,6 +6,7 @@
 #include "nnunet_job.h"
 
 #include "budget.h"
+#include "internal.h"
 #include "nnunet_prep.h"
 #include "util.h"
 
@@ -291,6 +292,7 @@ static void session_options(const nn_job *j, swi_ort_options *oo) {
     swi_ort_options_init(oo);
     oo->threads = j->threads;
     oo->device = j->cuda ? SWI_ORT_CUDA : SWI_ORT_CPU;
+    pl_ort_environment(oo);
 }
 
 /* The folds opened, mirrored and averaged; the engine's parameters and the model grid. */

@@ -89,6 +89,10 @@ static void session_options(const pl_opts *o, swi_ort_options *oo) {
     oo->device = o->cuda ? SWI_ORT_CUDA : SWI_ORT_CPU;
     oo->tta = o->tta;
     oo->rewrite = !o->no_rewrite;
+    pl_ort_environment(oo);
+}
+
+void pl_ort_environment(swi_ort_options *oo) {
     const char *spin = getenv("SWI_ORT_SPIN");
     oo->spin = spin && *spin == '1';
     const char *no_arena = getenv("SWI_ORT_NO_ARENA");

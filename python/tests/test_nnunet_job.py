@@ -239,6 +239,22 @@ def test_refusals_model_dir(tmp_path, models, cases):
     assert r.returncode != 0 and "--disable-tta applies to an nnU-Net model directory" in r.stderr, r.stderr
 
 
+def test_session_environment(tmp_path, models, cases):
+    # The advanced ONNX Runtime settings of --help reach the folds' sessions as they reach a
+    # plain model's: a config asking ORT to read its own format fails on an .onnx file.
+    swi = swi_binary()
+    env = dict(os.environ, SWI_ORT_CONFIG="session.load_model_format=ORT")
+    out = tmp_path / "x.nii.gz"
+    r = subprocess.run([swi, "segment", "--model", str(models[CT3D]), "--input", str(cases["ct"][0]), "--output",
+                        str(out)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 1 and "fold_0.onnx" in r.stderr and "cannot load the model" in r.stderr, r.stderr
+    assert not out.exists()
+    env = dict(os.environ, SWI_ORT_SPIN="1", SWI_ORT_NO_ARENA="1")
+    r = subprocess.run([swi, "segment", "-q", "--model", str(models[CT3D]), "--input", str(cases["ct"][0]),
+                        "--output", str(out)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and out.exists(), r.stderr
+
+
 def order1_copy(tmp_path, src, force_separate_z):
     """The model with its data resampled at order 1 (the orders this build resamples forward)."""
     d = tmp_path / "model1"
