@@ -106,11 +106,10 @@ int nn_model_region(void *user, const swi_region *r);
 /* One voxel's label from its K resampled logits x[r * stride], as nnU-Net's export
  * (convert_predicted_logits_to_segmentation_with_correct_shape) forms it: for regions, the
  * last region in regions_class_order whose float32 sigmoid exceeds the threshold; else the
- * argmax of the float32 softmax when the probabilities are saved (nnU-Net takes it of the
- * probabilities then), of the logits otherwise; the first class wins a tie. When probs is not
- * NULL the probabilities (sigmoids or softmax, the values the label came from) go to
+ * argmax of the float32 softmax when the probabilities are saved (probs not NULL: nnU-Net
+ * takes it of the probabilities then), of the logits otherwise; the first class wins a tie.
+ * The probabilities (sigmoids or softmax, the values the label came from) go to
  * probs[r * pstride]. */
-int64_t nn_voxel_label(const nn_card *c, const float *x, int64_t stride, int with_probs, float *probs,
-                       int64_t pstride);
+int64_t nn_voxel_label(const nn_card *c, const float *x, int64_t stride, float *probs, int64_t pstride);
 
 #endif

@@ -35,8 +35,7 @@ static int64_t reader_index(const nn_job *j, const int64_t p[3]) {
  * here, so a value within an ulp of the threshold may fall either way in nnU-Net itself. */
 static float sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-int64_t nn_voxel_label(const nn_card *c, const float *x, int64_t stride, int with_probs, float *probs,
-                       int64_t pstride) {
+int64_t nn_voxel_label(const nn_card *c, const float *x, int64_t stride, float *probs, int64_t pstride) {
     const int64_t K = c->heads;
     int64_t label = 0;
     if (c->has_regions) {
@@ -47,7 +46,7 @@ int64_t nn_voxel_label(const nn_card *c, const float *x, int64_t stride, int wit
         }
         return label;
     }
-    if (!with_probs) { /* nnU-Net skips the softmax then: the argmax of the logits */
+    if (!probs) { /* nnU-Net skips the softmax then: the argmax of the logits */
         float best = x[0];
         for (int64_t r = 1; r < K; r++)
             if (x[r * stride] > best) {
@@ -62,15 +61,14 @@ int64_t nn_voxel_label(const nn_card *c, const float *x, int64_t stride, int wit
     float mx = x[0];
     for (int64_t r = 1; r < K; r++) mx = mx < x[r * stride] ? x[r * stride] : mx;
     float sum = 0.0f;
-    for (int64_t r = 0; r < K; r++) sum += expf(x[r * stride] - mx);
+    for (int64_t r = 0; r < K; r++) sum += probs[r * pstride] = expf(x[r * stride] - mx);
     float best = 0.0f;
     for (int64_t r = 0; r < K; r++) {
-        const float p = expf(x[r * stride] - mx) / sum;
+        const float p = probs[r * pstride] /= sum;
         if (r == 0 || p > best) {
             best = p;
             label = r;
         }
-        if (probs) probs[r * pstride] = p;
     }
     return label;
 }
@@ -89,7 +87,7 @@ static int emit_tile(void *user, const int64_t lo[3], const int64_t hi[3], int64
                 const int64_t p[3] = {i + b[0], jj + b[1], k + b[2]};
                 const int64_t at = (p[0] * n[1] + p[1]) * n[2] + p[2];
                 float *probs = j->probs ? j->probs + reader_index(j, p) : NULL;
-                const int64_t label = nn_voxel_label(&j->card, x + v, nv, j->probs != NULL, probs, NR);
+                const int64_t label = nn_voxel_label(&j->card, x + v, nv, probs, NR);
                 if (j->label_bytes == 1)
                     ((uint8_t *)j->labels)[at] = (uint8_t)label;
                 else

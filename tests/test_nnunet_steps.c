@@ -143,8 +143,8 @@ static void check_label(const char *name, const char *kind, long long K, long lo
         for (long long r = 0; card.has_regions && r < K; r++) card.regions_class_order[r] = order[r];
         int wrong = 0, wrong_wp = 0, ulps = 0;
         for (long long v = 0; v < N; v++) {
-            const int64_t l = nn_voxel_label(&card, x + v, N, 0, NULL, 0);
-            const int64_t lp = nn_voxel_label(&card, x + v, N, 1, p + v, N);
+            const int64_t l = nn_voxel_label(&card, x + v, N, NULL, 0);
+            const int64_t lp = nn_voxel_label(&card, x + v, N, p + v, N);
             if (wrong < 5)
                 CHECK(l == want[v], "%s voxel %lld (logits %.9g %.9g ...): label %lld, nnU-Net %d", name, v,
                       (double)x[v], (double)x[N + v], (long long)l, want[v]);
