@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bench/nnunet_scale.sh [BUILD_DIR] [RUNS] [FOLDS] -- TotalSegmentator's scale as nnU-Net
+# bench/nnunet_scale.sh [BUILD_DIR] [RUNS] [FOLDS] [SWI_BENCH_FLAGS...] -- TotalSegmentator's scale as nnU-Net
 # runs it, with `swi bench` (synthetic network, no model needed): 118 classes, a 512x512x400
 # CT at 0.8x0.8x1 mm, a 1.5 mm model (nnU-Net's shape rule: 273x273x267), patch 128, tile
 # step 0.5, nnU-Net's Gaussian, mirroring on all three axes, FOLDS folds (1), atlas scores
-# (network-like), argmax.
+# (network-like), argmax. Further arguments go to every swi bench run (e.g. --accumulate
+# float16, nnU-Net's accumulator; --mirror-by combinator, the mirroring's second buffer).
 #
 # Runs, alternating, RUNS times each (3): the whole job, logits streamed back to the input
 # grid and reduced there ("back"), and the same run on the model grid alone, reduced there
@@ -14,6 +15,8 @@ set -euo pipefail
 BUILD="${1:-build}"
 RUNS="${2:-3}"
 FOLDS="${3:-1}"
+shift $(($# < 3 ? $# : 3))
+extra=("$@")
 SWI="$BUILD/swi"
 [ -x "$SWI" ] || { echo "bench/nnunet_scale.sh: $SWI not built (make build)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench/nnunet_scale.sh: needs GNU time (apt-get install time)" >&2; exit 1; }
@@ -21,7 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 common=(--classes 118 --roi 128 --grid nnunet --tile-step-size 0.5 --mode gaussian
-  --mirror-axes 0,1,2 --folds "$FOLDS" --predictor atlas --output argmax --no-floor)
+  --mirror-axes 0,1,2 --folds "$FOLDS" --predictor atlas --output argmax --no-floor ${extra[@]+"${extra[@]}"})
 back=(--shape 512,512,400 --input-spacing 0.8,0.8,1 --spacing 1.5,1.5,1.5)
 
 # run NAME ARGS...: one swi bench run under /usr/bin/time -v; prints one line

@@ -70,6 +70,12 @@ static const char *BENCH_HELP =
     "  --mirror-axes A,B,C  test-time mirroring: each window is also predicted\n"
     "                       flipped along every non-empty subset of these window axes\n"
     "                       (from 0, outermost first) and the 2^n runs averaged   (none)\n"
+    "  --mirror-by M        engine | combinator                         (engine)\n"
+    "                       engine: swi_params.mirror_axes, each run blended as it\n"
+    "                       comes (one window output held); combinator:\n"
+    "                       swi_predictor_mirror, the runs summed in a second buffer\n"
+    "  --accumulate T       float32 | float16: the partial sums' type      (float32)\n"
+    "                       float16 is nnU-Net's own accumulator, half the bytes\n"
     "  --folds N            an ensemble of N synthetic members (their class weights\n"
     "                       differ), averaged as nnU-Net averages its folds, 1..16  (1)\n"
     "  --labels-raw FILE    also write the argmax label map as raw bytes in C order\n"
@@ -133,6 +139,8 @@ static const struct option LONG_OPTS[] = {{"shape", required_argument, 0, 's'},
                                           {"mirror-axes", required_argument, 0, 'A'},
                                           {"folds", required_argument, 0, 'K'},
                                           {"labels-raw", required_argument, 0, 'L'},
+                                          {"mirror-by", required_argument, 0, 'B'},
+                                          {"accumulate", required_argument, 0, 'U'},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
 
@@ -177,7 +185,9 @@ static int mirror_option(bench_opts *o, const char *arg) {
 /* The option `ch` with its argument: 0, or 2 after a usage error. */
 static int one_option(bench_opts *o, bench_io *bio, int ch, const char *arg, const char *name) {
     static const char *const OUTPUTS[] = {"argmax", "scores"}, *const PIPELINES[] = {"off", "on", "auto"},
-                             *const PREDICTORS[] = {"linear", "atlas"}, *const GRIDS[] = {"monai", "nnunet"};
+                             *const PREDICTORS[] = {"linear", "atlas"}, *const GRIDS[] = {"monai", "nnunet"},
+                             *const MIRROR_BY[] = {"engine", "combinator"},
+                             *const ACCUMULATE[] = {"float32", "float16"};
     char msg[1024];
     int i;
     switch (ch) {
@@ -242,6 +252,14 @@ static int one_option(bench_opts *o, bench_io *bio, int ch, const char *arg, con
     case 'A': return mirror_option(o, arg);
     case 'K':
         if (cli_parse_i64(arg, 1, BENCH_MAX_FOLDS, &o->folds)) return usage_error("--folds takes 1..16");
+        return 0;
+    case 'B':
+        if ((i = choice(arg, MIRROR_BY, 2)) < 0) return usage_error("--mirror-by takes engine or combinator");
+        o->mirror_combinator = i;
+        return 0;
+    case 'U':
+        if ((i = choice(arg, ACCUMULATE, 2)) < 0) return usage_error("--accumulate takes float32 or float16");
+        o->accumulate = i ? SWI_ACCUMULATE_FLOAT16 : SWI_ACCUMULATE_FLOAT32;
         return 0;
     case 'L':
         if (!arg[0]) return usage_error("--labels-raw takes a file name");

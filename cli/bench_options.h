@@ -34,6 +34,8 @@ typedef struct bench_opts {
                                          --overlap; 0: the overlap's */
     unsigned mirror_axes;             /* --mirror-axes: bit a for window axis a */
     int64_t folds;                    /* --folds (1) */
+    int mirror_combinator;            /* --mirror-by combinator (else the engine mirrors) */
+    swi_accumulate accumulate;        /* --accumulate */
     const char *labels_raw;           /* --labels-raw FILE */
 } bench_opts;
 

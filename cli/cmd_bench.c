@@ -122,6 +122,8 @@ static void set_params(bench *b) {
     p->threads = (int)o->threads;
     p->max_memory = o->max_memory;
     p->pipeline = o->pipeline < 0 ? SWI_PIPELINE_AUTO : o->pipeline ? SWI_PIPELINE_ON : SWI_PIPELINE_OFF;
+    p->mirror_axes = o->mirror_combinator ? 0 : o->mirror_axes;
+    p->accumulate = o->accumulate;
     p->heads[0].channels = o->classes;
     for (int k = 0; k < dims; k++) p->heads[0].spatial[k] = p->roi[k] > 0 ? p->roi[k] : o->shape[k];
     b->vox = 1;
@@ -181,8 +183,8 @@ static int set_output(bench *b, int *done) {
 /* The mirroring and ensemble scratch under a plan (its window and batch). */
 static size_t tta_bytes(const void *user, const swi_plan *plan) {
     const bench *b = user;
-    return bench_tta_scratch_bytes((int)b->o.folds, b->o.mirror_axes, b->o.classes, b->in.channels, b->o.dims,
-                                   plan->roi, plan->sw_batch_size);
+    return bench_tta_scratch_bytes((int)b->o.folds, b->o.mirror_combinator ? b->o.mirror_axes : 0,
+                                   b->o.classes, b->in.channels, b->o.dims, plan->roi, plan->sw_batch_size);
 }
 
 /* The plan, fitted to --max-memory with what resampling back and the combinators hold. 0, 1
@@ -229,7 +231,13 @@ static void print_plan(const bench *b) {
                     runs *= 2;
                 }
         }
-        printf(": %lld network runs a window\n", (long long)o->folds * runs);
+        printf(": %lld network runs a window%s\n", (long long)o->folds * runs,
+               !o->mirror_axes        ? ""
+               : o->mirror_combinator ? " (mirrored by swi_predictor_mirror)"
+                                      : " (mirrored by the engine)");
+    }
+    if (o->accumulate == SWI_ACCUMULATE_FLOAT16) {
+        printf("plan: partial sums in float16 (running weighted means; weight sums float32)\n");
     }
     printf("plan: windows");
     for (int k = 0; k < dims; k++) printf("%s%lld", k ? "x" : " ", (long long)plan->windows_per_axis[k]);
@@ -273,8 +281,11 @@ static int make_buffers(bench *b) {
     }
     /* the combinators' scratch for the plan's window and batch, as tta_bytes counted it */
     char msg[SWI_ERRLEN];
-    if (bench_tta_init(&b->tta, o->kind, o->classes, (int)o->folds, o->mirror_axes, o->dims, b->plan.roi,
-                       b->plan.sw_batch_size, b->plan.threads, msg, sizeof msg)) {
+    if (o->mirror_combinator
+            ? bench_tta_init(&b->tta, o->kind, o->classes, (int)o->folds, o->mirror_axes, o->dims,
+                             b->plan.roi, b->plan.sw_batch_size, b->plan.threads, msg, sizeof msg)
+            : bench_tta_init_engine_mirror(&b->tta, o->kind, o->classes, (int)o->folds, o->dims, b->plan.roi,
+                                           b->plan.sw_batch_size, b->plan.threads, msg, sizeof msg)) {
         fprintf(stderr, "swi bench: %s\n", msg);
         return 1;
     }

@@ -70,6 +70,7 @@ enum {
     OPT_NO_REWRITE,
     OPT_FOLDS,
     OPT_DISABLE_TTA,
+    OPT_ACCUMULATE,
     OPT_TILE_STEP,
     OPT_SAVE_PROBS
 };
@@ -114,6 +115,7 @@ static const struct option LONG_OPTS[] = {
     {"no-rewrite", no_argument, NULL, OPT_NO_REWRITE},
     {"folds", required_argument, NULL, OPT_FOLDS},
     {"disable-tta", no_argument, NULL, OPT_DISABLE_TTA},
+    {"accumulate", required_argument, NULL, OPT_ACCUMULATE},
     {"no-mirroring", no_argument, NULL, OPT_DISABLE_TTA},
     {"tile-step-size", required_argument, NULL, OPT_TILE_STEP},
     {"save-probabilities", no_argument, NULL, OPT_SAVE_PROBS},
@@ -234,6 +236,14 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
         case OPT_SOFTMAX: sp->softmax = 1; break;
         case OPT_FOLDS: sp->folds = arg; break;
         case OPT_DISABLE_TTA: sp->no_mirroring = 1; break;
+        case OPT_ACCUMULATE:
+            if (strcmp(arg, "float16") == 0)
+                sp->accumulate_float16 = 1;
+            else if (strcmp(arg, "float32") == 0)
+                sp->accumulate_float16 = 0;
+            else
+                return usage(who, "--accumulate '%s': takes float32 or float16", arg, NULL);
+            break;
         case OPT_SAVE_PROBS: sp->save_probabilities = 1; break;
         case OPT_TILE_STEP:
             if (cli_parse_double(arg, &sp->tile_step) || !(sp->tile_step > 0 && sp->tile_step <= 1))

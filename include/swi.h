@@ -190,6 +190,19 @@ typedef enum swi_reuse {
                             of a run without reuse. */
 } swi_reuse;
 
+/** What the partial sums (each open voxel's weighted scores and weight sum) are held in. */
+typedef enum swi_accumulate {
+    SWI_ACCUMULATE_FLOAT32 = 0, /**< float32 (the default): MONAI's precision */
+    SWI_ACCUMULATE_FLOAT16 = 1  /**< IEEE binary16, as nnU-Net v2 accumulates (its predicted_logits
+                                     and n_predictions): half the partial sums' bytes. Every add
+                                     rounds to 11 significant bits (to nearest, ties to even), a sum
+                                     beyond +-65504 becomes +-Inf and one below 6.1e-5 loses
+                                     precision; the division and the outputs stay float32. Cells
+                                     one window covers alone never enter the sums, so they are as
+                                     in float32. Results differ from float32 in about the 4th
+                                     significant digit, never in the grid, order or shapes. */
+} swi_accumulate;
+
 /** Declared shape of one predictor head. channels == 0 means "learn the whole shape from
  *  the first predictor call" (then checks that need it happen after that call). */
 typedef struct swi_head_spec {
@@ -253,6 +266,28 @@ typedef struct swi_params {
                                             outermost loop axis needs less than the whole run.
                                             Heads must not be zoomed along a cut dim (one whose
                                             box is not the whole dim). */
+    unsigned mirror_axes;               /**< test-time mirroring in the engine: bit k set mirrors
+                                            spatial axis k (outermost first), below 1 << dims; 0
+                                            (the default) is none. Every window then reaches the
+                                            predictor 2^m times for m axes: as it is, then flipped
+                                            along each non-empty subset of them in increasing mask
+                                            order, each output flipped back in place and blended
+                                            straight into the partial sums with weight w / 2^m
+                                            (the weight sum gets w once), so no second output
+                                            buffer is held -- the mean of the mirrorings, as
+                                            swi_predictor_mirror computes it up to float
+                                            rounding (the sums add w*x/2^m per run where the
+                                            combinator sums x first). Heads are flipped along the
+                                            same axes. With it every covered cell keeps partial
+                                            sums (none is finished from one prediction), the
+                                            predictor's calls and windows count each run, and
+                                            reuse (SWI_REUSE_ON) is SWI_ERR_INVALID_ARG. A voxel
+                                            adds the runs batch by batch, all windows' first
+                                            runs first, so the last bits depend on
+                                            sw_batch_size, and a part (part_lo/part_hi) needs
+                                            sw_batch_size 1 to be bitwise the whole run's
+                                            (SWI_ERR_INVALID_ARG otherwise). */
+    swi_accumulate accumulate;          /**< the partial sums' type; default SWI_ACCUMULATE_FLOAT32 */
     int n_heads;                        /**< predictor heads, 1..SWI_MAX_HEADS; default 1 */
     swi_head_spec heads[SWI_MAX_HEADS]; /**< per-head declared shapes (zeros = learn) */
     /** Optional progress callback, called from the calling thread after each batch with the

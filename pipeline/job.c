@@ -251,10 +251,13 @@ swi_status swi_job_open(const swi_job_spec *spec, const swi_job_hooks *hooks, sw
         *out = job;
         return finish(SWI_OK, "", err, errlen);
     }
-    if (spec->folds || spec->no_mirroring || spec->tile_step != 0 || spec->save_probabilities) {
+    if (spec->folds || spec->no_mirroring || spec->tile_step != 0 || spec->save_probabilities ||
+        spec->accumulate_float16) {
         swi_job_free(job);
         return finish(SWI_ERR_INVALID_ARG,
                       spec->folds ? "--folds applies to an nnU-Net model directory (swi convert nnunet)"
+                      : spec->accumulate_float16
+                          ? "--accumulate float16 applies to an nnU-Net model directory (swi convert nnunet)"
                       : spec->no_mirroring
                           ? "--disable-tta applies to an nnU-Net model directory (swi convert nnunet)"
                       : spec->tile_step != 0

@@ -94,6 +94,7 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
     pl_target_of(j->output, &j->t_output);
     j->save_probabilities = sp->save_probabilities;
     j->no_mirroring = sp->no_mirroring;
+    j->accumulate = sp->accumulate_float16 ? SWI_ACCUMULATE_FLOAT16 : SWI_ACCUMULATE_FLOAT32;
     j->force = sp->force;
     j->quiet = sp->quiet;
     j->threads = sp->threads;
@@ -295,7 +296,7 @@ static void session_options(const nn_job *j, swi_ort_options *oo) {
     pl_ort_environment(oo);
 }
 
-/* The folds opened, mirrored and averaged; the engine's parameters and the model grid. */
+/* The folds opened and averaged; the engine's parameters (mirroring too) and the model grid. */
 int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, char *err) {
     const nn_card *c = &j->card;
     char msg[SWI_ERRLEN];
@@ -326,23 +327,9 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
         j->mirror_mask = 0;
         for (int i = 0; !j->no_mirroring && i < c->n_mirror; i++)
             j->mirror_mask |= 1u << (c->mirror[i] + (c->dims == 2 ? 1 : 0));
+        /* the engine mirrors (swi_params.mirror_axes): each run is blended as it comes, so
+         * no mirror holds a second window of outputs; the mean of the folds runs inside */
         const swi_predictor *members = j->fold_pred;
-        if (j->mirror_mask) {
-            for (int f = 0; f < c->n_folds; f++) {
-                if (swi_predictor_mirror(&j->fold_pred[f], j->mirror_mask, c->heads, 3, c->window,
-                                         j->sw_batch, &j->mirrors[f], msg, sizeof msg) != SWI_OK) {
-                    cli_err(err, "%s", msg);
-                    return 1;
-                }
-                j->n_mirrors = f + 1;
-            }
-            /* the mean runs the folds one after another: one mirror scratch for all */
-            if (swi_predictor_mirror_share(j->mirrors, j->n_mirrors, msg, sizeof msg) != SWI_OK) {
-                cli_err(err, "%s", msg);
-                return 1;
-            }
-            members = j->mirrors;
-        }
         if (c->n_folds > 1) {
             if (swi_predictor_mean(members, c->n_folds, c->heads, 3, c->window, j->sw_batch, &j->mean, msg,
                                    sizeof msg) != SWI_OK) {
@@ -369,6 +356,8 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
     p->threads = j->threads;
     p->max_memory = j->max_memory;
     p->reuse = SWI_REUSE_OFF;
+    p->mirror_axes = j->mirror_mask;
+    p->accumulate = j->accumulate;
     p->n_heads = 1;
     p->heads[0] = j->head;
     memset(in, 0, sizeof *in);
@@ -386,7 +375,7 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
 static size_t vox(const int64_t s[3]) { return (size_t)s[0] * (size_t)s[1] * (size_t)s[2]; }
 
 /* Held beside the engine while it runs: the input on the model grid, the labels, the
- * probabilities, the sink's band, the combinators' scratch (the folds' mirrors share one). */
+ * probabilities, the sink's band, the folds' mean's scratch (the engine mirrors without any). */
 static size_t beside_bytes(void *user, const swi_plan *plan) {
     const nn_job *j = user;
     const size_t K = (size_t)j->card.heads, C = (size_t)j->n_inputs, win = vox(j->card.window);
@@ -398,7 +387,7 @@ static size_t beside_bytes(void *user, const swi_plan *plan) {
                             j->box_hi[2] - j->box_lo[2]};
     n += swi_resample_sink_plan_bytes(j->rs, box, map, (int64_t)K, 0, plan->order[0]);
     const size_t sw = (size_t)plan->sw_batch_size;
-    n += (j->n_mirrors ? sw * win * (K + C) * 4 : 0) + (j->has_mean ? sw * win * K * 4 : 0);
+    n += j->has_mean ? sw * win * K * 4 : 0;
     return n;
 }
 
@@ -518,7 +507,6 @@ int nn_job_channels(const nn_job *j, const char **file_ending) {
 
 void nn_job_free(nn_job *j) {
     if (!j) return;
-    for (int f = 0; f < NN_MAX_FOLDS; f++) swi_predictor_mirror_free(&j->mirrors[f]);
     if (j->has_mean) swi_predictor_mean_free(&j->mean);
     for (int f = 0; f < NN_MAX_FOLDS; f++) swi_ort_close(j->folds[f]);
     swi_resample_sink_free(j->sink);

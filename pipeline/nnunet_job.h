@@ -55,9 +55,10 @@ typedef struct nn_job {
     float *model;                               /* [C][rs] */
     /* the network */
     swi_ort_model *folds[NN_MAX_FOLDS];
-    swi_predictor fold_pred[NN_MAX_FOLDS], mirrors[NN_MAX_FOLDS], mean, net;
-    int n_mirrors, has_mean;
-    unsigned mirror_mask;
+    swi_predictor fold_pred[NN_MAX_FOLDS], mean, net;
+    int has_mean;
+    unsigned mirror_mask;      /* swi_params.mirror_axes: the engine mirrors */
+    swi_accumulate accumulate; /* the partial sums' type (--accumulate) */
     swi_head_spec head;
     swi_params planned; /* the engine's parameters as the plan settled them (budget, batch) */
     /* the results */

@@ -152,6 +152,9 @@ typedef struct swi_job_spec {
     const char *folds;      /**< "0,1": those of the card's folds (nnUNetv2_predict -f); NULL: all */
     int no_mirroring;       /**< --disable-tta: no mirroring over the card's mirroring_axes */
     double tile_step;       /**< --tile-step-size in (0, 1]; 0: the card's (0.5) */
+    int accumulate_float16; /**< --accumulate float16: the blend's partial sums in binary16, as
+                                 nnU-Net accumulates (SWI_ACCUMULATE_FLOAT16: half their bytes;
+                                 probabilities within about 1e-3 of float32's) */
     int save_probabilities; /**< also OUT.npz (`probabilities` float32 [K, reader axes]) and
                                  OUT.json (nnU-Net's properties) beside output (needs libzip) */
 

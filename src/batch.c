@@ -309,6 +309,8 @@ void swi__reuse_keep(run *r, slot *s) {
     }
 }
 
+static swi_status predict_slot(run *r, slot *s, int64_t first, int n);
+
 /* Fill a slot with the next windows (gather) and run the predictor on it. */
 swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
     const geom *g = &r->g;
@@ -319,6 +321,7 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
         if (st != SWI_OK) return st;
     }
     s->n = n;
+    s->first = first;
     for (int j = 0; j < n; j++) {
         int64_t w = swi__run_window(r, first + j);
         int64_t b = w / g->win_per_image, t[NDIM], start[NDIM];
@@ -347,6 +350,12 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
         place_outputs(r, s);
         return SWI_OK;
     }
+    return predict_slot(r, s, first, n);
+}
+
+/* One predictor call on the slot's gathered windows (first..first+n-1 of the run). */
+static swi_status predict_slot(run *r, slot *s, int64_t first, int n) {
+    const geom *g = &r->g;
     for (int h = 0; h < SWI_MAX_HEADS; h++) s->requested[h] = 0;
     r->pred_msg[0] = '\0';
     r->shape_err = SWI_OK;
@@ -371,6 +380,76 @@ swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n) {
         place_outputs(r, s);
         if (r->cache_ready) swi__reuse_keep(r, s);
     }
+    return SWI_OK;
+}
+
+/* ---- mirrored runs (swi_params.mirror_axes) ---- */
+
+/* Planes of one shape, each to be mirrored in place along the axes of a mask. */
+typedef struct flip_job {
+    float *data;
+    int64_t shape[NDIM]; /* of one plane */
+    unsigned mask;       /* bit a: axis a */
+} flip_job;
+
+/* Mirror plane `item` in place: every row (axes 0..2) trades places with its mirror image,
+ * reversed when axis 3 is mirrored too; one pass over the plane. */
+static void flip_plane(void *arg, int64_t item, int worker) {
+    (void)worker;
+    const flip_job *f = arg;
+    const int64_t *n = f->shape;
+    const int rev = (f->mask >> 3) & 1u;
+    const int64_t rows = n[0] * n[1] * n[2], len = n[3];
+    float *plane = f->data + (size_t)item * (size_t)(rows * len);
+    for (int64_t i0 = 0; i0 < n[0]; i0++)
+        for (int64_t i1 = 0; i1 < n[1]; i1++)
+            for (int64_t i2 = 0; i2 < n[2]; i2++) {
+                const int64_t m0 = (f->mask & 1u) ? n[0] - 1 - i0 : i0,
+                              m1 = (f->mask & 2u) ? n[1] - 1 - i1 : i1,
+                              m2 = (f->mask & 4u) ? n[2] - 1 - i2 : i2;
+                const int64_t here = (i0 * n[1] + i1) * n[2] + i2, there = (m0 * n[1] + m1) * n[2] + m2;
+                if (there < here) continue; /* traded when its image came first */
+                float *a = plane + (size_t)(here * len), *b = plane + (size_t)(there * len);
+                if (there == here) {
+                    if (rev)
+                        for (int64_t k = 0; k < len / 2; k++) {
+                            float t = a[k];
+                            a[k] = a[len - 1 - k];
+                            a[len - 1 - k] = t;
+                        }
+                } else if (rev) {
+                    for (int64_t k = 0; k < len; k++) {
+                        float t = a[k];
+                        a[k] = b[len - 1 - k];
+                        b[len - 1 - k] = t;
+                    }
+                } else {
+                    for (int64_t k = 0; k < len; k++) {
+                        float t = a[k];
+                        a[k] = b[k];
+                        b[k] = t;
+                    }
+                }
+            }
+}
+
+/* Mirror `planes` planes of `shape` in place along `mask`, the planes spread over the workers. */
+static void flip_planes(run *r, float *data, int64_t planes, const int64_t shape[NDIM], unsigned mask) {
+    if (!mask || planes <= 0) return;
+    flip_job f = {data, {shape[0], shape[1], shape[2], shape[3]}, mask};
+    swi_phase ph = {flip_plane, &f, planes};
+    swi__pool_submit(r->pool, &ph, 1);
+    swi__pool_wait(r->pool);
+}
+
+swi_status swi__mirror_run(run *r, slot *s, unsigned from, unsigned to) {
+    const geom *g = &r->g;
+    flip_planes(r, s->input, (int64_t)s->n * g->cin, g->roi, from ^ to);
+    swi_status st = predict_slot(r, s, s->first, s->n);
+    if (st != SWI_OK) return st;
+    if ((st = swi__slot_own(r, s)) != SWI_OK) return st; /* handed-over outputs: mirrored in our buffers */
+    for (int h = 0; h < g->n_heads; h++)
+        flip_planes(r, s->head[h], (int64_t)s->n * g->heads[h].channels, g->heads[h].win, to);
     return SWI_OK;
 }
 

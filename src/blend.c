@@ -1,6 +1,8 @@
 /* blend.c -- accumulation: each window's prediction times its weights is added into
- * the partial sums of the open cells it covers (semantics step 6). One kernel, in
- * flat loops the vectoriser handles; SWI_KERNEL is the one SIMD dispatch point. */
+ * the partial sums of the open cells it covers (semantics step 6); with mirroring, each
+ * of a window's runs with its share of the weight; with float16 sums, into the running
+ * weighted means (engine.h). One kernel, in flat loops the vectoriser handles;
+ * SWI_KERNEL is the one SIMD dispatch point. */
 #include "engine.h"
 
 #include <string.h>
@@ -29,6 +31,8 @@ swi_status swi__blend_items(run *r, const slot *s) {
         int64_t planes = hg->channels + 1, want = (int64_t)r->threads * ACC_ITEMS_PER_THREAD;
         int64_t per_row = (want + pairs - 1) / pairs;
         int64_t groups = per_row < planes ? per_row : planes;
+        /* float16 means read the weight sum before it grows: an item holds every plane */
+        if (hg->acc_bytes != sizeof(float)) groups = 1;
         int64_t pp = (planes + groups - 1) / groups;
         int64_t splits = (per_row + groups - 1) / groups;
         for (int64_t c0 = lo[0]; c0 < hi[0]; c0++)
@@ -67,6 +71,8 @@ SWI_KERNEL void swi__blend_item(void *arg, int64_t item, int worker) {
     const int64_t c0 = it->c0, c1 = it->c1;
     const int64_t e0 = ax[0].cell_hi[c0] - ax[0].cell_lo[c0], e1 = ax[1].cell_hi[c1] - ax[1].cell_lo[c1];
     acc_seg *seg = r->ws[worker].segs;
+    const int pass = r->pass, half = hg->acc_bytes != sizeof(float);
+    const float sc = r->pass_w;
     /* Plane-outer: for each plane the window's prediction, its weights and each cell's
      * partial sums are read as long forward streams, which the prefetchers follow. A
      * cell-by-cell walk (or plane-inner per row) jumps between ~2C streams of short rows
@@ -104,6 +110,8 @@ SWI_KERNEL void swi__blend_item(void *arg, int64_t item, int worker) {
         if (!any) continue;
         const float *P = swi__slot_out(s, it->head) + (size_t)j * (size_t)(C * hg->win_vox);
         for (int32_t pl = it->p0; pl < it->p1; pl++) {
+            /* float32 sums take a window's weight once, with its first run */
+            if (pl == C && !half && pass > 0) continue;
             const float *xp = pl < C ? P + (size_t)pl * (size_t)hg->win_vox : NULL;
             for (int64_t i0 = 0; i0 < e0; i0++)
                 for (int64_t i1 = it->i1lo; i1 < it->i1hi; i1++)
@@ -119,15 +127,37 @@ SWI_KERNEL void swi__blend_item(void *arg, int64_t item, int worker) {
                                 const acc_seg *q = &row[k3];
                                 if (!q->buf) continue;
                                 const int64_t e3 = q->e3;
-                                float *restrict a = q->buf + (size_t)pl * (size_t)q->vox + crow * (size_t)e3;
+                                const int set = q->set && pass == 0;
                                 const float *restrict w = hg->weights + wrow + q->lo3;
+                                if (half) {
+                                    float *restrict W = q->buf + crow * (size_t)e3;
+                                    if (xp) {
+                                        uint16_t *restrict m = (uint16_t *)(q->buf + q->vox) +
+                                                               (size_t)pl * (size_t)q->vox +
+                                                               crow * (size_t)e3;
+                                        const float *restrict x = xp + wrow + q->lo3;
+                                        if (set)
+                                            for (int64_t v = 0; v < e3; v++) m[v] = swi__f2h(x[v]);
+                                        else
+                                            for (int64_t v = 0; v < e3; v++)
+                                                m[v] = swi__f2h(
+                                                    swi__mean_step(swi__h2f(m[v]), x[v], w[v] * sc, W[v]));
+                                    } else if (set) {
+                                        for (int64_t v = 0; v < e3; v++) W[v] = w[v] * sc;
+                                    } else {
+                                        for (int64_t v = 0; v < e3; v++) W[v] += w[v] * sc;
+                                    }
+                                    continue;
+                                }
+                                float *restrict a = q->buf + (size_t)pl * (size_t)q->vox + crow * (size_t)e3;
                                 if (xp) {
+                                    /* sc is a power of two: x * w * sc rounds as x * w does */
                                     const float *restrict x = xp + wrow + q->lo3;
-                                    if (q->set)
-                                        for (int64_t v = 0; v < e3; v++) a[v] = x[v] * w[v];
+                                    if (set)
+                                        for (int64_t v = 0; v < e3; v++) a[v] = x[v] * w[v] * sc;
                                     else
-                                        for (int64_t v = 0; v < e3; v++) a[v] += x[v] * w[v];
-                                } else if (q->set) {
+                                        for (int64_t v = 0; v < e3; v++) a[v] += x[v] * w[v] * sc;
+                                } else if (set) {
                                     for (int64_t v = 0; v < e3; v++) a[v] = w[v];
                                 } else {
                                     for (int64_t v = 0; v < e3; v++) a[v] += w[v];

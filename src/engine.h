@@ -7,7 +7,60 @@
 
 #include "internal.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdatomic.h>
+#include <string.h>
+
+/* ---- float16 partial sums (SWI_ACCUMULATE_FLOAT16) ----
+ * A cell's buffer then holds its weight sum as float32 first, then C planes of binary16:
+ * the weighted mean of each score so far (not the weighted sum: a mean stays in the
+ * scores' range, where a sum of tiny weights at a window's edge would leave binary16's).
+ * The conversions are branch-free integer code the vectoriser turns into SIMD, exact
+ * (round to nearest, ties to even, subnormals, Inf and NaN kept); no F16C needed. */
+static inline uint32_t swi__fbits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+static inline float swi__bitsf(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline float swi__h2f(uint16_t h) {
+    const uint32_t em = (uint32_t)(h & 0x7fffu) << 13, exp = em & 0x0f800000u;
+    const uint32_t normal = em + 0x38000000u;  /* exponent bias 15 -> 127 */
+    const uint32_t special = em + 0x70000000u; /* Inf, NaN: exponent 31 -> 255 */
+    /* zero and subnormals: the mantissa as a float of exponent -14, minus 2^-14 */
+    const uint32_t tiny = swi__fbits(swi__bitsf(em + 0x38800000u) - swi__bitsf(0x38800000u));
+    const uint32_t is_special = 0u - (uint32_t)(exp == 0x0f800000u), is_tiny = 0u - (uint32_t)(exp == 0);
+    const uint32_t r = (special & is_special) | (tiny & is_tiny) | (normal & ~(is_special | is_tiny));
+    return swi__bitsf(r | (uint32_t)(h & 0x8000u) << 16);
+}
+static inline uint16_t swi__f2h(float v) {
+    uint32_t f = swi__fbits(v);
+    const uint32_t sign = f & 0x80000000u;
+    f ^= sign;
+    /* >= 65520 (rounds past the largest half): Inf, or a quiet NaN */
+    const uint32_t big = 0x7c00u | ((0u - (uint32_t)(f > 0x7f800000u)) & 0x0200u);
+    /* below 2^-14: adding 0.5 lines the half's subnormal bits up with the float's low bits
+     * and rounds them to nearest even in hardware */
+    const uint32_t tiny = swi__fbits(swi__bitsf(f) + 0.5f) - 0x3f000000u;
+    /* normal: rebias, round to nearest even on the 13 dropped bits */
+    const uint32_t normal = (f + 0xc8000fffu + ((f >> 13) & 1u)) >> 13;
+    const uint32_t is_big = 0u - (uint32_t)(f >= 0x47800000u), is_tiny = 0u - (uint32_t)(f < 0x38800000u);
+    return (uint16_t)(((big & is_big) | (tiny & is_tiny) | (normal & ~(is_big | is_tiny))) | sign >> 16);
+}
+/* The weighted mean m of the scores so far (weight sum W) after one more score x of weight
+ * w: m + (x - m) * w / (W + w). Where m or x is not finite it is the sum's rule instead
+ * (Inf + finite = Inf, Inf - Inf = NaN, NaN stays), as the float32 sums behave. */
+static inline float swi__mean_step(float m, float x, float w, float W) {
+    const float f = w / (W + w), stepped = m + (x - m) * f, summed = m + x;
+    /* a mask, not a branch: the loop stays vectorisable */
+    const uint32_t finite = 0u - (uint32_t)((fabsf(m) <= FLT_MAX) & (fabsf(x) <= FLT_MAX));
+    return swi__bitsf((swi__fbits(stepped) & finite) | (swi__fbits(summed) & ~finite));
+}
 
 /* accumulate items per worker thread and batch (load balance) */
 #define ACC_ITEMS_PER_THREAD 8
@@ -66,6 +119,7 @@ typedef struct slot {
     int64_t *t;      /* [sw][NDIM] window grid coords */
     int64_t *ustart; /* [sw][SWI_MAX_DIMS] start in image coords */
     int n;           /* windows in the slot */
+    int64_t first;   /* the run's index of the first */
     int cap;         /* windows its buffers hold (0: not allocated yet) */
     /* reuse (SWI_REUSE_ON): the predictor sees the n_run windows to run, run_idx[i] being
      * the slot window of its window i; src[j] says where slot window j's output comes
@@ -131,7 +185,10 @@ typedef struct run {
     reuse_cache cache; /* outputs kept for reuse across batches */
     int cache_ready;   /* the cache knows the heads' output sizes */
     swi_stats stats;
-    const slot *cur; /* slot being blended */
+    const slot *cur;                /* slot being blended */
+    int pass;                       /* which mirrored run of the batch is blended (0: the plain one) */
+    float pass_w;                   /* its share of a window's weight: 1 / passes (exact) */
+    unsigned pass_mask[1u << NDIM]; /* the mirror mask of each run, increasing */
     int32_t batch_id;
     /* errors raised inside swi_batch_output or by workers */
     swi_status shape_err;
@@ -167,6 +224,10 @@ swi_status swi__slot_own(run *r, slot *s);
 void swi__slot_release(slot *s);
 /* Fill a slot with windows first..first+n-1 (gather) and run the predictor on it. */
 swi_status swi__fill_and_predict(run *r, slot *s, int64_t first, int n);
+/* The slot's next mirrored run: its input, mirrored along `from` (the run before), is
+ * mirrored along `to` instead, the predictor runs on it and its outputs are mirrored back
+ * in place (copied into the slot's own buffers first when handed over). */
+swi_status swi__mirror_run(run *r, slot *s, unsigned from, unsigned to);
 /* Offer the windows slot s just ran to the reuse cache (the first batch's too, once the
  * cache exists after the first call). */
 void swi__reuse_keep(run *r, slot *s);

@@ -77,7 +77,21 @@ SWI_KERNEL void swi__finish_item(void *arg, int64_t item, int worker) {
     int64_t ext[NDIM] = {it->hi[0] - it->lo[0], it->hi[1] - it->lo[1], it->hi[2] - it->lo[2], e3};
     int64_t n = ext[0] * ext[1] * ext[2] * ext[3];
     float *S = r->ws[worker].scores;
-    if (T->buf) {
+    if (T->buf && hg->acc_bytes != sizeof(float)) {
+        /* float16: the planes hold the weighted means themselves */
+        for (int64_t c = 0; c < C; c++) {
+            const uint16_t *mean = (const uint16_t *)(T->buf + T->vox) + (size_t)c * (size_t)T->vox;
+            float *dst = S + (size_t)(c * n);
+            for (int64_t i0 = it->lo[0]; i0 < it->hi[0]; i0++)
+                for (int64_t i1 = it->lo[1]; i1 < it->hi[1]; i1++)
+                    for (int64_t i2 = it->lo[2]; i2 < it->hi[2]; i2++) {
+                        const uint16_t *restrict x = mean + (size_t)(((i0 * e1 + i1) * e2 + i2) * e3);
+                        float *restrict o = dst;
+                        for (int64_t v = 0; v < e3; v++) o[v] = swi__h2f(x[v]);
+                        dst += e3;
+                    }
+        }
+    } else if (T->buf) {
         const float *wsum = T->buf + (size_t)C * (size_t)T->vox;
         for (int64_t c = 0; c < C; c++) {
             const float *acc = T->buf + (size_t)c * (size_t)T->vox;

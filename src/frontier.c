@@ -17,7 +17,7 @@
 size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]) {
     size_t vox = 1;
     for (int a = 0; a < NDIM; a++) vox *= (size_t)(hg->ax[a].cell_hi[cell[a]] - hg->ax[a].cell_lo[cell[a]]);
-    return vox * (size_t)(hg->channels + 1) * sizeof(float);
+    return vox * ((size_t)hg->channels * hg->acc_bytes + sizeof(float)); /* the weight sum is float32 */
 }
 
 size_t swi__cell_slots(size_t entries) {
@@ -141,7 +141,8 @@ swi_status swi__frontier_land(frontier *f, int h, int64_t image, const int64_t c
     }
     *state = st;
     if (st->rem <= 0) return SWI_ERR_SHAPE; /* a window landed twice: an engine bug */
-    if (full > 1 && st->rem == full) {
+    const int stored = swi__cell_stored(f->g, full);
+    if (stored && st->rem == full) {
         size_t bytes = swi__cell_bytes(hg, c);
         if (f->mem) {
             st->buf = swi__cellmem_get(f->mem, bytes);
@@ -153,9 +154,9 @@ swi_status swi__frontier_land(frontier *f, int h, int64_t image, const int64_t c
     st->rem--;
     if (st->rem == 0) {
         *flags |= SWI_LAND_COMPLETED;
-        size_t bytes = full > 1 ? swi__cell_bytes(hg, c) : 0;
+        size_t bytes = stored ? swi__cell_bytes(hg, c) : 0;
         f->closing += bytes;
-        if (f->mem && (full > 1 || f->slots)) { /* released (and, sparse, dropped) at the batch's end */
+        if (f->mem && (stored || f->slots)) { /* released (and, sparse, dropped) at the batch's end */
             if (f->n_done == f->done_cap) {
                 size_t cap = f->done_cap ? f->done_cap * 2 : 64, n;
                 if (!swi__mul_size(cap, sizeof *f->done, &n)) return SWI_ERR_OVERFLOW;

@@ -98,12 +98,16 @@ typedef struct head_geom {
     int64_t n_cells;            /* prod(ax[k].n_cells) */
     int64_t part_cell_lo[NDIM]; /* cells of the part along each axis (all where not cut) */
     int64_t part_cell_hi[NDIM];
-    float *weights; /* [win] blending weights of this head */
-    void *block;    /* one allocation holding the axis arrays */
+    size_t acc_bytes; /* bytes of one partial sum (the geom's) */
+    float *weights;   /* [win] blending weights of this head */
+    void *block;      /* one allocation holding the axis arrays */
 } head_geom;
 
 typedef struct geom {
     int user_dims;
+    unsigned mirror;                      /* params.mirror_axes over the internal axes (bit a: axis a) */
+    int passes;                           /* predictor runs per window: 2^(mirrored axes) */
+    size_t acc_bytes;                     /* bytes of one partial sum: 4 (float32) or 2 (float16) */
     int reader;                           /* the input comes through a reader (data NULL) */
     int has_part;                         /* only the box [part_lo, part_hi) is computed */
     int part_cut[NDIM];                   /* the box is not the whole of this axis */
@@ -259,6 +263,10 @@ static inline int64_t swi__cell_windows(const head_geom *hg, const int64_t c[NDI
     return hg->ax[0].cell_wcount[c[0]] * hg->ax[1].cell_wcount[c[1]] * hg->ax[2].cell_wcount[c[2]] *
            hg->ax[3].cell_wcount[c[3]];
 }
+/* A cell of `windows` windows keeps partial sums: several windows blend there, or one
+ * window's several mirrored runs do. A cell of one plain window is finished from its
+ * prediction. */
+static inline int swi__cell_stored(const geom *g, int64_t windows) { return windows > 1 || g->passes > 1; }
 /* The cells inside window t: first[a] .. first[a] + count[a] - 1 along each axis. */
 static inline void swi__window_cells(const head_geom *hg, const int64_t t[NDIM], int64_t first[NDIM],
                                      int64_t count[NDIM]) {
@@ -283,11 +291,12 @@ static inline int swi__box_next(int64_t c[NDIM], const int64_t lo[NDIM], const i
     }
     return 0;
 }
-/* Bytes of a cell's partial sums (channels + 1 planes). */
+/* Bytes of a cell's partial sums: channels planes of acc_bytes each and the float32 weight sum. */
 size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]);
 
 typedef struct cell_state {
-    float *buf;    /* partial sums [C+1][cell voxels], NULL unless open (or in a dry run) */
+    float *buf;    /* partial sums [C+1][cell voxels] (float16: engine.h's layout), NULL unless
+                      open (or in a dry run) */
     int64_t rem;   /* windows still to land */
     int32_t stamp; /* engine: batch that last touched it */
     int32_t task;  /* engine: its task in that batch */

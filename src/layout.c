@@ -217,8 +217,24 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
     if (p->mode == SWI_BLEND_CUSTOM && !p->weight_map)
         return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.weight_map is NULL but mode is SWI_BLEND_CUSTOM");
     if (!isfinite(p->cval)) return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.cval is not finite");
+    if (p->mirror_axes >= (1u << p->dims))
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                         "params.mirror_axes = %u: names an axis beyond the %d dims (bits below %u)",
+                         p->mirror_axes, p->dims, 1u << p->dims);
+    if (p->mirror_axes && p->reuse == SWI_REUSE_ON)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                         "params.mirror_axes with params.reuse = SWI_REUSE_ON: mirrored runs are not "
+                         "reused; turn one of them off");
+    if ((unsigned)p->accumulate > SWI_ACCUMULATE_FLOAT16)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG, "params.accumulate = %d: unknown swi_accumulate value",
+                         (int)p->accumulate);
 
     g->user_dims = p->dims;
+    g->mirror = p->mirror_axes << (NDIM - p->dims);
+    g->passes = 1;
+    for (int k = 0; k < p->dims; k++)
+        if (p->mirror_axes & (1u << k)) g->passes *= 2;
+    g->acc_bytes = p->accumulate == SWI_ACCUMULATE_FLOAT16 ? sizeof(uint16_t) : sizeof(float);
     g->batch = in->batch;
     g->reader = in->data == NULL && in->reader != NULL;
     g->cin = in->channels;
@@ -287,6 +303,14 @@ swi_status swi__geom_init(swi_ctx *ctx, const swi_params *p, const swi_tensor *i
         g->part_hi[a] = hi;
         g->part_cut[a] = lo > 0 || hi < s; /* the whole dim given explicitly cuts nothing */
     }
+    int cut = 0;
+    for (int a = 0; a < NDIM; a++) cut |= g->part_cut[a];
+    if (cut && p->mirror_axes && p->sw_batch_size > 1)
+        return swi__fail(ctx, SWI_ERR_INVALID_ARG,
+                         "params.part with mirror_axes needs sw_batch_size 1 (it is %d): a voxel adds its "
+                         "windows' mirrored runs batch by batch, and a part batches other windows together "
+                         "than the whole run, so it would not give the whole run's values bitwise",
+                         p->sw_batch_size);
     int64_t wpi = 1, rv = 1, iv = 1, t;
     for (int a = 0; a < NDIM; a++) {
         if (!swi__mul_i64(wpi, g->n_win[a], &wpi) || !swi__mul_i64(rv, g->roi[a], &rv) ||
@@ -346,6 +370,7 @@ swi_status swi__geom_head(swi_ctx *ctx, geom *g, int h, int64_t channels, const 
     swi__free(hg->weights);
     memset(hg, 0, sizeof *hg);
     hg->channels = channels;
+    hg->acc_bytes = g->acc_bytes;
     for (int a = 0; a < NDIM; a++) hg->win[a] = 1;
     for (int k = 0; k < g->user_dims; k++) {
         int64_t o = user_spatial ? user_spatial[k] : 0;

@@ -63,7 +63,7 @@ typedef struct axis_sums {
 
 typedef struct sim_heads {
     int n;                     /* heads with known channels */
-    size_t bpv[SWI_MAX_HEADS]; /* bytes of partial sums per voxel: (channels + 1) floats */
+    size_t bpv[SWI_MAX_HEADS]; /* bytes of partial sums per voxel: (channels + 1) sums */
     axis_sums ax[SWI_MAX_HEADS][NDIM];
     const uint8_t *in_part[NDIM]; /* [n_win] the window runs along this axis (a part), or NULL */
     int64_t *same_until[NDIM];    /* [n_win] the end of the stretch of windows equal to t */
@@ -103,7 +103,9 @@ static swi_status sim_init(const geom *g, int use_part, sim_heads *s) {
         if (hg->channels <= 0 || hg->n_cells == 0) continue; /* unknown until the first call */
         const int i = s->n++;
         size_t head_bytes = 1, head_cells = 1;
-        if (!swi__mul_size((size_t)hg->channels + 1, sizeof(float), &s->bpv[i])) return SWI_ERR_OVERFLOW;
+        if (!swi__mul_size((size_t)hg->channels, hg->acc_bytes, &s->bpv[i]) ||
+            !swi__add_size(s->bpv[i], sizeof(float), &s->bpv[i])) /* swi__cell_bytes */
+            return SWI_ERR_OVERFLOW;
         for (int a = 0; a < NDIM; a++) {
             const axis_grid *ax = &hg->ax[a];
             axis_sums *q = &s->ax[i][a];
@@ -116,7 +118,7 @@ static swi_status sim_init(const geom *g, int use_part, sim_heads *s) {
                 const int64_t t0 = ax->cell_wfirst[c], t1 = t0 + n - 1;
                 q->q[Q_FIRST][t0] += e;
                 q->q[Q_LAST][t1] += e;
-                if (n == 1) q->q[Q_ONE][t0] += e;
+                if (n == 1 && g->passes == 1) q->q[Q_ONE][t0] += e; /* swi__cell_stored */
                 q->q[Q_NFIRST][t0]++;
                 q->q[Q_NLAST][t1]++;
                 q->total += e;
@@ -558,7 +560,7 @@ static void plan_report(const geom *g, const costs *k, const plan_choice *best, 
     plan->windows_per_image = g->win_per_image;
     plan->windows_total = total;
     plan->sw_batch_size = best->sw;
-    plan->predictor_calls = (total + best->sw - 1) / best->sw;
+    plan->predictor_calls = (total + best->sw - 1) / best->sw * g->passes; /* each mirrored run calls */
     plan->pipeline = best->pipeline;
     plan->threads = threads;
     for (int d = 0; d < g->user_dims; d++) {

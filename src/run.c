@@ -376,6 +376,10 @@ static swi_status start_run(run *r, swi_ctx *ctx, const swi_params *params, cons
                             const swi_predictor *predictor, int n_outputs, const swi_plan *plan) {
     r->pred = predictor;
     r->reuse = params->reuse == SWI_REUSE_ON;
+    /* the mirrored runs: every subset of the mirrored axes, in increasing mask order */
+    for (unsigned m = 0, k = 0; m < (1u << NDIM); m++)
+        if (!(m & ~r->g.mirror)) r->pass_mask[k++] = m;
+    r->pass_w = 1.0f / (float)r->g.passes;
     swi_status st = window_list(r);
     if (st != SWI_OK) return st;
     r->stats.windows_total = r->n_windows;
@@ -440,6 +444,15 @@ swi_status swi_run(swi_ctx *ctx, const swi_params *params, const swi_tensor *inp
         st = book_batch(&r, s);
         if (st != SWI_OK) break;
         r.cur = s;
+        /* every mirrored run but the last is blended on its own; the last is blended and
+         * finished while the next batch's first call runs, when pipelining */
+        for (r.pass = 0; r.pass < r.g.passes - 1 && st == SWI_OK; r.pass++) {
+            swi_phase blend = {swi__blend_item, &r, r.n_acc};
+            swi__pool_submit(r.pool, &blend, 1);
+            swi__pool_wait(r.pool);
+            st = swi__mirror_run(&r, s, r.pass_mask[r.pass], r.pass_mask[r.pass + 1]);
+        }
+        if (st != SWI_OK) break;
         swi_phase phases[2] = {{swi__blend_item, &r, r.n_acc}, {swi__finish_item, &r, r.n_fin}};
         swi__pool_submit(r.pool, phases, 2);
         int other = r.n_slots == 2 ? 1 - cur : cur;

@@ -4,6 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
+int bench_tta_init_engine_mirror(bench_tta *t, bench_net_kind kind, int64_t classes, int folds, int dims,
+                                 const int64_t *spatial, int max_batch, int threads, char *err, size_t n) {
+    return bench_tta_init(t, kind, classes, folds, 0, dims, spatial, max_batch, threads, err, n);
+}
+
 int bench_tta_init(bench_tta *t, bench_net_kind kind, int64_t classes, int folds, unsigned axes, int dims,
                    const int64_t *spatial, int max_batch, int threads, char *err, size_t n) {
     memset(t, 0, sizeof *t);

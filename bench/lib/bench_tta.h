@@ -1,9 +1,9 @@
 /*
  * bench_tta.h -- the synthetic network run as an nnU-Net job runs its model: `folds`
  * members (bench_nets whose class weights differ), each mirrored along `axes` through
- * swi_predictor_mirror, their mean through swi_predictor_mean -- the combinators and the
- * order of pipeline/nnunet_job.c, so that `swi bench --mirror-axes --folds` costs what
- * a job's test-time mirroring and ensemble cost.
+ * swi_predictor_mirror (or in the engine: swi_params.mirror_axes, as pipeline/nnunet_job.c
+ * mirrors), their mean through swi_predictor_mean, so that `swi bench --mirror-axes
+ * --folds` costs what a job's test-time mirroring and ensemble cost.
  */
 #ifndef SWI_BENCH_TTA_H
 #define SWI_BENCH_TTA_H
@@ -31,9 +31,14 @@ typedef struct bench_tta {
 int bench_tta_init(bench_tta *t, bench_net_kind kind, int64_t classes, int folds, unsigned axes, int dims,
                    const int64_t *spatial, int max_batch, int threads, char *err, size_t n);
 
+/* The same with the mirroring left to the engine (swi_params.mirror_axes = axes, which the
+ * caller sets): no mirror combinators, top is the members' mean or the one member. */
+int bench_tta_init_engine_mirror(bench_tta *t, bench_net_kind kind, int64_t classes, int folds, int dims,
+                                 const int64_t *spatial, int max_batch, int threads, char *err, size_t n);
+
 /* The combinators' scratch for such a model: the mirrors one batch of outputs and one of
  * mirrored inputs (in_channels), shared (swi_predictor_mirror_share), the mean one batch of
- * outputs. */
+ * outputs. axes 0 for the engine's mirroring, which holds no scratch. */
 size_t bench_tta_scratch_bytes(int folds, unsigned axes, int64_t classes, int64_t in_channels, int dims,
                                const int64_t *spatial, int max_batch);
 

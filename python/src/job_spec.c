@@ -152,6 +152,7 @@ int swipy_job_spec(PyObject *d, swi_job_spec *s) {
         swipy_get_int(&f, "no_mirroring", &s->no_mirroring) < 0 ||
         get_double(&f, "tile_step", &s->tile_step) < 0 ||
         swipy_get_int(&f, "save_probabilities", &s->save_probabilities) < 0 ||
+        swipy_get_int(&f, "accumulate_float16", &s->accumulate_float16) < 0 ||
 #endif
 #ifdef SWI_PY_JOB_KEEP_SCORES
         swipy_get_int(&f, "keep_scores", &s->keep_scores) < 0 ||

@@ -71,7 +71,8 @@ def segment_folder(input_dir: PathLike, output_dir: PathLike, *, model: Optional
                    on_message: Optional[Callable[[str], Any]] = None,
                    on_case: Optional[Callable[[FolderCase], Any]] = None, isolate_reads: bool = False,
                    folds: Union[None, int, str, Sequence[Any]] = None, disable_tta: bool = False,
-                   tile_step_size: Optional[float] = None, save_probabilities: bool = False) -> FolderResult:
+                   tile_step_size: Optional[float] = None, save_probabilities: bool = False,
+                   accumulate: str = "float32") -> FolderResult:
     """Segment every case of ``input_dir`` into ``output_dir`` as ``swi segment --input-dir``
     does, each case as `segment` would segment it alone.
 
@@ -102,7 +103,7 @@ def segment_folder(input_dir: PathLike, output_dir: PathLike, *, model: Optional
                        padding, cval, sw_batch_size, tta, head, clip, scale, zscore, nonfinite, None, None,
                        no_card, no_reuse, reuse_cache, no_rewrite, device, max_memory, threads)
     del spec["inputs"]  # each case's files
-    _nnunet_fields(spec, folds, disable_tta, tile_step_size, save_probabilities)
+    _nnunet_fields(spec, folds, disable_tta, tile_step_size, save_probabilities, accumulate)
     spec["force"] = int(bool(force))
     if output_format not in ("nii.gz", "nii", "nrrd", "mha"):
         raise ValueError(f"output_format must be 'nii.gz', 'nii', 'nrrd' or 'mha', got {output_format!r}")

@@ -176,6 +176,27 @@ def test_python_segment(tmp_path, models, cases):
     assert p["members"] == 2 and "crop to the nonzero box" in p["describe"]
 
 
+def test_python_accumulate_float16(tmp_path, models, cases):
+    # accumulate="float16": nnU-Net's own accumulator, the same labels as float32 sums here and
+    # probabilities close to them; refused for a plain model and for an unknown type
+    import swi
+
+    if not getattr(swi._swi, "PIPELINE_NNUNET", 0):
+        pytest.skip("a pipeline library without nnU-Net jobs")
+    ins = [str(p) for p in cases["mr"]]
+    r32 = swi.segment(ins, str(tmp_path / "a.nii.gz"), model=str(models[MR3D]), save_probabilities=True)
+    r16 = swi.segment(ins, str(tmp_path / "b.nii.gz"), model=str(models[MR3D]), save_probabilities=True,
+                      accumulate="float16")
+    assert np.array_equal(r32.labels, r16.labels)
+    p32 = np.load(tmp_path / "a.npz")["probabilities"]
+    p16 = np.load(tmp_path / "b.npz")["probabilities"]
+    d = np.abs(p32 - p16)
+    assert 0 < d.max() <= 0.05 and np.mean(d > 1e-3) < 0.01, (float(d.max()), float(np.mean(d > 1e-3)))
+    with pytest.raises(ValueError, match="accumulate"):
+        swi.segment(ins, str(tmp_path / "c.nii.gz"), model=str(models[MR3D]), accumulate="float64")
+    assert not (tmp_path / "c.nii.gz").exists()
+
+
 def test_plan_describes_the_steps(models, cases):
     swi = swi_binary()
     r = run(swi, "plan", "--model", models[CT3D], "--input", cases["ct"][0])
@@ -237,6 +258,13 @@ def test_refusals_model_dir(tmp_path, models, cases):
     r = run(swi, "segment", "--model", tmp_path / "none.onnx", "--input", cases["ct"][0], "--output",
             tmp_path / "x.nii.gz", "--disable-tta", ok=False)
     assert r.returncode != 0 and "--disable-tta applies to an nnU-Net model directory" in r.stderr, r.stderr
+    r = run(swi, "segment", "--model", tmp_path / "none.onnx", "--input", cases["ct"][0], "--output",
+            tmp_path / "x.nii.gz", "--accumulate", "float16", ok=False)
+    assert r.returncode != 0 and "--accumulate float16 applies to an nnU-Net model directory" in r.stderr, r.stderr
+    r = run(swi, "segment", "--model", models[CT3D], "--input", cases["ct"][0], "--output", tmp_path / "x.nii.gz",
+            "--accumulate", "half", ok=False)
+    assert r.returncode == 2 and "--accumulate 'half': takes float32 or float16" in r.stderr, r.stderr
+    assert not (tmp_path / "x.nii.gz").exists()
 
 
 def test_session_environment(tmp_path, models, cases):

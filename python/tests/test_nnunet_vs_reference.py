@@ -49,6 +49,26 @@ def dice(a, b, label):
 
 @pytest.mark.parametrize("name,run,variant", RUNS, ids=[f"{n}-{r['configuration']}-{v['name']}" for n, r, v in RUNS])
 def test_labels_equal_nnunets(tmp_path, name, run, variant):
+    diff = _segment_and_compare(tmp_path, name, run, variant, [])
+    if variant.get("accumulation") == "float32":
+        assert diff.max() <= 1e-3, (float(diff.max()), np.unravel_index(np.argmax(diff), diff.shape))
+
+
+STOCK = [(name, run, v) for name, run, v in RUNS if v.get("accumulation") != "float32"]
+
+
+@pytest.mark.parametrize("name,run,variant", STOCK, ids=[f"{n}-{r['configuration']}-{v['name']}" for n, r, v in STOCK])
+def test_float16_sums_agree_with_stock(tmp_path, name, run, variant):
+    """--accumulate float16 (nnU-Net's own accumulator, half the partial sums' memory) meets the
+    same agreement with stock nnU-Net: Dice >= 0.99 / 0.98, 99 % of the probabilities within
+    1e-3 (measured: at most 0.17 % beyond, largest 0.030), and never more than 0.05 apart."""
+    diff = _segment_and_compare(tmp_path, name, run, variant, ["--accumulate", "float16"])
+    assert diff.max() <= 0.05, float(diff.max())
+
+
+def _segment_and_compare(tmp_path, name, run, variant, extra):
+    """Segment one case as the variant says, check labels and probabilities; the |difference|
+    of the probabilities."""
     swi = swi_binary()
     case = DOC["cases"][name]
     out = tmp_path / "seg.nii.gz"
@@ -58,6 +78,7 @@ def test_labels_equal_nnunets(tmp_path, name, run, variant):
         cmd += ["--input", str(DATA / f)]
     if not variant["use_mirroring"]:
         cmd.append("--disable-tta")
+    cmd += extra
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0 and "libzip" in r.stderr:
         pytest.skip("swi built without libzip (--save-probabilities)")
@@ -79,11 +100,15 @@ def test_labels_equal_nnunets(tmp_path, name, run, variant):
     assert probs.shape == want.shape
     diff = np.abs(probs - want)
     assert np.mean(diff > 1e-3) < 0.01, np.quantile(diff, [0.99, 1.0])
-    if variant.get("accumulation") == "float32":
+    if variant.get("accumulation") == "float32" and not extra:
         # nnU-Net's arithmetic in float32, as swi's: the same labels, every probability within 1e-3
         differing = int((ours != ref).sum())
         assert differing == 0, (differing, dict(zip(labels, d)))
-        assert diff.max() <= 1e-3, (float(diff.max()), np.unravel_index(np.argmax(diff), diff.shape))
+    if os.environ.get("SWI_REPORT_AGREEMENT"):
+        print(f"\nAGREE {name} {run['configuration']} {variant['name']} {' '.join(extra)}: dice mean {np.mean(d):.5f} "
+              f"min {min(d):.5f} labels differ {int((ours != ref).sum())}/{ours.size} probs >1e-3 "
+              f"{np.mean(diff > 1e-3):.5f} max {diff.max():.3g}")
+    return diff
 
 
 F32 = [(name, run, v) for name, run, v in RUNS if v.get("accumulation") == "float32"]
