@@ -444,6 +444,7 @@ static void flip_planes(run *r, float *data, int64_t planes, const int64_t shape
 
 swi_status swi__mirror_run(run *r, slot *s, unsigned from, unsigned to) {
     const geom *g = &r->g;
+    swi__slot_release(s); /* the run before is blended: what it handed over goes back */
     flip_planes(r, s->input, (int64_t)s->n * g->cin, g->roi, from ^ to);
     swi_status st = predict_slot(r, s, s->first, s->n);
     if (st != SWI_OK) return st;

@@ -27,10 +27,11 @@ typedef struct net {
     int adopt;  /* hand head 0 over with swi_batch_set_output */
     int inf_at; /* >= 0: head 0's channel 0 is +Inf at this window-local voxel */
     int64_t calls, windows;
+    int64_t handed, released; /* outputs handed over, and given back */
 } net;
 
 static void release_buf(void *user, const float *data) {
-    (void)user;
+    ((net *)user)->released++;
     free((void *)data);
 }
 
@@ -61,9 +62,12 @@ static int net_predict(void *user, swi_batch *b) {
                 if (m->inf_at == v && c == 0) y = INFINITY;
                 out[(i * m->C + c) * vox + v] = y;
             }
-    if (m->adopt && swi_batch_set_output(b, 0, m->C, roi, out, release_buf, NULL) != 0) {
-        free(out);
-        return 1;
+    if (m->adopt) {
+        if (swi_batch_set_output(b, 0, m->C, roi, out, release_buf, m) != 0) {
+            free(out);
+            return 1;
+        }
+        m->handed++;
     }
     if (m->heads == 2) { /* head 1: 2 channels at twice the window, nearest: commutes with mirroring */
         int64_t sp[SWI_MAX_DIMS], zv = 1;
@@ -167,7 +171,7 @@ static void engine_vs_combinator(const setup *u, unsigned axes, int adopt) {
     float *x = make_input(u, &nx);
     swi_params p;
     params_for(u, &p);
-    net a = {3, 1, 1, adopt, -1, 0, 0}, b = {3, 1, 1, 0, -1, 0, 0};
+    net a = {3, 1, 1, adopt, -1, 0, 0, 0, 0}, b = {3, 1, 1, 0, -1, 0, 0, 0, 0};
     swi_predictor pa = {net_predict, &a}, pb = {net_predict, &b}, mir;
     char err[256];
     CHECK(swi_predictor_mirror(&pb, axes, 3, u->dims, u->roi, u->sw, &mir, err, sizeof err) == SWI_OK, "%s",
@@ -202,6 +206,8 @@ static void engine_vs_combinator(const setup *u, unsigned axes, int adopt) {
               "calls: stats %lld plan %lld network %lld", (long long)s1.predictor_calls,
               (long long)plan.predictor_calls, (long long)a.calls);
         CHECK(s1.windows_predicted == a.windows, "windows_predicted %lld", (long long)s1.windows_predicted);
+        CHECK(a.handed == a.released, "%lld outputs handed over, %lld given back", (long long)a.handed,
+              (long long)a.released);
     } else {
         CHECK(0, "results missing or of different sizes (%zu, %zu)", n1, n2);
     }
@@ -222,7 +228,7 @@ static void heads_mirrored_back(const setup *u, unsigned axes, swi_accumulate ac
     swi_params p;
     params_for(u, &p);
     p.accumulate = acc;
-    net a = {3, 0, 2, 0, -1, 0, 0};
+    net a = {3, 0, 2, 0, -1, 0, 0, 0, 0};
     swi_predictor pa = {net_predict, &a};
     swi_params pm = p;
     pm.mirror_axes = axes;
@@ -250,7 +256,7 @@ static void float16_vs_float32(const setup *u, unsigned axes) {
     swi_params p;
     params_for(u, &p);
     p.mirror_axes = axes;
-    net a = {8, 1, 1, 0, -1, 0, 0};
+    net a = {8, 1, 1, 0, -1, 0, 0, 0, 0};
     swi_predictor pa = {net_predict, &a};
     swi_params ph = p;
     ph.accumulate = SWI_ACCUMULATE_FLOAT16;
@@ -289,7 +295,7 @@ static void parts_bitwise(const setup *u, unsigned axes, swi_accumulate acc) {
     params_for(u, &p);
     p.mirror_axes = axes;
     p.accumulate = acc;
-    net a = {3, 1, 1, 0, -1, 0, 0};
+    net a = {3, 1, 1, 0, -1, 0, 0, 0, 0};
     swi_predictor pa = {net_predict, &a};
     swi_status st;
     size_t n = 0, np = 0;
@@ -334,7 +340,7 @@ static void float16_inf(void) {
     float *x = make_input(&u, &nx);
     swi_params p;
     params_for(&u, &p);
-    net a = {2, 0, 1, 0, 5, 0, 0};
+    net a = {2, 0, 1, 0, 5, 0, 0, 0, 0};
     swi_predictor pa = {net_predict, &a};
     swi_status st;
     size_t n1 = 0, n2 = 0;
@@ -405,7 +411,7 @@ static void refusals(void) {
     setup u = {2, {9, 10}, {4, 6}, 1, 1, SWI_PIPELINE_OFF, SWI_GRID_MONAI};
     int64_t nx;
     float *x = make_input(&u, &nx);
-    net a = {2, 0, 1, 0, -1, 0, 0};
+    net a = {2, 0, 1, 0, -1, 0, 0, 0, 0};
     swi_predictor pa = {net_predict, &a};
     swi_params p;
     params_for(&u, &p);
