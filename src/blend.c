@@ -73,6 +73,7 @@ SWI_KERNEL void swi__blend_item(void *arg, int64_t item, int worker) {
     acc_seg *seg = r->ws[worker].segs;
     const int pass = r->pass, half = hg->acc_bytes != sizeof(float);
     const float sc = r->pass_w;
+    float *share = r->ws[worker].share;
     /* Plane-outer: for each plane the window's prediction, its weights and each cell's
      * partial sums are read as long forward streams, which the prefetchers follow. A
      * cell-by-cell walk (or plane-inner per row) jumps between ~2C streams of short rows
@@ -113,6 +114,7 @@ SWI_KERNEL void swi__blend_item(void *arg, int64_t item, int worker) {
             /* float32 sums take a window's weight once, with its first run */
             if (pl == C && !half && pass > 0) continue;
             const float *xp = pl < C ? P + (size_t)pl * (size_t)hg->win_vox : NULL;
+            size_t fi = 0; /* float16: where this row's factors are in the share buffer */
             for (int64_t i0 = 0; i0 < e0; i0++)
                 for (int64_t i1 = it->i1lo; i1 < it->i1hi; i1++)
                     for (int64_t k2 = 0; k2 < cc2; k2++) {
@@ -136,12 +138,18 @@ SWI_KERNEL void swi__blend_item(void *arg, int64_t item, int worker) {
                                                                (size_t)pl * (size_t)q->vox +
                                                                crow * (size_t)e3;
                                         const float *restrict x = xp + wrow + q->lo3;
-                                        if (set)
+                                        float *restrict f = share + fi;
+                                        fi += (size_t)e3;
+                                        if (set) {
                                             for (int64_t v = 0; v < e3; v++) m[v] = swi__f2h(x[v]);
-                                        else
+                                        } else {
+                                            /* each voxel's factor once, with the item's first plane */
+                                            if (pl == it->p0)
+                                                for (int64_t v = 0; v < e3; v++)
+                                                    f[v] = w[v] * sc / (W[v] + w[v] * sc);
                                             for (int64_t v = 0; v < e3; v++)
-                                                m[v] = swi__f2h(
-                                                    swi__mean_step(swi__h2f(m[v]), x[v], w[v] * sc, W[v]));
+                                                m[v] = swi__f2h(swi__mean_step(swi__h2f(m[v]), x[v], f[v]));
+                                        }
                                     } else if (set) {
                                         for (int64_t v = 0; v < e3; v++) W[v] = w[v] * sc;
                                     } else {

@@ -53,10 +53,11 @@ static inline uint16_t swi__f2h(float v) {
     return (uint16_t)(((big & is_big) | (tiny & is_tiny) | (normal & ~(is_big | is_tiny))) | sign >> 16);
 }
 /* The weighted mean m of the scores so far (weight sum W) after one more score x of weight
- * w: m + (x - m) * w / (W + w). Where m or x is not finite it is the sum's rule instead
- * (Inf + finite = Inf, Inf - Inf = NaN, NaN stays), as the float32 sums behave. */
-static inline float swi__mean_step(float m, float x, float w, float W) {
-    const float f = w / (W + w), stepped = m + (x - m) * f, summed = m + x;
+ * w: m + (x - m) * f, f = w / (W + w) being the same for every class of the voxel. Where m
+ * or x is not finite it is the sum's rule instead (Inf + finite = Inf, Inf - Inf = NaN, NaN
+ * stays), as the float32 sums behave. */
+static inline float swi__mean_step(float m, float x, float f) {
+    const float stepped = m + (x - m) * f, summed = m + x;
     /* a mask, not a branch: the loop stays vectorisable */
     const uint32_t finite = 0u - (uint32_t)((fabsf(m) <= FLT_MAX) & (fabsf(x) <= FLT_MAX));
     return swi__bitsf((swi__fbits(stepped) & finite) | (swi__fbits(summed) & ~finite));
@@ -131,6 +132,8 @@ typedef struct slot {
 
 typedef struct worker_scratch {
     acc_seg *segs; /* [seg_cap] the cells of one window, one axis-0 row of cells */
+    float *share;  /* float16 sums: each voxel's w / (W + w) for one window of an item,
+                      computed with its first plane and read by the others */
     float *scores;
     float *soft; /* [C][chunk] softmax of scores, when an output asks for it */
     reduce_scratch rs;

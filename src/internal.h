@@ -291,6 +291,13 @@ static inline int swi__box_next(int64_t c[NDIM], const int64_t lo[NDIM], const i
     }
     return 0;
 }
+/* Floats of a worker's share buffer (float16 sums): one window of the largest head. */
+static inline size_t swi__share_floats(const geom *g) {
+    size_t n = (size_t)g->roi_vox;
+    for (int h = 0; h < g->n_heads; h++)
+        if ((size_t)g->heads[h].win_vox > n) n = (size_t)g->heads[h].win_vox;
+    return n;
+}
 /* Bytes of a cell's partial sums: channels planes of acc_bytes each and the float32 weight sum. */
 size_t swi__cell_bytes(const head_geom *hg, const int64_t cell[NDIM]);
 

@@ -423,6 +423,8 @@ static swi_status plan_costs(swi_ctx *ctx, const swi_params *p, const geom *g, c
     if (g->reader)
         add_mul(&k->scratch, (size_t)g->cin * (size_t)g->roi_vox, sizeof(float)); /* the read box */
     add_mul(&k->scratch, swi__seg_cap(g) * (size_t)threads, SWI_ACC_SEG_BYTES);
+    if (g->acc_bytes != sizeof(float)) /* the workers' share buffers (run.c) */
+        add_mul(&k->scratch, swi__share_floats(g) * (size_t)threads, sizeof(float));
     k->want_cache = p->reuse == SWI_REUSE_ON ? (p->reuse_cache > 0 ? p->reuse_cache : 1) : 0;
     add_mul(&k->entry, (size_t)g->cin, (size_t)g->roi_vox * sizeof(float));
     for (int h = 0; h < g->n_heads; h++)

@@ -141,6 +141,8 @@ static swi_status setup_after_first_call(run *r, const swi_output *outs) {
         size_t n = r->chunk_cap;
         w->segs = swi__calloc(r->seg_cap, sizeof(acc_seg));
         if (!w->segs) return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
+        if (g->acc_bytes != sizeof(float) && !(w->share = swi__malloc(swi__share_floats(g) * sizeof(float))))
+            return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
         w->scores = swi__malloc(n * cmax * sizeof(float));
         if (want_soft && !(w->soft = swi__malloc(n * cmax * sizeof(float))))
             return swi__fail(r->ctx, SWI_ERR_NOMEM, "out of memory for worker scratch");
@@ -203,6 +205,7 @@ static void free_run(run *r) {
         for (int i = 0; i < r->threads; i++) {
             worker_scratch *w = &r->ws[i];
             swi__free(w->segs);
+            swi__free(w->share);
             swi__free(w->scores);
             swi__free(w->soft);
             swi__free(w->rs.best);

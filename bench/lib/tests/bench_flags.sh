@@ -69,7 +69,11 @@ expect 1 "is the same file as --input" --input "$T/in.nii.gz" --classes 3 --roi 
 # a run that fails leaves no file, nor a temporary
 expect 1 "below the smallest plan" "${small[@]}" --labels-raw "$T/l2.raw" --max-memory 1K
 [ -z "$(ls -A "$T" | grep -E '^\.?l2\.raw')" ] || { echo "FAIL: a failed run left $(ls -A "$T")" >&2; fails=$((fails + 1)); }
-expect 0 "plan: mirroring and ensemble scratch 144 KiB beside the engine" "${small[@]}" --mirror-axes 0 --folds 2
+# the engine mirrors in place: beside it only the second member's window (16^3 x 4 floats);
+# mirroring by a combinator adds a flipped input and output window
+expect 0 "plan: mirroring and ensemble scratch 64.0 KiB beside the engine" "${small[@]}" --mirror-axes 0 --folds 2
+expect 0 "plan: mirroring and ensemble scratch 144 KiB beside the engine" "${small[@]}" --mirror-axes 0 --folds 2 \
+  --mirror-by combinator
 
 # refusals: exit 2, one line naming the flag
 expect 2 "--grid takes monai or nnunet" "${small[@]}" --grid nnU-Net
