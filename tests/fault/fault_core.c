@@ -33,7 +33,8 @@
  *           weight map, replicate padding, automatic pipelining
  *   big     buffers large enough for the page-backed paths (window batches >= 1 MiB,
  *           partial sums >= 64 KiB: the arena, and cells in mappings of their own)
- *   sparse  stream with the frontier's sparse cell table (forced: swi__sparse_tables)
+ *   sparse  stream with the frontier's sparse cell table (forced: swi__sparse_tables),
+ *           nnU-Net's grid, mirroring in the engine and float16 partial sums
  * Predictor misbehaviour (a failure, a region-callback stop, a cancel at every call) is
  * walked in-process by `walk` too: each must stop the run with its status, free
  * everything, and leave the context usable.
@@ -362,10 +363,13 @@ static void make_scenario(scenario *sc, const char *name) {
         p->heads[0].channels = 4;
         add_output(sc, 0, SWI_REDUCE_ARGMAX, 0, 1, size, 4);
         sc->sparse = !strcmp(name, "sparse");
-        if (sc->sparse) { /* nnU-Net's grid and importance map (their own allocation) */
+        if (sc->sparse) { /* nnU-Net's grid and importance map (their own allocation), its
+                           * mirroring in the engine and its float16 partial sums */
             p->grid = SWI_GRID_NNUNET;
             p->mode = SWI_BLEND_GAUSSIAN_NNUNET;
             for (int k = 0; k < 3; k++) p->overlap[k] = 0.5;
+            p->mirror_axes = 7;
+            p->accumulate = SWI_ACCUMULATE_FLOAT16;
         }
     } else if (!strcmp(name, "big")) {
         sc->dims = 3;
@@ -661,8 +665,9 @@ static int spawn_one(const char *self, const char *name, uint64_t hash, const ch
     return 0;
 }
 
-/* In-process walks of the predictor, callback and progress stops at every call. */
-static int walk_stops(scenario *sc, uint64_t want, int calls) {
+/* In-process walks of the predictor, callback and progress stops at every call (mirroring
+ * makes several predictor calls per progress report, so each is counted on its own). */
+static int walk_stops(scenario *sc, uint64_t want, int calls, int reports) {
     int bad = 0;
     swi_ctx *ctx = swi_create();
     if (!ctx) die("swi_create");
@@ -671,7 +676,7 @@ static int walk_stops(scenario *sc, uint64_t want, int calls) {
         if (sc->sinks[i].data && stop_sink < 0) stop_sink = i;
     for (int kind = 0; kind < 3; kind++) {
         if (kind == 1 && stop_sink < 0) continue;
-        int limit = kind == 1 ? 1 << 30 : calls;
+        int limit = kind == 1 ? 1 << 30 : kind == 0 ? calls : reports;
         for (int k = 1; k <= limit; k++) {
             sc->pred_fail_at = kind == 0 ? k : 0;
             sc->cancel_at = kind == 2 ? k : 0;
@@ -754,7 +759,7 @@ static int walk(const char *self, int nnames, char **names) {
             die("%s: the fault-free run fails: %s: %s", names[s], swi_status_name(st), swi_last_error(ctx));
         long long allocs = swi__alloc_count() - a0 + 1; /* + swi_create */
         int threads = atomic_load(&thread_starts) - t0;
-        int calls = sc.pred_calls;
+        int calls = sc.pred_calls, reports = sc.progress_calls;
         uint64_t h2;
         if (run_scenario(ctx, &sc, &h2) != SWI_OK || h2 != hash)
             die("%s: two fault-free runs differ (the walk needs deterministic results)", names[s]);
@@ -767,9 +772,10 @@ static int walk(const char *self, int nnames, char **names) {
             sbad |= spawn_one(self, names[s], hash, "SWI_FAULT_ALLOC", n, &sites);
         for (int n = 1; n <= threads; n++)
             sbad |= spawn_one(self, names[s], hash, "SWI_FAULT_THREAD", n, &sites);
-        sbad |= walk_stops(&sc, hash, calls);
-        printf("%s %s: %lld allocation faults, %d thread-start faults, %d predictor calls x 3 stops\n",
-               sbad ? "FAIL" : "PASS", names[s], allocs, threads, calls);
+        sbad |= walk_stops(&sc, hash, calls, reports);
+        printf("%s %s: %lld allocation faults, %d thread-start faults, %d predictor calls, %d progress "
+               "reports, region stops\n",
+               sbad ? "FAIL" : "PASS", names[s], allocs, threads, calls, reports);
         fflush(stdout);
         points += allocs + threads;
         bad |= sbad;
