@@ -6,14 +6,17 @@
  * roi, overlap, blending, padding, batch, channels, heads with declared or learned and
  * zoomed shapes, sw_batch_size, threads, pipelining, loop order, memory budget, and up to
  * four outputs of any reduction going to library memory, a caller buffer or a region
- * callback) and, optionally, one misbehaviour (the predictor fails, changes shape or
- * returns NaN at some call, a region callback or the progress callback says stop, some
- * input voxels are NaN). The rest of the bytes are the voxels.
+ * callback, test-time mirroring in the engine, float16 partial sums) and, optionally, one
+ * misbehaviour (the predictor fails, changes shape or returns NaN at some call, a region
+ * callback or the progress callback says stop, some input voxels are NaN). The rest of
+ * the bytes are the voxels.
  *
  * The predictor is a pure function of each window, so the expected result can be
  * recomputed here the simple way: pad the whole image, run the same function on every
- * window, accumulate pred * w and w over the padded grid, divide, crop
- * (tests/data/golden/README.md, "What the reference computes"). The run must:
+ * window (mirrored: on each of its flips, flipped back and averaged), accumulate pred * w
+ * and w over the padded grid, divide, crop (tests/data/golden/README.md, "What the
+ * reference computes"). With float16 sums the values may stray by a bound worked out per
+ * voxel (fuzz_engine_ref.c). The run must:
  *   - succeed, or fail with exactly the status the parameters call for (reflect padding
  *     wider than the image, a zoom that does not place, a budget, an injected fault),
  *     with a message, and then report no result;
@@ -248,6 +251,10 @@ static int build(cfg *c, bytes *in) {
     unsigned mb = take(in);
     c->misb = mb < 160 ? MISB_NONE : 1 + (int)(mb % 6);
     c->misb_at = 1 + (int)pick(in, 4);
+    /* test-time mirroring in the engine, and float16 partial sums */
+    unsigned xb = take(in);
+    c->mirror = xb >= 128 ? (xb & 7) & ((1u << c->dims) - 1) : 0;
+    c->f16 = (xb >> 3) & 1;
     /* a learned head takes its shape from the first call: a change shows from the second */
     if (c->misb == MISB_PRED_SHAPE && c->misb_at == 1 && !c->declare_c[c->n_heads - 1]) c->misb_at = 2;
     /* the voxels */
@@ -286,6 +293,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p.threads = c.threads;
     p.pipeline = c.pipeline < 0 ? SWI_PIPELINE_AUTO : c.pipeline ? SWI_PIPELINE_ON : SWI_PIPELINE_OFF;
     p.max_memory = c.max_memory;
+    p.mirror_axes = c.mirror;
+    p.accumulate = c.f16 ? SWI_ACCUMULATE_FLOAT16 : SWI_ACCUMULATE_FLOAT32;
     p.n_heads = c.n_heads;
     for (int h = 0; h < c.n_heads; h++) {
         p.heads[h].channels = c.declare_c[h] ? c.C[h] : 0;
@@ -366,8 +375,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* Plan first: it must agree with the run on the grid. */
     swi_plan plan;
     swi_status pst = swi_plan_run(ctx, &p, &t, c.outs, c.n_outs, &plan);
-    int64_t nwin = 1;
+    int64_t nwin = 1, passes = 1; /* each mirrored run sees every window */
     for (int k = 0; k < c.dims; k++) {
+        if (c.mirror >> k & 1) passes *= 2;
         int64_t st[64];
         int64_t n = fuzz_starts_of(c.size[k], c.r[k], c.overlap[k], st);
         int64_t got[64];
@@ -385,7 +395,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(plan.windows_total == nwin * c.batch, "plan: windows_total");
         CHECK(plan.sw_batch_size >= 1 && plan.sw_batch_size <= c.sw, "plan: sw_batch_size %d",
               plan.sw_batch_size);
-        CHECK(plan.predictor_calls == (plan.windows_total + plan.sw_batch_size - 1) / plan.sw_batch_size,
+        CHECK(plan.predictor_calls ==
+                  (plan.windows_total + plan.sw_batch_size - 1) / plan.sw_batch_size * passes,
               "plan: predictor_calls");
         CHECK(c.max_memory == 0 || plan.bytes_peak <= c.max_memory, "plan: peak %zu over budget %zu",
               plan.bytes_peak, c.max_memory);
@@ -420,8 +431,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(!reflect_bad && placeable, "run succeeded where it must fail");
         CHECK(c.misb != MISB_PRED_FAIL || ps.calls < c.misb_at, "predictor failure ignored");
         CHECK(c.misb != MISB_PRED_SHAPE || ps.calls < c.misb_at, "shape change ignored");
-        CHECK(ps.windows == nwin * c.batch, "predictor saw %lld windows, expected %lld",
-              (long long)ps.windows, (long long)(nwin * c.batch));
+        CHECK(ps.windows == nwin * c.batch * passes, "predictor saw %lld windows, expected %lld",
+              (long long)ps.windows, (long long)(nwin * c.batch * passes));
         if (pst == SWI_OK && c.max_memory == 0)
             CHECK(ps.calls == plan.predictor_calls, "%d predictor calls, plan said %lld", ps.calls,
                   (long long)plan.predictor_calls);
@@ -471,7 +482,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(sinks[i].data);
         free(sinks[i].hits);
     }
-    for (int h = 0; h < 2; h++) free(rh[h].scores);
+    for (int h = 0; h < 2; h++) {
+        free(rh[h].scores);
+        free(rh[h].tol16);
+    }
     free(c.weight_map);
     free(c.input);
     return 0;

@@ -50,6 +50,8 @@ typedef struct cfg {
     swi_output outs[4];
     int where[4]; /* 0 library, 1 dst, 2 callback only, 3 dst + callback */
     int misb, misb_at;
+    unsigned mirror;   /* swi_params.mirror_axes: bit k mirrors user dim k */
+    int f16;           /* swi_params.accumulate = SWI_ACCUMULATE_FLOAT16 */
     float *weight_map; /* SWI_BLEND_CUSTOM */
     float *input;
 } cfg;
@@ -66,6 +68,7 @@ typedef struct refhead {
     int placeable;
     int64_t out[D]; /* cropped output grid */
     double *scores; /* [batch][C][out] */
+    double *tol16;  /* [batch][out]: float16 sums' bound on a score's error, else NULL */
 } refhead;
 
 /* Blended scores of head h, or placeable = 0 when a window does not land whole. */

@@ -141,8 +141,14 @@ void fuzz_reference(const cfg *c, int h, refhead *rh) {
     float *w = malloc((size_t)rv * sizeof(float)), *wo = malloc((size_t)ovx * sizeof(float));
     float *win = malloc((size_t)(c->cin * rv) * sizeof(float));
     float *pred = malloc((size_t)(C * ovx) * sizeof(float));
+    double *mean = malloc((size_t)(C * ovx) * sizeof(double));
     double *acc = calloc((size_t)(c->batch * C * fv), sizeof(double));
     double *cnt = calloc((size_t)fv, sizeof(double));
+    /* float16 sums: per voxel, how many runs it adds and the largest score among them */
+    int64_t *adds = c->f16 ? calloc((size_t)fv, sizeof(int64_t)) : NULL;
+    double *big = c->f16 ? calloc((size_t)(c->batch * fv), sizeof(double)) : NULL;
+    int passes = 0;
+    for (unsigned m = 0; m < 1u << D; m++) passes += (m & ~c->mirror) == 0;
     ref_weights(c, w);
     int64_t i[D];
     for (i[0] = 0; i[0] < o[0]; i[0]++)
@@ -161,38 +167,61 @@ void fuzz_reference(const cfg *c, int h, refhead *rh) {
             for (int64_t t1 = 0; t1 < nw[1]; t1++)
                 for (int64_t t2 = 0; t2 < nw[2]; t2++) {
                     const int64_t s0[D] = {st[0][t0], st[1][t1], st[2][t2]};
-                    for (int64_t q = 0; q < c->cin; q++)
-                        for (i[0] = 0; i[0] < r[0]; i[0]++)
-                            for (i[1] = 0; i[1] < r[1]; i[1]++)
-                                for (i[2] = 0; i[2] < r[2]; i[2]++) {
-                                    int64_t x[D];
-                                    int constant = 0;
-                                    for (int k = 0; k < D; k++) {
-                                        x[k] = pad_index(c->pad, s0[k] + i[k], before[k], S[k]);
-                                        constant |= x[k] < 0;
-                                    }
-                                    float v = constant ? c->cval
-                                                       : c->input[(b * c->cin + q) * svol +
-                                                                  (x[0] * S[1] + x[1]) * S[2] + x[2]];
-                                    win[q * rv + (i[0] * r[1] + i[1]) * r[2] + i[2]] = v;
-                                }
-                    fuzz_net(c, h, win, pred);
                     int64_t lo[D];
                     for (int k = 0; k < D; k++)
                         lo[k] = o[k] == r[k] ? s0[k] : (int64_t)((double)s0[k] * z[k]);
+                    memset(mean, 0, (size_t)(C * ovx) * sizeof(double));
+                    /* the mean of the predictions of the window flipped along each subset of
+                     * the mirrored dims, each flipped back */
+                    for (unsigned m = 0; m < 1u << D; m++) {
+                        if (m & ~c->mirror) continue;
+                        for (int64_t q = 0; q < c->cin; q++)
+                            for (i[0] = 0; i[0] < r[0]; i[0]++)
+                                for (i[1] = 0; i[1] < r[1]; i[1]++)
+                                    for (i[2] = 0; i[2] < r[2]; i[2]++) {
+                                        int64_t x[D];
+                                        int constant = 0;
+                                        for (int k = 0; k < D; k++) {
+                                            int64_t j = m >> k & 1 ? r[k] - 1 - i[k] : i[k];
+                                            x[k] = pad_index(c->pad, s0[k] + j, before[k], S[k]);
+                                            constant |= x[k] < 0;
+                                        }
+                                        float v = constant ? c->cval
+                                                           : c->input[(b * c->cin + q) * svol +
+                                                                      (x[0] * S[1] + x[1]) * S[2] + x[2]];
+                                        win[q * rv + (i[0] * r[1] + i[1]) * r[2] + i[2]] = v;
+                                    }
+                        fuzz_net(c, h, win, pred);
+                        for (i[0] = 0; i[0] < o[0]; i[0]++)
+                            for (i[1] = 0; i[1] < o[1]; i[1]++)
+                                for (i[2] = 0; i[2] < o[2]; i[2]++) {
+                                    int64_t j[D];
+                                    for (int k = 0; k < D; k++) j[k] = m >> k & 1 ? o[k] - 1 - i[k] : i[k];
+                                    int64_t oi = (i[0] * o[1] + i[1]) * o[2] + i[2];
+                                    int64_t oj = (j[0] * o[1] + j[1]) * o[2] + j[2];
+                                    int64_t fi = ((lo[0] + j[0]) * F[1] + lo[1] + j[1]) * F[2] + lo[2] + j[2];
+                                    for (int64_t ch = 0; ch < C; ch++) {
+                                        mean[ch * ovx + oj] += (double)pred[ch * ovx + oi] / passes;
+                                        if (big && fabs(pred[ch * ovx + oi]) > big[b * fv + fi])
+                                            big[b * fv + fi] = fabs(pred[ch * ovx + oi]);
+                                    }
+                                    if (adds && b == 0) adds[fi]++;
+                                }
+                    }
                     for (i[0] = 0; i[0] < o[0]; i[0]++)
                         for (i[1] = 0; i[1] < o[1]; i[1]++)
                             for (i[2] = 0; i[2] < o[2]; i[2]++) {
                                 int64_t oi = (i[0] * o[1] + i[1]) * o[2] + i[2];
                                 int64_t fi = ((lo[0] + i[0]) * F[1] + lo[1] + i[1]) * F[2] + lo[2] + i[2];
                                 for (int64_t ch = 0; ch < C; ch++)
-                                    acc[(b * C + ch) * fv + fi] += (double)pred[ch * ovx + oi] * wo[oi];
+                                    acc[(b * C + ch) * fv + fi] += mean[ch * ovx + oi] * wo[oi];
                                 if (b == 0) cnt[fi] += wo[oi];
                             }
                 }
     const int64_t *out = rh->out;
     const int64_t ov = out[0] * out[1] * out[2];
     rh->scores = malloc((size_t)(c->batch * C * ov) * sizeof(double));
+    rh->tol16 = c->f16 ? malloc((size_t)(c->batch * ov) * sizeof(double)) : NULL;
     for (int64_t b = 0; b < c->batch; b++)
         for (int64_t ch = 0; ch < C; ch++)
             for (i[0] = 0; i[0] < out[0]; i[0]++)
@@ -200,24 +229,32 @@ void fuzz_reference(const cfg *c, int h, refhead *rh) {
                     for (i[2] = 0; i[2] < out[2]; i[2]++) {
                         int64_t fi = ((crop[0] + i[0]) * F[1] + crop[1] + i[1]) * F[2] + crop[2] + i[2];
                         CHECK(cnt[fi] > 0, "reference: voxel not covered by any window");
-                        rh->scores[(b * C + ch) * ov + (i[0] * out[1] + i[1]) * out[2] + i[2]] =
-                            acc[(b * C + ch) * fv + fi] / cnt[fi];
+                        int64_t vi = (i[0] * out[1] + i[1]) * out[2] + i[2];
+                        rh->scores[(b * C + ch) * ov + vi] = acc[(b * C + ch) * fv + fi] / cnt[fi];
+                        /* each binary16 add rounds the running mean (never above the largest
+                         * score it takes in) by at most 2^-11 of it: a bound with room */
+                        if (rh->tol16)
+                            rh->tol16[b * ov + vi] = 2.0 * (double)(adds[fi] + 2) * big[b * fv + fi] / 2048.0;
                     }
     free(w);
     free(wo);
     free(win);
     free(pred);
+    free(mean);
+    free(adds);
+    free(big);
     free(acc);
     free(cnt);
 }
 
-static int close_enough(double got, double want, double tol) {
-    return fabs(got - want) <= tol + tol * fabs(want);
+/* within tol (absolute and relative), and e (float16 sums' bound, 0 for float32) */
+static int close_enough(double got, double want, double tol, double e) {
+    return fabs(got - want) <= tol + tol * fabs(want) + e;
 }
 
 /* A voxel whose blended scores include NaN (NaN input voxels under the window). */
 static void check_nan_voxel(const cfg *c, int idx, const void *data, swi_dtype dt, int64_t b, int64_t v,
-                            int64_t ov, const double *x, int64_t first_nan) {
+                            int64_t ov, const double *x, int64_t first_nan, double e) {
     const swi_output *o = &c->outs[idx];
     const int64_t C = c->C[o->head];
     switch (o->reduce) {
@@ -229,7 +266,7 @@ static void check_nan_voxel(const cfg *c, int idx, const void *data, swi_dtype d
                 CHECK(isnan(got), "output %d channel %lld voxel %lld: %g where the reference is NaN", idx,
                       (long long)ch, (long long)v, got);
             else
-                CHECK(close_enough(got, x[ch * ov], 1e-4),
+                CHECK(close_enough(got, x[ch * ov], 1e-4, e),
                       "output %d channel %lld voxel %lld: %.9g, expected %.9g", idx, (long long)ch,
                       (long long)v, got, x[ch * ov]);
         }
@@ -262,12 +299,13 @@ void fuzz_check_values(const cfg *c, int idx, const refhead *rh, const void *dat
     for (int64_t b = 0; b < c->batch; b++)
         for (int64_t v = 0; v < ov; v++) {
             const double *x = rh->scores + b * C * ov + v;
+            const double e = rh->tol16 ? rh->tol16[b * ov + v] : 0;
             int64_t first_nan = -1;
             for (int64_t ch = 0; ch < C && first_nan < 0; ch++)
                 if (isnan(x[ch * ov])) first_nan = ch;
             if (first_nan >= 0) {
                 /* NaN ranks above every number; NONE keeps NaN where the reference has it */
-                check_nan_voxel(c, idx, data, dt, b, v, ov, x, first_nan);
+                check_nan_voxel(c, idx, data, dt, b, v, ov, x, first_nan, e);
                 continue;
             }
             double mx = x[0], second = -INFINITY;
@@ -289,7 +327,7 @@ void fuzz_check_values(const cfg *c, int idx, const refhead *rh, const void *dat
             case SWI_REDUCE_CUSTOM:
                 for (int64_t ch = 0; ch < C; ch++) {
                     float got = ((const float *)data)[(b * C + ch) * ov + v];
-                    CHECK(isfinite(got) && close_enough(got, x[ch * ov], 1e-4),
+                    CHECK(isfinite(got) && close_enough(got, x[ch * ov], 1e-4, e),
                           "output %d scores image %lld channel %lld voxel %lld: %.9g, expected %.9g", idx,
                           (long long)b, (long long)ch, (long long)v, got, x[ch * ov]);
                 }
@@ -299,20 +337,21 @@ void fuzz_check_values(const cfg *c, int idx, const refhead *rh, const void *dat
                                                     : ((const uint16_t *)data)[b * ov + v];
                 CHECK(got >= 0 && got < C, "output %d label %lld of %lld classes", idx, (long long)got,
                       (long long)C);
-                if (mx - second > 1e-4 + 1e-4 * fabs(mx))
+                if (mx - second > 1e-4 + 1e-4 * fabs(mx) + 2 * e)
                     CHECK(got == arg, "output %d image %lld voxel %lld: label %lld, expected %lld", idx,
                           (long long)b, (long long)v, (long long)got, (long long)arg);
                 break;
             }
             case SWI_REDUCE_MAX: {
                 float got = ((const float *)data)[b * ov + v];
-                CHECK(isfinite(got) && close_enough(got, mx, 1e-4), "output %d max %.9g, expected %.9g", idx,
-                      got, mx);
+                CHECK(isfinite(got) && close_enough(got, mx, 1e-4, e), "output %d max %.9g, expected %.9g",
+                      idx, got, mx);
                 break;
             }
             case SWI_REDUCE_CONFIDENCE: {
                 float got = ((const float *)data)[b * ov + v];
-                CHECK(isfinite(got) && close_enough(got, 1.0 / sum, 1e-4),
+                /* a softmax moves by at most twice its scores' largest error */
+                CHECK(isfinite(got) && close_enough(got, 1.0 / sum, 1e-4, 2 * e),
                       "output %d confidence %.9g, expected %.9g", idx, got, 1.0 / sum);
                 break;
             }
@@ -320,7 +359,7 @@ void fuzz_check_values(const cfg *c, int idx, const refhead *rh, const void *dat
                 for (int64_t ch = 0; ch < C; ch++) {
                     float got = ((const float *)data)[(b * C + ch) * ov + v];
                     double p = exp(x[ch * ov] - mx) / sum;
-                    CHECK(isfinite(got) && fabs(got - p) <= 1e-4,
+                    CHECK(isfinite(got) && fabs(got - p) <= 1e-4 + 2 * e,
                           "output %d softmax image %lld channel %lld voxel %lld: %.9g, expected %.9g", idx,
                           (long long)b, (long long)ch, (long long)v, got, p);
                 }
@@ -332,8 +371,8 @@ void fuzz_check_values(const cfg *c, int idx, const refhead *rh, const void *dat
                     if (p > 0) h -= p * log(p);
                 }
                 float got = ((const float *)data)[b * ov + v];
-                CHECK(isfinite(got) && fabs(got - h) <= 1e-3, "output %d entropy %.9g, expected %.9g", idx,
-                      got, h);
+                CHECK(isfinite(got) && fabs(got - h) <= 1e-3 + 4 * e * (1 + log((double)C)),
+                      "output %d entropy %.9g, expected %.9g", idx, got, h);
                 break;
             }
             }

@@ -172,7 +172,7 @@ def engine_seeds():
     rng = random.Random(6)
     # Hand-picked headers: dims, batch, cin, then per dim (size, roi, overlap, sigma), blend/pad,
     # cval, sw, threads, pipeline, order, budget, heads (1 + per head), outputs (1 + 2 per output),
-    # misbehaviour, its call; then voxels.
+    # misbehaviour, its call, mirroring and float16 sums; then voxels.
     heads = [
         [2, 0, 1, 8, 0x31, 1, 200, 9, 0x19, 2, 5, 4, 1, 1, 130, 0, 1, 0x0f, 0x1f, 3, 0x02, 1, 0x04, 2, 0x06, 3, 0x08, 0, 0],
         [0, 1, 0, 30, 0x4a, 2, 0, 1, 128, 2, 2, 0, 0, 0, 0, 0, 0, 3, 0x02, 0, 0x00, 2, 0, 0],
@@ -184,6 +184,15 @@ def engine_seeds():
         put(t, "case%d" % i, bytes(h) + bytes(rng.randrange(256) for _ in range(600)))
     for i in range(4):
         put(t, "random%d" % i, bytes(rng.randrange(256) for _ in range(300 + 200 * i)))
+    # After the misbehaviour's call, one byte: >= 128 mirrors the dims in its low 3 bits, bit 3
+    # asks for float16 partial sums. Case 0 mirrored on every axis in float16, case 1 (1-D) in
+    # float32, case 4 (2-D) along its inner dim in float32; the byte's offset is where
+    # fuzz_engine's parse of that case reads it (past the header's listed bytes for some).
+    mrng = random.Random(7)
+    for i, (h, at, xb) in enumerate([(heads[0], 33, 0x8f), (heads[1], 21, 0x81), (heads[4], 26, 0x82)]):
+        seed = bytearray(bytes(h) + bytes(mrng.randrange(256) for _ in range(600)))
+        seed[at - 2], seed[at] = 0, xb  # no misbehaviour; mirroring
+        put(t, "mirror%d" % i, bytes(seed))
 
 
 # ---- ONNX ----------------------------------------------------------------------------------
