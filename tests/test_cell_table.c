@@ -147,9 +147,11 @@ static int zero_reader(void *user, int64_t image, const int64_t *lo, const int64
     return 0;
 }
 
+/* region callbacks may run on several workers at once (swi.h): count atomically */
 static int count_region(void *user, const swi_region *r) {
     int64_t *n = user;
-    *n += (r->hi[0] - r->lo[0]) * (r->hi[1] - r->lo[1]) * (r->hi[2] - r->lo[2]);
+    __atomic_add_fetch(n, (r->hi[0] - r->lo[0]) * (r->hi[1] - r->lo[1]) * (r->hi[2] - r->lo[2]),
+                       __ATOMIC_RELAXED);
     return 0;
 }
 

@@ -28,11 +28,12 @@ typedef struct region_check {
     int64_t bad, calls;
 } region_check;
 
+/* region callbacks may run on several workers at once (swi.h): count atomically */
 static int on_region(void *user, const swi_region *r) {
     region_check *rc = user;
-    rc->calls++;
+    __atomic_add_fetch(&rc->calls, 1, __ATOMIC_RELAXED);
     for (int k = 0; k < rc->dims; k++)
-        if (r->lo[k] < rc->lo[k] || r->hi[k] > rc->hi[k]) rc->bad++;
+        if (r->lo[k] < rc->lo[k] || r->hi[k] > rc->hi[k]) __atomic_add_fetch(&rc->bad, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
