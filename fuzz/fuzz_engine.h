@@ -51,6 +51,7 @@ typedef struct cfg {
     int where[4]; /* 0 library, 1 dst, 2 callback only, 3 dst + callback */
     int misb, misb_at;
     unsigned mirror;   /* swi_params.mirror_axes: bit k mirrors user dim k */
+    int passes;        /* runs per window, each mirrored run sees it: 2^(mirrored dims) */
     int f16;           /* swi_params.accumulate = SWI_ACCUMULATE_FLOAT16 */
     float *weight_map; /* SWI_BLEND_CUSTOM */
     float *input;

@@ -147,8 +147,6 @@ void fuzz_reference(const cfg *c, int h, refhead *rh) {
     /* float16 sums: per voxel, how many runs it adds and the largest score among them */
     int64_t *adds = c->f16 ? calloc((size_t)fv, sizeof(int64_t)) : NULL;
     double *big = c->f16 ? calloc((size_t)(c->batch * fv), sizeof(double)) : NULL;
-    int passes = 0;
-    for (unsigned m = 0; m < 1u << D; m++) passes += (m & ~c->mirror) == 0;
     ref_weights(c, w);
     int64_t i[D];
     for (i[0] = 0; i[0] < o[0]; i[0]++)
@@ -201,7 +199,7 @@ void fuzz_reference(const cfg *c, int h, refhead *rh) {
                                     int64_t oj = (j[0] * o[1] + j[1]) * o[2] + j[2];
                                     int64_t fi = ((lo[0] + j[0]) * F[1] + lo[1] + j[1]) * F[2] + lo[2] + j[2];
                                     for (int64_t ch = 0; ch < C; ch++) {
-                                        mean[ch * ovx + oj] += (double)pred[ch * ovx + oi] / passes;
+                                        mean[ch * ovx + oj] += (double)pred[ch * ovx + oi] / c->passes;
                                         if (big && fabs(pred[ch * ovx + oi]) > big[b * fv + fi])
                                             big[b * fv + fi] = fabs(pred[ch * ovx + oi]);
                                     }
