@@ -3,8 +3,8 @@
 #   make test   install, build, run every test (ctest: unit, golden, CLI, export)
 #   make build  configure and build only (installs nothing)
 #   make ci     what CI runs: .ci/run (make test, then the scripts/ci-*.sh jobs)
-#   make python .venv with the swi Python package (Debian's numpy/torch via system site packages)
-#   make wheel  dist/swi-*.whl: the package with its compiled core, for any venv (pip install --no-deps)
+#   make wheel  dist/swi-*.whl: the whole Python product (pipeline, readers, ONNX Runtime, NiiVue) for any venv
+#   make python .venv with that wheel installed (Debian's numpy/torch via system site packages)
 BUILD ?= build
 JOBS ?= 2
 FUZZ_SECONDS ?= 60
@@ -48,16 +48,17 @@ ci:
 bench: build
 	bench/run.sh $(BUILD)
 
-# The Python package, built offline against the static core (in build-python/).
-# The package uses the core only: ONNX Runtime is not fetched for it.
-python:
-	SWI_SKIP_ORT=1 scripts/install-deps.sh
+# The Python package: one wheel (dist/swi-*.whl) with the whole product -- the core, the
+# pipeline (swi.segment, segment_folder, plan_job), readers and writers, swi.report with
+# NiiVue, ONNX Runtime carried in swi.libs/ -- built offline against build-python/;
+# `make python` installs that wheel into .venv (Debian's numpy/torch via system site packages).
+python: wheel
 	/usr/bin/python3 -m venv --system-site-packages .venv
-	SWI_JOBS=$(JOBS) .venv/bin/python -m pip install -q --no-build-isolation --no-deps --no-index ./python
-	.venv/bin/python -c "import swi; print('swi', swi.__version__, 'in .venv')"
+	.venv/bin/python -m pip install -q --no-deps --no-index --force-reinstall $$(ls -t dist/swi-*.whl | head -n 1)
+	cd / && $(CURDIR)/.venv/bin/python -c "import swi; print('swi', swi.__version__, 'in .venv')"
 
-wheel:
-	SWI_SKIP_ORT=1 scripts/install-deps.sh
+wheel: deps
+	rm -rf dist python/build
 	SWI_JOBS=$(JOBS) /usr/bin/python3 -m pip wheel -q --no-build-isolation --no-deps --no-index ./python -w dist
 	@ls dist/swi-*.whl
 

@@ -43,6 +43,7 @@ def main() -> int:
             cwd=work, env=env)
         run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", work / "tests" / "test_golden.py"], cwd=work,
             env=dict(env, SWI_GOLDEN_DIR=str(golden)))
+        doors(py, build, golden, tmp, env)
         mypy = shutil.which("mypy")
         if not mypy:
             print("wheel_check: mypy not installed (apt-get install mypy): typing check skipped")
@@ -66,6 +67,40 @@ def main() -> int:
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def doors(py: Path, build: Path, golden: Path, tmp: Path, env: dict) -> None:
+    """The wheel alone: with the source tree (its build folders and .deps) and the build
+    folder hidden, a real-scan job, a store job, a review page and a conversion from another
+    folder (wheel_doors.py), on copies of the inputs."""
+    data = tmp / "data"
+    data.mkdir()
+    for f in ("volume.nii.gz", "unet.onnx", "labels.nii.gz"):
+        shutil.copy(golden / "e2e" / f, data / f)
+    shutil.copytree(HERE.parent / "tests" / "data" / "nnunet-models" / "Dataset990_SwiTinyCT" /
+                    "nnUNetTrainer__nnUNetPlans__3d_fullres", data / "nnunet_model")
+    shutil.copy(HERE / "wheel_doors.py", tmp / "wheel_doors.py")
+    hide = [HERE.parent]
+    if not build.is_relative_to(HERE.parent):
+        hide.append(build)
+    env = {k: v for k, v in env.items() if not k.startswith(("SWI_", "LD_"))}
+    cmd = [py, tmp / "wheel_doors.py", data, tmp / "doors"]
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode == 0:
+        mounts = " && ".join(f"mount -t tmpfs swi-hidden '{h}'" for h in hide)
+        script = f"{mounts} && cd '{tmp}' && exec \"$@\""
+        run(["unshare", "-m", "sh", "-c", script, "sh", *cmd], cwd=tmp,
+            env=dict(env, SWI_DOORS_HIDDEN=os.pathsep.join(map(str, hide))))
+    else:
+        # without the right to make a mount namespace (not root) the tree stays in view;
+        # the run paths are still checked to name nothing of it
+        print("wheel_check: cannot hide the source tree here (unshare -m needs root): run with it in view")
+        run(cmd, cwd=tmp, env=env)
+    so = list((tmp / "venv").rglob("_swi*.so"))
+    assert len(so) == 1, so
+    for obj in [so[0], *(so[0].parent.parent / "swi.libs").glob("*.so*")]:
+        rpath = subprocess.run(["patchelf", "--print-rpath", obj], capture_output=True, text=True).stdout
+        assert str(HERE.parent) not in rpath and str(build) not in rpath, f"{obj} run path {rpath}"
 
 
 if __name__ == "__main__":

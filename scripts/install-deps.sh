@@ -30,8 +30,9 @@ APT_PACKAGES=(
   python3-dev python3-venv python3-setuptools python3-pytest python3-torch python3-tqdm
   # nnU-Net job tests: its resampling and fill-holes restated with scipy (python/tests/nnunet_pyref.py)
   python3-scipy
-  # python/: the wheel (make wheel: pip wheel, no build isolation) and its typing check
-  python3-pip python3-wheel mypy
+  # python/: the wheel (make wheel: pip wheel, no build isolation; patchelf sets the run paths
+  # of the libraries it carries) and its typing check
+  python3-pip python3-wheel mypy patchelf
   # python/: swi.dask, one part box a task on a dask.distributed cluster (its tests)
   python3-dask python3-distributed
   # swi segment/plan/info/export: model cards are JSON (optional: cards refused without it)

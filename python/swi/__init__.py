@@ -13,6 +13,16 @@ modules or callables, ensembles; labels back on the scan's grid or written), and
 as ``swi segment --input-dir`` does.
 """
 
+import os
+
+from ._libs import load as _load_extension
+from ._libs import niivue_path as _niivue_path
+
+_load_extension()
+if _niivue_path() and not os.environ.get("SWI_NIIVUE_JS"):
+    # the review pages' viewer carried in the wheel (the C library reads SWI_NIIVUE_JS)
+    os.environ["SWI_NIIVUE_JS"] = _niivue_path() or ""
+
 from ._core import MAX_DIMS, BudgetError, Region, plan, sliding_window_inference
 from ._folder import FolderCase, FolderResult, segment_folder
 from ._inferer import SlidingWindowInferer, SlidingWindowInfererAdapt, SlidingWindowInfererReduced

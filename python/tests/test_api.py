@@ -524,3 +524,19 @@ def test_copy_failure_propagates():
         swi.sliding_window_inference(torch.rand(1, 1, 12, 12), 6, 2, lambda d: torch.empty_like(d, device="meta"))
     r = swi.sliding_window_inference(torch.rand(1, 1, 12, 12), 6, 2, lambda d: d)  # still usable
     assert r.shape == (1, 1, 12, 12)
+
+
+def test_missing_system_library_names_its_package(monkeypatch, tmp_path):
+    """import swi on a machine without one of the wheel's system libraries names the Debian
+    package to install (the wheel's record of them, swi/_libs.json)."""
+    import importlib
+
+    from swi import _libs
+
+    def fail(name):
+        raise ImportError("libhdf5_serial.so.103: cannot open shared object file: No such file or directory")
+
+    monkeypatch.setattr(_libs, "manifest", lambda: {"system": {"libhdf5_serial.so.103": "libhdf5-103-1"}})
+    monkeypatch.setattr(importlib, "import_module", fail)
+    with pytest.raises(ImportError, match=r"libhdf5_serial\.so\.103 is missing \(apt-get install libhdf5-103-1"):
+        _libs.load()
