@@ -231,6 +231,12 @@ swi_status swi_store_create(const char *name, const swi_store_spec *spec, int fl
                             const int64_t box_lo[3], const int64_t box_hi[3], swi_store_writer **out,
                             char *err, size_t errlen);
 
+/** The refusal swi_store_create makes of an existing output, creating nothing: SWI_OK when
+ *  name is absent or an empty folder, or (force) a Zarr store of the kind swi writes;
+ *  SWI_ERR_INVALID_ARG with a line naming it otherwise (a folder of other files, a link, a
+ *  file). An HDF5 name is SWI_OK (its writer checks the dataset when it is made). */
+swi_status swi_store_check_output(const char *name, int force, char *err, size_t errlen);
+
 /** Create the metadata and the incomplete marker only (`swi ... --shard init`). */
 swi_status swi_store_create_metadata(const char *name, const swi_store_spec *spec, int flags, char *err,
                                      size_t errlen);

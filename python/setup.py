@@ -52,7 +52,7 @@ class BuildWithCore(build_ext):
         for ext in self.extensions:
             ext.include_dirs.append(str(ROOT / "include"))
             if pipeline:
-                ext.sources += ["src/pipeline.c", "src/job_spec.c", "src/folder.c"]
+                ext.sources += ["src/pipeline.c", "src/job_spec.c", "src/folder.c", "src/outputs.c"]
                 ext.include_dirs += [str(ROOT / "pipeline"), str(ROOT / "io")]
                 ext.define_macros += [("SWI_HAVE_PIPELINE", "1")] + pipeline_features()
                 # archives in a group: their order among themselves does not matter
