@@ -537,7 +537,7 @@ def main(argv: Optional[List[str]] = None, prog: str = "python3 -m swi convert n
                     help="folds to convert (default: every fold_N with the checkpoint)")
     ap.add_argument("--checkpoint", default="checkpoint_final.pth", metavar="NAME",
                     help="checkpoint file in each fold_N (default: checkpoint_final.pth)")
-    ap.add_argument("--force", action="store_true", help="replace OUT_DIR if it exists")
+    ap.add_argument("--force", action="store_true", help="replace OUT_DIR if it is a model directory the converter wrote")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     a = ap.parse_args(argv)
     try:
