@@ -323,6 +323,17 @@ static void chunk_of(const swi_store_spec *spec, int64_t chunk[3]) {
         if (spec->chunk[a] > 0) chunk[a] = spec->chunk[a] < spec->size[a] ? spec->chunk[a] : spec->size[a];
 }
 
+swi_status swi_store_check_output(const char *name, int force, char *err, size_t n) {
+    if (!name) {
+        io__err(err, n, "swi_store_check_output: name is NULL");
+        return SWI_ERR_INVALID_ARG;
+    }
+    const swi_store_kind k = swi_store_kind_of(name);
+    if (k == SWI_STORE_ZARR || k == SWI_STORE_OME)
+        return zarr__check_output(name, k == SWI_STORE_OME, force, err, n);
+    return ops_of(name, err, n) ? SWI_OK : SWI_ERR_INVALID_ARG;
+}
+
 swi_status swi_store_create_metadata(const char *name, const swi_store_spec *spec, int flags, char *err,
                                      size_t n) {
     const store_ops *ops = ops_of(name, err, n);

@@ -58,6 +58,9 @@ void h5__close(void *impl);
  * [lo, hi) (lo on chunk boundaries, hi on chunk boundaries or the end of the axis) from buf
  * [planes][*(hi - lo)]; commit finishes (part done), abort drops. They may be called from
  * several threads at once for different boxes. */
+/* The refusal zarr__create makes of an existing output (SWI_OK: absent, empty, or with
+ * force a store of the kind swi writes), creating nothing. */
+swi_status zarr__check_output(const char *name, int ome, int force, char *err, size_t n);
 swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3],
                         int flags, int part, int parts, void **impl, char *err, size_t n);
 swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,

@@ -64,10 +64,13 @@
  * Completion. A Zarr store being written holds the file .swi-incomplete; it is removed only
  * when every part has committed (each part leaves .swi-part-I-of-N when it commits, the last
  * one removes the marker), so a failed or unfinished run never looks finished;
- * swi_store_open refuses a store that still has it. Several processes may create the same
- * store at once (SWI_STORE_SHARED): the metadata are linked into place atomically by
- * whichever comes first, and the others check that they agree; the creator records
- * spec.job (.swi-job), and a part whose job differs is refused.
+ * swi_store_open refuses a store that still has it. A new Zarr store is made whole under a
+ * hidden name beside its own (.NAME.swi-new-PID-N: marker, spec.job as .swi-job, metadata)
+ * and renamed to its name in one step, which fails once another run's store is there: of
+ * several runs creating one store at once exactly one does, and the others are refused
+ * ("another run created it meanwhile"), unless they are parts of one job
+ * (SWI_STORE_SHARED): those join the store, check that its metadata agree, and a part whose
+ * job differs from the recorded one is refused.
  *
  * HDF5. An HDF5 output is one dataset of a file; the file's other datasets, groups and
  * attributes are never changed. A single writer never writes the existing file: it copies it
@@ -230,6 +233,12 @@ typedef struct swi_store_writer swi_store_writer;
 swi_status swi_store_create(const char *name, const swi_store_spec *spec, int flags, int part, int parts,
                             const int64_t box_lo[3], const int64_t box_hi[3], swi_store_writer **out,
                             char *err, size_t errlen);
+
+/** The refusal swi_store_create makes of an existing output, creating nothing: SWI_OK when
+ *  name is absent or an empty folder, or (force) a Zarr store of the kind swi writes;
+ *  SWI_ERR_INVALID_ARG with a line naming it otherwise (a folder of other files, a link, a
+ *  file). An HDF5 name is SWI_OK (its writer checks the dataset when it is made). */
+swi_status swi_store_check_output(const char *name, int force, char *err, size_t errlen);
 
 /** Create the metadata and the incomplete marker only (`swi ... --shard init`). */
 swi_status swi_store_create_metadata(const char *name, const swi_store_spec *spec, int flags, char *err,

@@ -214,6 +214,23 @@ static int sibling(const char *path, const char *tag, char *out, size_t n) {
     return k < 0 || (size_t)k >= n ? -1 : 0;
 }
 
+/* A new folder `.LEAF.swi-new-PID-N` beside path, made exclusively (mkdir: the umask
+ * applies, as to the store's name). 0, or -1 with errno. */
+static int fresh_folder(const char *path, char *out, size_t n) {
+    static _Atomic unsigned counter;
+    for (int tries = 0; tries < 64; tries++) {
+        char tag[64];
+        snprintf(tag, sizeof tag, ".swi-new-%ld-%u", (long)getpid(), counter++);
+        if (sibling(path, tag, out, n)) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        if (mkdir(out, 0777) == 0) return 0;
+        if (errno != EEXIST) return -1;
+    }
+    return -1;
+}
+
 /* Put the finished replacement `next` in the place of `final` and remove the old store:
  * exchanged in one step (renameat2 RENAME_EXCHANGE) where the file system can, else the old
  * moved aside, the new moved in (the old moved back if that fails). 0, or -1 with err. */
@@ -278,6 +295,24 @@ static swi_status check_job(const zarr_writer *z, const char *name, char *err, s
     return same ? SWI_OK : SWI_ERR_INVALID_ARG;
 }
 
+swi_status zarr__check_output(const char *name, int ome, int force, char *err, size_t n) {
+    char final[4096], why[4600] = "";
+    zarr__strip_slash(name, final, sizeof final);
+    target t = classify(final, ome, why, sizeof why);
+    if (t == T_OTHER) {
+        io__err(err, n,
+                "%s: exists and is not %s that swi writes (%s); swi replaces only its own kind of store, "
+                "--force or not: remove it or name another output",
+                name, ome ? "an OME-Zarr image" : "a Zarr array", why);
+        return SWI_ERR_INVALID_ARG;
+    }
+    if (t == T_OURS && !force) {
+        io__err(err, n, "%s: already exists (use --force to overwrite)", name);
+        return SWI_ERR_INVALID_ARG;
+    }
+    return SWI_OK;
+}
+
 swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3],
                         int flags, int part, int parts, void **impl, char *err, size_t n) {
     zarr_writer *z = calloc(1, sizeof *z);
@@ -340,6 +375,28 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
             if (stat(z->final, &st) == 0) chmod(z->store, st.st_mode & 07777);
         }
     }
+    /* A new store is made whole under a hidden name (its marker, job and metadata inside)
+     * and moved to its name in one step that fails once another run's store is there: of
+     * two runs creating it at once exactly one does; the other joins it only as a part of
+     * the same job (SWI_STORE_SHARED, the job checked below), else it is refused. */
+    int fresh = t == T_ABSENT || t == T_EMPTY;
+    if (fresh) {
+        char parent[4200];
+        snprintf(parent, sizeof parent, "%s", z->final);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) *slash = '\0';
+        struct stat st;
+        if ((slash && slash != parent && mkdirs(parent) != 0) ||
+            fresh_folder(z->final, z->store, sizeof z->store)) {
+            io__err(err, n, "%s: cannot make it beside its name: %s", name, strerror(errno));
+            snprintf(z->store, sizeof z->store, "%s", z->final);
+            bad = SWI_ERR_IO;
+            goto fail;
+        }
+        z->swap = 1; /* removed on failure until it has taken its name */
+        if (t == T_EMPTY && stat(z->final, &st) == 0) chmod(z->store, st.st_mode & 07777);
+    }
+join:;
     char path[4200];
     if ((ome ? io__join(z->dir, sizeof z->dir, z->store, "0")
              : io__join(z->dir, sizeof z->dir, z->store, ".")) ||
@@ -434,6 +491,32 @@ swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, c
             bad = fault;
             goto fail;
         }
+    }
+    if (fresh) {
+        fresh = 0;
+        /* rename() fails on a folder that is not empty: another run's store */
+        if (rename(z->store, z->final) != 0) {
+            int e = errno;
+            rm_tree(z->store);
+            z->swap = 0;
+            snprintf(z->store, sizeof z->store, "%s", z->final);
+            if ((e == EEXIST || e == ENOTEMPTY) && (flags & SWI_STORE_SHARED)) goto join; /* a part joins */
+            if (e == EEXIST || e == ENOTEMPTY)
+                io__err(err, n,
+                        "%s: another run created it meanwhile; a store is written by one run (or the parts "
+                        "of one job, --shard I/N): remove it or name another output",
+                        name);
+            else
+                io__err(err, n, "%s: cannot move the new store to its name: %s", name, strerror(e));
+            bad = e == EEXIST || e == ENOTEMPTY ? SWI_ERR_INVALID_ARG : SWI_ERR_IO;
+            goto fail;
+        }
+        z->swap = 0;
+        snprintf(z->store, sizeof z->store, "%s", z->final);
+        if (ome)
+            io__join(z->dir, sizeof z->dir, z->store, "0");
+        else
+            snprintf(z->dir, sizeof z->dir, "%s", z->store);
     }
     *impl = z;
     return SWI_OK;
@@ -549,6 +632,10 @@ static swi_status missing(char *err, size_t n) {
 swi_status zarr__create(const char *name, int ome, const swi_store_spec *spec, const int64_t chunk[3],
                         int flags, int part, int parts, void **impl, char *err, size_t n) {
     (void)name, (void)ome, (void)spec, (void)chunk, (void)flags, (void)part, (void)parts, (void)impl;
+    return missing(err, n);
+}
+swi_status zarr__check_output(const char *name, int ome, int force, char *err, size_t n) {
+    (void)name, (void)ome, (void)force;
     return missing(err, n);
 }
 swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,

@@ -9,6 +9,7 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 static swi_status done(int failed, const char *msg, char *err, size_t errlen) {
     if (err && errlen) snprintf(err, errlen, "%s", failed ? msg : "");
@@ -38,4 +39,42 @@ swi_status swi_job_write_volume(const char *path, int force, const swi_volume *l
     if (st != SWI_OK) cli_out_abort(&o);
     if (err && errlen) snprintf(err, errlen, "%s", st == SWI_OK ? "" : msg);
     return st;
+}
+
+struct swi_job_output {
+    cli_out o;
+    int force;
+};
+
+swi_status swi_job_output_begin(const char *path, int force, swi_job_output **out, int *fd, char *err,
+                                size_t errlen) {
+    char msg[SWI_ERRLEN];
+    if (!path || !out || !fd) return done(1, "swi_job_output_begin: an argument is NULL", err, errlen);
+    *out = NULL;
+    *fd = -1;
+    swi_job_output *o = calloc(1, sizeof *o);
+    if (!o) return done(1, "out of memory", err, errlen);
+    if (cli_out_begin(&o->o, path, force, msg)) {
+        free(o);
+        return done(1, msg, err, errlen);
+    }
+    o->force = force;
+    *fd = cli_out_take_fd(&o->o);
+    *out = o;
+    return done(0, "", err, errlen);
+}
+
+swi_status swi_job_output_commit(swi_job_output *o, char *err, size_t errlen) {
+    char msg[SWI_ERRLEN];
+    if (!o) return done(1, "swi_job_output_commit: o is NULL", err, errlen);
+    int bad = cli_out_commit(&o->o, o->force, msg);
+    if (bad) cli_out_abort(&o->o);
+    free(o);
+    return done(bad, msg, err, errlen);
+}
+
+void swi_job_output_abort(swi_job_output *o) {
+    if (!o) return;
+    cli_out_abort(&o->o);
+    free(o);
 }

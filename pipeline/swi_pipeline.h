@@ -286,6 +286,18 @@ swi_status swi_job_write_volume(const char *path, int force, const swi_volume *l
                                 swi_dtype dtype, swi_io_kind kind, int64_t planes, int64_t classes,
                                 const swi_io_cancel *cancel, char *err, size_t errlen);
 
+/** Any other file a program writes as a job writes its outputs (a review page, a side
+ *  file): swi_job_output_begin refuses an existing path without force (and any path that
+ *  is no regular file) and opens a temporary beside it; the caller writes *fd and closes it;
+ *  swi_job_output_commit moves the temporary over path only then (fsync, rename; without
+ *  force never over a file that appeared meanwhile) and frees o; swi_job_output_abort
+ *  removes it. Temporaries not yet committed also go with swi_job_remove_temporaries. */
+typedef struct swi_job_output swi_job_output;
+swi_status swi_job_output_begin(const char *path, int force, swi_job_output **out, int *fd, char *err,
+                                size_t errlen);
+swi_status swi_job_output_commit(swi_job_output *o, char *err, size_t errlen);
+void swi_job_output_abort(swi_job_output *o);
+
 /* ---- many jobs, one model (`swi segment --input-dir`: one case a job) ---------------- */
 
 typedef struct swi_ort_model swi_ort_model; /**< swi_ort.h */

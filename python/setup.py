@@ -79,7 +79,7 @@ class BuildWithCore(build_ext):
         for ext in self.extensions:
             ext.include_dirs.append(str(ROOT / "include"))
             if pipeline:
-                ext.sources += ["src/pipeline.c", "src/job_spec.c", "src/folder.c"]
+                ext.sources += ["src/pipeline.c", "src/job_spec.c", "src/folder.c", "src/outputs.c"]
                 ext.include_dirs += [str(ROOT / "pipeline"), str(ROOT / "io")]
                 defs = self.pipeline_defs()
                 ext.define_macros += defs

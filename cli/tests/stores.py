@@ -910,5 +910,63 @@ if case == "segment":
         check(r.returncode == 2 and what in r.stderr, "usage error for %s: %s" % (what, r.stderr))
     done()
 
+if case == "race":
+    # Two runs of different jobs (and two runs of one job) creating the same new store at
+    # once: exactly one succeeds and the store holds exactly its labels, complete; the
+    # other is refused ("another run created it meanwhile" or "already exists"), whoever
+    # wins. Parts of one job (--shard I/N) started together still join.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import clitest
+        clitest.make_models(work)
+    except ImportError as e:
+        print("skipped: %s" % e)
+        sys.exit(77)
+    r = run("--version")
+    if "ONNX Runtime: not built in" in r.stdout:
+        print("skipped: swi built without ONNX Runtime")
+        sys.exit(77)
+    v = clitest.volume(shape=(40, 20, 17), seed=5)
+    for name, data in (("ra.zarr", v), ("rb.zarr", 3.0 - v)):
+        zarr.open(name, mode="w", shape=v.shape, chunks=(16, 8, 8), dtype="<f4")[...] = data
+    seg = ["segment", "--model", "quant4.onnx", "--overlap", "0.25", "-q", "--threads", "1"]
+    refs = []
+    for name in ("ra.zarr", "rb.zarr"):
+        r = run(*seg, "--input", name, "--output", "ref-" + name)
+        check(r.returncode == 0, "reference of %s: %s" % (name, r.stderr))
+        refs.append(load("ref-" + name))
+    check(not np.array_equal(refs[0], refs[1]), "the two jobs' labels differ")
+    for rnd in range(4):
+        for kind, inputs, extra in (("two jobs", ("ra.zarr", "rb.zarr"), []),
+                                    ("one job twice", ("ra.zarr", "ra.zarr"), [])):
+            out = "race%d-%s.zarr" % (rnd, kind.replace(" ", "").replace(",", "").replace("-", ""))
+            procs = [subprocess.Popen([swi, *seg, "--input", i, "--output", out, *extra], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True) for i in inputs]
+            res = [(p.returncode, e) for p, (o, e) in ((p, p.communicate(timeout=120)) for p in procs)]
+            won = [k for k, (rc, _e) in enumerate(res) if rc == 0]
+            msgs = " | ".join(e.strip() for _rc, e in res)
+            check(len(won) == 1, "%s, round %d: exactly one run succeeds: %s" % (kind, rnd, msgs))
+            if len(won) == 1:
+                lost = res[1 - won[0]][1]
+                check("meanwhile" in lost or "already exists" in lost or "incomplete" in lost,
+                      "%s, round %d: the other is refused naming why: %s" % (kind, rnd, lost))
+                ref = refs[0] if inputs[won[0]] == "ra.zarr" else refs[1]
+                check(not os.path.exists(os.path.join(out, ".swi-incomplete")) and np.array_equal(load(out), ref),
+                      "%s, round %d: the store holds exactly the winner's labels, complete" % (kind, rnd))
+            check(not [n for n in os.listdir(".") if n.startswith("." + out)],
+                  "%s, round %d: no temporaries are left" % (kind, rnd))
+    # parts of one job started together join one store
+    procs = [subprocess.Popen([swi, *seg, "--input", "ra.zarr", "--output", "parts.zarr", "--shard", "%d/3" % i],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
+    ok, errs = finish(procs)
+    check(ok and np.array_equal(load("parts.zarr"), refs[0]), "three parts of one job join: %s" % errs)
+    # a part of another job is refused
+    procs = [subprocess.Popen([swi, *seg, "--input", i, "--output", "mixed.zarr", "--shard", "%d/2" % k],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k, i in enumerate(("ra.zarr", "rb.zarr"))]
+    ok, errs = finish(procs)
+    check(not ok and any("another job" in e for e in errs), "parts of two jobs do not join: %s" % errs)
+    done()
+
 print("unknown case", case)
 sys.exit(2)

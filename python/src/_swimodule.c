@@ -83,6 +83,12 @@ static PyMethodDef methods[] = {
     {"plan_job", (PyCFunction)(void (*)(void))swipy_plan_job, METH_VARARGS | METH_KEYWORDS,
      "Plan a job of swi_pipeline.h (internal; swi.plan_job)."},
     {"read_frames", swipy_read_frames, METH_VARARGS, "Read a volume file's frames as float32 (internal)."},
+    {"outputs_apart", swipy_outputs_apart, METH_VARARGS, "swi_job_outputs_apart (internal; swi._outputs)."},
+    {"store_check_output", swipy_store_check_output, METH_VARARGS,
+     "swi_store_check_output (internal; swi._outputs)."},
+    {"output_begin", swipy_output_begin, METH_VARARGS, "swi_job_output_begin (internal; swi._outputs)."},
+    {"output_commit", swipy_output_commit, METH_O, "swi_job_output_commit (internal; swi._outputs)."},
+    {"output_abort", swipy_output_abort, METH_O, "swi_job_output_abort (internal; swi._outputs)."},
 #endif
 #if PIPELINE_FOLDER
     {"segment_folder", (PyCFunction)(void (*)(void))swipy_segment_folder, METH_VARARGS | METH_KEYWORDS,

@@ -20,6 +20,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from . import _outputs
+
 CARD_NAME = "nnunet.json"
 CARD_FORMAT = "swi-nnunet"
 CARD_VERSION = 1
@@ -316,13 +318,7 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
     if "/" in checkpoint or checkpoint in ("", ".", ".."):
         raise ConvertError(f"--checkpoint: {checkpoint!r} must be a file name inside fold_N/")
     fold_list = _folds(mdir, folds, checkpoint)
-    if out.exists() and not force:
-        raise ConvertError(f"{out}: exists (choose a new directory, or --force to replace it)")
-    if out.exists() and not out.is_dir():
-        raise ConvertError(f"{out}: exists and is not a directory")
-    mres, ores = mdir.resolve(), out.resolve()
-    if ores == mres or ores in mres.parents:
-        raise ConvertError(f"{out}: is the model folder or holds it (the output must be a directory of its own)")
+    old = _claim_output(mdir, out, force)
 
     cks = []
     for f in fold_list:
@@ -444,13 +440,51 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
         with open(tmp / CARD_NAME, "w", encoding="utf-8") as fh:
             json.dump(card, fh, indent=1)
             fh.write("\n")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        try:
+            _outputs.publish_dir(str(tmp), str(out), old, _not_a_conversion)
+        except FileExistsError as e:
+            raise ConvertError(str(e)) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return card
+
+
+def _not_a_conversion(path: str) -> Optional[str]:
+    """Why the folder is not one this converter wrote (None: it is): its card (nnunet.json of
+    format swi-nnunet) and the models the card names, nothing else."""
+    p = Path(path)
+    if p.is_symlink() or not p.is_dir():
+        return "a link or a file"
+    try:
+        with open(p / CARD_NAME, "r", encoding="utf-8") as f:
+            card = json.load(f)
+        models = card["models"] if isinstance(card, dict) and card.get("format") == CARD_FORMAT else None
+    except (OSError, ValueError, KeyError):
+        models = None
+    if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+        return f"no {CARD_NAME} of a converted model: a folder the converter did not write"
+    for e in sorted(os.listdir(p)):
+        if e != CARD_NAME and e not in models:
+            return f"{p / e}, which the converter did not write"
+    return None
+
+
+def _claim_output(mdir: Path, out: Path, force: bool):
+    """The output rules (swi._outputs, those of swi segment): OUT_DIR is not the model folder,
+    inside it or around it, under any name or link; an existing OUT_DIR is replaced only with
+    --force and only when the converter wrote it. What publish_dir needs, or ConvertError."""
+    try:
+        _outputs.check_apart([("the model folder", str(mdir))], [("--output", str(out))])
+    except ValueError as e:
+        raise ConvertError(f"{out}: is the model folder, lies inside it or holds it ({e})") from None
+    try:
+        return _outputs.claim_dir(str(out), force, _not_a_conversion)
+    except FileExistsError as e:
+        if not force:
+            raise ConvertError(f"{out}: exists (choose a new directory, or --force to replace a model directory "
+                               "the converter wrote)") from None
+        raise ConvertError(str(e)) from None
 
 
 def export_onnx(net, patch, channels: int, path: Path) -> None:
@@ -503,7 +537,7 @@ def main(argv: Optional[List[str]] = None, prog: str = "python3 -m swi convert n
                     help="folds to convert (default: every fold_N with the checkpoint)")
     ap.add_argument("--checkpoint", default="checkpoint_final.pth", metavar="NAME",
                     help="checkpoint file in each fold_N (default: checkpoint_final.pth)")
-    ap.add_argument("--force", action="store_true", help="replace OUT_DIR if it exists")
+    ap.add_argument("--force", action="store_true", help="replace OUT_DIR if it is a model directory the converter wrote")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     a = ap.parse_args(argv)
     try:

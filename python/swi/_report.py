@@ -2,18 +2,17 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional, Union
 
 import numpy as np
 
-from . import _swi
+from . import _outputs, _swi
 
 
 def report(labels: Any, image: Any = None, affine: Any = None, classes: Optional[Sequence[str]] = None,
            path: Union[str, "os.PathLike[str]"] = "report.html", title: Optional[str] = None,
-           summary: Union[Mapping[str, Any], Iterable[tuple[str, Any]], None] = None) -> None:
+           summary: Union[Mapping[str, Any], Iterable[tuple[str, Any]], None] = None, force: bool = False) -> None:
     """Write a self-contained HTML review page of a 3-D label map to ``path``.
 
     The page opens offline in a browser: the image with the labels overlaid in three
@@ -28,7 +27,10 @@ def report(labels: Any, image: Any = None, affine: Any = None, classes: Optional
     title    the page's heading (default: the file's name)
     summary  a dict (or (key, value) pairs) shown as the page's "Run" table
 
-    The file is written next to ``path`` under a temporary name and renamed into place.
+    The file is written as ``swi segment`` writes its outputs: next to ``path`` under a
+    temporary name and renamed into place once whole; an existing ``path`` is replaced only
+    with ``force`` (FileExistsError otherwise), and never when it is a folder or other
+    non-regular file.
     Raises OSError when NiiVue's browser build is missing (scripts/install-deps.sh
     installs it; SWI_NIIVUE_JS names another) or the file cannot be written.
     """
@@ -59,22 +61,6 @@ def report(labels: Any, image: Any = None, affine: Any = None, classes: Optional
     where = os.fspath(path)
     if title is None:
         title = os.path.basename(where)
-    folder = os.path.dirname(os.path.abspath(where))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(where) + ".", suffix=".tmp", dir=folder)
-    try:
+    with _outputs.output_file(where, force) as fd:
         # the writer closes fd in every case
         _swi.report(fd, where, lab, lab.itemsize, lab.shape, img, aff.flatten().tolist(), names, items, title)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, where)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _umask() -> int:
-    m = os.umask(0)
-    os.umask(m)
-    return m

@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
+from . import _outputs
 from ._core import run_part
 from ._setup import Floats, Memory, Sizes
 
@@ -196,6 +197,15 @@ def _segment_onnx(client: Any, input: Any, output: str, model: str, options: dic
     return os.path.abspath(output)
 
 
+def _not_a_store(path: str) -> Optional[str]:
+    """Why path is not a store that swi writes and may replace (None: it is one)."""
+    try:
+        _outputs.check_store(path, True)
+    except FileExistsError as e:
+        return str(e)
+    return None
+
+
 def segment(client: Any, input: Any, output: str, predictor_factory: Union[Callable[[], Any], str],
             roi_size: Sizes,
             sw_batch_size: int = 1, *, overlap: Floats = 0.25, mode: str = "constant", sigma_scale: Floats = 0.125,
@@ -206,9 +216,13 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
     of `grid` (default: one part per worker along the first axis), on `client` (a
     ``dask.distributed.Client``). `input`: a Zarr path, 'file.h5:/dataset', or an array
     (dask, zarr, numpy) that pickles to the workers. `classes` picks the label dtype
-    (uint16 above 256; default uint8). `output` must not exist unless `force`, and is
-    refused when it is the input. Returns the output path once every task has finished
-    (a failed task raises; the hidden store is removed and any previous output is kept).
+    (uint16 above 256; default uint8). `output` must not exist unless `force`, and then
+    must be a store of the kind swi writes (a folder of anything else is never removed); it
+    is refused when it is the input, lies inside it or holds it, under any name or link.
+    Returns the output path once every task has finished and the store is in place (a
+    failed task raises; the hidden store is removed and any previous output is kept). A new
+    output that another job created meanwhile is kept and this job is refused
+    (FileExistsError): one job writes one store.
 
     `predictor_factory` may instead be an ONNX model's path: then every task runs the
     `swi` command (`swi`: its path on the workers) on its part, `--shard I/N --shard-grid`,
@@ -221,15 +235,15 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
         return _segment_onnx(client, input, output, os.fspath(predictor_factory), options, grid, force, swi)
     import zarr
 
+    out_path = os.path.abspath(output)
+    # the command's rules (swi._outputs): never the input under any name, inside it or
+    # around it; an existing output replaced only with force and only when it is a store
+    # of the kind swi writes; checked before any task runs
+    if isinstance(input, (str, os.PathLike)):
+        _outputs.check_apart([("input", os.fspath(input))], [("output", out_path)])
+    old = _outputs.claim_dir(out_path, force, _not_a_store)
     arr = _open_input(input)
     size, _channels = _spatial(arr)
-    out_path = os.path.abspath(output)
-    if isinstance(input, (str, os.PathLike)) and os.path.abspath(os.fspath(input)).split(".h5:")[0] == out_path:
-        raise ValueError(f"{output}: the output is the input")
-    if os.path.lexists(out_path) and not force:
-        raise FileExistsError(f"{output} exists (force=True replaces it)")
-    if os.path.lexists(out_path) and not os.path.isfile(os.path.join(out_path, ".zarray")):
-        raise FileExistsError(f"{output} exists and is not a Zarr array; not replaced")
     ch = (int(chunks),) * 3 if isinstance(chunks, int) else tuple(int(c) for c in chunks)
     ch = tuple(min(c, s) for c, s in zip(ch, size))
     if grid is None:
@@ -250,13 +264,9 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
                    for i, b in enumerate(boxes)]
         client.gather(futures)  # raises the first task's exception
         os.unlink(os.path.join(work, _INCOMPLETE))
-        if os.path.lexists(out_path):  # force: the old array goes only once the new one is whole
-            old = tempfile.mkdtemp(prefix=f".{leaf}.swi-old-", dir=parent)
-            os.rename(out_path, os.path.join(old, leaf))
-            os.rename(work, out_path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(work, out_path)
+        # whole, in one step: a new output never goes over one another job made meanwhile,
+        # and a replaced one (force) goes only now, if it is still the one checked above
+        _outputs.publish_dir(work, out_path, old, _not_a_store)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

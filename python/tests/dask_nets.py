@@ -41,3 +41,12 @@ def failing_net(x):
 
 def make_failing_net():
     return failing_net
+
+
+def other_net(x):
+    """Another job's network: numpy_net's classes reversed."""
+    return numpy_net(x)[:, ::-1]
+
+
+def make_other_net():
+    return other_net

@@ -86,13 +86,73 @@ def test_a_killed_worker_is_retried_without_corrupting_the_store(client, volume)
 
 def test_output_rules(client, volume):
     d, _x = volume
-    with pytest.raises(ValueError, match="is the input"):
+    with pytest.raises(ValueError, match="same file as input"):
         swi.dask.segment(client, str(d / "in.zarr"), str(d / "in.zarr"), dask_nets.make_numpy_net, 24, force=True)
     (d / "mine").mkdir()
     (d / "mine" / "notes.txt").write_text("keep")
     with pytest.raises(FileExistsError, match="not a Zarr array"):
         swi.dask.segment(client, str(d / "in.zarr"), str(d / "mine"), dask_nets.make_numpy_net, 24, force=True)
     assert (d / "mine" / "notes.txt").read_text() == "keep"
+
+
+def test_the_input_under_another_name_is_never_replaced(client, volume):
+    """The input store given as output through a symbolic link (or a folder holding it, or a
+    folder inside it) is refused, force or not, and the input is untouched."""
+    d, x = volume
+    link = d / "alias.zarr"
+    if not link.exists():
+        link.symlink_to(d / "in.zarr")
+    for out, what in ((link, "same file as input"), (d, "contains input"), (d / "in.zarr" / "sub.zarr", "inside")):
+        with pytest.raises(ValueError, match=what):
+            swi.dask.segment(client, str(d / "in.zarr"), str(out), dask_nets.make_numpy_net, 24, force=True)
+    assert np.array_equal(zarr.open(str(d / "in.zarr"), mode="r")[:], x)
+    assert not (d / "in.zarr" / "sub.zarr").exists()
+
+
+def test_force_never_removes_a_folder_swi_did_not_write(client, volume):
+    """A folder that merely holds a .zarray (beside the user's files) is not a store swi
+    writes: refused with force, every file kept."""
+    d, _x = volume
+    mine = d / "mine.zarr"
+    mine.mkdir()
+    (mine / ".zarray").write_text("{}")
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(FileExistsError, match="mine.zarr.*not a Zarr array that swi writes.*notes.txt"):
+        swi.dask.segment(client, str(d / "in.zarr"), str(mine), dask_nets.make_numpy_net, 24, force=True)
+    assert sorted(p.name for p in mine.iterdir()) == [".zarray", "notes.txt"]
+    assert (mine / "notes.txt").read_text() == "keep"
+    assert not [p.name for p in d.iterdir() if p.name.startswith(".mine.zarr")]
+
+
+def test_two_jobs_into_one_new_output(client, volume):
+    """Two jobs started together into one new output: exactly one succeeds and the store
+    holds its labels; the other is refused (FileExistsError), with or without force."""
+    import threading
+
+    d, x = volume
+    for force in (False, True):
+        out = str(d / f"both-{force}.zarr")
+        results = {}
+
+        def job(k, factory):
+            try:
+                swi.dask.segment(client, str(d / "in.zarr"), out, factory, (24, 20, 16), 3, grid=(2, 1, 1),
+                                 chunks=16, force=force)
+                results[k] = "ok"
+            except FileExistsError as e:
+                results[k] = e
+
+        ts = [threading.Thread(target=job, args=(k, f))
+              for k, f in enumerate((dask_nets.make_numpy_net, dask_nets.make_other_net))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        won = [k for k, r in results.items() if r == "ok"]
+        assert len(won) == 1, results
+        net = dask_nets.numpy_net if won[0] == 0 else dask_nets.other_net
+        assert np.array_equal(zarr.open(out, mode="r")[:], _reference(x, net))
+        assert not [p.name for p in d.iterdir() if p.name.startswith(f".both-{force}.zarr")]
 
 
 def test_a_failed_run_keeps_the_previous_output(client, volume):

@@ -436,18 +436,35 @@ def test_refuses_existing_output_and_bad_folds(tmp_path):
     assert rc == 1 and "'x'" in msg and not (tmp_path / "o").exists()
     rc, msg = run_convert(tmp_path / "nothing", "--output", tmp_path / "o")
     assert rc == 1 and "not a directory" in msg
-    # --force replaces it with the converted model
+    # --force never removes a folder the converter did not write
     rc, msg = run_convert(DATA / MODELS[0], "--output", tmp_path / "out", "--force", "--folds", "0")
+    assert rc == 1 and "did not write" in msg and (tmp_path / "out" / "keep").read_text() == "x", msg
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["keep"]
+    # --force replaces a model directory the converter wrote, whole
+    rc, msg = run_convert(DATA / MODELS[0], "--output", tmp_path / "conv", "--folds", "0")
     assert rc == 0, msg
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["fold_0.onnx", "nnunet.json"]
+    rc, msg = run_convert(DATA / MODELS[0], "--output", tmp_path / "conv", "--force", "--folds", "0")
+    assert rc == 0, msg
+    assert sorted(p.name for p in (tmp_path / "conv").iterdir()) == ["fold_0.onnx", "nnunet.json"]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    # ... but not once the user put a file of their own into it
+    (tmp_path / "conv" / "mine.txt").write_text("y")
+    rc, msg = run_convert(DATA / MODELS[0], "--output", tmp_path / "conv", "--force", "--folds", "0")
+    assert rc == 1 and "mine.txt" in msg and (tmp_path / "conv" / "mine.txt").read_text() == "y", msg
 
 
 def test_refuses_output_that_is_or_holds_the_model(tmp_path):
     m = copy_model(tmp_path, MODELS[1])
-    for target in (m, tmp_path):
-        rc = conv.main([str(m), "--output", str(target), "--force", "-q"])
+    (tmp_path / "alias").symlink_to(m)
+    (tmp_path / "up").symlink_to(tmp_path)
+    # the folder itself, a folder around it, a folder inside it (its fold), each also by a link
+    for target in (m, tmp_path, m / "fold_0", tmp_path / "alias", tmp_path / "up", tmp_path / "alias" / "fold_0",
+                   m / "new"):
+        before = sorted(str(p.relative_to(tmp_path)) for p in m.rglob("*"))
+        rc = conv.main([str(m), "--output", str(target), "--force", "-q", "--folds", "0"])
         msg = _captured.readouterr().err
-        assert rc == 1 and "is the model folder or holds it" in msg
+        assert rc == 1 and "is the model folder, lies inside it or holds it" in msg, (target, msg)
+        assert sorted(str(p.relative_to(tmp_path)) for p in m.rglob("*")) == before, target
     assert (m / "fold_0" / "checkpoint_final.pth").is_file() and (m / "plans.json").is_file()
     # an output under a regular file: one line, no traceback
     (tmp_path / "file").write_text("x")

@@ -115,6 +115,24 @@ def test_report_refuses(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == [], "something was written: %s" % os.listdir(tmp_path)
 
 
+def test_report_output_rules(tmp_path):
+    """swi.report writes as swi segment does: an existing file is replaced only with force,
+    a folder never; a failed write leaves the old file as it was, and no temporary."""
+    niivue()
+    lab, _ = volumes()
+    out = tmp_path / "r.html"
+    out.write_text("mine")
+    with pytest.raises(FileExistsError, match="r.html"):
+        swi.report(lab, path=out)
+    assert out.read_text() == "mine"
+    (tmp_path / "d.html").mkdir()
+    with pytest.raises(FileExistsError, match="d.html"):
+        swi.report(lab, path=tmp_path / "d.html", force=True)
+    swi.report(lab, path=out, force=True)
+    assert out.read_text().startswith("<!DOCTYPE html>") or "<html" in out.read_text()[:2000]
+    assert sorted(os.listdir(tmp_path)) == ["d.html", "r.html"]
+
+
 def test_report_in_chromium(tmp_path):
     niivue()
     if not browser.chromium():
