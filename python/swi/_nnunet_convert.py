@@ -294,7 +294,7 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
             name = f"fold_{f}.onnx"
             try:
                 export_onnx(net, patch, len(channels), tmp / name)
-            except (RuntimeError, ValueError, TypeError) as e:
+            except (RuntimeError, ValueError, TypeError, MemoryError) as e:
                 msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise ConvertError(f"{p}: the ONNX export failed ({msg})") from None
             models.append(name)
@@ -409,6 +409,9 @@ def main(argv: Optional[List[str]] = None, prog: str = "python3 -m swi convert n
         return 1
     except OSError as e:
         print(f"swi convert nnunet: {e.filename or a.output}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"swi convert nnunet: {a.model_dir}: out of memory while converting", file=sys.stderr)
         return 1
     log(f"wrote {Path(a.output) / CARD_NAME}: {card['configuration']}, folds {card['folds']}")
     return 0

@@ -64,6 +64,11 @@ def _short(v: Any, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
+def _key(k: str) -> str:
+    """A storage's key (data/KEY) for a message: as it is when it is a plain name."""
+    return k if k.isalnum() and len(k) <= 40 else _short(k)
+
+
 # ---- files ------------------------------------------------------------------------
 def open_regular(path: Path, what: str = "") -> io.BufferedReader:
     """path opened for reading, refused unless it is a regular file. O_NONBLOCK: opening
@@ -433,7 +438,7 @@ class _Unpickler(pickle.Unpickler):
         if ref is None:
             ref = self._storages[key] = StorageRef(key, dtype, numel)
         elif ref.dtype != dtype or ref.numel != numel:
-            raise pickle.UnpicklingError(f"storage data/{_short(key)} is named as two different storages")
+            raise pickle.UnpicklingError(f"storage data/{_key(key)} is named as two different storages")
         return ref
 
 
@@ -562,22 +567,22 @@ class Archive:
         if t.offset < 0 or any(i < 0 for i in t.shape + t.stride):
             bad(f"size {list(t.shape)}, stride {list(t.stride)}, offset {t.offset}: negative")
         if ref.numel < 0:
-            bad(f"storage data/{_short(ref.key)}: {ref.numel} elements")
+            bad(f"storage data/{_key(ref.key)}: {ref.numel} elements")
         info = self._infos.get(f"{self._prefix}data/{ref.key}")
         if info is None:
-            bad(f"storage data/{_short(ref.key)} is missing from the archive")
+            bad(f"storage data/{_key(ref.key)} is missing from the archive")
         nbytes = ref.numel * _ITEMSIZE[ref.dtype]
         if info.file_size != nbytes:
-            bad(f"storage data/{_short(ref.key)} holds {info.file_size} bytes, the pickle says {ref.numel} "
+            bad(f"storage data/{_key(ref.key)} holds {info.file_size} bytes, the pickle says {ref.numel} "
                 f"{ref.dtype} elements ({nbytes} bytes)")
         if info.compress_type != zipfile.ZIP_STORED:
-            bad(f"storage data/{_short(ref.key)} is compressed (torch.save stores tensors as they are)")
+            bad(f"storage data/{_key(ref.key)} is compressed (torch.save stores tensors as they are)")
         n = t.numel()
         if n:
             last = t.offset + sum((s - 1) * st for s, st in zip(t.shape, t.stride))
             if last >= ref.numel:
                 bad(f"size {list(t.shape)}, stride {list(t.stride)}, offset {t.offset} reach element {last}, "
-                    f"its storage data/{_short(ref.key)} has {ref.numel}")
+                    f"its storage data/{_key(ref.key)} has {ref.numel}")
         if n > max(ref.numel, 1):
             bad(f"{n} elements from a storage of {ref.numel}: repeated elements are not a checkpoint's")
 
