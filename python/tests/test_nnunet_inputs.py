@@ -194,6 +194,8 @@ FIELD_CASES = [
     ("dataset.json", ["channel_names", "0"], ["CT"], "channel_names.0"),
     ("dataset.json", ["file_ending"], [".nii.gz"], "file_ending"),
     ("dataset.json", ["regions_class_order"], "1,2", "regions_class_order"),
+    ("dataset.json", ["labels", "a\nb"], 2 ** 40, "labels.a\\nb"),
+    ("dataset.json", ["labels", "\ud800"], -1, "labels.\\ud800"),
 ]
 
 
@@ -347,6 +349,29 @@ def test_refuses_huge_pickle_string(tmp_path):
         zf.writestr("archive/data.pkl", b"\x80\x04\x8e" + (1 << 40).to_bytes(8, "little") + b"x")
     line = refused(tmp_path, m, "--folds", "0")
     assert "checkpoint_final.pth" in line
+
+
+def test_refuses_damaged_archive(tmp_path):
+    """A deflated data.pkl with a damaged stream, a bad CRC, a zip directory cut short:
+    one line each (zlib.error, BadZipFile, struct.error are all the archive's fault)."""
+    m = copy_model(tmp_path)
+    p = m / "fold_0" / "checkpoint_final.pth"
+    good = p.read_bytes()
+    with zipfile.ZipFile(io.BytesIO(good)) as zf:
+        entries = [(i.filename, zf.read(i)) for i in zf.infolist()]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in entries:
+            zf.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED if name.endswith("data.pkl")
+                        else zipfile.ZIP_STORED)
+    raw = bytearray(buf.getvalue())
+    start = raw.index(b"data.pkl") + len("data.pkl")
+    for i in range(start + 20, start + 60):
+        raw[i] ^= 0x5A
+    p.write_bytes(bytes(raw))
+    assert "checkpoint_final.pth: data.pkl: cannot be read" in refused(tmp_path, m, "--folds", "0")
+    p.write_bytes(good[: len(good) - 30])
+    assert "not a PyTorch checkpoint archive" in refused(tmp_path, m, "--folds", "0")
 
 
 def test_weights_cap_against_available_memory(tmp_path, monkeypatch):
