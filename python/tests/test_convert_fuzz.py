@@ -126,8 +126,8 @@ def mutate_checkpoint_bytes(rng, raw):
             b = b[: rng.randrange(len(b))]
         else:
             i = rng.randrange(len(b))
-            b[i:i] = rng.choice([b"\x8e" + (1 << 40).to_bytes(8, "little"), b"(" * 10000, b"K\xff", b"J\xff\xff\xff\x7f",
-                                 b"cos\nsystem\n", b"\x93"])
+            b[i:i] = rng.choice([b"\x8e" + (1 << 40).to_bytes(8, "little"), b"(" * 10000, b"K\xff",
+                                 b"J\xff\xff\xff\x7f", b"cos\nsystem\n", b"\x93"])
         entries[pkl] = (entries[pkl][0], bytes(b))
         return _rezip(entries)
     i = rng.choice(data)
