@@ -48,4 +48,19 @@ for t in $targets; do
   fi
 done
 [ ${#built[@]} -gt 0 ] || { echo "ci-fuzz: no fuzz target built" >&2; exit 1; }
-"$root/fuzz/run.sh" "$secs" "$build" "${built[@]}"
+status=0
+"$root/fuzz/run.sh" "$secs" "$build" "${built[@]}" || status=1
+
+# The nnU-Net converter's inputs (Python): python/tests/test_convert_fuzz.py with about 20
+# cases a second for as long, when the package is built (SWI_PYTHON_BUILD, default
+# build/python) and /usr/bin/python3 has torch and onnx. The seed is printed to rerun a failure.
+pybuild="${SWI_PYTHON_BUILD:-$root/build/python}"
+if [ -f "$pybuild/swi/_nnunet_inputs.py" ] && /usr/bin/python3 -c "import torch, onnx, pytest" 2>/dev/null; then
+  seed="${SWI_CONVERT_FUZZ_SEED:-$(date +%s)}"
+  echo "ci-fuzz: convert_fuzz: $((secs * 20)) cases, SWI_CONVERT_FUZZ_SEED=$seed"
+  SWI_CONVERT_FUZZ_CASES=$((secs * 20)) SWI_CONVERT_FUZZ_SEED="$seed" PYTHONPATH="$pybuild" \
+    /usr/bin/python3 -m pytest -q -s -p no:cacheprovider "$root/python/tests/test_convert_fuzz.py" || status=1
+else
+  echo "ci-fuzz: convert_fuzz: skipped (needs $pybuild/swi built and /usr/bin/python3 with torch, onnx, pytest)"
+fi
+exit $status

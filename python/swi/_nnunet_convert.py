@@ -12,7 +12,6 @@ import argparse
 import json
 import math
 import os
-import pickle
 import shutil
 import sys
 import tempfile
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from . import _outputs
+from . import _nnunet_inputs as inputs
+from ._nnunet_inputs import ConvertError
 
 CARD_NAME = "nnunet.json"
 CARD_FORMAT = "swi-nnunet"
@@ -34,147 +35,27 @@ KNOWN_NORMALIZATIONS = ("CTNormalization", "ZScoreNormalization", "RescaleTo01No
 KNOWN_READERS = ("SimpleITKIO", "NibabelIO", "NibabelIOWithReorient")
 
 
-class ConvertError(Exception):
-    """One line naming the file (and field) and the problem."""
-
-
-# ---- checkpoints: read without running code ------------------------------------------
-# A checkpoint is a zip of data.pkl (the pickled dict) and data/KEY (each storage's bytes).
-# torch.load would unpickle whatever data.pkl names; here data.pkl goes through an
-# Unpickler that knows only what a checkpoint holds, tensors are rebuilt from the bytes.
-_STORAGE_DTYPES = {
-    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
-    "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16",
-    "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool",
-}
-_ALLOWED = {
-    ("collections", "OrderedDict"),
-    ("torch", "device"),
-    ("torch", "Size"),
-    ("numpy.core.multiarray", "scalar"),
-    ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "scalar"),
-    ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy", "dtype"),
-    ("numpy", "ndarray"),
-    ("builtins", "set"),
-    ("builtins", "frozenset"),
-    ("builtins", "slice"),
-}
-
-
-class _StorageType:
-    def __init__(self, dtype):
-        self.dtype = dtype
-
-
-def _rebuild_tensor(storage, offset, size, stride, *rest):
-    import torch
-
-    return torch.as_strided(storage, tuple(size), tuple(stride), int(offset)).clone()
-
-
-def _rebuild_parameter(data, *rest):
-    return data
-
-
-def _latin1(text, encoding="latin1"):
-    # pickle protocol 2 spells bytes (numpy scalars' payloads) as _codecs.encode(s, 'latin1')
-    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
-        raise pickle.UnpicklingError("_codecs.encode is only allowed as latin1 bytes")
-    return text.encode("latin1")
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, f, zf, prefix):
-        super().__init__(f, encoding="utf-8")
-        self._zf, self._prefix, self._storages = zf, prefix, {}
-
-    def find_class(self, module, name):
-        import torch
-
-        if module == "__builtin__":  # protocol 2 spells builtins the Python 2 way
-            module = "builtins"
-
-        if module == "torch" and name in _STORAGE_DTYPES:
-            return _StorageType(getattr(torch, _STORAGE_DTYPES[name]))
-        if module == "torch._utils" and name == "_rebuild_tensor_v2":
-            return _rebuild_tensor
-        if module == "torch._utils" and name in ("_rebuild_parameter", "_rebuild_parameter_with_state"):
-            return _rebuild_parameter
-        if (module, name) == ("_codecs", "encode"):
-            return _latin1
-        if (module, name) in _ALLOWED or (module.startswith("numpy") and name.endswith("DType")):
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name} is not something a checkpoint needs")
-
-    def persistent_load(self, pid):
-        import torch
-
-        if not (isinstance(pid, tuple) and len(pid) >= 3 and pid[0] == "storage"
-                and isinstance(pid[1], _StorageType)):
-            raise pickle.UnpicklingError(f"unknown persistent id {str(pid)[:60]}")
-        key = str(pid[2])
-        if key not in self._storages:
-            try:
-                raw = self._zf.read(f"{self._prefix}data/{key}")
-            except KeyError:
-                raise pickle.UnpicklingError(f"storage data/{key} is missing") from None
-            dtype = pid[1].dtype
-            item = torch.empty((), dtype=dtype).element_size()
-            if len(raw) % item:
-                raise pickle.UnpicklingError(f"storage data/{key}: {len(raw)} bytes is not a whole number of "
-                                             f"{dtype} elements")
-            self._storages[key] = (torch.frombuffer(bytearray(raw), dtype=dtype) if raw
-                                   else torch.empty(0, dtype=dtype))
-        return self._storages[key]
-
-
+# ---- checkpoints and JSON: read with bounds, checked before use (_nnunet_inputs) ------
 def read_torch_archive(path: Path):
-    """What torch.save wrote to path (zip format), read with the allow-list above."""
-    import io
-    import zipfile
-
+    """What torch.save wrote to path (zip format), read with an allow-list (_nnunet_inputs)."""
+    a = inputs.Archive(Path(path))
     try:
-        with zipfile.ZipFile(path) as zf:
-            names = [n for n in zf.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
-            if len(names) != 1:
-                raise ConvertError(f"{path}: not a PyTorch checkpoint (no single data.pkl in the archive)")
-            prefix = names[0][: -len("data.pkl")]
-            if f"{prefix}byteorder" in zf.namelist() and zf.read(f"{prefix}byteorder").strip() != b"little":
-                raise ConvertError(f"{path}: a big-endian checkpoint is not supported")
-            return _Unpickler(io.BytesIO(zf.read(names[0])), zf, prefix).load()
-    except zipfile.BadZipFile:
-        raise ConvertError(f"{path}: not a PyTorch checkpoint archive (saved by torch < 1.6, or damaged)") from None
-    except pickle.UnpicklingError as e:
-        raise ConvertError(f"{path}: refused to unpickle: {e}") from None
-    except (OSError, EOFError, ValueError, TypeError, AttributeError, IndexError, RuntimeError) as e:
-        raise ConvertError(f"{path}: not a readable PyTorch checkpoint ({type(e).__name__}: {e})") from None
+        return a.materialize(a.obj)
+    finally:
+        a.close()
 
 
 def load_checkpoint(path: Path) -> dict:
-    ck = read_torch_archive(path)
-    if not isinstance(ck, dict):
-        raise ConvertError(f"{path}: not an nnU-Net checkpoint (a {type(ck).__name__}, not a dict)")
-    for k in ("network_weights", "init_args", "trainer_name"):
-        if k not in ck:
-            raise ConvertError(f"{path}: not an nnU-Net checkpoint (no '{k}')")
-    if not isinstance(ck["init_args"], dict) or not isinstance(ck["init_args"].get("configuration"), str):
-        raise ConvertError(f"{path}: init_args.configuration is missing or not a string")
-    return ck
+    """An nnU-Net checkpoint, every tensor read."""
+    ck = inputs.Checkpoint(Path(path))
+    try:
+        return ck.materialize(ck.obj)
+    finally:
+        ck.close()
 
 
 def _load_json(path: Path) -> dict:
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            v = json.load(f)
-    except FileNotFoundError:
-        raise ConvertError(f"{path}: missing (a trained nnU-Net model folder has it)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConvertError(f"{path}: not readable JSON ({e})") from None
-    if not isinstance(v, dict):
-        raise ConvertError(f"{path}: not a JSON object")
-    return v
+    return inputs.read_json(path)
 
 
 # ---- plans -----------------------------------------------------------------------
@@ -315,17 +196,16 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
         raise ConvertError(f"{mdir}: not a directory (a trained nnU-Net model folder)")
     plans_path, dataset_path = mdir / "plans.json", mdir / "dataset.json"
     plans, dataset = _load_json(plans_path), _load_json(dataset_path)
+    inputs.check_plans(plans, plans_path)
+    inputs.check_dataset(dataset, dataset_path)
     if "/" in checkpoint or checkpoint in ("", ".", ".."):
         raise ConvertError(f"--checkpoint: {checkpoint!r} must be a file name inside fold_N/")
     fold_list = _folds(mdir, folds, checkpoint)
     old = _claim_output(mdir, out, force)
 
-    cks = []
-    for f in fold_list:
-        p = mdir / f"fold_{f}" / checkpoint
-        if not p.is_file():
-            raise ConvertError(f"{p}: missing (fold {f})")
-        cks.append((f, p, load_checkpoint(p)))
+    # inspected only: every tensor checked against the archive, none read yet
+    paths = [(f, mdir / f"fold_{f}" / checkpoint) for f in fold_list]
+    cks = [(f, p, ck) for (f, p), ck in zip(paths, inputs.inspect_checkpoints(paths))]
     f0, p0, ck0 = cks[0]
     conf_name = ck0["init_args"]["configuration"]
     trainer = ck0["trainer_name"]
@@ -334,6 +214,7 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
             raise ConvertError(f"{p}: trained as {ck['trainer_name']}/{ck['init_args']['configuration']}, "
                                f"fold {f0} as {trainer}/{conf_name}: folds of one model must agree")
     conf = resolve_configuration(plans, conf_name, plans_path)
+    inputs.check_configuration(conf, conf_name, plans_path)
     if conf.get("previous_stage") is not None:
         raise ConvertError(f"{plans_path}: configuration {conf_name!r} is a cascade stage (previous_stage "
                            f"{conf['previous_stage']!r}): cascades are not supported")
@@ -363,8 +244,9 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
             raise ConvertError(f"{plans_path}: {k} {v!r} is not a permutation of 0, 1, 2")
 
     try:
+        # on the meta device: shapes only, compared with the checkpoints' before any memory is taken
         net = nets.build_network(arch["network_class_name"], arch["arch_kwargs"], len(channels),
-                                 labels["num_segmentation_heads"])
+                                 labels["num_segmentation_heads"], device="meta")
     except nets.PlansError as e:
         raise ConvertError(f"{plans_path}: configuration {conf_name!r}: {e}") from None
     except (TypeError, ValueError, RuntimeError) as e:
@@ -378,6 +260,12 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
         if patch[ax] % prod:
             raise ConvertError(f"{plans_path}: configuration {conf_name!r}: patch_size {patch} is not a multiple "
                                f"of the network's total stride along axis {ax} ({prod})")
+    for f, p, ck in cks:
+        try:
+            nets.check_weight_shapes(net, ck.weight_shapes(), str(p))
+        except nets.PlansError as e:
+            raise ConvertError(str(e)) from None
+    net = net.to_empty(device="cpu")  # every tensor is then loaded from a checkpoint
     window = nets.window_shape(patch)
     mirror = ck0.get("inference_allowed_mirroring_axes")
     if mirror is not None:
@@ -401,7 +289,7 @@ def convert(model_dir: str, output: str, folds: Optional[str] = None, checkpoint
             name = f"fold_{f}.onnx"
             try:
                 export_onnx(net, patch, len(channels), tmp / name)
-            except (RuntimeError, ValueError, TypeError) as e:
+            except (RuntimeError, ValueError, TypeError, MemoryError) as e:
                 msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise ConvertError(f"{p}: the ONNX export failed ({msg})") from None
             models.append(name)
@@ -554,6 +442,9 @@ def main(argv: Optional[List[str]] = None, prog: str = "python3 -m swi convert n
         return 1
     except OSError as e:
         print(f"swi convert nnunet: {e.filename or a.output}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"swi convert nnunet: {a.model_dir}: out of memory while converting", file=sys.stderr)
         return 1
     log(f"wrote {Path(a.output) / CARD_NAME}: {card['configuration']}, folds {card['folds']}")
     return 0

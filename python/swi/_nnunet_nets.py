@@ -10,6 +10,7 @@ Only inference is modelled: no deep-supervision heads in the output, dropout is 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, List, Optional, Sequence
 
 import torch
@@ -32,7 +33,7 @@ def _conv_cls(name: Optional[str], what: str):
     return table[name]
 
 
-def _norm_factory(name: Optional[str], kwargs: Optional[dict], dim: int, what: str):
+def _norm_factory(name: Optional[str], kwargs: Optional[dict], dim: int, what: str, device=None):
     if name is None:
         return None
     short = name.split(".")[-1]
@@ -51,7 +52,7 @@ def _norm_factory(name: Optional[str], kwargs: Optional[dict], dim: int, what: s
     bad = sorted(set(kw) - allowed)
     if bad:
         raise PlansError(f"{what}: norm_op_kwargs {bad} are not supported")
-    return lambda ch: cls(ch, **kw)
+    return lambda ch: cls(ch, **kw, device=device)
 
 
 def _nonlin_factory(name: Optional[str], kwargs: Optional[dict], what: str):
@@ -88,12 +89,12 @@ def _dropout_factory(name: Optional[str], what: str):
 class _Ops:
     """The layer factories one network uses everywhere."""
 
-    def __init__(self, kw: dict, what: str):
+    def __init__(self, kw: dict, what: str, device=None):
         self.dim = _conv_cls(kw.get("conv_op"), what)
-        self.conv = {2: nn.Conv2d, 3: nn.Conv3d}[self.dim]
-        self.tconv = {2: nn.ConvTranspose2d, 3: nn.ConvTranspose3d}[self.dim]
+        self.conv = functools.partial({2: nn.Conv2d, 3: nn.Conv3d}[self.dim], device=device)
+        self.tconv = functools.partial({2: nn.ConvTranspose2d, 3: nn.ConvTranspose3d}[self.dim], device=device)
         self.pool = {2: nn.AvgPool2d, 3: nn.AvgPool3d}[self.dim]
-        self.norm = _norm_factory(kw.get("norm_op"), kw.get("norm_op_kwargs"), self.dim, what)
+        self.norm = _norm_factory(kw.get("norm_op"), kw.get("norm_op_kwargs"), self.dim, what, device)
         self.nonlin = _nonlin_factory(kw.get("nonlin"), kw.get("nonlin_kwargs"), what)
         self.dropout = _dropout_factory(kw.get("dropout_op"), what)
         self.bias = bool(kw.get("conv_bias", False))
@@ -296,8 +297,10 @@ SUPPORTED_CLASSES = (
 )
 
 
-def build_network(class_name: str, kw: Dict[str, Any], input_channels: int, num_classes: int) -> UNet:
-    """The network nnU-Net's plans describe (configuration's architecture entry)."""
+def build_network(class_name: str, kw: Dict[str, Any], input_channels: int, num_classes: int,
+                  device=None) -> UNet:
+    """The network nnU-Net's plans describe (configuration's architecture entry); on
+    device "meta" it has the shapes and no memory (Module.to_empty gives it some)."""
     if class_name not in SUPPORTED_CLASSES:
         raise PlansError(f"network_class_name {class_name!r} is not supported (supported: "
                          + ", ".join(SUPPORTED_CLASSES) + ")")
@@ -306,7 +309,7 @@ def build_network(class_name: str, kw: Dict[str, Any], input_channels: int, num_
     unknown = sorted(set(kw) - ARCH_KWARGS[short])
     if unknown:
         raise PlansError(f"{what}: {unknown} are not supported")
-    ops = _Ops(kw, what)
+    ops = _Ops(kw, what, device)
     n = kw.get("n_stages")
     if not isinstance(n, int) or n < 1:
         raise PlansError(f"{what}: n_stages {n!r} is not a positive integer")
@@ -336,26 +339,35 @@ def build_network(class_name: str, kw: Dict[str, Any], input_channels: int, num_
     return UNet(enc, decoder, ops.dim)
 
 
+def check_weight_shapes(net: nn.Module, shapes: Dict[str, Sequence[int]], source: str) -> None:
+    """Every name the network has must be in shapes (a checkpoint's, by name) with its
+    shape, and shapes may hold no other."""
+    own = net.state_dict()
+    if not isinstance(shapes, dict):
+        raise PlansError(f"{source}: network_weights is not a dict of tensors")
+    for name, t in own.items():
+        if name not in shapes:
+            raise PlansError(f"{source}: weight {name!r} is missing (the plans' network has it, shape "
+                             f"{list(t.shape)})")
+        if tuple(shapes[name]) != tuple(t.shape):
+            raise PlansError(f"{source}: weight {name!r} has shape {list(shapes[name])}, the plans' network "
+                             f"needs {list(t.shape)}")
+    extra = sorted(set(shapes) - set(own))
+    if extra:
+        raise PlansError(f"{source}: weight {extra[0]!r} does not fit the plans' network"
+                         + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
+
+
 def load_weights(net: nn.Module, weights: Dict[str, torch.Tensor], source: str) -> None:
     """Loads a checkpoint's network_weights by name: every name the network has must be
     there with its shape, and the checkpoint may hold no other."""
     own = net.state_dict()
     if not isinstance(weights, dict):
         raise PlansError(f"{source}: network_weights is not a dict of tensors")
-    for name, t in own.items():
-        if name not in weights:
-            raise PlansError(f"{source}: weight {name!r} is missing (the plans' network has it, shape "
-                             f"{list(t.shape)})")
-        w = weights[name]
+    for name, w in weights.items():
         if not isinstance(w, torch.Tensor):
             raise PlansError(f"{source}: weight {name!r} is not a tensor")
-        if tuple(w.shape) != tuple(t.shape):
-            raise PlansError(f"{source}: weight {name!r} has shape {list(w.shape)}, the plans' network "
-                             f"needs {list(t.shape)}")
-    extra = sorted(set(weights) - set(own))
-    if extra:
-        raise PlansError(f"{source}: weight {extra[0]!r} does not fit the plans' network"
-                         + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
+    check_weight_shapes(net, {k: tuple(w.shape) for k, w in weights.items()}, source)
     net.load_state_dict({k: weights[k].float() if weights[k].is_floating_point() else weights[k] for k in own},
                         strict=True)
 
