@@ -53,6 +53,18 @@ stored = zarr.open(os.path.join(out, "labels.zarr"), mode="r")[:]
 assert stored.shape == labels.shape and np.array_equal(stored, labels), "the store's labels differ from the file's"
 print("wheel_doors: store job, labels equal the file's")
 
+# swi.dask with the ONNX model: each part through the wheel's own library (no swi command)
+import swi.dask  # noqa: E402
+from dask.distributed import Client, LocalCluster  # noqa: E402
+
+with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+        Client(cluster) as client:
+    swi.dask.segment(client, os.path.join(out, "in.zarr"), os.path.join(out, "dask.zarr"), model, 32, 4,
+                     overlap=0.25, mode="gaussian", grid=(2, 1, 1))
+parts = zarr.open(os.path.join(out, "dask.zarr"), mode="r")[:]
+assert np.array_equal(parts, labels), "swi.dask's labels differ from the file's"
+print("wheel_doors: dask job in parts, labels equal the file's")
+
 # swi.report from arrays
 swi.report(labels, x, nib.load(volume).affine, classes=["background", "a", "b", "c"],
            path=os.path.join(out, "report.html"))

@@ -177,20 +177,46 @@ def _cli_task(cmd: list[str]) -> str:
     return r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
 
 
+def _library_task(input: str, output: str, model: str, o: dict[str, Any], part: Any, grid: Any,
+                  force: bool) -> str:
+    """One part through swi.segment: the pipeline library the command is a client of (its
+    parts, store writer, markers and output rules), in the worker's own swi package."""
+    from ._pipeline import segment as _segment
+
+    def seq(v: Any) -> Any:
+        return tuple(v) if isinstance(v, (list, tuple)) else v
+
+    _segment(input, output, model=model, roi=seq(o["roi_size"]), sw_batch_size=int(o["sw_batch_size"]),
+             overlap=seq(o["overlap"]), mode=str(o["mode"]), sigma_scale=seq(o["sigma_scale"]),
+             padding=str(o["padding_mode"]), cval=float(o["cval"]), threads=int(o["threads"] or 0),
+             max_memory=o["max_memory"], part=part, part_grid=grid, force=force)
+    return f"part {part} done"
+
+
 def _segment_onnx(client: Any, input: Any, output: str, model: str, options: dict[str, Any],
-                  grid: Optional[Sequence[int]], force: bool, swi: str) -> str:
-    """An ONNX model: each task runs `swi segment --shard I/N --shard-grid AxBxC` (the
-    command's exact parts and its own store writer, markers and output rules)."""
+                  grid: Optional[Sequence[int]], force: bool, swi: Optional[str]) -> str:
+    """An ONNX model: each task runs one part, `--shard I/N --shard-grid AxBxC` (the command's
+    exact parts and its own store writer, markers and output rules): through the installed
+    package's library, or the `swi` command at the path `swi` names."""
     if not isinstance(input, (str, os.PathLike)):
         raise TypeError("with an ONNX model the input must be a store name (x.zarr, x.ome.zarr, x.h5:/path)")
     if grid is None:
         grid = (max(1, len(client.scheduler_info().get("workers", {}))), 1, 1)
+    grid = tuple(int(g) for g in grid)
     n = int(np.prod(grid))
+    job = uuid.uuid4().hex[:8]
+    if swi is None:
+        src, mdl = os.path.abspath(os.fspath(input)), os.path.abspath(model)
+        dst = os.path.abspath(output)
+        _library_task(src, dst, mdl, options, "init", grid, force)
+        futures = [client.submit(_library_task, src, dst, mdl, options, (i, n), grid, force, pure=False,
+                                 key=f"swi-shard-{i}-of-{n}-{job}") for i in range(n)]
+        client.gather(futures)
+        return dst
     base = [swi, "segment", "-q", "--model", os.fspath(model), "--input", os.fspath(input), "--output", output]
     base += _cli_window_flags(options) + (["--force"] if force else [])
     _cli_task(base + ["--shard", "init"])
-    job = uuid.uuid4().hex[:8]
-    shape = "x".join(str(int(g)) for g in grid)
+    shape = "x".join(str(g) for g in grid)
     futures = [client.submit(_cli_task, base + ["--shard", f"{i}/{n}", "--shard-grid", shape], pure=False,
                              key=f"swi-shard-{i}-of-{n}-{job}") for i in range(n)]
     client.gather(futures)
@@ -211,7 +237,8 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
             sw_batch_size: int = 1, *, overlap: Floats = 0.25, mode: str = "constant", sigma_scale: Floats = 0.125,
             padding_mode: str = "constant", cval: float = 0.0, classes: Optional[int] = None,
             grid: Optional[Sequence[int]] = None, chunks: Union[int, Sequence[int]] = 64,
-            threads: Optional[int] = 1, max_memory: Memory = None, force: bool = False, swi: str = "swi") -> str:
+            threads: Optional[int] = 1, max_memory: Memory = None, force: bool = False,
+            swi: Optional[str] = None) -> str:
     """Labels (argmax) of `input` into the Zarr array `output`, one Dask task per part box
     of `grid` (default: one part per worker along the first axis), on `client` (a
     ``dask.distributed.Client``). `input`: a Zarr path, 'file.h5:/dataset', or an array
@@ -224,10 +251,11 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
     output that another job created meanwhile is kept and this job is refused
     (FileExistsError): one job writes one store.
 
-    `predictor_factory` may instead be an ONNX model's path: then every task runs the
-    `swi` command (`swi`: its path on the workers) on its part, `--shard I/N --shard-grid`,
-    and `input` and `output` are store names the command reads and writes (x.zarr,
-    x.ome.zarr, x.h5:/path; its output rules and markers apply)."""
+    `predictor_factory` may instead be an ONNX model's path: then every task segments its
+    part as ``swi segment --shard I/N --shard-grid`` does, through the package's own pipeline
+    library (ONNX Runtime carried in the wheel), or through the `swi` command when `swi`
+    names its path on the workers; `input` and `output` are store names (x.zarr,
+    x.ome.zarr, x.h5:/path; the command's output rules and markers apply)."""
     options = dict(roi_size=roi_size, sw_batch_size=sw_batch_size, overlap=overlap, mode=mode,
                    sigma_scale=sigma_scale, padding_mode=padding_mode, cval=cval, threads=threads,
                    max_memory=max_memory)

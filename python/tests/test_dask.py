@@ -190,6 +190,15 @@ def test_onnx_model_through_the_command_shards(client, tmp_path):
                                                                                    mode="r")[:]
     assert np.array_equal(whole, parts) and not os.path.exists(tmp_path / "parts.zarr" / ".swi-incomplete")
     shutil.rmtree(tmp_path / "parts.zarr")
+    # without swi=: the package's own pipeline library runs each part (an installed wheel has
+    # no swi command); bitwise the same
+    swi.dask.segment(client, str(tmp_path / "in.zarr"), str(tmp_path / "lib.zarr"), model, 32, 2, overlap=0.25,
+                     mode="gaussian", grid=(2, 2, 1))
+    lib = zarr.open(str(tmp_path / "lib.zarr"), mode="r")[:]
+    assert np.array_equal(whole, lib) and not os.path.exists(tmp_path / "lib.zarr" / ".swi-incomplete")
+    # and its output rules: the same store again is refused without force
+    with pytest.raises(OSError, match="exists"):
+        swi.dask.segment(client, str(tmp_path / "in.zarr"), str(tmp_path / "lib.zarr"), model, 32, 2, grid=(2, 1, 1))
 
 
 def test_ome_zarr_input(client, tmp_path):
