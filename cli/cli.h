@@ -44,6 +44,7 @@ typedef struct seg_cmd {
     const char *report_dir;     /**< a page per case and index.html here; or NULL */
     int part_index, part_count; /**< --part I/N: cases I, I+N, I+2N, ... (0-based) */
     int part_given;             /**< --part was on the command line */
+    char folds[128];            /**< --folds as given, its words joined by commas (spec.folds) */
 } seg_cmd;
 
 /** The --help texts of swi segment and swi plan (segment_help.c). */

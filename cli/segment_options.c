@@ -150,6 +150,96 @@ static int is_volume_name(const char *p) {
     return swi_volume_format_writable(f) && f != SWI_VOLUME_DICOM_SEG;
 }
 
+/* Edit distance of a and b (insertions, deletions, substitutions and swaps of two
+ * neighbours; each at most 31 characters considered), for suggestions. */
+static int edit_distance(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    if (na > 31) na = 31;
+    if (nb > 31) nb = 31;
+    int d[32][32];
+    for (size_t i = 0; i <= na; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= nb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            /* two letters swapped (--modle) count as one edit */
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[na][nb];
+}
+
+/* The long option nearest to what was typed (dashes, underscores and a value after '='
+ * left aside), or NULL when none is near enough to be what was meant. */
+static const char *nearest_option(const char *typed) {
+    char name[64];
+    size_t n = 0;
+    while (*typed == '-') typed++;
+    for (; *typed && *typed != '=' && n + 1 < sizeof name; typed++) name[n++] = *typed == '_' ? '-' : *typed;
+    name[n] = '\0';
+    if (n < 2) return NULL;
+    const char *best = NULL;
+    int best_d = 1 << 30;
+    for (const struct option *lo = LONG_OPTS; lo->name; lo++) {
+        const int d = edit_distance(name, lo->name);
+        if (d < best_d) best_d = d, best = lo->name;
+    }
+    const int allowed = n <= 4 ? 1 : n <= 8 ? 2 : 3;
+    return best_d <= allowed ? best : NULL;
+}
+
+/* Spellings of other tools with the same meaning: nnU-Net's and TotalSegmentator's
+ * underscores (--save_probabilities, --disable_tta), taken in place as the hyphenated
+ * option when that names one of ours. */
+static void accept_underscores(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || !strchr(a, '_')) continue;
+        if (strcmp(a, "--") == 0) break;
+        const size_t len = strcspn(a + 2, "=");
+        char name[64];
+        if (len == 0 || len >= sizeof name) continue;
+        for (size_t k = 0; k < len; k++) name[k] = a[2 + k] == '_' ? '-' : a[2 + k];
+        name[len] = '\0';
+        for (const struct option *lo = LONG_OPTS; lo->name; lo++)
+            if (strcmp(lo->name, name) == 0) {
+                memcpy(a + 2, name, len);
+                break;
+            }
+    }
+}
+
+/* A fold: a whole number or "all" (nnU-Net's -f 0 1 2 spelling gives them one a word). */
+static int is_fold_word(const char *s) {
+    if (strcmp(s, "all") == 0) return 1;
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
+/* The usage error for the unknown option getopt_long just met: the token at fault as
+ * typed (a short option in a group, -xyz, named with its group) and the nearest option. */
+static int unknown_option(const char *who, int argc, char **argv, int scanned) {
+    char what[160], hint[96] = "";
+    const char *tok = scanned < argc ? argv[scanned] : argv[argc - 1];
+    if (optopt && tok[0] == '-' && tok[1] != '-' && strlen(tok) > 2)
+        snprintf(what, sizeof what, "unknown option '-%c' (in '%.64s')", optopt, tok);
+    else if (optopt)
+        snprintf(what, sizeof what, "unknown option '-%c'", optopt);
+    else
+        snprintf(what, sizeof what, "unknown option '%.100s'", tok);
+    /* -model or --modle: the option meant */
+    const char *near = optopt && strlen(tok) <= 2 ? NULL : nearest_option(tok);
+    if (near) snprintf(hint, sizeof hint, "; did you mean --%s?", near);
+    char msg[SWI_ERRLEN];
+    snprintf(msg, sizeof msg, "%s%s", what, hint);
+    return usage(who, "%s", msg, NULL);
+}
+
 int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
     const char *who = plan ? "swi plan" : "swi segment";
     memset(o, 0, sizeof *o);
@@ -159,9 +249,22 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
     cli_window_init(&window);
     opterr = 0;
     optind = 0; /* full re-initialisation (GNU): seg_parse may run more than once */
+    accept_underscores(argc, argv);
     int c, li = 0;
-    while ((c = getopt_long(argc, argv, ":qh", LONG_OPTS, &li)) != -1) {
+    /* the word getopt_long is on: a token at fault is named as typed */
+    int scanned = optind ? optind : 1;
+    while ((c = getopt_long(argc, argv, ":qhi:o:m:", LONG_OPTS, &li)) != -1) {
         const char *arg = optarg;
+        /* -i, -o, -m: the short forms of nnU-Net's and TotalSegmentator's commands; -input
+         * or -model (one dash) is a long option misspelt, not -i with the value "nput" */
+        if ((c == 'i' || c == 'o' || c == 'm') && scanned < argc && arg == argv[scanned] + 2 &&
+            nearest_option(argv[scanned])) {
+            optopt = 0;
+            return unknown_option(who, argc, argv, scanned);
+        }
+        if (c == 'i') c = OPT_INPUT;
+        if (c == 'o') c = OPT_OUTPUT;
+        if (c == 'm') c = OPT_MODEL;
         switch (c) {
         case 'h': fputs(plan ? SEG_PLAN_HELP : SEG_SEGMENT_HELP, stdout); return -1;
         case 'q': o->quiet = sp->quiet = 1; break;
@@ -234,7 +337,17 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
             break;
         }
         case OPT_SOFTMAX: sp->softmax = 1; break;
-        case OPT_FOLDS: sp->folds = arg; break;
+        case OPT_FOLDS: {
+            /* --folds 0,1 or, as nnU-Net spells it, --folds 0 1 */
+            size_t used = (size_t)snprintf(o->folds, sizeof o->folds, "%s", arg);
+            while (optind < argc && is_fold_word(argv[optind]) && used < sizeof o->folds) {
+                used += (size_t)snprintf(o->folds + used, sizeof o->folds - used, ",%s", argv[optind]);
+                optind++;
+            }
+            if (used >= sizeof o->folds) return usage(who, "--folds: too many folds", NULL, NULL);
+            sp->folds = o->folds;
+            break;
+        }
         case OPT_DISABLE_TTA: sp->no_mirroring = 1; break;
         case OPT_ACCUMULATE:
             if (strcmp(arg, "float16") == 0)
@@ -322,11 +435,22 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
             if (cli_shard_grid_parse(arg, sp->shard_grid, msg)) return usage(who, "%s", msg, NULL);
             break;
         }
-        case ':': return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);
-        default: return usage(who, "unknown option '%s'", argv[optind - 1], NULL);
+        case ':':
+            if (optopt && optopt != OPT_MODEL && optopt < 256) {
+                char flag[3] = {'-', (char)optopt, '\0'};
+                return usage(who, "option '%s' needs a value", flag, NULL);
+            }
+            return usage(who, "option '%s' needs a value", argv[optind - 1], NULL);
+        default: return unknown_option(who, argc, argv, scanned);
         }
+        scanned = optind;
     }
-    if (optind < argc) return usage(who, "unexpected argument '%s'", argv[optind], NULL);
+    if (optind < argc) {
+        if (argv[optind][0] == '-' && argv[optind][1] != '-' && nearest_option(argv[optind]))
+            return unknown_option(who, argc, argv, optind); /* after "--" */
+        return usage(who, "unexpected argument '%s' (every value follows its option: --input FILE)",
+                     argv[optind], NULL);
+    }
     take_window(sp, &window);
     if (sp->n_models == 0) return usage(who, "--model is required", NULL, NULL);
     if (plan && (sp->report || o->report_dir)) return usage(who, "--report is for swi segment", NULL, NULL);

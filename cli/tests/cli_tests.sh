@@ -22,6 +22,7 @@ CASES=(
   help_main help_version help_segment help_plan help_demo help_bench help_export help_cmd
   usage_no_command usage_unknown_command usage_missing_model usage_missing_input
   usage_missing_output usage_unknown_option usage_option_needs_value usage_extra_argument
+  usage_token_at_fault usage_did_you_mean usage_one_dash_long opt_short_and_underscore_forms
   usage_roi usage_overlap usage_mode usage_sigma usage_padding usage_cval usage_sw_batch
   usage_threads usage_max_memory usage_clip usage_scale usage_device usage_head
   usage_output_ext usage_scores_ext usage_preview_ext usage_softmax_needs_scores
@@ -185,6 +186,29 @@ t_usage_missing_input() { usage_case "--input is required" segment --model m.onn
 t_usage_missing_output() { usage_case "--output is required" segment --model m.onnx --input x.nii.gz; }
 t_usage_unknown_option() { usage_case "unknown option '--frob'" segment --frob --model m.onnx --input x.nii.gz --output "$T/o/l.nii.gz"; }
 t_usage_option_needs_value() { usage_case "'--roi' needs a value" segment --model m.onnx --input x.nii.gz --output "$T/o/l.nii.gz" --roi; }
+# the token at fault as typed, never the value of the option before it
+t_usage_token_at_fault() {
+  usage_case "unknown option '-x' \\(in '-xyz'\\)" segment --model m.onnx -xyz --input x.nii.gz --output "$T/o/l.nii.gz"
+  ! grep -q "m.onnx" "$T/err" || fail "the message names m.onnx, not the option at fault"
+}
+t_usage_did_you_mean() {
+  usage_case "unknown option '--modle'; did you mean --model\\?" segment --modle m.onnx --input x.nii.gz --output "$T/o/l.nii.gz"
+  usage_case "did you mean --overlap\\?" segment --model m.onnx --overlpa 0.5 --input x.nii.gz --output "$T/o/l.nii.gz"
+  usage_case "unknown option '--frobnicate'" segment --frobnicate --model m.onnx
+  ! grep -q "did you mean" "$T/err" || fail "a suggestion for an option nothing like any"
+}
+# -model is a long option with one dash, not -m with the value "odel"
+t_usage_one_dash_long() {
+  usage_case "unknown option '-model'; did you mean --model\\?" segment -model m.onnx --input x.nii.gz --output "$T/o/l.nii.gz"
+  usage_case "unknown option '-r' \\(in '-roi'\\); did you mean --roi\\?" segment --model m.onnx -roi 32 --input x.nii.gz --output "$T/o/l.nii.gz"
+}
+# -m/-i/-o and nnU-Net's underscores mean what the long options mean
+t_opt_short_and_underscore_forms() {
+  data; need onnxruntime
+  seg -m "$DATA/quant4.onnx" -i "$DATA/vol.nii.gz" -o "$T/o/l.nii.gz" --sw_batch 2
+  expect_rc 0
+  labels_ok "$T/o/l.nii.gz" "$DATA/vol.nii.gz"
+}
 t_usage_extra_argument() { usage_case "unexpected argument 'stray'" segment --model m.onnx --input x.nii.gz --output "$T/o/l.nii.gz" stray; }
 seg_usage() { local what="$1"; shift; usage_case "$what" segment --model m.onnx --input x.nii.gz --output "$T/o/l.nii.gz" "$@"; }
 t_usage_roi() { seg_usage "--roi '1,2'" --roi 1,2; seg_usage "--roi '-3'" --roi -3; seg_usage "--roi 'abc'" --roi abc; }

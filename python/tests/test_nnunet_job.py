@@ -204,6 +204,14 @@ def test_plan_describes_the_steps(models, cases):
         assert want in r.stdout, r.stdout
 
 
+def test_plan_takes_nnunets_spellings(models, cases):
+    """nnU-Net's own spellings of the same options: --folds 0 1 (one fold a word), -i/-m short
+    forms, --disable_tta with an underscore."""
+    swi = swi_binary()
+    r = run(swi, "plan", "-m", models[CT3D], "-i", cases["ct"][0], "--folds", "1", "0", "--disable_tta")
+    assert "folds 1,0" in r.stdout and "mirror   axes" not in r.stdout, r.stdout
+
+
 def test_folder_mode_nnunet_naming(tmp_path, models, cases):
     swi = swi_binary()
     src = tmp_path / "imagesTs"
