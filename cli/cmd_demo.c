@@ -21,6 +21,7 @@
 
 #ifdef SWI_HAVE_PHANTOM
 #include "phantom.h"
+#include "termtext.h"
 #endif
 
 #ifndef SWI_DEMO_MODEL
@@ -102,8 +103,8 @@ int swi_cmd_demo(int argc, char **argv) {
         case 'm': model = optarg; break;
         case 's':
             if (cli_parse_i64(optarg, 0, INT64_MAX, &v)) {
-                fprintf(stderr, "%s: --seed '%s': give a whole number >= 0 (see '%s --help')\n", who, optarg,
-                        who);
+                fprintf(stderr, "%s: --seed '%s': give a whole number >= 0 (see '%s --help')\n", who,
+                        TERM_TEXT(optarg), who);
                 return 2;
             }
             seed = (uint64_t)v;
@@ -113,29 +114,33 @@ int swi_cmd_demo(int argc, char **argv) {
             if (n == 1) size[1] = size[2] = size[0];
             if ((n != 1 && n != 3) || size[0] < 16 || size[1] < 16 || size[2] < 16 || size[0] > 1024 ||
                 size[1] > 1024 || size[2] > 1024) {
-                fprintf(stderr, "%s: --size '%s': give I,J,K, each 16..1024 (see '%s --help')\n", who, optarg,
-                        who);
+                fprintf(stderr, "%s: --size '%s': give I,J,K, each 16..1024 (see '%s --help')\n", who,
+                        TERM_TEXT(optarg), who);
                 return 2;
             }
             break;
         }
         case 't':
             if (cli_parse_i64(optarg, 0, 1024, &v)) {
-                fprintf(stderr, "%s: --threads '%s': give 0..1024 (see '%s --help')\n", who, optarg, who);
+                fprintf(stderr, "%s: --threads '%s': give 0..1024 (see '%s --help')\n", who,
+                        TERM_TEXT(optarg), who);
                 return 2;
             }
             threads = (int)v;
             break;
         case ':':
-            fprintf(stderr, "%s: option '%s' needs a value (see '%s --help')\n", who, argv[optind - 1], who);
+            fprintf(stderr, "%s: option '%s' needs a value (see '%s --help')\n", who,
+                    TERM_TEXT(argv[optind - 1]), who);
             return 2;
         default:
-            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, argv[optind - 1], who);
+            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, TERM_TEXT(argv[optind - 1]),
+                    who);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s' (see '%s --help')\n", who, argv[optind], who);
+        fprintf(stderr, "%s: unexpected argument '%s' (see '%s --help')\n", who, TERM_TEXT(argv[optind]),
+                who);
         return 2;
     }
     if (cli_signals_start() != 0) {
@@ -151,11 +156,11 @@ int swi_cmd_demo(int argc, char **argv) {
         return 1;
     }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "%s: %s: cannot create the directory: %s\n", who, dir, strerror(errno));
+        fprintf(stderr, "%s: %s: cannot create the directory: %s\n", who, TERM_TEXT(dir), strerror(errno));
         return 1;
     }
     if (strlen(dir) > 3900) {
-        fprintf(stderr, "%s: %s: path too long\n", who, dir);
+        fprintf(stderr, "%s: %s: path too long\n", who, TERM_TEXT(dir));
         return 1;
     }
     char img_path[4096], truth_path[4096], lab_path[4096], png_path[4096], err[SWI_ERRLEN];
@@ -184,7 +189,7 @@ int swi_cmd_demo(int argc, char **argv) {
         write_volume(img_path, &like, image, SWI_DTYPE_FLOAT32, SWI_IO_IMAGE, 1, err) ||
         write_volume(truth_path, &like, truth, SWI_DTYPE_UINT8, SWI_IO_LABELS, SWI_PHANTOM_CLASSES, err)) {
         free(image), free(truth);
-        fprintf(stderr, "%s: %s\n", who, err);
+        fprintf(stderr, "%s: %s\n", who, TERM_TEXT(err));
         return cli_interrupted() ? cli_interrupt_status() : 1;
     }
     free(image);
