@@ -97,8 +97,11 @@ static void *signal_thread(void *arg) {
         int again = wait_signal(CLI_STOP_GRACE_MS);
         /* children still running get longer to end by themselves (a converter removing
          * its work in progress) before they are killed */
-        for (long t = 0; !again && t < CLI_CHILD_GRACE_MS && child_running() > 0; t += 20)
+        int waited = 0;
+        for (long t = 0; !again && t < CLI_CHILD_GRACE_MS && child_running() > 0; t += 20, waited = 1)
             again = wait_signal(20);
+        /* ended in time: its owner reaps it and ends the run, given the same grace */
+        if (!again && waited && child_running() == 0) again = wait_signal(CLI_STOP_GRACE_MS);
         char why[120];
         snprintf(why, sizeof why,
                  again ? "interrupted twice" : "interrupted by %s; the run did not stop by itself",
