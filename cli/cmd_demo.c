@@ -14,19 +14,42 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "termtext.h"
 
 #ifdef SWI_HAVE_PHANTOM
 #include "phantom.h"
-#include "termtext.h"
 #endif
 
+/* The bundled network: an installed tree's (cli/CMakeLists.txt: share/swi/models relative
+ * to bin/), else the source tree's. */
 #ifndef SWI_DEMO_MODEL
 #define SWI_DEMO_MODEL "models/demo.onnx"
 #endif
+#ifndef SWI_DEMO_MODEL_REL
+#define SWI_DEMO_MODEL_REL "../share/swi/models/demo.onnx"
+#endif
+
+/* The installed copy beside this program into buf, or the build-time path. */
+static const char *demo_model(char *buf, size_t n) {
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        struct stat st;
+        int w = snprintf(buf, n, "%s/%s", exe, SWI_DEMO_MODEL_REL);
+        if (w > 0 && (size_t)w < n && stat(buf, &st) == 0 && S_ISREG(st.st_mode)) return buf;
+    }
+    return SWI_DEMO_MODEL;
+}
 
 static const char DEMO_HELP[] =
     "usage: swi demo [--output-dir DIR] [--model M.onnx] [--seed N] [--size I,J,K]\n"
@@ -48,7 +71,7 @@ static const char DEMO_HELP[] =
     "\n"
     "Options:\n"
     "  --output-dir DIR   where to write (default out; created if missing)\n"
-    "  --model FILE       the network (default: the repository's models/demo.onnx)\n"
+    "  --model FILE       the network (default: the bundled models/demo.onnx)\n"
     "  --seed N           phantom seed (default 1000000; training used 0..63)\n"
     "  --size I,J,K       phantom size, each >= 16 (default 80,96,96)\n"
     "  --threads N        threads (default: all cores)\n"
@@ -77,7 +100,8 @@ static int write_volume(const char *path, const swi_volume *like, const void *da
 int swi_cmd_demo(int argc, char **argv) {
     const char *who = "swi demo";
     const char *dir = "out";
-    const char *model = SWI_DEMO_MODEL;
+    char installed[PATH_MAX];
+    const char *model = demo_model(installed, sizeof installed);
     uint64_t seed = 1000000;
     int64_t size[3] = {80, 96, 96};
     int threads = 0, quiet = 0;

@@ -7,6 +7,7 @@
 # mount namespace, `unshare -m`, with an empty tmpfs over each) and, from another folder,
 # runs the installed swi: `swi segment ... --report` must write a page with NiiVue's code
 # (share/swi/niivue.umd.js), ONNX Runtime must load from the prefix (RUNPATH $ORIGIN/../lib),
+# `swi demo` must find its network (share/swi/models),
 # and `swi convert nnunet` must run the Python swi was built for with the installed package
 # (lib/swi/python) while the python3 first on PATH is one without swi. Skipped (77) when
 # mount namespaces are not permitted. PYTHON (the configured Python3_EXECUTABLE, optional)
@@ -60,6 +61,15 @@ export PATH="$out/bin:$PATH"
 [ -s labels.nii.gz ] || { echo "FAIL: no labels"; exit 1; }
 grep -q "niivue" page.html 2>/dev/null && [ "$(wc -c <page.html)" -gt 100000 ] ||
   { cat err.txt; echo "FAIL: the page lacks NiiVue's code"; exit 1; }
+# swi demo's bundled network (share/swi/models)
+"$swi" demo --output-dir demo --size 32,32,32 -q >demo.txt 2>&1
+rc=$?
+if grep -q "phantom generator" demo.txt && [ $rc -ne 0 ]; then
+  echo "demo: skipped (built without the phantom generator)"
+else
+  [ $rc -eq 0 ] && [ -s demo/demo_labels.nii.gz ] || { cat demo.txt; echo "FAIL: swi demo"; exit 1; }
+  echo "demo: ok"
+fi
 if [ "$convert" = 1 ]; then
   "$swi" convert nnunet "$out/nnunet" --output converted --folds 0 >conv.txt 2>&1 ||
     { cat conv.txt; echo "FAIL: swi convert nnunet"; exit 1; }
