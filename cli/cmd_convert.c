@@ -182,14 +182,14 @@ int swi_cmd_convert(int argc, char **argv) {
                 TERM_TEXT(py), strerror(rc));
         return 1;
     }
-    if (child_track(pid, 1) != 0) { /* cannot happen: the only child */
+    if (swi_child_track(pid, 1) != 0) { /* cannot happen: the only child */
         kill(-pid, SIGKILL);
-        child_reap(pid, &rc);
+        swi_child_reap(pid, &rc);
         fprintf(stderr, "swi convert: cannot keep track of %s\n", TERM_TEXT(py));
         return 1;
     }
     int st = 0;
-    if (child_reap(pid, &st) != pid) {
+    if (swi_child_reap(pid, &st) != pid) {
         fprintf(stderr, "swi convert: waiting for %s: %s\n", TERM_TEXT(py), strerror(errno));
         return 1;
     }

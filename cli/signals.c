@@ -45,7 +45,7 @@ void cli_set_cancel_hook(void (*hook)(void *user), void *user) {
 /* End the children, remove the temporaries not yet committed, say why, and end the
  * process now. */
 static void stop_now(int sig, const char *why) {
-    child_kill_all(CLI_CHILD_KILL_MS);
+    swi_child_kill_all(CLI_CHILD_KILL_MS);
     swi_job_remove_temporaries(); /* a commit in progress finishes first */
     char msg[200];
     int len = snprintf(msg, sizeof msg, "swi: %s, stopping now; no unfinished output is left\n", why);
@@ -89,7 +89,7 @@ static void *signal_thread(void *arg) {
         if (g_hook) g_hook(g_hook_user);
         pthread_mutex_unlock(&g_lock);
         /* a child in its own process group (the converter) got no terminal's signal */
-        child_signal_all(sig);
+        swi_child_signal_all(sig);
         /* The run stops at its next cancellation point and cleans up. A step that has none
          * (a library call decompressing or writing a large block, a blocking system call)
          * must not keep it going: after CLI_STOP_GRACE_MS, or at a second signal, the
@@ -98,10 +98,10 @@ static void *signal_thread(void *arg) {
         /* children still running get longer to end by themselves (a converter removing
          * its work in progress) before they are killed */
         int waited = 0;
-        for (long t = 0; !again && t < CLI_CHILD_GRACE_MS && child_running() > 0; t += 20, waited = 1)
+        for (long t = 0; !again && t < CLI_CHILD_GRACE_MS && swi_child_running() > 0; t += 20, waited = 1)
             again = wait_signal(20);
         /* ended in time: its owner reaps it and ends the run, given the same grace */
-        if (!again && waited && child_running() == 0) again = wait_signal(CLI_STOP_GRACE_MS);
+        if (!again && waited && swi_child_running() == 0) again = wait_signal(CLI_STOP_GRACE_MS);
         char why[120];
         snprintf(why, sizeof why,
                  again ? "interrupted twice" : "interrupted by %s; the run did not stop by itself",

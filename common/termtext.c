@@ -37,7 +37,7 @@ static int hidden(uint32_t c) {
            (c >= 0x2066 && c <= 0x2069);
 }
 
-char *term_text(const char *s, char *out, size_t n) {
+char *swi_term_text(const char *s, char *out, size_t n) {
     if (!out || n == 0) return out;
     size_t o = 0;
     const unsigned char *p = (const unsigned char *)(s ? s : "");

@@ -17,9 +17,9 @@
 
 /** s (NULL: "") made safe into out[n]; truncated at a whole character or escape, always
  *  terminated. Returns out. */
-char *term_text(const char *s, char *out, size_t n);
+char *swi_term_text(const char *s, char *out, size_t n);
 
-/** term_text into a buffer of the enclosing full expression's block: for printf's arguments. */
-#define TERM_TEXT(s) term_text((s), (char[TERM_TEXT_LEN]){0}, TERM_TEXT_LEN)
+/** swi_term_text into a buffer of the enclosing full expression's block: for printf's arguments. */
+#define TERM_TEXT(s) swi_term_text((s), (char[TERM_TEXT_LEN]){0}, TERM_TEXT_LEN)
 
 #endif

@@ -27,7 +27,7 @@ void cli_err(char *err, const char *fmt, ...) {
     va_end(ap);
     for (char *c = raw; *c; c++)
         if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
-    term_text(raw, err, SWI_ERRLEN); /* the names it quotes: no other control reaches a terminal */
+    swi_term_text(raw, err, SWI_ERRLEN); /* the names it quotes: no other control reaches a terminal */
     cli_one_line(err);
 }
 

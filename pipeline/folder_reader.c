@@ -183,7 +183,7 @@ static pid_t spawn_reader(const swi_folder_spec *sp, const fcase *c, int wfd, FI
     if (ok) posix_spawn_file_actions_destroy(&fa);
     free(argv);
     /* a forced stop of the program ends it (children.h); untracked, the graceful one does */
-    if (pid > 0) (void)child_track(pid, 0);
+    if (pid > 0) (void)swi_child_track(pid, 0);
     return pid;
 }
 
@@ -202,7 +202,7 @@ static pid_t end_reader(pid_t pid, int kill_it, int *ws) {
         if (!ended) nanosleep(&ms10, NULL);
     }
     if (!ended) kill(pid, SIGKILL);
-    return child_reap(pid, ws);
+    return swi_child_reap(pid, ws);
 }
 
 /* Open, read and preprocess the case's volumes in the reader (see the top). CASE_READY,

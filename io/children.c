@@ -21,7 +21,7 @@ static void pass_on(pid_t pid, int group, int sig) {
     if (kill(group ? -pid : pid, sig) != 0 && group) kill(pid, sig); /* group not made yet */
 }
 
-int child_track(pid_t pid, int group) {
+int swi_child_track(pid_t pid, int group) {
     int rc = -1;
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < CHILD_SLOTS && rc != 0; i++) {
@@ -36,25 +36,25 @@ int child_track(pid_t pid, int group) {
     return rc;
 }
 
-void child_untrack(pid_t pid) {
+void swi_child_untrack(pid_t pid) {
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < CHILD_SLOTS; i++)
         if (g_child[i].pid == pid) g_child[i].pid = 0;
     pthread_mutex_unlock(&g_lock);
 }
 
-pid_t child_reap(pid_t pid, int *status) {
+pid_t swi_child_reap(pid_t pid, int *status) {
     siginfo_t si;
     memset(&si, 0, sizeof si);
     /* seen ended but not reaped: untracked while the pid is still ours */
     while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) != 0 && errno == EINTR) {}
-    child_untrack(pid);
+    swi_child_untrack(pid);
     pid_t w;
     while ((w = waitpid(pid, status, 0)) < 0 && errno == EINTR) {}
     return w;
 }
 
-void child_signal_all(int sig) {
+void swi_child_signal_all(int sig) {
     pthread_mutex_lock(&g_lock);
     g_stop_sig = sig;
     for (int i = 0; i < CHILD_SLOTS; i++)
@@ -80,9 +80,9 @@ static int count_running(int groups) {
     return n;
 }
 
-int child_running(void) { return count_running(1); }
+int swi_child_running(void) { return count_running(1); }
 
-void child_kill_all(long ms) {
+void swi_child_kill_all(long ms) {
     pthread_mutex_lock(&g_lock);
     g_stop_sig = SIGKILL;
     for (int i = 0; i < CHILD_SLOTS; i++)
