@@ -3,6 +3,7 @@
 
 #include "mpi_job.h"
 #include "swi_pipeline.h"
+#include "termtext.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -145,7 +146,7 @@ static const struct option LONG_OPTS[] = {{"shape", required_argument, 0, 's'},
                                           {0, 0, 0, 0}};
 
 static int usage_error(const char *msg) {
-    fprintf(stderr, "swi bench: %s\n(see swi bench --help)\n", msg);
+    fprintf(stderr, "swi bench: %s\n(see swi bench --help)\n", TERM_TEXT(msg));
     return 2;
 }
 
@@ -331,7 +332,7 @@ static int check_combination(bench_opts *o, bench_io *bio) {
         const swi_job_path in_p[1] = {{"--input", bio->input}},
                            out_p[2] = {{"--output-file", bio->output}, {"--labels-raw", o->labels_raw}};
         if (swi_job_outputs_apart(in_p, 1, out_p, 2, msg, sizeof msg) != SWI_OK) {
-            fprintf(stderr, "swi bench: %s\n", msg);
+            fprintf(stderr, "swi bench: %s\n", TERM_TEXT(msg));
             return 1;
         }
     }

@@ -16,6 +16,7 @@
 #include "bench_resample.h"
 #include "bench_tta.h"
 #include "swi.h"
+#include "termtext.h"
 #include "util.h"
 
 #include <stdint.h>
@@ -76,13 +77,13 @@ static int open_volume(bench *b) {
     bench_opts *o = &b->o;
     char msg[1024];
     if (b->bio.input && bench_io_open_input(&b->bio, o->shape, msg, sizeof msg)) {
-        fprintf(stderr, "swi bench: %s\n", msg);
+        fprintf(stderr, "swi bench: %s\n", TERM_TEXT(msg));
         return 1;
     }
     if (!o->n_spacing) return 0;
     const int nnunet = o->grid == SWI_GRID_NNUNET;
     if (bench_rs_setup(&b->rs, o->shape, o->in_spacing, o->spacing, o->classes, nnunet, msg, sizeof msg)) {
-        fprintf(stderr, "swi bench: --spacing: %s\n", msg);
+        fprintf(stderr, "swi bench: --spacing: %s\n", TERM_TEXT(msg));
         return 1;
     }
     const bench_rs *r = &b->rs;
@@ -163,14 +164,14 @@ static int set_output(bench *b, int *done) {
     b->out_bytes = 0;
     int rc = bench_io_begin_output(&b->bio, &b->p, &b->in, out, scores, classes, msg, sizeof msg);
     if (rc) {
-        fprintf(stderr, "swi bench: %s\n", msg);
+        fprintf(stderr, "swi bench: %s\n", TERM_TEXT(msg));
         return rc;
     }
     if (b->bio.init || b->bio.empty) {
         *done = 1;
         rc = bench_io_finish(&b->bio, SWI_OK, NULL, msg, sizeof msg);
         if (rc)
-            fprintf(stderr, "swi bench: %s\n", msg);
+            fprintf(stderr, "swi bench: %s\n", TERM_TEXT(msg));
         else
             printf("%s: %s\n", b->bio.output,
                    b->bio.init ? "created for the shards" : "this shard has no voxels");
@@ -200,7 +201,8 @@ static int fit_plan(bench *b) {
     swi_status st = bench_rs_plan_fit(b->ctx, &b->p, &b->in, &b->out, &b->plan, &b->with, &b->rs_planned, fit,
                                       sizeof fit);
     if (st == SWI_OK) return 0;
-    fprintf(stderr, "swi bench: %s\n", st == SWI_ERR_BUDGET && fit[0] ? fit : swi_last_error(b->ctx));
+    fprintf(stderr, "swi bench: %s\n",
+            TERM_TEXT(st == SWI_ERR_BUDGET && fit[0] ? fit : swi_last_error(b->ctx)));
     return st == SWI_ERR_INVALID_ARG ? 2 : 1;
 }
 
@@ -261,7 +263,7 @@ static int begin_resampling(bench *b) {
            b->o.mirror_axes || b->o.folds > 1 ? ", mirroring and ensemble scratch" : "",
            cli_bytes(b->plan.bytes_peak + b->rs_planned, b2));
     if (bench_rs_begin(&b->rs, msg, sizeof msg)) {
-        fprintf(stderr, "swi bench: %s\n", msg);
+        fprintf(stderr, "swi bench: %s\n", TERM_TEXT(msg));
         return 1;
     }
     return 0;
@@ -286,7 +288,7 @@ static int make_buffers(bench *b) {
                              b->plan.roi, b->plan.sw_batch_size, b->plan.threads, msg, sizeof msg)
             : bench_tta_init_engine_mirror(&b->tta, o->kind, o->classes, (int)o->folds, o->dims, b->plan.roi,
                                            b->plan.sw_batch_size, b->plan.threads, msg, sizeof msg)) {
-        fprintf(stderr, "swi bench: %s\n", msg);
+        fprintf(stderr, "swi bench: %s\n", TERM_TEXT(msg));
         return 1;
     }
     if (b->vol) bench_net_volume(&b->tta.nets[0], o->dims, o->shape, b->vol);
@@ -307,13 +309,13 @@ static int run(bench *b, double *secs, size_t *peak) {
     *secs = cli_now() - t0;
     *peak = cli_peak_rss();
     if (st == SWI_OK && b->o.n_spacing && swi_resample_sink_finish(b->rs.sink, msg, sizeof msg) != SWI_OK) {
-        fprintf(stderr, "swi bench: %s\n", msg);
+        fprintf(stderr, "swi bench: %s\n", TERM_TEXT(msg));
         st = SWI_ERR_CALLBACK;
     } else if (b->bio.output && bench_io_finish(&b->bio, st, b->ctx, msg, sizeof msg)) {
-        fprintf(stderr, "swi bench: %s\n", msg);
+        fprintf(stderr, "swi bench: %s\n", TERM_TEXT(msg));
         st = st == SWI_OK ? SWI_ERR_CALLBACK : st;
     } else if (st != SWI_OK) {
-        fprintf(stderr, "swi bench: %s\n", swi_last_error(b->ctx));
+        fprintf(stderr, "swi bench: %s\n", TERM_TEXT(swi_last_error(b->ctx)));
     }
     return st == SWI_OK ? 0 : 1;
 }
@@ -326,7 +328,7 @@ static int labels_raw_begin(bench *b) {
     if (!b->o.labels_raw ||
         bench_raw_begin(&b->labels_out, b->o.labels_raw, b->bio.force, err, sizeof err) == 0)
         return 0;
-    fprintf(stderr, "swi bench: --labels-raw %s\n", err);
+    fprintf(stderr, "swi bench: --labels-raw %s\n", TERM_TEXT(err));
     return 1;
 }
 
@@ -338,7 +340,7 @@ static int labels_raw_finish(bench *b) {
                                               (size_t)b->rs.in_size[2] * (size_t)b->rs.label_bytes
                                         : b->out_bytes;
     if (bench_raw_finish(&b->labels_out, labels, bytes, b->bio.force, err, sizeof err) == 0) return 0;
-    fprintf(stderr, "swi bench: --labels-raw %s\n", err);
+    fprintf(stderr, "swi bench: --labels-raw %s\n", TERM_TEXT(err));
     return 1;
 }
 

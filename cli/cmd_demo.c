@@ -14,18 +14,42 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "termtext.h"
 
 #ifdef SWI_HAVE_PHANTOM
 #include "phantom.h"
 #endif
 
+/* The bundled network: an installed tree's (cli/CMakeLists.txt: share/swi/models relative
+ * to bin/), else the source tree's. */
 #ifndef SWI_DEMO_MODEL
 #define SWI_DEMO_MODEL "models/demo.onnx"
 #endif
+#ifndef SWI_DEMO_MODEL_REL
+#define SWI_DEMO_MODEL_REL "../share/swi/models/demo.onnx"
+#endif
+
+/* The installed copy beside this program into buf, or the build-time path. */
+static const char *demo_model(char *buf, size_t n) {
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        struct stat st;
+        int w = snprintf(buf, n, "%s/%s", exe, SWI_DEMO_MODEL_REL);
+        if (w > 0 && (size_t)w < n && stat(buf, &st) == 0 && S_ISREG(st.st_mode)) return buf;
+    }
+    return SWI_DEMO_MODEL;
+}
 
 static const char DEMO_HELP[] =
     "usage: swi demo [--output-dir DIR] [--model M.onnx] [--seed N] [--size I,J,K]\n"
@@ -47,7 +71,7 @@ static const char DEMO_HELP[] =
     "\n"
     "Options:\n"
     "  --output-dir DIR   where to write (default out; created if missing)\n"
-    "  --model FILE       the network (default: the repository's models/demo.onnx)\n"
+    "  --model FILE       the network (default: the bundled models/demo.onnx)\n"
     "  --seed N           phantom seed (default 1000000; training used 0..63)\n"
     "  --size I,J,K       phantom size, each >= 16 (default 80,96,96)\n"
     "  --threads N        threads (default: all cores)\n"
@@ -76,7 +100,8 @@ static int write_volume(const char *path, const swi_volume *like, const void *da
 int swi_cmd_demo(int argc, char **argv) {
     const char *who = "swi demo";
     const char *dir = "out";
-    const char *model = SWI_DEMO_MODEL;
+    char installed[PATH_MAX];
+    const char *model = demo_model(installed, sizeof installed);
     uint64_t seed = 1000000;
     int64_t size[3] = {80, 96, 96};
     int threads = 0, quiet = 0;
@@ -102,8 +127,8 @@ int swi_cmd_demo(int argc, char **argv) {
         case 'm': model = optarg; break;
         case 's':
             if (cli_parse_i64(optarg, 0, INT64_MAX, &v)) {
-                fprintf(stderr, "%s: --seed '%s': give a whole number >= 0 (see '%s --help')\n", who, optarg,
-                        who);
+                fprintf(stderr, "%s: --seed '%s': give a whole number >= 0 (see '%s --help')\n", who,
+                        TERM_TEXT(optarg), who);
                 return 2;
             }
             seed = (uint64_t)v;
@@ -113,29 +138,33 @@ int swi_cmd_demo(int argc, char **argv) {
             if (n == 1) size[1] = size[2] = size[0];
             if ((n != 1 && n != 3) || size[0] < 16 || size[1] < 16 || size[2] < 16 || size[0] > 1024 ||
                 size[1] > 1024 || size[2] > 1024) {
-                fprintf(stderr, "%s: --size '%s': give I,J,K, each 16..1024 (see '%s --help')\n", who, optarg,
-                        who);
+                fprintf(stderr, "%s: --size '%s': give I,J,K, each 16..1024 (see '%s --help')\n", who,
+                        TERM_TEXT(optarg), who);
                 return 2;
             }
             break;
         }
         case 't':
             if (cli_parse_i64(optarg, 0, 1024, &v)) {
-                fprintf(stderr, "%s: --threads '%s': give 0..1024 (see '%s --help')\n", who, optarg, who);
+                fprintf(stderr, "%s: --threads '%s': give 0..1024 (see '%s --help')\n", who,
+                        TERM_TEXT(optarg), who);
                 return 2;
             }
             threads = (int)v;
             break;
         case ':':
-            fprintf(stderr, "%s: option '%s' needs a value (see '%s --help')\n", who, argv[optind - 1], who);
+            fprintf(stderr, "%s: option '%s' needs a value (see '%s --help')\n", who,
+                    TERM_TEXT(argv[optind - 1]), who);
             return 2;
         default:
-            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, argv[optind - 1], who);
+            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, TERM_TEXT(argv[optind - 1]),
+                    who);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s' (see '%s --help')\n", who, argv[optind], who);
+        fprintf(stderr, "%s: unexpected argument '%s' (see '%s --help')\n", who, TERM_TEXT(argv[optind]),
+                who);
         return 2;
     }
     if (cli_signals_start() != 0) {
@@ -151,11 +180,11 @@ int swi_cmd_demo(int argc, char **argv) {
         return 1;
     }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "%s: %s: cannot create the directory: %s\n", who, dir, strerror(errno));
+        fprintf(stderr, "%s: %s: cannot create the directory: %s\n", who, TERM_TEXT(dir), strerror(errno));
         return 1;
     }
     if (strlen(dir) > 3900) {
-        fprintf(stderr, "%s: %s: path too long\n", who, dir);
+        fprintf(stderr, "%s: %s: path too long\n", who, TERM_TEXT(dir));
         return 1;
     }
     char img_path[4096], truth_path[4096], lab_path[4096], png_path[4096], err[SWI_ERRLEN];
@@ -184,7 +213,7 @@ int swi_cmd_demo(int argc, char **argv) {
         write_volume(img_path, &like, image, SWI_DTYPE_FLOAT32, SWI_IO_IMAGE, 1, err) ||
         write_volume(truth_path, &like, truth, SWI_DTYPE_UINT8, SWI_IO_LABELS, SWI_PHANTOM_CLASSES, err)) {
         free(image), free(truth);
-        fprintf(stderr, "%s: %s\n", who, err);
+        fprintf(stderr, "%s: %s\n", who, TERM_TEXT(err));
         return cli_interrupted() ? cli_interrupt_status() : 1;
     }
     free(image);

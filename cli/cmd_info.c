@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "swi_ort.h"
 #include "swi_pipeline.h"
+#include "termtext.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -48,10 +49,12 @@ int swi_cmd_info(int argc, char **argv) {
         case 'n': no_card = 1; break;
         case 'h': fputs(INFO_HELP, stdout); return 0;
         case ':':
-            fprintf(stderr, "%s: option '%s' needs a value (see '%s --help')\n", who, argv[optind - 1], who);
+            fprintf(stderr, "%s: option '%s' needs a value (see '%s --help')\n", who,
+                    TERM_TEXT(argv[optind - 1]), who);
             return 2;
         default:
-            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, argv[optind - 1], who);
+            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, TERM_TEXT(argv[optind - 1]),
+                    who);
             return 2;
         }
     }
@@ -63,7 +66,7 @@ int swi_cmd_info(int argc, char **argv) {
     char err[SWI_ERRLEN];
     char *card = NULL;
     if (!no_card && swi_job_card_text(model, &card, err, sizeof err) != SWI_OK) {
-        fprintf(stderr, "%s: %s\n", who, err);
+        fprintf(stderr, "%s: %s\n", who, TERM_TEXT(err));
         return 1;
     }
     if (!CLI_HAVE_ORT) {
@@ -76,7 +79,7 @@ int swi_cmd_info(int argc, char **argv) {
     oo.threads = 1;
     swi_ort_model *m = NULL;
     if (swi_ort_open(model, &oo, &m, err, sizeof err)) {
-        fprintf(stderr, "%s: %s\n", who, err);
+        fprintf(stderr, "%s: %s\n", who, TERM_TEXT(err));
         free(card);
         return 1;
     }
@@ -96,7 +99,7 @@ int swi_cmd_info(int argc, char **argv) {
             print_tensor("output", i, &t);
     }
     if (rc)
-        fprintf(stderr, "%s: %s\n", who, err);
+        fprintf(stderr, "%s: %s\n", who, TERM_TEXT(err));
     else if (card)
         fputs(card, stdout);
     else

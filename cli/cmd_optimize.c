@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include "swi_ort.h"
+#include "termtext.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -40,7 +41,7 @@ static int usage(const char *msg, const char *arg) {
     char m[SWI_ERRLEN];
     snprintf(m, sizeof m, msg, arg ? arg : "");
     cli_one_line(m);
-    fprintf(stderr, "swi optimize: %s (see 'swi optimize --help')\n", m);
+    fprintf(stderr, "swi optimize: %s (see 'swi optimize --help')\n", TERM_TEXT(m));
     return 2;
 }
 
@@ -79,16 +80,16 @@ int swi_cmd_optimize(int argc, char **argv) {
     /* the model under another name (a link, a hard link, ./m.onnx): refused, --force or not */
     const swi_job_path in_p[1] = {{"--model", model}}, out_p[1] = {{"--output", output}};
     if (swi_job_outputs_apart(in_p, 1, out_p, 1, err, sizeof err) != SWI_OK) {
-        fprintf(stderr, "swi optimize: %s\n", err);
+        fprintf(stderr, "swi optimize: %s\n", TERM_TEXT(err));
         return 1;
     }
     if (swi_job_check_output(output, force, err, sizeof err) != SWI_OK) {
-        fprintf(stderr, "swi optimize: %s\n", err);
+        fprintf(stderr, "swi optimize: %s\n", TERM_TEXT(err));
         return 1;
     }
     int done = 0;
     if (swi_ort_optimize(model, output, &done, err, sizeof err) != SWI_OK) {
-        fprintf(stderr, "swi optimize: %s\n", err);
+        fprintf(stderr, "swi optimize: %s\n", TERM_TEXT(err));
         return 1;
     }
     /* What was written must load as it is. */

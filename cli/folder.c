@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include "signals.h"
+#include "termtext.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -27,8 +28,8 @@ typedef struct folder_ui {
 
 static void on_case_start(void *user, const swi_folder_case *c) {
     folder_ui *u = user;
-    snprintf(u->who, sizeof u->who, "%s: %s", WHO, c->name);
-    snprintf(u->label, sizeof u->label, "[%d/%d] %s", c->index + 1, c->count, c->name);
+    snprintf(u->who, sizeof u->who, "%s: %s", WHO, TERM_TEXT(c->name));
+    snprintf(u->label, sizeof u->label, "[%d/%d] %s", c->index + 1, c->count, TERM_TEXT(c->name));
     progress_init(&u->h.prog, u->bar);
     u->h.prog.label = u->label;
     u->started = 1;
@@ -37,14 +38,14 @@ static void on_case_start(void *user, const swi_folder_case *c) {
 static void on_case_end(void *user, const swi_folder_case *c) {
     folder_ui *u = user;
     progress_clear(&u->h.prog);
-    snprintf(u->who, sizeof u->who, "%s: %s", WHO, c->name);
+    snprintf(u->who, sizeof u->who, "%s: %s", WHO, TERM_TEXT(c->name));
     const int failed = c->status == SWI_CASE_FAILED;
     if (failed && c->error_status == SWI_ERR_CANCELLED && cli_interrupted()) {
         seg_job_exit(u->who, c->error_status, c->error); /* "interrupted by SIGINT ..." */
     } else {
-        if (failed) fprintf(stderr, "%s: %s\n", u->who, c->error);
+        if (failed) fprintf(stderr, "%s: %s\n", u->who, TERM_TEXT(c->error));
         if (u->started && u->bar)
-            fprintf(stderr, "%s: [%d/%d] %s: %s, %.2f s\n", WHO, c->index + 1, c->count, c->name,
+            fprintf(stderr, "%s: [%d/%d] %s: %s, %.2f s\n", WHO, c->index + 1, c->count, TERM_TEXT(c->name),
                     failed ? "failed" : "done", c->seconds);
     }
     u->started = 0;
@@ -55,7 +56,7 @@ static void on_case_end(void *user, const swi_folder_case *c) {
 static void print_table(const swi_folder_result *r, double seconds, const char *output_dir) {
     int w = 4;
     for (int i = 0; i < r->n_cases; i++)
-        if ((int)strlen(r->cases[i].name) > w) w = (int)strlen(r->cases[i].name);
+        if ((int)strlen(TERM_TEXT(r->cases[i].name)) > w) w = (int)strlen(TERM_TEXT(r->cases[i].name));
     if (w > 40) w = 40;
     fprintf(stderr, "%-*s  %-14s %8s  %s\n", w, "case", "size", "time", "status");
     for (int i = 0; i < r->n_cases; i++) {
@@ -69,10 +70,10 @@ static void print_table(const swi_folder_result *r, double seconds, const char *
         const char *st = c->status == SWI_CASE_DONE      ? "ok"
                          : c->status == SWI_CASE_SKIPPED ? "skipped (output exists)"
                                                          : "FAILED";
-        fprintf(stderr, "%-*.*s  %-14s %8s  %s\n", w, w, c->name, size, t, st);
+        fprintf(stderr, "%-*.*s  %-14s %8s  %s\n", w, w, TERM_TEXT(c->name), size, t, st);
     }
     fprintf(stderr, "%s: %d done, %d failed, %d skipped in %.2f s -> %s\n", WHO, r->done, r->failed,
-            r->skipped, seconds, output_dir);
+            r->skipped, seconds, TERM_TEXT(output_dir));
 }
 
 static void cancel_folder(void *folder) { swi_folder_cancel(folder); }
@@ -119,7 +120,7 @@ int seg_folder_run(const seg_cmd *o) {
         fprintf(stderr, "%s: interrupted; the finished cases are kept, no partial output\n", WHO);
         rc = cli_interrupt_status();
     } else if (st != SWI_OK) {
-        fprintf(stderr, "%s: %s\n", WHO, err);
+        fprintf(stderr, "%s: %s\n", WHO, TERM_TEXT(err));
         rc = 1;
     }
     swi_folder_free(f);

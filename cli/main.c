@@ -7,6 +7,7 @@
 #include "swi_io.h"
 #include "swi_ort.h"
 #include "swi_store.h"
+#include "termtext.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -112,6 +113,6 @@ dispatch:
     if (strcmp(cmd, "info") == 0) return swi_cmd_info(argc, argv);
     if (strcmp(cmd, "optimize") == 0) return swi_cmd_optimize(argc, argv);
     if (strcmp(cmd, "convert") == 0) return swi_cmd_convert(argc, argv);
-    fprintf(stderr, "swi: unknown command '%s' (see 'swi --help')\n", cmd);
+    fprintf(stderr, "swi: unknown command '%s' (see 'swi --help')\n", TERM_TEXT(cmd));
     return 2;
 }

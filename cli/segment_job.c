@@ -9,6 +9,7 @@
 #include "signals.h"
 #include "swi_pipeline.h"
 #include "swi_store.h"
+#include "termtext.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 static void on_message(void *user, const char *line) {
     seg_hooks *h = user;
     progress_clear(&h->prog);
-    fprintf(stderr, "%s: %s\n", h->who, line);
+    fprintf(stderr, "%s: %s\n", h->who, TERM_TEXT(line));
 }
 
 static int on_progress(void *user, int64_t done, int64_t total) {
@@ -58,7 +59,7 @@ int seg_job_exit(const char *who, swi_status st, const char *err) {
                             : "a signal");
         return cli_interrupt_status();
     }
-    fprintf(stderr, "%s: %s\n", who, err);
+    fprintf(stderr, "%s: %s\n", who, TERM_TEXT(err));
     return st == SWI_ERR_INVALID_ARG ? 2 : 1;
 }
 
@@ -99,6 +100,6 @@ int seg_store_check(const swi_job_spec *spec, const char *who) {
     char err[SWI_JOB_ERRLEN];
     swi_status st = swi_job_check_names(spec, err, sizeof err);
     if (st == SWI_OK) return 0;
-    fprintf(stderr, "%s: %s (see '%s --help')\n", who, err, who);
+    fprintf(stderr, "%s: %s (see '%s --help')\n", who, TERM_TEXT(err), who);
     return st == SWI_ERR_INVALID_ARG ? 2 : 1;
 }

@@ -7,6 +7,7 @@
 
 #include "swi_io.h"
 #include "swi_resample.h"
+#include "termtext.h"
 #include "util.h"
 #include "window_opts.h"
 
@@ -128,7 +129,7 @@ static int usage(const char *who, const char *fmt, const char *a, const char *b)
     char msg[SWI_ERRLEN];
     snprintf(msg, sizeof msg, fmt, a ? a : "", b ? b : "");
     cli_one_line(msg);
-    fprintf(stderr, "%s: %s (see '%s --help')\n", who, msg, who);
+    fprintf(stderr, "%s: %s (see '%s --help')\n", who, TERM_TEXT(msg), who);
     return 2;
 }
 

@@ -1,6 +1,7 @@
 /* signals.c -- see signals.h. */
 #include "signals.h"
 
+#include "children.h"
 #include "swi_pipeline.h"
 
 #include <errno.h>
@@ -13,6 +14,10 @@
 
 /* How long a run may take to stop by itself after a signal. */
 #define CLI_STOP_GRACE_MS 700
+/* How long a child process (the converter) may take after that to end by itself and remove
+ * what it was writing, and then, killed, to be gone. */
+#define CLI_CHILD_GRACE_MS 5000
+#define CLI_CHILD_KILL_MS 2000
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile sig_atomic_t g_signal;
@@ -37,8 +42,10 @@ void cli_set_cancel_hook(void (*hook)(void *user), void *user) {
     pthread_mutex_unlock(&g_lock);
 }
 
-/* Remove the temporaries not yet committed, say why, and end the process now. */
+/* End the children, remove the temporaries not yet committed, say why, and end the
+ * process now. */
 static void stop_now(int sig, const char *why) {
+    swi_child_kill_all(CLI_CHILD_KILL_MS);
     swi_job_remove_temporaries(); /* a commit in progress finishes first */
     char msg[200];
     int len = snprintf(msg, sizeof msg, "swi: %s, stopping now; no unfinished output is left\n", why);
@@ -81,11 +88,20 @@ static void *signal_thread(void *arg) {
         pthread_mutex_lock(&g_lock);
         if (g_hook) g_hook(g_hook_user);
         pthread_mutex_unlock(&g_lock);
+        /* a child in its own process group (the converter) got no terminal's signal */
+        swi_child_signal_all(sig);
         /* The run stops at its next cancellation point and cleans up. A step that has none
          * (a library call decompressing or writing a large block, a blocking system call)
          * must not keep it going: after CLI_STOP_GRACE_MS, or at a second signal, the
          * temporaries are removed here and the process ends. */
         int again = wait_signal(CLI_STOP_GRACE_MS);
+        /* children still running get longer to end by themselves (a converter removing
+         * its work in progress) before they are killed */
+        int waited = 0;
+        for (long t = 0; !again && t < CLI_CHILD_GRACE_MS && swi_child_running() > 0; t += 20, waited = 1)
+            again = wait_signal(20);
+        /* ended in time: its owner reaps it and ends the run, given the same grace */
+        if (!again && waited && swi_child_running() == 0) again = wait_signal(CLI_STOP_GRACE_MS);
         char why[120];
         snprintf(why, sizeof why,
                  again ? "interrupted twice" : "interrupted by %s; the run did not stop by itself",

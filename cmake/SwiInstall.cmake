@@ -11,8 +11,13 @@
 #   lib/pkgconfig/swi.pc, swi-io.pc, swi-ort.pc, swi-pipeline.pc (pkg-config --static lists the private
 #     dependencies of the static libraries)
 #
-# ONNX Runtime is not installed: swiConfig.cmake and swi-ort.pc record where it was found
-# at build time (SWI_ORT_LIBRARY), and a consumer may point elsewhere with ORT_ROOT.
+# ONNX Runtime is installed only when it came from the source tree (.deps/onnxruntime,
+# SWI_ORT_INSTALL_COPY): its shared libraries go to lib/, where the installed swi and
+# libswi_ort find them ($ORIGIN run paths), so that the install works without the source
+# tree. swiConfig.cmake and swi-ort.pc record where it was found at build time
+# (SWI_ORT_LIBRARY), and a consumer may point elsewhere with ORT_ROOT.
+# The swi command's own files: bin/swi (cli/), share/swi/niivue.umd.js (report/) and the
+# Python package for swi convert, lib/swi/python/swi (python/).
 
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -39,6 +44,12 @@ if(TARGET swi_ort_shared)
   install(TARGETS swi_ort_static swi_ort_shared EXPORT swiOrtTargets)
   install(FILES ${CMAKE_SOURCE_DIR}/backends/ort/swi_ort.h TYPE INCLUDE)
   install(EXPORT swiOrtTargets NAMESPACE swi:: DESTINATION ${_cfgdir})
+endif()
+
+if(SWI_ORT_FOUND AND SWI_ORT_INSTALL_COPY)
+  get_filename_component(_ort_dir "${SWI_ORT_LIBRARY}" DIRECTORY)
+  file(GLOB _ort_files "${_ort_dir}/libonnxruntime*.so*")
+  install(FILES ${_ort_files} TYPE LIB)
 endif()
 
 set(SWI_HAVE_PIPELINE_COMPONENT FALSE)
@@ -155,4 +166,12 @@ if(BUILD_TESTING AND TARGET swi_ort_shared AND TARGET swi_io_shared AND SWI_NIFT
   else()
     message(STATUS "install_consumer: not registered (no pkg-config)")
   endif()
+endif()
+
+# ---- install_swi: the installed swi without the source and build trees -------------
+if(BUILD_TESTING AND TARGET swi AND NOT SWI_SANITIZE AND NOT SWI_COVERAGE)
+  add_test(NAME install_swi
+    COMMAND bash ${CMAKE_SOURCE_DIR}/cli/tests/install_tests.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR}
+            ${CMAKE_COMMAND} ${SWI_GOLDEN_DIR} "${Python3_EXECUTABLE}")
+  set_tests_properties(install_swi PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()

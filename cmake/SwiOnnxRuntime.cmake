@@ -6,8 +6,9 @@
 #   2. ${CMAKE_SOURCE_DIR}/.deps/onnxruntime, where scripts/install-deps.sh puts the
 #      npm package com.github.asus4.onnxruntime;
 #   3. pkg-config (libonnxruntime).
-# Defines, when found: the imported target swi::onnxruntime, SWI_ORT_FOUND=TRUE and
-# SWI_ORT_LIBRARY_DIR (for RPATHs). Include it from any directory; it runs once.
+# Defines, when found: the imported target swi::onnxruntime, SWI_ORT_FOUND=TRUE,
+# SWI_ORT_LIBRARY_DIR (for RPATHs) and SWI_ORT_INSTALL_COPY (found in .deps: installed with
+# swi). Include it from any directory; it runs once.
 
 if(TARGET swi::onnxruntime OR DEFINED _SWI_ORT_SEARCHED)
   return()
@@ -63,6 +64,18 @@ endif()
 
 if(SWI_ORT_FOUND)
   get_filename_component(SWI_ORT_LIBRARY_DIR "${SWI_ORT_LIBRARY}" DIRECTORY)
+  # The copy scripts/install-deps.sh unpacked into the source tree is no install: cmake
+  # --install copies it under the prefix (SwiInstall.cmake) and the installed programs find
+  # it there.
+  get_filename_component(_swi_ort_real "${SWI_ORT_LIBRARY_DIR}" REALPATH)
+  get_filename_component(_swi_deps_real "${CMAKE_SOURCE_DIR}/.deps" REALPATH)
+  string(FIND "${SWI_ORT_LIBRARY_DIR}/" "${CMAKE_SOURCE_DIR}/.deps/" _swi_at)
+  string(FIND "${_swi_ort_real}/" "${_swi_deps_real}/" _swi_at_real)
+  if(_swi_at EQUAL 0 OR _swi_at_real EQUAL 0)
+    set(SWI_ORT_INSTALL_COPY TRUE)
+  else()
+    set(SWI_ORT_INSTALL_COPY FALSE)
+  endif()
   add_library(swi::onnxruntime SHARED IMPORTED GLOBAL)
   set_target_properties(swi::onnxruntime PROPERTIES
     IMPORTED_LOCATION "${SWI_ORT_LIBRARY}"

@@ -1,6 +1,8 @@
 /* util.c -- see util.h. */
 #include "util.h"
 
+#include "termtext.h"
+
 #include "swi.h"
 
 #include <ctype.h>
@@ -18,10 +20,14 @@
 void cli_one_line(char *s) { swi_message_one_line(s); }
 
 void cli_err(char *err, const char *fmt, ...) {
+    char raw[SWI_ERRLEN];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, SWI_ERRLEN, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    for (char *c = raw; *c; c++)
+        if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+    swi_term_text(raw, err, SWI_ERRLEN); /* the names it quotes: no other control reaches a terminal */
     cli_one_line(err);
 }
 

@@ -15,7 +15,8 @@
 
 #define SWI_ERRLEN 768
 
-/** printf into err (truncating safely), then fold newlines/tabs into spaces. */
+/** printf into err (truncating safely), newlines and tabs folded into spaces, other
+ *  controls and bytes that are no UTF-8 escaped (termtext.h). */
 void cli_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /** swi_message_one_line (swi.h), for the command's messages. */

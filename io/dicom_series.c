@@ -7,6 +7,7 @@
  * child reports each file it has read, and one that makes no progress for
  * SWI_DICOM_STALL_SECONDS (60 s unless set), or a cancel, ends it (SIGKILL); it also dies
  * with the thread that made it, so no reader outlives a process that was stopped. */
+#include "children.h"
 #include "io_internal.h"
 
 #include <dirent.h>
@@ -192,6 +193,7 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
     }
     int e = errno;
     close(sv[1]);
+    if (pid > 0) (void)swi_child_track(pid, 0); /* a forced stop of the program ends it and waits */
     if (pid < 0) {
         close(sv[0]);
         fclose(chatter);
@@ -203,8 +205,7 @@ static swi_status in_child(child_fn child, parent_fn parent, void *ctx, child_re
     close(sv[0]);                          /* a child waiting on the socket sees its end and stops */
     if (pst != SWI_OK) kill(pid, SIGKILL); /* one still decoding (or stuck) is ended first */
     int ws = 0;
-    pid_t w;
-    while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {}
+    const pid_t w = swi_child_reap(pid, &ws);
     char said[320];
     last_line(chatter, said, sizeof said);
     fclose(chatter);

@@ -5,6 +5,7 @@
  * swi_folder_serve_reader), so that a file library that aborts or hangs on one file fails
  * that case only; without one, or when it cannot be started, in the thread itself.
  */
+#include "children.h"
 #include "folder_cases.h"
 
 #include <errno.h>
@@ -181,6 +182,8 @@ static pid_t spawn_reader(const swi_folder_spec *sp, const fcase *c, int wfd, FI
     }
     if (ok) posix_spawn_file_actions_destroy(&fa);
     free(argv);
+    /* a forced stop of the program ends it (children.h); untracked, the graceful one does */
+    if (pid > 0) (void)swi_child_track(pid, 0);
     return pid;
 }
 
@@ -188,15 +191,18 @@ static pid_t spawn_reader(const swi_folder_spec *sp, const fcase *c, int wfd, FI
  * cancelled); one that closed its pipe is given a second to exit by itself, so that its
  * status says what happened to it. The waited pid (-1 on failure), its status in *ws. */
 static pid_t end_reader(pid_t pid, int kill_it, int *ws) {
-    pid_t w = 0;
-    for (int i = 0; i < 100 && !kill_it && (w = waitpid(pid, ws, WNOHANG)) == 0; i++) {
+    int ended = 0;
+    for (int i = 0; i < 100 && !kill_it && !ended; i++) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        /* not reaped here: child_reap untracks it first */
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 && errno != EINTR) break;
+        ended = si.si_pid == pid;
         const struct timespec ms10 = {0, 10 * 1000 * 1000};
-        nanosleep(&ms10, NULL);
+        if (!ended) nanosleep(&ms10, NULL);
     }
-    if (w == pid) return w;
-    kill(pid, SIGKILL);
-    while ((w = waitpid(pid, ws, 0)) < 0 && errno == EINTR) {}
-    return w;
+    if (!ended) kill(pid, SIGKILL);
+    return swi_child_reap(pid, ws);
 }
 
 /* Open, read and preprocess the case's volumes in the reader (see the top). CASE_READY,

@@ -1,13 +1,17 @@
 /* report.c -- the review page: statistics, previews, the volumes as base64 NIfTI, the page. */
 #include "report_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -186,9 +190,65 @@ void rep__html(FILE *f, const char *s) {
 
 /* ---- the NiiVue bundle ---------------------------------------------------------------- */
 
+/* Where an installed tree keeps the bundle, relative to the folders of its programs, of
+ * its libraries and of its Python package's extension module (report/CMakeLists.txt). */
+#ifndef SWI_REPORT_NIIVUE_FROM_BIN
+#define SWI_REPORT_NIIVUE_FROM_BIN "../share/swi/niivue.umd.js"
+#endif
+#ifndef SWI_REPORT_NIIVUE_FROM_LIB
+#define SWI_REPORT_NIIVUE_FROM_LIB "../share/swi/niivue.umd.js"
+#endif
+#ifndef SWI_REPORT_NIIVUE_FROM_PY
+#define SWI_REPORT_NIIVUE_FROM_PY "../../../../share/swi/niivue.umd.js"
+#endif
+
+static char g_set_path[PATH_MAX]; /* swi_report_set_niivue_path's */
+static char g_beside[PATH_MAX];   /* found beside the program or library, or "" */
+static pthread_once_t g_beside_once = PTHREAD_ONCE_INIT;
+
+int swi_report_set_niivue_path(const char *path) {
+    if (path && strlen(path) >= sizeof g_set_path) return -1;
+    snprintf(g_set_path, sizeof g_set_path, "%s", path ? path : "");
+    return 0;
+}
+
+/* Is dir/rel a regular file? Then it is in g_beside. */
+static int try_beside(const char *file, const char *rel) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", file);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return 0;
+    *slash = '\0';
+    char p[PATH_MAX];
+    struct stat st;
+    int len = snprintf(p, sizeof p, "%s/%s", dir, rel);
+    if (len <= 0 || (size_t)len >= sizeof p || stat(p, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    memcpy(g_beside, p, (size_t)len + 1);
+    return 1;
+}
+
+/* An installed tree's bundle: beside the running program (/proc/self/exe), or beside the
+ * shared library or module that holds this code. */
+static void find_beside(void) {
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        if (try_beside(exe, SWI_REPORT_NIIVUE_FROM_BIN)) return;
+    }
+    Dl_info info;
+    if (dladdr((void *)swi_report_niivue_path, &info) && info.dli_fname && strchr(info.dli_fname, '/') &&
+        (len <= 0 || strcmp(info.dli_fname, exe) != 0))
+        if (!try_beside(info.dli_fname, SWI_REPORT_NIIVUE_FROM_LIB))
+            try_beside(info.dli_fname, SWI_REPORT_NIIVUE_FROM_PY);
+}
+
 const char *swi_report_niivue_path(void) {
     const char *e = getenv("SWI_NIIVUE_JS");
-    return e && *e ? e : SWI_REPORT_NIIVUE_DEFAULT;
+    if (e && *e) return e;
+    if (g_set_path[0]) return g_set_path;
+    pthread_once(&g_beside_once, find_beside);
+    return g_beside[0] ? g_beside : SWI_REPORT_NIIVUE_DEFAULT;
 }
 
 #define INSTALL_HINT \

@@ -29,9 +29,11 @@
  * the table always counts the full-resolution labels.
  *
  * NiiVue's browser build (niivue.umd.js of the npm package @niivue/niivue) is read when a
- * page is written, from $SWI_NIIVUE_JS if set, else from the path configured at build time
- * (scripts/install-deps.sh installs it there). Without it pages are refused with a message
- * saying how to install it.
+ * page is written, from the first of: $SWI_NIIVUE_JS; the path given to
+ * swi_report_set_niivue_path; an installed tree's copy (share/swi/niivue.umd.js under the
+ * prefix, found from the running program's or this library's own place); the path
+ * configured at build time (scripts/install-deps.sh installs it there). Without it pages
+ * are refused with a message saying how to install it.
  *
  * Errors follow swi.h: an swi_status and one line in err naming the file. Writers take an
  * open descriptor and close it in every case (the caller commits the file).
@@ -84,8 +86,12 @@ typedef struct swi_report_class_stats {
 swi_status swi_report_stats(const swi_report_page *p, int64_t classes, swi_report_class_stats *stats,
                             char *err, size_t errlen);
 
-/** The NiiVue bundle's path: $SWI_NIIVUE_JS or the configured one. */
+/** The NiiVue bundle's path, looked up in the order above (the last when none exists). */
 const char *swi_report_niivue_path(void);
+
+/** Use path for the NiiVue bundle (a program or package that ships its own copy); NULL or
+ *  "" to look it up again. Call before writing pages. 0, or -1 when path is too long. */
+int swi_report_set_niivue_path(const char *path);
 
 /** SWI_OK when the NiiVue bundle can be read; else a message saying how to install it. */
 swi_status swi_report_check(char *err, size_t errlen);

@@ -8,7 +8,8 @@
 # Environment (cli/tests/CMakeLists.txt): SWI (the binary), SWI_TEST_WORK (scratch).
 set -u
 CASES=(convert_help convert_usage convert_unknown_source convert_no_python convert_no_package
-       convert_exit_status)
+       convert_exit_status convert_sigterm_ends_converter convert_sigint_ends_converter
+       convert_stubborn_converter_killed)
 if [ "${1:-}" = --list ]; then printf '%s\n' "${CASES[@]}"; exit 0; fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
 T="${SWI_TEST_WORK:-/tmp}/convert/$1"
@@ -62,5 +63,77 @@ t_convert_exit_status() {
   [ "$(head -n 1 "$T/args")" = "-c" ] || fail "not run as python -c: $(head -n 1 "$T/args")"
   [ "$(tail -n 7 "$T/args" | tr '\n' '|')" = "convert|nnunet|a b|--output|o|--folds|0,1|" ] \
     || fail "arguments: $(tr '\n' '|' <"$T/args")"
+}
+# A stand-in converter (the real BOOT, a fake swi package) that works in a temporary beside
+# the output, as the real one does, slowly: it writes its pid, then after 3 s moves the
+# temporary to the output and writes a marker.
+fake_converter() {
+  command -v python3 >/dev/null || exit 77
+  mkdir -p "$T/pkg/swi"
+  : >"$T/pkg/swi/__init__.py"
+  cat >"$T/pkg/swi/__main__.py" <<PY
+import os, shutil, sys, tempfile, time
+def main(argv, prog):
+    out = argv[argv.index("--output") + 1]
+    tmp = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".", dir=os.path.dirname(out))
+    try:
+        open(os.path.join(tmp, "fold_0.onnx"), "w").write("partial")
+        open("$T/pid", "w").write(str(os.getpid()))
+        time.sleep(3)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    open("$T/marker", "w").write("done")
+    return 0
+PY
+  printf '#!/bin/sh\nPYTHONPATH="%s" exec python3 "$@"\n' "$T/pkg" >"$T/py"
+  chmod +x "$T/py"
+}
+# swi convert in the background until the converter has started; then signal swi alone
+start_convert() {
+  SWI_PYTHON="$T/py" "$SWI" convert nnunet "$T/model" --output "$T/out" >"$T/out.log" 2>"$T/err" </dev/null &
+  spid=$!
+  for _ in $(seq 100); do [ -s "$T/pid" ] && break; sleep 0.1; done
+  [ -s "$T/pid" ] || fail "the converter did not start: $(cat "$T/err")"
+  cpid=$(cat "$T/pid")
+}
+# a process still running (a zombie, ended but not yet reaped by its new parent, is gone)
+running() { kill -0 "$1" 2>/dev/null && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
+stopped_clean() { # $1: the expected status
+  wait "$spid"; rc=$?
+  [ $rc -eq "$1" ] || fail "exit $rc, expected $1: $(cat "$T/err")"
+  ! running "$cpid" || { kill -9 "$cpid"; fail "the converter (pid $cpid) outlived swi"; }
+  sleep 3.5 # past the converter's 3 s
+  [ ! -e "$T/marker" ] || fail "the converter went on after swi ended"
+  [ ! -e "$T/out" ] || fail "output written"
+  left=$(find "$T" -maxdepth 1 -name '.out.*')
+  [ -z "$left" ] || fail "work in progress left: $left"
+}
+t_convert_sigterm_ends_converter() {
+  fake_converter
+  start_convert
+  kill -TERM "$spid"
+  stopped_clean 143
+}
+t_convert_sigint_ends_converter() {
+  fake_converter
+  start_convert
+  kill -INT "$spid"
+  stopped_clean 130
+}
+# one that ignores the signal is killed (after swi's grace) and waited for, with its group
+t_convert_stubborn_converter_killed() {
+  printf '#!/bin/sh\ntrap "" TERM\necho $$ >"%s/pid"\nsleep 30 &\necho $! >"%s/sleeper"\nwait\ntouch "%s/marker"\n' \
+    "$T" "$T" "$T" >"$T/py"
+  chmod +x "$T/py"
+  start_convert
+  kill -TERM "$spid"
+  wait "$spid"; rc=$?
+  [ $rc -eq 143 ] || fail "exit $rc, expected 143: $(cat "$T/err")"
+  ! running "$cpid" || { kill -9 "$cpid"; fail "the converter (pid $cpid) outlived swi"; }
+  s=$(cat "$T/sleeper")
+  ! running "$s" || { kill -9 "$s"; fail "the converter's child (pid $s) outlived swi"; }
+  grep -Eq "stopping now|was killed" "$T/err" || fail "$(cat "$T/err")"
 }
 "t_$1"

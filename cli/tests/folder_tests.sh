@@ -17,7 +17,7 @@ CASES=(
   folder_basic folder_same_as_single folder_channels folder_missing_channel
   folder_bad_case_goes_on folder_case_abort_goes_on folder_skip_existing folder_force folder_part
   folder_output_inside_input folder_output_is_input folder_output_format folder_usage
-  folder_no_cases
+  folder_no_cases folder_names_escaped
 )
 if [ "${1:-}" = --list ]; then
   printf '%s\n' "${CASES[@]}"
@@ -399,6 +399,36 @@ t_folder_no_cases() {
   data; mkdir -p "$T/in"; echo hi >"$T/in/readme.txt"
   run segment --model "$DATA/quant4.onnx" --input-dir "$T/in" --output-dir "$T/out"
   expect_rc 1; one_line_err; expect_err "no cases"
+}
+
+# Names with terminal controls (a colour, a title, a carriage return, a C1 CSI, a byte that
+# is no UTF-8) reach the terminal as visible escapes, in the case lines, the table and the
+# messages, never raw.
+no_raw_controls() {
+  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f\x80-\x9f\xff]' "$T/err" "$T/stdout" ||
+     LC_ALL=C grep -q $'\xc2[\x80-\x9f]' "$T/err" "$T/stdout"; then
+    fail "a raw control byte reached the terminal: $(od -c "$T/err" | head -20)"
+  fi
+}
+t_folder_names_escaped() {
+  data; mkdir -p "$T/in"
+  cp "$DATA/scan/scan.nii.gz" "$T/in/c"$'\e'"[31m.nii.gz"
+  cp "$DATA/scan/scan.nii.gz" "$T/in/r"$'\r'"x"$'\xc2\x9b'"y.nii.gz"
+  cp "$DATA/trunc_data.nii.gz" "$T/in/bad"$'\e'"]0;title"$'\a\xff'".nii.gz"
+  run segment --model "$DATA/quant4.onnx" "${SCALE[@]}" --input-dir "$T/in" --output-dir "$T/out"
+  expect_rc 1
+  no_raw_controls
+  grep -qF 'c\x1b[31m ' "$T/err" || fail "no escaped c\\x1b[31m row"
+  grep -qF 'r\rx\u009by ' "$T/err" || fail "no escaped r\\rx\\u009by row"
+  grep -qF 'swi segment: bad\x1b]0;title\x07\xff: ' "$T/err" || fail "no escaped case name in the message"
+  # the library's message (swi_message_one_line: controls as spaces), the rest escaped here
+  grep -qF 'bad ]0;title \xff.nii.gz: truncated' "$T/err" || fail "no escaped path in the message"
+  [ -f "$T/out/c"$'\e'"[31m.nii.gz" ] || fail "the output is not named as its case"
+  # a single run's message naming the file
+  seg --input "$T/no"$'\e'"[2J"$'\n\xc2\x9b'"such.nii.gz" --output "$T/o/x.nii.gz"
+  [ "$rc" -ne 0 ] || fail "a missing input was accepted"
+  no_raw_controls
+  grep -qF 'no [2J \u009bsuch.nii.gz' "$T/err" || fail "no escaped name in the message"
 }
 
 run_case() {

@@ -216,12 +216,27 @@ static void test_page(const char *dir) {
     }
 }
 
+/* The bundle's lookup: $SWI_NIIVUE_JS, then the path a program sets, then the default. */
+static void test_niivue_path(void) {
+    setenv("SWI_NIIVUE_JS", "/env/niivue.umd.js", 1);
+    CHECK(swi_report_set_niivue_path("/set/niivue.umd.js") == 0, "set");
+    CHECK(strcmp(swi_report_niivue_path(), "/env/niivue.umd.js") == 0, "%s", swi_report_niivue_path());
+    unsetenv("SWI_NIIVUE_JS");
+    CHECK(strcmp(swi_report_niivue_path(), "/set/niivue.umd.js") == 0, "%s", swi_report_niivue_path());
+    static char longer[8192];
+    memset(longer, 'a', sizeof longer - 1);
+    CHECK(swi_report_set_niivue_path(longer) == -1, "a path longer than PATH_MAX accepted");
+    CHECK(swi_report_set_niivue_path(NULL) == 0, "unset");
+    CHECK(strcmp(swi_report_niivue_path(), "/set/niivue.umd.js") != 0, "%s", swi_report_niivue_path());
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_report WORKDIR\n");
         return 2;
     }
     test_stats();
+    test_niivue_path();
     test_refusals();
     test_page(argv[1]);
     if (failures) fprintf(stderr, "%d failures\n", failures);
