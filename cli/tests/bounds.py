@@ -4,8 +4,8 @@
 usage: bounds.py --list | CASE SWI WORKDIR
 Exit 0 passed, 1 failed, 77 skipped (a Python module or a feature of swi missing).
 
-fifo_nnunet_card  a FIFO named nnunet.json (or a fold's model) in an nnU-Net model directory:
-                  swi segment and swi plan refuse it by name at once (they used to block)
+fifo_nnunet_card  a FIFO named nnunet.json (or a fold's model) in an nnU-Net model directory,
+                  or as swi export's --card: refused by name at once (they used to block)
 json_bounds       model cards, nnU-Net cards and Zarr metadata nested deeper than 64 levels
                   or larger than their cap: refused naming the file
 nnunet_budget     a 16^3 NIfTI of 40 mm voxels for a 1 mm model (a 640^3 model grid) under
@@ -147,6 +147,11 @@ if case == "fifo_nnunet_card":
     os.mkfifo("f/fold_0.onnx")
     r = run("segment", "-q", "--model", "f", "--input", "v.nii.gz", "--output", "l.nii.gz", timeout=20)
     refused(r, "a FIFO as a fold's model", "f/fold_0.onnx: is a FIFO (named pipe)", "fold 0's model")
+    if "export: yes" in version:  # the card swi export embeds
+        os.mkfifo("card.json")
+        r = run("export", "--model", "quant4.onnx", "--output", "p.onnx", "--size", "20,24,16", "--card",
+                "card.json", timeout=20)
+        refused(r, "a FIFO as swi export's --card", "--card card.json: is a FIFO (named pipe)")
 
 if case == "json_bounds":
     need_jansson()
@@ -161,6 +166,11 @@ if case == "json_bounds":
         f.write('{"roi": [8, 8, 8]' + " " * (2 << 20) + "}")
     r = run("plan", "--model", "c.onnx", "--input", "v.nii.gz")
     refused(r, "a 2 MB card", "c.json: the model card is 2.00 MiB, more than the 1.00 MiB swi reads")
+    if "export: yes" in version:
+        with open("e.json", "w") as f:
+            f.write('{"roi": %s}' % deep)
+        r = run("export", "--model", "quant4.onnx", "--output", "p.onnx", "--size", "20,24,16", "--card", "e.json")
+        refused(r, "swi export's --card nested 101 deep", "--card e.json: the JSON nests 101 levels deep")
     # an nnU-Net card: nested, large (a valid card padded with 2 MB of blanks), deep within a string
     nnunet_dir("d", ', "x": %s' % deep)
     r = run("plan", "--model", "d", "--input", "v.nii.gz")
