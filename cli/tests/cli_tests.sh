@@ -591,6 +591,13 @@ t_bad_input_channel_geometry() {
   seg --model "$DATA/quant4_c2.onnx" --input "$DATA/vol.nii.gz" --input "$DATA/vol2_near.nii.gz" \
     --output "$T/o/l.nii.gz"
   expect_rc 0
+  # folder mode: the case whose channels disagree fails, the other is segmented
+  mkdir -p "$T/in" "$T/fo"
+  cp "$DATA/vol.nii.gz" "$T/in/a_0000.nii.gz"; cp "$DATA/vol2_moved.nii.gz" "$T/in/a_0001.nii.gz"
+  cp "$DATA/vol.nii.gz" "$T/in/b_0000.nii.gz"; cp "$DATA/vol2_near.nii.gz" "$T/in/b_0001.nii.gz"
+  seg --model "$DATA/quant4_c2.onnx" --input-dir "$T/in" --output-dir "$T/fo"
+  expect_rc 1; expect_err "a_0001.nii.gz: origin .* lies 100 mm from .*a_0000.nii.gz's"
+  [ -f "$T/fo/b.nii.gz" ] && [ ! -e "$T/fo/a.nii.gz" ] || fail "folder mode: b segmented, a not"
 }
 
 # ---- bad models ------------------------------------------------------------------------
