@@ -11,6 +11,7 @@ json_bounds       model cards, nnU-Net cards and Zarr metadata nested deeper tha
 nnunet_budget     a 16^3 NIfTI of 40 mm voxels for a 1 mm model (a 640^3 model grid) under
                   --max-memory 200M: refused naming the file and what it needs, before the grid
                   is made (it used to reach 1.1 GB); budget refusals name the input
+nnunet_channels   an nnU-Net model's two channels of one size on two grids: refused naming both
 plan_huge_zarr    swi plan on a .zarray claiming 4096^3 (no chunks): answers in seconds within
                   a few hundred MB (2048^3 used to take minutes: every window was read)
 """
@@ -20,7 +21,7 @@ import subprocess
 import sys
 import time
 
-CASES = ["fifo_nnunet_card", "json_bounds", "nnunet_budget", "plan_huge_zarr"]
+CASES = ["fifo_nnunet_card", "json_bounds", "nnunet_budget", "nnunet_channels", "plan_huge_zarr"]
 if len(sys.argv) == 2 and sys.argv[1] == "--list":
     print("\n".join(CASES))
     sys.exit(0)
@@ -114,12 +115,12 @@ CARD = """{"format": "swi-nnunet", "version": 1, "configuration": "3d_fullres",
 """
 
 
-def nnunet_dir(name, extra=""):
+def nnunet_dir(name, extra="", net="quant4.onnx", card=None):
     """An nnU-Net model directory as swi convert makes it: the quant4 network as fold 0."""
     os.makedirs(name)
-    shutil.copy("quant4.onnx", os.path.join(name, "fold_0.onnx"))
+    shutil.copy(net, os.path.join(name, "fold_0.onnx"))
     with open(os.path.join(name, "nnunet.json"), "w") as f:
-        f.write(CARD % extra)
+        f.write((card or CARD) % extra)
     return name
 
 
@@ -217,6 +218,25 @@ if case == "nnunet_budget":
     refused(r, "more than is available", "v.nii.gz: the run needs at least")
     r = run("segment", "-q", "--model", "m", "--input", "v.nii.gz", "--output", "l.nii.gz")
     check(r.returncode == 0 and os.path.exists("l.nii.gz"), "a run that fits runs: " + r.stderr)
+
+if case == "nnunet_channels":
+    need_jansson()
+    two = CARD.replace('"channels": [{"index": 0, "name": "CT", "normalization": "NoNormalization", '
+                       '"use_mask_for_norm": false}]',
+                       '"channels": [{"index": 0, "name": "T1", "normalization": "NoNormalization", '
+                       '"use_mask_for_norm": false}, {"index": 1, "name": "T2", "normalization": '
+                       '"NoNormalization", "use_mask_for_norm": false}]')
+    nnunet_dir("m2", net="quant4_c2.onnx", card=two)
+    moved = np.eye(4)
+    moved[0, 3] = 100
+    nib.save(nib.Nifti1Image(clitest.volume(seed=1), moved), "moved.nii.gz")
+    nib.save(nib.Nifti1Image(clitest.volume(seed=1), np.eye(4)), "same.nii.gz")
+    for cmd in (["segment", "-q", "--output", "l.nii.gz"], ["plan"]):
+        r = run(*cmd, "--model", "m2", "--input", "v.nii.gz", "--input", "moved.nii.gz")
+        refused(r, "%s: channels on two grids" % cmd[0],
+                "moved.nii.gz: origin (100, 0, 0) mm lies 100 mm from v.nii.gz's (0, 0, 0); channels must share")
+    r = run("segment", "-q", "--output", "l.nii.gz", "--model", "m2", "--input", "v.nii.gz", "--input", "same.nii.gz")
+    check(r.returncode == 0 and os.path.exists("l.nii.gz"), "channels on one grid run: " + r.stderr)
 
 if case == "plan_huge_zarr":
     if "Zarr" not in version or "Zarr: no" in version:
