@@ -201,8 +201,14 @@ static int fit_plan(bench *b) {
     swi_status st = bench_rs_plan_fit(b->ctx, &b->p, &b->in, &b->out, &b->plan, &b->with, &b->rs_planned, fit,
                                       sizeof fit);
     if (st == SWI_OK) return 0;
-    fprintf(stderr, "swi bench: %s\n",
-            TERM_TEXT(st == SWI_ERR_BUDGET && fit[0] ? fit : swi_last_error(b->ctx)));
+    /* a budget's refusal names the input it is about (--input, or the synthetic --shape) */
+    if (st == SWI_ERR_BUDGET)
+        fprintf(stderr, "swi bench: %s: %s
+", TERM_TEXT(b->bio.input ? b->bio.input : "--shape"),
+                TERM_TEXT(fit[0] ? fit : swi_last_error(b->ctx)));
+    else
+        fprintf(stderr, "swi bench: %s
+", TERM_TEXT(swi_last_error(b->ctx)));
     return st == SWI_ERR_INVALID_ARG ? 2 : 1;
 }
 

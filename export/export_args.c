@@ -1,5 +1,9 @@
 /* export_args.c -- the options of `swi export` (getopt_long, as the rest of swi). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* fdopen */
+#endif
 #include "export_internal.h"
+#include "swi_io.h"
 #include "util.h"
 
 #include <errno.h>
@@ -7,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *const export_pad_names[4] = {"constant", "reflect", "replicate", "circular"};
 
@@ -200,11 +205,19 @@ static int check_combination(export_job *job) {
     return 0;
 }
 
-/* --card: a JSON object of at most 1 MB (swi info and swi segment check its keys). */
+/* --card: a JSON object of at most 1 MB nested at most SWI_IO_JSON_MAX_DEPTH deep (swi info
+ * and swi segment check its keys). A FIFO or device named so is refused without blocking. */
 static int read_card(export_job *job) {
     const char *path = job->opt.card;
-    FILE *f = fopen(path, "rb");
-    if (!f) return export_fail(job, 1, "--card %s: %s", path, strerror(errno));
+    char why[SWI_ERRLEN];
+    int fd = swi_io_open_regular(path, NULL, why, sizeof why);
+    if (fd < 0) return export_fail(job, 1, "--card %s", why);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return export_fail(job, 1, "--card %s: %s", path, strerror(e));
+    }
     char *text = arena_alloc(&job->A, (1 << 20) + 1);
     size_t n = fread(text, 1, 1 << 20, f);
     int bad = ferror(f), more = fgetc(f) != EOF;
@@ -216,6 +229,10 @@ static int read_card(export_job *job) {
     size_t i = strspn(text, " \t\r\n");
     if (text[i] != '{' || !strrchr(text, '}'))
         return export_fail(job, 1, "--card %s: a model card is a JSON object ({...})", path);
+    const int depth = swi_io_json_depth(text, n);
+    if (depth > SWI_IO_JSON_MAX_DEPTH)
+        return export_fail(job, 1, "--card %s: the JSON nests %d levels deep, more than the %d swi reads",
+                           path, depth, SWI_IO_JSON_MAX_DEPTH);
     job->opt.card_text = text;
     return 0;
 }

@@ -156,6 +156,26 @@ unsigned char *io__read_file(const char *path, size_t max, size_t *len, char *er
     return b;
 }
 
+int swi_io_json_depth(const char *text, size_t len) {
+    int depth = 0, deepest = 0, in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        const char ch = text[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++; /* the escaped byte cannot end the string */
+            else if (ch == '"')
+                in_string = 0;
+        } else if (ch == '"') {
+            in_string = 1;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > deepest) deepest = depth;
+        } else if ((ch == ']' || ch == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return deepest;
+}
+
 int io__put_file(const char *path, const void *data, size_t len, int exclusive) {
     char tmp[4200];
     const char *slash = strrchr(path, '/');

@@ -219,6 +219,16 @@ int swi_io_open_regular(const char *path, int64_t *size, char *err, size_t errle
  *  SWI_ERR_IO unless `path` (links followed) is a regular file. Never blocks. */
 swi_status swi_io_check_regular(const char *path, int64_t *size, char *err, size_t errlen);
 
+/** Bounds on JSON read by swi (model cards, Zarr metadata): nesting at most this deep.
+ *  Real cards and metadata nest under 10 levels; jansson's own limit (2048) lets a few KB
+ *  of brackets make deep recursion and a slow parse. */
+#define SWI_IO_JSON_MAX_DEPTH 64
+
+/** The deepest nesting of arrays and objects in JSON text (brackets inside strings do
+ *  not count), found by one pass without parsing: compare with SWI_IO_JSON_MAX_DEPTH
+ *  before handing the text to a parser. */
+int swi_io_json_depth(const char *text, size_t len);
+
 /** What a stat mode is, for messages: "a regular file", "a FIFO (named pipe)", ... */
 const char *swi_io_file_kind(unsigned mode);
 

@@ -28,6 +28,14 @@ json_t *zarr__load_json(const char *path, char *err, size_t n, const char *what)
     size_t len = 0;
     unsigned char *b = io__read_file(path, META_MAX, &len, err, n, what);
     if (!b) return NULL;
+    const int depth = swi_io_json_depth((const char *)b, len);
+    if (depth > SWI_IO_JSON_MAX_DEPTH) {
+        io__err(err, n, "%s: %s nests %d levels deep, more than the %d swi reads", path, what, depth,
+                SWI_IO_JSON_MAX_DEPTH);
+        free(b);
+        errno = EBADMSG;
+        return NULL;
+    }
     json_error_t je;
     json_t *j = json_loadb((const char *)b, len, 0, &je);
     free(b);

@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #define CARD_KEY "swi.card"
-#define CARD_MAX_BYTES (1 << 20)
 
 void card_free(seg_card *c) {
     free(c->json);
@@ -28,41 +27,74 @@ void card_free(seg_card *c) {
 
 /* ---- the card's text: beside the model, or in its metadata_props ------------------------ */
 
+char *pl_model_file(const char *path, size_t max, const char *what, size_t *len, char *err) {
+    char why[SWI_ERRLEN];
+    int64_t size = 0;
+    int fd = swi_io_open_regular(path, &size, why, sizeof why);
+    if (fd < 0) {
+        cli_err(err, "%s (%s)", why, what);
+        return NULL;
+    }
+    if (max == 0) { /* a check only */
+        close(fd);
+        return (char *)path;
+    }
+    if (size < 0 || (uint64_t)size > (uint64_t)max) {
+        char a[32], b[32];
+        cli_err(err, "%s: %s is %s, more than the %s swi reads", path, what, cli_bytes((size_t)size, a),
+                cli_bytes(max, b));
+        close(fd);
+        return NULL;
+    }
+    /* read to the end, not to the size: a file that grows meanwhile is still bounded */
+    char *buf = malloc(max + 1);
+    if (!buf) {
+        close(fd);
+        cli_err(err, "%s: out of memory reading %s", path, what);
+        return NULL;
+    }
+    size_t got = 0;
+    int bad = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + got, max + 1 - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            cli_err(err, "%s: cannot read %s: %s", path, what, strerror(errno));
+            bad = 1;
+            break;
+        }
+        got += (size_t)r;
+        if (r == 0 || got > max) break;
+    }
+    close(fd);
+    if (!bad && got > max)
+        cli_err(err, "%s: %s is larger than the %s swi reads", path, what, cli_bytes(max, why));
+    if (bad || got > max) {
+        free(buf);
+        return NULL;
+    }
+    buf[got] = '\0';
+    if (len) *len = got;
+    return buf;
+}
+
+int pl_json_too_deep(const char *text, size_t len, const char *source, char *err) {
+    const int depth = swi_io_json_depth(text, len);
+    if (depth <= SWI_IO_JSON_MAX_DEPTH) return 0;
+    cli_err(err, "%s: the JSON nests %d levels deep, more than the %d swi reads", source, depth,
+            SWI_IO_JSON_MAX_DEPTH);
+    return 1;
+}
+
+/* The card beside the model: absent is no card; anything else named so is read by the
+ * model-file rules (a FIFO refused by name, at most CARD_MAX_BYTES). */
 static int read_small_file(const char *path, char **text, int *found, char *err) {
     *found = 0;
     struct stat st;
     if (stat(path, &st) != 0 && errno == ENOENT) return 0;
-    /* a FIFO or device named like a card would block fopen forever: refused by name */
-    char why[SWI_ERRLEN];
-    int fd = swi_io_open_regular(path, NULL, why, sizeof why);
-    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-    if (!f) {
-        if (fd >= 0) {
-            cli_err(err, "%s: cannot read the model card: %s", path, strerror(errno));
-            close(fd);
-        } else {
-            cli_err(err, "%s (the model card)", why);
-        }
-        return 1;
-    }
+    *text = pl_model_file(path, CARD_MAX_BYTES, "the model card", NULL, err);
+    if (!*text) return 1;
     *found = 1;
-    char *buf = malloc(CARD_MAX_BYTES + 1);
-    if (!buf) {
-        fclose(f);
-        cli_err(err, "%s: out of memory reading the model card", path);
-        return 1;
-    }
-    size_t n = fread(buf, 1, CARD_MAX_BYTES + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || n > CARD_MAX_BYTES) {
-        free(buf);
-        cli_err(err, "%s: %s", path,
-                bad ? "cannot read the model card" : "the model card is larger than 1 MB");
-        return 1;
-    }
-    buf[n] = '\0';
-    *text = buf;
     return 0;
 }
 
@@ -201,6 +233,7 @@ static int preprocessing(json_t *v, const char *src, seg_card *c, char *err) {
 }
 
 int card_parse(const char *text, const char *source, const char *dir, seg_card *c, char *err) {
+    if (pl_json_too_deep(text, strlen(text), source, err)) return 1;
     json_error_t je;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!root) {

@@ -59,6 +59,22 @@ typedef struct seg_card {
     char *members[SEG_MAX_MODELS]; /* resolved against the card's directory */
 } seg_card;
 
+/* The model-file rule: every file read by name from a model directory or a card (a card's
+ * JSON, nnunet.json, the folds it names) goes through here. It is opened without blocking
+ * and refused unless a regular file ("X: is a FIFO (named pipe), not a regular file (WHAT)");
+ * with max > 0 it is read whole, refused when over max bytes, into a malloc'd text (a NUL
+ * after its *len bytes; len may be NULL); with max 0 only checked (returns path). NULL
+ * with one line naming the file in err. */
+char *pl_model_file(const char *path, size_t max, const char *what, size_t *len, char *err);
+
+/* Cards are small: the most a card's JSON may hold (1 MiB), in a file or a model's
+ * metadata_props. Real ones hold a few KB. */
+#define CARD_MAX_BYTES ((size_t)1 << 20)
+
+/* 1 when JSON text nests deeper than SWI_IO_JSON_MAX_DEPTH, with err naming `source`:
+ * checked before any card is parsed. */
+int pl_json_too_deep(const char *text, size_t len, const char *source, char *err);
+
 /* Whether swi was built with a JSON library (cards need one). */
 int card_available(void);
 

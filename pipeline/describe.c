@@ -90,7 +90,9 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
       o->tta ? " (x8 for --tta)" : "");
     if (p->reuse == SWI_REUSE_ON && !s->count_reuse)
         P("reuse    on; the windows reused are counted by swi segment (%s)\n",
-          s->reader ? "a store input" : "the model grid");
+          s->reader        ? "a store input"
+          : s->grid.active ? "the model grid"
+                           : "reading the input would not fit");
     else if (p->reuse == SWI_REUSE_ON)
         P("reuse    %lld of %lld windows take an earlier window's output (no network "
           "call); %lld run; cache %d window%s\n",

@@ -243,15 +243,7 @@ int seg_case_read(const swi_job *job, fcase *c, const seg_case_source *src, cons
     for (int k = 0; k < c->n_files; k++) {
         int rc = src->open(src->user, k, c->files[k], &c->vols[k], c->err);
         if (rc) return rc;
-        const int64_t *a = c->vols[0].size, *b = c->vols[k].size;
-        if (a[0] != b[0] || a[1] != b[1] || a[2] != b[2]) {
-            cli_err(c->err,
-                    "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; "
-                    "channels must share one grid",
-                    c->files[k], (long long)b[0], (long long)b[1], (long long)b[2], c->files[0],
-                    (long long)a[0], (long long)a[1], (long long)a[2]);
-            return 1;
-        }
+        if (k > 0 && pl_same_grid(&c->vols[0], c->files[0], &c->vols[k], c->files[k], c->err)) return 1;
     }
     memcpy(c->size, c->vols[0].size, sizeof c->size);
     const int64_t N = c->size[0] * c->size[1] * c->size[2];

@@ -89,6 +89,20 @@ typedef struct pl_result {
     float *scores; /**< malloc'd [classes][ni][nj][nk] with keep_scores, else NULL */
 } pl_result;
 
+/** Channels given as several files share one grid: the same size, axis vectors (the
+ *  affine's columns, spacing times direction) within PL_GRID_REL of their length and
+ *  origins within PL_GRID_MM millimetres. Same size but axes swapped or an origin moved
+ *  would pair voxels that are not the same place. 0, or 1 with err naming both files. */
+#define PL_GRID_MM 1e-3
+#define PL_GRID_REL 1e-4
+int pl_same_grid(const swi_volume *a, const char *a_name, const swi_volume *b, const char *b_name, char *err);
+
+/** The input as swi_plan_run should see it when nothing may be read: no data, and a
+ *  reader (a store) kept as one without a read function (`no_read`, the caller's), so the
+ *  plan still counts it as read box by box (no input in memory) but neither reads it nor
+ *  counts the windows reused (which would read every window: O(windows) at setup). */
+swi_tensor pl_shape_only(const swi_tensor *in, swi_reader *no_read);
+
 /* Whether the run makes the scores: for a file, or kept. */
 #define PL_WANT_SCORES(o) ((o)->scores != NULL || (o)->keep_scores)
 

@@ -5,6 +5,7 @@
 #include "swi_pipeline.h"
 
 #include "alloc.h"
+#include "budget.h"
 #include "card.h"
 #include "job.h"
 #include "nnunet_job.h"
@@ -339,10 +340,21 @@ swi_status swi_job_plan_run(swi_job *job, int count_reuse, swi_job_plan *plan, c
      * inputs on their own grid only: the model grid of orientation/spacing is made by the
      * run, and stores are read window by window). */
     s->count_reuse = count_reuse && p.reuse == SWI_REUSE_ON && !s->grid.active && !s->reader;
+    if (s->count_reuse && !s->input) {
+        /* not when reading them would not fit the budget (the plan then says so): a header
+         * may claim more voxels than memory holds */
+        char from[64];
+        const size_t budget = o->max_memory ? o->max_memory : cli_available_memory(from, sizeof from);
+        if (seg_reading_bytes(o, s) > budget) s->count_reuse = 0;
+    }
     if (s->count_reuse) {
         if (!s->input && (rc = seg_read_inputs(o, s, &in))) return step_status(job, rc, err, errlen);
         in.data = s->input;
     }
+    /* shapes only otherwise: a store's reader would be read whole, window by window, to
+     * count the windows reused (O(windows) for a header claiming 2048^3) */
+    swi_reader no_read;
+    if (!s->count_reuse) in = pl_shape_only(&in, &no_read);
     if (seg_plan(o, s, &p, &in, job->outs, job->n_outs, &plan->engine, &plan->beside_bytes, plan->unfit,
                  sizeof plan->unfit))
         return step_status(job, 1, err, errlen);

@@ -1,6 +1,7 @@
 /* nnunet_card.c -- see nnunet_card.h. */
 #include "nnunet_card.h"
 
+#include "card.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -14,7 +15,8 @@ int nn_card_is_model(const char *model, char *card_path, size_t n) {
     if (!model || stat(model, &st) != 0) return 0;
     if (S_ISDIR(st.st_mode)) {
         if ((size_t)snprintf(card_path, n, "%s/%s", model, NN_CARD_NAME) >= n) return 0;
-        return stat(card_path, &st) == 0 && S_ISREG(st.st_mode);
+        /* anything by that name (a FIFO too) makes it one, refused by name when it is read */
+        return lstat(card_path, &st) == 0;
     }
     const size_t len = strlen(model), k = strlen(NN_CARD_NAME);
     if (len < k || strcmp(model + len - k, NN_CARD_NAME) != 0 || (len > k && model[len - k - 1] != '/'))
@@ -124,8 +126,16 @@ int nn_card_load(const char *card_path, nn_card *c, char *err) {
     else
         snprintf(c->dir, sizeof c->dir, ".");
     const char *src = c->source;
+    size_t len = 0;
+    char *text = pl_model_file(card_path, CARD_MAX_BYTES, "the nnU-Net card", &len, err);
+    if (!text) return 1;
+    if (pl_json_too_deep(text, len, src, err)) {
+        free(text);
+        return 1;
+    }
     json_error_t je;
-    json_t *root = json_load_file(card_path, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
     if (!root) {
         cli_err(err, "%s: line %d: %s", src, je.line, je.text);
         return 1;

@@ -6,6 +6,7 @@
 #include "nnunet_job.h"
 
 #include "budget.h"
+#include "card.h"
 #include "internal.h"
 #include "nnunet_prep.h"
 #include "util.h"
@@ -82,12 +83,16 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
     int rc = nn_card_select_folds(&j->card, sp->folds, err);
     if (rc) return SWI_ERR_INVALID_ARG;
     struct stat st;
-    for (int f = 0; f < j->card.n_folds; f++)
-        if (stat(j->card.models[f], &st) != 0 || !S_ISREG(st.st_mode)) {
+    for (int f = 0; f < j->card.n_folds; f++) {
+        if (stat(j->card.models[f], &st) != 0) {
             cli_err(err, "%s: fold %s's model %s is missing", j->card.source, j->card.folds[f],
                     j->card.models[f]);
             return SWI_ERR_IO;
         }
+        char what[64];
+        snprintf(what, sizeof what, "fold %s's model", j->card.folds[f]);
+        if (!pl_model_file(j->card.models[f], 0, what, NULL, err)) return SWI_ERR_IO;
+    }
     memcpy(j->inputs, sp->inputs, sizeof j->inputs);
     j->n_inputs = sp->n_inputs;
     j->output = sp->output;
@@ -117,8 +122,33 @@ static int fail_mem(char *err, const char *what, size_t bytes) {
     return 1;
 }
 
+/* Bytes as a double: sizes a header or a spacing may claim overflow size_t products. */
+static double dvox(const int64_t s[3]) { return (double)s[0] * (double)s[1] * (double)s[2]; }
+
+static size_t dbytes(double b) { return b >= (double)SIZE_MAX ? SIZE_MAX : (size_t)b; }
+
+/* Whether `need` bytes, held before the engine is planned, fit the budget: --max-memory, else
+ * the memory available. 0, or 2 with err naming the input, what it is and what it needs
+ * (the budget is checked before those bytes are allocated, so a tiny file whose header or
+ * spacing implies gigabytes is refused at once). */
+static int nn_fits(const nn_job *j, double need, const char *what, char *err) {
+    char from[64], a[32], b[32];
+    const size_t budget = j->max_memory ? j->max_memory : cli_available_memory(from, sizeof from);
+    if (budget == SIZE_MAX || need <= (double)budget) return 0;
+    if (j->max_memory)
+        cli_err(err, "%s: %s, which holds %s before the engine runs: more than --max-memory %s", j->inputs[0],
+                what, cli_bytes(dbytes(need), a), cli_bytes(budget, b));
+    else
+        cli_err(err,
+                "%s: %s, which holds %s before the engine runs, and %s is available (%s); give "
+                "--max-memory to run anyway",
+                j->inputs[0], what, cli_bytes(dbytes(need), a), cli_bytes(budget, b), from);
+    return 2;
+}
+
 /* Steps 0-4: the headers, the voxels, the reader order and transpose, the crop box, the
- * normalisation and the resampling to the model grid. */
+ * normalisation and the resampling to the model grid. Returns 0, 1 (err says why) or 2
+ * (the budget: err names the input and what it would need). */
 int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
     (void)hooks;
     if (j->model) return 0;
@@ -141,14 +171,7 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
                     j->inputs[i]);
             return 1;
         }
-        const int64_t *a = j->vols[0].size, *b = j->vols[i].size;
-        if (i > 0 && (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])) {
-            cli_err(err,
-                    "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels must share one grid",
-                    j->inputs[i], (long long)b[0], (long long)b[1], (long long)b[2], j->inputs[0],
-                    (long long)a[0], (long long)a[1], (long long)a[2]);
-            return 1;
-        }
+        if (i > 0 && pl_same_grid(&j->vols[0], j->inputs[0], &j->vols[i], j->inputs[i], err)) return 1;
     }
     j->opened = 1;
     const swi_volume *v = &j->vols[0];
@@ -180,6 +203,15 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
     /* the voxels */
     const int64_t N = v->size[0] * v->size[1] * v->size[2], C = j->n_inputs;
     if (!j->input) {
+        /* the inputs as floats, the nonzero mask and its fill's scratch (9 bytes a row) */
+        char what[160];
+        snprintf(what, sizeof what,
+                 "its %lld x %lld x %lld voxels (%lld channel%s) read for the nnU-Net model",
+                 (long long)v->size[0], (long long)v->size[1], (long long)v->size[2], (long long)C,
+                 C == 1 ? "" : "s");
+        const double rows = (double)v->size[0] * (double)v->size[1];
+        const int rc = nn_fits(j, (double)N * (double)C * 4 + (double)N + rows * 9, what, err);
+        if (rc) return rc;
         j->input = malloc((size_t)(N * C) * sizeof(float));
         if (!j->input) return fail_mem(err, "the inputs", (size_t)(N * C) * sizeof(float));
         for (int i = 0; i < j->n_inputs; i++) {
@@ -217,6 +249,27 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
         swi_resample_nnunet_separate_z(j->sp_orig, j->sp_model, c->data.force_separate_z, &j->axis_fwd);
     j->sep_back =
         swi_resample_nnunet_separate_z(j->sp_model, j->sp_orig, c->probs.force_separate_z, &j->axis_back);
+    {
+        /* the model grid, checked before it (or the crop) is allocated: what making it holds
+         * (the inputs, the crop, the grid), or what it and the labels hold beside the engine */
+        const double Cd = (double)C, grid = dvox(j->rs) * Cd * 4, crop = dvox(j->cs) * Cd * 4,
+                     made = (double)N * Cd * 4 + crop + fmax(dvox(j->cs) + (double)N, grid),
+                     kept = grid + dvox(j->in_size) * (c->max_label > 255 ? 2 : 1) +
+                            (j->save_probabilities ? dvox(j->in_size) * (double)c->heads * 4 : 0);
+        char what[256];
+        snprintf(
+            what, sizeof what,
+            "its model grid is %lld x %lld x %lld voxels (%lld x %lld x %lld at %g x %g x %g mm resampled to "
+            "%g x %g x %g mm)",
+            (long long)j->rs[0], (long long)j->rs[1], (long long)j->rs[2], (long long)j->cs[0],
+            (long long)j->cs[1], (long long)j->cs[2], j->sp_orig[0], j->sp_orig[1], j->sp_orig[2],
+            j->sp_model[0], j->sp_model[1], j->sp_model[2]);
+        const int rc = nn_fits(j, fmax(made, kept), what, err);
+        if (rc) {
+            free(full_mask);
+            return rc;
+        }
+    }
     const int64_t Nc = j->cs[0] * j->cs[1] * j->cs[2], Nr = j->rs[0] * j->rs[1] * j->rs[2];
     /* steps 1-2: gather the box in transposed order */
     j->crop = malloc((size_t)(Nc * C) * sizeof(float));
@@ -401,7 +454,8 @@ static size_t reading_bytes(const nn_job *j) {
 
 swi_status nn_job_plan(nn_job *j, const swi_job_hooks *hooks, swi_job_plan *plan, char *err) {
     memset(plan, 0, sizeof *plan);
-    if (nn_prepare(j, hooks, err)) return SWI_ERR_IO;
+    const int prc = nn_prepare(j, hooks, err);
+    if (prc) return prc == 2 ? SWI_ERR_BUDGET : SWI_ERR_IO;
     swi_params p;
     swi_tensor in;
     swi_output out;
@@ -418,10 +472,14 @@ swi_status nn_job_plan(nn_job *j, const swi_job_hooks *hooks, swi_job_plan *plan
     swi_status st = cli_plan_available(j->ctx, &p, &shape_only, &out, 1, &plan->engine, beside_bytes, j,
                                        &plan->beside_bytes, reading_bytes(j), msg, sizeof msg);
     j->planned = p;
+    /* a budget's refusal names the input it is about */
     if (st == SWI_ERR_BUDGET && !j->max_memory) {
-        snprintf(plan->unfit, sizeof plan->unfit, "%s", msg);
+        snprintf(plan->unfit, sizeof plan->unfit, "%.200s: %.500s", j->inputs[0], msg);
+    } else if (st == SWI_ERR_BUDGET) {
+        cli_err(err, "%.200s: --max-memory is too small: %.500s", j->inputs[0], msg);
+        return st;
     } else if (st != SWI_OK) {
-        cli_err(err, "%s", st == SWI_ERR_BUDGET ? msg : swi_last_error(j->ctx));
+        cli_err(err, "%s", swi_last_error(j->ctx));
         return st;
     }
     plan->reading_bytes = reading_bytes(j);

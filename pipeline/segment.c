@@ -254,9 +254,8 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
     swi_plan plan;
     /* Shapes only: with reuse on, a reader (a store input) would be read whole here just
      * to count the windows reused, which the run counts anyway. */
-    swi_tensor shape_only = in;
-    shape_only.data = NULL;
-    shape_only.reader = NULL;
+    swi_reader no_read;
+    swi_tensor shape_only = pl_shape_only(&in, &no_read);
     size_t beside = 0;
     if (seg_plan(o, s, &p, &shape_only, outs, n_outs, &plan, &beside, NULL, 0)) return 1;
     int64_t osz[SWI_MAX_DIMS] = {0};

@@ -11,6 +11,7 @@
 #include "card.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,6 +290,41 @@ static int use_predictors(const pl_opts *o, seg_state *s, const int64_t roi[3], 
     return 0;
 }
 
+int pl_same_grid(const swi_volume *a, const char *a_name, const swi_volume *b, const char *b_name,
+                 char *err) {
+    const int64_t *x = a->size, *y = b->size;
+    if (x[0] != y[0] || x[1] != y[1] || x[2] != y[2]) {
+        cli_err(err, "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels must share one grid",
+                b_name, (long long)y[0], (long long)y[1], (long long)y[2], a_name, (long long)x[0],
+                (long long)x[1], (long long)x[2]);
+        return 1;
+    }
+    for (int c = 0; c < 4; c++) {
+        double len = 0, d = 0;
+        for (int r = 0; r < 3; r++) {
+            len += a->affine[r][c] * a->affine[r][c];
+            d = fmax(d, fabs(a->affine[r][c] - b->affine[r][c]));
+        }
+        const double tol = c == 3 ? PL_GRID_MM : PL_GRID_REL * sqrt(len);
+        if (d <= tol) continue; /* NaN differences fall through: refused */
+        const double *p = (const double[3]){b->affine[0][c], b->affine[1][c], b->affine[2][c]},
+                     *q = (const double[3]){a->affine[0][c], a->affine[1][c], a->affine[2][c]};
+        if (c == 3)
+            cli_err(
+                err,
+                "%s: origin (%.6g, %.6g, %.6g) mm lies %.4g mm from %s's (%.6g, %.6g, %.6g); channels must "
+                "share one grid",
+                b_name, p[0], p[1], p[2], d, a_name, q[0], q[1], q[2]);
+        else
+            cli_err(err,
+                    "%s: voxel axis %c is (%.6g, %.6g, %.6g) mm, %s's is (%.6g, %.6g, %.6g) (axes swapped, "
+                    "flipped or of another spacing); channels must share one grid",
+                    b_name, "ijk"[c], p[0], p[1], p[2], a_name, q[0], q[1], q[2]);
+        return 1;
+    }
+    return 0;
+}
+
 int seg_setup(const pl_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi_output *outs, int *n_outs,
               char *err) {
     if (cli_is_store(o->inputs[0])) {
@@ -309,15 +345,7 @@ int seg_setup(const pl_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi
             swi_volume_open_cancellable(o->inputs[c], &s->vols[c], &cancel, err, SWI_ERRLEN))
             return 1;
         s->channels += s->vols[c].frames > 1 ? s->vols[c].frames : 1;
-        const int64_t *a = s->vols[0].size, *b = s->vols[c].size;
-        if (c > 0 && (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])) {
-            cli_err(err,
-                    "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels "
-                    "must share one grid",
-                    o->inputs[c], (long long)b[0], (long long)b[1], (long long)b[2], o->inputs[0],
-                    (long long)a[0], (long long)a[1], (long long)a[2]);
-            return 1;
-        }
+        if (c > 0 && pl_same_grid(&s->vols[0], o->inputs[0], &s->vols[c], o->inputs[c], err)) return 1;
     }
     if (o->card && o->card->n_channels > 0 && o->card->n_channels != s->channels) {
         cli_err(err, "%s: \"channels\": names %d channel%s, but the input has %lld", o->card->source,
@@ -427,15 +455,30 @@ size_t seg_reading_bytes(const pl_opts *o, const seg_state *s) {
     return n * (size_t)s->channels * sizeof(float) + most;
 }
 
+swi_tensor pl_shape_only(const swi_tensor *in, swi_reader *no_read) {
+    swi_tensor t = *in;
+    t.data = NULL;
+    if (in->data || !in->reader) {
+        t.reader = NULL; /* a volume in memory: counted as such */
+    } else {
+        *no_read = *in->reader;
+        no_read->read = NULL;
+        t.reader = no_read;
+    }
+    return t;
+}
+
+/* The input a budget's refusal is about (the first; the others share its grid). */
+static const char *budget_input(const pl_opts *o) { return o->inputs[0] ? o->inputs[0] : "the input"; }
+
 int seg_fits_available(const pl_opts *o, const seg_state *s, const swi_params *p, const swi_tensor *in,
                        const swi_output *outs, int n_outs, char *err) {
     if (o->max_memory) return 0;
     swi_ctx *ctx = swi_create();
     if (!ctx) return 0; /* the plan that follows says it */
     swi_params q = *p;
-    swi_tensor shape_only = *in; /* planned on shapes, as segment plans: nothing is read */
-    shape_only.data = NULL;
-    shape_only.reader = NULL;
+    swi_reader no_read;
+    swi_tensor shape_only = pl_shape_only(in, &no_read); /* planned on shapes, as segment plans */
     beside_of b = {s, o, &q.heads[0]};
     swi_plan plan;
     size_t beside = 0;
@@ -445,7 +488,7 @@ int seg_fits_available(const pl_opts *o, const seg_state *s, const swi_params *p
                                        &b, &beside, seg_reading_bytes(o, s), msg, sizeof msg);
     swi_free(ctx);
     if (st != SWI_ERR_BUDGET) return 0; /* other failures: the plan that follows reports them */
-    cli_err(err, "%s", msg);
+    cli_err(err, "%.200s: %.500s", budget_input(o), msg);
     return 1;
 }
 
@@ -469,13 +512,14 @@ int seg_plan(const pl_opts *o, seg_state *s, swi_params *p, const swi_tensor *in
     if (st == SWI_OK) return 0;
     if (st == SWI_ERR_BUDGET && !o->max_memory) { /* more than the machine has: no budget was given */
         if (unfit) {
-            snprintf(unfit, unfit_len, "%s", err);
+            snprintf(unfit, unfit_len, "%.200s: %.500s", budget_input(o), err);
             return 0;
         }
-        return seg_fail_status(s, SWI_ERR_BUDGET, err);
+        snprintf(s->err, sizeof s->err, "%.200s: %.500s", budget_input(o), err);
+        return seg_fail_status(s, SWI_ERR_BUDGET, s->err);
     }
     if (st == SWI_ERR_BUDGET && err[0]) {
-        snprintf(s->err, sizeof s->err, "--max-memory is too small: %.*s", (int)sizeof s->err - 28, err);
+        snprintf(s->err, sizeof s->err, "%.200s: --max-memory is too small: %.500s", budget_input(o), err);
         return seg_fail_status(s, SWI_ERR_BUDGET, s->err);
     }
     return seg_engine_error(o, s, st, s->ctx);
@@ -486,7 +530,9 @@ int seg_engine_error(const pl_opts *o, seg_state *s, swi_status st, const swi_ct
     char *e = s->err;
     const size_t n = sizeof s->err;
     switch (st) {
-    case SWI_ERR_BUDGET: snprintf(e, n, "--max-memory is too small: %s", msg); break;
+    case SWI_ERR_BUDGET:
+        snprintf(e, n, "%.200s: --max-memory is too small: %.500s", budget_input(o), msg);
+        break;
     case SWI_ERR_SHAPE:
         snprintf(e, n, "%s: the model's output cannot be placed: %s", PL_MODEL_NAME(o), msg);
         break;

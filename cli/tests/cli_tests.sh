@@ -45,7 +45,7 @@ CASES=(
   bad_input_dim_zero bad_input_dim_negative bad_input_dims_overflow
   bad_input_dims_overflow_nifti2 bad_input_dims_disagree_with_data bad_input_4d
   bad_input_2d bad_input_rgb bad_input_complex bad_input_unknown_datatype
-  bad_input_vox_offset bad_input_extension bad_input_channel_sizes_differ
+  bad_input_vox_offset bad_input_extension bad_input_channel_sizes_differ bad_input_channel_geometry
   # bad models (exit 1, nothing written)
   bad_model_missing bad_model_not_onnx bad_model_random bad_model_empty bad_model_directory
   bad_model_two_inputs bad_model_rank bad_model_channels bad_model_output_rank
@@ -600,6 +600,29 @@ t_bad_input_channel_sizes_differ() {
   error_case "small.nii.gz: size 10x12x8 differs" segment --model "$DATA/quant4_c2.onnx" \
     --input "$DATA/vol.nii.gz" --input "$DATA/small.nii.gz" --output "$T/o/l.nii.gz"
 }
+# the same size on another grid (origin moved, axes swapped): refused naming both files, in
+# swi segment and swi plan; within the tolerance (2e-4 mm): segmented
+t_bad_input_channel_geometry() {
+  data; need onnxruntime
+  error_case "vol2_moved.nii.gz: origin \(220, -90, 30\) mm lies 100 mm from .*vol.nii.gz's \(120, -90, 30\); channels must share one grid" \
+    segment --model "$DATA/quant4_c2.onnx" --input "$DATA/vol.nii.gz" --input "$DATA/vol2_moved.nii.gz" \
+    --output "$T/o/l.nii.gz"
+  error_case "vol2_swapped.nii.gz: voxel axis i is \(0.05, 0.8, 0\) mm, .*vol.nii.gz's is \(-0.8, 0, 0\)" \
+    segment --model "$DATA/quant4_c2.onnx" --input "$DATA/vol.nii.gz" --input "$DATA/vol2_swapped.nii.gz" \
+    --output "$T/o/l.nii.gz"
+  run plan --model "$DATA/quant4_c2.onnx" --input "$DATA/vol.nii.gz" --input "$DATA/vol2_moved.nii.gz"
+  expect_rc 1; one_line_err; expect_err "vol2_moved.nii.gz: origin"
+  seg --model "$DATA/quant4_c2.onnx" --input "$DATA/vol.nii.gz" --input "$DATA/vol2_near.nii.gz" \
+    --output "$T/o/l.nii.gz"
+  expect_rc 0
+  # folder mode: the case whose channels disagree fails, the other is segmented
+  mkdir -p "$T/in" "$T/fo"
+  cp "$DATA/vol.nii.gz" "$T/in/a_0000.nii.gz"; cp "$DATA/vol2_moved.nii.gz" "$T/in/a_0001.nii.gz"
+  cp "$DATA/vol.nii.gz" "$T/in/b_0000.nii.gz"; cp "$DATA/vol2_near.nii.gz" "$T/in/b_0001.nii.gz"
+  seg --model "$DATA/quant4_c2.onnx" --input-dir "$T/in" --output-dir "$T/fo"
+  expect_rc 1; expect_err "a_0001.nii.gz: origin .* lies 100 mm from .*a_0000.nii.gz's"
+  [ -f "$T/fo/b.nii.gz" ] && [ ! -e "$T/fo/a.nii.gz" ] || fail "folder mode: b segmented, a not"
+}
 
 # ---- bad models ------------------------------------------------------------------------
 bad_model() {
@@ -705,14 +728,14 @@ t_safe_concurrent_same_output() {
 }
 t_safe_budget_too_small() {
   data; need onnxruntime
-  error_case "--max-memory is too small" segment $(quant_args) --output "$T/o/l.nii.gz" --max-memory 1K
+  error_case "vol.nii.gz: --max-memory is too small" segment $(quant_args) --output "$T/o/l.nii.gz" --max-memory 1K
 }
 
 # ---- the memory available ---------------------------------------------------------------
 t_avail_refused() {
   data; need onnxruntime
   SWI_AVAILABLE_MEMORY=1M error_case \
-    "the run needs at least [0-9.]+ [KMG]?i?B and 1.00 MiB is available \(SWI_AVAILABLE_MEMORY\); give --max-memory" \
+    "vol.nii.gz: the run needs at least [0-9.]+ [KMG]?i?B and 1.00 MiB is available \(SWI_AVAILABLE_MEMORY\); give --max-memory" \
     segment $(quant_args) --output "$T/o/l.nii.gz"
 }
 # a store output is refused before the store is made
@@ -730,7 +753,7 @@ t_avail_max_memory_overrides() {
 t_avail_plan_reports() {
   data; need onnxruntime
   SWI_AVAILABLE_MEMORY=1M run plan $(quant_args)
-  expect_rc 0; expect_out "predicted peak"; expect_out "swi segment would refuse this run: the run needs at least"
+  expect_rc 0; expect_out "predicted peak"; expect_out "swi segment would refuse this run: .*vol.nii.gz: the run needs at least"
   run plan $(quant_args)
   expect_rc 0
   ! grep -q "would refuse" "$T/out" || fail "a run that fits is reported as refused"

@@ -120,6 +120,14 @@ def make(d):
     v2 = volume(seed=1, hi=1.2)
     save(nib.Nifti1Image(v2, AFFINE), os.path.join(d, "vol2.nii.gz"))
     save(nib.Nifti1Image(volume((10, 12, 8), seed=2), AFFINE), os.path.join(d, "small.nii.gz"))
+    # vol2's size, another grid: the origin 100 mm away, the i and j axes swapped; and within tolerance
+    moved = AFFINE.copy()
+    moved[0, 3] += 100
+    save(nib.Nifti1Image(v2, moved), os.path.join(d, "vol2_moved.nii.gz"))
+    save(nib.Nifti1Image(v2, AFFINE[:, [1, 0, 2, 3]]), os.path.join(d, "vol2_swapped.nii.gz"))
+    near = AFFINE.copy()
+    near[0, 3] += 2e-4
+    save(nib.Nifti1Image(v2, near), os.path.join(d, "vol2_near.nii.gz"))
     save(nib.Nifti1Image(volume((1, 1, 1), seed=4), AFFINE), os.path.join(d, "one.nii.gz"))
     save(nib.Nifti1Image(volume((3000, 6, 4), seed=5), AFFINE), os.path.join(d, "long.nii.gz"))
     save(nib.Nifti2Image(v, AFFINE), os.path.join(d, "vol_n2.nii.gz"))

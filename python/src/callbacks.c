@@ -36,7 +36,8 @@ static void release_adopted(void *user, const float *data) {
 
 /* Hand obj to the engine without a copy when it is a C-contiguous float32 buffer of n
  * bytes. Returns 1 when handed over, 0 when not applicable, -1 on an error. */
-static int adopt_head(swi_batch *b, int h, int64_t ch, const int64_t *sp, PyObject *obj, size_t n) {
+static int adopt_head(swi_batch *b, int h, int64_t ch, const int64_t *sp, PyObject *obj, size_t n,
+                      const float **data) {
     if (!PyObject_CheckBuffer(obj)) return 0;
     adopted *a = PyMem_RawMalloc(sizeof *a);
     if (!a) {
@@ -55,6 +56,7 @@ static int adopt_head(swi_batch *b, int h, int64_t ch, const int64_t *sp, PyObje
         PyMem_RawFree(a);
         return 0;
     }
+    *data = (const float *)a->view.buf; /* valid until the engine gives it back: after this call */
     if (swi_batch_set_output(b, h, ch, sp, (const float *)a->view.buf, release_adopted, a) != 0) {
         PyBuffer_Release(&a->view);
         PyMem_RawFree(a);
@@ -63,6 +65,26 @@ static int adopt_head(swi_batch *b, int h, int64_t ch, const int64_t *sp, PyObje
         return -1;
     }
     return 1;
+}
+
+/* A job's predictor (rs->refuse_nan) may not return NaN: the labels of such scores look
+ * fine and are not. The command refuses a network's NaN so (backends/ort/predictor.c);
+ * the engine API (swi.sliding_window_inference) passes them on as MONAI does. -1 with
+ * ValueError naming the window. */
+static int refuse_nan(const run_state *rs, swi_batch *b, int h, const float *x, size_t per, int count) {
+    if (!rs->refuse_nan) return 0;
+    for (int w = 0; w < count; w++)
+        for (size_t i = 0; i < per; i++)
+            if (x[(size_t)w * per + i] != x[(size_t)w * per + i]) {
+                const int64_t *st = swi_batch_start(b, w);
+                PyErr_Format(PyExc_ValueError,
+                             "the predictor returned NaN for the window at (%lld, %lld, %lld)%s; its labels "
+                             "would be meaningless",
+                             (long long)st[0], (long long)(rs->dims > 1 ? st[1] : 0),
+                             (long long)(rs->dims > 2 ? st[2] : 0), h ? " (a second output)" : "");
+                return -1;
+            }
+    return 0;
 }
 
 /* Hand one head's result to the engine: in place when it is float32 and contiguous,
@@ -80,8 +102,10 @@ static int fill_head(run_state *rs, swi_batch *b, int h, PyObject *item, int cou
     {
         size_t bytes = (size_t)count * (size_t)ch * sizeof(float);
         for (int k = 0; k < rs->dims; k++) bytes *= (size_t)sp[k];
-        int a = adopt_head(b, h, (int64_t)ch, sp, obj, bytes);
-        if (a != 0) return a < 0 ? -1 : 0;
+        const float *data = NULL;
+        int a = adopt_head(b, h, (int64_t)ch, sp, obj, bytes, &data);
+        if (a > 0) return refuse_nan(rs, b, h, data, bytes / sizeof(float) / (size_t)count, count);
+        if (a < 0) return -1;
     }
     float *dst = swi_batch_output(b, h, (int64_t)ch, sp);
     if (!dst) {
@@ -117,7 +141,8 @@ static int fill_head(run_state *rs, swi_batch *b, int h, PyObject *item, int cou
     Py_XDECREF(r);
     if (!rel) return -1;
     Py_DECREF(rel);
-    return r ? 0 : -1;
+    if (!r) return -1;
+    return refuse_nan(rs, b, h, dst, n / sizeof(float) / (size_t)count, count);
 }
 
 /* An input read box by box through a Python callable (a store, a dask array, a memmap). */

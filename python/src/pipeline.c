@@ -108,6 +108,7 @@ int swipy_job_state_init(job_state *js, PyObject *spec, PyObject *predictors, Py
             rs->n_heads = 1;
             rs->dims = 3;
             rs->pass_shape = 1;
+            rs->refuse_nan = 1; /* as the command refuses a network's NaN */
             js->preds[i].predict = swipy_predict_cb;
             js->preds[i].user = rs;
         }

@@ -68,6 +68,7 @@ struct run_state {
     region_user regions[MAX_OUTPUTS];
     PyObject *reader; /* reader(image, lo, hi) -> float32 [channels, *(hi - lo)], or NULL */
     int pass_shape;   /* the predictor also gets the batch's shape (count, channels, *roi) */
+    int refuse_nan;   /* a job's predictor: NaN outputs fail the run (callbacks.c) */
     int64_t channels;
     swi_reader in_reader;
 };
