@@ -203,12 +203,10 @@ static int fit_plan(bench *b) {
     if (st == SWI_OK) return 0;
     /* a budget's refusal names the input it is about (--input, or the synthetic --shape) */
     if (st == SWI_ERR_BUDGET)
-        fprintf(stderr, "swi bench: %s: %s
-", TERM_TEXT(b->bio.input ? b->bio.input : "--shape"),
+        fprintf(stderr, "swi bench: %s: %s\n", TERM_TEXT(b->bio.input ? b->bio.input : "--shape"),
                 TERM_TEXT(fit[0] ? fit : swi_last_error(b->ctx)));
     else
-        fprintf(stderr, "swi bench: %s
-", TERM_TEXT(swi_last_error(b->ctx)));
+        fprintf(stderr, "swi bench: %s\n", TERM_TEXT(swi_last_error(b->ctx)));
     return st == SWI_ERR_INVALID_ARG ? 2 : 1;
 }
 
