@@ -37,14 +37,29 @@ int cli_input_open_store(cli_input *in, int c, const char *name, void (*warn)(vo
     swi_store_size(in->stores[c], sz);
     if (c == 0) {
         memcpy(in->size, sz, sizeof sz);
-    } else if (memcmp(sz, in->size, sizeof sz) != 0) {
-        cli_err(err,
-                "%s: size %lldx%lldx%lld differs from the first input's %lldx%lldx%lld; channels must "
-                "share one grid",
-                name, (long long)sz[0], (long long)sz[1], (long long)sz[2], (long long)in->size[0],
+        in->first = name;
+        return 0;
+    }
+    const char *first = in->first ? in->first : "the first input";
+    if (memcmp(sz, in->size, sizeof sz) != 0) {
+        cli_err(err, "%s: size %lldx%lldx%lld differs from %s's %lldx%lldx%lld; channels must share one grid",
+                name, (long long)sz[0], (long long)sz[1], (long long)sz[2], first, (long long)in->size[0],
                 (long long)in->size[1], (long long)in->size[2]);
         return -1;
     }
+    /* the same size on another grid (OME-Zarr's scale and translation) is another place */
+    double s0[3], t0[3], s1[3], t1[3];
+    swi_store_geometry(in->stores[0], s0, t0);
+    swi_store_geometry(in->stores[c], s1, t1);
+    for (int a = 0; a < 3; a++)
+        if (fabs(s1[a] - s0[a]) > 1e-4 * fmax(fabs(s0[a]), fabs(s1[a])) || fabs(t1[a] - t0[a]) > 1e-3) {
+            cli_err(err,
+                    "%s: its grid (scale %g,%g,%g, translation %g,%g,%g) differs from %s's (scale %g,%g,%g, "
+                    "translation %g,%g,%g); channels must share one grid",
+                    name, s1[0], s1[1], s1[2], t1[0], t1[1], t1[2], first, s0[0], s0[1], s0[2], t0[0], t0[1],
+                    t0[2]);
+            return -1;
+        }
     return 0;
 }
 

@@ -24,9 +24,11 @@ typedef struct cli_input {
     int (*transform)(void *user, float *x, int64_t n, char *msg, size_t msg_size); /* 0, or a failure */
     void *transform_user;
     swi_reader reader; /* the swi_reader of all channels */
+    const char *first; /* channel 0's name, for messages */
 } cli_input;
 
-/* Open store channel c of in (size checked against channel 0's). 0, or -1 with err. A
+/* Open store channel c of in (its grid -- size, OME-Zarr scale and translation -- checked
+ * against channel 0's). 0, or -1 with err. A
  * warning (a non-finite fill value) goes to warn, or with warn NULL to stderr as "swi: LINE". */
 int cli_input_open_store(cli_input *in, int c, const char *name, void (*warn)(void *user, const char *line),
                          void *warn_user, char *err);

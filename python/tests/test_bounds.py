@@ -107,3 +107,32 @@ def test_fifo_nnunet_card_is_refused(tmp_path):
     assert len(lines) == 4, r.stdout + r.stderr
     for ln in lines:
         assert "nnunet.json: is a FIFO (named pipe), not a regular file" in ln, ln
+
+
+@needs_predictors
+def test_store_channels_of_another_grid_are_refused(tmp_path):
+    """OME-Zarr channels of one size but another scale or translation are another place:
+    refused naming both stores; the same grid runs."""
+    zarr = pytest.importorskip("zarr")
+
+    def ome(name, scale, translation):
+        g = zarr.open_group(str(tmp_path / name), mode="w")
+        g.create_dataset("0", data=np.random.default_rng(2).random((20, 16, 12)).astype(np.float32),
+                         chunks=(10, 8, 6))
+        g.attrs["multiscales"] = [{"version": "0.4", "axes": [{"name": n, "type": "space", "unit": "millimeter"}
+                                                              for n in "zyx"],
+                                   "datasets": [{"path": "0", "coordinateTransformations": [
+                                       {"type": "scale", "scale": scale},
+                                       {"type": "translation", "translation": translation}]}]}]
+        return str(tmp_path / name)
+
+    a = ome("a.ome.zarr", [2.0, 1.0, 1.0], [0.0, 0.0, 0.0])
+    for name, scale, tr in (("moved.ome.zarr", [2.0, 1.0, 1.0], [0.0, 100.0, 0.0]),
+                            ("finer.ome.zarr", [1.0, 1.0, 1.0], [0.0, 0.0, 0.0])):
+        b = ome(name, scale, tr)
+        with pytest.raises(Exception, match=name + r": its grid .*a\.ome\.zarr's .*channels must share one grid"):
+            swi.segment([a, b], tmp_path / "l.zarr", predictor=constant(1.0), classes=2, roi=8)
+        assert not (tmp_path / "l.zarr").exists()
+    same = ome("same.ome.zarr", [2.0, 1.0, 1.0], [0.0, 0.0, 0.0])
+    swi.segment([a, same], tmp_path / "l.zarr", predictor=constant(1.0), classes=2, roi=8)
+    assert (tmp_path / "l.zarr").exists()
