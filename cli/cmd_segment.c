@@ -24,6 +24,7 @@ int swi_cmd_segment(int argc, char **argv) {
         }
         o.part_index = rank;
         o.part_count = size;
+        if (rank > 0) o.quiet = o.spec.quiet = 1; /* rank 0 reports for all; errors still tell */
         return cli_mpi_finish(seg_folder_run(&o));
     }
     if (seg_store_check(sp, "swi segment")) return 2;
@@ -42,7 +43,8 @@ int swi_cmd_segment(int argc, char **argv) {
         }
         sp->shard_part = rank;
         sp->shard_parts = size;
-        sp->shard_collective = 1; /* part 0 creates the stores, the others join them */
+        sp->shard_collective = 1;              /* part 0 creates the stores, the others join them */
+        if (rank > 0) o.quiet = sp->quiet = 1; /* rank 0 reports for all; errors still tell */
         if (seg_store_check(sp, "swi segment")) return 2; /* also --shard-grid against the ranks */
     } else if (sp->shard_grid[0] && !sharded) {
         fprintf(stderr, "swi segment: --shard-grid needs --shard I/N (box I of the grid's N) or mpirun\n");

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef SWI_HAVE_MPI
 
@@ -74,7 +75,66 @@ int cli_mpi_finish(int rc) {
     return rc ? rc : all[0];
 }
 
+int cli_mpi_gather(const char *mine, size_t len, char **all, int *v, int n) {
+    *all = NULL;
+    if (!active) {
+        *all = malloc(len + 1);
+        if (!*all) return -1;
+        memcpy(*all, mine, len);
+        (*all)[len] = '\0';
+        return 0;
+    }
+    int rank = 0, size = 1, bad = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (n > 0 && MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) bad = 1;
+    const int mylen = len > (size_t)(1 << 28) ? 0 : (int)len;
+    /* the counts and offsets at rank 0: a few ints a rank; without them nothing can be
+     * received, and the ranks could not agree that nothing is sent */
+    int *lens = NULL;
+    if (rank == 0 && !(lens = calloc(2 * (size_t)size, sizeof *lens))) {
+        fprintf(stderr, "swi: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int *displs = lens ? lens + size : NULL;
+    if (MPI_Gather(&mylen, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) bad = 1;
+    size_t total = 0;
+    char *buf = NULL;
+    int ok = 0;
+    if (rank == 0 && !bad) {
+        for (int i = 0; i < size; i++) {
+            displs[i] = (int)total;
+            total += (size_t)lens[i];
+        }
+        ok = total <= (size_t)(1 << 30) && (buf = malloc(total + 1)) != NULL;
+    }
+    /* the ranks send only when rank 0 has the room */
+    if (MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) ok = 0;
+    char none = 0;
+    if (ok && MPI_Gatherv(mylen ? mine : &none, mylen, MPI_CHAR, buf, lens, displs, MPI_CHAR, 0,
+                          MPI_COMM_WORLD) != MPI_SUCCESS)
+        ok = 0;
+    free(lens);
+    if (rank == 0 && ok) {
+        buf[total] = '\0';
+        *all = buf;
+        return 0;
+    }
+    free(buf);
+    return rank == 0 ? -1 : 0;
+}
+
 #else
+
+int cli_mpi_gather(const char *mine, size_t len, char **all, int *v, int n) {
+    (void)v;
+    (void)n;
+    *all = malloc(len + 1);
+    if (!*all) return -1;
+    memcpy(*all, mine, len);
+    (*all)[len] = '\0';
+    return 0;
+}
 
 int cli_mpi_built(void) { return 0; }
 

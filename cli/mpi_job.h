@@ -6,6 +6,8 @@
 #ifndef SWI_CLI_MPI_H
 #define SWI_CLI_MPI_H
 
+#include <stddef.h>
+
 /* Whether MPI is built in. */
 int cli_mpi_built(void);
 
@@ -27,6 +29,12 @@ int cli_mpi_all_ok(int ok);
  * own parts, which a rerun of the failed shards alone completes); rank 0 says how many failed. Returns rc, or for a rank
  * that succeeded the worst status of the job, so every rank's exit status tells. */
 int cli_mpi_finish(int rc);
+
+/* Collective (every rank calls it, in the same order): rank 0 receives every rank's text
+ * (len bytes each) concatenated in rank order into *all (malloc'd, NUL-ended; the others
+ * get NULL) and the sums of every rank's n counts in v (all ranks). Without MPI active:
+ * a copy of mine. Returns 0, or -1 (out of memory, an MPI failure: *all NULL). */
+int cli_mpi_gather(const char *mine, size_t len, char **all, int *v, int n);
 
 /* The number of ranks an MPI launcher gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
  * PMIX... in the environment), and this one's rank; 0 (and rank 0) when not started by one. */

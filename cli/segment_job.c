@@ -41,6 +41,7 @@ void seg_hooks_init(seg_hooks *h, int bar, const char *label, const char *who, s
     h->who = who;
     progress_init(&h->prog, bar);
     h->prog.label = label;
+    h->prog.who = who;
     hooks->message = on_message;
     hooks->progress = on_progress;
     hooks->cancelled = on_cancelled;

@@ -9,6 +9,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -489,6 +490,32 @@ void card_print(const seg_card *c, FILE *f) {
     for (int i = 0; i < c->n_members; i++) fprintf(f, "  member       %s\n", c->members[i]);
 }
 
+/* The headers swi writes: how a rerun knows a side file as swi's own (card_side_is_own). */
+static const char ITK_HEAD[] = "################################################\n"
+                               "# ITK-SnAP Label Description File\n"
+                               "# Columns = IDX -R- -G- -B- -A-- VIS MSH  LABEL\n"
+                               "################################################\n";
+static const char CTBL_HEAD[] = "# 3D Slicer color table: index name R G B A\n";
+
+int card_side_is_own(const char *path) {
+    struct stat st;
+    /* a link or anything but a small regular file is someone else's */
+    if (!path || lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return 0;
+    char head[sizeof ITK_HEAD];
+    size_t got = 0;
+    while (got < sizeof head - 1) {
+        ssize_t r = read(fd, head + got, sizeof head - 1 - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    head[got] = '\0';
+    return strncmp(head, ITK_HEAD, sizeof ITK_HEAD - 1) == 0 ||
+           strncmp(head, CTBL_HEAD, sizeof CTBL_HEAD - 1) == 0;
+}
+
 int card_write_labels(const seg_card *c, int fd, int itksnap, const char *name, char *err) {
     FILE *f = fdopen(fd, "w");
     if (!f) {
@@ -496,13 +523,7 @@ int card_write_labels(const seg_card *c, int fd, int itksnap, const char *name, 
         cli_err(err, "%s: cannot write: %s", name, strerror(errno));
         return 1;
     }
-    if (itksnap)
-        fprintf(f, "################################################\n"
-                   "# ITK-SnAP Label Description File\n"
-                   "# Columns = IDX -R- -G- -B- -A-- VIS MSH  LABEL\n"
-                   "################################################\n");
-    else
-        fprintf(f, "# 3D Slicer color table: index name R G B A\n");
+    fputs(itksnap ? ITK_HEAD : CTBL_HEAD, f);
     for (int i = 0; i < c->n_classes; i++) {
         unsigned char rgb[3] = {0, 0, 0};
         if (i > 0) swi_io_label_color(i, rgb);

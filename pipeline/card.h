@@ -95,6 +95,11 @@ void card_print(const seg_card *c, FILE *f);
  * color table (itksnap = 0) to fd (closed in every case). Returns 0, or 1 with err. */
 int card_write_labels(const seg_card *c, int fd, int itksnap, const char *name, char *err);
 
+/* Is path a side file swi wrote (a regular file, not a link, that begins as card_write_labels
+ * begins)? A rerun replaces such a file with its output's commit, force or not: it belonged
+ * to an earlier output of the same name, another format's perhaps. 1 or 0. */
+int card_side_is_own(const char *path);
+
 void card_free(seg_card *c);
 
 #endif

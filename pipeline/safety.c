@@ -256,7 +256,8 @@ int cli_out_commit_all_cancellable(cli_out *const *outs, int n, int force, int (
             backup[i][0] = '\0';
             continue;
         }
-        if (out_move(outs[i], force, backup[i], sizeof backup[i], err) == 0) continue;
+        const int replace = force || (outs[i]->replaceable && outs[i]->replaceable(outs[i]->final));
+        if (out_move(outs[i], replace, backup[i], sizeof backup[i], err) == 0) continue;
         /* Take back what was already moved: restore replaced files, remove new ones. */
         for (int j = 0; j < moved; j++) {
             if (!outs[j]) continue;

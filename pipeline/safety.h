@@ -19,6 +19,9 @@ typedef struct cli_out {
     char tmp[4096];
     int fd;     /**< open descriptor of tmp (-1 once handed over or closed) */
     int active; /**< tmp exists and is ours */
+    /** Set after cli_out_begin, or NULL: an existing final for which it returns 1 at the
+     *  commit is replaced without force (a side file swi wrote for an earlier output). */
+    int (*replaceable)(const char *final);
 } cli_out;
 
 /** Refuse an existing `final` unless force (an existing non-regular file always), then

@@ -215,8 +215,19 @@ int seg_check_outputs(const pl_opts *o, seg_state *s) {
     const int store[6] = {PL_TARGET_STORE(&o->t_output), PL_TARGET_STORE(&o->t_scores),
                           cli_is_store(finals[2]),       cli_is_store(finals[3]),
                           cli_is_store(finals[4]),       cli_is_store(finals[5])};
-    for (int i = 0; i < 6; i++)
-        if (finals[i] && !store[i] && cli_out_check(finals[i], o->force, err)) return seg_fail(s, err);
+    for (int i = 0; i < 6; i++) {
+        /* the side files an earlier run wrote are replaced with the new output's */
+        const int force = o->force || ((i == 3 || i == 4) && card_side_is_own(finals[i]));
+        if (finals[i] && !store[i] && cli_out_check(finals[i], force, err)) return seg_fail(s, err);
+    }
+    return 0;
+}
+
+/* A side file's temporary: an existing one that swi wrote (for an earlier output of this
+ * name, another format's perhaps) is replaced with the output, force or not. */
+static int side_begin(const pl_opts *o, cli_out *out, const char *path, char *err) {
+    if (cli_out_begin(out, path, o->force || card_side_is_own(path), err)) return 1;
+    out->replaceable = card_side_is_own;
     return 0;
 }
 
@@ -265,8 +276,8 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
                         (o->scores && cli_out_begin(&s->out_scores, o->scores, o->force, err)) ||
                         (o->preview && cli_out_begin(&s->out_preview, o->preview, o->force, err)) ||
                         (o->report && cli_out_begin(&s->out_report, o->report, o->force, err)) ||
-                        (s->itk_path[0] && cli_out_begin(&s->out_itk, s->itk_path, o->force, err)) ||
-                        (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err))))
+                        (s->itk_path[0] && side_begin(o, &s->out_itk, s->itk_path, err)) ||
+                        (s->ctbl_path[0] && side_begin(o, &s->out_ctbl, s->ctbl_path, err))))
         return seg_fail(s, err);
 
     if (!s->reader) {

@@ -32,7 +32,7 @@ CASES=(
   opt_sigma_scale opt_padding_modes opt_cval opt_sw_batch opt_fixed_batch opt_threads
   opt_max_memory opt_scores opt_softmax opt_tta opt_clip opt_scale opt_zscore
   opt_clip_scale_zscore opt_multi_input opt_preview opt_preview_sizes opt_force opt_head opt_uint16_labels
-  opt_quiet opt_summary opt_progress_tty opt_device_cuda opt_nifti2 opt_big_endian
+  opt_quiet opt_summary opt_progress_tty opt_progress_log opt_progress_folder opt_device_cuda opt_nifti2 opt_big_endian
   opt_4d_singleton opt_dtypes
   input_sibling_nii input_gzip_named_nii input_plain_named_gz
   nonfinite_warn nonfinite_fail nonfinite_big_endian nonfinite_float64 nonfinite_second_channel
@@ -460,6 +460,53 @@ t_opt_progress_tty() {
   rc=$?
   expect_rc 0
   grep -q "windows" "$T/tty" && grep -q "ETA" "$T/tty" && grep -q "/s" "$T/tty" || { cat "$T/tty"; fail "no progress bar on a terminal"; }
+}
+# a run logged (stderr not a terminal): a line at most once a period (SWI_PROGRESS_PERIOD) and
+# at each 10 % step, the first after one period; -q none
+PROGRESS_RE='^swi segment: [0-9]+/[0-9]+ windows \([0-9]+ %\), [0-9.]+ windows/s, ETA [0-9:]+, RSS [0-9.]+ [KMGT]?i?B$'
+t_opt_progress_log() {
+  data; need onnxruntime
+  local args=(segment --model "$DATA/quant4_dyn.onnx" --roi 16 --overlap 0.75 --input "$DATA/big.nii.gz"
+    --threads 1 --sw-batch 1)
+  local t0 t1 n max
+  t0=$(date +%s.%N)
+  SWI_PROGRESS_PERIOD=0.2 run "${args[@]}" --output "$T/o/l.nii.gz"
+  t1=$(date +%s.%N)
+  expect_rc 0
+  grep -q $'\r' "$T/err" && fail "a bar drawn in a log"
+  n=$(grep -c ' windows (' "$T/err")
+  [ "$n" -ge 3 ] || fail "$n progress lines, expected several"
+  grep ' windows (' "$T/err" | grep -Evq "$PROGRESS_RE" && fail "a line not as expected: $(grep ' windows (' "$T/err" | grep -Ev "$PROGRESS_RE" | head -1)"
+  # at most one a period, plus one at each 10 % step
+  max=$("$PY" -c "import sys; print(int((float(sys.argv[2]) - float(sys.argv[1])) / 0.2) + 11)" "$t0" "$t1")
+  [ "$n" -le "$max" ] || fail "$n lines in $max periods and steps"
+  tail -n1 "$T/err" | grep -q "peak RSS" || fail "the summary is not last"
+  # the default period (10 s): a short run says its summary alone
+  run "${args[@]}" --output "$T/o/l2.nii.gz"
+  expect_rc 0; one_line_err; expect_err "peak RSS"
+  SWI_PROGRESS_PERIOD=0.2 run "${args[@]}" -q --output "$T/o/l3.nii.gz"
+  expect_rc 0; [ ! -s "$T/err" ] || fail "-q printed"
+}
+# folder mode: each case's lines and its line when done tell the whole folder's cases done
+# and ETA, logged or on a terminal
+t_opt_progress_folder() {
+  data; need onnxruntime
+  mkdir -p "$T/in"
+  for c in a b c; do cp "$DATA/big.nii.gz" "$T/in/$c.nii.gz"; done
+  local args=(segment --model "$DATA/quant4_dyn.onnx" --roi 16 --overlap 0.5 --input-dir "$T/in" --threads 1)
+  SWI_PROGRESS_PERIOD=0.05 run "${args[@]}" --output-dir "$T/res"
+  expect_rc 0
+  for i in 1 2 3; do
+    expect_err "^swi segment: \[$i/3\] [abc]: done, [0-9.]+ s; $i/3 cases done, folder ETA [0-9:]+$"
+  done
+  grep -Eq '^swi segment: [abc]: [0-9]+/[0-9]+ windows \([0-9]+ %\), .*, RSS [^;]+; [0-2]/3 cases done, folder ETA [0-9:-]+$' \
+    "$T/err" || fail "no progress line with the folder's cases and ETA"
+  expect_err "3 done, 0 failed, 0 skipped"
+  command -v script >/dev/null || return 0
+  local cmd
+  cmd="$(printf '%q ' "$SWI" "${args[@]}" --output-dir "$T/res2")"
+  script -qec "$cmd" /dev/null >"$T/tty" 2>&1 </dev/null
+  grep -aq "cases done, folder ETA" "$T/tty" || { cat "$T/tty"; fail "no folder progress on a terminal"; }
 }
 t_opt_device_cuda() {
   data; need onnxruntime

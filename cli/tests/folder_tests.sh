@@ -17,7 +17,7 @@ CASES=(
   folder_basic folder_same_as_single folder_channels folder_missing_channel
   folder_bad_case_goes_on folder_case_abort_goes_on folder_skip_existing folder_force folder_part
   folder_output_inside_input folder_output_is_input folder_output_format folder_usage
-  folder_no_cases folder_names_escaped
+  folder_no_cases folder_names_escaped folder_side_files_rerun
 )
 if [ "${1:-}" = --list ]; then
   printf '%s\n' "${CASES[@]}"
@@ -374,6 +374,26 @@ t_folder_output_format() {
     [ "$(ls "$T/$fmt" | wc -l)" -eq 4 ] && [ -f "$T/$fmt/d_series.$fmt" ] || fail "$fmt: $(ls "$T/$fmt")"
   done
   same "$T/nii/a.nii" "$T/nrrd/d_series.nrrd" "$T/mha/scan_z.mha" "$T/nrrd/b.nrrd"
+}
+
+# The card's side files belong to each case's output: a rerun in another format replaces
+# those swi wrote, without --force (before, every case failed on them).
+t_folder_side_files_rerun() {
+  data; mkfolder "$T/in"
+  cp "$DATA/quant4.onnx" "$T/m.onnx"
+  echo '{"classes": ["background", "a", "b", "c"]}' >"$T/m.json"
+  run segment -q --model "$T/m.onnx" "${SCALE[@]}" --input-dir "$T/in" --output-dir "$T/out"
+  expect_rc 0
+  [ -f "$T/out/a.label.txt" ] && [ -f "$T/out/d_series.ctbl" ] || fail "no side files: $(ls "$T/out")"
+  echo '{"classes": ["background", "liver", "kidney", "spleen"]}' >"$T/m.json"
+  run segment -q --model "$T/m.onnx" "${SCALE[@]}" --input-dir "$T/in" --output-dir "$T/out" \
+    --output-format nrrd
+  expect_rc 0
+  for c in a b scan_z d_series; do
+    [ -f "$T/out/$c.nrrd" ] && [ -f "$T/out/$c.nii.gz" ] || fail "$c: $(ls "$T/out")"
+    grep -q '"liver"' "$T/out/$c.label.txt" && grep -q ' liver ' "$T/out/$c.ctbl" || fail "$c: old side files"
+  done
+  [ "$(ls -A "$T/out" | wc -l)" -eq 16 ] || fail "unexpected files: $(ls -A "$T/out")"
 }
 
 t_folder_usage() {

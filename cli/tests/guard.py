@@ -11,7 +11,9 @@ Special files: a FIFO as a volume, a NRRD or MetaImage data file, a card or a mo
 refused at once (a reader opening it would block forever); a MetaImage data file that is a
 directory is refused. Signals: one SIGTERM ends a run while it reads a large volume, or
 while a DICOM library is stuck in the reader's child (ended with it), with exit 143 and
-nothing left; a forced stop during a --force store rewrite removes the hidden replacement. The card's label side files are named OUT.label.txt / OUT.ctbl.
+nothing left; a forced stop during a --force store rewrite removes the hidden replacement. The card's label side files are named OUT.label.txt / OUT.ctbl;
+they belong to their output: a rerun to another format or name replaces the side files swi
+wrote, without --force, while a side file that is not swi's is refused without --force.
 """
 import gzip
 import hashlib
@@ -28,6 +30,7 @@ CASES = [
     "out_ensemble_member", "out_card", "out_folder_link", "out_bench", "out_optimize",
     "fifo_nifti", "fifo_nrrd_data", "fifo_nrrd_series", "fifo_meta_data", "meta_data_dir", "fifo_card",
     "fifo_model", "signal_reading", "signal_library_read", "signal_dicom_stuck", "signal_forced_store", "side_names",
+    "side_rerun",
 ]
 if len(sys.argv) == 2 and sys.argv[1] == "--list":
     print("\n".join(CASES))
@@ -623,6 +626,55 @@ if case == "side_names":
     r = run("segment", "-q", "--model", "m.onnx", "--input", "v.nii.gz", "--output", "o/l.nii.gz", "--force")
     check(r.returncode == 1 and "the color table o/l.ctbl is the same file as --input v.nii.gz" in r.stderr,
           "a side file that is the input: " + r.stderr)
+
+if case == "side_rerun":
+    shutil.copy("quant4.onnx", "m.onnx")
+
+    def card(*names):
+        with open("m.json", "w") as f:
+            f.write('{"classes": ["background", %s]}' % ", ".join('"%s"' % n for n in names))
+
+    def read(p):
+        with open(p) as f:
+            return f.read()
+
+    card("a", "b", "c")
+    r = run("info", "--model", "m.onnx")
+    if r.returncode != 0 or "class" not in r.stdout:
+        skip("swi built without model cards (jansson): " + r.stderr)
+    seg = ["segment", "-q", "--model", "m.onnx", "--input", "v.nii.gz", "--output"]
+    r = run(*seg, "o/l.nii.gz")
+    check(r.returncode == 0 and '"a"' in read("o/l.label.txt"), "first run: " + r.stderr)
+    # the same name in another format: swi's side files are replaced with the new output
+    card("liver", "kidney", "spleen")
+    r = run(*seg, "o/l.nii")
+    check(r.returncode == 0, "a rerun to l.nii without --force: exit %d: %s" % (r.returncode, r.stderr))
+    check(sorted(os.listdir("o")) == ["l.ctbl", "l.label.txt", "l.nii", "l.nii.gz"], "files: %s" % os.listdir("o"))
+    check('"liver"' in read("o/l.label.txt") and " liver " in read("o/l.ctbl"), "the side files are the rerun's")
+    # the output itself is still refused without --force, its side files untouched
+    card("x", "y", "z")
+    r = run(*seg, "o/l.nii")
+    check(r.returncode == 1 and "l.nii: already exists" in r.stderr, "an existing output: " + r.stderr)
+    check('"liver"' in read("o/l.label.txt"), "a refused run changed the side file")
+    # a side file that is not swi's is never overwritten without --force
+    for name, mine in (("k.label.txt", "my notes\n"), ("k.ctbl", "# 3D Slicer color table\n0 bg 0 0 0 0\n")):
+        for p in ("o/k.label.txt", "o/k.ctbl", "o/k.nii.gz"):
+            if os.path.exists(p):
+                os.remove(p)
+        with open("o/" + name, "w") as f:
+            f.write(mine)
+        r = run(*seg, "o/k.nii.gz")
+        check(r.returncode == 1 and name + ": already exists" in r.stderr, "a foreign %s: %s" % (name, r.stderr))
+        check(read("o/" + name) == mine and not os.path.exists("o/k.nii.gz"), "a foreign %s: changed" % name)
+        r = run(*seg, "o/k.nii.gz", "--force")
+        check(r.returncode == 0 and '"x"' in read("o/k.label.txt"), "--force replaces %s: %s" % (name, r.stderr))
+    # nor a link to swi's own side file
+    os.remove("o/k.nii.gz")
+    os.rename("o/k.label.txt", "o/mine.label.txt")
+    os.symlink("mine.label.txt", "o/k.label.txt")
+    r = run(*seg, "o/k.nii.gz")
+    check(r.returncode == 1 and "k.label.txt: already exists" in r.stderr, "a link as side file: " + r.stderr)
+    check(os.path.islink("o/k.label.txt"), "the link was replaced")
 
 print("%s: %d checks, %d failures" % (case, checks, len(failures)))
 sys.exit(1 if failures or checks == 0 else 0)

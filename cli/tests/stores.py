@@ -596,6 +596,22 @@ if case == "mpi":
             if os.path.exists("f2/" + f):
                 check(np.array_equal(np.asarray(nib.load("f1/" + f).dataobj),
                                      np.asarray(nib.load("f2/" + f).dataobj)), "folder under mpirun: %s equal" % f)
+        # rank 0 reports for all: one table of every case, progress (logged) of its own cases only
+        loud = [a for a in seg if a != "-q"]
+        env = dict(os.environ, SWI_PROGRESS_PERIOD="0.001")
+        r = subprocess.run([mpirun, *extra, "-n", "2", swi, *loud, "--output-dir", "f5"], capture_output=True,
+                           text=True, timeout=300, env=env)
+        lines = r.stderr.splitlines()
+        heads = [x for x in lines if x.startswith("case ")]
+        sums = [x for x in lines if " done, " in x and " skipped in " in x]
+        rows = sorted(x.split()[0] for x in lines if x.split()[:1] and x.split()[0] in
+                      ["c%d" % i for i in range(5)])
+        rank1 = [x for x in lines if x.startswith("swi segment: c1") or x.startswith("swi segment: c3") or
+                 "] c1:" in x or "] c3:" in x]
+        check(r.returncode == 0 and len(heads) == 1 and len(sums) == 1 and "5 done, 0 failed" in sums[0] and
+              "by 2 ranks" in sums[0] and rows == ["c%d" % i for i in range(5)] and not rank1 and
+              any("] c0: done" in x for x in lines),
+              "folder under mpirun -n 2: one table by rank 0, rank 1 silent: %s" % r.stderr[-3000:])
         r = subprocess.run([mpirun, *extra, "-n", "2", swi, *seg, "--output-dir", "f3", "--part", "0/2"],
                            capture_output=True, text=True, timeout=300)
         check(r.returncode == 2 and "leave --part out" in r.stderr and not os.path.exists("f3"),
@@ -900,6 +916,13 @@ if case == "segment":
                             "--scores", "smpi.zarr"], capture_output=True, text=True, timeout=300)
         check(r.returncode == 0 and np.array_equal(load("lmpi.zarr"), ref) and
               np.array_equal(load("smpi.zarr"), load("s0.zarr")), "mpirun -n 3 swi segment: " + r.stderr[-2000:])
+        # rank 0 alone reports (not quiet): one summary line, no progress from the others
+        loud = [a for a in seg if a != "-q"]
+        r = subprocess.run([mpirun, *extra, "-n", "3", swi, *loud, "--input", "q.zarr", "--output", "lmpi2.zarr"],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, SWI_PROGRESS_PERIOD="0.001"))
+        summaries = [x for x in r.stderr.splitlines() if "peak RSS" in x]
+        check(r.returncode == 0 and len(summaries) == 1, "mpirun -n 3: one summary: " + r.stderr[-2000:])
     for args, what in [(["--input", "q.zarr", "--input", "q.nii.gz"], "a mix"),
                        (["--input", "q.zarr", "--zscore"], "--zscore"),
                        (["--input", "q.zarr", "--output", "a.zarr", "--scores", "b.nii.gz"], "both"),

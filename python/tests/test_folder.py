@@ -102,3 +102,27 @@ def test_folder_on_case_exception_stops_the_run(tmp_path, cases):
         swi.segment_folder(cases, tmp_path / "o", model=MODEL, threads=2, on_case=stop)
     assert (tmp_path / "o" / "a.nii.gz").is_file() and not (tmp_path / "o" / "b.nii.gz").exists()
     assert not [p for p in (tmp_path / "o").iterdir() if p.name.startswith(".")]  # no temporaries
+
+
+def test_rerun_in_another_format_replaces_side_files(tmp_path, cases):
+    """The card's class names (OUT.label.txt, OUT.ctbl) belong to their output: a rerun to
+    another format replaces those swi wrote, without force; a file of the user's is kept."""
+    (cases / "c.nii.gz").unlink()
+    out = tmp_path / "out"
+    r = swi.segment_folder(cases, out, model=MODEL, threads=2)
+    assert (r.done, r.failed) == (2, 0) and (out / "a.label.txt").is_file() and (out / "b.ctbl").is_file()
+    r = swi.segment_folder(cases, out, model=MODEL, threads=2, output_format="nii")
+    assert (r.done, r.failed, r.skipped) == (2, 0, 0), [c.error for c in r.cases]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"{n}{e}" for n in "ab" for e in (".nii.gz", ".nii", ".label.txt", ".ctbl"))
+
+    # one file: the same name in another format; a side file that is not swi's is refused
+    one = tmp_path / "one"
+    one.mkdir()
+    swi.segment(cases / "a.nii.gz", one / "l.nii.gz", model=MODEL, threads=2)
+    swi.segment(cases / "a.nii.gz", one / "l.nii", model=MODEL, threads=2)
+    assert '"blobs"' in (one / "l.label.txt").read_text()
+    (one / "k.ctbl").write_text("my colors\n")
+    with pytest.raises(OSError, match="k.ctbl: already exists"):
+        swi.segment(cases / "a.nii.gz", one / "k.nii.gz", model=MODEL, threads=2)
+    assert (one / "k.ctbl").read_text() == "my colors\n" and not (one / "k.nii.gz").exists()
