@@ -31,6 +31,18 @@ static const char CARD_HELP[] =
     "\n"
     "Exit status: 0 every card valid, 1 a card refused, 2 usage error.\n";
 
+/* A message on one line: a card's key or a path may hold control characters. */
+static void put_line(FILE *f, const char *who, const char *s) {
+    fprintf(f, "%s: ", who);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c < 0x20 || *c == 0x7f)
+            fprintf(f, "\\x%02x", *c);
+        else
+            fputc(*c, f);
+    }
+    fputc('\n', f);
+}
+
 int swi_cmd_card(int argc, char **argv) {
     const char *who = "swi card";
     int check = 0, quiet = 0;
@@ -61,7 +73,7 @@ int swi_cmd_card(int argc, char **argv) {
         char err[SWI_ERRLEN];
         char *text = NULL;
         if (swi_card_check(argv[i], quiet ? NULL : &text, err, sizeof err) != SWI_OK) {
-            fprintf(stderr, "%s: %s\n", who, err);
+            put_line(stderr, who, err);
             rc = 1;
             continue;
         }

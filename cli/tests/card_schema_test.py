@@ -184,6 +184,10 @@ def main(argv):
             fail("a bad card %s: the messages do not name %s: reader %r, schema %r" % (text[:100], key, c, s))
         print("  %s\n    swi:    %s\n    schema: %s" % (key, c.split(": ", 1)[1], s.split(": ", 1)[1]))
     print("%d bad cards: refused by both, naming the key" % len(bad))
+    # a key with a line break: each message one line
+    c, s = ck.both('{"a\\nb": 1}')
+    if not c or not s or "\n" in c or "\n" in s or "unknown key" not in c or "unknown key" not in s:
+        fail("a key with a line break: reader %r, schema %r" % (c, s))
     for b, key in READER_ONLY_MODEL:
         c, s = ck.both(json.dumps(b))
         if not c or key not in c or s:

@@ -30,6 +30,11 @@ def schema() -> dict:
         return json.load(f)
 
 
+def _q(key: str) -> str:
+    """A key quoted, control characters escaped: a message stays one line."""
+    return json.dumps(key, ensure_ascii=False)
+
+
 def _type_ok(v: Any, t: str) -> bool:
     if t == "object":
         return isinstance(v, dict)
@@ -60,7 +65,7 @@ def _errors(v: Any, s: dict, root: dict, at: str) -> Optional[str]:
         e = _errors(v, node, root, at)
         if e:
             return e
-    where = '"%s"' % at if at else "the card"
+    where = _q(at) if at else "the card"
     what = s.get("description")
     hint = " (%s)" % what if what else ""
     if "type" in s:
@@ -100,7 +105,7 @@ def _errors(v: Any, s: dict, root: dict, at: str) -> Optional[str]:
     if isinstance(v, dict):
         for k in s.get("required", []):
             if k not in v:
-                return '"%s": required' % ((at + "." if at else "") + k)
+                return '%s: required' % _q((at + "." if at else "") + k)
         props = s.get("properties", {})
         for k, x in v.items():
             key = (at + "." if at else "") + k
@@ -109,7 +114,7 @@ def _errors(v: Any, s: dict, root: dict, at: str) -> Optional[str]:
                 if e:
                     return e
             elif s.get("additionalProperties", True) is False:
-                return '"%s": unknown key (known: %s)' % (key, ", ".join(props))
+                return '%s: unknown key (known: %s)' % (_q(key), ", ".join(props))
     if "anyOf" in s:
         errs = [_errors(v, sub, root, at) for sub in s["anyOf"]]
         if all(errs):
@@ -128,7 +133,7 @@ def _no_duplicates(pairs: list) -> dict:
     out: dict = {}
     for k, v in pairs:
         if k in out:
-            raise CardError('not valid JSON: duplicate key "%s"' % k)
+            raise CardError('not valid JSON: duplicate key %s' % _q(k))
         out[k] = v
     return out
 
