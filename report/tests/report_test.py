@@ -462,8 +462,11 @@ def case_review(swi, work):
     lab[4:16, 5:20, 3:12] = 9000
     lab[22:34, 18:30, 12:24] = 1
     html = os.path.join(work, "review.html")
-    swipy.report(lab, image=image, affine=AFFINE, path=html, title="review", force=True)
+    swipy.report(lab, image=image, affine=AFFINE, path=html, title="review", force=True,
+                 identifiers={"patient": "P-7", "date": "20240229"})
     meta = read_meta(html)
+    if meta["ids"] != [["patient", "P-7"], ["date", "20240229"]]:
+        fail("swi.report's identifiers: %s" % meta["ids"])
     by = {c["label"]: c for c in meta["classes"]}
     if sorted(by) != [1, 9000] or meta["ncolors"] != 3:
         fail("listed classes %s, %d colours (1 and 9000 present: 3 with background)" %
