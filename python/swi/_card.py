@@ -25,9 +25,10 @@ class CardError(ValueError):
     """A card refused: the message names the file and the key."""
 
 
-def schema() -> dict:
+def schema() -> dict[str, Any]:
     with open(SCHEMA_FILE, encoding="utf-8") as f:
-        return json.load(f)
+        out: dict[str, Any] = json.load(f)
+    return out
 
 
 def _q(key: str) -> str:
@@ -55,7 +56,7 @@ def _type_ok(v: Any, t: str) -> bool:
     return False
 
 
-def _errors(v: Any, s: dict, root: dict, at: str) -> Optional[str]:
+def _errors(v: Any, s: dict[str, Any], root: dict[str, Any], at: str) -> Optional[str]:
     """The first way v breaks s, as "KEY: why"; None when it conforms."""
     if "$ref" in s:
         ref = s["$ref"]
@@ -129,8 +130,8 @@ def _errors(v: Any, s: dict, root: dict, at: str) -> Optional[str]:
     return None
 
 
-def _no_duplicates(pairs: list) -> dict:
-    out: dict = {}
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:
             raise CardError('not valid JSON: duplicate key %s' % _q(k))
@@ -146,7 +147,7 @@ def validate(card: Any, source: str = "card") -> None:
         raise CardError("%s: %s" % (source, e))
 
 
-def load(path: str) -> Any:
+def load(path: str) -> tuple[str, Any]:
     """A card file parsed (1 MB at most; duplicate keys refused)."""
     if os.path.isdir(path) and os.path.isfile(os.path.join(path, NNUNET_CARD)):
         path = os.path.join(path, NNUNET_CARD)
@@ -174,7 +175,7 @@ def check(path: str) -> Any:
     return card
 
 
-def main(argv: list, prog: str = "python3 -m swi card") -> int:
+def main(argv: list[str], prog: str = "python3 -m swi card") -> int:
     usage = "usage: %s --check FILE...\n" % prog
     if argv and argv[0] in ("-h", "--help"):
         print(usage + "\nCheck model cards against the package's JSON Schema (docs/card.md).", end="\n")
