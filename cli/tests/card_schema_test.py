@@ -192,6 +192,33 @@ def main(argv):
         c, s = ck.both(json.dumps(b))
         if not c or key not in c or s:
             fail("reader-only rule %s: reader %r, schema %r" % (b, c, s))
+    # the command: usage, a model without a card, an nnU-Net model directory by its folder
+    def swi_run(*args):
+        return subprocess.run([swi] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    r = swi_run("card", "--help")
+    if r.returncode != 0 or "Examples" not in r.stdout or "card.schema.json" not in r.stdout:
+        fail("swi card --help: exit %d %r" % (r.returncode, r.stdout))
+    for args, want in ((["card"], "--check is required"), (["card", "--check"], "no file"),
+                       (["card", "--frob"], "unknown option")):
+        r = swi_run(*args)
+        if r.returncode != 2 or want not in r.stderr:
+            fail("swi %s: exit %d %r" % (" ".join(args), r.returncode, r.stderr))
+    bare = os.path.join(work, "bare.onnx")
+    with open(bare, "wb") as f:
+        f.write(b"not a model")
+    r = swi_run("card", "--check", bare)
+    if r.returncode != 1 or "has no card" not in r.stderr or bare not in r.stderr:
+        fail("a model without a card: exit %d %r" % (r.returncode, r.stderr))
+    nn_dir = os.path.dirname(ck.write(json.dumps(nn_base), True))
+    r = swi_run("card", "--check", nn_dir)
+    if r.returncode != 0 or "nnU-Net card" not in r.stdout or "3d_fullres" not in r.stdout:
+        fail("an nnU-Net model directory: exit %d %r %r" % (r.returncode, r.stdout, r.stderr))
+    with open(os.path.join(os.path.dirname(bare), "bare.json"), "w") as f:
+        f.write('{"roi": 8, "classes": ["a", "b"]}')
+    r = swi_run("card", "--check", bare)
+    if r.returncode != 0 or "class 1" not in r.stdout:
+        fail("a model's card beside it: exit %d %r %r" % (r.returncode, r.stdout, r.stderr))
     print("ok")
     return 0
 
