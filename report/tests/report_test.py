@@ -196,7 +196,7 @@ def case_page(swi, work):
         loc = page.eval("(() => { const v = window.swiLocation && window.swiLocation.values;"
                         " return v ? v.map(x => x.value) : null; })()")
         print("spleen's row: the values under the crosshair %s (%s)" %
-              (loc, page.eval("document.getElementById('where').textContent")))
+              (loc, page.eval("document.getElementById('readout').textContent")))
         if not loc or loc[-1] != 2:
             fail("clicking spleen's row did not take the crosshair into spleen: %s" % loc)
         # each class's colour is where its voxels are: one plane, the crosshair on the class's
