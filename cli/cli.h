@@ -21,6 +21,7 @@ int swi_cmd_export(int argc, char **argv);   /* export/ (when built) */
 int swi_cmd_info(int argc, char **argv);     /* cli/cmd_info.c: a model and its card */
 int swi_cmd_optimize(int argc, char **argv); /* cli/cmd_optimize.c */
 int swi_cmd_convert(int argc, char **argv);  /* cli/cmd_convert.c: runs python3 -m swi convert */
+int swi_cmd_card(int argc, char **argv);     /* cli/cmd_card.c: swi card --check */
 
 /* Whether swi links the ONNX Runtime backend (else pipeline/ort_stub.c stands in for it). */
 #ifdef SWI_HAVE_ORT

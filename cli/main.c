@@ -28,6 +28,7 @@ static const char MAIN_HELP[] =
     "  info      show a model's inputs, outputs and model card\n"
     "  optimize  save an ONNX model with the faster equivalent layers segment runs\n"
     "  convert   convert a trained nnU-Net v2 model folder (runs python3 -m swi convert)\n"
+    "  card      check model cards (swi card --check FILE) as segment reads them\n"
     "\n"
     "Examples:\n"
     "  swi demo                                     # try it: writes out/demo_*.nii.gz, .png\n"
@@ -113,6 +114,7 @@ dispatch:
     if (strcmp(cmd, "info") == 0) return swi_cmd_info(argc, argv);
     if (strcmp(cmd, "optimize") == 0) return swi_cmd_optimize(argc, argv);
     if (strcmp(cmd, "convert") == 0) return swi_cmd_convert(argc, argv);
+    if (strcmp(cmd, "card") == 0) return swi_cmd_card(argc, argv);
     fprintf(stderr, "swi: unknown command '%s' (see 'swi --help')\n", TERM_TEXT(cmd));
     return 2;
 }

@@ -181,6 +181,9 @@ swi_status io__dicom_assemble(io_slice *s, int64_t count, const char *dir, swi_v
     v->inter = 0;
     v->fmt.itk.slices = count;
     snprintf(v->fmt.itk.series_uid, sizeof v->fmt.itk.series_uid, "%s", s[0].series_uid);
+    snprintf(v->fmt.itk.study_uid, sizeof v->fmt.itk.study_uid, "%s", s[0].study_uid);
+    snprintf(v->fmt.itk.patient_id, sizeof v->fmt.itk.patient_id, "%s", s[0].patient_id);
+    snprintf(v->fmt.itk.study_date, sizeof v->fmt.itk.study_date, "%s", s[0].study_date);
     memset(v->affine, 0, sizeof v->affine);
     for (int r = 0; r < 3; r++) {
         double flip = r < 2 ? -1.0 : 1.0; /* LPS -> RAS */

@@ -229,6 +229,16 @@ swi_status screen(const char *file, io_slice *s, char *err, size_t n) {
         OFString uid;
         ds->findAndGetOFString(DCM_SeriesInstanceUID, uid);
         snprintf(s->series_uid, sizeof s->series_uid, "%s", uid.c_str());
+        /* who and when, for a reader of the results (review pages): text, never parsed */
+        OFString text;
+        ds->findAndGetOFString(DCM_StudyInstanceUID, text);
+        snprintf(s->study_uid, sizeof s->study_uid, "%s", text.c_str());
+        text.clear();
+        ds->findAndGetOFString(DCM_PatientID, text);
+        snprintf(s->patient_id, sizeof s->patient_id, "%s", text.c_str());
+        text.clear();
+        ds->findAndGetOFString(DCM_StudyDate, text);
+        snprintf(s->study_date, sizeof s->study_date, "%s", text.c_str());
         s->cols = cols;
         s->rows = rows;
         s->frames = frames;

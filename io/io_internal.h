@@ -97,6 +97,7 @@ swi_status io__itk_write_fd(int fd, const char *name, swi_volume_format f, const
 typedef struct io_slice {
     char *file; /* path (owned by the series) */
     char series_uid[72];
+    char study_uid[72], patient_id[72], study_date[12]; /* shown to a reader (review pages) */
     int64_t cols, rows, frames, components;
     double origin[3];              /* ImagePositionPatient (LPS mm) */
     double row_dir[3], col_dir[3]; /* ImageOrientationPatient: along i, along j */

@@ -181,6 +181,9 @@ typedef struct swi_io_itk {
     int component;       /**< ITK's IOComponentEnum of the stored voxels */
     int64_t slices;      /**< DICOM: files in the series (= size[2]) */
     char series_uid[72]; /**< DICOM: SeriesInstanceUID */
+    char study_uid[72];  /**< DICOM: StudyInstanceUID (of the first slice; "" when absent) */
+    char patient_id[72]; /**< DICOM: PatientID (0010,0020) */
+    char study_date[12]; /**< DICOM: StudyDate, YYYYMMDD as stored */
 } swi_io_itk;
 
 /** A volume's description: opened from a file, or made for generated data. */

@@ -428,6 +428,29 @@ int card_load(const char *model, seg_card *c, int *found, char *err) {
     return rc;
 }
 
+int card_load_file(const char *path, seg_card *c, char *err) {
+    memset(c, 0, sizeof *c);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        dir[0] = '\0';
+    char *text = NULL;
+    int found = 0;
+    if (read_small_file(path, &text, &found, err)) return 1;
+    if (!found) {
+        cli_err(err, "%s: no such file", path);
+        return 1;
+    }
+    int rc = card_parse(text, path, dir, c, err);
+    c->in_file = rc == 0;
+    free(text);
+    if (rc) card_free(c);
+    return rc;
+}
+
 int card_apply(const seg_card *c, pl_opts *o, char *err) {
     (void)err;
     if (c->has_roi && !o->roi_given) {

@@ -85,6 +85,10 @@ int card_load(const char *model, seg_card *c, int *found, char *err);
 /* Parse and check the JSON text of a card (`source` names it in messages). */
 int card_parse(const char *text, const char *source, const char *dir, seg_card *c, char *err);
 
+/* The card in file `path` (a .json of its own, read as card_load reads one): 0, or 1 with
+ * err naming the file and the key. */
+int card_load_file(const char *path, seg_card *c, char *err);
+
 /* Fill the options o does not set from the card (flags win). Returns 0, or 2 (usage). */
 int card_apply(const seg_card *c, struct pl_opts *o, char *err);
 

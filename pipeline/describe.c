@@ -6,12 +6,14 @@
 
 #include "card.h"
 #include "job.h"
+#include "nnunet_card.h"
 #include "nnunet_job.h"
 #include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *pad_name(swi_pad p) {
     static const char *n[] = {"constant", "reflect", "replicate", "circular"};
@@ -159,6 +161,62 @@ swi_status swi_job_card_text(const char *model, char **out, char *err, size_t er
             }
         }
         if (found && st != SWI_ERR_IO) card_free(&card); /* a failed card_load freed it */
+    }
+    if (err && errlen) snprintf(err, errlen, "%s", st == SWI_OK ? "" : msg);
+    return st;
+}
+
+swi_status swi_card_check(const char *path, char **out, char *err, size_t errlen) {
+    char msg[SWI_ERRLEN] = "swi_card_check: a path is required";
+    swi_status st = SWI_ERR_INVALID_ARG;
+    if (out) *out = NULL;
+    char nn_path[4200];
+    size_t plen = path ? strlen(path) : 0;
+    if (!path) {
+        /* msg says so */
+    } else if (nn_card_is_model(path, nn_path, sizeof nn_path)) {
+        /* an nnU-Net model directory (or its nnunet.json): the card nnU-Net jobs read */
+        nn_card c;
+        if (nn_card_load(nn_path, &c, msg)) {
+            st = SWI_ERR_INVALID_ARG;
+        } else {
+            st = SWI_OK;
+            if (out && asprintf(out,
+                                "nnU-Net card %s\n  configuration %s, dataset %s, %d-D, window "
+                                "%lldx%lldx%lld, %d fold(s), %d channel(s), %lld output(s)\n",
+                                c.source, c.configuration, c.dataset, c.dims, (long long)c.window[0],
+                                (long long)c.window[1], (long long)c.window[2], c.n_folds, c.n_channels,
+                                (long long)c.heads) < 0) {
+                *out = NULL;
+                snprintf(msg, sizeof msg, "out of memory");
+                st = SWI_ERR_NOMEM;
+            }
+            nn_card_free(&c);
+        }
+    } else {
+        /* a model (its card beside it or in its metadata_props), or a card file */
+        seg_card card;
+        int found = 1, is_model = plen > 5 && strcmp(path + plen - 5, ".onnx") == 0;
+        int bad = is_model ? card_load(path, &card, &found, msg) : card_load_file(path, &card, msg);
+        if (bad) {
+            st = SWI_ERR_INVALID_ARG;
+        } else if (!found) {
+            cli_err(msg, "%s: the model has no card (no .json beside it, no swi.card in its metadata_props)",
+                    path);
+            st = SWI_ERR_INVALID_ARG;
+        } else {
+            st = SWI_OK;
+            size_t len = 0;
+            FILE *f = out ? open_memstream(out, &len) : NULL;
+            if (f) card_print(&card, f);
+            if (out && (!f || fclose(f) != 0)) {
+                free(f ? *out : NULL);
+                *out = NULL;
+                snprintf(msg, sizeof msg, "out of memory");
+                st = SWI_ERR_NOMEM;
+            }
+            card_free(&card);
+        }
     }
     if (err && errlen) snprintf(err, errlen, "%s", st == SWI_OK ? "" : msg);
     return st;

@@ -148,8 +148,8 @@ int seg_report_write(const pl_opts *o, const seg_state *s, int fd, const char *p
     memcpy(p.affine, v->affine, sizeof p.affine);
     p.labels = labels;
     p.label_bytes = label_bytes;
-    /* the first channel as the network saw it (after preprocessing); none from a store */
-    p.image = s->reader ? NULL : s->input;
+    /* the first channel as read (before preprocessing); none from a store */
+    p.image = s->reader ? NULL : s->report_image ? s->report_image : s->input;
     p.classes = classes;
     if (o->card && o->card->n_classes > 0 && p.classes <= CARD_MAX_NAMES) {
         p.names = (const char *const *)o->card->classes;
@@ -157,6 +157,18 @@ int seg_report_write(const pl_opts *o, const seg_state *s, int fd, const char *p
     }
     p.summary = items;
     p.n_summary = n;
+    /* a DICOM series' identifiers, so the page says whose scan it is */
+    swi_report_item ids[4];
+    int n_ids = 0;
+    if (v->format == SWI_IO_DICOM) {
+        const swi_io_itk *d = &v->fmt.itk;
+        const char *keys[4] = {"patient", "study", "series", "date"};
+        const char *vals[4] = {d->patient_id, d->study_uid, d->series_uid, d->study_date};
+        for (int k = 0; k < 4; k++)
+            if (vals[k][0]) ids[n_ids].key = keys[k], ids[n_ids].value = vals[k], n_ids++;
+    }
+    p.ids = ids;
+    p.n_ids = n_ids;
     char why[SWI_ERRLEN];
     if (swi_report_write_fd(fd, path, &p, why, sizeof why) != SWI_OK) {
         cli_err(err, "%s", why);

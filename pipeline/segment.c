@@ -95,6 +95,18 @@ int seg_read_inputs(const pl_opts *o, seg_state *s, const swi_tensor *in) {
             return step_failed(s, err);
         if (seg_cancelled(s)) return cancelled(s);
         if (bad && nonfinite_report(o, s, o->inputs[c], bad, N * frames)) return 1;
+        if (c == 0 && o->report && (o->clip_given || o->scale_given || o->zscore)) {
+            /* the page shows the scan in its own units (CT windows in HU), not as the
+             * network saw it */
+            s->report_image = cli_malloc((size_t)N * sizeof(float));
+            if (!s->report_image) {
+                char b[32];
+                cli_err(err, "%s: out of memory keeping the image for the review page (%s)", o->inputs[0],
+                        cli_bytes((size_t)N * sizeof(float), b));
+                return seg_fail_status(s, SWI_ERR_NOMEM, err);
+            }
+            memcpy(s->report_image, dst, (size_t)N * sizeof(float));
+        }
         for (int64_t f = 0; f < frames; f++, dst += N) seg_preprocess(o, dst, N);
     }
     return 0;

@@ -30,6 +30,7 @@ typedef struct seg_state {
     seg_grid grid;     /* the model's grid (--orientation, --spacing) */
     swi_ctx *ctx;
     float *input;
+    float *report_image; /* the first channel before preprocessing, for the review page */
     cli_out out_labels, out_scores, out_preview, out_report;
     cli_out out_itk, out_ctbl; /* the card's class names beside the labels */
     char itk_path[4200], ctbl_path[4200];

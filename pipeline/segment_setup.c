@@ -80,6 +80,7 @@ void seg_state_free(seg_state *s) {
     seg_grid_free(&s->grid);
     if (!s->model_borrowed) swi_ort_close(s->model);
     free(s->input);
+    free(s->report_image);
     free(s);
 }
 

@@ -227,6 +227,13 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
  *  SWI_ERR_IO with err naming the file and the key, as swi_job_open reports it. */
 swi_status swi_job_card_text(const char *model, char **text, char *err, size_t errlen);
 
+/** Check a card as swi segment reads it (`swi card --check`): a model card file (m.json),
+ *  a model (m.onnx: its card beside it or in its metadata_props; a model without one is
+ *  refused), or an nnU-Net model directory or its nnunet.json (docs/card.md). SWI_OK with
+ *  *text (malloc'd, the caller frees it; text may be NULL) the card as `swi info` prints it;
+ *  else SWI_ERR_INVALID_ARG (or SWI_ERR_NOMEM) with err naming the file and the key. */
+swi_status swi_card_check(const char *path, char **text, char *err, size_t errlen);
+
 /** What a job hands back when asked (swi_job_run's keep). */
 typedef struct swi_job_result {
     void *labels;    /**< malloc'd [size[0]][size[1]][size[2]], label_bytes each; free() it */

@@ -56,8 +56,8 @@ static int check_page(const swi_report_page *p, const char *name, char *err, siz
                 rep__err(err, n, "%s: affine[%d][%d] is not a finite number", name, r, c);
                 return 1;
             }
-    if (p->classes < 0 || p->classes > 65536 || p->n_summary < 0) {
-        rep__err(err, n, "%s: classes must be 0..65536 and n_summary >= 0", name);
+    if (p->classes < 0 || p->classes > 65536 || p->n_summary < 0 || p->n_ids < 0) {
+        rep__err(err, n, "%s: classes must be 0..65536, n_summary and n_ids >= 0", name);
         return 1;
     }
     return 0;
@@ -89,8 +89,13 @@ swi_status swi_report_stats(const swi_report_page *p, int64_t classes, swi_repor
         st[c].voxels = 0;
         st[c].ml = 0;
         best[c] = INFINITY;
-        for (int a = 0; a < 3; a++) st[c].lo[a] = st[c].hi[a] = st[c].at[a] = -1;
+        for (int a = 0; a < 3; a++) {
+            st[c].lo[a] = st[c].hi[a] = st[c].at[a] = -1;
+            st[c].mm_lo[a] = INFINITY;
+            st[c].mm_hi[a] = -INFINITY;
+        }
     }
+    const double(*A)[4] = p->affine;
     const int64_t ni = p->size[0], nj = p->size[1], nk = p->size[2];
     int64_t v = 0;
     for (int64_t i = 0; i < ni; i++)
@@ -101,6 +106,13 @@ swi_status swi_report_stats(const swi_report_page *p, int64_t classes, swi_repor
                 swi_report_class_stats *s = &st[l];
                 const int64_t x[3] = {i, j, k};
                 sum[l][0] += (double)i, sum[l][1] += (double)j, sum[l][2] += (double)k;
+                /* the box in mm from the voxel centres themselves: tight under any affine */
+                for (int r = 0; r < 3; r++) {
+                    const double mm =
+                        A[r][0] * (double)i + A[r][1] * (double)j + A[r][2] * (double)k + A[r][3];
+                    if (mm < s->mm_lo[r]) s->mm_lo[r] = mm;
+                    if (mm > s->mm_hi[r]) s->mm_hi[r] = mm;
+                }
                 if (s->voxels++ == 0) {
                     memcpy(s->lo, x, sizeof x);
                     memcpy(s->hi, x, sizeof x);
@@ -133,7 +145,11 @@ swi_status swi_report_stats(const swi_report_page *p, int64_t classes, swi_repor
     free(sum);
     free(best);
     const double ml = rep__voxel_ml(p->affine);
-    for (int64_t c = 0; c < classes; c++) st[c].ml = (double)st[c].voxels * ml;
+    for (int64_t c = 0; c < classes; c++) {
+        st[c].ml = (double)st[c].voxels * ml;
+        if (!st[c].voxels)
+            for (int a = 0; a < 3; a++) st[c].mm_lo[a] = st[c].mm_hi[a] = 0;
+    }
     return SWI_OK;
 }
 
@@ -348,10 +364,13 @@ static void preview_grid(const swi_report_page *p, preview *pv) {
     }
 }
 
-/* Labels at each block's centre (nearest). */
-static void *preview_labels(const swi_report_page *p, const preview *pv) {
+/* Labels at each block's centre (nearest), as their classes' indexes into the page's colour
+ * table (index[label], out_bytes each): a label value of any size draws, where NiiVue's
+ * colour table indexed by the values themselves must be narrower than a texture. */
+static void *preview_labels(const swi_report_page *p, const preview *pv, const uint16_t *index,
+                            int out_bytes) {
     const int64_t m = pv->size[0] * pv->size[1] * pv->size[2];
-    unsigned char *out = malloc((size_t)m * (size_t)p->label_bytes);
+    unsigned char *out = malloc((size_t)m * (size_t)out_bytes);
     if (!out) return NULL;
     int64_t o = 0;
     for (int64_t i = 0; i < pv->size[0]; i++) {
@@ -364,21 +383,30 @@ static void *preview_labels(const swi_report_page *p, const preview *pv) {
                 int64_t sk = k * pv->f[2] + (pv->f[2] - 1) / 2;
                 if (sk >= p->size[2]) sk = p->size[2] - 1;
                 int64_t v = (si * p->size[1] + sj) * p->size[2] + sk;
-                memcpy(out + (size_t)o * (size_t)p->label_bytes,
-                       (const unsigned char *)p->labels + (size_t)v * (size_t)p->label_bytes,
-                       (size_t)p->label_bytes);
+                const uint16_t d = index[label_at(p->labels, p->label_bytes, v)];
+                if (out_bytes == 1)
+                    out[o] = (unsigned char)d;
+                else
+                    ((uint16_t *)out)[o] = d;
             }
         }
     }
     return out;
 }
 
-/* The image averaged over each block, windowed to 0..255 between its 0.5th and 99.5th
- * percentiles (the PNG preview's window): a byte a voxel keeps the page small. */
-static unsigned char *preview_image(const swi_report_page *p, const preview *pv) {
+/* How the page's image maps its 16-bit values back to intensities, and its automatic
+ * window (the 0.5th and 99.5th percentiles, as the PNG preview's). */
+typedef struct image_scale {
+    double slope, inter, win[2];
+} image_scale;
+
+/* The image averaged over each block, kept in its own units so a reader can window it (CT
+ * presets in HU) and read it under the cursor: 16 bits a voxel over the image's range,
+ * exact for whole numbers spanning at most 65535 (CT's HU). */
+static uint16_t *preview_image(const swi_report_page *p, const preview *pv, image_scale *sc) {
     const int64_t m = pv->size[0] * pv->size[1] * pv->size[2];
     float *avg = malloc((size_t)m * sizeof *avg);
-    unsigned char *out = malloc((size_t)m);
+    uint16_t *out = malloc((size_t)m * sizeof *out);
     if (!avg || !out) {
         free(avg);
         free(out);
@@ -399,10 +427,13 @@ static unsigned char *preview_image(const swi_report_page *p, const preview *pv)
                 avg[o] = cnt ? (float)(sum / (double)cnt) : 0.0f;
             }
     float lo = avg[0], hi = avg[0];
-    for (int64_t v = 1; v < m; v++) {
+    int whole = 1;
+    for (int64_t v = 0; v < m; v++) {
         if (avg[v] < lo) lo = avg[v];
         if (avg[v] > hi) hi = avg[v];
+        whole &= avg[v] == floorf(avg[v]);
     }
+    const float min = lo, max = hi;
     enum { BINS = 4096 };
     int64_t *hist = calloc(BINS, sizeof *hist);
     if (hist && hi > lo) {
@@ -422,10 +453,15 @@ static unsigned char *preview_image(const swi_report_page *p, const preview *pv)
         if (whi > wlo) lo = (float)wlo, hi = (float)whi;
     }
     free(hist);
-    const double inv = hi > lo ? 255.0 / ((double)hi - (double)lo) : 0.0;
+    sc->win[0] = lo;
+    sc->win[1] = hi > lo ? hi : lo + 1;
+    sc->inter = min;
+    sc->slope = whole && (double)max - (double)min <= 65535.0 ? 1.0
+                : max > min                                   ? ((double)max - (double)min) / 65535.0
+                                                              : 1.0;
     for (int64_t v = 0; v < m; v++) {
-        double t = ((double)avg[v] - lo) * inv;
-        out[v] = (unsigned char)(t < 0 ? 0 : t > 255 ? 255 : t + 0.5);
+        double t = ((double)avg[v] - sc->inter) / sc->slope;
+        out[v] = (uint16_t)(t < 0 ? 0 : t > 65535 ? 65535 : t + 0.5);
     }
     free(avg);
     return out;
@@ -461,7 +497,7 @@ static int gzip_one_member(const unsigned char *src, size_t n, unsigned char **o
 
 /* data on the preview grid as a .nii.gz, base64 onto f. */
 static int write_volume_b64(FILE *f, const char *page, const preview *pv, const void *data, swi_dtype type,
-                            swi_io_kind kind, int64_t classes, char *err, size_t n) {
+                            swi_io_kind kind, int64_t classes, const image_scale *sc, char *err, size_t n) {
     /* a volume of no file format: swi_io writes its NIfTI header from the affine */
     swi_volume like;
     memset(&like, 0, sizeof like);
@@ -495,6 +531,17 @@ static int write_volume_b64(FILE *f, const char *page, const preview *pv, const 
         return 1;
     }
     fclose(tmp);
+    int32_t hdr_size = 0;
+    if (sc && len >= 348) memcpy(&hdr_size, buf, 4);
+    if (sc && hdr_size == 348) {
+        /* NIfTI-1's scl_slope, scl_inter (the 16-bit values back to intensities) and
+         * cal_max, cal_min (the window it opens with), in the header's own byte order */
+        const float f4[4] = {(float)sc->slope, (float)sc->inter, (float)sc->win[1], (float)sc->win[0]};
+        memcpy(buf + 112, &f4[0], 4);
+        memcpy(buf + 116, &f4[1], 4);
+        memcpy(buf + 124, &f4[2], 4);
+        memcpy(buf + 128, &f4[3], 4);
+    }
     /* gzip as one member: swi_io's .nii.gz is several (written on every core), and the
      * page's decompressor reads only the first */
     unsigned char *gz = NULL;
@@ -526,8 +573,27 @@ static void class_name(const swi_report_page *p, int64_t l, char *buf, size_t n,
     }
 }
 
-static int write_meta(FILE *f, const swi_report_page *p, const preview *pv, int64_t classes, int64_t ncolors,
-                      const swi_report_class_stats *st) {
+static void put_reals(FILE *f, const double *x, int n) {
+    fputc('[', f);
+    for (int a = 0; a < n; a++) fprintf(f, "%s%.17g", a ? "," : "", x[a]);
+    fputc(']', f);
+}
+
+static void put_items(FILE *f, const swi_report_item *items, int n) {
+    fputc('[', f);
+    for (int s = 0; s < n; s++) {
+        fputs(s ? ",[" : "[", f);
+        rep__json_str(f, items[s].key);
+        fputc(',', f);
+        rep__json_str(f, items[s].value);
+        fputc(']', f);
+    }
+    fputc(']', f);
+}
+
+static int write_meta(FILE *f, const swi_report_page *p, const preview *pv, int64_t classes,
+                      const uint16_t *index, int64_t ncolors, const swi_report_class_stats *st,
+                      const image_scale *sc) {
     fputs("<script id=\"swi-meta\" type=\"application/json\">{\"title\":", f);
     rep__json_str(f, p->title ? p->title : "segmentation");
     fputs(",\"size\":", f);
@@ -546,13 +612,16 @@ static int write_meta(FILE *f, const swi_report_page *p, const preview *pv, int6
         for (int c = 0; c < 4; c++) fprintf(f, "%s%.17g", r + c ? "," : "", p->affine[r][c]);
     fprintf(f, "],\"voxel_ml\":%.17g,\"hasImage\":%s,\"ncolors\":%lld,\"classes\":[",
             rep__voxel_ml(p->affine), p->image ? "true" : "false", (long long)ncolors);
+    int first = 1;
     for (int64_t l = 1; l < classes; l++) {
+        if (!index[l]) continue;
         char buf[48];
         const char *name;
         class_name(p, l, buf, sizeof buf, &name);
         unsigned char rgb[3];
         swi_io_label_color(l, rgb);
-        fprintf(f, "%s{\"label\":%lld,\"name\":", l > 1 ? "," : "", (long long)l);
+        fprintf(f, "%s{\"label\":%lld,\"index\":%d,\"name\":", first ? "" : ",", (long long)l, index[l]);
+        first = 0;
         rep__json_str(f, name);
         fprintf(f, ",\"rgb\":[%d,%d,%d],\"voxels\":%lld,\"ml\":%.17g,\"lo\":", rgb[0], rgb[1], rgb[2],
                 (long long)st[l].voxels, st[l].ml);
@@ -561,17 +630,21 @@ static int write_meta(FILE *f, const swi_report_page *p, const preview *pv, int6
         put_ints(f, st[l].hi, 3);
         fputs(",\"at\":", f);
         put_ints(f, st[l].at, 3);
+        fputs(",\"mm_lo\":", f);
+        put_reals(f, st[l].mm_lo, 3);
+        fputs(",\"mm_hi\":", f);
+        put_reals(f, st[l].mm_hi, 3);
         fputc('}', f);
     }
-    fputs("],\"summary\":[", f);
-    for (int s = 0; s < p->n_summary; s++) {
-        fputs(s ? ",[" : "[", f);
-        rep__json_str(f, p->summary[s].key);
-        fputc(',', f);
-        rep__json_str(f, p->summary[s].value);
-        fputc(']', f);
+    fputs("],\"summary\":", f);
+    put_items(f, p->summary, p->n_summary);
+    fputs(",\"ids\":", f);
+    put_items(f, p->ids, p->n_ids);
+    if (sc) {
+        fputs(",\"autoWindow\":", f);
+        put_reals(f, sc->win, 2);
     }
-    fputs("]}</script>\n", f);
+    fputs("}</script>\n", f);
     return 0;
 }
 
@@ -622,34 +695,51 @@ swi_status swi_report_write_fd(int fd, const char *name, const swi_report_page *
     }
     const int64_t classes = p->classes > top ? p->classes : top + 1;
     swi_report_class_stats *st = malloc((size_t)classes * sizeof *st);
+    uint16_t *index = malloc((size_t)classes * sizeof *index);
+    void *plab = NULL;
+    uint16_t *pimg = NULL;
+    swi_status rc = SWI_OK;
+    if (!st || !index) {
+        rep__err(err, n, "%s: out of memory", name);
+        close(fd);
+        rc = SWI_ERR_NOMEM;
+        goto done;
+    }
+    if (swi_report_stats(p, classes, st, err, n) != SWI_OK) {
+        close(fd);
+        rc = SWI_ERR_INVALID_ARG;
+        goto done;
+    }
+    /* the classes the page lists (those present, and those the caller declared), each an
+     * index into the overlay's colour table */
+    int64_t ncolors = 1;
+    index[0] = 0;
+    for (int64_t l = 1; l < classes; l++) index[l] = st[l].voxels || l < p->classes ? (uint16_t)ncolors++ : 0;
+    const int index_bytes = ncolors <= 256 ? 1 : 2;
     preview pv;
     preview_grid(p, &pv);
-    void *plab = st ? preview_labels(p, &pv) : NULL;
-    unsigned char *pimg = plab && p->image ? preview_image(p, &pv) : NULL;
+    image_scale sc = {1, 0, {0, 1}};
+    plab = preview_labels(p, &pv, index, index_bytes);
+    pimg = plab && p->image ? preview_image(p, &pv, &sc) : NULL;
     FILE *f = plab && (!p->image || pimg) ? fdopen(fd, "w") : NULL;
-    swi_status rc = SWI_OK;
     if (!f) {
         rep__err(err, n, "%s: %s", name, plab && (!p->image || pimg) ? strerror(errno) : "out of memory");
         close(fd);
         rc = SWI_ERR_NOMEM;
         goto done;
     }
-    if (swi_report_stats(p, classes, st, err, n) != SWI_OK) {
-        fclose(f);
-        rc = SWI_ERR_INVALID_ARG;
-        goto done;
-    }
     const char *t = put_until(f, rep__page_html, "<!--SWI_DATA-->");
-    write_meta(f, p, &pv, classes, classes, st);
+    write_meta(f, p, &pv, classes, index, ncolors, st, p->image ? &sc : NULL);
     if (p->image) {
         fputs("<script id=\"swi-image\" type=\"text/plain\">\n", f);
-        if (write_volume_b64(f, name, &pv, pimg, SWI_DTYPE_UINT8, SWI_IO_IMAGE, 0, err, n)) rc = SWI_ERR_IO;
+        if (write_volume_b64(f, name, &pv, pimg, SWI_DTYPE_UINT16, SWI_IO_IMAGE, 0, &sc, err, n))
+            rc = SWI_ERR_IO;
         fputs("</script>\n", f);
     }
     fputs("<script id=\"swi-labels\" type=\"text/plain\">\n", f);
     if (rc == SWI_OK &&
-        write_volume_b64(f, name, &pv, plab, p->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16,
-                         SWI_IO_LABELS, classes, err, n))
+        write_volume_b64(f, name, &pv, plab, index_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16,
+                         SWI_IO_LABELS, ncolors, NULL, err, n))
         rc = SWI_ERR_IO;
     fputs("</script>\n", f);
     if (t) t = put_until(f, t, "<!--SWI_NIIVUE-->");
@@ -665,6 +755,7 @@ swi_status swi_report_write_fd(int fd, const char *name, const swi_report_page *
 done:
     free(js);
     free(st);
+    free(index);
     free(plab);
     free(pimg);
     return rc;

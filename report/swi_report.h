@@ -4,8 +4,12 @@
  * Link swi_report (CMake: swi_report_static). A client of swi.h and swi_io.h. The page
  * shows the image with the label overlay in three linked planes and a 3-D rendering
  * (NiiVue, https://github.com/niivue/niivue, inlined into the page), a legend of the
- * classes (toggle one, change the overlay's opacity), a table of the classes (voxels,
- * millilitres from the affine, bounding box) and the run's summary. It opens from the file
+ * classes (toggle one, change the overlay's opacity), window/level presets (CT soft
+ * tissue, lung, bone; auto from the image's percentiles), a readout of the point under the
+ * cursor (mm, voxel, intensity, class), a table of the classes (voxels, millilitres from
+ * the affine, bounding box in voxels and in mm), the input's identifiers and the run's
+ * summary. The image keeps its intensities (16 bits over its range); the overlay is drawn
+ * through a colour table of the classes present, whatever their label values. It opens from the file
  * system with no network: the viewer and both volumes (gzip-compressed NIfTI, base64) are
  * in the page.
  *
@@ -71,14 +75,20 @@ typedef struct swi_report_page {
     const char *const *names;       /**< `classes` names (a NULL entry: "class N"), or NULL */
     const swi_report_item *summary; /**< shown in order; may be NULL */
     int n_summary;
+    /** Identifiers shown in the page's header, in order (a DICOM input's patient, study,
+     *  series and date: "patient" = "12345"); may be NULL. */
+    const swi_report_item *ids;
+    int n_ids;
 } swi_report_page;
 
 /** A class's statistics over the full-resolution labels. */
 typedef struct swi_report_class_stats {
     int64_t voxels;
-    double ml;            /**< voxels x voxel volume (|det| of the affine's 3x3) / 1000 */
-    int64_t lo[3], hi[3]; /**< bounding box, inclusive voxel indexes (-1 when absent) */
-    int64_t at[3];        /**< the class's voxel nearest its centroid (-1 when absent) */
+    double ml;                 /**< voxels x voxel volume (|det| of the affine's 3x3) / 1000 */
+    int64_t lo[3], hi[3];      /**< bounding box, inclusive voxel indexes (-1 when absent) */
+    int64_t at[3];             /**< the class's voxel nearest its centroid (-1 when absent) */
+    double mm_lo[3], mm_hi[3]; /**< bounding box of the voxel centres in scanner mm (x, y, z
+                                    through the affine; 0 when absent) */
 } swi_report_class_stats;
 
 /** Statistics of labels 0 .. classes - 1 into stats[classes] (labels >= classes are not

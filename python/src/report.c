@@ -11,23 +11,61 @@
 
 #include "swi_report.h"
 
-/* report(fd, name, labels, label_bytes, shape, image|None, affine16, names|None, summary, title):
- * the review page of report/swi_report.h to fd (closed in every case). swi/_report.py
- * hands over C-order buffers: labels uint8/uint16, image float32. */
+/* (str, str) pairs of seq as items (the strings live in seq): 0, or -1 with an exception. */
+static int items_of(PyObject *seq, swi_report_item **out, int *n, const char *what) {
+    *out = NULL;
+    *n = 0;
+    Py_ssize_t ns = PySequence_Size(seq);
+    if (ns < 0) return -1;
+    if (ns > 4096) {
+        PyErr_Format(PyExc_ValueError, "at most 4096 %s items", what);
+        return -1;
+    }
+    swi_report_item *items = PyMem_Calloc((size_t)ns + 1, sizeof *items);
+    if (!items) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        PyObject *kv = PySequence_GetItem(seq, i);
+        if (!kv) {
+            PyMem_Free(items);
+            return -1;
+        }
+        PyObject *k = PyTuple_Check(kv) && PyTuple_GET_SIZE(kv) == 2 ? PyTuple_GET_ITEM(kv, 0) : NULL;
+        PyObject *v = k ? PyTuple_GET_ITEM(kv, 1) : NULL;
+        items[i].key = k && PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+        items[i].value = v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+        Py_DECREF(kv); /* the strings live in seq */
+        if (!items[i].key || !items[i].value) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%s items must be (str, str)", what);
+            PyMem_Free(items);
+            return -1;
+        }
+    }
+    *out = items;
+    *n = (int)ns;
+    return 0;
+}
+
+/* report(fd, name, labels, label_bytes, shape, image|None, affine16, names|None, summary, title
+ * [, ids]): the review page of report/swi_report.h to fd (closed in every case). swi/_report.py
+ * hands over C-order buffers: labels uint8/uint16, image float32; summary and ids as (str, str)
+ * pairs. */
 PyObject *swipy_report(PyObject *self, PyObject *args) {
     (void)self;
     int fd = -1, label_bytes = 0;
     const char *name, *title;
     Py_buffer lab = {0}, img = {0};
-    PyObject *shape_o, *img_o, *affine_o, *names_o, *summary_o;
-    if (!PyArg_ParseTuple(args, "isy*iOOOOOs:report", &fd, &name, &lab, &label_bytes, &shape_o, &img_o,
-                          &affine_o, &names_o, &summary_o, &title)) {
+    PyObject *shape_o, *img_o, *affine_o, *names_o, *summary_o, *ids_o = NULL;
+    if (!PyArg_ParseTuple(args, "isy*iOOOOOs|O:report", &fd, &name, &lab, &label_bytes, &shape_o, &img_o,
+                          &affine_o, &names_o, &summary_o, &title, &ids_o)) {
         if (fd >= 0) close(fd);
         return NULL;
     }
     PyObject *result = NULL;
     const char **names = NULL;
-    swi_report_item *items = NULL;
+    swi_report_item *items = NULL, *ids = NULL;
     swi_report_page p;
     memset(&p, 0, sizeof p);
     double aff[16];
@@ -82,28 +120,12 @@ PyObject *swipy_report(PyObject *self, PyObject *args) {
         p.names = names;
         p.classes = n;
     }
-    Py_ssize_t ns = PySequence_Size(summary_o);
-    if (ns < 0) goto done;
-    items = PyMem_Calloc((size_t)ns + 1, sizeof *items);
-    if (!items) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < ns; i++) {
-        PyObject *kv = PySequence_GetItem(summary_o, i);
-        if (!kv) goto done;
-        PyObject *k = PyTuple_Check(kv) && PyTuple_GET_SIZE(kv) == 2 ? PyTuple_GET_ITEM(kv, 0) : NULL;
-        PyObject *v = k ? PyTuple_GET_ITEM(kv, 1) : NULL;
-        items[i].key = k && PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
-        items[i].value = v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
-        Py_DECREF(kv); /* the strings live in summary_o */
-        if (!items[i].key || !items[i].value) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "summary items must be (str, str)");
-            goto done;
-        }
-    }
+    if (items_of(summary_o, &items, &p.n_summary, "summary") < 0) goto done;
     p.summary = items;
-    p.n_summary = (int)ns;
+    if (ids_o && ids_o != Py_None) {
+        if (items_of(ids_o, &ids, &p.n_ids, "identifier") < 0) goto done;
+        p.ids = ids;
+    }
     char err[1024];
     swi_status st;
     Py_BEGIN_ALLOW_THREADS st = swi_report_write_fd(fd, name, &p, err, sizeof err);
@@ -117,6 +139,7 @@ done:
     if (fd >= 0) close(fd);
     PyMem_Free(names);
     PyMem_Free(items);
+    PyMem_Free(ids);
     PyBuffer_Release(&lab);
     if (img.obj) PyBuffer_Release(&img);
     return result;

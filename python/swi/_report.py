@@ -12,13 +12,16 @@ from . import _outputs, _swi
 
 def report(labels: Any, image: Any = None, affine: Any = None, classes: Optional[Sequence[str]] = None,
            path: Union[str, "os.PathLike[str]"] = "report.html", title: Optional[str] = None,
-           summary: Union[Mapping[str, Any], Iterable[tuple[str, Any]], None] = None, force: bool = False) -> None:
+           summary: Union[Mapping[str, Any], Iterable[tuple[str, Any]], None] = None, force: bool = False,
+           identifiers: Union[Mapping[str, Any], Iterable[tuple[str, Any]], None] = None) -> None:
     """Write a self-contained HTML review page of a 3-D label map to ``path``.
 
     The page opens offline in a browser: the image with the labels overlaid in three
     linked planes and a 3-D rendering (NiiVue, inlined), a legend of the classes (toggle
-    one, change the opacity), a table of the classes (voxels, millilitres, bounding box)
-    and ``summary``. The same page as ``swi segment --report``.
+    one, change the opacity), window presets (CT soft tissue, lung, bone; auto from the
+    image's percentiles), a readout under the crosshair (mm, voxel, intensity, class), a
+    table of the classes (voxels, millilitres, bounding box in voxels and mm) and
+    ``summary``. The same page as ``swi segment --report``.
 
     labels   integer array [i, j, k] (values 0..65535; 0 is background)
     image    the image under the labels, same shape (any real dtype), or None
@@ -26,6 +29,9 @@ def report(labels: Any, image: Any = None, affine: Any = None, classes: Optional
     classes  class names, background first (``["background", "liver", ...]``), or None
     title    the page's heading (default: the file's name)
     summary  a dict (or (key, value) pairs) shown as the page's "Run" table
+    identifiers  a dict (or pairs) shown in the page's header: whose scan it is, as
+             ``swi segment`` shows a DICOM series' ({"patient": ..., "study": ...,
+             "series": ..., "date": "YYYYMMDD"})
 
     The file is written as ``swi segment`` writes its outputs: next to ``path`` under a
     temporary name and renamed into place once whole; an existing ``path`` is replaced only
@@ -54,13 +60,17 @@ def report(labels: Any, image: Any = None, affine: Any = None, classes: Optional
     if aff.shape != (4, 4) or not np.all(np.isfinite(aff)):
         raise ValueError("affine must be a finite 4x4 matrix")
     names = None if classes is None else [str(c) for c in classes]
-    items: list[tuple[str, str]] = []
-    if summary:
-        pairs = summary.items() if isinstance(summary, Mapping) else summary
-        items = [(str(k), str(v)) for k, v in pairs]
+    def pairs_of(x: Union[Mapping[str, Any], Iterable[tuple[str, Any]], None]) -> list[tuple[str, str]]:
+        if not x:
+            return []
+        pairs = x.items() if isinstance(x, Mapping) else x
+        return [(str(k), str(v)) for k, v in pairs]
+
+    items = pairs_of(summary)
+    ids = pairs_of(identifiers)
     where = os.fspath(path)
     if title is None:
         title = os.path.basename(where)
     with _outputs.output_file(where, force) as fd:
         # the writer closes fd in every case
-        _swi.report(fd, where, lab, lab.itemsize, lab.shape, img, aff.flatten().tolist(), names, items, title)
+        _swi.report(fd, where, lab, lab.itemsize, lab.shape, img, aff.flatten().tolist(), names, items, title, ids)

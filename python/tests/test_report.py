@@ -91,13 +91,14 @@ def test_report_volumes_one_gzip_member(tmp_path):
     swi.report(lab, image=img, path=out)
     meta, text = meta_of(out)
     assert meta["preview"] == [180, 160, 100]
-    for name in ("swi-labels", "swi-image"):
+    # labels: a class index a byte; the image: 16 bits a voxel, in its own units
+    for name, nbytes in (("swi-labels", 1), ("swi-image", 2)):
         raw = base64.b64decode(re.search(r'<script id="%s" type="text/plain">(.*?)</script>' % name, text,
                                          re.S).group(1))
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         first = d.decompress(raw)
         assert d.eof and d.unused_data == b"", "%s: more than one gzip member" % name
-        assert len(first) == 352 + lab.size, (name, len(first))
+        assert len(first) == 352 + nbytes * lab.size, (name, len(first))
 
 
 def test_report_refuses(tmp_path, monkeypatch):

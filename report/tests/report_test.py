@@ -16,6 +16,14 @@ Cases:
             saying how to install it, and nothing is written
   folder    --report-dir: a page per case and index.html (every case, the failed one
             with its error, volumes, thumbnails, links; sortable), loaded in Chromium
+  review    swi.report (PYTHONPATH: the built package) of a known image and labels 1 and
+            9000: the window presets exist and set the window; the readout at a known
+            voxel shows its mm, voxel, intensity and class; the boxes in mm equal numpy's
+            through the affine; label 9000 is drawn (its colour on the canvas, its class
+            index in the overlay volume)
+  dicom     swi segment --report on a DICOM series (io/tests/formats.py) with --scale:
+            the header shows the series' patient, study, series and date; the readout
+            shows the scan's own HU, not the scaled values the network saw
 
 The volumes and the model are made here (the "quant" model of cli/tests/clitest.py: the
 label of a voxel is the class nearest to its intensity), so the expected labels are known.
@@ -188,7 +196,7 @@ def case_page(swi, work):
         loc = page.eval("(() => { const v = window.swiLocation && window.swiLocation.values;"
                         " return v ? v.map(x => x.value) : null; })()")
         print("spleen's row: the values under the crosshair %s (%s)" %
-              (loc, page.eval("document.getElementById('where').textContent")))
+              (loc, page.eval("document.getElementById('readout').textContent")))
         if not loc or loc[-1] != 2:
             fail("clicking spleen's row did not take the crosshair into spleen: %s" % loc)
         # each class's colour is where its voxels are: one plane, the crosshair on the class's
@@ -416,6 +424,162 @@ def case_folder(swi, work):
     print("ok: folder")
 
 
+def read_meta(html):
+    text = open(html, encoding="utf-8").read()
+    return json.loads(re.search(r'<script id="swi-meta" type="application/json">(.*?)</script>', text, re.S).group(1))
+
+
+def cursor_at(page, affine, vox):
+    """Put the crosshair on voxel vox (full resolution) and return the page's readout."""
+    mm = (np.asarray(affine) @ np.array(list(vox) + [1.0]))[:3]
+    page.eval("swiGoToVoxel([%d, %d, %d])" % tuple(int(x) for x in vox))
+    page.settle()
+    ro = page.eval("(() => { const r = document.getElementById('readout'); return { mm: r.dataset.mm,"
+                   " vox: r.dataset.vox, value: r.dataset.value, label: r.dataset.label, text: r.textContent }; })()")
+    print("readout at voxel %s (%s mm): %s" % (list(vox), np.round(mm, 3).tolist(), ro["text"]))
+    return mm, ro
+
+
+def check_readout(ro, mm, vox, value, label, name):
+    got_mm, got_vox = json.loads(ro["mm"] or "null"), json.loads(ro["vox"] or "null")
+    if got_vox != list(vox) or not np.allclose(got_mm, mm, atol=1e-3):
+        fail("readout: voxel %s at %s mm, expected %s at %s" % (got_vox, got_mm, list(vox), mm.tolist()))
+    if value is not None and (ro["value"] == "" or abs(float(ro["value"]) - value) > 1e-3):
+        fail("readout: intensity %r, expected %s" % (ro["value"], value))
+    if int(ro["label"]) != label or name not in ro["text"] or ("%s" % list(vox)[0]) not in ro["text"]:
+        fail("readout: label %s (%r), expected %d %s" % (ro["label"], ro["text"], label, name))
+
+
+def case_review(swi, work):
+    try:
+        import swi as swipy
+    except ImportError as e:
+        skip("the swi package does not import (%s): PYTHONPATH names the built one" % e)
+    shape = (40, 36, 28)
+    rng = np.random.default_rng(7)
+    image = rng.integers(-1000, 1500, size=shape).astype(np.float32)  # whole HU: kept exactly
+    lab = np.zeros(shape, np.uint16)
+    lab[4:16, 5:20, 3:12] = 9000
+    lab[22:34, 18:30, 12:24] = 1
+    html = os.path.join(work, "review.html")
+    swipy.report(lab, image=image, affine=AFFINE, path=html, title="review", force=True,
+                 identifiers={"patient": "P-7", "date": "20240229"})
+    meta = read_meta(html)
+    if meta["ids"] != [["patient", "P-7"], ["date", "20240229"]]:
+        fail("swi.report's identifiers: %s" % meta["ids"])
+    by = {c["label"]: c for c in meta["classes"]}
+    if sorted(by) != [1, 9000] or meta["ncolors"] != 3:
+        fail("listed classes %s, %d colours (1 and 9000 present: 3 with background)" %
+             (sorted(by)[:10], meta["ncolors"]))
+    rgb9000 = tuple(by[9000]["rgb"])
+    hues = {1: COLORS[1], 9000: rgb9000}
+    # the boxes in mm: numpy's, through the affine, over each class's voxel centres
+    for l in (1, 9000):
+        idx = np.argwhere(lab == l)
+        mm = (AFFINE[:3, :3] @ idx.T).T + AFFINE[:3, 3]
+        want = [mm.min(0).tolist(), mm.max(0).tolist()]
+        if not np.allclose([by[l]["mm_lo"], by[l]["mm_hi"]], want, atol=1e-9):
+            fail("class %d: box in mm %s, numpy %s" % (l, [by[l]["mm_lo"], by[l]["mm_hi"]], want))
+    with browser.Browser() as b:
+        url = "file://" + html
+        page = b.open(url + "#opacity=1")
+        page.settle()
+        cells = page.eval("Object.fromEntries(Array.from(document.querySelectorAll('#stats tbody tr')).map("
+                          "tr => [tr.dataset.label, [tr.querySelector('.boxmm').dataset.mm,"
+                          " tr.querySelector('.boxmm').textContent]]))")
+        for l in (1, 9000):
+            got = json.loads(cells[str(l)][0])
+            if not np.allclose(got, [by[l]["mm_lo"], by[l]["mm_hi"]], atol=1e-9) or \
+                    "%.1f" % by[l]["mm_lo"][0] not in cells[str(l)][1]:
+                fail("class %d: the table's box in mm %s" % (l, cells[str(l)]))
+        print("boxes in mm: %s" % {k: v[1] for k, v in cells.items()})
+        # label 9000 drawn: its colour on the canvas, its class index in the overlay volume
+        seen = browser.count_hues(browser.png_pixels(page.screenshot("#gl"))[2], hues)
+        print("colours on the canvas: %s" % seen)
+        if seen[9000] < 50 or seen[1] < 50:
+            fail("label 9000 (or 1) is not drawn: %s" % seen)
+        vmax = page.eval("(() => { const v = swiViewer.volumes[swiViewer.volumes.length - 1];"
+                         " let m = 0; for (const x of v.img) if (x > m) m = x; return m; })()")
+        if vmax != by[9000]["index"] or by[9000]["index"] != 2:
+            fail("the overlay's largest value %s, class 9000's index %s" % (vmax, by[9000]["index"]))
+        # the presets: each sets the image's window, and the window is shown
+        opts = page.eval("Array.from(document.querySelectorAll('#window option')).map(o => o.value)")
+        if opts != ["auto", "soft", "lung", "bone"]:
+            fail("window presets %s" % opts)
+        shots = {}
+        for name, (w, l) in (("soft", (400, 40)), ("lung", (1500, -600)), ("bone", (1800, 400))):
+            page.eval("(() => { const s = document.getElementById('window'); s.value = '%s';"
+                      " s.dispatchEvent(new Event('change')); })()" % name)
+            page.settle()
+            got = page.eval("(() => { const v = swiViewer.volumes[0]; return [v.cal_min, v.cal_max,"
+                            " document.getElementById('wl').textContent]; })()")
+            print("%s: cal %s..%s, shown %r" % (name, got[0], got[1], got[2]))
+            if abs(got[0] - (l - w / 2)) > 1e-6 or abs(got[1] - (l + w / 2)) > 1e-6 or got[2] != "W %d L %d" % (w, l):
+                fail("preset %s: window %s" % (name, got))
+            shots[name] = page.screenshot("#gl")
+        if shots["soft"] == shots["lung"]:
+            fail("the lung window draws the same pixels as soft tissue")
+        page.eval("(() => { const s = document.getElementById('window'); s.value = 'auto';"
+                  " s.dispatchEvent(new Event('change')); })()")
+        auto = page.eval("[swiViewer.volumes[0].cal_min, swiViewer.volumes[0].cal_max]")
+        lo, hi = np.percentile(image, [0.5, 99.5])
+        print("auto: %s, numpy's percentiles %.1f..%.1f" % (auto, lo, hi))
+        if abs(auto[0] - lo) > 5 or abs(auto[1] - hi) > 5:
+            fail("the automatic window %s is not the 0.5..99.5th percentiles %s" % (auto, (lo, hi)))
+        # the readout: a voxel of each class and one of the background
+        for vox, l, name in (((10, 12, 7), 9000, "class 9000"), ((30, 20, 15), 1, "class 1"),
+                             ((37, 2, 26), 0, "background")):
+            mm, ro = cursor_at(page, AFFINE, vox)
+            check_readout(ro, mm, vox, float(image[vox]), l, name)
+        check_quiet(b, url)
+    print("ok: review")
+
+
+def case_dicom(swi, work):
+    try:
+        import pydicom
+    except ImportError:
+        skip("python3-pydicom not found (scripts/install-deps.sh installs it)")
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "io", "tests"))
+    import formats
+    model = make_model(work)
+    series = os.path.join(work, "series")
+    shutil.rmtree(series, ignore_errors=True)
+    raw, hu = formats.scan()
+    formats.write_dicom(series, raw)
+    uids = None
+    for n in os.listdir(series):
+        f = pydicom.dcmread(os.path.join(series, n))
+        f.StudyDate = "20240131"
+        f.save_as(os.path.join(series, n))
+        uids = (str(f.PatientID), str(f.StudyInstanceUID), str(f.SeriesInstanceUID))
+    html, out = os.path.join(work, "dicom.html"), os.path.join(work, "dicom_out.nii.gz")
+    # --scale: the network sees 0..1; the page must show the scan's own HU
+    run([swi, "segment", "--model", model, "--input", series, "--output", out, "--report", html,
+         "--scale", "-1024,1000,0,3", "--quiet", "--force"])
+    meta = read_meta(html)
+    want = [["patient", uids[0]], ["study", uids[1]], ["series", uids[2]], ["date", "20240131"]]
+    if meta["ids"] != want:
+        fail("the page's identifiers %s, the series' %s" % (meta["ids"], want))
+    affine = np.array(meta["affine"]).reshape(4, 4)
+    with browser.Browser() as b:
+        url = "file://" + html
+        page = b.open(url)
+        page.settle()
+        shown = page.eval("Array.from(document.querySelectorAll('#ids .id')).map(s => [s.dataset.key, s.textContent])")
+        print("header: %s" % shown)
+        if [k for k, _ in shown] != ["patient", "study", "series", "date"] or \
+                any(v not in t for (_, v), (_, t) in zip(want[:3], shown[:3])) or "2024-01-31" not in shown[3][1]:
+            fail("the header shows %s, the series %s" % (shown, want))
+        labels = np.asarray(nib.load(out).dataobj)
+        for vox in ((3, 4, 2), (10, 1, 6)):
+            mm, ro = cursor_at(page, affine, vox)
+            name = CLASSES[int(labels[vox])]
+            check_readout(ro, mm, vox, float(hu[vox]), int(labels[vox]), name)
+        check_quiet(b, url)
+    print("ok: dicom")
+
+
 def main(argv):
     if len(argv) != 5:
         print(__doc__)
@@ -430,7 +594,7 @@ def main(argv):
         if case != "preview" and not browser.chromium():
             skip("chromium not found: apt-get install chromium (scripts/install-deps.sh)")
     {"page": case_page, "offline": case_offline, "preview": case_preview, "refused": case_refused,
-     "folder": case_folder}[case](swi, work)
+     "folder": case_folder, "review": case_review, "dicom": case_dicom}[case](swi, work)
     return 0
 
 

@@ -73,6 +73,11 @@ static void test_stats(void) {
     CHECK(st[300].voxels == 28 && st[300].lo[0] == 5 && st[300].hi[1] == 6 && st[300].lo[2] == 4,
           "class 300");
     CHECK(st[9].voxels == 1, "label 9 is a class below 301");
+    /* the box in mm: x = 2 i + 10, y = -3 j, z = 4 k over the voxel centres */
+    CHECK(st[1].mm_lo[0] == 12 && st[1].mm_hi[0] == 16 && st[1].mm_lo[1] == -12 && st[1].mm_hi[1] == -6 &&
+              st[1].mm_lo[2] == 0 && st[1].mm_hi[2] == 4,
+          "box in mm %g..%g %g..%g %g..%g", st[1].mm_lo[0], st[1].mm_hi[0], st[1].mm_lo[1], st[1].mm_hi[1],
+          st[1].mm_lo[2], st[1].mm_hi[2]);
     CHECK(st[2].voxels == 0 && st[2].lo[0] == -1 && st[2].at[0] == -1 && st[2].ml == 0, "absent class");
     CHECK(st[0].voxels == NI * NJ * NK - 18 - 28 - 1, "background %lld", (long long)st[0].voxels);
     /* fewer classes: label 9 and 300 are left out */
@@ -172,10 +177,30 @@ static void test_page(const char *dir) {
         CHECK(strstr(html, "a\\u003c/script\\u003e\\u003cscript\\u003ex()") != NULL, "class name escaped");
         CHECK(strstr(html, "\"t\\u0026\\u003cb\\u003e\"") != NULL, "title escaped");
         CHECK(strstr(html, "[\"k\\\"ey\",\"va\\\\lue\\u000a\"]") != NULL, "summary escaped");
-        CHECK(strstr(html, "{\"label\":2,\"name\":\"class 2\",\"rgb\"") != NULL,
+        CHECK(strstr(html, "{\"label\":2,\"index\":2,\"name\":\"class 2\",\"rgb\"") != NULL,
               "a NULL name is \"class N\"");
         CHECK(strstr(html, "\"voxels\":1,") != NULL, "one voxel of class 2");
         CHECK(strstr(html, "NaN") == NULL && strstr(html, "nan") == NULL, "a NaN reached the page");
+        free(html);
+    }
+    /* label values far apart (9000): the overlay's colour table has one entry per class
+     * listed, each class an index into it; the classes absent and undeclared are not listed */
+    static uint16_t wide[NI][NJ][NK];
+    memset(wide, 0, sizeof wide);
+    wide[1][1][1] = 9000;
+    wide[2][2][2] = 7;
+    page_of(&p, wide, 2);
+    p.classes = 3;
+    fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    CHECK(swi_report_write_fd(fd, out, &p, err, sizeof err) == SWI_OK, "%s", err);
+    html = slurp(out);
+    CHECK(html != NULL, "%s", out);
+    if (html) {
+        CHECK(strstr(html, "\"ncolors\":5,") != NULL, "a colour per class listed (0, 1, 2, 7, 9000)");
+        CHECK(strstr(html, "{\"label\":9000,\"index\":4,") != NULL, "label 9000 is class index 4");
+        CHECK(strstr(html, "{\"label\":7,\"index\":3,") != NULL, "label 7 is class index 3");
+        CHECK(strstr(html, "{\"label\":2,\"index\":2,") != NULL, "declared class 2 listed");
+        CHECK(strstr(html, "{\"label\":8,") == NULL, "an absent undeclared class listed");
         free(html);
     }
 
