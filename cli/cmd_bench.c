@@ -15,7 +15,6 @@
 #include "bench_options.h"
 #include "bench_resample.h"
 #include "bench_tta.h"
-#include "shard.h"
 #include "swi.h"
 #include "termtext.h"
 #include "util.h"
@@ -404,7 +403,6 @@ static int bench_steps(bench *b, size_t base_rss) {
     if ((rc = fit_plan(b))) return rc;
     print_plan(b);
     if (b->o.region_given) {
-        char box[2][128];
         swi_params q = b->p;
         memset(q.part_lo, 0, sizeof q.part_lo);
         memset(q.part_hi, 0, sizeof q.part_hi);
@@ -413,10 +411,12 @@ static int bench_steps(bench *b, size_t base_rss) {
         const int64_t whole =
             c && swi_plan_run(c, &q, &b->in, &b->out, 1, &wp) == SWI_OK ? wp.windows_total : -1;
         swi_free(c);
-        printf("region: %s of --shape, %s of the model grid: windows run %lld of %lld\n",
-               cli_shard_box_str(b->o.region_lo, b->o.region_hi, box[0], sizeof box[0]),
-               cli_shard_box_str(b->p.part_lo, b->p.part_hi, box[1], sizeof box[1]),
-               (long long)b->plan.windows_total, (long long)whole);
+        const int64_t *r0 = b->o.region_lo, *r1 = b->o.region_hi, *m0 = b->p.part_lo, *m1 = b->p.part_hi;
+        printf("region: [%lld, %lld) x [%lld, %lld) x [%lld, %lld) of --shape, [%lld, %lld) x [%lld, %lld) x "
+               "[%lld, %lld) of the model grid: windows run %lld of %lld\n",
+               (long long)r0[0], (long long)r1[0], (long long)r0[1], (long long)r1[1], (long long)r0[2],
+               (long long)r1[2], (long long)m0[0], (long long)m1[0], (long long)m0[1], (long long)m1[1],
+               (long long)m0[2], (long long)m1[2], (long long)b->plan.windows_total, (long long)whole);
     }
     if (!b->o.n_spacing && b->rs_planned) {
         char b1[32], b2[32];
