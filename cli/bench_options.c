@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *BENCH_HELP =
@@ -54,6 +55,9 @@ static const char *BENCH_HELP =
     "                       boundaries on every axis; part I in row-major order (the\n"
     "                       last axis fastest). A box bounds each part's memory by the\n"
     "                       box, where rows leave it spanning the other two axes\n"
+    "  --region I0:I1,J0:J1,K0:K1  only the whole run's windows touching this box of --shape's\n"
+    "                       voxels (on the model grid with --spacing: the box the way back\n"
+    "                       reads for it); prints windows run N of M\n"
     "  --force              overwrite an existing --output-file\n"
     "  --input-spacing X,Y,Z  voxel size of --shape (mm), with --spacing:\n"
     "  --spacing X,Y,Z      run on the grid MONAI's Spacingd makes at this spacing and\n"
@@ -131,6 +135,7 @@ static const struct option LONG_OPTS[] = {{"shape", required_argument, 0, 's'},
                                           {"output-file", required_argument, 0, 'W'},
                                           {"shard", required_argument, 0, 'S'},
                                           {"shard-grid", required_argument, 0, 'Q'},
+                                          {"region", required_argument, 0, 'R'},
                                           {"force", no_argument, 0, 'f'},
                                           {"input-spacing", required_argument, 0, 'P'},
                                           {"spacing", required_argument, 0, 'G'},
@@ -236,6 +241,24 @@ static int one_option(bench_opts *o, bench_io *bio, int ch, const char *arg, con
         if (cli_shard_parse(arg, &bio->part, &bio->parts, &bio->init, msg)) return usage_error(msg);
         bio->sharded = 1;
         return 0;
+    case 'R': {
+        /* I0:I1,J0:J1,K0:K1 (hi exclusive); checked against --shape once it is known */
+        const char *q = arg;
+        for (int a = 0; a < 3; a++) {
+            char *end;
+            long long lo = strtoll(q, &end, 10), hi;
+            if (end == q || *end != ':') return usage_error("--region: give I0:I1,J0:J1,K0:K1 (voxels)");
+            q = end + 1;
+            hi = strtoll(q, &end, 10);
+            if (end == q || *end != (a < 2 ? ',' : '\0') || lo < 0 || lo >= hi)
+                return usage_error("--region: give I0:I1,J0:J1,K0:K1 (voxels, 0 <= lo < hi)");
+            q = end + 1;
+            o->region_lo[a] = lo;
+            o->region_hi[a] = hi;
+        }
+        o->region_given = 1;
+        return 0;
+    }
     case 'Q':
         if (cli_shard_grid_parse(arg, bio->grid, msg)) return usage_error(msg);
         bio->grid_given = 1;
@@ -325,6 +348,11 @@ static int check_combination(bench_opts *o, bench_io *bio) {
     if (!o->dims || !o->classes || !o->win.n_roi)
         return usage_error("--shape (or --input), --classes and --roi are required");
     if (bio->sharded && !bio->output) return usage_error("--shard needs --output-file (the shared store)");
+    if (o->region_given && (bio->sharded || bio->output))
+        return usage_error("--region runs in memory: no --shard or --output-file");
+    for (int a = 0; o->region_given && a < 3; a++)
+        if (o->dims != 3 || (o->shape[a] > 0 && o->region_hi[a] > o->shape[a]))
+            return usage_error("--region: a box of a 3-D --shape, inside it");
     if (bio->output && !cli_is_store(bio->output))
         return usage_error("--output-file takes a store: x.zarr, x.ome.zarr or x.h5:/path");
     if (bio->output || o->labels_raw) {

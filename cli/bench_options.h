@@ -37,6 +37,8 @@ typedef struct bench_opts {
     int mirror_combinator;            /* --mirror-by combinator (else the engine mirrors) */
     swi_accumulate accumulate;        /* --accumulate */
     const char *labels_raw;           /* --labels-raw FILE */
+    int region_given;                 /* --region: a box of --shape's voxels */
+    int64_t region_lo[3], region_hi[3];
 } bench_opts;
 
 /** Parse and check `swi bench`'s arguments into o and bio (which it initialises; the

@@ -135,6 +135,20 @@ static void set_params(bench *b) {
                          .dims = dims,
                          .size = {o->shape[0], o->shape[1], o->shape[2]}};
     if (b->bio.input) bench_io_tensor(&b->bio, &b->in);
+    if (o->region_given) {
+        /* the model-grid box: the region itself, or what the way back reads for it (linear
+         * boxes: a superset of a nearest axis's, so every tile meeting the region completes) */
+        int64_t lo[3], hi[3];
+        memcpy(lo, o->region_lo, sizeof lo);
+        memcpy(hi, o->region_hi, sizeof hi);
+        if (o->n_spacing)
+            swi_resample_sink_source_box(b->rs.model, b->rs.in_size, (const double(*)[4])b->rs.map, 0,
+                                         o->region_lo, o->region_hi, lo, hi);
+        for (int k = 0; k < 3; k++) {
+            p->part_lo[k] = lo[k];
+            p->part_hi[k] = hi[k];
+        }
+    }
 }
 
 /* The output: labels or scores in memory, the resampling sink (--spacing) or a store
@@ -270,6 +284,12 @@ static int begin_resampling(bench *b) {
         fprintf(stderr, "swi bench: %s\n", TERM_TEXT(msg));
         return 1;
     }
+    int64_t lo[3], hi[3];
+    if (b->o.region_given &&
+        swi_resample_sink_restrict(b->rs.sink, b->o.region_lo, b->o.region_hi, lo, hi) != SWI_OK) {
+        fprintf(stderr, "swi bench: the resampling sink refused --region\n");
+        return 1;
+    }
     return 0;
 }
 
@@ -382,6 +402,22 @@ static int bench_steps(bench *b, size_t base_rss) {
     if ((rc = set_output(b, &done)) || done) return rc;
     if ((rc = fit_plan(b))) return rc;
     print_plan(b);
+    if (b->o.region_given) {
+        swi_params q = b->p;
+        memset(q.part_lo, 0, sizeof q.part_lo);
+        memset(q.part_hi, 0, sizeof q.part_hi);
+        swi_plan wp;
+        swi_ctx *c = swi_create();
+        const int64_t whole =
+            c && swi_plan_run(c, &q, &b->in, &b->out, 1, &wp) == SWI_OK ? wp.windows_total : -1;
+        swi_free(c);
+        const int64_t *r0 = b->o.region_lo, *r1 = b->o.region_hi, *m0 = b->p.part_lo, *m1 = b->p.part_hi;
+        printf("region: [%lld, %lld) x [%lld, %lld) x [%lld, %lld) of --shape, [%lld, %lld) x [%lld, %lld) x "
+               "[%lld, %lld) of the model grid: windows run %lld of %lld\n",
+               (long long)r0[0], (long long)r1[0], (long long)r0[1], (long long)r1[1], (long long)r0[2],
+               (long long)r1[2], (long long)m0[0], (long long)m1[0], (long long)m0[1], (long long)m1[1],
+               (long long)m0[2], (long long)m1[2], (long long)b->plan.windows_total, (long long)whole);
+    }
     if (!b->o.n_spacing && b->rs_planned) {
         char b1[32], b2[32];
         printf("plan: mirroring and ensemble scratch %s beside the engine, total %s\n",

@@ -73,7 +73,12 @@ enum {
     OPT_DISABLE_TTA,
     OPT_ACCUMULATE,
     OPT_TILE_STEP,
-    OPT_SAVE_PROBS
+    OPT_SAVE_PROBS,
+    OPT_REGION,
+    OPT_REGION_MM,
+    OPT_REGION_MASK,
+    OPT_MARGIN,
+    OPT_KEEP_OUTSIDE
 };
 
 static const struct option LONG_OPTS[] = {
@@ -120,6 +125,11 @@ static const struct option LONG_OPTS[] = {
     {"no-mirroring", no_argument, NULL, OPT_DISABLE_TTA},
     {"tile-step-size", required_argument, NULL, OPT_TILE_STEP},
     {"save-probabilities", no_argument, NULL, OPT_SAVE_PROBS},
+    {"region", required_argument, NULL, OPT_REGION},
+    {"region-mm", required_argument, NULL, OPT_REGION_MM},
+    {"region-mask", required_argument, NULL, OPT_REGION_MASK},
+    {"margin", required_argument, NULL, OPT_MARGIN},
+    {"keep-outside", required_argument, NULL, OPT_KEEP_OUTSIDE},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -131,6 +141,25 @@ static int usage(const char *who, const char *fmt, const char *a, const char *b)
     cli_one_line(msg);
     fprintf(stderr, "%s: %s (see '%s --help')\n", who, TERM_TEXT(msg), who);
     return 2;
+}
+
+/* "A:B,C:D,E:F" into lo, hi: integers 0 <= lo < hi (voxels), or with mm any finite
+ * numbers lo <= hi. 0, or -1. */
+static int parse_box(const char *s, double lo[3], double hi[3], int mm) {
+    const char *p = s;
+    for (int a = 0; a < 3; a++) {
+        char *end;
+        for (int h = 0; h < 2; h++) {
+            double v = strtod(p, &end);
+            if (end == p || !isfinite(v)) return -1;
+            if (!mm && (v != floor(v) || v < 0 || v > (double)SWI_MAX_AXIS)) return -1;
+            (h ? hi : lo)[a] = v;
+            if (*end != (h ? (a < 2 ? ',' : '\0') : ':')) return -1;
+            p = end + (*end != '\0');
+        }
+        if (mm ? !(lo[a] <= hi[a]) : !(lo[a] < hi[a])) return -1;
+    }
+    return 0;
 }
 
 /* One value for all axes, or one per axis. */
@@ -431,6 +460,39 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
             sp->shard_parts = init ? 0 : parts;
             break;
         }
+        case OPT_REGION:
+        case OPT_REGION_MM: {
+            double lo[3], hi[3];
+            const int mm = c == OPT_REGION_MM;
+            if (parse_box(arg, lo, hi, mm))
+                return usage(who,
+                             mm ? "--region-mm '%s': give X0:X1,Y0:Y1,Z0:Z1 (millimetres, lo <= hi)"
+                                : "--region '%s': give I0:I1,J0:J1,K0:K1 (voxels, 0 <= lo < hi)",
+                             arg, NULL);
+            for (int a = 0; a < 3; a++) {
+                if (mm) {
+                    sp->region_mm_lo[a] = lo[a];
+                    sp->region_mm_hi[a] = hi[a];
+                } else {
+                    sp->region_lo[a] = (int64_t)lo[a];
+                    sp->region_hi[a] = (int64_t)hi[a];
+                }
+            }
+            if (mm)
+                sp->region_mm_given = 1;
+            else
+                sp->region_given = 1;
+            break;
+        }
+        case OPT_REGION_MASK: sp->region_mask = arg; break;
+        case OPT_KEEP_OUTSIDE: sp->keep_outside = arg; break;
+        case OPT_MARGIN: {
+            double v[3];
+            if (cli_parse_double_list(arg, v, 3) != 1 || !(v[0] >= 0) || !isfinite(v[0]))
+                return usage(who, "--margin '%s': give millimetres, 0 or more", arg, NULL);
+            sp->margin_mm = v[0];
+            break;
+        }
         case OPT_SHARD_GRID: {
             char msg[SWI_ERRLEN];
             if (cli_shard_grid_parse(arg, sp->shard_grid, msg)) return usage(who, "%s", msg, NULL);
@@ -477,6 +539,11 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
             return usage(who,
                          "--shard and --shard-grid cut one volume into parts of shared stores; folder "
                          "mode divides its cases with --part I/N (or between the ranks of mpirun)",
+                         NULL, NULL);
+        if (sp->region_mask || sp->keep_outside)
+            return usage(who,
+                         "--region-mask and --keep-outside name one case's files; folder mode takes "
+                         "--region or --region-mm (the same box for every case)",
                          NULL, NULL);
         o->part_given = o->part_count != 0;
         if (!o->output_format) o->output_format = "nii.gz";

@@ -87,6 +87,15 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
       (long long)eng->windows_per_axis[0], (long long)eng->windows_per_axis[1],
       (long long)eng->windows_per_axis[2], (long long)eng->windows_total, "ijk"[eng->order[0] % 3],
       "ijk"[eng->order[1] % 3], "ijk"[eng->order[2] % 3]);
+    if (plan->region) {
+        char box[2][128];
+        P("region   %s of the input -> %s of the model grid: windows run %lld of %lld; engine peak %s "
+          "of the whole run's %s\n",
+          cli_shard_box_str(plan->region_lo, plan->region_hi, box[0], sizeof box[0]),
+          cli_shard_box_str(plan->model_lo, plan->model_hi, box[1], sizeof box[1]),
+          (long long)eng->windows_total, (long long)plan->windows_whole, cli_bytes(eng->bytes_peak, b[0]),
+          cli_bytes(plan->whole_engine_bytes, b[1]));
+    }
     P("calls    %lld engine batches of up to %d windows -> %lld network runs%s\n",
       (long long)eng->predictor_calls, eng->sw_batch_size, (long long)(eng->predictor_calls * per_batch),
       o->tta ? " (x8 for --tta)" : "");

@@ -68,7 +68,16 @@ typedef struct pl_opts {
     const swi_predictor *preds; /**< the caller's predictors instead of models, or NULL */
     int n_preds;
     int64_t classes; /**< what the caller's predictors give */
+    /* the region of interest, as the spec gives it (region.c) */
+    int region_given, region_mm_given;
+    int64_t region_lo[3], region_hi[3];
+    double region_mm_lo[3], region_mm_hi[3];
+    const char *region_mask, *keep_outside;
+    double margin_mm;
 } pl_opts;
+
+/* Whether a region of interest is asked for. */
+#define PL_REGION(o) ((o)->region_given || (o)->region_mm_given || (o)->region_mask)
 
 /* What messages call the network: models[0], or the caller's predictors. */
 #define PL_MODEL_NAME(o) \

@@ -224,6 +224,11 @@ static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
         cli_err(err, "--head must be 0 or more (got %d)", o->head);
         return -1;
     }
+    if (pl_region_opts(sp, o, err)) return -1;
+    if (PL_REGION(o) && (PL_TARGET_STORE(&o->t_output) || PL_TARGET_STORE(&o->t_scores))) {
+        cli_err(err, "--region writes volume files; store outputs take no region (their parts: --shard)");
+        return -1;
+    }
     return 0;
 }
 
@@ -358,6 +363,23 @@ swi_status swi_job_plan_run(swi_job *job, int count_reuse, swi_job_plan *plan, c
     if (seg_plan(o, s, &p, &in, job->outs, job->n_outs, &plan->engine, &plan->beside_bytes, plan->unfit,
                  sizeof plan->unfit))
         return step_status(job, 1, err, errlen);
+    plan->windows_whole = cli_whole_windows(&p, &in, job->outs, job->n_outs);
+    if (s->region) {
+        plan->region = 1;
+        memcpy(plan->region_lo, s->region_lo, sizeof plan->region_lo);
+        memcpy(plan->region_hi, s->region_hi, sizeof plan->region_hi);
+        memcpy(plan->model_lo, s->model_lo, sizeof plan->model_lo);
+        memcpy(plan->model_hi, s->model_hi, sizeof plan->model_hi);
+        /* the whole run's engine, for comparison (on its own context: s->ctx keeps the plan) */
+        swi_params q = p;
+        memset(q.part_lo, 0, sizeof q.part_lo);
+        memset(q.part_hi, 0, sizeof q.part_hi);
+        swi_ctx *c = swi_create();
+        swi_plan whole;
+        if (c && swi_plan_run(c, &q, &in, job->outs, job->n_outs, &whole) == SWI_OK)
+            plan->whole_engine_bytes = whole.bytes_peak;
+        swi_free(c);
+    }
     plan->reading_bytes = seg_reading_bytes(o, s);
     plan->peak_bytes = plan->engine.bytes_peak + plan->beside_bytes;
     if (plan->reading_bytes > plan->peak_bytes) plan->peak_bytes = plan->reading_bytes;

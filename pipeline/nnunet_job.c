@@ -47,6 +47,8 @@ static int check_spec(const swi_job_spec *sp, char *err) {
     if (sp->head) return refuse(err, "--head", "its folds have one output");
     if (sp->no_card) return refuse(err, "--no-card", "its card is its settings");
     if (sp->shard_parts || sp->shard_init) return refuse(err, "--shard", "not supported for nnU-Net jobs");
+    if (sp->region_given || sp->region_mm_given || sp->region_mask)
+        return refuse(err, "--region", "not supported for nnU-Net jobs (its crop moves the window grid)");
     if (sp->scores) return refuse(err, "--scores", "use --save-probabilities");
     if (sp->softmax) return refuse(err, "--softmax", "use --save-probabilities");
     if (sp->preview) return refuse(err, "--preview", "not supported for nnU-Net jobs");

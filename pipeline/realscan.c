@@ -226,6 +226,12 @@ int seg_grid_begin(seg_grid *g, const float *input, int64_t channels, int64_t cl
             cli_err(err, "resampling back to the input grid: %s", msg);
             return 1;
         }
+        int64_t slo[3], shi[3];
+        if (g->region &&
+            swi_resample_sink_restrict(g->sink, g->region_lo, g->region_hi, slo, shi) != SWI_OK) {
+            cli_err(err, "internal error: the resampling sink refused the region");
+            return 1;
+        }
         if (!want_scores && classes <= 65536 && swi_resample_sink_argmax(g->sink, emit_labels, g) != SWI_OK) {
             cli_err(err, "internal error: the resampling sink refused its argmax mode");
             return 1;

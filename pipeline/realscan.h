@@ -37,6 +37,8 @@ typedef struct seg_grid {
     float *scores;   /* on the input grid, when asked */
     int softmax;
     swi_resample_sink *sink; /* resampled: model-grid scores -> input-grid tiles */
+    int region;              /* only region_lo..region_hi of the input grid is wanted */
+    int64_t region_lo[3], region_hi[3];
 } seg_grid;
 
 /* Settle the model grid of volume v (whose file is `path`) for o's --orientation and

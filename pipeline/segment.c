@@ -345,7 +345,21 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
     seg_results r;
     const int64_t *isz = s->vols[0].size; /* outputs are on the input's own grid */
     const int64_t N = isz[0] * isz[1] * isz[2];
-    if ((rc = take_results(o, s, N, &r)) || (rc = write_outputs(o, s, &r, t0))) return rc;
+    if ((rc = take_results(o, s, N, &r))) return rc;
+    if (s->region && (s->grid.active || o->keep_outside)) {
+        /* the voxels outside the region: the engine's own results are zero there; a
+         * resampled run's tiles straddling the region's edge wrote some */
+        if (!s->grid.active) {
+            s->region_labels = cli_malloc(r.label_size);
+            if (!s->region_labels) return seg_fail_status(s, SWI_ERR_NOMEM, "out of memory for the labels");
+            memcpy(s->region_labels, r.labels, r.label_size);
+            r.labels = s->region_labels;
+        }
+        if ((rc = seg_region_outside(o, s, (void *)r.labels, r.label_bytes,
+                                     s->grid.active ? (float *)r.scores : NULL, r.classes)))
+            return rc;
+    }
+    if ((rc = write_outputs(o, s, &r, t0))) return rc;
     if (keep) {
         keep->labels = cli_malloc(r.label_size);
         if (!keep->labels) return seg_fail_status(s, SWI_ERR_NOMEM, "out of memory for the labels kept");
@@ -363,6 +377,13 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
             }
             memcpy(keep->scores, r.scores, bytes);
         }
+    }
+    if (!o->quiet && s->region) {
+        char box[128];
+        seg_message(s, "region %s of the input, model grid box %s: windows run %lld of %lld",
+                    cli_shard_box_str(s->region_lo, s->region_hi, box, sizeof box),
+                    cli_shard_box_str(s->model_lo, s->model_hi, box + 64, 64),
+                    (long long)s->stats.windows_total, (long long)cli_whole_windows(&p, &in, outs, n_outs));
     }
     if (!o->quiet) {
         int64_t windows = s->stats.windows_total, calls = s->stats.predictor_calls;

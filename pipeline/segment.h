@@ -40,6 +40,11 @@ typedef struct seg_state {
     cli_input store_in;
     swi_store_writer *w_labels, *w_scores; /* store outputs (segment_stores.c) */
     int64_t box_lo[3], box_hi[3];          /* --shard: this part's box */
+    /* the region (region.c): its box on the input grid and the model-grid box of the
+     * windows touching it (the engine's part) */
+    int region;
+    int64_t region_lo[3], region_hi[3], model_lo[3], model_hi[3];
+    void *region_labels; /* the labels, copied to set the voxels outside the region */
     /* the job's side: where errors go, how it talks back, whether it is cancelled */
     char err[SWI_JOB_ERRLEN];
     swi_status status; /* of the failure in err (set by seg_fail_status) */
@@ -97,6 +102,18 @@ int seg_fits_available(const pl_opts *o, const seg_state *s, const swi_params *p
 /* Bytes held while the inputs are read, before the engine runs: every channel's voxels as
  * floats and one file's own voxels at a time (0 for stores, read window by window). */
 size_t seg_reading_bytes(const pl_opts *o, const seg_state *s);
+
+/* The region of interest (region.c). */
+/* The spec's region into o, with its usage checks: 0, or -1 with err. */
+int pl_region_opts(const swi_job_spec *sp, pl_opts *o, char *err);
+/* After the grid is settled: the region's input box (voxels, millimetres or a mask, grown
+ * by the margin) and the model-grid box it needs, into s, and that box as p's part. 0, 1
+ * (runtime: a file) or 2 (usage: an empty region) with err. */
+int seg_region_setup(const pl_opts *o, seg_state *s, swi_params *p, char *err);
+/* The voxels outside the region: 0, or keep_outside's labels (scores 0). 0, or 1 with
+ * s->err. labels [input voxels] of label_bytes each; scores [classes][voxels] or NULL. */
+int seg_region_outside(const pl_opts *o, seg_state *s, void *labels, int label_bytes, float *scores,
+                       int64_t classes);
 
 /* Store inputs and outputs (segment_stores.c). */
 /* Usage checks of store names and shards: 0, or 2 with the message in err. */

@@ -81,6 +81,7 @@ void seg_state_free(seg_state *s) {
     if (!s->model_borrowed) swi_ort_close(s->model);
     free(s->input);
     free(s->report_image);
+    free(s->region_labels);
     free(s);
 }
 
@@ -400,6 +401,7 @@ int seg_setup(const pl_opts *o, seg_state *s, swi_params *p, swi_tensor *in, swi
     memcpy(in->size, size, sizeof in->size);
     if (s->reader) in->reader = &s->store_in.reader;
 
+    if ((rc = seg_region_setup(o, s, p, err))) return rc;
     if (!o->n_preds && s->n_members > 1 &&
         seg_ensemble_init(&s->ensemble, s->members, s->n_members, &head, o->sw_batch)) {
         cli_err(err, "out of memory for the ensemble's window buffer");

@@ -133,6 +133,22 @@ typedef struct swi_job_spec {
      *  part 0 creates the stores, the others join them after hooks->all_ok. */
     int shard_collective;
 
+    /* ---- the region of interest (docs/regions.md): exactly the windows of the whole run
+     * that touch it run, in the whole run's grid and order, so its voxels get the whole
+     * run's values bitwise; the voxels outside it are background (0) or keep_outside's.
+     * At most one of region, region_mm and region_mask. ---- */
+    int region_given;                   /**< region_lo/region_hi: a box of input voxels */
+    int64_t region_lo[3], region_hi[3]; /**< in the input's array order, hi exclusive */
+    int region_mm_given;                /**< region_mm_lo/region_mm_hi: a box in the input's
+                                             scanner millimetres (RAS+, its affine's space),
+                                             taken as the voxel box covering it */
+    double region_mm_lo[3], region_mm_hi[3];
+    const char *region_mask;  /**< a volume on the input's grid: the bounding box of its
+                                  nonzero voxels is the region */
+    double margin_mm;         /**< the region grown by this many mm on every side (0) */
+    const char *keep_outside; /**< a label map on the input's grid whose values the voxels
+                                   outside the region keep (NULL: 0) */
+
     /* ---- outputs (NULL: not written) ---- */
     const char *output;       /**< labels: a volume file, or a store (x.zarr, x.ome.zarr, x.h5:/ds) */
     const char *scores;       /**< blended scores (softmax with `softmax`), float32, classes last */
@@ -206,6 +222,12 @@ typedef struct swi_job_plan {
     size_t peak_bytes;     /**< the job's predicted peak */
     int64_t size[3];       /**< the model grid (where the windows run) */
     int64_t input_size[3]; /**< the input grid (where the outputs are) */
+    int64_t windows_whole; /**< the whole run's windows (engine.windows_total of a run
+                                 without region or part) */
+    int region;            /**< a region is given: region_lo/region_hi on the input grid,
+                                model_lo/model_hi the model-grid box its windows touch */
+    int64_t region_lo[3], region_hi[3], model_lo[3], model_hi[3];
+    size_t whole_engine_bytes; /**< with a region: the engine's planned peak for the whole run */
     int64_t channels, classes;
     int members;                /**< predictors averaged */
     int fits;                   /**< 0: it does not fit max_memory or the memory available */

@@ -99,19 +99,53 @@ static void tile_shape(int tile, int tl[3]) {
     for (int a = 0; a < 3; a++) tl[a] = tile > 0 ? tile : 8;
 }
 
+/* The source box tile t waits for, b[0..3) lo and b[3..6) hi. */
+static void tile_source_box(const swi_resample_sink *s, int64_t t, int64_t *b) {
+    int64_t lo[3], hi[3];
+    rs__tile_out_box(s, t, lo, hi);
+    read_box(s, lo, hi, b, b + 3);
+    /* whole block rows along k: a tile copies block rows whole (kernels.c, sep_passes12), so it
+     * waits for every voxel they hold -- none is then being fed while it is copied */
+    b[2] = b[2] / BLK * BLK;
+    b[5] = ceil_div(b[5], BLK) * BLK < s->src[2] ? ceil_div(b[5], BLK) * BLK : s->src[2];
+}
+
+/* Whether tile t's output box meets [lo, hi). */
+static int tile_meets(const swi_resample_sink *s, int64_t t, const int64_t lo[3], const int64_t hi[3]) {
+    int64_t tlo[3], thi[3];
+    rs__tile_out_box(s, t, tlo, thi);
+    for (int a = 0; a < 3; a++)
+        if (thi[a] <= lo[a] || tlo[a] >= hi[a]) return 0;
+    return 1;
+}
+
+/* The union of the source boxes of the tiles meeting [lo, hi) into src_lo/src_hi (all 0
+ * when none does); *n receives how many do. */
+static void union_boxes(const swi_resample_sink *s, const int64_t *tbox, const int64_t lo[3],
+                        const int64_t hi[3], int64_t src_lo[3], int64_t src_hi[3], int64_t *n) {
+    *n = 0;
+    for (int a = 0; a < 3; a++) src_lo[a] = src_hi[a] = 0;
+    for (int64_t t = 0; t < s->ntiles; t++) {
+        if (!tile_meets(s, t, lo, hi)) continue;
+        int64_t own[6];
+        const int64_t *b = tbox ? tbox + 6 * t : own;
+        if (!tbox) tile_source_box(s, t, own);
+        for (int a = 0; a < 3; a++) {
+            src_lo[a] = *n == 0 || b[a] < src_lo[a] ? b[a] : src_lo[a];
+            src_hi[a] = *n == 0 || b[3 + a] > src_hi[a] ? b[3 + a] : src_hi[a];
+        }
+        ++*n;
+    }
+}
+
 /* Each tile's source box, what it waits for and the largest box; each block's count of the
  * tiles reading it; each cell's count of the tiles touching it (cell_start[c + 1]). Returns
  * the number of (cell, tile) entries. */
 static int64_t count_tiles(swi_resample_sink *s) {
     int64_t entries = 0;
     for (int64_t t = 0; t < s->ntiles; t++) {
-        int64_t lo[3], hi[3], *b = s->tbox + 6 * t;
-        rs__tile_out_box(s, t, lo, hi);
-        read_box(s, lo, hi, b, b + 3);
-        /* whole block rows along k: a tile copies block rows whole (kernels.c, sep_passes12), so it
-         * waits for every voxel they hold -- none is then being fed while it is copied */
-        b[2] = b[2] / BLK * BLK;
-        b[5] = ceil_div(b[5], BLK) * BLK < s->src[2] ? ceil_div(b[5], BLK) * BLK : s->src[2];
+        int64_t *b = s->tbox + 6 * t;
+        tile_source_box(s, t, b);
         s->missing[t] = (b[3] - b[0]) * (b[4] - b[1]) * (b[5] - b[2]);
         for (int a = 0; a < 3; a++)
             if (b[3 + a] - b[a] > s->maxbox[a]) s->maxbox[a] = b[3 + a] - b[a];
@@ -477,6 +511,59 @@ fail_locked:
     free(r.tiles);
     free(r.bounds);
     return 1;
+}
+
+static int box_ok(const int64_t size[3], const int64_t lo[3], const int64_t hi[3]) {
+    for (int a = 0; a < 3; a++)
+        if (lo[a] < 0 || hi[a] > size[a] || lo[a] >= hi[a]) return 0;
+    return 1;
+}
+
+swi_status swi_resample_sink_restrict(swi_resample_sink *s, const int64_t out_lo[3], const int64_t out_hi[3],
+                                      int64_t src_lo[3], int64_t src_hi[3]) {
+    if (s->region_id != 0 || !box_ok(s->out, out_lo, out_hi)) return SWI_ERR_INVALID_ARG;
+    int64_t n;
+    union_boxes(s, s->tbox, out_lo, out_hi, src_lo, src_hi, &n);
+    const size_t bbytes = block_floats(s) * sizeof(float);
+    for (int64_t t = 0; t < s->ntiles; t++) {
+        if (s->done[t] || tile_meets(s, t, out_lo, out_hi)) continue;
+        /* never emitted, counted as if it were: its blocks lose its reference (none is
+         * allocated yet, so none is freed) */
+        const int64_t *b = s->tbox + 6 * t;
+        s->done[t] = 1;
+        s->emitted++;
+        for (int64_t x = b[0] / BLK; x <= (b[3] - 1) / BLK; x++)
+            for (int64_t y = b[1] / BLK; y <= (b[4] - 1) / BLK; y++)
+                for (int64_t z = b[2] / BLK; z <= (b[5] - 1) / BLK; z++)
+                    unref_block(s, (x * s->nb[1] + y) * s->nb[2] + z, bbytes);
+    }
+    return SWI_OK;
+}
+
+swi_status swi_resample_sink_source_box(const int64_t src_size[3], const int64_t out_size[3],
+                                        const double map[3][4], int tile, const int64_t out_lo[3],
+                                        const int64_t out_hi[3], int64_t src_lo[3], int64_t src_hi[3]) {
+    if (tile < 0 || tile > 1024) return SWI_ERR_INVALID_ARG;
+    for (int a = 0; a < 3; a++)
+        if (src_size[a] < 1 || out_size[a] < 1 || src_size[a] > SWI_MAX_AXIS || out_size[a] > SWI_MAX_AXIS)
+            return SWI_ERR_INVALID_ARG;
+    if (!box_ok(out_size, out_lo, out_hi)) return SWI_ERR_INVALID_ARG;
+    /* the bookkeeping a sink of these grids would make, without its tables */
+    swi_resample_sink s;
+    memset(&s, 0, sizeof s);
+    memcpy(s.src, src_size, sizeof s.src);
+    memcpy(s.out, out_size, sizeof s.out);
+    memcpy(s.map, map, sizeof s.map);
+    for (int a = 0; a < 3; a++) s.halfgrid[a] = -1;
+    tile_shape(tile, s.tl);
+    s.ntiles = 1;
+    for (int a = 0; a < 3; a++) {
+        s.nt[a] = ceil_div(out_size[a], s.tl[a]);
+        s.ntiles *= s.nt[a];
+    }
+    int64_t n;
+    union_boxes(&s, NULL, out_lo, out_hi, src_lo, src_hi, &n);
+    return SWI_OK;
 }
 
 swi_status swi_resample_sink_finish(swi_resample_sink *s, char *err, size_t errlen) {

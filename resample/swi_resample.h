@@ -230,6 +230,22 @@ swi_status swi_resample_sink_nearest(swi_resample_sink *s, int source_axis, char
  *  Returns 0, or non-zero when emit failed or memory ran out (the sink is then failed). */
 int swi_resample_sink_feed(swi_resample_sink *s, const int64_t lo[3], const int64_t hi[3], const float *data);
 
+/** Only the output box [out_lo, out_hi) is wanted (before the first feed): the tiles that
+ *  miss it are never emitted (finish counts them as done) and hold no source. src_lo/src_hi
+ *  receive the source box the remaining tiles read -- feeding exactly that box emits every
+ *  tile meeting the output box, each with the values a whole feed gives it (a region of
+ *  interest: the engine runs a part of that box, swi_params.part_lo). SWI_ERR_INVALID_ARG
+ *  for a box outside the grid, an empty one or a sink already fed. */
+swi_status swi_resample_sink_restrict(swi_resample_sink *s, const int64_t out_lo[3], const int64_t out_hi[3],
+                                      int64_t src_lo[3], int64_t src_hi[3]);
+
+/** The source box swi_resample_sink_restrict would give for a sink of these arguments
+ *  (linear on every axis: no swi_resample_sink_nearest), without making one: for planning.
+ *  Allocates nothing. */
+swi_status swi_resample_sink_source_box(const int64_t src_size[3], const int64_t out_size[3],
+                                        const double map[3][4], int tile, const int64_t out_lo[3],
+                                        const int64_t out_hi[3], int64_t src_lo[3], int64_t src_hi[3]);
+
 /** After the last region: SWI_OK when every output tile was emitted. */
 swi_status swi_resample_sink_finish(swi_resample_sink *s, char *err, size_t errlen);
 

@@ -58,6 +58,8 @@ CASES=(
   # without --max-memory the run must fit the memory available (faked: SWI_AVAILABLE_MEMORY)
   avail_refused avail_refused_store avail_max_memory_overrides avail_plan_reports avail_fits_smaller_batch
   budget_covers_reading
+  # a region of interest: bitwise the whole run's inside, 0 outside (docs/regions.md)
+  region_bitwise region_plan usage_region
   # an output that is an input, or another output, under another name (exit 1, untouched)
   same_input_name same_input_relative same_input_symlink same_input_hardlink
   same_input_second_channel same_input_symlinked_dir same_model same_outputs_relative
@@ -171,6 +173,59 @@ no_temps() {
 quant_args() { echo --model "$DATA/quant4.onnx" --input "$DATA/vol.nii.gz"; }
 
 # ---- help and usage --------------------------------------------------------------------
+# region_inside WHOLE PART I0 I1 J0 J1 K0 K1 [OUTSIDE]: PART equals WHOLE in the box, OUTSIDE (0) elsewhere
+region_inside() {
+  "$PY" - "$@" >"$T/check" 2>&1 <<'PYEOF' || { cat "$T/check"; fail "region"; }
+import sys, numpy as np, nibabel as nib
+a = np.asarray(nib.load(sys.argv[1]).dataobj); b = np.asarray(nib.load(sys.argv[2]).dataobj)
+lo = [int(v) for v in sys.argv[3:9:2]]; hi = [int(v) for v in sys.argv[4:9:2]]
+out = float(sys.argv[9]) if len(sys.argv) > 9 else 0
+m = np.zeros(a.shape[:3], bool); m[lo[0]:hi[0], lo[1]:hi[1], lo[2]:hi[2]] = True
+assert a.shape == b.shape and m.any() and (~m).any()
+assert np.array_equal(a[m], b[m]), "inside differs"
+assert (b[~m] == out).all(), "outside is not background"
+print("ok")
+PYEOF
+}
+t_region_bitwise() {
+  data; need onnxruntime; need_e2e
+  local common=(--model "$E2E/unet.onnx" --input "$E2E/volume.nii.gz" --overlap 0.5 --mode gaussian)
+  seg "${common[@]}" --output "$T/o/w.nii.gz" --scores "$T/o/ws.nii.gz"; expect_rc 0
+  seg "${common[@]}" --output "$T/o/r.nii.gz" --scores "$T/o/rs.nii.gz" --region 5:23,29:50,2:17; expect_rc 0
+  region_inside "$T/o/w.nii.gz" "$T/o/r.nii.gz" 5 23 29 50 2 17
+  region_inside "$T/o/ws.nii.gz" "$T/o/rs.nii.gz" 5 23 29 50 2 17
+  # through a resampling to another spacing and orientation
+  seg "${common[@]}" --spacing 1.3,0.9,3.1 --orientation PIR --output "$T/o/w2.nii.gz"; expect_rc 0
+  run segment "${common[@]}" --spacing 1.3,0.9,3.1 --orientation PIR --output "$T/o/r2.nii.gz" --region 0:14,11:40,6:12
+  expect_rc 0; expect_err "windows run [0-9]+ of [0-9]+"
+  region_inside "$T/o/w2.nii.gz" "$T/o/r2.nii.gz" 0 14 11 40 6 12
+  # the labels outside kept from another map
+  seg "${common[@]}" --output "$T/o/k.nii.gz" --region 5:23,29:50,2:17 --keep-outside "$T/o/w.nii.gz"; expect_rc 0
+  "$PY" "$here/clitest.py" equal "$T/o/w.nii.gz" "$T/o/k.nii.gz" >"$T/check" 2>&1 || { cat "$T/check"; fail "keep-outside"; }
+}
+t_region_plan() {
+  data; need onnxruntime; need_e2e
+  run plan --model "$E2E/unet.onnx" --input "$E2E/volume.nii.gz" --overlap 0.5 --region 0:8,0:8,0:8
+  expect_rc 0; expect_out "^region .*windows run [0-9]+ of [0-9]+"
+  local n m
+  read -r n m < <(sed -n 's/.*windows run \([0-9]*\) of \([0-9]*\).*/\1 \2/p' "$T/out")
+  [ "$n" -gt 0 ] && [ "$n" -lt "$m" ] || fail "windows run $n of $m"
+}
+t_usage_region() {
+  data
+  usage_case "--region '1:2,3': give I0:I1,J0:J1,K0:K1" segment $(quant_args) --output "$T/o/l.nii.gz" --region 1:2,3
+  usage_case "--region '4:4,0:1,0:1'" segment $(quant_args) --output "$T/o/l.nii.gz" --region 4:4,0:1,0:1
+  usage_case "--region-mm 'a'" segment $(quant_args) --output "$T/o/l.nii.gz" --region-mm a
+  usage_case "--margin '-1'" segment $(quant_args) --output "$T/o/l.nii.gz" --region 0:1,0:1,0:1 --margin -1
+  # the job's own refusals (swi_job_open, the volume's size): usage errors too
+  local c
+  for c in "name one region|--region 0:1,0:1,0:1 --region-mm 0:1,0:1,0:1" \
+           "--keep-outside applies to a region|--keep-outside x.nii.gz" \
+           "holds no voxel|--region 900:901,0:1,0:1"; do
+    run segment $(quant_args) --output "$T/o/l.nii.gz" ${c#*|}
+    expect_rc 2; one_line_err; expect_err "${c%%|*}"; expect_nothing_written
+  done
+}
 t_help_main() { run --help; expect_rc 0; expect_out "segment"; expect_out "plan"; expect_out "demo"; expect_out "Examples"; }
 t_help_version() { run --version; expect_rc 0; expect_out "^swi [0-9]+\.[0-9]+\.[0-9]+"; expect_out "ONNX Runtime"; }
 t_help_segment() { run segment --help; expect_rc 0; expect_out "Examples"; expect_out "--max-memory"; expect_out "--tta"; }

@@ -142,9 +142,16 @@ int swipy_job_spec(PyObject *d, swi_job_spec *s) {
         swipy_get_int(&f, "shard_part", &s->shard_part) < 0 ||
         swipy_get_int(&f, "shard_parts", &s->shard_parts) < 0 ||
         get_ints(&f, "shard_grid", 3, s->shard_grid) < 0 ||
-        swipy_get_int(&f, "shard_init", &s->shard_init) < 0 || swipy_get_str(&f, "output", &s->output) < 0 ||
-        swipy_get_str(&f, "scores", &s->scores) < 0 || swipy_get_str(&f, "preview", &s->preview) < 0 ||
-        swipy_get_str(&f, "report", &s->report) < 0 ||
+        swipy_get_int(&f, "shard_init", &s->shard_init) < 0 ||
+        swipy_get_int(&f, "region_given", &s->region_given) < 0 ||
+        get_i64s(&f, "region_lo", 3, s->region_lo) < 0 || get_i64s(&f, "region_hi", 3, s->region_hi) < 0 ||
+        get_doubles(&f, "region_mm_lo", 3, s->region_mm_lo, &s->region_mm_given) < 0 ||
+        get_doubles(&f, "region_mm_hi", 3, s->region_mm_hi, NULL) < 0 ||
+        swipy_get_str(&f, "region_mask", &s->region_mask) < 0 ||
+        get_double(&f, "margin_mm", &s->margin_mm) < 0 ||
+        swipy_get_str(&f, "keep_outside", &s->keep_outside) < 0 ||
+        swipy_get_str(&f, "output", &s->output) < 0 || swipy_get_str(&f, "scores", &s->scores) < 0 ||
+        swipy_get_str(&f, "preview", &s->preview) < 0 || swipy_get_str(&f, "report", &s->report) < 0 ||
         swipy_get_str(&f, "report_title", &s->report_title) < 0 ||
         swipy_get_int(&f, "softmax", &s->softmax) < 0 ||
 #ifdef SWI_PY_JOB_NNUNET

@@ -465,6 +465,15 @@ PyObject *swipy_plan_job(PyObject *self, PyObject *args, PyObject *kw) {
         swipy_dict_set(d, "channels", PyLong_FromLongLong(pl.channels)) < 0 ||
         swipy_dict_set(d, "classes", PyLong_FromLongLong(pl.classes)) < 0 ||
         swipy_dict_set(d, "members", PyLong_FromLong(pl.members)) < 0 ||
+        swipy_dict_set(d, "windows_whole", PyLong_FromLongLong(pl.windows_whole)) < 0 ||
+        swipy_dict_set(d, "region",
+                       pl.region
+                           ? Py_BuildValue("{s:N,s:N,s:N,s:N,s:n}", "lo", swipy_int64_tuple(pl.region_lo, 3),
+                                           "hi", swipy_int64_tuple(pl.region_hi, 3), "model_lo",
+                                           swipy_int64_tuple(pl.model_lo, 3), "model_hi",
+                                           swipy_int64_tuple(pl.model_hi, 3), "whole_engine_bytes",
+                                           (Py_ssize_t)pl.whole_engine_bytes)
+                           : Py_NewRef(Py_None)) < 0 ||
         swipy_dict_set(d, "fits", PyBool_FromLong(pl.fits)) < 0 ||
         swipy_dict_set(d, "unfit", pl.fits ? Py_NewRef(Py_None) : PyUnicode_FromString(pl.unfit)) < 0 ||
         swipy_dict_set(d, "describe", PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace")) < 0)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Union
 
 from . import _swi
 from ._pipeline import (Inputs, PathLike, Predictor, Triple, _job, _Messages, _need_pipeline, _nnunet_fields,
-                        _part, _path)
+                        _part, _path, _region_fields)
 from ._predictor import _copy_into
 from ._setup import Memory
 
@@ -72,7 +72,9 @@ def segment_folder(input_dir: PathLike, output_dir: PathLike, *, model: Optional
                    on_case: Optional[Callable[[FolderCase], Any]] = None, isolate_reads: bool = False,
                    folds: Union[None, int, str, Sequence[Any]] = None, disable_tta: bool = False,
                    tile_step_size: Optional[float] = None, save_probabilities: bool = False,
-                   accumulate: str = "float32") -> FolderResult:
+                   accumulate: str = "float32", region: Optional[Sequence[Sequence[int]]] = None,
+                   region_mm: Optional[Sequence[Sequence[float]]] = None,
+                   margin: Optional[float] = None) -> FolderResult:
     """Segment every case of ``input_dir`` into ``output_dir`` as ``swi segment --input-dir``
     does, each case as `segment` would segment it alone.
 
@@ -86,7 +88,8 @@ def segment_folder(input_dir: PathLike, output_dir: PathLike, *, model: Optional
     a child process (this Python, the extension module alone), so that a file library that
     aborts or hangs on one file fails that case only; else they are read in a thread.
 
-    The other keywords are `segment`'s. ``progress``: True for a bar over each case's windows,
+    The other keywords are `segment`'s (``region``/``region_mm``: the same box for every
+    case; a mask names one case's file, so it is not taken here). ``progress``: True for a bar over each case's windows,
     or a callable ``(done, total)``; ``on_message``: each warning line, ``CASE: LINE`` for a
     case's; ``on_case``: called with each `FolderCase` as it ends (an exception it raises stops
     the run and propagates).
@@ -104,6 +107,9 @@ def segment_folder(input_dir: PathLike, output_dir: PathLike, *, model: Optional
                        no_card, no_reuse, reuse_cache, no_rewrite, device, max_memory, threads)
     del spec["inputs"]  # each case's files
     _nnunet_fields(spec, folds, disable_tta, tile_step_size, save_probabilities, accumulate)
+    if isinstance(region, (str, os.PathLike)):
+        raise ValueError("segment_folder: region= is a box here (a mask names one case's file)")
+    _region_fields(spec, region, region_mm, margin, None)
     spec["force"] = int(bool(force))
     if output_format not in ("nii.gz", "nii", "nrrd", "mha"):
         raise ValueError(f"output_format must be 'nii.gz', 'nii', 'nrrd' or 'mha', got {output_format!r}")

@@ -296,6 +296,43 @@ class _Messages:
             sys.stderr.flush()
 
 
+Region = Union[None, str, os.PathLike, Sequence[Sequence[int]]]
+
+
+def _region_fields(spec: dict, region: Any, region_mm: Any, margin: Optional[float],
+                   keep_outside: Optional[PathLike]) -> None:
+    """The region of interest into the spec (``--region``, ``--region-mm``, ``--region-mask``,
+    ``--margin``, ``--keep-outside``; docs/regions.md)."""
+    if region is not None and region_mm is not None:
+        raise ValueError("region= and region_mm= name one region: give one")
+    if isinstance(region, (str, os.PathLike)):
+        spec["region_mask"] = _path(region, "region")
+    elif region is not None:
+        box = [tuple(r) for r in region]
+        if len(box) != 3 or any(len(r) != 2 for r in box):
+            raise ValueError(f"region must be ((i0, i1), (j0, j1), (k0, k1)) in voxels, or a mask's path; "
+                             f"got {region!r}")
+        lo = [_whole(r[0], "region") for r in box]
+        hi = [_whole(r[1], "region") for r in box]
+        if any(a >= b for a, b in zip(lo, hi)):
+            raise ValueError(f"region: every axis needs lo < hi (hi exclusive), got {region!r}")
+        spec["region_given"] = 1
+        spec["region_lo"], spec["region_hi"] = lo, hi
+    if region_mm is not None:
+        box = [tuple(float(v) for v in r) for r in region_mm]
+        if len(box) != 3 or any(len(r) != 2 or not r[0] <= r[1] for r in box):
+            raise ValueError(f"region_mm must be ((x0, x1), (y0, y1), (z0, z1)) in mm, lo <= hi; got {region_mm!r}")
+        spec["region_mm_lo"] = [r[0] for r in box]
+        spec["region_mm_hi"] = [r[1] for r in box]
+    if margin is not None:
+        m = float(margin)
+        if not m >= 0 or m == float("inf"):
+            raise ValueError(f"margin must be millimetres >= 0, got {margin!r}")
+        spec["margin_mm"] = m
+    if keep_outside is not None:
+        spec["keep_outside"] = _path(keep_outside, "keep_outside")
+
+
 def _nnunet_fields(spec: dict, folds: Any, disable_tta: bool, tile_step_size: Optional[float],
                    save_probabilities: bool, accumulate: str = "float32") -> None:
     """The nnU-Net job's fields, set only when given (a library without them refuses them)."""
@@ -340,7 +377,9 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
             force: bool = False, progress: Union[bool, Callable[[int, int], Any]] = False,
             on_message: Optional[Callable[[str], Any]] = None, folds: Union[None, int, str, Sequence[Any]] = None,
             disable_tta: bool = False, tile_step_size: Optional[float] = None,
-            save_probabilities: bool = False, accumulate: str = "float32") -> Segmentation:
+            save_probabilities: bool = False, accumulate: str = "float32", region: Region = None,
+            region_mm: Optional[Sequence[Sequence[float]]] = None, margin: Optional[float] = None,
+            keep_outside: Optional[PathLike] = None) -> Segmentation:
     """Segment a scan as ``swi segment`` does: read, preprocess, bring to the model's grid,
     run the sliding window, bring the result back to the scan's own grid, write.
 
@@ -391,6 +430,12 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
       beside ``output`` (nnU-Net's probabilities and properties).
     accumulate: ``"float16"`` keeps the blend's partial sums in binary16 as nnU-Net does
       (half their memory, probabilities within about 1e-3); nnU-Net model directories only.
+    region: a region of interest (docs/regions.md): ``((i0, i1), (j0, j1), (k0, k1))``, a box
+      of input voxels (array order, hi exclusive), or a mask's path (the bounding box of its
+      nonzero voxels); region_mm the box in the input's scanner millimetres instead. Only
+      the whole run's windows touching it run; its voxels are bitwise the whole run's, the
+      others 0 (or keep_outside's labels, a label map on the input's grid). margin grows
+      the region by that many mm.
 
     Returns a `Segmentation`. Errors: ValueError for a bad argument or spec (the library's
     SWI_ERR_INVALID_ARG), OSError when a file cannot be read or written, swi.BudgetError when
@@ -418,6 +463,7 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
         spec["report_title"] = str(report_title)
     spec["softmax"] = int(bool(softmax))
     _nnunet_fields(spec, folds, disable_tta, tile_step_size, save_probabilities, accumulate)
+    _region_fields(spec, region, region_mm, margin, keep_outside)
     spec["force"] = int(bool(force))
     spec["quiet"] = int(progress is False or progress is None)  # the summary line comes with the bar
     # the labels come back from whole jobs on volume files (a store's labels are its output)
@@ -469,7 +515,9 @@ def plan_job(input: Inputs, *, model: Optional[Inputs] = None, predictor: Option
              scale: Optional[Sequence[float]] = None, zscore: bool = False, nonfinite: str = "zero",
              head: int = 0, no_card: bool = False, no_reuse: bool = False, reuse_cache: int = 0,
              no_rewrite: bool = False, device: str = "cpu", max_memory: Memory = None, threads: int = 0,
-             count_reuse: bool = False, on_message: Optional[Callable[[str], Any]] = None) -> dict[str, Any]:
+             count_reuse: bool = False, on_message: Optional[Callable[[str], Any]] = None,
+             region: Region = None, region_mm: Optional[Sequence[Sequence[float]]] = None,
+             margin: Optional[float] = None) -> dict[str, Any]:
     """What `segment` would do with the same arguments, without running it (``swi plan``):
     a dict with ``engine`` (the engine's plan, the keys of `swi.plan`: roi, windows, calls,
     batch, order, bytes_*), ``size`` (the model grid the windows run on), ``input_size``
@@ -478,9 +526,12 @@ def plan_job(input: Inputs, *, model: Optional[Inputs] = None, predictor: Option
     fit the memory available), ``unfit`` (why not, naming the smallest budget that works, or
     None; a ``max_memory`` below the smallest plan raises swi.BudgetError instead) and
     ``describe`` (the plan as ``swi plan`` prints it). With ``count_reuse`` the voxels are
-    read to count the windows window reuse spares. Raises as `segment` does."""
+    read to count the windows window reuse spares. region, region_mm, margin: as `segment`'s
+    (then ``windows_whole`` is the whole run's windows and ``region`` the boxes). Raises as
+    `segment` does."""
     _need_pipeline()
     spec, preds = _job(input, model, predictor, classes, orientation, spacing, roi, overlap, mode, sigma_scale,
                        padding, cval, sw_batch_size, tta, head, clip, scale, zscore, nonfinite, part, part_grid,
                        no_card, no_reuse, reuse_cache, no_rewrite, device, max_memory, threads)
+    _region_fields(spec, region, region_mm, margin, None)
     return dict(_swi.plan_job(spec, preds, _copy_into, _Messages(on_message), bool(count_reuse)))

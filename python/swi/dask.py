@@ -142,12 +142,18 @@ def _task(input_src: Any, output: str, factory: Callable[[], Any], box: Any, opt
     out = zarr.open(output, mode="r+")
     lo, hi = box
     labels = np.zeros(tuple(b - a for a, b in zip(lo, hi)), dtype=out.dtype)
+    run = box
+    if options.get("region") is not None:
+        # the part of the region in this box: its voxels get the whole run's values, the rest
+        # of the box stays background (docs/regions.md)
+        run = (tuple(max(a, r[0]) for a, r in zip(lo, options["region"])),
+               tuple(min(b, r[1]) for b, r in zip(hi, options["region"])))
 
     def sink(data: np.ndarray, image: int, rlo: Sequence[int], rhi: Sequence[int]) -> None:
         labels[tuple(slice(a - o, b - o) for a, b, o in zip(rlo, rhi, lo))] = data[0, 0]
 
     run_part((1, reader.channels) + reader.size, reader, options["roi_size"], options["sw_batch_size"],
-             _numpy_predictor(factory()), (lo, hi), sink, overlap=options["overlap"], mode=options["mode"],
+             _numpy_predictor(factory()), run, sink, overlap=options["overlap"], mode=options["mode"],
              sigma_scale=options["sigma_scale"], padding_mode=options["padding_mode"], cval=options["cval"],
              reduce="argmax", threads=options["threads"], max_memory=options["max_memory"])
     out[tuple(slice(a, b) for a, b in zip(lo, hi))] = labels  # whole chunks only: atomic per chunk file
@@ -238,7 +244,7 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
             padding_mode: str = "constant", cval: float = 0.0, classes: Optional[int] = None,
             grid: Optional[Sequence[int]] = None, chunks: Union[int, Sequence[int]] = 64,
             threads: Optional[int] = 1, max_memory: Memory = None, force: bool = False,
-            swi: Optional[str] = None) -> str:
+            swi: Optional[str] = None, region: Optional[Sequence[Sequence[int]]] = None) -> str:
     """Labels (argmax) of `input` into the Zarr array `output`, one Dask task per part box
     of `grid` (default: one part per worker along the first axis), on `client` (a
     ``dask.distributed.Client``). `input`: a Zarr path, 'file.h5:/dataset', or an array
@@ -255,10 +261,23 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
     part as ``swi segment --shard I/N --shard-grid`` does, through the package's own pipeline
     library (ONNX Runtime carried in the wheel), or through the `swi` command when `swi`
     names its path on the workers; `input` and `output` are store names (x.zarr,
-    x.ome.zarr, x.h5:/path; the command's output rules and markers apply)."""
+    x.ome.zarr, x.h5:/path; the command's output rules and markers apply).
+
+    `region` ``((i0, i1), (j0, j1), (k0, k1))``: a region of interest (docs/regions.md), with
+    a predictor factory: each task runs only the windows of the whole run touching the part
+    of the region in its box (a box without region voxels runs none), so the region's
+    voxels are bitwise the whole run's and the others 0."""
     options = dict(roi_size=roi_size, sw_batch_size=sw_batch_size, overlap=overlap, mode=mode,
                    sigma_scale=sigma_scale, padding_mode=padding_mode, cval=cval, threads=threads,
-                   max_memory=max_memory)
+                   max_memory=max_memory, region=None)
+    if region is not None:
+        if isinstance(predictor_factory, (str, os.PathLike)):
+            raise ValueError("region= goes with a predictor factory: an ONNX model's parts write stores, which "
+                             "take no region")
+        box = [tuple(int(v) for v in r) for r in region]
+        if len(box) != 3 or any(len(r) != 2 or not 0 <= r[0] < r[1] for r in box):
+            raise ValueError(f"region must be ((i0, i1), (j0, j1), (k0, k1)) with 0 <= lo < hi, got {region!r}")
+        options["region"] = tuple(box)
     if isinstance(predictor_factory, (str, os.PathLike)):
         return _segment_onnx(client, input, output, os.fspath(predictor_factory), options, grid, force, swi)
     import zarr
@@ -285,6 +304,12 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
     z = zarr.open(work, mode="w", shape=size, chunks=ch, dtype=dtype, fill_value=0)
     open(os.path.join(work, _INCOMPLETE), "w").close()
     boxes = part_boxes(size, grid, z.chunks)
+    if options["region"] is not None:
+        reg = options["region"]
+        if any(r[0] >= n for r, n in zip(reg, size)):
+            raise ValueError(f"region {region!r} holds no voxel of the input {tuple(size)}")
+        # a box without region voxels runs nothing: its chunks keep the fill value 0
+        boxes = [b for b in boxes if all(max(a, r[0]) < min(c, r[1]) for a, c, r in zip(b[0], b[1], reg))]
     job = uuid.uuid4().hex[:8]
     try:
         futures = [client.submit(_task, input, work, predictor_factory, b, options, pure=False,

@@ -47,6 +47,22 @@ def test_part_boxes_cover_once_on_chunk_edges():
     assert len(boxes) == 6 and np.all(cover == 1)
 
 
+def test_a_region_is_bitwise_the_whole_run_inside(client, volume):
+    d, x = volume
+    out = str(d / "labels-region.zarr")
+    region = ((5, 30), (20, 41), (3, 30))  # meets 2 of the 4 boxes of (4, 1, 1)
+    swi.dask.segment(client, str(d / "in.zarr"), out, dask_nets.make_numpy_net, (24, 20, 16), 3, overlap=0.4,
+                     mode="gaussian", grid=(4, 1, 1), chunks=16, classes=4, region=region)
+    got = zarr.open(out, mode="r")[:]
+    want = _reference(x, dask_nets.numpy_net, overlap=0.4, mode="gaussian")
+    inside = np.zeros(x.shape, bool)
+    inside[tuple(slice(a, b) for a, b in region)] = True
+    assert np.array_equal(got[inside], want[inside]) and not got[~inside].any()
+    with pytest.raises(ValueError, match="holds no voxel"):
+        swi.dask.segment(client, str(d / "in.zarr"), str(d / "none.zarr"), dask_nets.make_numpy_net, 24,
+                         region=((80, 90), (0, 1), (0, 1)))
+
+
 @pytest.mark.parametrize("grid", [(3, 1, 1), (2, 2, 2)])
 def test_parts_are_bitwise_the_whole_run(client, volume, grid):
     d, x = volume
