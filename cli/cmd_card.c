@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "swi_pipeline.h"
+#include "termtext.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -31,18 +32,6 @@ static const char CARD_HELP[] =
     "\n"
     "Exit status: 0 every card valid, 1 a card refused, 2 usage error.\n";
 
-/* A message on one line: a card's key or a path may hold control characters. */
-static void put_line(FILE *f, const char *who, const char *s) {
-    fprintf(f, "%s: ", who);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c < 0x20 || *c == 0x7f)
-            fprintf(f, "\\x%02x", *c);
-        else
-            fputc(*c, f);
-    }
-    fputc('\n', f);
-}
-
 int swi_cmd_card(int argc, char **argv) {
     const char *who = "swi card";
     int check = 0, quiet = 0;
@@ -59,7 +48,8 @@ int swi_cmd_card(int argc, char **argv) {
         case 'q': quiet = 1; break;
         case 'h': fputs(CARD_HELP, stdout); return 0;
         default:
-            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, argv[optind - 1], who);
+            fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", who, TERM_TEXT(argv[optind - 1]),
+                    who);
             return 2;
         }
     }
@@ -73,7 +63,8 @@ int swi_cmd_card(int argc, char **argv) {
         char err[SWI_ERRLEN];
         char *text = NULL;
         if (swi_card_check(argv[i], quiet ? NULL : &text, err, sizeof err) != SWI_OK) {
-            put_line(stderr, who, err);
+            /* a card's key or a path may hold control characters */
+            fprintf(stderr, "%s: %s\n", who, TERM_TEXT(err));
             rc = 1;
             continue;
         }

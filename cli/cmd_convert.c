@@ -2,9 +2,9 @@
  * cmd_convert.c -- `swi convert nnunet ...`: runs the Python package's converter
  * (`python3 -m swi convert nnunet ...`), the one step that needs PyTorch.
  */
-#include "children.h"
 #include "cli.h"
 #include "signals.h"
+#include "swi_io.h"
 #include "termtext.h"
 
 #include <errno.h>

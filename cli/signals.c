@@ -1,7 +1,7 @@
 /* signals.c -- see signals.h. */
 #include "signals.h"
 
-#include "children.h"
+#include "swi_io.h"
 #include "swi_pipeline.h"
 
 #include <errno.h>

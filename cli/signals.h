@@ -9,7 +9,7 @@
  * 128 + signal. A second signal, or a run still going 0.7 s after the first (a step
  * without a cancellation point: a blocking call, one large decompression), makes the
  * signal thread remove the temporaries (swi_job_remove_temporaries) and end the process
- * with 128 + signal. The child processes the command started (io/children.h) are
+ * with 128 + signal. The child processes the command started (swi_io.h: swi_child_*) are
  * ended first: the signal is passed on to those in their own process group, those still
  * running 5 s later are killed, and the process ends only once they have. No work
  * happens inside an asynchronous signal handler.

@@ -1,5 +1,5 @@
-/* children.c -- see children.h. */
-#include "children.h"
+/* children.c -- the child processes to end with this one (swi_io.h: swi_child_*). */
+#include "swi_io.h"
 
 #include <errno.h>
 #include <pthread.h>

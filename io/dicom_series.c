@@ -7,8 +7,8 @@
  * child reports each file it has read, and one that makes no progress for
  * SWI_DICOM_STALL_SECONDS (60 s unless set), or a cancel, ends it (SIGKILL); it also dies
  * with the thread that made it, so no reader outlives a process that was stopped. */
-#include "children.h"
 #include "io_internal.h"
+#include "swi_io.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -5,8 +5,8 @@
  * swi_folder_serve_reader), so that a file library that aborts or hangs on one file fails
  * that case only; without one, or when it cannot be started, in the thread itself.
  */
-#include "children.h"
 #include "folder_cases.h"
+#include "swi_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -182,7 +182,7 @@ static pid_t spawn_reader(const swi_folder_spec *sp, const fcase *c, int wfd, FI
     }
     if (ok) posix_spawn_file_actions_destroy(&fa);
     free(argv);
-    /* a forced stop of the program ends it (children.h); untracked, the graceful one does */
+    /* a forced stop of the program ends it (swi_io.h); untracked, the graceful one does */
     if (pid > 0) (void)swi_child_track(pid, 0);
     return pid;
 }
