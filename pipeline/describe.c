@@ -61,6 +61,7 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
         P("         %d ConvTranspose layer%s run as Conv + depth-to-space (the same "
           "function, faster)\n",
           swi_ort_rewrites(s->model), swi_ort_rewrites(s->model) == 1 ? "" : "s");
+    if (s->model && s->backend_note[0]) P("backend  %s\n", s->backend_note);
     for (int c = 0; c < o->n_inputs; c++)
         P("input    %s: %lld x %lld x %lld voxels%s, %s\n", o->inputs[c], (long long)s->vols[c].size[0],
           (long long)s->vols[c].size[1], (long long)s->vols[c].size[2],

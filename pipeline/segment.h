@@ -43,15 +43,25 @@ typedef struct seg_state {
     char err[SWI_JOB_ERRLEN];
     swi_status status; /* of the failure in err (set by seg_fail_status) */
     const swi_job_hooks *hooks;
-    volatile int cancel; /* swi_job_cancel */
-    int count_reuse;     /* the plan read the voxels (swi plan with reuse on) */
-    double t0;           /* when the job began running */
-    double t_run;        /* seconds the engine ran */
-    swi_stats stats;     /* the engine's counters, once run */
+    volatile int cancel;         /* swi_job_cancel */
+    int count_reuse;             /* the plan read the voxels (swi plan with reuse on) */
+    double t0;                   /* when the job began running */
+    double t_run;                /* seconds the engine ran */
+    swi_stats stats;             /* the engine's counters, once run */
+    struct swi_dnnl_model *dnnl; /* the oneDNN backend runs the model (dnnl_choice.c), or NULL */
+    char backend_note[320];      /* which backend runs the model and why */
 } seg_state;
 
 /* A zeroed state with no outputs begun; NULL when out of memory. */
 seg_state *seg_state_new(void);
+/* dnnl_choice.c: --backend and --precision. check_opts: the values (0, or -1 with err);
+ * choose: after the ONNX Runtime model is prepared, run it with oneDNN where the options
+ * ask and the backend covers the graph (0, or 1 with err); predictor: the model's. */
+int seg_dnnl_check_opts(const pl_opts *o, char *err);
+int seg_dnnl_choose(const pl_opts *o, seg_state *s, const int64_t roi[3], const swi_head_spec *head,
+                    char *err);
+swi_predictor seg_model_predictor(seg_state *s);
+void seg_dnnl_close(seg_state *s);
 
 /* Abort the outputs not committed (their temporaries removed). */
 void seg_abort_outputs(seg_state *s);

@@ -72,6 +72,7 @@ void seg_state_free(seg_state *s) {
     seg_abort_outputs(s);
     cli_input_close(&s->store_in);
     swi_free(s->ctx);
+    seg_dnnl_close(s);
     for (int m = 1; m < s->n_members; m++) swi_ort_close(s->members[m]);
     seg_ensemble_free(&s->ensemble);
     swi_predictor_mean_free(&s->mean);
@@ -241,7 +242,8 @@ static int open_model(const pl_opts *o, seg_state *s, int64_t roi[3], swi_head_s
     memcpy(roi, w.roi, sizeof w.roi);
     s->members[0] = s->model;
     s->n_members = 1;
-    return open_members(o, s, &oo, &in, &w, head, err);
+    if (open_members(o, s, &oo, &in, &w, head, err)) return 1;
+    return seg_dnnl_choose(o, s, roi, head, err);
 }
 
 /* The caller's predictors as the network: every window of roi gives classes channels;
