@@ -275,6 +275,13 @@ static int parse_node(reader *r, const Onnx__NodeProto *n, dn_node *d) {
         for (int k = 0; k < d->nin; k++)
             if (d->in[k] < 0) return refuse(r, d, "an input is missing");
         if (d->op == DN_PRELU && need_init(r, d, 1, "slope")) return -1;
+        if (d->op == DN_PRELU && r->m->v[d->in[1]].count == 1 && isfinite(r->m->v[d->in[1]].data[0])) {
+            /* one slope for all: LeakyRelu, which oneDNN runs fast and fuses into a Conv */
+            d->op = DN_RELU;
+            d->alpha = r->m->v[d->in[1]].data[0];
+            d->nin = 1;
+            return 0;
+        }
         d->alpha = strcmp(op, "LeakyRelu") == 0 ? attr_f(n, "alpha", 0.01f) : 0.f;
         if (!isfinite(d->alpha)) return refuse(r, d, "alpha must be finite");
         if (d->op == DN_SOFTMAX) {

@@ -102,6 +102,7 @@ struct swi_dnnl_model {
     size_t scratch_bytes, weight_bytes, stat_bytes, act_bytes;
     dnnl_memory_t scratch_mem, in_mem, out_mem;
     int reorders;
+    double flops; /* per window: 2 x the multiply-adds of the convolutions */
 };
 
 void dn_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

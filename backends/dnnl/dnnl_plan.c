@@ -350,6 +350,10 @@ static int plan_conv(plan_ctx *c, const dn_node *d) {
     }
     y->rank = rank;
     memcpy(y->dims, ydims, sizeof ydims);
+    double macs = (double)(deconv ? cin : cout) * (double)((deconv ? cout : cin) / g);
+    for (int a = 0; a < nk; a++)
+        macs *= (double)d->kernel[a] * (double)(deconv ? x->dims[2 + a] : ydims[2 + a]);
+    m->flops += 2 * macs;
     /* weights: logical [G,] OC/G, IC/G, k...; the ONNX layout named by tag */
     int64_t wd[6];
     int wr = 0;
@@ -515,12 +519,15 @@ static int plan_eltwise(plan_ctx *c, const dn_node *d) {
             return -1;
         }
         dnnl_memory_desc_t wmd;
-        md_init(&wmd, x->rank, sd, c->act, plain_tag(x->rank));
+        /* the slopes in the layout the primitive prefers (a plain one runs the slow
+         * reference kernel on blocked data) */
+        md_init(&wmd, x->rank, sd, c->act, dnnl_format_tag_any);
         dnnl_prelu_desc_t pdsc;
         s = dnnl_prelu_forward_desc_init(&pdsc, dnnl_forward_inference, &x->md, &wmd);
         if (s != dnnl_success) return fail(c, "no oneDNN PReLU for this tensor", s);
         if (pd_create(c, &pd, &pdsc, NULL, "no oneDNN PReLU for this tensor")) return -1;
-        dnnl_memory_t w = constant(c, d->in[1], x->rank, sd, &wmd);
+        dnnl_memory_t w =
+            constant(c, d->in[1], x->rank, sd, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
         if (w && !produce(c, d->out, &x->md, d->in[0])) {
             dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, x->mem}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y->mem}};
             rc = add_step(c, pd, args, 3, 0);
@@ -738,6 +745,7 @@ void dn_plan_free(swi_dnnl_model *m) {
     m->scratch_bytes = m->weight_bytes = m->stat_bytes = m->act_bytes = 0;
     m->scratch_mem = m->in_mem = m->out_mem = NULL;
     m->reorders = 0;
+    m->flops = 0;
     m->planned = 0;
     for (int i = 0; i < m->nv; i++) {
         m->v[i].mem = NULL;
@@ -976,6 +984,8 @@ void swi_dnnl_memory(const swi_dnnl_model *m, size_t *weights, size_t *scratch, 
     if (scratch) *scratch = m ? m->scratch_bytes + m->stat_bytes : 0;
     if (activations) *activations = m ? m->act_bytes : 0;
 }
+
+double swi_dnnl_flops(const swi_dnnl_model *m) { return m && m->planned ? m->flops : 0; }
 
 void swi_dnnl_plan_counts(const swi_dnnl_model *m, int *primitives, int *reorders) {
     if (primitives) *primitives = m ? m->nsteps : 0;

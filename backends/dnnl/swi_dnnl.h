@@ -111,6 +111,10 @@ void swi_dnnl_memory(const swi_dnnl_model *m, size_t *weights, size_t *scratch, 
 /** Primitives in the prepared plan, and how many of them are reorders (layout changes). */
 void swi_dnnl_plan_counts(const swi_dnnl_model *m, int *primitives, int *reorders);
 
+/** Floating-point operations of one window through the prepared plan: 2 x the
+ *  multiply-adds of its convolutions (the other layers are not counted). */
+double swi_dnnl_flops(const swi_dnnl_model *m);
+
 #ifdef __cplusplus
 }
 #endif

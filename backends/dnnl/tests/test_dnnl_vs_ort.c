@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
     char err[512] = "";
     swi_dnnl_options dopt;
     swi_dnnl_options_init(&dopt);
-    dopt.threads = 2;
+    dopt.threads = getenv("SWI_DNNL_TEST_THREADS") ? atoi(getenv("SWI_DNNL_TEST_THREADS")) : 2;
     dopt.precision = bf16 ? SWI_DNNL_BF16 : SWI_DNNL_FP32;
     if (bf16 && !swi_dnnl_bf16_supported()) {
         printf("SKIPPED: no bf16 on this CPU\n");
