@@ -5,7 +5,9 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <math.h>
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +312,22 @@ static int too_small(plan_ctx *c) {
     return -1;
 }
 
+/* Sizes a layer computed: each dimension at most 2^24 and the tensor at most 2^40 elements,
+ * so that later layers' arithmetic cannot overflow (a hostile graph can chain strides). */
+static int dims_ok(plan_ctx *c, const dn_value *y) {
+    int64_t n = 1;
+    for (int i = 0; i < y->rank; i++) {
+        if (y->dims[i] < 1 || y->dims[i] > ((int64_t)1 << 24) || n > ((int64_t)1 << 40) / y->dims[i]) {
+            dn_err(c->err, c->errlen,
+                   "%s: node '%s': an output of more than 2^40 elements or 2^24 along an axis", c->m->path,
+                   c->node->name);
+            return -1;
+        }
+        n *= y->dims[i];
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------------- */
 /* the operators                                                              */
 /* ------------------------------------------------------------------------- */
@@ -350,6 +368,7 @@ static int plan_conv(plan_ctx *c, const dn_node *d) {
     }
     y->rank = rank;
     memcpy(y->dims, ydims, sizeof ydims);
+    if (dims_ok(c, y)) return -1;
     double macs = (double)(deconv ? cin : cout) * (double)((deconv ? cout : cin) / g);
     for (int a = 0; a < nk; a++)
         macs *= (double)d->kernel[a] * (double)(deconv ? x->dims[2 + a] : ydims[2 + a]);
@@ -649,6 +668,7 @@ static int plan_concat(plan_ctx *c, const dn_node *d) {
                 return -1;
             }
         y->dims[axis] += x->dims[axis];
+        if (dims_ok(c, y)) return -1;
         mds[i] = x->md;
         if (mds[i].data_type != c->act)
             return fail(c, "Concat of the graph input in bf16", dnnl_unimplemented);
@@ -692,6 +712,7 @@ static int plan_pool(plan_ctx *c, const dn_node *d) {
         pl[a] = d->pad_l[a];
         pr[a] = d->pad_r[a];
     }
+    if (dims_ok(c, y)) return -1;
     dnnl_memory_desc_t dst_any, want = x->md;
     want.data_type = c->act;
     md_init(&dst_any, y->rank, y->dims, c->act, dnnl_format_tag_any);
@@ -756,6 +777,15 @@ void dn_plan_free(swi_dnnl_model *m) {
 /* Allocate the activation slots and the scratchpad and bind them. */
 static int bind_buffers(plan_ctx *c) {
     swi_dnnl_model *m = c->m;
+    size_t total = m->model_bytes + m->weight_bytes + m->scratch_bytes + m->stat_bytes;
+    for (int s = 0; s < m->nslots; s++) total += m->slot_bytes[s];
+    if (m->opt.max_bytes && total > m->opt.max_bytes) {
+        dn_err(c->err, c->errlen,
+               "%s: the plan for this window needs %zu MiB (weights, scratch, activations); "
+               "the limit is %zu MiB",
+               m->path, total >> 20, m->opt.max_bytes >> 20);
+        return -2;
+    }
     for (int s = 0; s < m->nslots; s++) {
         m->slot_ptr[s] = dn_alloc(m->slot_bytes[s]);
         if (!m->slot_ptr[s]) return fail(c, "out of memory for the activations", dnnl_out_of_memory);
@@ -783,7 +813,11 @@ static int bind_buffers(plan_ctx *c) {
 
 static void set_threads(const swi_dnnl_model *m) {
     /* OpenMP: the calling thread's next parallel regions (oneDNN's) use this many */
+#ifdef _OPENMP
     omp_set_num_threads(m->opt.threads > 0 ? m->opt.threads : 1);
+#else
+    (void)m; /* built without OpenMP (the fuzz target): oneDNN's own default */
+#endif
 }
 
 swi_status swi_dnnl_prepare(swi_dnnl_model *m, int output, int64_t channels, int dims, const int64_t *roi,
@@ -905,7 +939,12 @@ swi_status swi_dnnl_prepare(swi_dnnl_model *m, int output, int64_t channels, int
         dnnl_primitive_desc_destroy(pd);
         if (rc) goto bad;
     }
-    if (bind_buffers(&c)) goto bad;
+    int br = bind_buffers(&c);
+    if (br == -2) {
+        dn_plan_free(m);
+        return SWI_ERR_BUDGET;
+    }
+    if (br) goto bad;
     m->out_index = output;
     m->dims = dims;
     m->channels = channels;

@@ -70,6 +70,9 @@ typedef enum swi_dnnl_precision {
 typedef struct swi_dnnl_options {
     int threads;                  /**< OpenMP threads for the network, >= 1 (default 1) */
     swi_dnnl_precision precision; /**< default SWI_DNNL_FP32 */
+    size_t max_bytes;             /**< swi_dnnl_prepare refuses a plan holding more (weights,
+                                       scratch and activations, swi_dnnl_memory) with
+                                       SWI_ERR_BUDGET; 0 (default): no limit */
 } swi_dnnl_options;
 
 void swi_dnnl_options_init(swi_dnnl_options *o);
