@@ -41,6 +41,16 @@ swi_predictor seg_model_predictor(seg_state *s) {
     return swi_ort_predictor(s->model);
 }
 
+size_t seg_dnnl_bytes(const seg_state *s) {
+    size_t w = 0, sc = 0, a = 0;
+#ifdef SWI_HAVE_DNNL
+    swi_dnnl_memory(s->dnnl, &w, &sc, &a);
+#else
+    (void)s;
+#endif
+    return w + sc + a;
+}
+
 void seg_dnnl_close(seg_state *s) {
 #ifdef SWI_HAVE_DNNL
     swi_dnnl_close(s->dnnl);
@@ -86,6 +96,7 @@ int seg_dnnl_choose(const pl_opts *o, seg_state *s, const int64_t roi[3], const 
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     dopt.threads = o->threads > 0 ? o->threads : cpus > 0 && cpus <= SWI_MAX_THREADS ? (int)cpus : 1;
     dopt.precision = want_bf16(o) ? SWI_DNNL_BF16 : SWI_DNNL_FP32;
+    dopt.max_bytes = o->max_memory; /* the plan alone may not pass the whole budget */
     char why[SWI_ERRLEN];
     swi_dnnl_model *m = NULL;
     swi_head_spec dh;

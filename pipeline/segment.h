@@ -62,6 +62,9 @@ int seg_dnnl_choose(const pl_opts *o, seg_state *s, const int64_t roi[3], const 
                     char *err);
 swi_predictor seg_model_predictor(seg_state *s);
 void seg_dnnl_close(seg_state *s);
+/* Bytes the oneDNN plan holds (weights, scratch, activations; 0 without one): beside the
+ * engine in the memory budget. */
+size_t seg_dnnl_bytes(const seg_state *s);
 
 /* Abort the outputs not committed (their temporaries removed). */
 void seg_abort_outputs(seg_state *s);

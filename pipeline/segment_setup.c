@@ -411,7 +411,7 @@ static size_t beside_bytes(void *user, const swi_plan *plan) {
     const beside_of *b = user;
     return seg_grid_bytes(&b->s->grid, plan->head_channels[0], PL_WANT_SCORES(b->o), plan->order[0]) +
            seg_ensemble_bytes(b->s->n_members, b->head, plan->sw_batch_size) +
-           mirror_bytes(b->s, b->head, plan->sw_batch_size);
+           mirror_bytes(b->s, b->head, plan->sw_batch_size) + seg_dnnl_bytes(b->s);
 }
 
 /* Bytes held while the inputs are read (seg_read_inputs): the float volume of every
@@ -442,7 +442,7 @@ int seg_fits_available(const pl_opts *o, const seg_state *s, const swi_params *p
     swi_plan plan;
     size_t beside = 0;
     char msg[SWI_ERRLEN];
-    const int any = s->grid.active || s->n_members > 1 || s->n_mirrors > 0;
+    const int any = s->grid.active || s->n_members > 1 || s->n_mirrors > 0 || s->dnnl;
     swi_status st = cli_plan_available(ctx, &q, &shape_only, outs, n_outs, &plan, any ? beside_bytes : NULL,
                                        &b, &beside, seg_reading_bytes(o, s), msg, sizeof msg);
     swi_free(ctx);
@@ -455,7 +455,7 @@ int seg_plan(const pl_opts *o, seg_state *s, swi_params *p, const swi_tensor *in
              int n_outs, swi_plan *plan, size_t *beside, char *unfit, size_t unfit_len) {
     beside_of b = {s, o, &p->heads[0]};
     char err[SWI_ERRLEN];
-    const int any = s->grid.active || s->n_members > 1 || s->n_mirrors > 0;
+    const int any = s->grid.active || s->n_members > 1 || s->n_mirrors > 0 || s->dnnl;
     if (unfit_len) unfit[0] = '\0';
     const size_t reading = seg_reading_bytes(o, s);
     swi_status st = cli_plan_available(s->ctx, p, in, outs, n_outs, plan, any ? beside_bytes : NULL, &b,
