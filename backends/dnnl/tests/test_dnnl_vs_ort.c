@@ -126,6 +126,10 @@ int main(int argc, char **argv) {
     free(o3);
     if (!om) {
         printf("ok %s (no reference for %d-D windows)\n", path, dims);
+        swi_dnnl_close(dm);
+        free(in);
+        free(o1);
+        free(o2);
         return 0;
     }
     if (swi_ort_run(om, in, windows, o2, err, sizeof err)) {
