@@ -57,14 +57,11 @@ static int add_value(reader *r, const char *name, int producer) {
     return m->nv++;
 }
 
-/* Copy a float tensor's values into value k. 0, or -1 with the message set. */
+/* Copy a tensor's values into value k: float32 into data, int64 into idata; of other types
+ * only the type is kept (the node that reads one refuses it). 0, or -1 with the message set. */
 static int read_tensor(reader *r, const Onnx__TensorProto *t, int k, const char *what) {
     dn_value *v = &r->m->v[k];
-    if (t->data_type != OX_FLOAT) {
-        dn_err(r->err, r->errlen, "%s: %s '%s' is %s; the oneDNN backend reads float32 weights", r->path,
-               what, v->name, ox_type_name(t->data_type));
-        return -1;
-    }
+    v->elem_type = t->data_type;
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         dn_err(r->err, r->errlen,
                "%s: %s '%s' keeps its data in an external file; the oneDNN backend "
@@ -87,6 +84,27 @@ static int read_tensor(reader *r, const Onnx__TensorProto *t, int k, const char 
     }
     v->init_rank = (int)t->n_dims;
     v->count = count;
+    if (t->data_type == OX_INT64) {
+        const void *isrc = NULL;
+        if (t->has_raw_data && t->raw_data.len == (size_t)count * sizeof(int64_t))
+            isrc = t->raw_data.data;
+        else if (!t->has_raw_data && t->n_int64_data == (size_t)count)
+            isrc = t->int64_data;
+        if (!isrc) {
+            dn_err(r->err, r->errlen, "%s: %s '%s' holds the wrong number of values for its shape", r->path,
+                   what, v->name);
+            return -1;
+        }
+        if (count > 4096) return 0; /* shapes and pads are short; a long one is never read */
+        v->idata = malloc(count ? (size_t)count * sizeof(int64_t) : 1);
+        if (!v->idata) {
+            dn_err(r->err, r->errlen, "%s: out of memory reading '%s'", r->path, v->name);
+            return -1;
+        }
+        if (count) memcpy(v->idata, isrc, (size_t)count * sizeof(int64_t));
+        return 0;
+    }
+    if (t->data_type != OX_FLOAT) return 0;
     const void *src = NULL;
     if (t->has_raw_data && t->raw_data.len == (size_t)count * sizeof(float))
         src = t->raw_data.data; /* little-endian hosts (onnx_io.h) */
@@ -175,6 +193,13 @@ static int window_attrs(reader *r, const Onnx__NodeProto *n, dn_node *d, int nk)
 }
 
 static int need_init(reader *r, const dn_node *d, int k, const char *what) {
+    if (k >= 0 && k < d->nin && d->in[k] >= 0 && r->m->v[d->in[k]].producer == -2 &&
+        !r->m->v[d->in[k]].data) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "its %s '%s' is %s; the oneDNN backend takes float32", what,
+                 r->m->v[d->in[k]].name, ox_type_name(r->m->v[d->in[k]].elem_type));
+        return refuse(r, d, msg);
+    }
     if (k < 0 || r->m->v[d->in[k]].producer != -2) {
         char msg[160];
         snprintf(msg, sizeof msg,
@@ -446,7 +471,22 @@ swi_status dn_read_graph(swi_dnnl_model *m, const char *path, char *err, size_t 
             m->nn--;
             continue;
         }
-        if (strcmp(op, "Identity") == 0 || strcmp(op, "Dropout") == 0) {
+        if (strcmp(op, "Pad") == 0) {
+            /* zero pads (what exporters leave before a pooling) are an Identity; others are
+             * refused for now */
+            int zero =
+                d->nin >= 2 && d->in[0] >= 0 && d->in[1] >= 0 && m->v[d->in[1]].idata && n->n_output == 1;
+            char mode[32];
+            const char *md = attr_s(n, "mode", mode, sizeof mode);
+            if (md && strcmp(md, "constant") != 0) zero = 0;
+            for (int64_t k = 0; zero && k < m->v[d->in[1]].count; k++)
+                if (m->v[d->in[1]].idata[k] != 0) zero = 0;
+            if (!zero) {
+                refuse(&r, d, "Pad is supported by the oneDNN backend only with constant all-zero pads");
+                goto out;
+            }
+        }
+        if (strcmp(op, "Identity") == 0 || strcmp(op, "Dropout") == 0 || strcmp(op, "Pad") == 0) {
             /* an alias: readers of the output read the input (Dropout is Identity at inference) */
             if (d->nin < 1 || d->in[0] < 0 || n->n_output != 1) {
                 refuse(&r, d, "an Identity needs one input and one output");
@@ -457,11 +497,19 @@ swi_status dn_read_graph(swi_dnnl_model *m, const char *path, char *err, size_t 
             if (k < 0) goto nomem;
             dn_value *v = &m->v[k];
             if (m->v[src].producer == -2) {
-                /* a copy of a constant */
+                /* a copy of a constant (its values: float32 or int64; else its type alone) */
                 v->count = m->v[src].count;
-                v->data = malloc(v->count ? (size_t)v->count * sizeof(float) : 1);
-                if (!v->data) goto nomem;
-                if (v->count) memcpy(v->data, m->v[src].data, (size_t)v->count * sizeof(float));
+                v->elem_type = m->v[src].elem_type;
+                if (m->v[src].data) {
+                    v->data = malloc(v->count ? (size_t)v->count * sizeof(float) : 1);
+                    if (!v->data) goto nomem;
+                    if (v->count) memcpy(v->data, m->v[src].data, (size_t)v->count * sizeof(float));
+                }
+                if (m->v[src].idata) {
+                    v->idata = malloc(v->count ? (size_t)v->count * sizeof(int64_t) : 1);
+                    if (!v->idata) goto nomem;
+                    if (v->count) memcpy(v->idata, m->v[src].idata, (size_t)v->count * sizeof(int64_t));
+                }
                 v->init_rank = m->v[src].init_rank;
                 memcpy(v->init_dims, m->v[src].init_dims, sizeof v->init_dims);
             } else {

@@ -30,8 +30,10 @@ enum dn_op {
 /* A tensor of the graph: the input, an initializer (weights) or a node's output. */
 typedef struct dn_value {
     char *name;
-    int producer; /* node index, -1: the graph input, -2: an initializer */
-    float *data;  /* initializer values (owned) */
+    int producer;   /* node index, -1: the graph input, -2: an initializer */
+    float *data;    /* initializer values when float32 (owned), else NULL */
+    int64_t *idata; /* initializer values when int64 (owned: Pad's pads), else NULL */
+    int elem_type;  /* initializer's ONNX element type */
     int64_t count;
     int init_rank;
     int64_t init_dims[8];

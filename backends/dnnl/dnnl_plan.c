@@ -607,6 +607,10 @@ static int plan_binary(plan_ctx *c, const dn_node *d) {
     dnnl_memory_desc_t zmd;
     if (z->producer == -2) {
         int64_t bd[DN_MAX_RANK];
+        if (!z->data) {
+            dn_err(c->err, c->errlen, "%s: node '%s': the constant operand is not float32", m->path, d->name);
+            return -1;
+        }
         if (broadcast_dims(z, x->rank, x->dims, bd)) {
             dn_err(c->err, c->errlen, "%s: node '%s': the constant operand does not broadcast to the other",
                    m->path, d->name);
@@ -1114,6 +1118,7 @@ void swi_dnnl_close(swi_dnnl_model *m) {
     for (int i = 0; i < m->nv; i++) {
         free(m->v[i].name);
         free(m->v[i].data);
+        free(m->v[i].idata);
     }
     for (int i = 0; i < m->nn; i++) free(m->nd[i].name);
     free(m->v);

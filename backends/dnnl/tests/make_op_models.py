@@ -126,5 +126,15 @@ save("refuse_ceil", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 
 save("refuse_same", [helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER")],
      [const("w", r(1, 1, 3, 3, 3))], 1, [4, 4, 4], refuse="SAME_UPPER")
 
+save("refuse_fp16_weights", [helper.make_node("Conv", ["x", "w"], ["y"])],
+     [helper.make_tensor("w", TensorProto.FLOAT16, [1, 1, 1, 1, 1], [1.0])], 1, [4, 4, 4], refuse="float16")
+save("refuse_pad", [helper.make_node("Pad", ["x", "p"], ["y"], mode="constant")],
+     [helper.make_tensor("p", TensorProto.INT64, [10], [0, 0, 1, 0, 0, 0, 0, 0, 0, 0])], 1, [4, 4, 4],
+     refuse="Pad")
+# a zero Pad (as nnU-Net's ResEnc exports leave before AveragePool) is an Identity
+save("pad_zero_avgpool", [helper.make_node("Pad", ["x", "p"], ["q"], mode="constant"),
+                          helper.make_node("AveragePool", ["q"], ["y"], kernel_shape=[2, 2, 2], strides=[2, 2, 2])],
+     [helper.make_tensor("p", TensorProto.INT64, [10], [0] * 10)], 1, [6, 6, 6])
+
 with open(os.path.join(out, "cases.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")
