@@ -51,6 +51,19 @@ size_t seg_dnnl_bytes(const seg_state *s) {
     return w + sc + a;
 }
 
+int swi_pipeline_dnnl_covers(const char *model, char *why, size_t n) {
+#ifdef SWI_HAVE_DNNL
+    swi_dnnl_model *m = NULL;
+    swi_status st = swi_dnnl_open(model, NULL, &m, why, n);
+    swi_dnnl_close(m);
+    return st == SWI_OK;
+#else
+    (void)model;
+    snprintf(why, n, "this swi was built without oneDNN (libdnnl-dev)");
+    return -1;
+#endif
+}
+
 void seg_dnnl_close(seg_state *s) {
 #ifdef SWI_HAVE_DNNL
     swi_dnnl_close(s->dnnl);

@@ -430,6 +430,11 @@ void swi_folder_free(swi_folder *folder);
  *  an answer). A program calls it from main and exits with its status. */
 swi_status swi_folder_serve_reader(int fd, int n_files, const char *const *files);
 
+/** Whether the oneDNN backend (`swi segment --backend dnnl`) reads every operator of the
+ *  ONNX model at `model`: 1; 0 with the reason in why (one line, n bytes); -1 when swi was
+ *  built without it (why says so). Window-dependent checks come when a run plans. */
+int swi_pipeline_dnnl_covers(const char *model, char *why, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
