@@ -316,6 +316,71 @@ static int parse_node(reader *r, const Onnx__NodeProto *n, dn_node *d) {
         }
         return 0;
     }
+    if (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0) {
+        /* Only what oneDNN's resampling computes the same way: nearest with integer
+         * up-scaling where ONNX picks source floor(x / s), and linear with half-pixel
+         * centres; the output size from constant scales or sizes. */
+        const int up = op[0] == 'U';
+        char mode[40], ctm[40], nm[40], kar[40];
+        const char *md = attr_s(n, "mode", mode, sizeof mode);
+        md = md ? md : "nearest";
+        const char *cm = up ? "asymmetric" : attr_s(n, "coordinate_transformation_mode", ctm, sizeof ctm);
+        cm = cm ? cm : r->m->opset >= 11 ? "half_pixel" : "asymmetric";
+        const char *nr = up ? "floor" : attr_s(n, "nearest_mode", nm, sizeof nm);
+        nr = nr ? nr : "round_prefer_floor";
+        const char *ka = attr_s(n, "keep_aspect_ratio_policy", kar, sizeof kar);
+        d->op = DN_RESIZE;
+        d->linear = strcmp(md, "linear") == 0;
+        const int half = strcmp(cm, "half_pixel") == 0 || strcmp(cm, "pytorch_half_pixel") == 0;
+        const int ok_mode = d->linear ? half
+                                      : strcmp(md, "nearest") == 0 &&
+                                            ((strcmp(cm, "asymmetric") == 0 && strcmp(nr, "floor") == 0) ||
+                                             (half && (strcmp(nr, "round_prefer_floor") == 0 ||
+                                                       strcmp(nr, "round_prefer_ceil") == 0)));
+        if (!ok_mode || attr_i(n, "antialias", 0) != 0 || attr(n, "axes") ||
+            attr_i(n, "exclude_outside", 0) != 0 || (ka && strcmp(ka, "stretch") != 0)) {
+            char msg[240];
+            snprintf(
+                msg, sizeof msg,
+                "%s mode %s, coordinate_transformation_mode %s, nearest_mode %s is not supported "
+                "by the oneDNN backend (nearest with floor/half-pixel rounding, or linear with half-pixel centres)",
+                op, md, cm, nr);
+            return refuse(r, d, msg);
+        }
+        const dn_value *sv = NULL, *zv = NULL;
+        if (up && attr(n, "scales")) {
+            const Onnx__AttributeProto *a = attr(n, "scales");
+            if (a->n_floats < 1 || a->n_floats > DN_MAX_RANK)
+                return refuse(r, d, "scales of the wrong length");
+            d->nscale = (int)a->n_floats;
+            for (int k = 0; k < d->nscale; k++) d->scale[k] = a->floats[k];
+        } else {
+            int si = up ? 1 : r->m->opset >= 11 ? 2 : 1;
+            if (si < d->nin && d->in[si] >= 0) sv = &r->m->v[d->in[si]];
+            if (!up && r->m->opset >= 11 && d->nin > 3 && d->in[3] >= 0) zv = &r->m->v[d->in[3]];
+            if (sv && sv->count == 0) sv = NULL; /* an empty scales with sizes given */
+            if ((sv && (sv->producer != -2 || !sv->data)) || (zv && (zv->producer != -2 || !zv->idata)) ||
+                (!sv == !zv))
+                return refuse(
+                    r, d, "the oneDNN backend takes constant scales (float32) or sizes (int64), one of them");
+            const dn_value *t = sv ? sv : zv;
+            if (t->count < 1 || t->count > DN_MAX_RANK)
+                return refuse(r, d, "scales or sizes of the wrong length");
+            for (int k = 0; k < (int)t->count; k++) {
+                if (sv)
+                    d->scale[k] = sv->data[k];
+                else
+                    d->size[k] = zv->idata[k];
+            }
+            if (sv)
+                d->nscale = (int)sv->count;
+            else
+                d->nsize = (int)zv->count;
+        }
+        if (d->nin < 1 || d->in[0] < 0) return refuse(r, d, "Resize needs its data input");
+        d->nin = 1; /* the constants are read here, once */
+        return 0;
+    }
     if (strcmp(op, "Concat") == 0) {
         d->op = DN_CONCAT;
         if (d->nin < 1) return refuse(r, d, "Concat needs inputs");

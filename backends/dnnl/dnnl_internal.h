@@ -24,7 +24,8 @@ enum dn_op {
     DN_CONCAT,
     DN_SOFTMAX,
     DN_MAXPOOL,
-    DN_AVGPOOL
+    DN_AVGPOOL,
+    DN_RESIZE /* Resize, Upsample: nearest (integer up-scaling) or linear, half-pixel centres */
 };
 
 /* A tensor of the graph: the input, an initializer (weights) or a node's output. */
@@ -57,6 +58,10 @@ typedef struct dn_node {
     int64_t kernel[3], strides[3], dil[3], pad_l[3], pad_r[3], out_pad[3];
     float alpha, eps;
     /* an elementwise node folded into this Conv/ConvTranspose as a post-op */
+    /* Resize: linear (else nearest); the output size per axis given as scales or sizes */
+    int linear, nscale, nsize;
+    float scale[DN_MAX_RANK];
+    int64_t size[DN_MAX_RANK];
     int post;         /* -1 none, else DN_RELU / DN_SIGMOID / DN_TANH */
     float post_alpha; /* LeakyRelu's slope */
     int fused;        /* 1: this node was folded into its producer */

@@ -741,6 +741,62 @@ static int plan_pool(plan_ctx *c, const dn_node *d) {
     return rc;
 }
 
+static int plan_resize(plan_ctx *c, const dn_node *d) {
+    swi_dnnl_model *m = c->m;
+    dn_value *x = &m->v[d->in[0]], *y = &m->v[d->out];
+    if ((d->nscale && d->nscale != x->rank) || (d->nsize && d->nsize != x->rank)) {
+        dn_err(c->err, c->errlen, "%s: node '%s': %d scales or sizes for a rank-%d tensor", m->path, d->name,
+               d->nscale ? d->nscale : d->nsize, x->rank);
+        return -1;
+    }
+    y->rank = x->rank;
+    for (int a = 0; a < x->rank; a++) {
+        if (d->nsize) {
+            y->dims[a] = d->size[a];
+        } else {
+            double o = (double)x->dims[a] * (double)d->scale[a];
+            if (!(o >= 1 && o <= (double)((int64_t)1 << 24)) || fabs(o - floor(o + 0.5)) > 1e-4) {
+                dn_err(c->err, c->errlen,
+                       "%s: node '%s': scale %g of size %lld is not a whole output size (the "
+                       "oneDNN backend needs one)",
+                       m->path, d->name, (double)d->scale[a], (long long)x->dims[a]);
+                return -1;
+            }
+            y->dims[a] = (int64_t)floor(o + 0.5);
+        }
+        int bad = y->dims[a] < 1 || (a < 2 && y->dims[a] != x->dims[a]) ||
+                  (!d->linear && a >= 2 && (y->dims[a] < x->dims[a] || y->dims[a] % x->dims[a]));
+        if (bad) {
+            dn_err(c->err, c->errlen,
+                   "%s: node '%s': resizing %lld to %lld along axis %d is not supported by the "
+                   "oneDNN backend (batch and channels kept; nearest: whole up-scaling only)",
+                   m->path, d->name, (long long)x->dims[a], (long long)y->dims[a], a);
+            return -1;
+        }
+    }
+    if (dims_ok(c, y)) return -1;
+    dnnl_memory_desc_t dst_any, want = x->md;
+    want.data_type = c->act;
+    md_init(&dst_any, y->rank, y->dims, c->act, dnnl_format_tag_any);
+    dnnl_resampling_desc_t rd;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s = dnnl_resampling_forward_desc_init(
+        &rd, dnnl_forward_inference, d->linear ? dnnl_resampling_linear : dnnl_resampling_nearest, NULL,
+        &want, &dst_any);
+    if (s != dnnl_success) return fail(c, "no oneDNN resampling for these sizes", s);
+    if (pd_create(c, &pd, &rd, NULL, "no oneDNN resampling for these sizes")) return -1;
+    int tmp = -1, rc = -1;
+    dnnl_memory_t xm = as_layout(c, d->in[0], &want, &tmp);
+    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    if (xm && !produce(c, d->out, dst_md, -1)) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, y->mem}};
+        rc = add_step(c, pd, args, 2, 0);
+    }
+    slot_put(m, tmp);
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------- */
 /* plan, run                                                                  */
 /* ------------------------------------------------------------------------- */
@@ -904,6 +960,7 @@ swi_status swi_dnnl_prepare(swi_dnnl_model *m, int output, int64_t channels, int
         case DN_CONCAT: rc = plan_concat(&c, d); break;
         case DN_MAXPOOL:
         case DN_AVGPOOL: rc = plan_pool(&c, d); break;
+        case DN_RESIZE: rc = plan_resize(&c, d); break;
         default: rc = plan_eltwise(&c, d); break;
         }
         if (rc) goto bad;

@@ -23,7 +23,9 @@
  * output_padding; no output_shape), InstanceNormalization, BatchNormalization (inference),
  * Relu, LeakyRelu, PRelu, Sigmoid, Tanh, Add, Mul (the second operand the same shape or
  * broadcast from a constant), Concat, Softmax (opset >= 13, or the last axis), MaxPool and
- * AveragePool (ceil_mode 0), Identity, Constant. Any other operator or attribute is
+ * AveragePool (ceil_mode 0), Resize and Upsample (constant scales or sizes; nearest with
+ * whole up-scaling and floor / half-pixel rounding, or linear with half-pixel centres),
+ * Identity, Dropout, Constant, Pad with all-zero pads. Any other operator or attribute is
  * refused by swi_dnnl_open with a message naming it (SWI_ERR_INVALID_ARG), and the caller
  * can run the model with ONNX Runtime instead (swi segment --backend auto does).
  *

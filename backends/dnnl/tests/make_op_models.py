@@ -2,9 +2,9 @@
 
     python3 make_op_models.py OUTDIR [SEED]
 
-Writes OUTDIR/<case>.onnx and OUTDIR/cases.txt: one line per case, "<file> <channels>
-<d0> <d1> <d2>" (a window to run) or "<file> refuse <word>" (the dnnl loader must refuse
-it with a message containing <word>). Shapes and attributes are drawn from a seeded RNG:
+Writes OUTDIR/<case>.onnx and OUTDIR/cases.txt: one line per case, "--windows N <file>
+<channels> <d0> [<d1> <d2>]" (test_dnnl_vs_ort's arguments: windows to run) or "<file>
+refuse <word>" (the dnnl loader must refuse it with a message containing <word>). Shapes and attributes are drawn from a seeded RNG:
 the same seed gives the same files.
 """
 import os
@@ -24,15 +24,16 @@ def const(name, arr):
     return helper.make_tensor(name, TensorProto.FLOAT, arr.shape, arr.astype(np.float32).ravel().tolist())
 
 
-def save(case, nodes, inits, cin, win, cout_shape=None, opset=17, refuse=None):
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", cin] + list(win))
+def save(case, nodes, inits, cin, win, cout_shape=None, opset=17, refuse=None, windows=2, batch="n"):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, cin] + list(win))
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     g = helper.make_graph(nodes, case, [x], [y], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     onnx.save(m, os.path.join(out, case + ".onnx"))
     f = os.path.join(out, case + ".onnx")
-    lines.append(f"{f} refuse {refuse}" if refuse else f"{f} {cin} " + " ".join(str(w) for w in win))
+    lines.append(f"{f} refuse {refuse}" if refuse else
+                 f"--windows {windows} {f} {cin} " + " ".join(str(w) for w in win))
 
 
 def r(*shape):
@@ -118,8 +119,12 @@ two_branch("concat", "Concat", axis=1)
 two_branch("concat_neg", "Concat", axis=-4)
 
 # refused: an operator the backend lacks, a computed weight, an attribute it lacks
-save("refuse_resize", [helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="nearest")],
-     [const("sc", np.array([1, 1, 2, 2, 2], np.float32))], 1, [4, 4, 4], refuse="operator Resize")
+save("refuse_resize_cubic", [helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="cubic")],
+     [const("sc", np.array([1, 1, 2, 2, 2], np.float32))], 1, [4, 4, 4], refuse="mode cubic")
+save("refuse_resize_corners", [helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="linear",
+                                                coordinate_transformation_mode="align_corners")],
+     [const("sc", np.array([1, 1, 2, 2, 2], np.float32))], 1, [4, 4, 4], refuse="align_corners")
+save("refuse_topk", [helper.make_node("Erf", ["x"], ["y"])], [], 1, [4, 4, 4], refuse="operator Erf")
 save("refuse_conv_weights", [helper.make_node("Conv", ["x", "x"], ["y"])], [], 1, [4, 4, 4], refuse="weights")
 save("refuse_ceil", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2, 2], ceil_mode=1)], [], 1,
      [4, 4, 4], refuse="ceil_mode")
@@ -135,6 +140,38 @@ save("refuse_pad", [helper.make_node("Pad", ["x", "p"], ["y"], mode="constant")]
 save("pad_zero_avgpool", [helper.make_node("Pad", ["x", "p"], ["q"], mode="constant"),
                           helper.make_node("AveragePool", ["q"], ["y"], kernel_shape=[2, 2, 2], strides=[2, 2, 2])],
      [helper.make_tensor("p", TensorProto.INT64, [10], [0] * 10)], 1, [6, 6, 6])
+
+
+
+def resize_case(case, scales=None, sizes=None, opset=17, op="Resize", **attrs):
+    """A Conv (so that Resize reads a blocked layout) then Resize or Upsample."""
+    c = int(rng.integers(1, 4))
+    win = [int(rng.integers(3, 7)) for _ in range(3)]
+    inits = [const("w0", r(c, c, 1, 1, 1))]
+    if op == "Upsample":
+        ins = ["h", "sc"]
+        inits.append(const("sc", np.array([1, 1] + scales, np.float32)))
+    elif sizes is not None:
+        ins = ["h", "", "", "sz"]
+        inits.append(helper.make_tensor("sz", TensorProto.INT64, [5], [1, c] + [s(w) for s, w in zip(sizes, win)]))
+    else:
+        ins = ["h", "", "sc"]
+        inits.append(const("sc", np.array([1, 1] + scales, np.float32)))
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["h"], kernel_shape=[1, 1, 1]),
+             helper.make_node(op, ins, ["y"], **attrs)]
+    # sizes fix the batch at 1: so does the input then (ONNX Runtime runs 2 calls of 1)
+    save(case, nodes, inits, c, win, opset=opset, batch=1 if sizes is not None else "n")
+
+
+resize_case("resize_nearest", scales=[2, 2, 2])
+resize_case("resize_nearest_asym", scales=[3, 1, 2], coordinate_transformation_mode="asymmetric",
+            nearest_mode="floor")
+resize_case("resize_nearest_sizes", sizes=[lambda w: 2 * w, lambda w: w, lambda w: 3 * w])
+resize_case("resize_linear", scales=[2, 2, 2], mode="linear")
+resize_case("resize_linear_sizes", sizes=[lambda w: w + 2, lambda w: 2 * w - 1, lambda w: w], mode="linear")
+resize_case("resize_linear_pytorch", scales=[2, 3, 1], mode="linear",
+            coordinate_transformation_mode="pytorch_half_pixel")
+resize_case("upsample_nearest", scales=[2, 2, 1], op="Upsample", mode="nearest", opset=9)
 
 with open(os.path.join(out, "cases.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")
