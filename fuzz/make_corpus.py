@@ -282,8 +282,12 @@ def dnnl_seeds():
         N("Softmax", ["y0"], ["y"], axis=1),
     ], [w("w1", [2, 1, 3, 3, 3]), w("s", [2]), w("t", [2]), w("mu", [2]),
         helper.make_tensor("va", TensorProto.FLOAT, [2], [1.0, 2.0]), w("sl", [2, 1, 1, 1])])
-    save("unsupported_resize", [N("Resize", ["x", "", "sc"], ["y"], mode="nearest")],
+    save("resize_nearest", [N("Resize", ["x", "", "sc"], ["y"], mode="nearest")],
          [helper.make_tensor("sc", TensorProto.FLOAT, [5], [1, 1, 2, 2, 2])])
+    save("resize_linear_sizes", [N("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1, 1]),
+                                 N("Resize", ["c", "", "", "sz"], ["y"], mode="linear")],
+         [w("w", [2, 1, 1, 1, 1]), helper.make_tensor("sz", TensorProto.INT64, [5], [1, 2, 6, 7, 4])])
+    save("unsupported_erf", [N("Erf", ["x"], ["y"])], [])
 
 
 # ---- Zarr / OME-Zarr stores ---------------------------------------------------------------
