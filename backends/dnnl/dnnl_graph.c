@@ -398,7 +398,8 @@ static int parse_node(reader *r, const Onnx__NodeProto *n, dn_node *d) {
     return refuse(r, d, msg);
 }
 
-/* Fold Relu/LeakyRelu/Sigmoid/Tanh into the Conv or ConvTranspose that feeds only them. */
+/* Fold Relu/LeakyRelu/Sigmoid/Tanh into the Conv, ConvTranspose or normalisation that feeds
+ * only them (a post-op: one pass over the tensor instead of two). */
 static void fuse(swi_dnnl_model *m) {
     int *readers = calloc((size_t)m->nv, sizeof *readers);
     if (!readers) return; /* no fusion: the same results, a little slower */
@@ -412,7 +413,9 @@ static void fuse(swi_dnnl_model *m) {
         int p = m->v[a->in[0]].producer;
         if (p < 0) continue;
         dn_node *c = &m->nd[p];
-        if ((c->op != DN_CONV && c->op != DN_DECONV) || c->post >= 0 || readers[c->out] != 1) continue;
+        if ((c->op != DN_CONV && c->op != DN_DECONV && c->op != DN_INORM && c->op != DN_BNORM) ||
+            c->post >= 0 || readers[c->out] != 1)
+            continue;
         c->post = a->op;
         c->post_alpha = a->alpha;
         m->v[a->out].producer = p;

@@ -332,6 +332,10 @@ static int dims_ok(plan_ctx *c, const dn_value *y) {
 /* the operators                                                              */
 /* ------------------------------------------------------------------------- */
 
+static dnnl_alg_kind_t eltwise_alg(int op) {
+    return op == DN_RELU ? dnnl_eltwise_relu : op == DN_SIGMOID ? dnnl_eltwise_logistic : dnnl_eltwise_tanh;
+}
+
 static int plan_conv(plan_ctx *c, const dn_node *d) {
     swi_dnnl_model *m = c->m;
     dn_value *x = &m->v[d->in[0]], *w = &m->v[d->in[1]], *y = &m->v[d->out];
@@ -479,7 +483,21 @@ static int plan_norm(plan_ctx *c, const dn_node *d) {
     dnnl_status_t s =
         dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &x->md, d->eps, flags);
     if (s != dnnl_success) return fail(c, "no oneDNN normalisation for this tensor", s);
-    if (pd_create(c, &pd, &bd, NULL, "no oneDNN normalisation for this tensor")) return -1;
+    /* the folded activation as a post-op where oneDNN's normalisation takes one, else a
+     * step of its own after it (in place) */
+    int tail = d->post >= 0;
+    if (tail) {
+        dnnl_primitive_attr_t attr = new_attr();
+        dnnl_post_ops_t po = NULL;
+        if (attr && dnnl_post_ops_create(&po) == dnnl_success &&
+            dnnl_post_ops_append_eltwise(po, 1.f, eltwise_alg(d->post), d->post_alpha, 0.f) == dnnl_success &&
+            dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd, &bd, attr, m->eng, NULL) == dnnl_success)
+            tail = 0;
+        if (po) dnnl_post_ops_destroy(po);
+        if (attr) dnnl_primitive_attr_destroy(attr);
+    }
+    if (!pd && pd_create(c, &pd, &bd, NULL, "no oneDNN normalisation for this tensor")) return -1;
     int rc = -1;
     dnnl_memory_t sc = channel_const(c, d->in[1], ch), sh = sc ? channel_const(c, d->in[2], ch) : NULL;
     dnnl_memory_t mean = NULL, var = NULL;
@@ -519,6 +537,17 @@ static int plan_norm(plan_ctx *c, const dn_node *d) {
         rc = add_step(c, pd, args, nargs, 0);
     }
     dnnl_primitive_desc_destroy(pd);
+    if (rc == 0 && tail) {
+        dnnl_eltwise_desc_t ed;
+        pd = NULL;
+        if ((s = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, eltwise_alg(d->post), &y->md,
+                                                d->post_alpha, 0.f)) != dnnl_success)
+            return fail(c, "no oneDNN eltwise for this tensor", s);
+        if (pd_create(c, &pd, &ed, NULL, "no oneDNN eltwise for this tensor")) return -1;
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, y->mem}, {DNNL_ARG_DST, y->mem}};
+        rc = add_step(c, pd, args, 2, 0);
+        dnnl_primitive_desc_destroy(pd);
+    }
     return rc;
 }
 

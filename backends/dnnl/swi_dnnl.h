@@ -33,7 +33,8 @@
  * window shape: every primitive is created with the layouts oneDNN prefers (format_tag
  * any), activations stay in those layouts from layer to layer (a reorder only where two
  * consecutive primitives disagree), Conv/ConvTranspose get bias and a following
- * elementwise activation fused as post-ops, weights are reordered once into the layouts
+ * elementwise activation fused as post-ops (InstanceNorm/BatchNorm the activation; a
+ * PRelu with one slope counts as LeakyRelu), weights are reordered once into the layouts
  * the convolutions chose, and the activation buffers are planned once (a buffer is reused
  * as soon as its last reader has run; elementwise layers run in place). Each window of a
  * batch then runs through the plan (batch 1 per network pass: no per-batch replanning).
