@@ -6,15 +6,29 @@
  *
  *     // example:begin
  *     swi_dnnl_options opt;
- *     swi_dnnl_options_init(&opt);               // fp32, 1 thread
+ *     swi_dnnl_options_init(&opt);                 // fp32, 1 thread
+ *     opt.threads = 2;
  *     swi_dnnl_model *m = NULL;
  *     char err[512];
- *     if (swi_dnnl_open("unet.onnx", &opt, &m, err, sizeof err) != SWI_OK) goto fail;
  *     const int64_t roi[3] = {96, 96, 96};
  *     swi_head_spec head;
- *     if (swi_dnnl_prepare(m, 1, roi, &head, err, sizeof err) != SWI_OK) goto fail;
- *     swi_predictor net = swi_dnnl_predictor(m);  // then swi_run as with any predictor
+ *     if (swi_dnnl_open("unet.onnx", &opt, &m, err, sizeof err) != SWI_OK ||
+ *         swi_dnnl_prepare(m, 0, 1, 3, roi, &head, err, sizeof err) != SWI_OK) // output 0, 1 channel
+ *         goto fail;
+ *     for (int d = 0; d < 3; d++) params.roi[d] = roi[d]; // params.dims == 3
+ *     params.n_heads = 1;
+ *     params.heads[0] = head;
+ *     swi_predictor net = swi_dnnl_predictor(m);
+ *     if (swi_run(ctx, &params, &input, &net, outputs, n_outputs) != SWI_OK) {
+ *         snprintf(err, sizeof err, "%s", swi_last_error(ctx));
+ *         goto fail;
+ *     }
  *     swi_dnnl_close(m);
+ *     return 0;
+ * fail:
+ *     fprintf(stderr, "%s\n", err);
+ *     swi_dnnl_close(m);
+ *     return 1;
  *     // example:end
  *
  * The model. One float32 input [batch, channels, *spatial] (rank 4 or 5), the output used
