@@ -72,6 +72,7 @@ typedef struct dn_step {
     int nargs;
     dnnl_exec_arg_t args[10];
     int reorder;
+    int threads; /* OpenMP threads it runs on: fewer for a small layer (see add_step) */
 } dn_step;
 
 struct swi_dnnl_model {

@@ -105,6 +105,7 @@ static void release(swi_dnnl_model *m, int k) {
 }
 
 typedef struct plan_ctx {
+    int nt; /* OpenMP threads of the primitives being created (threads_for) */
     swi_dnnl_model *m;
     char *err;
     size_t errlen;
@@ -142,7 +143,21 @@ static int add_step(plan_ctx *c, dnnl_primitive_desc_t pd, const dnnl_exec_arg_t
     /* the scratchpad memory is made when its size is known (bind_buffers) */
     if (sb) st->args[st->nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, NULL};
     if (reorder) m->reorders++;
+    st->threads = c->nt;
     return 0;
+}
+
+/* The threads of the primitives created next, for `work` (elements touched; a convolution's
+ * multiply-adds / 32): at least 2^17 each, at most the run's. A small layer is not worth
+ * sharing: each OpenMP region ends in a barrier, a scheduler round trip on a loaded
+ * machine. oneDNN sizes its kernels by the threads in effect when a primitive is created,
+ * so this is set then, and again before it runs. */
+static void threads_for(plan_ctx *c, double work) {
+    double t = work / (double)(1 << 17);
+    c->nt = t >= c->m->opt.threads ? c->m->opt.threads : t >= 1 ? (int)t : 1;
+#ifdef _OPENMP
+    omp_set_num_threads(c->nt);
+#endif
 }
 
 static dnnl_primitive_attr_t new_attr(void) {
@@ -207,6 +222,9 @@ static dnnl_memory_t reorder_to(plan_ctx *c, dnnl_memory_t src, const dnnl_memor
     }
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
     dnnl_primitive_desc_t pd = NULL;
+    /* a layout change between layers: threads by its size, the layer's restored after */
+    const double saved_work = (double)c->nt * (double)(1 << 17);
+    if (!now) threads_for(c, (double)bytes / 4);
     /* a one-off (weights) keeps its scratchpad inside; a step shares the plan's */
     dnnl_primitive_attr_t attr = now ? NULL : new_attr();
     dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, src_md, m->eng, want, m->eng, attr);
@@ -229,6 +247,7 @@ static dnnl_memory_t reorder_to(plan_ctx *c, dnnl_memory_t src, const dnnl_memor
         return dst;
     }
     int r = add_step(c, pd, args, 2, 1);
+    threads_for(c, saved_work);
     dnnl_primitive_desc_destroy(pd);
     return r ? NULL : dst;
 }
@@ -940,7 +959,8 @@ swi_status swi_dnnl_prepare(swi_dnnl_model *m, int output, int64_t channels, int
     }
     dn_plan_free(m);
     set_threads(m);
-    plan_ctx c = {m, err, errlen, NULL, m->opt.precision == SWI_DNNL_BF16 ? dnnl_bf16 : dnnl_f32};
+    plan_ctx c = {m->opt.threads, m,    err,
+                  errlen,         NULL, m->opt.precision == SWI_DNNL_BF16 ? dnnl_bf16 : dnnl_f32};
     for (int i = 0; i < m->nv; i++) m->v[i].uses = 0;
     for (int i = 0; i < m->nn; i++)
         if (!m->nd[i].fused)
@@ -978,6 +998,21 @@ swi_status swi_dnnl_prepare(swi_dnnl_model *m, int output, int64_t channels, int
                    d->name);
             goto bad;
         }
+        /* the work of the layer, for its threads: elements read, or a convolution's
+         * multiply-adds / 32 (estimated from its input: exact for stride 1) */
+        double work = 0;
+        for (int k = 0; k < d->nin; k++) {
+            const dn_value *v = d->in[k] >= 0 ? &m->v[d->in[k]] : NULL;
+            if (!v || v->producer == -2) continue;
+            double e = 1;
+            for (int a = 0; a < v->rank; a++) e *= (double)v->dims[a];
+            if ((d->op == DN_CONV || d->op == DN_DECONV) && k == 0) {
+                e = e / (double)v->dims[1] * (double)m->v[d->in[1]].count / 32;
+                for (int a = 0; d->op == DN_CONV && a < d->nk; a++) e /= (double)d->strides[a];
+            }
+            work += e;
+        }
+        threads_for(&c, work);
         int rc;
         switch (d->op) {
         case DN_CONV:
@@ -1016,6 +1051,7 @@ swi_status swi_dnnl_prepare(swi_dnnl_model *m, int output, int64_t channels, int
         goto bad;
     }
     {
+        threads_for(&c, (double)dnnl_memory_desc_get_size(&omd) / 4);
         dnnl_primitive_desc_t pd = NULL;
         dnnl_primitive_attr_t attr = new_attr();
         dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, &y->md, m->eng, &omd, m->eng, attr);
@@ -1066,8 +1102,14 @@ swi_status swi_dnnl_run(swi_dnnl_model *m, const float *in, int64_t n, float *ou
     for (int64_t i = 0; i < n; i++) {
         dnnl_status_t s = dnnl_memory_set_data_handle(m->in_mem, (void *)(in + i * m->in_window));
         if (s == dnnl_success) s = dnnl_memory_set_data_handle(m->out_mem, out + i * m->out_window);
-        for (int k = 0; k < m->nsteps && s == dnnl_success; k++)
+        int threads = 0;
+        for (int k = 0; k < m->nsteps && s == dnnl_success; k++) {
+#ifdef _OPENMP
+            if (m->steps[k].threads != threads) omp_set_num_threads(threads = m->steps[k].threads);
+#endif
             s = dnnl_primitive_execute(m->steps[k].prim, m->stream, m->steps[k].nargs, m->steps[k].args);
+        }
+        (void)threads;
         if (s == dnnl_success) s = dnnl_stream_wait(m->stream);
         if (s != dnnl_success) {
             dn_err(err, errlen, "%s: the network failed (oneDNN: %s)", m->path, dnnl_status2str(s));
