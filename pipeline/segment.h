@@ -43,12 +43,14 @@ typedef struct seg_state {
     char err[SWI_JOB_ERRLEN];
     swi_status status; /* of the failure in err (set by seg_fail_status) */
     const swi_job_hooks *hooks;
-    volatile int cancel;         /* swi_job_cancel */
-    int count_reuse;             /* the plan read the voxels (swi plan with reuse on) */
-    double t0;                   /* when the job began running */
-    double t_run;                /* seconds the engine ran */
-    swi_stats stats;             /* the engine's counters, once run */
-    struct swi_dnnl_model *dnnl; /* the oneDNN backend runs the model (dnnl_choice.c), or NULL */
+    volatile int cancel; /* swi_job_cancel */
+    int count_reuse;     /* the plan read the voxels (swi plan with reuse on) */
+    double t0;           /* when the job began running */
+    double t_run;        /* seconds the engine ran */
+    swi_stats stats;     /* the engine's counters, once run */
+
+    /* the backend (dnnl_choice.c) */
+    struct swi_dnnl_model *dnnl; /* oneDNN runs the model, or NULL (ONNX Runtime) */
     char backend_note[320];      /* which backend runs the model and why */
 } seg_state;
 

@@ -86,13 +86,16 @@ typedef struct swi_job_spec {
     /* ---- predictors ---- */
     const char *models[SWI_JOB_MAX_MODELS]; /**< ONNX models; models[0] carries the card */
     int n_models;
-    int no_card;           /**< ignore the model's card */
-    int tta;               /**< test-time mirroring: the mean over the 8 flips of the window */
-    int head;              /**< which output of a multi-output model (0) */
-    int cuda;              /**< non-zero: ONNX Runtime's CUDA provider (0: the CPU) */
-    int no_rewrite;        /**< load the ONNX model as it is (no ConvTranspose rewrite) */
-    const char *backend;   /**< "auto" (NULL: the default), "ort" or "dnnl": who runs the ONNX model */
+    int no_card;    /**< ignore the model's card */
+    int tta;        /**< test-time mirroring: the mean over the 8 flips of the window */
+    int head;       /**< which output of a multi-output model (0) */
+    int cuda;       /**< non-zero: ONNX Runtime's CUDA provider (0: the CPU) */
+    int no_rewrite; /**< load the ONNX model as it is (no ConvTranspose rewrite) */
+
+    /* who runs the ONNX model (pipeline/dnnl_choice.c) */
+    const char *backend;   /**< "auto" (NULL: the default), "ort" or "dnnl" */
     const char *precision; /**< "fp32" (NULL: the default) or "bf16" (the dnnl backend only) */
+
     /** Instead of ONNX models, the caller's predictors (borrowed: they must outlive the job),
      *  1..SWI_JOB_MAX_MODELS; models then names at most one model, for its card only. Each
      *  fills head 0 with `classes` channels of the window ([n, classes, *roi]); several are an
