@@ -98,6 +98,15 @@ int swi_cmd_info(int argc, char **argv) {
         else
             print_tensor("output", i, &t);
     }
+    if (rc == 0) { /* which backends can run it (swi segment --backend) */
+        char why[SWI_ERRLEN];
+        int covers = swi_pipeline_dnnl_covers(model, why, sizeof why);
+        if (covers == 1)
+            printf(
+                "backend  ONNX Runtime, or oneDNN (every operator supported: swi segment --backend dnnl)\n");
+        else
+            printf("backend  ONNX Runtime only (oneDNN: %s)\n", why);
+    }
     if (rc)
         fprintf(stderr, "%s: %s\n", who, TERM_TEXT(err));
     else if (card)

@@ -69,6 +69,8 @@ enum {
     OPT_NO_REUSE,
     OPT_REUSE_CACHE,
     OPT_NO_REWRITE,
+    OPT_BACKEND, /* the dnnl backend's options (checked in pipeline/dnnl_choice.c) */
+    OPT_PRECISION,
     OPT_FOLDS,
     OPT_DISABLE_TTA,
     OPT_ACCUMULATE,
@@ -119,6 +121,8 @@ static const struct option LONG_OPTS[] = {
     {"no-reuse", no_argument, NULL, OPT_NO_REUSE},
     {"reuse-cache", required_argument, NULL, OPT_REUSE_CACHE},
     {"no-rewrite", no_argument, NULL, OPT_NO_REWRITE},
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {"folds", required_argument, NULL, OPT_FOLDS},
     {"disable-tta", no_argument, NULL, OPT_DISABLE_TTA},
     {"accumulate", required_argument, NULL, OPT_ACCUMULATE},
@@ -359,6 +363,8 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
             break;
         case OPT_NO_REUSE: sp->no_reuse = 1; break;
         case OPT_NO_REWRITE: sp->no_rewrite = 1; break;
+        case OPT_BACKEND: sp->backend = arg; break;
+        case OPT_PRECISION: sp->precision = arg; break;
         case OPT_REUSE_CACHE: {
             int64_t v;
             if (cli_parse_i64(arg, 1, 64, &v))

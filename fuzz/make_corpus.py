@@ -239,6 +239,57 @@ def onnx_seeds():
         put(t, name + ".onnx", data)
 
 
+def dnnl_seeds():
+    """fuzz_dnnl_model: small networks of the operators the oneDNN backend runs."""
+    try:
+        from onnx import TensorProto, helper
+    except ImportError:
+        print("make_corpus: no onnx module (python3-onnx): dnnl seeds not written", file=sys.stderr)
+        return
+    t = "fuzz_dnnl_model"
+    rnd = random.Random(36)
+
+    def w(name, shape):
+        n = 1
+        for s in shape:
+            n *= s
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, [rnd.uniform(-1, 1) for _ in range(n)])
+
+    def save(name, nodes, inits, opset=17):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 1, 4, 4, 4])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        g = helper.make_graph(nodes, name, [x], [y], initializer=inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="seed")
+        m.ir_version = 8
+        put(t, name + ".onnx", m.SerializeToString())
+
+    N = helper.make_node
+    save("unet_block", [
+        N("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3, 3], pads=[1] * 6),
+        N("InstanceNormalization", ["c1", "s1", "t1"], ["n1"], epsilon=1e-5),
+        N("LeakyRelu", ["n1"], ["a1"], alpha=0.01),
+        N("MaxPool", ["a1"], ["p1"], kernel_shape=[2, 2, 2], strides=[2, 2, 2]),
+        N("ConvTranspose", ["p1", "w2"], ["u1"], kernel_shape=[2, 2, 2], strides=[2, 2, 2]),
+        N("Concat", ["a1", "u1"], ["k1"], axis=1),
+        N("Conv", ["k1", "w3"], ["y"], kernel_shape=[1, 1, 1]),
+    ], [w("w1", [2, 1, 3, 3, 3]), w("b1", [2]), w("s1", [2]), w("t1", [2]), w("w2", [2, 2, 2, 2, 2]),
+        w("w3", [3, 4, 1, 1, 1])])
+    save("residual_prelu", [
+        N("Conv", ["x", "w1"], ["c1"], kernel_shape=[3, 3, 3], pads=[1] * 6, strides=[2, 2, 2]),
+        N("BatchNormalization", ["c1", "s", "t", "mu", "va"], ["n1"]),
+        N("PRelu", ["n1", "sl"], ["a1"]),
+        N("Add", ["a1", "c1"], ["y0"]),
+        N("Softmax", ["y0"], ["y"], axis=1),
+    ], [w("w1", [2, 1, 3, 3, 3]), w("s", [2]), w("t", [2]), w("mu", [2]),
+        helper.make_tensor("va", TensorProto.FLOAT, [2], [1.0, 2.0]), w("sl", [2, 1, 1, 1])])
+    save("resize_nearest", [N("Resize", ["x", "", "sc"], ["y"], mode="nearest")],
+         [helper.make_tensor("sc", TensorProto.FLOAT, [5], [1, 1, 2, 2, 2])])
+    save("resize_linear_sizes", [N("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1, 1]),
+                                 N("Resize", ["c", "", "", "sz"], ["y"], mode="linear")],
+         [w("w", [2, 1, 1, 1, 1]), helper.make_tensor("sz", TensorProto.INT64, [5], [1, 2, 6, 7, 4])])
+    save("unsupported_erf", [N("Erf", ["x"], ["y"])], [])
+
+
 # ---- Zarr / OME-Zarr stores ---------------------------------------------------------------
 
 def store_seed(mode, meta, chunk=b""):
@@ -390,6 +441,7 @@ def main():
     cli_seeds()
     engine_seeds()
     onnx_seeds()
+    dnnl_seeds()
     store_seeds()
     dicom_seeds()
 

@@ -63,6 +63,7 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
         P("         %d ConvTranspose layer%s run as Conv + depth-to-space (the same "
           "function, faster)\n",
           swi_ort_rewrites(s->model), swi_ort_rewrites(s->model) == 1 ? "" : "s");
+    if (s->model && s->backend_note[0]) P("backend  %s\n", s->backend_note);
     for (int c = 0; c < o->n_inputs; c++)
         P("input    %s: %lld x %lld x %lld voxels%s, %s\n", o->inputs[c], (long long)s->vols[c].size[0],
           (long long)s->vols[c].size[1], (long long)s->vols[c].size[2],
@@ -128,11 +129,12 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
       eng->reuse_cache, eng->reuse_cache == 1 ? "" : "s", eng->reuse_cache == 1 ? "" : "s");
     P("  smallest plan %12s   (any batch size / pipeline; %zu bytes)\n", cli_bytes(eng->bytes_min, b[5]),
       eng->bytes_min);
-    if (s->grid.active || s->n_members > 1 || s->n_mirrors > 0) {
+    if (s->grid.active || s->n_members > 1 || s->n_mirrors > 0 || s->dnnl) {
         size_t band = seg_grid_band_bytes(&s->grid, eng->head_channels[0], eng->order[0]);
         P("beside the engine: %s (%s)\n", cli_bytes(plan->beside_bytes, b[0]),
           s->grid.active ? "results on the input grid, the input on the model grid"
           : s->n_mirrors ? "the mirroring's and the ensemble's window buffers"
+          : s->dnnl      ? "the oneDNN plan"
                          : "the ensemble's window buffer");
         if (band)
             P("  resampling band %10s   (model-grid scores kept until the input-grid "
@@ -144,7 +146,12 @@ size_t swi_job_describe(const swi_job *job, const swi_job_plan *plan, char *buf,
     P("reading  %s before the engine runs (the input as floats and the file's own voxels, %s), "
       "within the budget too\n",
       cli_bytes(seg_reading_bytes(o, s), b[1]), cli_bytes(vol_native, b[0]));
-    P("not counted: ONNX Runtime's working memory\n");
+    if (s->dnnl) /* beside the engine: in the total above */
+        P("oneDNN   %s (weights, scratch, activations) counted beside the engine; not counted: the "
+          "ONNX Runtime model opened to settle the window\n",
+          cli_bytes(seg_dnnl_bytes(s), b[0]));
+    else
+        P("not counted: ONNX Runtime's working memory\n");
     if (plan->unfit[0]) P("too big   swi segment would refuse this run: %s\n", plan->unfit);
 #undef P
     return t.len;

@@ -65,6 +65,9 @@ typedef struct pl_opts {
     int no_reuse;
     int reuse_cache;
     int no_rewrite;
+
+    const char *backend, *precision; /**< swi_job_spec's (dnnl_choice.c) */
+
     const swi_predictor *preds; /**< the caller's predictors instead of models, or NULL */
     int n_preds;
     int64_t classes; /**< what the caller's predictors give */

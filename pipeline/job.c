@@ -216,6 +216,9 @@ static int spec_opts(const swi_job_spec *sp, pl_opts *o, char *err) {
     o->no_reuse = sp->no_reuse;
     o->reuse_cache = sp->reuse_cache;
     o->no_rewrite = sp->no_rewrite;
+    o->backend = sp->backend;
+    o->precision = sp->precision;
+    if (seg_dnnl_check_opts(o, err)) return -1;
     if (o->softmax && !o->scores && !o->keep_scores) {
         cli_err(err, "--softmax applies to --scores; give --scores FILE too");
         return -1;

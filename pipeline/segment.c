@@ -309,7 +309,7 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
     p.progress_user = s;
     swi_predictor net = o->n_preds         ? s->net
                         : s->n_members > 1 ? seg_ensemble_predictor(&s->ensemble)
-                                           : swi_ort_predictor(s->model);
+                                           : seg_model_predictor(s);
     if (seg_cancelled(s)) return cancelled(s);
     double t1 = cli_now();
     swi_status st = swi_run(s->ctx, &p, &in, &net, outs, n_outs);

@@ -54,10 +54,25 @@ typedef struct seg_state {
     double t0;           /* when the job began running */
     double t_run;        /* seconds the engine ran */
     swi_stats stats;     /* the engine's counters, once run */
+
+    /* the backend (dnnl_choice.c) */
+    struct swi_dnnl_model *dnnl; /* oneDNN runs the model, or NULL (ONNX Runtime) */
+    char backend_note[320];      /* which backend runs the model and why */
 } seg_state;
 
 /* A zeroed state with no outputs begun; NULL when out of memory. */
 seg_state *seg_state_new(void);
+/* dnnl_choice.c: --backend and --precision. check_opts: the values (0, or -1 with err);
+ * choose: after the ONNX Runtime model is prepared, run it with oneDNN where the options
+ * ask and the backend covers the graph (0, or 1 with err); predictor: the model's. */
+int seg_dnnl_check_opts(const pl_opts *o, char *err);
+int seg_dnnl_choose(const pl_opts *o, seg_state *s, const int64_t roi[3], const swi_head_spec *head,
+                    char *err);
+swi_predictor seg_model_predictor(seg_state *s);
+void seg_dnnl_close(seg_state *s);
+/* Bytes the oneDNN plan holds (weights, scratch, activations; 0 without one): beside the
+ * engine in the memory budget. */
+size_t seg_dnnl_bytes(const seg_state *s);
 
 /* Abort the outputs not committed (their temporaries removed). */
 void seg_abort_outputs(seg_state *s);

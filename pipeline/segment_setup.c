@@ -73,6 +73,7 @@ void seg_state_free(seg_state *s) {
     seg_abort_outputs(s);
     cli_input_close(&s->store_in);
     swi_free(s->ctx);
+    seg_dnnl_close(s);
     for (int m = 1; m < s->n_members; m++) swi_ort_close(s->members[m]);
     seg_ensemble_free(&s->ensemble);
     swi_predictor_mean_free(&s->mean);
@@ -244,7 +245,8 @@ static int open_model(const pl_opts *o, seg_state *s, int64_t roi[3], swi_head_s
     memcpy(roi, w.roi, sizeof w.roi);
     s->members[0] = s->model;
     s->n_members = 1;
-    return open_members(o, s, &oo, &in, &w, head, err);
+    if (open_members(o, s, &oo, &in, &w, head, err)) return 1;
+    return seg_dnnl_choose(o, s, roi, head, err);
 }
 
 /* The caller's predictors as the network: every window of roi gives classes channels;
@@ -440,7 +442,7 @@ static size_t beside_bytes(void *user, const swi_plan *plan) {
     const beside_of *b = user;
     return seg_grid_bytes(&b->s->grid, plan->head_channels[0], PL_WANT_SCORES(b->o), plan->order[0]) +
            seg_ensemble_bytes(b->s->n_members, b->head, plan->sw_batch_size) +
-           mirror_bytes(b->s, b->head, plan->sw_batch_size);
+           mirror_bytes(b->s, b->head, plan->sw_batch_size) + seg_dnnl_bytes(b->s);
 }
 
 /* Bytes held while the inputs are read (seg_read_inputs): the float volume of every
@@ -486,7 +488,7 @@ int seg_fits_available(const pl_opts *o, const seg_state *s, const swi_params *p
     swi_plan plan;
     size_t beside = 0;
     char msg[SWI_ERRLEN];
-    const int any = s->grid.active || s->n_members > 1 || s->n_mirrors > 0;
+    const int any = s->grid.active || s->n_members > 1 || s->n_mirrors > 0 || s->dnnl;
     swi_status st = cli_plan_available(ctx, &q, &shape_only, outs, n_outs, &plan, any ? beside_bytes : NULL,
                                        &b, &beside, seg_reading_bytes(o, s), msg, sizeof msg);
     swi_free(ctx);
@@ -499,7 +501,7 @@ int seg_plan(const pl_opts *o, seg_state *s, swi_params *p, const swi_tensor *in
              int n_outs, swi_plan *plan, size_t *beside, char *unfit, size_t unfit_len) {
     beside_of b = {s, o, &p->heads[0]};
     char err[SWI_ERRLEN];
-    const int any = s->grid.active || s->n_members > 1 || s->n_mirrors > 0;
+    const int any = s->grid.active || s->n_members > 1 || s->n_mirrors > 0 || s->dnnl;
     if (unfit_len) unfit[0] = '\0';
     const size_t reading = seg_reading_bytes(o, s);
     swi_status st = cli_plan_available(s->ctx, p, in, outs, n_outs, plan, any ? beside_bytes : NULL, &b,

@@ -91,6 +91,11 @@ typedef struct swi_job_spec {
     int head;       /**< which output of a multi-output model (0) */
     int cuda;       /**< non-zero: ONNX Runtime's CUDA provider (0: the CPU) */
     int no_rewrite; /**< load the ONNX model as it is (no ConvTranspose rewrite) */
+
+    /* who runs the ONNX model (pipeline/dnnl_choice.c) */
+    const char *backend;   /**< "auto" (NULL: the default), "ort" or "dnnl" */
+    const char *precision; /**< "fp32" (NULL: the default) or "bf16" (the dnnl backend only) */
+
     /** Instead of ONNX models, the caller's predictors (borrowed: they must outlive the job),
      *  1..SWI_JOB_MAX_MODELS; models then names at most one model, for its card only. Each
      *  fills head 0 with `classes` channels of the window ([n, classes, *roi]); several are an
@@ -456,6 +461,11 @@ void swi_folder_free(swi_folder *folder);
  *  SWI_OK, or the first failure to write the answers or to start (a file's own failure is
  *  an answer). A program calls it from main and exits with its status. */
 swi_status swi_folder_serve_reader(int fd, int n_files, const char *const *files);
+
+/** Whether the oneDNN backend (`swi segment --backend dnnl`) reads every operator of the
+ *  ONNX model at `model`: 1; 0 with the reason in why (one line, n bytes); -1 when swi was
+ *  built without it (why says so). Window-dependent checks come when a run plans. */
+int swi_pipeline_dnnl_covers(const char *model, char *why, size_t n);
 
 #ifdef __cplusplus
 }

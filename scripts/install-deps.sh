@@ -46,6 +46,8 @@ APT_PACKAGES=(
   libjansson-dev libblosc-dev libzstd-dev libhdf5-dev
   # io_stores, cli_stores tests: independent Zarr and HDF5 readers
   python3-zarr python3-h5py
+  # backends/dnnl: networks run with oneDNN primitives (optional, detected at configure time)
+  libdnnl-dev
   # swi ... under mpirun (cli/mpi_job.c, optional) and its test
   openmpi-bin libopenmpi-dev
   # swi_io: .nii.gz read and written with libdeflate (several times zlib's speed; optional)
