@@ -54,7 +54,7 @@ formats.write_dicom(str(out / "patient7" / "CT"), raw, drop=(3,))
 import zarr  # noqa: E402
 
 vol = (np.clip(data, 0, None) * 1000).astype(np.uint16)
-big = np.concatenate([vol, vol], axis=0)  # 80 rows: 5 chunk rows
+big = np.concatenate([vol] * 4, axis=0)[:128]  # 128 rows: two output chunk rows of 64
 for name in ("ct.zarr", "lustre/vol.zarr"):
     (out / name).parent.mkdir(parents=True, exist_ok=True)
     z = zarr.open(str(out / name), mode="w", shape=big.shape, chunks=(16, 16, 16), dtype="u2")

@@ -24,6 +24,8 @@ before a block changes how it runs:
                     code as one script: the page's names carry over)
   fails "TEXT"      the block must exit non-zero with TEXT on stderr
   fragment NAME     a C fragment compiled into tests/docs/prelude_NAME.c
+  makes PATH...     the block makes these (a converted model folder): the inputs' copies
+                    are removed first
   needs MODULE      a python block skipped, saying so, when MODULE does not import
 
 Exit status 0 when every block passed or was skipped, 1 otherwise; with no ONNX Runtime
@@ -34,6 +36,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -45,7 +48,7 @@ FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 MARK = re.compile(r"^\s*<!--\s*docs-test:\s*(.*?)\s*-->\s*$")
 RUN_LANGS = {"sh", "python", "c", "cmake"}
 LISTING_LANGS = {"text", "json"}
-TIMEOUT = 180
+TIMEOUT = 120
 
 
 class Block:
@@ -166,6 +169,9 @@ def run_block(b, work, ctx):
     mark = b.mark or ""
     if mark.startswith("skip"):
         return "skip", mark[4:].strip() or "(no reason given)"
+    if mark.startswith("makes"):  # what the block makes must not be there before it
+        for made in mark.split()[1:]:
+            shutil.rmtree(work / made, ignore_errors=True)
     if b.lang == "sh":
         (work / "block.sh").write_text(sh_script(b))
         cmds = [["bash", work / "block.sh"]]
@@ -186,11 +192,16 @@ def run_block(b, work, ctx):
         return "fail", f"```{b.lang} blocks cannot be run: mark it <!-- docs-test: skip (why) -->"
     out = ""
     for cmd in cmds:
+        # a session of its own, so that a block that hangs is ended with everything it started
+        p = subprocess.Popen([str(c) for c in cmd], cwd=work, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
         try:
-            r = subprocess.run([str(c) for c in cmd], cwd=work, env=env, capture_output=True, text=True,
-                               timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+            stdout, stderr = p.communicate(timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
             return "fail", f"timed out after {TIMEOUT} s"
+        r = subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr)
         out += r.stdout + r.stderr
         if mark.startswith("fails"):
             want = re.search(r'"(.*)"', mark).group(1)
