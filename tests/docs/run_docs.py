@@ -22,7 +22,8 @@ before a block changes how it runs:
                     folder of the run's own
   continue          a python block run after the previous python block of its page (their
                     code as one script: the page's names carry over)
-  fails "TEXT"      the block must exit non-zero with TEXT on stderr
+  fails             the block must exit non-zero, printing on stderr each of its comment
+                    lines `# swi ...` (the error the page shows)
   fragment NAME     a C fragment compiled into tests/docs/prelude_NAME.c
   makes PATH...     the block makes these (a converted model folder): the inputs' copies
                     are removed first
@@ -206,11 +207,12 @@ def run_block(b, work, ctx):
         r = subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr)
         out += r.stdout + r.stderr
         if mark.startswith("fails"):
-            want = re.search(r'"(.*)"', mark).group(1)
             if r.returncode == 0:
                 return "fail", "exited 0 where the page shows an error\n" + out
-            if want not in r.stderr:
-                return "fail", f"stderr lacks {want!r}\n" + out
+            # the error as the page prints it, in the block's comment lines ("# swi ...: ...")
+            for want in re.findall(r"^# (swi .*)$", b.code, re.M):
+                if want not in r.stderr:
+                    return "fail", f"stderr lacks the page's {want!r}\n" + out
             return "pass", out
         if r.returncode:
             return "fail", f"exit status {r.returncode}\n" + out
