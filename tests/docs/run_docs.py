@@ -35,7 +35,6 @@ in the build (the command cannot run a model) it prints why and exits 77 (ctest:
 
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
