@@ -15,6 +15,7 @@ import copy
 import importlib.util
 import json
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -139,7 +140,9 @@ def main(argv):
         print(__doc__)
         return 2
     swi, repo, work = argv[1], argv[2], os.path.abspath(argv[3])
-    os.makedirs(work, exist_ok=True)
+    # a fresh folder: a file left by an earlier run (bare.json) would change what is checked
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
     ck = Checker(swi, repo, work)
     c, _ = ck.both("{}")
     if c and "without a JSON library" in c:
