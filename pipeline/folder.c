@@ -140,8 +140,11 @@ static int plan_cases(swi_folder *f) {
         c->index = -1;
         if (i % parts != sp->part_index) continue;
         c->mine = 1;
-        if ((f->nnunet ? snprintf(c->out, sizeof c->out, "%s/%s%s", sp->output_dir, c->name, f->nn_ending)
-                       : snprintf(c->out, sizeof c->out, "%s/%s.%s", sp->output_dir, c->name, fmt)) >=
+        /* OUT/ as typed gives OUT/case, not OUT//case */
+        const char *sep = dir_sep(sp->output_dir);
+        if ((f->nnunet
+                 ? snprintf(c->out, sizeof c->out, "%s%s%s%s", sp->output_dir, sep, c->name, f->nn_ending)
+                 : snprintf(c->out, sizeof c->out, "%s%s%s.%s", sp->output_dir, sep, c->name, fmt)) >=
             (int)sizeof c->out)
             cli_err(c->problem, "%s: output path too long", c->name);
         struct stat st;
@@ -342,8 +345,8 @@ swi_status swi_folder_run(swi_folder *f, swi_folder_result *res, char *err, size
                        c->state == CASE_TODO ? "not read" : c->err);
             continue;
         }
-        if (sp->report_dir &&
-            snprintf(c->page, sizeof c->page, "%s/%s.html", sp->report_dir, c->name) >= (int)sizeof c->page) {
+        if (sp->report_dir && snprintf(c->page, sizeof c->page, "%s%s%s.html", sp->report_dir,
+                                       dir_sep(sp->report_dir), c->name) >= (int)sizeof c->page) {
             char why[SWI_ERRLEN];
             cli_err(why, "%s: report path too long", c->name);
             end_failed(f, c, SWI_ERR_INVALID_ARG, why);

@@ -100,7 +100,7 @@ static int list_into(case_list *f, const char *in, const char *out_real, const c
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.') continue;
         char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", in, e->d_name) >= (int)sizeof path) continue;
+        if (snprintf(path, sizeof path, "%s%s%s", in, dir_sep(in), e->d_name) >= (int)sizeof path) continue;
         struct stat st;
         if (stat(path, &st) != 0) continue;
         int is_dir = S_ISDIR(st.st_mode);
@@ -171,7 +171,7 @@ static int list_into(case_list *f, const char *in, const char *out_real, const c
             continue;
         }
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", in, name);
+        snprintf(path, sizeof path, "%s%s%s", in, dir_sep(in), name);
         if (!(c->files[slot] = strdup(path))) {
             cli_err(err, "%s: out of memory listing the directory", in);
             rc = 1;
@@ -297,7 +297,8 @@ int seg_cases_index(const fcase *cases, int n_cases, const swi_job *opts_job, co
         struct stat st;
         char page[PATH_MAX];
         if (!r->failed &&
-            snprintf(page, sizeof page, "%s/%s.html", o->report_dir, c->name) < (int)sizeof page &&
+            snprintf(page, sizeof page, "%s%s%s.html", o->report_dir, dir_sep(o->report_dir), c->name) <
+                (int)sizeof page &&
             stat(page, &st) == 0) {
             seg_report_href(c->name, ".html", hrefs[i], sizeof hrefs[i]);
             r->href = hrefs[i];

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum case_state { CASE_TODO, CASE_SKIPPED, CASE_READY, CASE_BAD, CASE_DONE, CASE_FAILED } case_state;
 
@@ -111,5 +112,12 @@ typedef struct seg_cases_where {
  * their classes named by opts_job's card. 0, or 1 with err. */
 int seg_cases_index(const fcase *cases, int n_cases, const swi_job *opts_job, const seg_cases_where *o,
                     char *err);
+
+/* "/" between a folder and a name, or "" when the folder already ends in one ("OUT/" as
+ * typed gives OUT/case, not OUT//case). */
+static inline const char *dir_sep(const char *dir) {
+    const size_t n = strlen(dir);
+    return n && dir[n - 1] == '/' ? "" : "/";
+}
 
 #endif

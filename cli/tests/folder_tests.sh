@@ -17,7 +17,7 @@ CASES=(
   folder_basic folder_same_as_single folder_channels folder_missing_channel
   folder_bad_case_goes_on folder_case_abort_goes_on folder_skip_existing folder_force folder_part
   folder_output_inside_input folder_output_is_input folder_output_format folder_usage
-  folder_no_cases folder_names_escaped folder_side_files_rerun
+  folder_no_cases folder_names_escaped folder_side_files_rerun folder_dirs_with_slash
 )
 if [ "${1:-}" = --list ]; then
   printf '%s\n' "${CASES[@]}"
@@ -394,6 +394,17 @@ t_folder_side_files_rerun() {
     grep -q '"liver"' "$T/out/$c.label.txt" && grep -q ' liver ' "$T/out/$c.ctbl" || fail "$c: old side files"
   done
   [ "$(ls -A "$T/out" | wc -l)" -eq 16 ] || fail "unexpected files: $(ls -A "$T/out")"
+}
+
+# OUT/ as typed: paths in messages and files written read OUT/case, never OUT//case
+t_folder_dirs_with_slash() {
+  data; mkfolder "$T/in"
+  cp "$DATA/quant4.onnx" "$T/m.onnx"
+  echo '{"classes": ["background", "a", "b", "c"]}' >"$T/m.json"
+  run segment --model "$T/m.onnx" "${SCALE[@]}" --input-dir "$T/in/" --output-dir "$T/out/" --report "$T/pages/"
+  expect_rc 0
+  [ -f "$T/out/a.nii.gz" ] && [ -f "$T/out/a.label.txt" ] && [ -f "$T/pages/a.html" ] || fail "$(ls "$T/out" "$T/pages")"
+  ! grep -q "//" "$T/stdout" "$T/err" || fail "a doubled slash: $(grep -h "//" "$T/stdout" "$T/err")"
 }
 
 t_folder_usage() {
