@@ -242,6 +242,63 @@ void swi_store_close(swi_store *s) {
 
 /* ---- writing ---- */
 
+void store__class_name(const swi_store_spec *spec, int64_t l, char *buf, size_t n) {
+    if (spec->class_names && l < spec->n_class_names && spec->class_names[l])
+        snprintf(buf, n, "%s", spec->class_names[l]);
+    else if (l == 0)
+        snprintf(buf, n, "background");
+    else
+        snprintf(buf, n, "label_%lld", (long long)l);
+}
+
+/* s appended to *buf (length *len, capacity *cap), growing it; -1 when out of memory. */
+static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t sn) {
+    if (*len + sn + 1 > *cap) {
+        size_t c = (*cap ? *cap : 256);
+        while (*len + sn + 1 > c) c *= 2;
+        char *b = realloc(*buf, c);
+        if (!b) return -1;
+        *buf = b;
+        *cap = c;
+    }
+    memcpy(*buf + *len, s, sn);
+    *len += sn;
+    (*buf)[*len] = '\0';
+    return 0;
+}
+
+char *store__classes_json(const swi_store_spec *spec) {
+    char *buf = NULL, name[1024], item[64];
+    size_t len = 0, cap = 0;
+    int bad = append(&buf, &len, &cap, "[", 1);
+    for (int64_t l = 0; l < spec->classes && !bad; l++) {
+        store__class_name(spec, l, name, sizeof name);
+        snprintf(item, sizeof item, "%s{\"label-value\": %lld, \"name\": \"", l ? ", " : "", (long long)l);
+        bad |= append(&buf, &len, &cap, item, strlen(item));
+        for (const unsigned char *c = (const unsigned char *)name; *c && !bad; c++) {
+            /* JSON string escapes: quote, backslash, control characters */
+            if (*c == '"' || *c == '\\')
+                snprintf(item, sizeof item, "\\%c", *c);
+            else if (*c < 0x20)
+                snprintf(item, sizeof item, "\\u%04x", *c);
+            else
+                snprintf(item, sizeof item, "%c", *c);
+            bad |= append(&buf, &len, &cap, item, strlen(item));
+        }
+        unsigned char rgb[3] = {0, 0, 0};
+        if (l > 0) swi_io_label_color(l, rgb);
+        snprintf(item, sizeof item, "\", \"rgba\": [%d, %d, %d, %d]}", rgb[0], rgb[1], rgb[2],
+                 l > 0 ? 255 : 0);
+        bad |= append(&buf, &len, &cap, item, strlen(item));
+    }
+    bad |= append(&buf, &len, &cap, "]", 1);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 void swi_store_spec_init(swi_store_spec *spec) {
     memset(spec, 0, sizeof *spec);
     spec->planes = 1;

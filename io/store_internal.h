@@ -17,6 +17,14 @@ static inline size_t store__dtype_size(swi_dtype t) {
     return t == SWI_DTYPE_FLOAT32 ? 4 : t == SWI_DTYPE_UINT16 ? 2 : 1;
 }
 
+/* The name of label l of a label store (spec->class_names, else "background" / "label_N")
+ * into buf (n bytes). */
+void store__class_name(const swi_store_spec *spec, int64_t l, char *buf, size_t n);
+
+/* The classes of a label store as JSON text, malloc'd: [{"label-value": L, "name": "..",
+ * "rgba": [r, g, b, a]}, ...] (swi_store_spec.class_names); NULL when out of memory. */
+char *store__classes_json(const swi_store_spec *spec);
+
 /* Chunk (ci, cj, ck) of plane pl, gathered from box (lo, hi) of buf (planes x box, row-major)
  * into chunk [c0 * c1 * c2] of es-byte elements: the part inside the array of size `size`,
  * the rest zero (edge chunks are stored whole). The box holds every voxel of the chunk that

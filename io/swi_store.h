@@ -200,6 +200,14 @@ typedef struct swi_store_spec {
     swi_store_codec codec;
     int labels;      /**< a label map: OME-Zarr writes image-label metadata */
     int64_t classes; /**< labels: the classes (written as metadata) */
+    /** labels: the name of each label value 0..n_class_names-1 (borrowed: it must live until
+     *  the writer commits); NULL: "background" for 0, "label_N" for N. A label store records
+     *  one entry per class: OME-Zarr image-label "properties" ({label-value, name}) beside its
+     *  "colors"; a Zarr array's .zattrs and an HDF5 dataset's attribute (a JSON string) under
+     *  "swi_classes": [{"label-value": 0, "name": "background", "rgba": [0, 0, 0, 0]}, ...],
+     *  the colours those of swi's previews and colour tables. */
+    const char *const *class_names;
+    int64_t n_class_names;
     int slab_axis;   /**< the axis the writer's slabs are layers of chunks along: the
                                 engine's outermost loop axis (swi_plan.order[0]), so slabs
                                 complete in turn and memory stays bounded; default 0 */

@@ -459,11 +459,26 @@ json_t *zarr__ome_json(const swi_store_spec *spec, const char *name, const ome_g
             json_array_append_new(colors, json_pack("{s:I, s:[i,i,i,i]}", "label-value", (json_int_t)l,
                                                     "rgba", rgb[0], rgb[1], rgb[2], 255));
         }
+        /* properties: every label value with its class name (the colours stay in colors) */
+        json_t *props = json_array();
+        char cname[1024];
+        for (int64_t l = 0; props && l < spec->classes; l++) {
+            store__class_name(spec, l, cname, sizeof cname);
+            json_array_append_new(props,
+                                  json_pack("{s:I, s:s}", "label-value", (json_int_t)l, "name", cname));
+        }
         json_object_set_new(j, "image-label",
-                            json_pack("{s:s, s:o, s:{s:s}}", "version", "0.4", "colors", colors, "source",
-                                      "image", "../../"));
+                            json_pack("{s:s, s:o, s:o, s:{s:s}}", "version", "0.4", "colors", colors,
+                                      "properties", props, "source", "image", "../../"));
     }
     return j;
+}
+
+json_t *zarr__classes_attrs(const swi_store_spec *spec) {
+    char *text = store__classes_json(spec);
+    json_t *list = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return list ? json_pack("{s:o}", "swi_classes", list) : NULL;
 }
 
 /* Create (or for FORCE replace) the small metadata file path from j; report failures. */

@@ -468,6 +468,18 @@ join:;
         }
     }
     json_decref(j);
+    if (first && !ome && spec->labels) {
+        /* a plain array's classes as its attributes */
+        char ap[4200];
+        json_t *attrs = zarr__classes_attrs(spec);
+        swi_status fault = io__join(ap, sizeof ap, z->dir, ".zattrs") ? SWI_ERR_INVALID_ARG : SWI_OK;
+        if (fault == SWI_OK) fault = zarr__write_meta(ap, attrs, err, n);
+        json_decref(attrs);
+        if (fault != SWI_OK) {
+            bad = fault;
+            goto fail;
+        }
+    }
     if (first && ome) {
         json_t *g = json_pack("{s:i}", "zarr_format", 2);
         const char *leaf = strrchr(z->final, '/');

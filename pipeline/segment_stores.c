@@ -5,6 +5,7 @@
  */
 #include "segment.h"
 
+#include "card.h"
 #include "preprocess.h"
 #include "util.h"
 
@@ -132,6 +133,11 @@ int seg_store_begin(const pl_opts *o, seg_state *s, swi_params *p, const swi_ten
     swi_store_spec ls, ss;
     spec_of(in, 1, classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8, 1, classes, &ls);
     spec_of(in, classes, SWI_DTYPE_FLOAT32, 0, classes, &ss);
+    /* the card's class names, where it names every class */
+    if (o->card && o->card->n_classes == classes) {
+        ls.class_names = (const char *const *)o->card->classes;
+        ls.n_class_names = classes;
+    }
     /* slabs along the engine's outermost axis complete one after another */
     if (cli_outer_axis(p, in, outs, n_outs, &ls.slab_axis, err)) return 1;
     ss.slab_axis = ls.slab_axis;

@@ -93,10 +93,11 @@ def load(name):
     return zarr.open(name, mode="r")[...]
 
 
-def h5_attrs(name):
+def h5_attrs(name, classes=False):
+    """The dataset's attributes; without `classes`, less the labels' swi_classes (kept for good)."""
     f, d = name.split(":")
     with h5py.File(f, "r") as h:
-        return dict(h[d].attrs)
+        return {k: v for k, v in h[d].attrs.items() if classes or k != "swi_classes"}
 
 
 def h5_layout(name):
@@ -818,7 +819,7 @@ if case == "segment":
     check(all(p.returncode == 0 for p in procs), "segment 3 shards into one HDF5 file: %s" % errs)
     if all(p.returncode == 0 for p in procs):
         with h5py.File("sh.h5", "r") as h:
-            check(not h["labels"].attrs.keys() and not h["scores"].attrs.keys() and
+            check(list(h["labels"].attrs.keys()) == ["swi_classes"] and not h["scores"].attrs.keys() and
                   np.array_equal(h["labels"][...], ref) and np.array_equal(h["scores"][...], load("s0.zarr")),
                   "segment: 3 shards into HDF5 bitwise equal to one process")
     # a grid of boxes (the second axis holds one chunk: two of the boxes are empty)
@@ -908,6 +909,48 @@ if case == "segment":
             args = args + ["--output", "z.zarr"]
         r = run(*seg, *args)
         check(r.returncode == 2 and what in r.stderr, "usage error for %s: %s" % (what, r.stderr))
+    done()
+
+if case == "meaning":
+    # outputs that carry their meaning: the card's class names and colours in every store
+    import json
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import clitest
+        clitest.make_models(work)
+    except ImportError as e:
+        print("skipped: %s" % e)
+        sys.exit(77)
+    r = run("--version")
+    if "ONNX Runtime: not built in" in r.stdout:
+        print("skipped: swi built without ONNX Runtime")
+        sys.exit(77)
+    shutil.copy("quant4.onnx", "named.onnx")
+    names = ["background", "liver", "spleen", "kidney right"]
+    with open("named.json", "w") as f:
+        json.dump({"classes": names}, f)
+    v = clitest.volume(shape=(40, 20, 17), seed=5)
+    zarr.open("q.zarr", mode="w", shape=v.shape, chunks=(16, 8, 8), dtype="<f4")[...] = v
+    seg = ["segment", "--model", "named.onnx", "-q", "--input", "q.zarr"]
+    for out in ("l.zarr", "l.ome.zarr", "l.h5:/seg"):
+        r = run(*seg, "--output", out)
+        check(r.returncode == 0, "segment -> %s: %s" % (out, r.stderr))
+    want = [n for n in names]
+    cl = zarr.open("l.zarr", mode="r").attrs.get("swi_classes", [])
+    check([c["name"] for c in cl] == want and [c["label-value"] for c in cl] == [0, 1, 2, 3] and
+          cl[0]["rgba"][3] == 0 and all(len(c["rgba"]) == 4 and c["rgba"][3] == 255 for c in cl[1:]),
+          "Zarr labels carry swi_classes: %s" % cl)
+    il = zarr.open("l.ome.zarr", mode="r").attrs.get("image-label", {})
+    props = il.get("properties", [])
+    check([p["name"] for p in props] == want and [p["label-value"] for p in props] == [0, 1, 2, 3] and
+          [c["rgba"] for c in il.get("colors", [])] == [c["rgba"] for c in cl[1:]],
+          "OME-Zarr image-label properties name every label, colours as Zarr's: %s" % il)
+    h5c = json.loads(h5_attrs("l.h5:/seg", classes=True).get("swi_classes", "[]"))
+    check(h5c == cl, "HDF5 labels carry swi_classes as JSON text: %s" % h5c)
+    # without a card: background and label_N
+    r = run("segment", "--model", "quant4.onnx", "-q", "--input", "q.zarr", "--output", "u.zarr")
+    check(r.returncode == 0 and [c["name"] for c in zarr.open("u.zarr", mode="r").attrs["swi_classes"]] ==
+          ["background", "label_1", "label_2", "label_3"], "no card: default names: " + r.stderr)
     done()
 
 if case == "race":
