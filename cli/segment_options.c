@@ -72,7 +72,8 @@ enum {
     OPT_DISABLE_TTA,
     OPT_ACCUMULATE,
     OPT_TILE_STEP,
-    OPT_SAVE_PROBS
+    OPT_SAVE_PROBS,
+    OPT_STATISTICS
 };
 
 static const struct option LONG_OPTS[] = {
@@ -81,6 +82,7 @@ static const struct option LONG_OPTS[] = {
     {"output", required_argument, NULL, OPT_OUTPUT},
     {"scores", required_argument, NULL, OPT_SCORES},
     {"preview", required_argument, NULL, OPT_PREVIEW},
+    {"statistics", required_argument, NULL, OPT_STATISTICS},
     {"report", required_argument, NULL, OPT_REPORT},
     {"report-dir", required_argument, NULL, OPT_REPORT_DIR},
     {"roi", required_argument, NULL, OPT_ROI},
@@ -195,6 +197,7 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
         case OPT_OUTPUT: sp->output = arg; break;
         case OPT_SCORES: sp->scores = arg; break;
         case OPT_PREVIEW: sp->preview = arg; break;
+        case OPT_STATISTICS: sp->statistics = arg; break;
         case OPT_REPORT: sp->report = arg; break;
         case OPT_REPORT_DIR: o->report_dir = arg; break;
         case OPT_ROI:
@@ -341,9 +344,9 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
         if (!o->input_dir)
             return usage(who, "--output-dir, --output-format and --part need --input-dir", NULL, NULL);
         if (!o->output_dir) return usage(who, "--input-dir needs --output-dir", NULL, NULL);
-        if (sp->n_inputs || sp->output || sp->scores || sp->preview)
+        if (sp->n_inputs || sp->output || sp->scores || sp->preview || sp->statistics)
             return usage(who,
-                         "--input-dir takes no --input, --output, --scores or --preview "
+                         "--input-dir takes no --input, --output, --scores, --preview or --statistics "
                          "(outputs are OUTPUT_DIR/<case>.nii.gz)",
                          NULL, NULL);
         if (sp->softmax)
@@ -379,9 +382,10 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
         return usage(who, "--softmax applies to --scores; give --scores FILE too", NULL, NULL);
     if (sp->report && !cli_ends_with(sp->report, ".html"))
         return usage(who, "--report '%s': the name must end in .html", sp->report, NULL);
-    const char *outs[4] = {sp->output, sp->scores, sp->preview, sp->report};
-    for (int a = 0; a < 4; a++)
-        for (int b = a + 1; b < 4; b++)
+    if (plan && sp->statistics) return usage(who, "--statistics is for swi segment", NULL, NULL);
+    const char *outs[5] = {sp->output, sp->scores, sp->preview, sp->report, sp->statistics};
+    for (int a = 0; a < 5; a++)
+        for (int b = a + 1; b < 5; b++)
             if (outs[a] && outs[b] && strcmp(outs[a], outs[b]) == 0)
                 return usage(who, "'%s' is given as two different outputs", outs[a], NULL);
     return 0; /* the job reads the model's card */

@@ -32,6 +32,8 @@ typedef struct pl_opts {
     const char *inputs[SEG_MAX_INPUTS];
     int n_inputs;
     const char *output, *scores, *preview, *report, *report_title;
+    const char *statistics; /**< per-class statistics as JSON (statistics.h), or NULL */
+    int keep_statistics;
     pl_target t_output, t_scores; /**< output and scores classified (pl_target_of), once */
     int64_t roi[3];
     int roi_given;
@@ -86,10 +88,13 @@ typedef struct pl_result {
     int label_bytes;
     int64_t size[3];
     int64_t classes;
-    float *scores; /**< malloc'd [classes][ni][nj][nk] with keep_scores, else NULL */
+    float *scores;    /**< malloc'd [classes][ni][nj][nk] with keep_scores, else NULL */
+    char *statistics; /**< malloc'd JSON text with keep_statistics, else NULL */
 } pl_result;
 
 /* Whether the run makes the scores: for a file, or kept. */
 #define PL_WANT_SCORES(o) ((o)->scores != NULL || (o)->keep_scores)
+/* Whether the run gathers statistics: for a file, or kept. */
+#define PL_WANT_STATS(o) ((o)->statistics != NULL || (o)->keep_statistics)
 
 #endif

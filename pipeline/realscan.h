@@ -15,6 +15,7 @@
 #define SWI_CLI_REALSCAN_H
 
 #include "internal.h"
+#include "statistics.h"
 #include "swi_io.h"
 #include "swi_resample.h"
 
@@ -37,6 +38,7 @@ typedef struct seg_grid {
     float *scores;   /* on the input grid, when asked */
     int softmax;
     swi_resample_sink *sink; /* resampled: model-grid scores -> input-grid tiles */
+    pl_stats *stats;         /* borrowed: told every input-grid box of labels made, or NULL */
 } seg_grid;
 
 /* Settle the model grid of volume v (whose file is `path`) for o's --orientation and

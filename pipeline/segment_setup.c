@@ -50,7 +50,7 @@ seg_state *seg_state_new(void) {
     seg_state *s = cli_calloc(1, sizeof *s);
     if (s)
         s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = s->out_report.fd = s->out_itk.fd =
-            s->out_ctbl.fd = -1;
+            s->out_ctbl.fd = s->out_stats.fd = -1;
     return s;
 }
 
@@ -61,6 +61,7 @@ void seg_abort_outputs(seg_state *s) {
     cli_out_abort(&s->out_report);
     cli_out_abort(&s->out_itk);
     cli_out_abort(&s->out_ctbl);
+    cli_out_abort(&s->out_stats);
     swi_store_abort(s->w_labels);
     swi_store_abort(s->w_scores);
     s->w_labels = s->w_scores = NULL;
@@ -79,6 +80,9 @@ void seg_state_free(seg_state *s) {
     seg_grid_free(&s->grid);
     if (!s->model_borrowed) swi_ort_close(s->model);
     free(s->input);
+    free(s->raw);
+    pl_stats_free(s->class_stats);
+    swi_store_close(s->stats_store);
     free(s);
 }
 

@@ -139,10 +139,16 @@ typedef struct swi_job_spec {
     const char *preview;      /**< PNG of the middle slices */
     const char *report;       /**< HTML review page (report/swi_report.h) */
     const char *report_title; /**< its heading; NULL: the input's name */
-    int softmax;              /**< the scores (file or kept) as softmax probabilities */
-    int keep_scores;          /**< swi_job_run's keep also receives the scores (no file needed) */
-    int force;                /**< replace existing outputs (never an input) */
-    int quiet;                /**< no notes through hooks->message (the summary line); warnings still come */
+    /** per-class statistics as JSON (voxels, volume, bounding box in mm, the first input's
+     *  intensity at the class's voxels: docs/cli.md --statistics), gathered as the labels are
+     *  made; not with --input-dir (folders) or nnU-Net model directories */
+    const char *statistics;
+    int keep_statistics; /**< swi_job_run's keep also receives them (no file needed; an
+                                   nnU-Net job keeps none) */
+    int softmax;         /**< the scores (file or kept) as softmax probabilities */
+    int keep_scores;     /**< swi_job_run's keep also receives the scores (no file needed) */
+    int force;           /**< replace existing outputs (never an input) */
+    int quiet;           /**< no notes through hooks->message (the summary line); warnings still come */
 
     /* ---- an nnU-Net model directory as models[0] (swi convert nnunet's: fold_N.onnx and
      * nnunet.json; docs/semantics-nnunet.md): the job runs nnU-Net v2's whole inference with
@@ -237,6 +243,7 @@ typedef struct swi_job_result {
     double affine[4][4]; /**< voxel index -> RAS+ mm of the input */
     swi_stats stats;     /**< the engine's counters */
     double seconds;      /**< wall time of the run */
+    char *statistics;    /**< malloc'd JSON text with spec.statistics or keep_statistics, else NULL */
 } swi_job_result;
 
 /** Run the job: plan, create the outputs' temporaries, read, run, write, commit. keep !=

@@ -951,6 +951,71 @@ if case == "meaning":
     r = run("segment", "--model", "quant4.onnx", "-q", "--input", "q.zarr", "--output", "u.zarr")
     check(r.returncode == 0 and [c["name"] for c in zarr.open("u.zarr", mode="r").attrs["swi_classes"]] ==
           ["background", "label_1", "label_2", "label_3"], "no card: default names: " + r.stderr)
+
+    # --statistics: per class, against numpy over the written labels and the input as read
+    def want_stats(lab, x, affine):
+        vox = abs(np.linalg.det(affine[:3, :3]))
+        out = {}
+        for c, name in enumerate(names):
+            m = lab == c
+            st = {"label-value": c, "voxels": int(m.sum()), "volume_ml": m.sum() * vox / 1000}
+            if m.any():
+                v = x[m].astype(np.float64)
+                idx = np.argwhere(m)
+                lo, hi = idx.min(0), idx.max(0)
+                corners = np.array([[(hi if (k >> d) & 1 else lo)[d] for d in range(3)] + [1] for k in range(8)])
+                w = (affine @ corners.T)[:3]
+                st.update(intensity=v.mean(), intensity_std=v.std(), intensity_min=v.min(), intensity_max=v.max(),
+                          bbox_voxels=[lo.tolist(), hi.tolist()], bbox_mm=[w.min(1).tolist(), w.max(1).tolist()])
+            out[name] = st
+        return out
+
+    def same_stats(path, want, what):
+        try:
+            got = json.load(open(path))["classes"]
+        except (OSError, ValueError) as e:
+            check(False, "%s: %s" % (what, e))
+            return
+        ok = list(got) == list(want)
+        for name, w in want.items():
+            g = got.get(name, {})
+            for k, v in w.items():
+                gv = g.get(k)
+                if isinstance(v, list):
+                    ok &= gv is not None and np.allclose(np.array(gv, float), np.array(v, float), rtol=1e-6, atol=1e-6)
+                else:
+                    ok &= gv is not None and np.isclose(gv, v, rtol=1e-6, atol=1e-9)
+            if not w["voxels"]:
+                ok &= g.get("intensity") is None and g.get("bbox_mm") is None
+        check(ok, "%s: statistics as numpy's: %s\nwant %s" % (what, got, want))
+
+    aff = np.diag([0.8, 1.2, 2.0, 1.0])
+    aff[:3, 3] = [-10, 5, 3]
+    nib.save(nib.Nifti1Image(v * 100 - 50, aff), "hu.nii.gz")
+    x = np.asarray(nib.load("hu.nii.gz").dataobj).astype(np.float32)
+    faff = nib.load("hu.nii.gz").affine
+    base = ["segment", "--model", "named.onnx", "-q", "--scale", "-50,310,0,3.6"]
+    for extra, tag in (((), "plain"), (("--orientation", "LPS"), "oriented"), (("--spacing", "1,1,1.5"), "resampled")):
+        r = run(*base, "--input", "hu.nii.gz", "--output", "st_%s.nii.gz" % tag, "--statistics", "st_%s.json" % tag, *extra)
+        check(r.returncode == 0, "--statistics %s: %s" % (tag, r.stderr))
+        if r.returncode == 0:
+            lab = np.asarray(nib.load("st_%s.nii.gz" % tag).dataobj)
+            check(len(np.unique(lab)) > 1, "%s: several classes" % tag)
+            same_stats("st_%s.json" % tag, want_stats(lab, x, faff), "--statistics %s (NIfTI)" % tag)
+    # a store input: its intensities read again, labels to a store and to a file
+    zarr.open("hu.zarr", mode="w", shape=x.shape, chunks=(16, 8, 8), dtype="<f4")[...] = x
+    for out in ("st.zarr", "st_z.nii.gz"):
+        r = run(*base, "--input", "hu.zarr", "--output", out, "--statistics", out + ".json", "--threads", "3")
+        check(r.returncode == 0, "--statistics store -> %s: %s" % (out, r.stderr))
+        if r.returncode == 0:
+            lab = load(out) if out.endswith(".zarr") else np.asarray(nib.load(out).dataobj)
+            same_stats(out + ".json", want_stats(lab, x, np.eye(4)), "--statistics store input -> " + out)
+    # the output rules: never over an input, an existing file refused without --force
+    r = run(*base, "--input", "hu.nii.gz", "--output", "st2.nii.gz", "--statistics", "hu.nii.gz", "--force")
+    check(r.returncode != 0 and not os.path.exists("st2.nii.gz"), "--statistics over the input refused: " + r.stderr)
+    r = run(*base, "--input", "hu.nii.gz", "--output", "st3.nii.gz", "--statistics", "st_plain.json")
+    check(r.returncode != 0 and "--force" in r.stderr and not os.path.exists("st3.nii.gz"),
+          "--statistics over an existing file refused without --force: " + r.stderr)
     done()
 
 if case == "race":
