@@ -8,11 +8,13 @@ extension's predictor bridge, one batch of windows at a time.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
@@ -50,8 +52,16 @@ class Segmentation:
       ``[classes, i, j, k]`` (softmax probabilities with ``softmax=True``); else None.
     classes: the number of classes; stats: the engine's counters (windows_total,
       windows_predicted, windows_reused, predictor_calls, bytes_partial_peak); seconds:
-      the run's wall time; outputs: what was written (``{"output": path, ...}``);
-      messages: the job's warnings and notes, one line each.
+      the run's wall time; outputs: every file written, by what it is (``output``,
+      ``scores``, ``preview``, ``report``, ``statistics``, ``label_names`` and
+      ``color_table``: the card's class names beside a label file, ``probabilities`` and
+      ``properties``: an nnU-Net job's ``save_probabilities`` files); messages: the job's
+      warnings and notes, one line each.
+    statistics: with ``statistics=``: per class (by name) its voxels, volume (``volume_ml``;
+      ``volume`` in mm³ as TotalSegmentator), bounding box (``bbox_voxels``, ``bbox_mm`` in
+      scanner coordinates) and the first input's intensity as read (``intensity``: the mean,
+      ``intensity_std``, ``intensity_min``, ``intensity_max``) at its voxels, as
+      ``--statistics`` writes it (the ``classes`` object of that file); else None.
     """
 
     labels: Optional[np.ndarray]
@@ -62,6 +72,7 @@ class Segmentation:
     seconds: float = 0.0
     outputs: dict[str, str] = field(default_factory=dict)
     messages: tuple[str, ...] = ()
+    statistics: Optional[dict[str, Any]] = None
 
 
 def _need_pipeline() -> None:
@@ -340,7 +351,8 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
             force: bool = False, progress: Union[bool, Callable[[int, int], Any]] = False,
             on_message: Optional[Callable[[str], Any]] = None, folds: Union[None, int, str, Sequence[Any]] = None,
             disable_tta: bool = False, tile_step_size: Optional[float] = None,
-            save_probabilities: bool = False, accumulate: str = "float32") -> Segmentation:
+            save_probabilities: bool = False, accumulate: str = "float32",
+            statistics: Union[None, bool, PathLike] = None) -> Segmentation:
     """Segment a scan as ``swi segment`` does: read, preprocess, bring to the model's grid,
     run the sliding window, bring the result back to the scan's own grid, write.
 
@@ -391,6 +403,9 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
       beside ``output`` (nnU-Net's probabilities and properties).
     accumulate: ``"float16"`` keeps the blend's partial sums in binary16 as nnU-Net does
       (half their memory, probabilities within about 1e-3); nnU-Net model directories only.
+    statistics: a path: per-class statistics written there as JSON (``--statistics``) and
+      returned too; True: returned only (``Segmentation.statistics``). Not for nnU-Net
+      model directories.
 
     Returns a `Segmentation`. Errors: ValueError for a bad argument or spec (the library's
     SWI_ERR_INVALID_ARG), OSError when a file cannot be read or written, swi.BudgetError when
@@ -412,6 +427,15 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
         p = _path(scores, "scores")
         assert p is not None
         spec["scores"] = outputs["scores"] = p
+    keep_stats = statistics is True
+    if statistics is not None and statistics is not False:
+        if not getattr(_swi, "PIPELINE_STATISTICS", 0):
+            raise RuntimeError("statistics= needs a pipeline library that gathers them (swi_job_spec.statistics)")
+        if not keep_stats:
+            p = _path(statistics, "statistics")
+            assert p is not None
+            spec["statistics"] = outputs["statistics"] = p
+        spec["keep_statistics"] = 1
     if softmax and (scores is None or scores is False):
         raise ValueError("softmax=True applies to the scores: give scores=PATH or scores=True too")
     if report_title is not None:
@@ -444,6 +468,7 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
         else:  # the library keeps no scores: they travel through a float32 NIfTI file
             tmp = tempfile.mkdtemp(prefix="swi-scores-")
             spec["scores"] = os.path.join(tmp, "scores.nii")
+    started = time.time()
     try:
         r = _swi.segment(spec, preds, _copy_into, prog, msgs, keep)
         if tmp is not None:
@@ -456,8 +481,39 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
     labels = np.asarray(r["labels"]) if r["labels"] is not None else None
     affine = np.array(r["affine"], dtype=np.float64).reshape(4, 4) if labels is not None else None
     sc = np.asarray(r["scores"]) if r["scores"] is not None else None
+    st = None
+    if r.get("statistics"):
+        st = json.loads(r["statistics"])["classes"]
+    elif "statistics" in outputs:  # a job whose labels are not kept (stores): the file it wrote
+        with open(outputs["statistics"], encoding="utf-8") as f:
+            st = json.load(f)["classes"]
+    _side_outputs(spec, outputs, started)
     return Segmentation(labels=labels, affine=affine, scores=sc, classes=int(r["classes"]), stats=dict(r["stats"]),
-                        seconds=float(r["seconds"]), outputs=outputs, messages=tuple(msgs.lines))
+                        seconds=float(r["seconds"]), outputs=outputs, messages=tuple(msgs.lines), statistics=st)
+
+
+def _side_outputs(spec: dict, outputs: dict[str, str], started: float) -> None:
+    """The files a job writes beside its named outputs, as it names them: the card's class
+    names beside a label file (OUT.label.txt, OUT.ctbl) and an nnU-Net job's probabilities
+    (OUT.npz, OUT.json); those this run wrote (a file older than the run is another's)."""
+    out = outputs.get("output")
+    if out is None or _is_store(out):
+        return
+    stem = out
+    for end in (".nii.gz", ".nii", ".nrrd", ".mha", ".mhd", ".dcm"):
+        if out.endswith(end):
+            stem = out[:-len(end)]
+            break
+    cand = [("label_names", stem + ".label.txt"), ("color_table", stem + ".ctbl")]
+    if spec.get("save_probabilities"):
+        cand += [("probabilities", stem + ".npz"), ("properties", stem + ".json")]
+    for key, path in cand:
+        try:
+            fresh = os.path.isfile(path) and os.stat(path).st_mtime >= started - 2.0
+        except OSError:
+            fresh = False
+        if key not in outputs and fresh:
+            outputs[key] = path
 
 
 def plan_job(input: Inputs, *, model: Optional[Inputs] = None, predictor: Optional[Predictor] = None,

@@ -171,6 +171,12 @@ def test_python_segment(tmp_path, models, cases):
                     folds=[0, 1])
     assert r.labels.shape == (40, 16, 32)
     assert np.array_equal(r.labels, np.asarray(nib.load(str(out)).dataobj))
+    # every file written is listed: nnU-Net's probabilities and properties beside the labels
+    assert r.outputs["output"] == str(out)
+    assert r.outputs["probabilities"] == str(tmp_path / "seg.npz") and (tmp_path / "seg.npz").is_file()
+    assert r.outputs["properties"] == str(tmp_path / "seg.json") and (tmp_path / "seg.json").is_file()
+    listed = set(r.outputs.values())
+    assert all(str(f) in listed for f in tmp_path.iterdir() if f.is_file()), (r.outputs, list(tmp_path.iterdir()))
     check_against_pyref(DATA / MR3D, models[MR3D], cases["mr"], out, label="mr python")
     p = swi.plan_job([str(p) for p in cases["mr"]], model=str(models[MR3D]))
     assert p["members"] == 2 and "crop to the nonzero box" in p["describe"]

@@ -89,7 +89,9 @@ def test_real_scan_job_equals_the_command(tmp_path, ensemble):
     # written as the command writes them: the same voxels, geometry and class tables
     r2 = swi.segment(str(VOLUME), py / "l.nii.gz", model=ensemble, orientation="PIR", spacing=(1.5, 1.5, 1.5),
                      threads=2, scores=py / "s.nii.gz")
-    assert r2.outputs == {"output": str(py / "l.nii.gz"), "scores": str(py / "s.nii.gz")}
+    # every file written, the card's class tables beside the labels too
+    assert r2.outputs == {"output": str(py / "l.nii.gz"), "scores": str(py / "s.nii.gz"),
+                          "label_names": str(py / "l.label.txt"), "color_table": str(py / "l.ctbl")}
     assert np.array_equal(r2.labels, want_l) and r2.scores is None
     for name in ("l.nii.gz", "s.nii.gz"):
         a, b = nib.load(str(py / name)), nib.load(str(cli / name))
@@ -119,6 +121,44 @@ def test_real_scan_job_equals_the_command(tmp_path, ensemble):
         swi.plan_job(VOLUME, model=ensemble, orientation="PIR", spacing=1.5, max_memory="1M")
     lines = set(cmd.stdout.splitlines())
     assert [ln for ln in p["describe"].splitlines() if ln not in lines] == []  # as `swi plan` prints it
+
+
+def test_statistics_equal_numpy_and_the_command(tmp_path, ensemble):
+    """statistics=PATH writes the file --statistics writes and returns it; statistics=True
+    returns it only; both as numpy computes them from the written labels and the input."""
+    if not getattr(swi._swi, "PIPELINE_STATISTICS", 0):
+        pytest.skip("the pipeline library gathers no statistics")
+    import json
+
+    run_cli("--model", ensemble[0], "--input", str(VOLUME), "--output", str(tmp_path / "c.nii.gz"),
+            "--statistics", str(tmp_path / "c.json"), "--clip", "-0.5,0.5", "--threads", "2")
+    r = swi.segment(VOLUME, tmp_path / "p.nii.gz", model=ensemble[0], clip=(-0.5, 0.5), threads=2,
+                    statistics=tmp_path / "p.json")
+    assert r.outputs["statistics"] == str(tmp_path / "p.json")
+    assert set(r.outputs) == {"output", "statistics", "label_names", "color_table"}
+    cli = json.loads((tmp_path / "c.json").read_text())["classes"]
+    assert json.loads((tmp_path / "p.json").read_text())["classes"] == cli == r.statistics
+    names = json.loads((MODELS / "demo.json").read_text())["classes"]
+    assert list(r.statistics) == names
+    img = nib.load(str(VOLUME))
+    x = np.asarray(img.dataobj).astype(np.float32)  # as read: the clip does not reach them
+    lab = voxels(tmp_path / "p.nii.gz")
+    vox = abs(np.linalg.det(img.affine[:3, :3]))
+    for c, name in enumerate(names):
+        m = lab == c
+        s = r.statistics[name]
+        assert s["label-value"] == c and s["voxels"] == int(m.sum())
+        assert s["volume_ml"] == pytest.approx(m.sum() * vox / 1000, rel=1e-6)
+        if m.any():
+            v = x[m].astype(np.float64)
+            assert s["intensity"] == pytest.approx(v.mean(), rel=1e-6, abs=1e-9)
+            assert s["intensity_std"] == pytest.approx(v.std(), rel=1e-6, abs=1e-9)
+            assert (s["intensity_min"], s["intensity_max"]) == (pytest.approx(v.min()), pytest.approx(v.max()))
+            idx = np.argwhere(m)
+            assert s["bbox_voxels"] == [idx.min(0).tolist(), idx.max(0).tolist()]
+    r2 = swi.segment(VOLUME, model=ensemble[0], clip=(-0.5, 0.5), threads=2, statistics=True)
+    assert r2.statistics == r.statistics and r2.outputs == {}
+    assert swi.segment(VOLUME, model=ensemble[0], threads=2).statistics is None
 
 
 @pytest.mark.parametrize("case", ["preprocessing", "window"])
