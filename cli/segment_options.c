@@ -73,7 +73,8 @@ enum {
     OPT_ACCUMULATE,
     OPT_TILE_STEP,
     OPT_SAVE_PROBS,
-    OPT_STATISTICS
+    OPT_STATISTICS,
+    OPT_CHUNKS
 };
 
 static const struct option LONG_OPTS[] = {
@@ -83,6 +84,7 @@ static const struct option LONG_OPTS[] = {
     {"scores", required_argument, NULL, OPT_SCORES},
     {"preview", required_argument, NULL, OPT_PREVIEW},
     {"statistics", required_argument, NULL, OPT_STATISTICS},
+    {"chunks", required_argument, NULL, OPT_CHUNKS},
     {"report", required_argument, NULL, OPT_REPORT},
     {"report-dir", required_argument, NULL, OPT_REPORT_DIR},
     {"roi", required_argument, NULL, OPT_ROI},
@@ -318,6 +320,14 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
             sp->shard_init = init; /* "init": no part, the stores only */
             sp->shard_part = init ? 0 : part;
             sp->shard_parts = init ? 0 : parts;
+            break;
+        }
+        case OPT_CHUNKS: {
+            int64_t v[4];
+            if (cli_parse_i64_list(arg, v, 4) != 3 || v[0] < 1 || v[1] < 1 || v[2] < 1 ||
+                v[0] > SWI_MAX_AXIS || v[1] > SWI_MAX_AXIS || v[2] > SWI_MAX_AXIS)
+                return usage(who, "--chunks '%s': give three chunk sizes A,B,C, each 1 or more", arg, NULL);
+            memcpy(sp->chunks, v, sizeof sp->chunks);
             break;
         }
         case OPT_SHARD_GRID: {

@@ -47,6 +47,7 @@ static const store_ops zarr_ops = {
     .close = zarr__close,
     .geometry = zarr__geometry,
     .fill = zarr__fill,
+    .chunk = zarr__chunk,
     .create = zarr_create,
     .write_box = zarr__write_box,
     .commit = zarr__commit,
@@ -63,6 +64,7 @@ static const store_ops ome_ops = {
     .close = zarr__close,
     .geometry = zarr__geometry,
     .fill = zarr__fill,
+    .chunk = zarr__chunk,
     .create = ome_create,
     .write_box = zarr__write_box,
     .commit = zarr__commit,
@@ -79,6 +81,7 @@ static const store_ops h5_ops = {
     .close = h5__close,
     .geometry = h5_geometry,
     .fill = h5_fill,
+    .chunk = h5__chunk,
     .create = h5__create,
     .write_box = h5__write_box,
     .commit = h5__commit,
@@ -230,6 +233,13 @@ swi_status swi_store_volume(const swi_store *s, swi_volume *v, char *err, size_t
     swi_status st = io__nifti_like(&g, v, why, sizeof why);
     if (st != SWI_OK) io__err(err, n, "%s: %s", s->name, why);
     return st;
+}
+
+void swi_store_chunk(const swi_store *s, int64_t chunk[3]) {
+    for (int a = 0; a < 3; a++) chunk[a] = s ? s->size[a] : 0;
+    if (s && s->ops->chunk) s->ops->chunk(s->impl, chunk);
+    for (int a = 0; s && a < 3; a++)
+        if (chunk[a] < 1 || chunk[a] > s->size[a]) chunk[a] = s->size[a];
 }
 
 double swi_store_fill_value(const swi_store *s) { return s->ops->fill(s->impl); }

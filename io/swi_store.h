@@ -173,6 +173,10 @@ int swi_store_geometry(const swi_store *s, double scale[3], double translation[3
  *  without geometry gets 1 mm axis-aligned voxels at the origin. */
 swi_status swi_store_volume(const swi_store *s, swi_volume *v, char *err, size_t errlen);
 
+/** The spatial chunk of the store read (its last three axes; a contiguous HDF5 dataset: the
+ *  whole volume), each clipped to the size. */
+void swi_store_chunk(const swi_store *s, int64_t chunk[3]);
+
 /** The value absent chunks read as (Zarr fill_value; may be NaN or infinite; HDF5: 0). */
 double swi_store_fill_value(const swi_store *s);
 

@@ -217,6 +217,11 @@ void zarr__close(void *impl) { array_free(impl); }
 
 double zarr__fill(void *impl) { return ((const zarr_array *)impl)->fill; }
 
+void zarr__chunk(void *impl, int64_t chunk[3]) {
+    const zarr_array *a = impl;
+    for (int k = 0; k < 3; k++) chunk[k] = a->chunks[a->ndim - 3 + k];
+}
+
 int zarr__geometry(void *impl, double scale[3], double trans[3]) {
     const zarr_array *a = impl;
     for (int k = 0; k < 3; k++) {
@@ -248,6 +253,7 @@ double zarr__fill(void *impl) {
     (void)impl;
     return 0;
 }
+void zarr__chunk(void *impl, int64_t chunk[3]) { (void)impl, (void)chunk; }
 int zarr__geometry(void *impl, double scale[3], double trans[3]) {
     (void)impl;
     for (int k = 0; k < 3; k++) scale[k] = 1, trans[k] = 0;

@@ -63,6 +63,8 @@ typedef struct pl_opts {
     const struct seg_card *card; /**< the model's card (card.h), or NULL */
     int shard_given, shard_part, shard_parts, shard_init;
     int shard_grid[3], shard_grid_given;
+    int64_t chunks[3]; /**< the store outputs' chunk, or 0,0,0 */
+    int chunks_given;
     int shard_collective; /**< the parts run together (MPI ranks): part 0 creates the stores */
     int no_reuse;
     int reuse_cache;

@@ -132,6 +132,10 @@ typedef struct swi_job_spec {
     /** The parts run at once as processes of one job (MPI ranks: shard_part is the rank):
      *  part 0 creates the stores, the others join them after hooks->all_ok. */
     int shard_collective;
+    /** The store outputs' spatial chunk (--chunks A,B,C; each clipped to the size); 0,0,0:
+     *  the first input's chunk when it is a store, else the default (64 each, see
+     *  swi_store_default_chunk). Labels and scores take the same chunk. */
+    int64_t chunks[3];
 
     /* ---- outputs (NULL: not written) ---- */
     const char *output;       /**< labels: a volume file, or a store (x.zarr, x.ome.zarr, x.h5:/ds) */

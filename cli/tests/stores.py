@@ -952,6 +952,33 @@ if case == "meaning":
     check(r.returncode == 0 and [c["name"] for c in zarr.open("u.zarr", mode="r").attrs["swi_classes"]] ==
           ["background", "label_1", "label_2", "label_3"], "no card: default names: " + r.stderr)
 
+    # output chunks: the store input's, or --chunks; labels and scores alike, every kind of store
+    for out in ("c_in.zarr", "c_in.ome.zarr", "c_in.h5:/seg"):
+        r = run(*seg, "--output", out)
+        if out.endswith(".h5:/seg"):
+            with h5py.File("c_in.h5", "r") as h:
+                ch = h["seg"].chunks
+        else:
+            a = zarr.open(out, mode="r")
+            ch = (a["0"] if out.endswith(".ome.zarr") else a).chunks
+        check(r.returncode == 0 and tuple(ch) == (16, 8, 8), "%s: the input's chunks (16, 8, 8): %s %s" % (out, ch, r.stderr))
+    with h5py.File("q5.h5", "w") as f:
+        f.create_dataset("v", data=v, chunks=(10, 5, 17), compression="gzip")
+    r = run(*seg[:-1], "q5.h5:/v", "--output", "c_h.zarr")
+    check(r.returncode == 0 and zarr.open("c_h.zarr", mode="r").chunks == (10, 5, 17),
+          "an HDF5 input's chunks: " + r.stderr)
+    r = run(*seg, "--output", "c_f.zarr", "--scores", "c_fs.zarr", "--chunks", "8,20,5")
+    check(r.returncode == 0 and zarr.open("c_f.zarr", mode="r").chunks == (8, 20, 5) and
+          zarr.open("c_fs.zarr", mode="r").chunks == (1, 8, 20, 5) and
+          np.array_equal(load("c_f.zarr"), load("l.zarr")), "--chunks 8,20,5 for labels and scores: " + r.stderr)
+    r = run(*seg, "--output", "c_big.zarr", "--chunks", "100,100,100")
+    check(r.returncode == 0 and zarr.open("c_big.zarr", mode="r").chunks == v.shape, "--chunks clipped to the size")
+    for bad in ("8,8", "0,8,8", "a,b,c"):
+        r = run(*seg, "--output", "c_bad.zarr", "--chunks", bad)
+        check(r.returncode == 2 and "--chunks" in r.stderr, "--chunks %s refused: %s" % (bad, r.stderr))
+    r = run("segment", "--model", "named.onnx", "-q", "--input", "q.zarr", "--output", "c.nii.gz", "--chunks", "8,8,8")
+    check(r.returncode == 2 and "--chunks" in r.stderr, "--chunks with a file output refused: " + r.stderr)
+
     # --statistics: per class, against numpy over the written labels and the input as read
     def want_stats(lab, x, affine):
         vox = abs(np.linalg.det(affine[:3, :3]))

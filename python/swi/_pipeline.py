@@ -352,7 +352,8 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
             on_message: Optional[Callable[[str], Any]] = None, folds: Union[None, int, str, Sequence[Any]] = None,
             disable_tta: bool = False, tile_step_size: Optional[float] = None,
             save_probabilities: bool = False, accumulate: str = "float32",
-            statistics: Union[None, bool, PathLike] = None) -> Segmentation:
+            statistics: Union[None, bool, PathLike] = None,
+            chunks: Optional[Sequence[int]] = None) -> Segmentation:
     """Segment a scan as ``swi segment`` does: read, preprocess, bring to the model's grid,
     run the sliding window, bring the result back to the scan's own grid, write.
 
@@ -403,6 +404,8 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
       beside ``output`` (nnU-Net's probabilities and properties).
     accumulate: ``"float16"`` keeps the blend's partial sums in binary16 as nnU-Net does
       (half their memory, probabilities within about 1e-3); nnU-Net model directories only.
+    chunks: ``(A, B, C)``: the output stores' chunk (``--chunks``); None: the store input's
+      chunk, else 64 along each axis.
     statistics: a path: per-class statistics written there as JSON (``--statistics``) and
       returned too; True: returned only (``Segmentation.statistics``). Not for nnU-Net
       model directories.
@@ -427,6 +430,13 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
         p = _path(scores, "scores")
         assert p is not None
         spec["scores"] = outputs["scores"] = p
+    if chunks is not None:
+        if not getattr(_swi, "PIPELINE_CHUNKS", 0):
+            raise RuntimeError("chunks= needs a pipeline library that takes them (swi_job_spec.chunks)")
+        c = list(chunks) if isinstance(chunks, Sequence) and not isinstance(chunks, str) else []
+        if len(c) != 3:
+            raise ValueError(f"chunks must be (A, B, C), got {chunks!r}")
+        spec["chunks"] = [_whole(v, "chunks", 1) for v in c]
     keep_stats = statistics is True
     if statistics is not None and statistics is not False:
         if not getattr(_swi, "PIPELINE_STATISTICS", 0):

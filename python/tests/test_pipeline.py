@@ -207,6 +207,17 @@ def test_store_part_equals_the_command(tmp_path):
     # a store's labels are not kept in memory: the output is required
     with pytest.raises(ValueError, match="output"):
         swi.segment(tmp_path / "in.zarr", model=model, part="1/2")
+    # the output's chunks follow the input's, or chunks=; a store job's statistics come from its file
+    assert zarr.open(str(tmp_path / "whole.zarr"), mode="r").chunks == (32, 32, 32)
+    if getattr(swi._swi, "PIPELINE_CHUNKS", 0) and getattr(swi._swi, "PIPELINE_STATISTICS", 0):
+        r = swi.segment(tmp_path / "in.zarr", tmp_path / "c.zarr", model=model, chunks=(16, 40, 9),
+                        statistics=tmp_path / "c.json", **common)
+        c = zarr.open(str(tmp_path / "c.zarr"), mode="r")
+        assert c.chunks == (16, 40, 9) and np.array_equal(c[:], whole)
+        assert r.outputs == {"output": str(tmp_path / "c.zarr"), "statistics": str(tmp_path / "c.json")}
+        assert sum(v["voxels"] for v in r.statistics.values()) == whole.size
+        with pytest.raises(ValueError, match="chunks"):
+            swi.segment(tmp_path / "in.zarr", tmp_path / "d.zarr", model=model, chunks=(16, 40), **common)
 
 
 def test_bad_arguments(tmp_path):
