@@ -74,7 +74,8 @@ enum {
     OPT_TILE_STEP,
     OPT_SAVE_PROBS,
     OPT_STATISTICS,
-    OPT_CHUNKS
+    OPT_CHUNKS,
+    OPT_MASKS
 };
 
 static const struct option LONG_OPTS[] = {
@@ -85,6 +86,7 @@ static const struct option LONG_OPTS[] = {
     {"preview", required_argument, NULL, OPT_PREVIEW},
     {"statistics", required_argument, NULL, OPT_STATISTICS},
     {"chunks", required_argument, NULL, OPT_CHUNKS},
+    {"masks", required_argument, NULL, OPT_MASKS},
     {"report", required_argument, NULL, OPT_REPORT},
     {"report-dir", required_argument, NULL, OPT_REPORT_DIR},
     {"roi", required_argument, NULL, OPT_ROI},
@@ -200,6 +202,7 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
         case OPT_SCORES: sp->scores = arg; break;
         case OPT_PREVIEW: sp->preview = arg; break;
         case OPT_STATISTICS: sp->statistics = arg; break;
+        case OPT_MASKS: sp->masks = arg; break;
         case OPT_REPORT: sp->report = arg; break;
         case OPT_REPORT_DIR: o->report_dir = arg; break;
         case OPT_ROI:
@@ -354,11 +357,12 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
         if (!o->input_dir)
             return usage(who, "--output-dir, --output-format and --part need --input-dir", NULL, NULL);
         if (!o->output_dir) return usage(who, "--input-dir needs --output-dir", NULL, NULL);
-        if (sp->n_inputs || sp->output || sp->scores || sp->preview || sp->statistics)
-            return usage(who,
-                         "--input-dir takes no --input, --output, --scores, --preview or --statistics "
-                         "(outputs are OUTPUT_DIR/<case>.nii.gz)",
-                         NULL, NULL);
+        if (sp->n_inputs || sp->output || sp->scores || sp->preview || sp->statistics || sp->masks)
+            return usage(
+                who,
+                "--input-dir takes no --input, --output, --scores, --preview, --statistics or --masks "
+                "(outputs are OUTPUT_DIR/<case>.nii.gz)",
+                NULL, NULL);
         if (sp->softmax)
             return usage(who, "--softmax applies to --scores, which folder mode does not write", NULL, NULL);
         if (sp->shard_parts || sp->shard_init || sp->shard_grid[0])
@@ -392,10 +396,11 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
         return usage(who, "--softmax applies to --scores; give --scores FILE too", NULL, NULL);
     if (sp->report && !cli_ends_with(sp->report, ".html"))
         return usage(who, "--report '%s': the name must end in .html", sp->report, NULL);
-    if (plan && sp->statistics) return usage(who, "--statistics is for swi segment", NULL, NULL);
-    const char *outs[5] = {sp->output, sp->scores, sp->preview, sp->report, sp->statistics};
-    for (int a = 0; a < 5; a++)
-        for (int b = a + 1; b < 5; b++)
+    if (plan && (sp->statistics || sp->masks))
+        return usage(who, "--statistics and --masks are for swi segment", NULL, NULL);
+    const char *outs[6] = {sp->output, sp->scores, sp->preview, sp->report, sp->statistics, sp->masks};
+    for (int a = 0; a < 6; a++)
+        for (int b = a + 1; b < 6; b++)
             if (outs[a] && outs[b] && strcmp(outs[a], outs[b]) == 0)
                 return usage(who, "'%s' is given as two different outputs", outs[a], NULL);
     return 0; /* the job reads the model's card */

@@ -33,6 +33,7 @@ typedef struct pl_opts {
     int n_inputs;
     const char *output, *scores, *preview, *report, *report_title;
     const char *statistics; /**< per-class statistics as JSON (statistics.h), or NULL */
+    const char *masks;      /**< a folder of one mask a class (masks.h), or NULL */
     int keep_statistics;
     pl_target t_output, t_scores; /**< output and scores classified (pl_target_of), once */
     int64_t roi[3];

@@ -56,6 +56,7 @@ void pl_opts_names(const swi_job_spec *sp, pl_opts *o) {
     o->preview = sp->preview;
     o->report = sp->report;
     o->statistics = sp->statistics;
+    o->masks = sp->masks;
     memcpy(o->chunks, sp->chunks, sizeof o->chunks);
     o->chunks_given = sp->chunks[0] != 0 || sp->chunks[1] != 0 || sp->chunks[2] != 0;
     o->keep_statistics = sp->keep_statistics;

@@ -49,6 +49,7 @@ static int check_spec(const swi_job_spec *sp, char *err) {
     if (sp->scores) return refuse(err, "--scores", "use --save-probabilities");
     if (sp->softmax) return refuse(err, "--softmax", "use --save-probabilities");
     if (sp->preview) return refuse(err, "--preview", "not supported for nnU-Net jobs");
+    if (sp->masks) return refuse(err, "--masks", "not supported for nnU-Net jobs");
     if (sp->statistics) return refuse(err, "--statistics", "not supported for nnU-Net jobs");
     if (sp->report) return refuse(err, "--report", "not supported for nnU-Net jobs");
     if (sp->keep_scores) return refuse(err, "keep_scores", "not supported for nnU-Net jobs");

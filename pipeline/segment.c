@@ -201,6 +201,9 @@ static int write_outputs(const pl_opts *o, seg_state *s, const seg_results *r, d
                                       r->label_bytes, r->classes, cli_now() - t0, err))
         return step_failed(s, err);
     if (o->statistics && write_statistics(o, s, err)) return step_failed(s, err);
+    if (o->masks && pl_masks_write(&s->masks, &s->vols[0], r->labels, r->label_bytes, r->classes, class_names,
+                                   &cancel, err))
+        return step_failed(s, err);
     const int names = s->itk_path[0] != '\0';
     if (names && (card_write_labels(o->card, cli_out_take_fd(&s->out_itk), 1, s->itk_path, err) ||
                   card_write_labels(o->card, cli_out_take_fd(&s->out_ctbl), 0, s->ctbl_path, err)))
@@ -211,6 +214,8 @@ static int write_outputs(const pl_opts *o, seg_state *s, const seg_results *r, d
                        o->statistics ? &s->out_stats : NULL};
     if (cli_out_commit_all_cancellable(all, 7, o->force, seg_cancelled_cb, s, err))
         return step_failed(s, err);
+    /* the folder of masks right after the files, whole */
+    if (o->masks && pl_masks_commit(&s->masks, o->force, err)) return seg_fail(s, err);
     return 0;
 }
 
@@ -239,14 +244,16 @@ int seg_check_outputs(const pl_opts *o, seg_state *s) {
     if (o->n_models == 0 && o->model) ins[n_ins++] = (cli_named_path){"--model", o->model};
     if (o->card && o->card->in_file) ins[n_ins++] = (cli_named_path){"the model card", o->card->source};
     for (int c = 0; c < o->n_inputs; c++) ins[n_ins++] = (cli_named_path){"--input", o->inputs[c]};
-    const cli_named_path outp[7] = {{"--output", o->output},
+    const cli_named_path outp[8] = {{"--output", o->output},
                                     {"--scores", o->scores},
                                     {"--preview", o->preview},
                                     {"--report", o->report},
                                     {"the label names", s->itk_path[0] ? s->itk_path : NULL},
                                     {"the color table", s->ctbl_path[0] ? s->ctbl_path : NULL},
-                                    {"--statistics", o->statistics}};
-    if (cli_check_outputs_apart(ins, n_ins, outp, 7, err)) return seg_fail(s, err);
+                                    {"--statistics", o->statistics},
+                                    {"--masks", o->masks}};
+    if (cli_check_outputs_apart(ins, n_ins, outp, 8, err)) return seg_fail(s, err);
+    if (o->masks && pl_masks_check(o->masks, o->force, err)) return seg_fail(s, err);
     /* Existing outputs are refused before anything else happens. */
     const char *finals[6] = {o->output,
                              o->scores,
@@ -351,6 +358,8 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
                         (s->ctbl_path[0] && cli_out_begin(&s->out_ctbl, s->ctbl_path, o->force, err))))
         return seg_fail(s, err);
     if (o->statistics && cli_out_begin(&s->out_stats, o->statistics, o->force, err)) return seg_fail(s, err);
+    if (o->masks && !stores_out && pl_masks_begin(&s->masks, o->masks, o->force, err))
+        return seg_fail(s, err);
 
     if (!s->reader) {
         if (!s->input && (rc = seg_read_inputs(o, s, &in))) return rc;

@@ -7,6 +7,7 @@
 
 #include "ensemble.h"
 #include "internal.h"
+#include "masks.h"
 #include "realscan.h"
 #include "safety.h"
 #include "statistics.h"
@@ -34,6 +35,7 @@ typedef struct seg_state {
     cli_out out_labels, out_scores, out_preview, out_report;
     cli_out out_itk, out_ctbl; /* the card's class names beside the labels */
     cli_out out_stats;         /* --statistics */
+    pl_masks masks;            /* --masks: its private folder while written */
     pl_stats *class_stats;     /* gathered as the labels are made (statistics.h) */
     float *raw;                /* the first channel as read, when preprocessing changes it */
     swi_store *stats_store;    /* the first store input, opened again for the statistics */

@@ -62,6 +62,7 @@ void seg_abort_outputs(seg_state *s) {
     cli_out_abort(&s->out_itk);
     cli_out_abort(&s->out_ctbl);
     cli_out_abort(&s->out_stats);
+    pl_masks_abort(&s->masks);
     swi_store_abort(s->w_labels);
     swi_store_abort(s->w_scores);
     s->w_labels = s->w_scores = NULL;

@@ -40,6 +40,8 @@ int pl_store_check(const pl_opts *o, char *err) {
         msg = "--output and --scores: write both to stores or both to NIfTI";
     else if (out_store && o->preview)
         msg = "--preview needs the whole label map: not with store outputs";
+    else if (out_store && o->masks)
+        msg = "--masks needs the whole label map: not with store outputs";
     else if (out_store && o->report)
         msg = "--report needs the whole label map: not with store outputs";
     else if (o->shard_given && !out_store)

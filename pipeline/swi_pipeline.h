@@ -147,6 +147,9 @@ typedef struct swi_job_spec {
      *  intensity at the class's voxels: docs/cli.md --statistics), gathered as the labels are
      *  made; not with --input-dir (folders) or nnU-Net model directories */
     const char *statistics;
+    /** a folder of one binary mask a class (DIR/NAME.nii.gz, uint8, the background left
+     *  out, NAME the card's class name), written whole or not at all; file outputs only */
+    const char *masks;
     int keep_statistics; /**< swi_job_run's keep also receives them (no file needed; an
                                    nnU-Net job keeps none) */
     int softmax;         /**< the scores (file or kept) as softmax probabilities */

@@ -1037,6 +1037,32 @@ if case == "meaning":
         if r.returncode == 0:
             lab = load(out) if out.endswith(".zarr") else np.asarray(nib.load(out).dataobj)
             same_stats(out + ".json", want_stats(lab, x, np.eye(4)), "--statistics store input -> " + out)
+    # --masks DIR: one binary mask a class, named by the card, the folder whole or not at all
+    r = run(*base, "--input", "hu.nii.gz", "--output", "mk.nii.gz", "--masks", "mk")
+    lab = np.asarray(nib.load("mk.nii.gz").dataobj) if r.returncode == 0 else None
+    check(r.returncode == 0 and sorted(os.listdir("mk")) == sorted(n + ".nii.gz" for n in names[1:]),
+          "--masks: one file a class: %s %s" % (os.listdir("mk") if os.path.isdir("mk") else None, r.stderr))
+    for c, n in enumerate(names[1:], 1):
+        if lab is None:
+            break
+        m = nib.load(os.path.join("mk", n + ".nii.gz"))
+        check(m.get_data_dtype() == np.uint8 and np.array_equal(np.asarray(m.dataobj), (lab == c).astype(np.uint8)) and
+              np.allclose(m.affine, nib.load("mk.nii.gz").affine), "mask %s is labels == %d" % (n, c))
+    r = run(*base, "--input", "hu.nii.gz", "--output", "mk2.nii.gz", "--masks", "mk")
+    check(r.returncode == 1 and "--force" in r.stderr and not os.path.exists("mk2.nii.gz"),
+          "--masks over a folder of masks refused without --force: " + r.stderr)
+    os.makedirs("mine", exist_ok=True)
+    open("mine/notes.txt", "w").write("mine")
+    r = run(*base, "--input", "hu.nii.gz", "--output", "mk3.nii.gz", "--masks", "mine", "--force")
+    check(r.returncode == 1 and os.listdir("mine") == ["notes.txt"], "--masks never replaces a user's folder: " + r.stderr)
+    r = run(*base, "--input", "hu.nii.gz", "--output", "mk.nii.gz", "--masks", "mk", "--force")
+    check(r.returncode == 0 and len(os.listdir("mk")) == 3 and not [f for f in os.listdir(".") if ".swi-" in f],
+          "--masks --force replaces the folder, nothing left beside: " + r.stderr)
+    r = run(*base, "--input", "hu.nii.gz", "--output", "mk4.nii.gz", "--masks", ".", "--force")
+    check(r.returncode != 0 and not os.path.exists("mk4.nii.gz"), "--masks holding the input refused: " + r.stderr)
+    r = run(*seg, "--output", "mk.zarr", "--masks", "mkz")
+    check(r.returncode == 2 and "--masks" in r.stderr, "--masks with a store output refused: " + r.stderr)
+
     # the output rules: never over an input, an existing file refused without --force
     r = run(*base, "--input", "hu.nii.gz", "--output", "st2.nii.gz", "--statistics", "hu.nii.gz", "--force")
     check(r.returncode != 0 and not os.path.exists("st2.nii.gz"), "--statistics over the input refused: " + r.stderr)

@@ -157,6 +157,9 @@ int swipy_job_spec(PyObject *d, swi_job_spec *s) {
 #ifdef SWI_PY_JOB_KEEP_SCORES
         swipy_get_int(&f, "keep_scores", &s->keep_scores) < 0 ||
 #endif
+#ifdef SWI_PY_JOB_MASKS
+        swipy_get_str(&f, "masks", &s->masks) < 0 ||
+#endif
 #ifdef SWI_PY_JOB_CHUNKS
         get_i64s(&f, "chunks", 3, s->chunks) < 0 ||
 #endif

@@ -55,7 +55,8 @@ class Segmentation:
       the run's wall time; outputs: every file written, by what it is (``output``,
       ``scores``, ``preview``, ``report``, ``statistics``, ``label_names`` and
       ``color_table``: the card's class names beside a label file, ``probabilities`` and
-      ``properties``: an nnU-Net job's ``save_probabilities`` files); messages: the job's
+      ``properties``: an nnU-Net job's ``save_probabilities`` files, ``masks`` the folder of
+      masks and ``mask:NAME`` each of them); messages: the job's
       warnings and notes, one line each.
     statistics: with ``statistics=``: per class (by name) its voxels, volume (``volume_ml``;
       ``volume`` in mm³ as TotalSegmentator), bounding box (``bbox_voxels``, ``bbox_mm`` in
@@ -353,7 +354,7 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
             disable_tta: bool = False, tile_step_size: Optional[float] = None,
             save_probabilities: bool = False, accumulate: str = "float32",
             statistics: Union[None, bool, PathLike] = None,
-            chunks: Optional[Sequence[int]] = None) -> Segmentation:
+            chunks: Optional[Sequence[int]] = None, masks: Optional[PathLike] = None) -> Segmentation:
     """Segment a scan as ``swi segment`` does: read, preprocess, bring to the model's grid,
     run the sliding window, bring the result back to the scan's own grid, write.
 
@@ -404,6 +405,9 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
       beside ``output`` (nnU-Net's probabilities and properties).
     accumulate: ``"float16"`` keeps the blend's partial sums in binary16 as nnU-Net does
       (half their memory, probabilities within about 1e-3); nnU-Net model directories only.
+    masks: a folder: one binary mask a class (``DIR/NAME.nii.gz``, uint8, the background left
+      out, NAME the card's class name, else ``label_N``), written whole or not at all
+      (``--masks``); volume-file outputs only.
     chunks: ``(A, B, C)``: the output stores' chunk (``--chunks``); None: the store input's
       chunk, else 64 along each axis.
     statistics: a path: per-class statistics written there as JSON (``--statistics``) and
@@ -430,6 +434,12 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
         p = _path(scores, "scores")
         assert p is not None
         spec["scores"] = outputs["scores"] = p
+    if masks is not None:
+        if not getattr(_swi, "PIPELINE_MASKS", 0):
+            raise RuntimeError("masks= needs a pipeline library that writes them (swi_job_spec.masks)")
+        p = _path(masks, "masks")
+        assert p is not None
+        spec["masks"] = outputs["masks"] = p
     if chunks is not None:
         if not getattr(_swi, "PIPELINE_CHUNKS", 0):
             raise RuntimeError("chunks= needs a pipeline library that takes them (swi_job_spec.chunks)")
@@ -506,6 +516,11 @@ def _side_outputs(spec: dict, outputs: dict[str, str], started: float) -> None:
     """The files a job writes beside its named outputs, as it names them: the card's class
     names beside a label file (OUT.label.txt, OUT.ctbl) and an nnU-Net job's probabilities
     (OUT.npz, OUT.json); those this run wrote (a file older than the run is another's)."""
+    if "masks" in outputs:  # each mask too, by its class: "mask:NAME"
+        d = outputs["masks"]
+        for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if f.endswith(".nii.gz"):
+                outputs["mask:" + f[:-len(".nii.gz")]] = os.path.join(d, f)
     out = outputs.get("output")
     if out is None or _is_store(out):
         return

@@ -156,6 +156,14 @@ def test_statistics_equal_numpy_and_the_command(tmp_path, ensemble):
             assert (s["intensity_min"], s["intensity_max"]) == (pytest.approx(v.min()), pytest.approx(v.max()))
             idx = np.argwhere(m)
             assert s["bbox_voxels"] == [idx.min(0).tolist(), idx.max(0).tolist()]
+    if getattr(swi._swi, "PIPELINE_MASKS", 0):  # masks=: one a class, listed with the outputs
+        r3 = swi.segment(VOLUME, tmp_path / "m.nii.gz", model=ensemble[0], threads=2, masks=tmp_path / "masks")
+        assert r3.outputs["masks"] == str(tmp_path / "masks")
+        for c, name in enumerate(names[1:], 1):
+            f = r3.outputs["mask:" + name]
+            assert f == str(tmp_path / "masks" / (name + ".nii.gz"))
+            assert np.array_equal(voxels(f), (r3.labels == c).astype(np.uint8))
+        assert sorted(k for k in r3.outputs if k.startswith("mask:")) == sorted("mask:" + n for n in names[1:])
     r2 = swi.segment(VOLUME, model=ensemble[0], clip=(-0.5, 0.5), threads=2, statistics=True)
     assert r2.statistics == r.statistics and r2.outputs == {}
     assert swi.segment(VOLUME, model=ensemble[0], threads=2).statistics is None
