@@ -14,7 +14,7 @@
  * Chan et al.'s parallel variance), the extremes of the intensity, the voxel box. */
 typedef struct acc {
     int64_t voxels;  /* labelled voxels */
-    int64_t n;       /* of them with a finite intensity */
+    int64_t n;       /* of them with an intensity (all, once an intensity source is set) */
     double mean, m2; /* of those intensities */
     double min, max;
     int64_t lo[3], hi[3]; /* inclusive voxel box */
@@ -150,7 +150,7 @@ int pl_stats_add(pl_stats *st, const int64_t lo[3], const int64_t hi[3], const v
                     x = box[v];
                 else
                     continue;
-                if (!isfinite(x)) continue; /* left out of the intensity figures */
+                if (!isfinite(x)) x = 0; /* as the run reads it (--nonfinite zero) */
                 if (q->n == 0) q->shift = x;
                 const double y = x - q->shift;
                 q->n++;
