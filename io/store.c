@@ -48,6 +48,7 @@ static const store_ops zarr_ops = {
     .geometry = zarr__geometry,
     .fill = zarr__fill,
     .chunk = zarr__chunk,
+    .lead = zarr__lead,
     .create = zarr_create,
     .write_box = zarr__write_box,
     .commit = zarr__commit,
@@ -65,6 +66,7 @@ static const store_ops ome_ops = {
     .geometry = zarr__geometry,
     .fill = zarr__fill,
     .chunk = zarr__chunk,
+    .lead = zarr__lead,
     .create = ome_create,
     .write_box = zarr__write_box,
     .commit = zarr__commit,
@@ -242,6 +244,11 @@ void swi_store_chunk(const swi_store *s, int64_t chunk[3]) {
         if (chunk[a] < 1 || chunk[a] > s->size[a]) chunk[a] = s->size[a];
 }
 
+void swi_store_lead_axes(const swi_store *s, char lead[4]) {
+    lead[0] = '\0';
+    if (s && s->ops->lead) s->ops->lead(s->impl, lead);
+}
+
 double swi_store_fill_value(const swi_store *s) { return s->ops->fill(s->impl); }
 
 void swi_store_close(swi_store *s) {
@@ -370,6 +377,14 @@ static swi_status check_spec(const char *name, const swi_store_spec *spec, char 
     if (spec->dtype != SWI_DTYPE_UINT8 && spec->dtype != SWI_DTYPE_UINT16 &&
         spec->dtype != SWI_DTYPE_FLOAT32) {
         io__err(err, n, "%s: dtype must be uint8, uint16 or float32", name);
+        return SWI_ERR_INVALID_ARG;
+    }
+    const size_t nl = strnlen(spec->lead_axes, sizeof spec->lead_axes);
+    if (nl >= sizeof spec->lead_axes || (nl && (swi_store_kind_of(name) != SWI_STORE_OME ||
+                                                spec->planes != 1 || strspn(spec->lead_axes, "tc") != nl ||
+                                                (nl == 2 && spec->lead_axes[0] == spec->lead_axes[1])))) {
+        io__err(err, n, "%s: leading axes (\"%.3s\") are for OME-Zarr label maps: t and c, each once", name,
+                spec->lead_axes);
         return SWI_ERR_INVALID_ARG;
     }
     if (spec->slab_axis < 0 || spec->slab_axis > 2) {

@@ -58,6 +58,7 @@ int zarr__geometry(void *impl, double scale[3], double trans[3]);
 double zarr__fill(void *impl);
 /* The spatial chunk of an array read (its last three axes). */
 void zarr__chunk(void *impl, int64_t chunk[3]);
+void zarr__lead(void *impl, char lead[4]);
 void h5__chunk(void *impl, int64_t chunk[3]);
 
 swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err, size_t n);
@@ -107,6 +108,7 @@ typedef struct store_ops {
     int (*geometry)(void *impl, double scale[3], double trans[3]);
     double (*fill)(void *impl);
     void (*chunk)(void *impl, int64_t chunk[3]);
+    void (*lead)(void *impl, char lead[4]);
     swi_status (*create)(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
                          int part, int parts, void **impl, char *err, size_t n);
     swi_status (*write_box)(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,

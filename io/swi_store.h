@@ -177,6 +177,11 @@ swi_status swi_store_volume(const swi_store *s, swi_volume *v, char *err, size_t
  *  whole volume), each clipped to the size. */
 void swi_store_chunk(const swi_store *s, int64_t chunk[3]);
 
+/** An OME-Zarr image's non-spatial axes before z, y, x when each is t or c (time, channel)
+ *  of size 1, as their names ("tc", "c", "t"), into lead (4 bytes); else "" (other stores,
+ *  none, or axes of other kinds). */
+void swi_store_lead_axes(const swi_store *s, char lead[4]);
+
 /** The value absent chunks read as (Zarr fill_value; may be NaN or infinite; HDF5: 0). */
 double swi_store_fill_value(const swi_store *s);
 
@@ -212,6 +217,9 @@ typedef struct swi_store_spec {
      *  the colours those of swi's previews and colour tables. */
     const char *const *class_names;
     int64_t n_class_names;
+    /** OME-Zarr only, planes 1: the image's non-spatial axes before z, y, x, each of size 1
+     *  ("tc", "c", "t": time, channel), as the image-label convention keeps them; "": none */
+    char lead_axes[4];
     int slab_axis;   /**< the axis the writer's slabs are layers of chunks along: the
                                 engine's outermost loop axis (swi_plan.order[0]), so slabs
                                 complete in turn and memory stays bounded; default 0 */

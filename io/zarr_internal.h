@@ -32,6 +32,7 @@ typedef struct ome_geom {
     int has; /* coordinateTransformations were found */
     double scale[3], trans[3];
     char unit[3][32]; /* the spatial axes' units as the metadata names them ("": none) */
+    char lead[4];     /* the axes before z, y, x when each is named t or c ("tc"), else "" */
 } ome_geom;
 
 /* One decoded chunk of the reader's cache. */

@@ -299,6 +299,16 @@ void zarr__ome_geometry(json_t *ms, json_t *ds, ome_geom *g, int to_mm) {
     json_t *axes = json_object_get(ms, "axes");
     size_t nd = json_array_size(axes);
     if (nd < 3) return;
+    /* the non-spatial axes: kept on labels only when they are time and channel */
+    if (nd <= 5) {
+        int k = 0, ok = 1;
+        for (; k < (int)nd - 3; k++) {
+            const char *an = json_string_value(json_object_get(json_array_get(axes, (size_t)k), "name"));
+            ok &= an && (!strcmp(an, "t") || !strcmp(an, "c")) && !strchr(g->lead, an[0]);
+            if (ok) g->lead[k] = an[0];
+        }
+        g->lead[ok ? k : 0] = '\0';
+    }
     apply_transforms(json_object_get(ds, "coordinateTransformations"), nd, g->scale, g->trans, &g->has);
     apply_transforms(json_object_get(ms, "coordinateTransformations"), nd, g->scale, g->trans, &g->has);
     for (int k = 0; k < 3; k++) {
@@ -410,6 +420,10 @@ swi_status zarr__ome_level0(const char *group, char *dir, size_t dn, ome_geom *g
 
 json_t *zarr__zarray_json(const swi_store_spec *spec, const int64_t chunk[3]) {
     json_t *shape = json_array(), *chunks = json_array();
+    for (size_t k = 0; k < strlen(spec->lead_axes); k++) {
+        json_array_append_new(shape, json_integer(1));
+        json_array_append_new(chunks, json_integer(1));
+    }
     if (spec->planes > 1) {
         json_array_append_new(shape, json_integer(spec->planes));
         json_array_append_new(chunks, json_integer(1));
@@ -429,6 +443,13 @@ json_t *zarr__zarray_json(const swi_store_spec *spec, const int64_t chunk[3]) {
 
 json_t *zarr__ome_json(const swi_store_spec *spec, const char *name, const ome_geom *g) {
     json_t *axes = json_array(), *scale = json_array(), *trans = json_array();
+    for (size_t k = 0; k < strlen(spec->lead_axes); k++) {
+        const int t = spec->lead_axes[k] == 't';
+        json_array_append_new(axes,
+                              json_pack("{s:s, s:s}", "name", t ? "t" : "c", "type", t ? "time" : "channel"));
+        json_array_append_new(scale, json_real(1.0));
+        json_array_append_new(trans, json_real(0.0));
+    }
     if (spec->planes > 1) {
         json_array_append_new(axes, json_pack("{s:s, s:s}", "name", "c", "type", "channel"));
         json_array_append_new(scale, json_real(1.0));

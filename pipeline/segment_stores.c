@@ -139,6 +139,9 @@ int seg_store_begin(const pl_opts *o, seg_state *s, swi_params *p, const swi_ten
     swi_store_spec ls, ss;
     spec_of(in, 1, classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8, 1, classes, &ls);
     spec_of(in, classes, SWI_DTYPE_FLOAT32, 0, classes, &ss);
+    /* OME-Zarr labels of an image with time or channel axes keep them (of size 1) */
+    if (o->output && s->reader && s->store_in.stores[0] && swi_store_kind_of(o->output) == SWI_STORE_OME)
+        swi_store_lead_axes(s->store_in.stores[0], ls.lead_axes);
     /* the card's class names, where it names every class */
     if (o->card && o->card->n_classes == classes) {
         ls.class_names = (const char *const *)o->card->classes;

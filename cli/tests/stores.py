@@ -870,7 +870,9 @@ if case == "segment":
     r = run(*seg, "--input", "geo.zarr", "--output", "geo.zarr/labels/quant")
     ct = json.load(open("geo.zarr/labels/quant/.zattrs"))["multiscales"][0]["datasets"][0]["coordinateTransformations"] \
         if r.returncode == 0 else None
-    check(ct == [{"type": "scale", "scale": [2.0, 0.5, 0.75]}, {"type": "translation", "translation": [10.0, -3.0, 4.5]}],
+    # (and its c axis, of size 1: the image-label convention)
+    check(ct == [{"type": "scale", "scale": [1.0, 2.0, 0.5, 0.75]},
+                 {"type": "translation", "translation": [0.0, 10.0, -3.0, 4.5]}],
           "labels in the image carry its level's transformations: %s %s" % (r.stderr, ct))
 
     # SIGTERM during a --force rewrite of a complete store: the store exactly as it was, and
@@ -951,6 +953,29 @@ if case == "meaning":
     r = run("segment", "--model", "quant4.onnx", "-q", "--input", "q.zarr", "--output", "u.zarr")
     check(r.returncode == 0 and [c["name"] for c in zarr.open("u.zarr", mode="r").attrs["swi_classes"]] ==
           ["background", "label_1", "label_2", "label_3"], "no card: default names: " + r.stderr)
+
+    # labels of a tczyx image keep its t and c axes (of size 1), as the image-label convention
+    for axes in ("tczyx", "czyx"):
+        img = "img_%s.ome.zarr" % axes
+        g = zarr.open_group(img, mode="w")
+        lead = (1,) * (len(axes) - 3)
+        g.create_dataset("0", data=v.reshape(lead + v.shape), chunks=lead + (16, 8, 8))
+        kinds = {"t": "time", "c": "channel"}
+        g.attrs["multiscales"] = [{"version": "0.4", "name": "img",
+                                   "axes": [{"name": a, "type": kinds.get(a, "space")} for a in axes],
+                                   "datasets": [{"path": "0", "coordinateTransformations": [
+                                       {"type": "scale", "scale": [1.0] * len(axes)}]}]}]
+        out = img + "/labels/seg"
+        r = run("segment", "--model", "named.onnx", "-q", "--input", img, "--output", out)
+        ok = r.returncode == 0
+        if ok:
+            la = zarr.open_group(out, mode="r")
+            ms = la.attrs["multiscales"][0]
+            ok = ([a["name"] for a in ms["axes"]] == list(axes) and la["0"].shape == lead + v.shape and
+                  len(ms["datasets"][0]["coordinateTransformations"][0]["scale"]) == len(axes) and
+                  np.array_equal(la["0"][...].reshape(v.shape), load("l.zarr")) and
+                  [p["name"] for p in la.attrs["image-label"]["properties"]] == names)
+        check(ok, "%s image: labels with axes %s, t and c of size 1: %s" % (axes, axes, r.stderr))
 
     # output chunks: the store input's, or --chunks; labels and scores alike, every kind of store
     for out in ("c_in.zarr", "c_in.ome.zarr", "c_in.h5:/seg"):
