@@ -354,13 +354,19 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
             disable_tta: bool = False, tile_step_size: Optional[float] = None,
             save_probabilities: bool = False, accumulate: str = "float32",
             statistics: Union[None, bool, PathLike] = None,
-            chunks: Optional[Sequence[int]] = None, masks: Optional[PathLike] = None) -> Segmentation:
+            chunks: Optional[Sequence[int]] = None, masks: Optional[PathLike] = None,
+            affine: Any = None) -> Segmentation:
     """Segment a scan as ``swi segment`` does: read, preprocess, bring to the model's grid,
     run the sliding window, bring the result back to the scan's own grid, write.
 
     input: a volume file (NIfTI .nii/.nii.gz, NRRD, MetaImage .mha/.mhd), a DICOM series
       folder, a store (``x.zarr``, ``x.ome.zarr``, ``x.h5:/dataset``), or a list of them (the
-      channels, in order; a 4-D NIfTI's frames are channels).
+      channels, in order; a 4-D NIfTI's frames are channels). Or an array: a numpy array or
+      torch tensor ``[i, j, k]`` (one channel) or ``[channels, i, j, k]`` (MONAI's channel
+      first), any real dtype, with ``affine=`` (4x4, voxel index to RAS+ mm; default the
+      identity), or a MONAI MetaTensor (its ``affine`` taken): it is run as the same voxels in
+      a NIfTI file with that affine would be, the labels bitwise the same (it travels to the
+      job as a private temporary float32 NIfTI file, removed afterwards).
     output: where the label map goes (``--output``: a volume file by its extension, a .dcm
       DICOM SEG of a DICOM input, or a store). None: nothing is written and the labels come
       back in memory (volume inputs).
@@ -421,6 +427,81 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
     KeyboardInterrupt once it has stopped. Outputs appear only when complete.
     """
     _need_pipeline()
+    array_dir = None
+    if _is_array(input):
+        array_dir = tempfile.mkdtemp(prefix="swi-array-")
+        try:
+            input = _array_nifti(input, affine, os.path.join(array_dir, "input.nii"))
+        except BaseException:
+            shutil.rmtree(array_dir, ignore_errors=True)
+            raise
+        if report is not None and report_title is None:
+            report_title = "array"  # not the temporary's name
+    elif affine is not None:
+        raise ValueError("affine= goes with an array input; a file says its own geometry")
+    try:
+        return _segment(input, output, model, predictor, classes, orientation, spacing, roi, overlap, mode,
+                        sigma_scale, padding, cval, sw_batch_size, tta, part, part_grid, scores, softmax, preview,
+                        report, report_title, clip, scale, zscore, nonfinite, head, no_card, no_reuse,
+                        reuse_cache, no_rewrite, device, max_memory, threads, force, progress, on_message, folds,
+                        disable_tta, tile_step_size, save_probabilities, accumulate, statistics, chunks, masks)
+    finally:
+        if array_dir is not None:
+            shutil.rmtree(array_dir, ignore_errors=True)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, np.ndarray) or _is_torch(x)
+
+
+def _array_nifti(x: Any, affine: Any, path: str) -> str:
+    """x ([i, j, k] or [channels, i, j, k]) as a float32 NIfTI-1 file at path whose sform
+    is affine (a MetaTensor's own when None), as nibabel would save it: the job reads the
+    same voxels and geometry."""
+    if affine is None and _is_torch(x) and getattr(x, "affine", None) is not None:
+        affine = x.affine  # a MONAI MetaTensor
+    if _is_torch(x):
+        x = x.detach().cpu().numpy()
+    x = np.asarray(x)
+    if x.ndim not in (3, 4) or not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
+        raise ValueError(f"an array input must be real [i, j, k] or [channels, i, j, k], got {x.dtype} "
+                         f"{list(x.shape)}")
+    if x.ndim == 4:
+        if not 1 <= x.shape[0] <= 16:
+            raise ValueError(f"an array input [channels, i, j, k] takes 1 to 16 channels, got {x.shape[0]}")
+        x = np.moveaxis(x, 0, -1)  # the frames of a 4-D NIfTI are its channels
+    if any(n < 1 or n > 32767 for n in x.shape):
+        raise ValueError(f"an array input's axes must be 1 to 32767 voxels, got {list(x.shape)}")
+    a = np.eye(4) if affine is None else np.asarray(
+        affine.detach().cpu().numpy() if _is_torch(affine) else affine, dtype=np.float64)
+    if a.shape != (4, 4) or not np.all(np.isfinite(a)):
+        raise ValueError(f"affine must be a finite 4x4 matrix, got shape {list(a.shape)}")
+    hdr = np.zeros(352, dtype=np.uint8)
+
+    def put(off: int, dtype: str, values: Any) -> None:
+        b = np.asarray(values, dtype=dtype).tobytes()
+        hdr[off:off + len(b)] = np.frombuffer(b, dtype=np.uint8)
+
+    put(0, "<i4", 348)
+    put(40, "<i2", [x.ndim, *x.shape] + [1] * (7 - x.ndim))
+    put(70, "<i2", [16, 32])  # float32
+    put(76, "<f4", [1.0, *np.sqrt((a[:3, :3] ** 2).sum(0))] + [1.0] * 4)
+    put(108, "<f4", [352.0, 1.0, 0.0])  # vox_offset, scl_slope, scl_inter
+    hdr[123] = 2  # millimetres
+    put(252, "<i2", [0, 2])  # qform unset, sform aligned (nibabel's codes)
+    put(280, "<f4", a[:3].reshape(-1))
+    hdr[344:348] = np.frombuffer(b"n+1\0", dtype=np.uint8)
+    with open(path, "wb") as f:
+        f.write(hdr.tobytes())
+        f.write(np.asarray(x, dtype="<f4").tobytes(order="F"))
+    return path
+
+
+def _segment(input, output, model, predictor, classes, orientation, spacing, roi, overlap, mode, sigma_scale,
+             padding, cval, sw_batch_size, tta, part, part_grid, scores, softmax, preview, report, report_title,
+             clip, scale, zscore, nonfinite, head, no_card, no_reuse, reuse_cache, no_rewrite, device, max_memory,
+             threads, force, progress, on_message, folds, disable_tta, tile_step_size, save_probabilities,
+             accumulate, statistics, chunks, masks) -> Segmentation:
     spec, preds = _job(input, model, predictor, classes, orientation, spacing, roi, overlap, mode, sigma_scale,
                        padding, cval, sw_batch_size, tta, head, clip, scale, zscore, nonfinite, part, part_grid,
                        no_card, no_reuse, reuse_cache, no_rewrite, device, max_memory, threads)

@@ -169,6 +169,37 @@ def test_statistics_equal_numpy_and_the_command(tmp_path, ensemble):
     assert swi.segment(VOLUME, model=ensemble[0], threads=2).statistics is None
 
 
+def test_array_input_equals_the_file(tmp_path, ensemble):
+    """A numpy array or torch tensor with affine= (or a MetaTensor, its affine implied) runs as
+    the same voxels in a NIfTI file: bitwise the same labels, through orientation and spacing."""
+    img = nib.load(str(VOLUME))
+    x = np.asarray(img.dataobj).astype(np.float32)
+    kw = dict(model=ensemble[0], orientation="PIR", spacing=1.5, threads=2)
+    want = swi.segment(VOLUME, **kw).labels
+    r = swi.segment(x, affine=img.affine, **kw)
+    assert np.array_equal(r.labels, want) and np.allclose(r.affine, img.affine, atol=1e-5)
+    t = swi.segment(torch.from_numpy(x.astype(np.float64)), affine=torch.from_numpy(img.affine), **kw)
+    assert np.array_equal(t.labels, want)
+    r4 = swi.segment(x[None], affine=img.affine, **kw)  # [channels, i, j, k], MONAI's channel first
+    assert np.array_equal(r4.labels, want)
+    out = swi.segment(x, tmp_path / "a.nii.gz", affine=img.affine, **kw)
+    assert np.array_equal(voxels(tmp_path / "a.nii.gz"), want) and out.outputs["output"] == str(tmp_path / "a.nii.gz")
+    try:
+        from monai.data import MetaTensor
+    except ImportError:
+        MetaTensor = None
+    if MetaTensor is not None:
+        m = MetaTensor(torch.from_numpy(x)[None], affine=torch.from_numpy(img.affine))
+    else:  # a tensor carrying its affine as a MetaTensor does
+        m = torch.from_numpy(x)[None].as_subclass(torch.Tensor)
+        m.affine = torch.from_numpy(img.affine)
+    assert np.array_equal(swi.segment(m, **kw).labels, want)
+    with pytest.raises(ValueError, match="affine"):
+        swi.segment(VOLUME, affine=np.eye(4), **kw)
+    with pytest.raises(ValueError, match="array input"):
+        swi.segment(np.zeros((4, 4)), **kw)
+
+
 @pytest.mark.parametrize("case", ["preprocessing", "window"])
 def test_options_equal_the_command(tmp_path, case):
     """Each keyword is the command's flag: test-time mirroring, the intensity steps, the
