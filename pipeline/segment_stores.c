@@ -46,6 +46,8 @@ int pl_store_check(const pl_opts *o, char *err) {
         msg = "--report needs the whole label map: not with store outputs";
     else if (o->shard_given && !out_store)
         msg = "--shard writes parts of shared stores: give --output x.zarr";
+    else if (o->shard_given && o->statistics)
+        msg = "--statistics covers the whole volume: not with --shard (a part sees its box only)";
     else if (o->chunks_given && !out_store)
         msg = "--chunks sets the chunks of store outputs: give --output x.zarr (or x.ome.zarr, x.h5:/path)";
     else if (o->chunks_given && (o->chunks[0] < 1 || o->chunks[1] < 1 || o->chunks[2] < 1))

@@ -1088,6 +1088,10 @@ if case == "meaning":
     r = run(*seg, "--output", "mk.zarr", "--masks", "mkz")
     check(r.returncode == 2 and "--masks" in r.stderr, "--masks with a store output refused: " + r.stderr)
 
+    r = run(*base, "--input", "hu.zarr", "--output", "sh.zarr", "--statistics", "sh.json", "--shard", "0/2")
+    check(r.returncode == 2 and "--statistics" in r.stderr and not os.path.exists("sh.zarr"),
+          "--statistics with --shard refused: " + r.stderr)
+
     # the output rules: never over an input, an existing file refused without --force
     r = run(*base, "--input", "hu.nii.gz", "--output", "st2.nii.gz", "--statistics", "hu.nii.gz", "--force")
     check(r.returncode != 0 and not os.path.exists("st2.nii.gz"), "--statistics over the input refused: " + r.stderr)
