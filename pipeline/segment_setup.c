@@ -410,9 +410,17 @@ static size_t mirror_bytes(const seg_state *s, const swi_head_spec *head, int sw
     return s->n_mirrors ? seg_ensemble_bytes(2, head, sw) + in * (size_t)sw * sizeof(float) : 0;
 }
 
+/* --statistics with preprocessing keeps a volume file's first channel as read. */
+static size_t stats_bytes(const pl_opts *o, const seg_state *s) {
+    if (!PL_WANT_STATS(o) || s->reader || !(o->clip_given || o->scale_given || o->zscore)) return 0;
+    const int64_t *isz = s->vols[0].size;
+    return (size_t)(isz[0] * isz[1] * isz[2]) * sizeof(float);
+}
+
 static size_t beside_bytes(void *user, const swi_plan *plan) {
     const beside_of *b = user;
-    return seg_grid_bytes(&b->s->grid, plan->head_channels[0], PL_WANT_SCORES(b->o), plan->order[0]) +
+    return stats_bytes(b->o, b->s) +
+           seg_grid_bytes(&b->s->grid, plan->head_channels[0], PL_WANT_SCORES(b->o), plan->order[0]) +
            seg_ensemble_bytes(b->s->n_members, b->head, plan->sw_batch_size) +
            mirror_bytes(b->s, b->head, plan->sw_batch_size);
 }
