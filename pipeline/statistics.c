@@ -20,6 +20,13 @@ typedef struct acc {
     int64_t lo[3], hi[3]; /* inclusive voxel box */
 } acc;
 
+/* One region's figures for one class, kept until the end: merged in the order of the
+ * regions' corners, so the result does not depend on which thread finished first. */
+typedef struct entry {
+    int64_t lo[3], c;
+    acc a;
+} entry;
+
 struct pl_stats {
     int64_t classes;
     const char *const *names;
@@ -29,6 +36,8 @@ struct pl_stats {
     swi_store *store;
     pthread_mutex_t mu; /* guards all, and the store's reads */
     acc *a;
+    entry *pending;
+    size_t n_pending, cap_pending;
     char error[512];
 };
 
@@ -160,7 +169,22 @@ int pl_stats_add(pl_stats *st, const int64_t lo[3], const int64_t hi[3], const v
                 if (x > q->max) q->max = x;
             }
     free(box);
+    int64_t present = 0;
+    for (int64_t c = 0; c < C; c++) present += p[c].voxels > 0;
     pthread_mutex_lock(&st->mu);
+    if (st->n_pending + (size_t)present > st->cap_pending) {
+        size_t cap = st->cap_pending ? st->cap_pending : 256;
+        while (cap < st->n_pending + (size_t)present) cap *= 2;
+        entry *e = realloc(st->pending, cap * sizeof *e);
+        if (!e) {
+            pthread_mutex_unlock(&st->mu);
+            free(p);
+            snprintf(err, n, "out of memory for the statistics");
+            return -1;
+        }
+        st->pending = e;
+        st->cap_pending = cap;
+    }
     for (int64_t c = 0; c < C; c++) {
         if (!p[c].voxels) continue;
         acc b = {.voxels = p[c].voxels, .n = p[c].n, .min = p[c].min, .max = p[c].max};
@@ -172,7 +196,10 @@ int pl_stats_add(pl_stats *st, const int64_t lo[3], const int64_t hi[3], const v
         }
         memcpy(b.lo, p[c].lo, sizeof b.lo);
         memcpy(b.hi, p[c].hi, sizeof b.hi);
-        acc_merge(&st->a[c], &b);
+        entry *e = &st->pending[st->n_pending++];
+        memcpy(e->lo, lo, sizeof e->lo);
+        e->c = c;
+        e->a = b;
     }
     pthread_mutex_unlock(&st->mu);
     free(p);
@@ -195,6 +222,22 @@ int pl_stats_region(void *user, const swi_region *r) {
         return 1;
     }
     return 0;
+}
+
+static int entry_order(const void *pa, const void *pb) {
+    const entry *a = pa, *b = pb;
+    for (int k = 0; k < 3; k++)
+        if (a->lo[k] != b->lo[k]) return a->lo[k] < b->lo[k] ? -1 : 1;
+    return a->c < b->c ? -1 : a->c > b->c;
+}
+
+/* The regions' figures merged into the totals, in the order of their corners. */
+static void settle(pl_stats *st) {
+    pthread_mutex_lock(&st->mu);
+    qsort(st->pending, st->n_pending, sizeof *st->pending, entry_order);
+    for (size_t i = 0; i < st->n_pending; i++) acc_merge(&st->a[st->pending[i].c], &st->pending[i].a);
+    st->n_pending = 0;
+    pthread_mutex_unlock(&st->mu);
 }
 
 const char *pl_stats_error(const pl_stats *st) { return st && st->error[0] ? st->error : NULL; }
@@ -257,7 +300,8 @@ static void put_num(text *t, double v) {
         put(t, "null");
 }
 
-char *pl_stats_json(const pl_stats *st, const char *input, const char *labels) {
+char *pl_stats_json(pl_stats *st, const char *input, const char *labels) {
+    settle(st);
     text t = {0};
     const double(*A)[4] = st->affine;
     double det = A[0][0] * (A[1][1] * A[2][2] - A[1][2] * A[2][1]) -
@@ -344,6 +388,7 @@ char *pl_stats_json(const pl_stats *st, const char *input, const char *labels) {
 void pl_stats_free(pl_stats *st) {
     if (!st) return;
     pthread_mutex_destroy(&st->mu);
+    free(st->pending);
     free(st->a);
     free(st);
 }

@@ -2,8 +2,9 @@
  * statistics.h -- per-class statistics of a label map (--statistics), gathered region by
  * region as the labels are made: voxels, volume, bounding box in scanner coordinates and the
  * input's intensity (mean, std, min, max) at the class's voxels. Regions may arrive from
- * several threads at once; each region's partial sums (shifted, in double) are merged under
- * a lock (Chan's parallel variance), so no second pass over the volume is made.
+ * several threads at once; each region's partial sums (shifted, in double) are kept and
+ * merged at the end in the order of the regions' corners (Chan's parallel variance), so the
+ * figures do not depend on the threads' timing, and no second pass over the volume is made.
  */
 #ifndef SWI_PL_STATISTICS_H
 #define SWI_PL_STATISTICS_H
@@ -41,8 +42,8 @@ int pl_stats_region(void *user, const swi_region *r);
 const char *pl_stats_error(const pl_stats *st);
 
 /* The statistics as JSON text, malloc'd (NULL when out of memory); `input` and `labels`
- * name the files in it (either may be NULL). */
-char *pl_stats_json(const pl_stats *st, const char *input, const char *labels);
+ * name the files in it (either may be NULL). Call once every region is in. */
+char *pl_stats_json(pl_stats *st, const char *input, const char *labels);
 
 void pl_stats_free(pl_stats *st);
 

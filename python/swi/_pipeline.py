@@ -336,7 +336,8 @@ def _nnunet_fields(spec: dict, folds: Any, disable_tta: bool, tile_step_size: Op
         spec["accumulate_float16"] = 1
 
 
-def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional[Inputs] = None,
+def segment(input: Union[Inputs, np.ndarray, "torch.Tensor"], output: Optional[PathLike] = None, *,
+            model: Optional[Inputs] = None,
             predictor: Optional[Predictor] = None, classes: Optional[int] = None,
             orientation: Optional[str] = None, spacing: Optional[Triple] = None,
             roi: Union[None, int, Sequence[int]] = None, overlap: Optional[Triple] = None,
