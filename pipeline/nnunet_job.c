@@ -50,7 +50,6 @@ static int check_spec(const swi_job_spec *sp, char *err) {
     if (sp->softmax) return refuse(err, "--softmax", "use --save-probabilities");
     if (sp->preview) return refuse(err, "--preview", "not supported for nnU-Net jobs");
     if (sp->masks) return refuse(err, "--masks", "not supported for nnU-Net jobs");
-    if (sp->statistics) return refuse(err, "--statistics", "not supported for nnU-Net jobs");
     if (sp->report) return refuse(err, "--report", "not supported for nnU-Net jobs");
     if (sp->keep_scores) return refuse(err, "keep_scores", "not supported for nnU-Net jobs");
     if (sp->output && cli_is_store(sp->output))
@@ -78,7 +77,7 @@ static int beside(const pl_target *output, const char *ending, const char *suffi
 
 swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j, char *err) {
     memset(j, 0, sizeof *j);
-    j->out_labels.fd = j->out_probs.fd = j->out_props.fd = -1;
+    j->out_labels.fd = j->out_probs.fd = j->out_props.fd = j->out_stats.fd = -1;
     if (check_spec(sp, err)) return SWI_ERR_INVALID_ARG;
     if (nn_card_load(card_path, &j->card, err)) return SWI_ERR_IO;
     int rc = nn_card_select_folds(&j->card, sp->folds, err);
@@ -99,6 +98,8 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
     j->accumulate = sp->accumulate_float16 ? SWI_ACCUMULATE_FLOAT16 : SWI_ACCUMULATE_FLOAT32;
     j->force = sp->force;
     j->quiet = sp->quiet;
+    j->statistics = sp->statistics;
+    j->keep_statistics = sp->keep_statistics;
     j->threads = sp->threads;
     j->cuda = sp->cuda;
     j->sw_batch = sp->sw_batch > 0 ? sp->sw_batch : 1;
@@ -268,7 +269,17 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
     }
     free(j->crop);
     j->crop = NULL;
-    /* the input grid's voxels are not read again: the labels only need its geometry */
+    /* the input grid's voxels are not read again: the labels only need its geometry (and the
+     * statistics the first channel as read) */
+    if (j->statistics || j->keep_statistics) {
+        const int64_t *n = j->in_size;
+        float *first = realloc(j->input, (size_t)(n[0] * n[1] * n[2]) * sizeof(float));
+        if (first) j->input = NULL;
+        free(j->raw0);
+        j->raw0 = first ? first : j->input;
+        j->input = NULL;
+        return 0;
+    }
     free(j->input);
     j->input = NULL;
     return 0;
@@ -515,6 +526,9 @@ void nn_job_free(nn_job *j) {
     cli_out_abort(&j->out_labels);
     cli_out_abort(&j->out_probs);
     cli_out_abort(&j->out_props);
+    cli_out_abort(&j->out_stats);
+    pl_stats_free(j->class_stats);
+    free(j->raw0);
     swi_free(j->ctx);
     free(j->input);
     free(j->crop);

@@ -17,6 +17,7 @@
 
 #include "nnunet_card.h"
 #include "safety.h"
+#include "statistics.h"
 #include "swi_io.h"
 #include "swi_ort.h"
 #include "swi_pipeline.h"
@@ -38,6 +39,10 @@ typedef struct nn_job {
     double tile_step;
     size_t max_memory;
     char probs_path[4200], props_path[4200];
+    const char *statistics; /* --statistics, or NULL */
+    int keep_statistics;
+    pl_stats *class_stats; /* gathered as the labels' tiles are made */
+    float *raw0;           /* the first channel as read, kept for the statistics */
     /* the inputs */
     swi_volume vols[SWI_JOB_MAX_INPUTS];
     int opened, read;
@@ -67,7 +72,7 @@ typedef struct nn_job {
     int label_bytes;
     float *probs; /* [K][reader axes], with save_probabilities */
     int64_t reader_size[3];
-    cli_out out_labels, out_probs, out_props;
+    cli_out out_labels, out_probs, out_props, out_stats;
     swi_ctx *ctx;
     swi_stats stats;
     volatile int cancel;

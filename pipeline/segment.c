@@ -155,24 +155,9 @@ static int write_statistics(const pl_opts *o, seg_state *s, char *err) {
         cli_err(err, "%s: out of memory for the statistics", o->statistics);
         return 1;
     }
-    size_t len = strlen(json), done = 0;
-    while (done < len) {
-        ssize_t k = write(fd, json + done, len - done);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        done += (size_t)k;
-    }
-    const int e = errno;
+    int rc = pl_write_text(fd, o->statistics, json, err);
     free(json);
-    if (close(fd) != 0 && done == len) {
-        cli_err(err, "%s: cannot write: %s", o->statistics, strerror(errno));
-        return 1;
-    }
-    if (done < len) {
-        cli_err(err, "%s: cannot write: %s", o->statistics, strerror(e));
-        return 1;
-    }
-    return 0;
+    return rc;
 }
 
 /* Write every output into its temporary file, then commit them all or none. */

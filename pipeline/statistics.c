@@ -3,12 +3,16 @@
  */
 #include "statistics.h"
 
+#include "swi_pipeline.h"
+
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One class's running figures: count, mean and the sum of squared deviations (merged as
  * Chan et al.'s parallel variance), the extremes of the intensity, the voxel box. */
@@ -383,6 +387,25 @@ char *pl_stats_json(pl_stats *st, const char *input, const char *labels) {
         return NULL;
     }
     return t.buf;
+}
+
+int pl_write_text(int fd, const char *path, const char *body, char *err) {
+    size_t len = strlen(body), done = 0;
+    int e = 0;
+    while (fd >= 0 && done < len) {
+        ssize_t k = write(fd, body + done, len - done);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            e = k < 0 ? errno : EIO;
+            break;
+        }
+        done += (size_t)k;
+    }
+    if (fd < 0) e = EBADF;
+    if (fd >= 0 && close(fd) != 0 && !e) e = errno;
+    if (!e) return 0;
+    snprintf(err, SWI_JOB_ERRLEN, "%s: cannot write: %s", path, strerror(e));
+    return 1;
 }
 
 void pl_stats_free(pl_stats *st) {

@@ -47,4 +47,8 @@ char *pl_stats_json(pl_stats *st, const char *input, const char *labels);
 
 void pl_stats_free(pl_stats *st);
 
+/* body written to fd (closed in every case), path naming it in err. 0, or 1 with err
+ * (SWI_ERRLEN bytes). */
+int pl_write_text(int fd, const char *path, const char *body, char *err);
+
 #endif

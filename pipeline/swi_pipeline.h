@@ -145,13 +145,13 @@ typedef struct swi_job_spec {
     const char *report_title; /**< its heading; NULL: the input's name */
     /** per-class statistics as JSON (voxels, volume, bounding box in mm, the first input's
      *  intensity at the class's voxels: docs/cli.md --statistics), gathered as the labels are
-     *  made; not with --input-dir (folders) or nnU-Net model directories */
+     *  made (an nnU-Net job's too: tile by tile as its labels come back); not with
+     *  --input-dir (folders) or --shard */
     const char *statistics;
     /** a folder of one binary mask a class (DIR/NAME.nii.gz, uint8, the background left
      *  out, NAME the card's class name), written whole or not at all; file outputs only */
     const char *masks;
-    int keep_statistics; /**< swi_job_run's keep also receives them (no file needed; an
-                                   nnU-Net job keeps none) */
+    int keep_statistics; /**< swi_job_run's keep also receives them (no file needed) */
     int softmax;         /**< the scores (file or kept) as softmax probabilities */
     int keep_scores;     /**< swi_job_run's keep also receives the scores (no file needed) */
     int force;           /**< replace existing outputs (never an input) */

@@ -418,8 +418,8 @@ def segment(input: Union[Inputs, np.ndarray, "torch.Tensor"], output: Optional[P
     chunks: ``(A, B, C)``: the output stores' chunk (``--chunks``); None: the store input's
       chunk, else 64 along each axis.
     statistics: a path: per-class statistics written there as JSON (``--statistics``) and
-      returned too; True: returned only (``Segmentation.statistics``). Not for nnU-Net
-      model directories.
+      returned too; True: returned only (``Segmentation.statistics``); nnU-Net model
+      directories too (classes named ``background``, ``label_N``).
 
     Returns a `Segmentation`. Errors: ValueError for a bad argument or spec (the library's
     SWI_ERR_INVALID_ARG), OSError when a file cannot be read or written, swi.BudgetError when

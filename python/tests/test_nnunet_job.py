@@ -168,8 +168,20 @@ def test_python_segment(tmp_path, models, cases):
         pytest.skip("a pipeline library without nnU-Net jobs")
     out = tmp_path / "seg.nii.gz"
     r = swi.segment([str(p) for p in cases["mr"]], str(out), model=str(models[MR3D]), save_probabilities=True,
-                    folds=[0, 1])
+                    folds=[0, 1], statistics=tmp_path / "stats.json")
     assert r.labels.shape == (40, 16, 32)
+    # --statistics: every class over the whole grid (the crop box's outside too), as numpy has them
+    assert r.outputs["statistics"] == str(tmp_path / "stats.json")
+    img = nib.load(str(cases["mr"][0]))
+    x = np.asarray(img.dataobj).astype(np.float32).astype(np.float64)
+    assert sum(v["voxels"] for v in r.statistics.values()) == r.labels.size
+    for name, v in r.statistics.items():
+        m = r.labels == v["label-value"]
+        assert v["voxels"] == int(m.sum()), name
+        if m.any():
+            assert v["intensity"] == pytest.approx(x[m].mean(), rel=1e-6, abs=1e-9), name
+            assert v["intensity_std"] == pytest.approx(x[m].std(), rel=1e-6, abs=1e-9), name
+            assert v["intensity_max"] == pytest.approx(x[m].max()), name
     assert np.array_equal(r.labels, np.asarray(nib.load(str(out)).dataobj))
     # every file written is listed: nnU-Net's probabilities and properties beside the labels
     assert r.outputs["output"] == str(out)
