@@ -317,8 +317,6 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
     s->ctx = swi_create();
     if (!s->ctx) return seg_fail_status(s, SWI_ERR_NOMEM, "out of memory");
     swi_plan plan;
-    /* Shapes only: with reuse on, a reader (a store input) would be read whole here just
-     * to count the windows reused, which the run counts anyway. */
     /* the statistics' own argmax of every region, on the input grid (a grid of its own
      * reports its input-grid labels instead: realscan.c) */
     const int stats_out = PL_WANT_STATS(o) && !s->grid.active;
@@ -327,6 +325,8 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
         outs[n_outs].on_region = pl_stats_region;
         n_outs++;
     }
+    /* Shapes only: with reuse on, a reader (a store input) would be read whole here just
+     * to count the windows reused, which the run counts anyway. */
     swi_tensor shape_only = in;
     shape_only.data = NULL;
     shape_only.reader = NULL;
