@@ -388,12 +388,14 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
 static size_t vox(const int64_t s[3]) { return (size_t)s[0] * (size_t)s[1] * (size_t)s[2]; }
 
 /* Held beside the engine while it runs: the input on the model grid, the labels, the
- * probabilities, the sink's band, the folds' mean's scratch (the engine mirrors without any). */
+ * probabilities, the statistics' intensities, the sink's band, the folds' mean's scratch (the
+ * engine mirrors without any). */
 static size_t beside_bytes(void *user, const swi_plan *plan) {
     const nn_job *j = user;
     const size_t K = (size_t)j->card.heads, C = (size_t)j->n_inputs, win = vox(j->card.window);
     size_t n = vox(j->rs) * C * 4 + vox(j->in_size) * (size_t)(j->card.max_label > 255 ? 2 : 1);
     if (j->save_probabilities) n += vox(j->in_size) * K * 4;
+    if (j->statistics || j->keep_statistics) n += vox(j->in_size) * 4; /* the first channel as read */
     double map[3][4];
     nn_back_map(j, map);
     const int64_t box[3] = {j->box_hi[0] - j->box_lo[0], j->box_hi[1] - j->box_lo[1],
