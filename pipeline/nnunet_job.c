@@ -49,7 +49,6 @@ static int check_spec(const swi_job_spec *sp, char *err) {
     if (sp->scores) return refuse(err, "--scores", "use --save-probabilities");
     if (sp->softmax) return refuse(err, "--softmax", "use --save-probabilities");
     if (sp->preview) return refuse(err, "--preview", "not supported for nnU-Net jobs");
-    if (sp->masks) return refuse(err, "--masks", "not supported for nnU-Net jobs");
     if (sp->report) return refuse(err, "--report", "not supported for nnU-Net jobs");
     if (sp->keep_scores) return refuse(err, "keep_scores", "not supported for nnU-Net jobs");
     if (sp->output && cli_is_store(sp->output))
@@ -99,6 +98,7 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
     j->force = sp->force;
     j->quiet = sp->quiet;
     j->statistics = sp->statistics;
+    j->masks = sp->masks;
     j->keep_statistics = sp->keep_statistics;
     j->threads = sp->threads;
     j->cuda = sp->cuda;
@@ -529,6 +529,7 @@ void nn_job_free(nn_job *j) {
     cli_out_abort(&j->out_probs);
     cli_out_abort(&j->out_props);
     cli_out_abort(&j->out_stats);
+    pl_masks_abort(&j->mask_dir);
     pl_stats_free(j->class_stats);
     free(j->raw0);
     swi_free(j->ctx);

@@ -15,6 +15,7 @@
 #ifndef SWI_PL_NNUNET_JOB_H
 #define SWI_PL_NNUNET_JOB_H
 
+#include "masks.h"
 #include "nnunet_card.h"
 #include "safety.h"
 #include "statistics.h"
@@ -40,6 +41,8 @@ typedef struct nn_job {
     size_t max_memory;
     char probs_path[4200], props_path[4200];
     const char *statistics; /* --statistics, or NULL */
+    const char *masks;      /* --masks, or NULL */
+    pl_masks mask_dir;      /* its private folder while written */
     int keep_statistics;
     pl_stats *class_stats; /* gathered as the labels' tiles are made */
     float *raw0;           /* the first channel as read, kept for the statistics */

@@ -186,6 +186,7 @@ swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
         cli_out_abort(&j->out_probs);
         cli_out_abort(&j->out_props);
         cli_out_abort(&j->out_stats);
+        pl_masks_abort(&j->mask_dir);
     }
     return st;
 }
@@ -215,11 +216,13 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
     ins[n_ins++] = (cli_named_path){"the model card", c->source};
     for (int f = 0; f < c->n_folds; f++) ins[n_ins++] = (cli_named_path){"a fold's model", c->models[f]};
     for (int i = 0; i < j->n_inputs; i++) ins[n_ins++] = (cli_named_path){"--input", j->inputs[i]};
-    const cli_named_path outp[4] = {{"--output", finals[0]},
+    const cli_named_path outp[5] = {{"--output", finals[0]},
                                     {"--save-probabilities' .npz", finals[1]},
                                     {"--save-probabilities' .json", finals[2]},
-                                    {"--statistics", j->statistics}};
-    if (cli_check_outputs_apart(ins, n_ins, outp, 4, err)) return SWI_ERR_IO;
+                                    {"--statistics", j->statistics},
+                                    {"--masks", j->masks}};
+    if (cli_check_outputs_apart(ins, n_ins, outp, 5, err)) return SWI_ERR_IO;
+    if (j->masks && pl_masks_check(j->masks, j->force, err)) return SWI_ERR_IO;
     for (int i = 0; i < 3; i++)
         if (finals[i] && cli_out_check(finals[i], j->force, err)) return SWI_ERR_IO;
     if (j->statistics && cli_out_check(j->statistics, j->force, err)) return SWI_ERR_IO;
@@ -239,6 +242,7 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
     for (int i = 0; i < 3; i++)
         if (finals[i] && cli_out_begin(outs[i], finals[i], j->force, err)) return SWI_ERR_IO;
     if (j->statistics && cli_out_begin(&j->out_stats, j->statistics, j->force, err)) return SWI_ERR_IO;
+    if (j->masks && pl_masks_begin(&j->mask_dir, j->masks, j->force, err)) return SWI_ERR_IO;
     const int64_t N = j->in_size[0] * j->in_size[1] * j->in_size[2], K = c->heads;
     j->label_bytes = c->max_label > 255 ? 2 : 1;
     j->labels = calloc((size_t)N, (size_t)j->label_bytes);
@@ -320,6 +324,9 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
             write_props(j, cli_out_take_fd(&j->out_props), err))
             return SWI_ERR_IO;
     }
+    if (j->masks && pl_masks_write(&j->mask_dir, &j->vols[0], j->labels, j->label_bytes, c->max_label + 1,
+                                   NULL, NULL, err))
+        return SWI_ERR_IO;
     char *stats_json = j->class_stats ? pl_stats_json(j->class_stats, j->inputs[0], j->output) : NULL;
     if (j->class_stats && !stats_json) {
         cli_err(err, "out of memory for the statistics");
@@ -331,7 +338,8 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
     }
     cli_out *all[4] = {j->output ? &j->out_labels : NULL, j->save_probabilities ? &j->out_probs : NULL,
                        j->save_probabilities ? &j->out_props : NULL, j->statistics ? &j->out_stats : NULL};
-    if (cli_out_commit_all(all, 4, j->force, err)) {
+    if (cli_out_commit_all(all, 4, j->force, err) ||
+        (j->masks && pl_masks_commit(&j->mask_dir, j->force, err))) {
         free(stats_json);
         return SWI_ERR_IO;
     }

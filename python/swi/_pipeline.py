@@ -414,7 +414,7 @@ def segment(input: Union[Inputs, np.ndarray, "torch.Tensor"], output: Optional[P
       (half their memory, probabilities within about 1e-3); nnU-Net model directories only.
     masks: a folder: one binary mask a class (``DIR/NAME.nii.gz``, uint8, the background left
       out, NAME the card's class name, else ``label_N``), written whole or not at all
-      (``--masks``); volume-file outputs only.
+      (``--masks``); volume-file outputs only (nnU-Net model directories too).
     chunks: ``(A, B, C)``: the output stores' chunk (``--chunks``); None: the store input's
       chunk, else 64 along each axis.
     statistics: a path: per-class statistics written there as JSON (``--statistics``) and

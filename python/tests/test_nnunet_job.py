@@ -168,13 +168,17 @@ def test_python_segment(tmp_path, models, cases):
         pytest.skip("a pipeline library without nnU-Net jobs")
     out = tmp_path / "seg.nii.gz"
     r = swi.segment([str(p) for p in cases["mr"]], str(out), model=str(models[MR3D]), save_probabilities=True,
-                    folds=[0, 1], statistics=tmp_path / "stats.json")
+                    folds=[0, 1], statistics=tmp_path / "stats.json", masks=tmp_path / "masks")
     assert r.labels.shape == (40, 16, 32)
     # --statistics: every class over the whole grid (the crop box's outside too), as numpy has them
     assert r.outputs["statistics"] == str(tmp_path / "stats.json")
     img = nib.load(str(cases["mr"][0]))
     x = np.asarray(img.dataobj).astype(np.float32).astype(np.float64)
     assert sum(v["voxels"] for v in r.statistics.values()) == r.labels.size
+    for name, v in r.statistics.items():  # --masks: one a class, the background left out
+        if v["label-value"]:
+            f = r.outputs["mask:" + name]
+            assert np.array_equal(np.asarray(nib.load(f).dataobj), (r.labels == v["label-value"]).astype(np.uint8))
     for name, v in r.statistics.items():
         m = r.labels == v["label-value"]
         assert v["voxels"] == int(m.sum()), name
@@ -189,6 +193,7 @@ def test_python_segment(tmp_path, models, cases):
     assert r.outputs["properties"] == str(tmp_path / "seg.json") and (tmp_path / "seg.json").is_file()
     listed = set(r.outputs.values())
     assert all(str(f) in listed for f in tmp_path.iterdir() if f.is_file()), (r.outputs, list(tmp_path.iterdir()))
+    assert all(str(f) in listed for f in (tmp_path / "masks").iterdir())
     check_against_pyref(DATA / MR3D, models[MR3D], cases["mr"], out, label="mr python")
     p = swi.plan_job([str(p) for p in cases["mr"]], model=str(models[MR3D]))
     assert p["members"] == 2 and "crop to the nonzero box" in p["describe"]
