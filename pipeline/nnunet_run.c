@@ -251,7 +251,8 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
         return SWI_ERR_NOMEM;
     }
     if (j->statistics || j->keep_statistics) {
-        j->class_stats = pl_stats_new(c->max_label + 1, NULL, j->vols[0].affine, j->in_size);
+        j->class_stats = pl_stats_new(c->max_label + 1, c->has_regions ? NULL : (const char *const *)c->names,
+                                      j->vols[0].affine, j->in_size);
         if (!j->class_stats) {
             cli_err(err, "out of memory for the statistics");
             return SWI_ERR_NOMEM;
@@ -325,7 +326,7 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
             return SWI_ERR_IO;
     }
     if (j->masks && pl_masks_write(&j->mask_dir, &j->vols[0], j->labels, j->label_bytes, c->max_label + 1,
-                                   NULL, NULL, err))
+                                   c->has_regions ? NULL : (const char *const *)c->names, NULL, err))
         return SWI_ERR_IO;
     char *stats_json = j->class_stats ? pl_stats_json(j->class_stats, j->inputs[0], j->output) : NULL;
     if (j->class_stats && !stats_json) {

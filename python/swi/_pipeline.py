@@ -419,7 +419,7 @@ def segment(input: Union[Inputs, np.ndarray, "torch.Tensor"], output: Optional[P
       chunk, else 64 along each axis.
     statistics: a path: per-class statistics written there as JSON (``--statistics``) and
       returned too; True: returned only (``Segmentation.statistics``); nnU-Net model
-      directories too (classes named ``background``, ``label_N``).
+      directories too (classes named by the dataset's labels; a region model's ``label_N``).
 
     Returns a `Segmentation`. Errors: ValueError for a bad argument or spec (the library's
     SWI_ERR_INVALID_ARG), OSError when a file cannot be read or written, swi.BudgetError when

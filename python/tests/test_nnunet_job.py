@@ -199,6 +199,21 @@ def test_python_segment(tmp_path, models, cases):
     assert p["members"] == 2 and "crop to the nonzero box" in p["describe"]
 
 
+def test_python_statistics_and_masks_by_the_dataset_names(tmp_path, models, cases):
+    # a label model: the dataset's label names name the statistics and the masks
+    import swi
+
+    if not getattr(swi._swi, "PIPELINE_MASKS", 0) or not getattr(swi._swi, "PIPELINE_NNUNET", 0):
+        pytest.skip("a pipeline library without nnU-Net jobs, statistics or masks")
+    r = swi.segment(str(cases["obl"][0]), str(tmp_path / "c.nii.gz"), model=str(models[CT3D]), statistics=True,
+                    masks=tmp_path / "m")
+    assert list(r.statistics) == ["background", "liver", "tumour"]
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["liver.nii.gz", "tumour.nii.gz"]
+    for c, name in ((1, "liver"), (2, "tumour")):
+        m = np.asarray(nib.load(str(tmp_path / "m" / (name + ".nii.gz"))).dataobj)
+        assert np.array_equal(m, (r.labels == c).astype(np.uint8)) and r.statistics[name]["voxels"] == m.sum()
+
+
 def test_python_accumulate_float16(tmp_path, models, cases):
     # accumulate="float16": nnU-Net's own accumulator, the same labels as float32 sums here and
     # probabilities close to them; refused for a plain model and for an unknown type
