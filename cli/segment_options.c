@@ -80,7 +80,10 @@ enum {
     OPT_REGION_MM,
     OPT_REGION_MASK,
     OPT_MARGIN,
-    OPT_KEEP_OUTSIDE
+    OPT_KEEP_OUTSIDE,
+    OPT_STATISTICS,
+    OPT_CHUNKS,
+    OPT_MASKS
 };
 
 static const struct option LONG_OPTS[] = {
@@ -89,6 +92,9 @@ static const struct option LONG_OPTS[] = {
     {"output", required_argument, NULL, OPT_OUTPUT},
     {"scores", required_argument, NULL, OPT_SCORES},
     {"preview", required_argument, NULL, OPT_PREVIEW},
+    {"statistics", required_argument, NULL, OPT_STATISTICS},
+    {"chunks", required_argument, NULL, OPT_CHUNKS},
+    {"masks", required_argument, NULL, OPT_MASKS},
     {"report", required_argument, NULL, OPT_REPORT},
     {"report-dir", required_argument, NULL, OPT_REPORT_DIR},
     {"roi", required_argument, NULL, OPT_ROI},
@@ -332,6 +338,8 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
         case OPT_OUTPUT: sp->output = arg; break;
         case OPT_SCORES: sp->scores = arg; break;
         case OPT_PREVIEW: sp->preview = arg; break;
+        case OPT_STATISTICS: sp->statistics = arg; break;
+        case OPT_MASKS: sp->masks = arg; break;
         case OPT_REPORT: sp->report = arg; break;
         case OPT_REPORT_DIR: o->report_dir = arg; break;
         case OPT_ROI:
@@ -499,6 +507,14 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
             sp->margin_mm = v[0];
             break;
         }
+        case OPT_CHUNKS: {
+            int64_t v[4];
+            if (cli_parse_i64_list(arg, v, 4) != 3 || v[0] < 1 || v[1] < 1 || v[2] < 1 ||
+                v[0] > SWI_MAX_AXIS || v[1] > SWI_MAX_AXIS || v[2] > SWI_MAX_AXIS)
+                return usage(who, "--chunks '%s': give three chunk sizes A,B,C, each 1 or more", arg, NULL);
+            memcpy(sp->chunks, v, sizeof sp->chunks);
+            break;
+        }
         case OPT_SHARD_GRID: {
             char msg[SWI_ERRLEN];
             if (cli_shard_grid_parse(arg, sp->shard_grid, msg)) return usage(who, "%s", msg, NULL);
@@ -534,11 +550,12 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
         if (!o->input_dir)
             return usage(who, "--output-dir, --output-format and --part need --input-dir", NULL, NULL);
         if (!o->output_dir) return usage(who, "--input-dir needs --output-dir", NULL, NULL);
-        if (sp->n_inputs || sp->output || sp->scores || sp->preview)
-            return usage(who,
-                         "--input-dir takes no --input, --output, --scores or --preview "
-                         "(outputs are OUTPUT_DIR/<case>.nii.gz)",
-                         NULL, NULL);
+        if (sp->n_inputs || sp->output || sp->scores || sp->preview || sp->statistics || sp->masks)
+            return usage(
+                who,
+                "--input-dir takes no --input, --output, --scores, --preview, --statistics or --masks "
+                "(outputs are OUTPUT_DIR/<case>.nii.gz)",
+                NULL, NULL);
         if (sp->softmax)
             return usage(who, "--softmax applies to --scores, which folder mode does not write", NULL, NULL);
         if (sp->shard_parts || sp->shard_init || sp->shard_grid[0])
@@ -577,9 +594,11 @@ int seg_parse(int argc, char **argv, seg_cmd *o, int plan) {
         return usage(who, "--softmax applies to --scores; give --scores FILE too", NULL, NULL);
     if (sp->report && !cli_ends_with(sp->report, ".html"))
         return usage(who, "--report '%s': the name must end in .html", sp->report, NULL);
-    const char *outs[4] = {sp->output, sp->scores, sp->preview, sp->report};
-    for (int a = 0; a < 4; a++)
-        for (int b = a + 1; b < 4; b++)
+    if (plan && (sp->statistics || sp->masks))
+        return usage(who, "--statistics and --masks are for swi segment", NULL, NULL);
+    const char *outs[6] = {sp->output, sp->scores, sp->preview, sp->report, sp->statistics, sp->masks};
+    for (int a = 0; a < 6; a++)
+        for (int b = a + 1; b < 6; b++)
             if (outs[a] && outs[b] && strcmp(outs[a], outs[b]) == 0)
                 return usage(who, "'%s' is given as two different outputs", outs[a], NULL);
     return 0; /* the job reads the model's card */

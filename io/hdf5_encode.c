@@ -89,6 +89,24 @@ int h5__dims_of(const swi_store_spec *spec, const int64_t chunk[3], hsize_t dims
 
 /* The dataset every writer makes: chunked, shuffled and deflated, fill value 0. Caller
  * holds h5_lock; returns the dataset or -1. */
+/* A label dataset's classes: the attribute swi_classes, a JSON string (store__classes_json)
+ * that h5py reads as str. 0, or -1. */
+static int classes_attr(hid_t d, const swi_store_spec *spec) {
+    char *text = store__classes_json(spec);
+    if (!text) return -1;
+    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a = -1;
+    int rc = -1;
+    if (t >= 0 && sp >= 0 && H5Tset_size(t, strlen(text) + 1) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0 &&
+        H5Tset_strpad(t, H5T_STR_NULLTERM) >= 0)
+        a = H5Acreate2(d, "swi_classes", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    if (a >= 0 && H5Awrite(a, t, text) >= 0) rc = 0;
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    free(text);
+    return rc;
+}
+
 hid_t h5__make_dataset(hid_t file, const char *path, const swi_store_spec *spec, const int64_t chunk[3]) {
     hsize_t dims[4], cdims[4];
     int nd = h5__dims_of(spec, chunk, dims, cdims);
@@ -100,6 +118,10 @@ hid_t h5__make_dataset(hid_t file, const char *path, const swi_store_spec *spec,
         H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &zero) >= 0 &&
         H5Pset_create_intermediate_group(lcpl, 1) >= 0)
         d = H5Dcreate2(file, path, mem_type(spec->dtype), space, lcpl, dcpl, H5P_DEFAULT);
+    if (d >= 0 && spec->labels && classes_attr(d, spec) != 0) {
+        H5Dclose(d);
+        d = -1;
+    }
     if (space >= 0) H5Sclose(space);
     if (dcpl >= 0) H5Pclose(dcpl);
     if (lcpl >= 0) H5Pclose(lcpl);

@@ -90,6 +90,11 @@ typedef struct h5r {
     char name[4200];
 } h5r;
 
+void h5__chunk(void *impl, int64_t chunk[3]) {
+    const h5r *r = impl;
+    for (int k = 0; k < 3; k++) chunk[k] = (int64_t)(r->chunked ? r->cdims : r->dims)[r->ndim - 3 + k];
+}
+
 /* The datasets this process has open for reading (under h5_lock): a writer never replaces
  * one, and parts never write into their file (see h5__create). */
 static h5r *readers;
@@ -550,6 +555,7 @@ swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type 
     (void)name, (void)impl, (void)size, (void)type;
     return missing(err, n);
 }
+void h5__chunk(void *impl, int64_t chunk[3]) { (void)impl, (void)chunk; }
 swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
                         size_t n) {
     (void)impl, (void)lo, (void)hi, (void)dst;

@@ -47,6 +47,8 @@ static const store_ops zarr_ops = {
     .close = zarr__close,
     .geometry = zarr__geometry,
     .fill = zarr__fill,
+    .chunk = zarr__chunk,
+    .lead = zarr__lead,
     .create = zarr_create,
     .write_box = zarr__write_box,
     .commit = zarr__commit,
@@ -63,6 +65,8 @@ static const store_ops ome_ops = {
     .close = zarr__close,
     .geometry = zarr__geometry,
     .fill = zarr__fill,
+    .chunk = zarr__chunk,
+    .lead = zarr__lead,
     .create = ome_create,
     .write_box = zarr__write_box,
     .commit = zarr__commit,
@@ -79,6 +83,7 @@ static const store_ops h5_ops = {
     .close = h5__close,
     .geometry = h5_geometry,
     .fill = h5_fill,
+    .chunk = h5__chunk,
     .create = h5__create,
     .write_box = h5__write_box,
     .commit = h5__commit,
@@ -232,6 +237,18 @@ swi_status swi_store_volume(const swi_store *s, swi_volume *v, char *err, size_t
     return st;
 }
 
+void swi_store_chunk(const swi_store *s, int64_t chunk[3]) {
+    for (int a = 0; a < 3; a++) chunk[a] = s ? s->size[a] : 0;
+    if (s && s->ops->chunk) s->ops->chunk(s->impl, chunk);
+    for (int a = 0; s && a < 3; a++)
+        if (chunk[a] < 1 || chunk[a] > s->size[a]) chunk[a] = s->size[a];
+}
+
+void swi_store_lead_axes(const swi_store *s, char lead[4]) {
+    lead[0] = '\0';
+    if (s && s->ops->lead) s->ops->lead(s->impl, lead);
+}
+
 double swi_store_fill_value(const swi_store *s) { return s->ops->fill(s->impl); }
 
 void swi_store_close(swi_store *s) {
@@ -241,6 +258,63 @@ void swi_store_close(swi_store *s) {
 }
 
 /* ---- writing ---- */
+
+void store__class_name(const swi_store_spec *spec, int64_t l, char *buf, size_t n) {
+    if (spec->class_names && l < spec->n_class_names && spec->class_names[l])
+        snprintf(buf, n, "%s", spec->class_names[l]);
+    else if (l == 0)
+        snprintf(buf, n, "background");
+    else
+        snprintf(buf, n, "label_%lld", (long long)l);
+}
+
+/* s appended to *buf (length *len, capacity *cap), growing it; -1 when out of memory. */
+static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t sn) {
+    if (*len + sn + 1 > *cap) {
+        size_t c = (*cap ? *cap : 256);
+        while (*len + sn + 1 > c) c *= 2;
+        char *b = realloc(*buf, c);
+        if (!b) return -1;
+        *buf = b;
+        *cap = c;
+    }
+    memcpy(*buf + *len, s, sn);
+    *len += sn;
+    (*buf)[*len] = '\0';
+    return 0;
+}
+
+char *store__classes_json(const swi_store_spec *spec) {
+    char *buf = NULL, name[1024], item[64];
+    size_t len = 0, cap = 0;
+    int bad = append(&buf, &len, &cap, "[", 1);
+    for (int64_t l = 0; l < spec->classes && !bad; l++) {
+        store__class_name(spec, l, name, sizeof name);
+        snprintf(item, sizeof item, "%s{\"label-value\": %lld, \"name\": \"", l ? ", " : "", (long long)l);
+        bad |= append(&buf, &len, &cap, item, strlen(item));
+        for (const unsigned char *c = (const unsigned char *)name; *c && !bad; c++) {
+            /* JSON string escapes: quote, backslash, control characters */
+            if (*c == '"' || *c == '\\')
+                snprintf(item, sizeof item, "\\%c", *c);
+            else if (*c < 0x20)
+                snprintf(item, sizeof item, "\\u%04x", *c);
+            else
+                snprintf(item, sizeof item, "%c", *c);
+            bad |= append(&buf, &len, &cap, item, strlen(item));
+        }
+        unsigned char rgb[3] = {0, 0, 0};
+        if (l > 0) swi_io_label_color(l, rgb);
+        snprintf(item, sizeof item, "\", \"rgba\": [%d, %d, %d, %d]}", rgb[0], rgb[1], rgb[2],
+                 l > 0 ? 255 : 0);
+        bad |= append(&buf, &len, &cap, item, strlen(item));
+    }
+    bad |= append(&buf, &len, &cap, "]", 1);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
 
 void swi_store_spec_init(swi_store_spec *spec) {
     memset(spec, 0, sizeof *spec);
@@ -303,6 +377,14 @@ static swi_status check_spec(const char *name, const swi_store_spec *spec, char 
     if (spec->dtype != SWI_DTYPE_UINT8 && spec->dtype != SWI_DTYPE_UINT16 &&
         spec->dtype != SWI_DTYPE_FLOAT32) {
         io__err(err, n, "%s: dtype must be uint8, uint16 or float32", name);
+        return SWI_ERR_INVALID_ARG;
+    }
+    const size_t nl = strnlen(spec->lead_axes, sizeof spec->lead_axes);
+    if (nl >= sizeof spec->lead_axes || (nl && (swi_store_kind_of(name) != SWI_STORE_OME ||
+                                                spec->planes != 1 || strspn(spec->lead_axes, "tc") != nl ||
+                                                (nl == 2 && spec->lead_axes[0] == spec->lead_axes[1])))) {
+        io__err(err, n, "%s: leading axes (\"%.3s\") are for OME-Zarr label maps: t and c, each once", name,
+                spec->lead_axes);
         return SWI_ERR_INVALID_ARG;
     }
     if (spec->slab_axis < 0 || spec->slab_axis > 2) {

@@ -17,6 +17,14 @@ static inline size_t store__dtype_size(swi_dtype t) {
     return t == SWI_DTYPE_FLOAT32 ? 4 : t == SWI_DTYPE_UINT16 ? 2 : 1;
 }
 
+/* The name of label l of a label store (spec->class_names, else "background" / "label_N")
+ * into buf (n bytes). */
+void store__class_name(const swi_store_spec *spec, int64_t l, char *buf, size_t n);
+
+/* The classes of a label store as JSON text, malloc'd: [{"label-value": L, "name": "..",
+ * "rgba": [r, g, b, a]}, ...] (swi_store_spec.class_names); NULL when out of memory. */
+char *store__classes_json(const swi_store_spec *spec);
+
 /* Chunk (ci, cj, ck) of plane pl, gathered from box (lo, hi) of buf (planes x box, row-major)
  * into chunk [c0 * c1 * c2] of es-byte elements: the part inside the array of size `size`,
  * the rest zero (edge chunks are stored whole). The box holds every voxel of the chunk that
@@ -48,6 +56,10 @@ void zarr__close(void *impl);
 int zarr__geometry(void *impl, double scale[3], double trans[3]);
 /* The fill value absent chunks hold. */
 double zarr__fill(void *impl);
+/* The spatial chunk of an array read (its last three axes). */
+void zarr__chunk(void *impl, int64_t chunk[3]);
+void zarr__lead(void *impl, char lead[4]);
+void h5__chunk(void *impl, int64_t chunk[3]);
 
 swi_status h5__open(const char *name, void **impl, int64_t size[3], swi_io_type *type, char *err, size_t n);
 swi_status h5__read_box(void *impl, const int64_t lo[3], const int64_t hi[3], float *dst, char *err,
@@ -95,6 +107,8 @@ typedef struct store_ops {
     void (*close)(void *impl);
     int (*geometry)(void *impl, double scale[3], double trans[3]);
     double (*fill)(void *impl);
+    void (*chunk)(void *impl, int64_t chunk[3]);
+    void (*lead)(void *impl, char lead[4]);
     swi_status (*create)(const char *name, const swi_store_spec *spec, const int64_t chunk[3], int flags,
                          int part, int parts, void **impl, char *err, size_t n);
     swi_status (*write_box)(void *impl, const int64_t lo[3], const int64_t hi[3], const void *buf, char *err,

@@ -173,6 +173,15 @@ int swi_store_geometry(const swi_store *s, double scale[3], double translation[3
  *  without geometry gets 1 mm axis-aligned voxels at the origin. */
 swi_status swi_store_volume(const swi_store *s, swi_volume *v, char *err, size_t errlen);
 
+/** The spatial chunk of the store read (its last three axes; a contiguous HDF5 dataset: the
+ *  whole volume), each clipped to the size. */
+void swi_store_chunk(const swi_store *s, int64_t chunk[3]);
+
+/** An OME-Zarr image's non-spatial axes before z, y, x when each is t or c (time, channel)
+ *  of size 1, as their names ("tc", "c", "t"), into lead (4 bytes); else "" (other stores,
+ *  none, or axes of other kinds). */
+void swi_store_lead_axes(const swi_store *s, char lead[4]);
+
 /** The value absent chunks read as (Zarr fill_value; may be NaN or infinite; HDF5: 0). */
 double swi_store_fill_value(const swi_store *s);
 
@@ -200,6 +209,17 @@ typedef struct swi_store_spec {
     swi_store_codec codec;
     int labels;      /**< a label map: OME-Zarr writes image-label metadata */
     int64_t classes; /**< labels: the classes (written as metadata) */
+    /** labels: the name of each label value 0..n_class_names-1 (borrowed: it must live until
+     *  the writer commits); NULL: "background" for 0, "label_N" for N. A label store records
+     *  one entry per class: OME-Zarr image-label "properties" ({label-value, name}) beside its
+     *  "colors"; a Zarr array's .zattrs and an HDF5 dataset's attribute (a JSON string) under
+     *  "swi_classes": [{"label-value": 0, "name": "background", "rgba": [0, 0, 0, 0]}, ...],
+     *  the colours those of swi's previews and colour tables. */
+    const char *const *class_names;
+    int64_t n_class_names;
+    /** OME-Zarr only, planes 1: the image's non-spatial axes before z, y, x, each of size 1
+     *  ("tc", "c", "t": time, channel), as the image-label convention keeps them; "": none */
+    char lead_axes[4];
     int slab_axis;   /**< the axis the writer's slabs are layers of chunks along: the
                                 engine's outermost loop axis (swi_plan.order[0]), so slabs
                                 complete in turn and memory stays bounded; default 0 */

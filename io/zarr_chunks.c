@@ -217,6 +217,17 @@ void zarr__close(void *impl) { array_free(impl); }
 
 double zarr__fill(void *impl) { return ((const zarr_array *)impl)->fill; }
 
+void zarr__lead(void *impl, char lead[4]) {
+    const zarr_array *a = impl;
+    /* only axes of size 1: the array's leading axes are all of size 1 when read */
+    if (a->ndim - 3 == (int)strlen(a->geom.lead)) memcpy(lead, a->geom.lead, 4);
+}
+
+void zarr__chunk(void *impl, int64_t chunk[3]) {
+    const zarr_array *a = impl;
+    for (int k = 0; k < 3; k++) chunk[k] = a->chunks[a->ndim - 3 + k];
+}
+
 int zarr__geometry(void *impl, double scale[3], double trans[3]) {
     const zarr_array *a = impl;
     for (int k = 0; k < 3; k++) {
@@ -248,6 +259,8 @@ double zarr__fill(void *impl) {
     (void)impl;
     return 0;
 }
+void zarr__chunk(void *impl, int64_t chunk[3]) { (void)impl, (void)chunk; }
+void zarr__lead(void *impl, char lead[4]) { (void)impl, (void)lead; }
 int zarr__geometry(void *impl, double scale[3], double trans[3]) {
     (void)impl;
     for (int k = 0; k < 3; k++) scale[k] = 1, trans[k] = 0;

@@ -32,6 +32,7 @@ typedef struct ome_geom {
     int has; /* coordinateTransformations were found */
     double scale[3], trans[3];
     char unit[3][32]; /* the spatial axes' units as the metadata names them ("": none) */
+    char lead[4];     /* the axes before z, y, x when each is named t or c ("tc"), else "" */
 } ome_geom;
 
 /* One decoded chunk of the reader's cache. */
@@ -100,6 +101,8 @@ int zarr__is_ome_dir(const char *dir);
 /* The array directory of an OME-Zarr image's first level into dir, its geometry into g. */
 swi_status zarr__ome_level0(const char *group, char *dir, size_t dn, ome_geom *g, char *err, size_t n);
 /* The metadata a writer writes: the array's .zarray, an OME image's .zattrs. */
+/* A plain Zarr label array's .zattrs: {"swi_classes": [...]} (store__classes_json), or NULL. */
+json_t *zarr__classes_attrs(const swi_store_spec *spec);
 json_t *zarr__zarray_json(const swi_store_spec *spec, const int64_t chunk[3]);
 json_t *zarr__ome_json(const swi_store_spec *spec, const char *name, const ome_geom *g);
 swi_status zarr__write_meta(const char *path, json_t *j, char *err, size_t n);

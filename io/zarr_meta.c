@@ -307,6 +307,16 @@ void zarr__ome_geometry(json_t *ms, json_t *ds, ome_geom *g, int to_mm) {
     json_t *axes = json_object_get(ms, "axes");
     size_t nd = json_array_size(axes);
     if (nd < 3) return;
+    /* the non-spatial axes: kept on labels only when they are time and channel */
+    if (nd <= 5) {
+        int k = 0, ok = 1;
+        for (; k < (int)nd - 3; k++) {
+            const char *an = json_string_value(json_object_get(json_array_get(axes, (size_t)k), "name"));
+            ok &= an && (!strcmp(an, "t") || !strcmp(an, "c")) && !strchr(g->lead, an[0]);
+            if (ok) g->lead[k] = an[0];
+        }
+        g->lead[ok ? k : 0] = '\0';
+    }
     apply_transforms(json_object_get(ds, "coordinateTransformations"), nd, g->scale, g->trans, &g->has);
     apply_transforms(json_object_get(ms, "coordinateTransformations"), nd, g->scale, g->trans, &g->has);
     for (int k = 0; k < 3; k++) {
@@ -418,6 +428,10 @@ swi_status zarr__ome_level0(const char *group, char *dir, size_t dn, ome_geom *g
 
 json_t *zarr__zarray_json(const swi_store_spec *spec, const int64_t chunk[3]) {
     json_t *shape = json_array(), *chunks = json_array();
+    for (size_t k = 0; k < strlen(spec->lead_axes); k++) {
+        json_array_append_new(shape, json_integer(1));
+        json_array_append_new(chunks, json_integer(1));
+    }
     if (spec->planes > 1) {
         json_array_append_new(shape, json_integer(spec->planes));
         json_array_append_new(chunks, json_integer(1));
@@ -437,6 +451,13 @@ json_t *zarr__zarray_json(const swi_store_spec *spec, const int64_t chunk[3]) {
 
 json_t *zarr__ome_json(const swi_store_spec *spec, const char *name, const ome_geom *g) {
     json_t *axes = json_array(), *scale = json_array(), *trans = json_array();
+    for (size_t k = 0; k < strlen(spec->lead_axes); k++) {
+        const int t = spec->lead_axes[k] == 't';
+        json_array_append_new(axes,
+                              json_pack("{s:s, s:s}", "name", t ? "t" : "c", "type", t ? "time" : "channel"));
+        json_array_append_new(scale, json_real(1.0));
+        json_array_append_new(trans, json_real(0.0));
+    }
     if (spec->planes > 1) {
         json_array_append_new(axes, json_pack("{s:s, s:s}", "name", "c", "type", "channel"));
         json_array_append_new(scale, json_real(1.0));
@@ -467,11 +488,26 @@ json_t *zarr__ome_json(const swi_store_spec *spec, const char *name, const ome_g
             json_array_append_new(colors, json_pack("{s:I, s:[i,i,i,i]}", "label-value", (json_int_t)l,
                                                     "rgba", rgb[0], rgb[1], rgb[2], 255));
         }
+        /* properties: every label value with its class name (the colours stay in colors) */
+        json_t *props = json_array();
+        char cname[1024];
+        for (int64_t l = 0; props && l < spec->classes; l++) {
+            store__class_name(spec, l, cname, sizeof cname);
+            json_array_append_new(props,
+                                  json_pack("{s:I, s:s}", "label-value", (json_int_t)l, "name", cname));
+        }
         json_object_set_new(j, "image-label",
-                            json_pack("{s:s, s:o, s:{s:s}}", "version", "0.4", "colors", colors, "source",
-                                      "image", "../../"));
+                            json_pack("{s:s, s:o, s:o, s:{s:s}}", "version", "0.4", "colors", colors,
+                                      "properties", props, "source", "image", "../../"));
     }
     return j;
+}
+
+json_t *zarr__classes_attrs(const swi_store_spec *spec) {
+    char *text = store__classes_json(spec);
+    json_t *list = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return list ? json_pack("{s:o}", "swi_classes", list) : NULL;
 }
 
 /* Create (or for FORCE replace) the small metadata file path from j; report failures. */

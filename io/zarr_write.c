@@ -53,8 +53,10 @@ typedef struct zarr_writer {
 } zarr_writer;
 
 static int same_array(const zarr_array *a, const swi_store_spec *spec, const int64_t chunk[3]) {
-    int o = spec->planes > 1 ? 1 : 0;
-    if (a->ndim != 3 + o || (o && (a->shape[0] != spec->planes || a->chunks[0] != 1))) return 0;
+    int o = spec->planes > 1 ? 1 : (int)strlen(spec->lead_axes);
+    if (a->ndim != 3 + o) return 0;
+    for (int k = 0; k < o; k++)
+        if (a->shape[k] != (spec->planes > 1 ? spec->planes : 1) || a->chunks[k] != 1) return 0;
     for (int k = 0; k < 3; k++)
         if (a->shape[o + k] != spec->size[k] || a->chunks[o + k] != chunk[k]) return 0;
     return (size_t)a->t.size == store__dtype_size(spec->dtype);
@@ -468,6 +470,18 @@ join:;
         }
     }
     json_decref(j);
+    if (first && !ome && spec->labels) {
+        /* a plain array's classes as its attributes */
+        char ap[4200];
+        json_t *attrs = zarr__classes_attrs(spec);
+        swi_status fault = io__join(ap, sizeof ap, z->dir, ".zattrs") ? SWI_ERR_INVALID_ARG : SWI_OK;
+        if (fault == SWI_OK) fault = zarr__write_meta(ap, attrs, err, n);
+        json_decref(attrs);
+        if (fault != SWI_OK) {
+            bad = fault;
+            goto fail;
+        }
+    }
     if (first && ome) {
         json_t *g = json_pack("{s:i}", "zarr_format", 2);
         const char *leaf = strrchr(z->final, '/');
@@ -550,8 +564,9 @@ swi_status zarr__write_box(void *impl, const int64_t lo[3], const int64_t hi[3],
                     if (z->spec.planes > 1)
                         snprintf(path, sizeof path, "%s/%lld.%lld.%lld.%lld", z->dir, (long long)p,
                                  (long long)ci, (long long)cj, (long long)ck);
-                    else
-                        snprintf(path, sizeof path, "%s/%lld.%lld.%lld", z->dir, (long long)ci, (long long)cj,
+                    else /* each leading axis (t, c) of size 1: chunk 0 */
+                        snprintf(path, sizeof path, "%s/%.*s%lld.%lld.%lld", z->dir,
+                                 2 * (int)strlen(z->spec.lead_axes), "0.0.0.", (long long)ci, (long long)cj,
                                  (long long)ck);
                     if (zarr__encode(z->spec.codec, chunk, cbytes, (int)es, &enc, &elen) != 0) {
                         io__err(err, n, "%s: cannot compress a chunk (out of memory)", path);

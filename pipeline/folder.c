@@ -110,7 +110,8 @@ static int check_spec(const swi_folder_spec *sp, char *err) {
     const char *fmt = sp->output_format;
     if (!j || !sp->input_dir || !sp->output_dir)
         cli_err(err, "folder mode needs the job, the input directory and the output directory");
-    else if (j->n_inputs || j->output || j->scores || j->preview || j->report || j->keep_scores)
+    else if (j->n_inputs || j->output || j->scores || j->preview || j->report || j->keep_scores ||
+             j->statistics || j->keep_statistics || j->masks)
         cli_err(err, "folder mode's job takes no inputs or outputs: each case gets its own "
                      "(OUTPUT_DIR/<case>.nii.gz)");
     else if (j->shard_parts || j->shard_init || j->shard_grid[0] || j->shard_collective)

@@ -32,6 +32,9 @@ typedef struct pl_opts {
     const char *inputs[SEG_MAX_INPUTS];
     int n_inputs;
     const char *output, *scores, *preview, *report, *report_title;
+    const char *statistics; /**< per-class statistics as JSON (statistics.h), or NULL */
+    const char *masks;      /**< a folder of one mask a class (masks.h), or NULL */
+    int keep_statistics;
     pl_target t_output, t_scores; /**< output and scores classified (pl_target_of), once */
     int64_t roi[3];
     int roi_given;
@@ -61,6 +64,8 @@ typedef struct pl_opts {
     const struct seg_card *card; /**< the model's card (card.h), or NULL */
     int shard_given, shard_part, shard_parts, shard_init;
     int shard_grid[3], shard_grid_given;
+    int64_t chunks[3]; /**< the store outputs' chunk, or 0,0,0 */
+    int chunks_given;
     int shard_collective; /**< the parts run together (MPI ranks): part 0 creates the stores */
     int no_reuse;
     int reuse_cache;
@@ -98,7 +103,8 @@ typedef struct pl_result {
     int label_bytes;
     int64_t size[3];
     int64_t classes;
-    float *scores; /**< malloc'd [classes][ni][nj][nk] with keep_scores, else NULL */
+    float *scores;    /**< malloc'd [classes][ni][nj][nk] with keep_scores, else NULL */
+    char *statistics; /**< malloc'd JSON text with keep_statistics, else NULL */
 } pl_result;
 
 /** Channels given as several files share one grid: the same size, axis vectors (the
@@ -117,5 +123,7 @@ swi_tensor pl_shape_only(const swi_tensor *in, swi_reader *no_read);
 
 /* Whether the run makes the scores: for a file, or kept. */
 #define PL_WANT_SCORES(o) ((o)->scores != NULL || (o)->keep_scores)
+/* Whether the run gathers statistics: for a file, or kept. */
+#define PL_WANT_STATS(o) ((o)->statistics != NULL || (o)->keep_statistics)
 
 #endif

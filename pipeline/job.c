@@ -24,7 +24,7 @@ struct swi_job {
     seg_state *s;
     swi_params p; /* as seg_setup settled them */
     swi_tensor in;
-    swi_output outs[2];
+    swi_output outs[3]; /* labels, scores, the statistics' labels */
     int n_outs;
     int set_up; /* seg_setup done */
     int ran;
@@ -56,6 +56,11 @@ void pl_opts_names(const swi_job_spec *sp, pl_opts *o) {
     pl_target_of(o->scores, &o->t_scores);
     o->preview = sp->preview;
     o->report = sp->report;
+    o->statistics = sp->statistics;
+    o->masks = sp->masks;
+    memcpy(o->chunks, sp->chunks, sizeof o->chunks);
+    o->chunks_given = sp->chunks[0] != 0 || sp->chunks[1] != 0 || sp->chunks[2] != 0;
+    o->keep_statistics = sp->keep_statistics;
     o->zscore = sp->zscore;
     o->shard_init = sp->shard_init;
     o->shard_given = sp->shard_parts > 0 || sp->shard_init;
@@ -417,6 +422,7 @@ swi_status swi_job_run(swi_job *job, swi_job_result *keep, char *err, size_t err
     if (st != SWI_OK) {
         free(r.labels);
         free(r.scores);
+        free(r.statistics);
         seg_abort_outputs(s); /* nothing is left behind: now, not at swi_job_free */
         return st;
     }
@@ -426,6 +432,7 @@ swi_status swi_job_run(swi_job *job, swi_job_result *keep, char *err, size_t err
         memcpy(keep->size, r.size, sizeof keep->size);
         keep->classes = r.classes;
         keep->scores = r.scores;
+        keep->statistics = r.statistics;
         memcpy(keep->affine, s->vols[0].affine, sizeof keep->affine);
         keep->stats = s->stats;
         keep->seconds = cli_now() - s->t0;
@@ -458,6 +465,7 @@ void swi_job_result_free(swi_job_result *r) {
     if (!r) return;
     free(r->labels);
     free(r->scores);
+    free(r->statistics);
     memset(r, 0, sizeof *r);
 }
 

@@ -26,6 +26,7 @@ int nn_card_is_model(const char *model, char *card_path, size_t n) {
 
 void nn_card_free(nn_card *c) {
     for (int f = 0; f < c->n_folds; f++) free(c->models[f]);
+    for (int i = 0; i < NN_MAX_HEADS; i++) free(c->names[i]);
     memset(c, 0, sizeof *c);
 }
 
@@ -248,6 +249,14 @@ int nn_card_load(const char *card_path, nn_card *c, char *err) {
         c->threshold = json_is_number(th) ? json_number_value(th) : 0.5;
     } else {
         c->max_label = c->heads - 1;
+        /* the dataset's names of the labels ({"background": 0, "liver": 1, ...}) */
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(root, "labels"), key, v) {
+            const json_int_t l = json_is_integer(v) ? json_integer_value(v) : -1;
+            if (l < 0 || l > c->max_label || !strcmp(key, "ignore") || c->names[l]) continue;
+            if (!(c->names[l] = strdup(key))) BAD("%s: out of memory", src);
+        }
     }
     json_decref(root);
     return 0;

@@ -59,6 +59,9 @@ typedef struct nn_card {
     int64_t heads; /* num_segmentation_heads: K */
     int regions_class_order[NN_MAX_HEADS];
     int64_t max_label; /* the largest label written */
+    /* the dataset's label names by value (its "labels"), NULL where it names none; label
+     * models only (a region model's values are its regions' order) */
+    char *names[NN_MAX_HEADS];
     double threshold;
 } nn_card;
 

@@ -79,7 +79,7 @@ static int beside(const pl_target *output, const char *ending, const char *suffi
 
 swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j, char *err) {
     memset(j, 0, sizeof *j);
-    j->out_labels.fd = j->out_probs.fd = j->out_props.fd = -1;
+    j->out_labels.fd = j->out_probs.fd = j->out_props.fd = j->out_stats.fd = -1;
     if (check_spec(sp, err)) return SWI_ERR_INVALID_ARG;
     if (nn_card_load(card_path, &j->card, err)) return SWI_ERR_IO;
     int rc = nn_card_select_folds(&j->card, sp->folds, err);
@@ -104,6 +104,9 @@ swi_status nn_job_open(const swi_job_spec *sp, const char *card_path, nn_job *j,
     j->accumulate = sp->accumulate_float16 ? SWI_ACCUMULATE_FLOAT16 : SWI_ACCUMULATE_FLOAT32;
     j->force = sp->force;
     j->quiet = sp->quiet;
+    j->statistics = sp->statistics;
+    j->masks = sp->masks;
+    j->keep_statistics = sp->keep_statistics;
     j->threads = sp->threads;
     j->cuda = sp->cuda;
     j->sw_batch = sp->sw_batch > 0 ? sp->sw_batch : 1;
@@ -321,7 +324,17 @@ int nn_prepare(nn_job *j, const swi_job_hooks *hooks, char *err) {
     }
     free(j->crop);
     j->crop = NULL;
-    /* the input grid's voxels are not read again: the labels only need its geometry */
+    /* the input grid's voxels are not read again: the labels only need its geometry (and the
+     * statistics the first channel as read) */
+    if (j->statistics || j->keep_statistics) {
+        const int64_t *n = j->in_size;
+        float *first = realloc(j->input, (size_t)(n[0] * n[1] * n[2]) * sizeof(float));
+        if (first) j->input = NULL;
+        free(j->raw0);
+        j->raw0 = first ? first : j->input;
+        j->input = NULL;
+        return 0;
+    }
     free(j->input);
     j->input = NULL;
     return 0;
@@ -430,12 +443,14 @@ int nn_engine_setup(nn_job *j, swi_params *p, swi_tensor *in, swi_output *out, c
 static size_t vox(const int64_t s[3]) { return (size_t)s[0] * (size_t)s[1] * (size_t)s[2]; }
 
 /* Held beside the engine while it runs: the input on the model grid, the labels, the
- * probabilities, the sink's band, the folds' mean's scratch (the engine mirrors without any). */
+ * probabilities, the statistics' intensities, the sink's band, the folds' mean's scratch (the
+ * engine mirrors without any). */
 static size_t beside_bytes(void *user, const swi_plan *plan) {
     const nn_job *j = user;
     const size_t K = (size_t)j->card.heads, C = (size_t)j->n_inputs, win = vox(j->card.window);
     size_t n = vox(j->rs) * C * 4 + vox(j->in_size) * (size_t)(j->card.max_label > 255 ? 2 : 1);
     if (j->save_probabilities) n += vox(j->in_size) * K * 4;
+    if (j->statistics || j->keep_statistics) n += vox(j->in_size) * 4; /* the first channel as read */
     double map[3][4];
     nn_back_map(j, map);
     const int64_t box[3] = {j->box_hi[0] - j->box_lo[0], j->box_hi[1] - j->box_lo[1],
@@ -573,6 +588,10 @@ void nn_job_free(nn_job *j) {
     cli_out_abort(&j->out_labels);
     cli_out_abort(&j->out_probs);
     cli_out_abort(&j->out_props);
+    cli_out_abort(&j->out_stats);
+    pl_masks_abort(&j->mask_dir);
+    pl_stats_free(j->class_stats);
+    free(j->raw0);
     swi_free(j->ctx);
     free(j->input);
     free(j->crop);

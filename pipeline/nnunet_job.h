@@ -15,8 +15,10 @@
 #ifndef SWI_PL_NNUNET_JOB_H
 #define SWI_PL_NNUNET_JOB_H
 
+#include "masks.h"
 #include "nnunet_card.h"
 #include "safety.h"
+#include "statistics.h"
 #include "swi_io.h"
 #include "swi_ort.h"
 #include "swi_pipeline.h"
@@ -38,6 +40,12 @@ typedef struct nn_job {
     double tile_step;
     size_t max_memory;
     char probs_path[4200], props_path[4200];
+    const char *statistics; /* --statistics, or NULL */
+    const char *masks;      /* --masks, or NULL */
+    pl_masks mask_dir;      /* its private folder while written */
+    int keep_statistics;
+    pl_stats *class_stats; /* gathered as the labels' tiles are made */
+    float *raw0;           /* the first channel as read, kept for the statistics */
     /* the inputs */
     swi_volume vols[SWI_JOB_MAX_INPUTS];
     int opened, read;
@@ -67,7 +75,7 @@ typedef struct nn_job {
     int label_bytes;
     float *probs; /* [K][reader axes], with save_probabilities */
     int64_t reader_size[3];
-    cli_out out_labels, out_probs, out_props;
+    cli_out out_labels, out_probs, out_props, out_stats;
     swi_ctx *ctx;
     swi_stats stats;
     volatile int cancel;

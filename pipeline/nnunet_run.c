@@ -93,6 +93,37 @@ static int emit_tile(void *user, const int64_t lo[3], const int64_t hi[3], int64
                 else
                     ((uint16_t *)j->labels)[at] = (uint16_t)label;
             }
+    if (j->class_stats) {
+        static const int64_t origin[3] = {0, 0, 0};
+        const int64_t tlo[3] = {lo[0] + b[0], lo[1] + b[1], lo[2] + b[2]};
+        const int64_t thi[3] = {hi[0] + b[0], hi[1] + b[1], hi[2] + b[2]};
+        char msg[256];
+        if (pl_stats_add(j->class_stats, tlo, thi, j->labels, j->label_bytes, origin, n, msg, sizeof msg))
+            return 1;
+    }
+    return 0;
+}
+
+/* The statistics of the background outside the crop box (never tiled): the slabs around it. */
+static int stats_outside(nn_job *j, char *err) {
+    static const int64_t origin[3] = {0, 0, 0};
+    const int64_t *n = j->in_size;
+    int64_t lo[3] = {0, 0, 0}, hi[3] = {n[0], n[1], n[2]};
+    for (int d = 0; d < 3; d++) {
+        /* below and above the box along d, within the box along the axes before d */
+        int64_t a[3], z[3];
+        memcpy(a, lo, sizeof a);
+        memcpy(z, hi, sizeof z);
+        z[d] = j->box_lo[d];
+        if (pl_stats_add(j->class_stats, a, z, j->labels, j->label_bytes, origin, n, err, SWI_ERRLEN))
+            return 1;
+        a[d] = j->box_hi[d];
+        z[d] = n[d];
+        if (pl_stats_add(j->class_stats, a, z, j->labels, j->label_bytes, origin, n, err, SWI_ERRLEN))
+            return 1;
+        lo[d] = j->box_lo[d];
+        hi[d] = j->box_hi[d];
+    }
     return 0;
 }
 
@@ -154,6 +185,8 @@ swi_status nn_job_run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
         cli_out_abort(&j->out_labels);
         cli_out_abort(&j->out_probs);
         cli_out_abort(&j->out_props);
+        cli_out_abort(&j->out_stats);
+        pl_masks_abort(&j->mask_dir);
     }
     return st;
 }
@@ -183,12 +216,16 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
     ins[n_ins++] = (cli_named_path){"the model card", c->source};
     for (int f = 0; f < c->n_folds; f++) ins[n_ins++] = (cli_named_path){"a fold's model", c->models[f]};
     for (int i = 0; i < j->n_inputs; i++) ins[n_ins++] = (cli_named_path){"--input", j->inputs[i]};
-    const cli_named_path outp[3] = {{"--output", finals[0]},
+    const cli_named_path outp[5] = {{"--output", finals[0]},
                                     {"--save-probabilities' .npz", finals[1]},
-                                    {"--save-probabilities' .json", finals[2]}};
-    if (cli_check_outputs_apart(ins, n_ins, outp, 3, err)) return SWI_ERR_IO;
+                                    {"--save-probabilities' .json", finals[2]},
+                                    {"--statistics", j->statistics},
+                                    {"--masks", j->masks}};
+    if (cli_check_outputs_apart(ins, n_ins, outp, 5, err)) return SWI_ERR_IO;
+    if (j->masks && pl_masks_check(j->masks, j->force, err)) return SWI_ERR_IO;
     for (int i = 0; i < 3; i++)
         if (finals[i] && cli_out_check(finals[i], j->force, err)) return SWI_ERR_IO;
+    if (j->statistics && cli_out_check(j->statistics, j->force, err)) return SWI_ERR_IO;
     swi_job_plan plan;
     swi_status st = nn_job_plan(j, hooks, &plan, err);
     if (st != SWI_OK) return st;
@@ -204,12 +241,23 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
     cli_out *outs[3] = {&j->out_labels, &j->out_probs, &j->out_props};
     for (int i = 0; i < 3; i++)
         if (finals[i] && cli_out_begin(outs[i], finals[i], j->force, err)) return SWI_ERR_IO;
+    if (j->statistics && cli_out_begin(&j->out_stats, j->statistics, j->force, err)) return SWI_ERR_IO;
+    if (j->masks && pl_masks_begin(&j->mask_dir, j->masks, j->force, err)) return SWI_ERR_IO;
     const int64_t N = j->in_size[0] * j->in_size[1] * j->in_size[2], K = c->heads;
     j->label_bytes = c->max_label > 255 ? 2 : 1;
     j->labels = calloc((size_t)N, (size_t)j->label_bytes);
     if (!j->labels) {
         cli_err(err, "out of memory for the labels");
         return SWI_ERR_NOMEM;
+    }
+    if (j->statistics || j->keep_statistics) {
+        j->class_stats = pl_stats_new(c->max_label + 1, c->has_regions ? NULL : (const char *const *)c->names,
+                                      j->vols[0].affine, j->in_size);
+        if (!j->class_stats) {
+            cli_err(err, "out of memory for the statistics");
+            return SWI_ERR_NOMEM;
+        }
+        pl_stats_intensity_array(j->class_stats, j->raw0);
     }
     if (j->save_probabilities) {
         j->probs = malloc((size_t)(N * K) * sizeof(float));
@@ -262,6 +310,7 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
         cli_err(err, "internal error: %s", msg);
         return SWI_ERR_SHAPE;
     }
+    if (j->class_stats && stats_outside(j, err)) return SWI_ERR_NOMEM;
     if (j->output && swi_volume_write_labels_as_fd(cli_out_take_fd(&j->out_labels), j->t_output.format,
                                                    j->output, &j->vols[0], j->labels,
                                                    j->label_bytes == 1 ? SWI_DTYPE_UINT8 : SWI_DTYPE_UINT16,
@@ -276,9 +325,30 @@ static swi_status run(nn_job *j, const swi_job_hooks *hooks, swi_job_result *kee
             write_props(j, cli_out_take_fd(&j->out_props), err))
             return SWI_ERR_IO;
     }
-    cli_out *all[3] = {j->output ? &j->out_labels : NULL, j->save_probabilities ? &j->out_probs : NULL,
-                       j->save_probabilities ? &j->out_props : NULL};
-    if (cli_out_commit_all(all, 3, j->force, err)) return SWI_ERR_IO;
+    if (j->masks && pl_masks_write(&j->mask_dir, &j->vols[0], j->labels, j->label_bytes, c->max_label + 1,
+                                   c->has_regions ? NULL : (const char *const *)c->names, NULL, err))
+        return SWI_ERR_IO;
+    char *stats_json = j->class_stats ? pl_stats_json(j->class_stats, j->inputs[0], j->output) : NULL;
+    if (j->class_stats && !stats_json) {
+        cli_err(err, "out of memory for the statistics");
+        return SWI_ERR_NOMEM;
+    }
+    if (j->statistics && pl_write_text(cli_out_take_fd(&j->out_stats), j->statistics, stats_json, err)) {
+        free(stats_json);
+        return SWI_ERR_IO;
+    }
+    cli_out *all[4] = {j->output ? &j->out_labels : NULL, j->save_probabilities ? &j->out_probs : NULL,
+                       j->save_probabilities ? &j->out_props : NULL, j->statistics ? &j->out_stats : NULL};
+    if (cli_out_commit_all(all, 4, j->force, err) ||
+        (j->masks && pl_masks_commit(&j->mask_dir, j->force, err))) {
+        free(stats_json);
+        return SWI_ERR_IO;
+    }
+    if (keep && j->keep_statistics) {
+        keep->statistics = stats_json;
+        stats_json = NULL;
+    }
+    free(stats_json);
     if (keep) {
         keep->labels = j->labels;
         j->labels = NULL;

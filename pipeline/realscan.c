@@ -63,12 +63,28 @@ static int read_oriented(void *user, int64_t image, const int64_t *lo, const int
     return 0;
 }
 
+/* The input-grid box [lo, hi) of labels just made, to the statistics. 0, or 1. */
+static int tell_stats(seg_grid *g, const int64_t lo[3], const int64_t hi[3]) {
+    if (!g->stats) return 0;
+    static const int64_t origin[3] = {0, 0, 0};
+    char msg[256];
+    return pl_stats_add(g->stats, lo, hi, g->labels, g->label_bytes, origin, g->in_size, msg, sizeof msg) !=
+           0;
+}
+
 static int labels_region(void *user, const swi_region *r) {
     seg_grid *g = user;
     size_t e = r->dtype == SWI_DTYPE_UINT16 ? 2 : 1;
     if ((int)e != g->label_bytes) return 1;
     swi_resample_orient_write_box(&g->orient, r->data, e, 1, r->lo, r->hi, g->labels);
-    return 0;
+    /* the region's box on the input grid: oriented axis j is input axis src_axis[j] */
+    int64_t lo[3], hi[3];
+    for (int j = 0; j < 3; j++) {
+        const int a = g->orient.src_axis[j];
+        lo[a] = g->orient.flip[j] ? g->orient.size[j] - r->hi[j] : r->lo[j];
+        hi[a] = g->orient.flip[j] ? g->orient.size[j] - r->lo[j] : r->hi[j];
+    }
+    return tell_stats(g, lo, hi);
 }
 
 static int scores_region(void *user, const swi_region *r) {
@@ -159,7 +175,7 @@ static int emit_tile(void *user, const int64_t lo[3], const int64_t hi[3], int64
                 for (int64_t c = 0; c < classes; c++)
                     g->scores[c * N + at] = (float)(exp((double)x[c * nv + v] - bx) / sum);
             }
-    return 0;
+    return tell_stats(g, lo, hi);
 }
 
 /* Labels alone: the sink's argmax (only the classes that can win are interpolated). */
@@ -176,7 +192,7 @@ static int emit_labels(void *user, const int64_t lo[3], const int64_t hi[3], con
                 else
                     ((uint16_t *)g->labels)[at] = labels[v];
             }
-    return 0;
+    return tell_stats(g, lo, hi);
 }
 
 int seg_grid_finish(seg_grid *g, char *err) {

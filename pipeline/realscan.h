@@ -15,6 +15,7 @@
 #define SWI_CLI_REALSCAN_H
 
 #include "internal.h"
+#include "statistics.h"
 #include "swi_io.h"
 #include "swi_resample.h"
 
@@ -39,6 +40,7 @@ typedef struct seg_grid {
     swi_resample_sink *sink; /* resampled: model-grid scores -> input-grid tiles */
     int region;              /* only region_lo..region_hi of the input grid is wanted */
     int64_t region_lo[3], region_hi[3];
+    pl_stats *stats;         /* borrowed: told every input-grid box of labels made, or NULL */
 } seg_grid;
 
 /* Settle the model grid of volume v (whose file is `path`) for o's --orientation and

@@ -149,7 +149,7 @@ int seg_report_write(const pl_opts *o, const seg_state *s, int fd, const char *p
     p.labels = labels;
     p.label_bytes = label_bytes;
     /* the first channel as read (before preprocessing); none from a store */
-    p.image = s->reader ? NULL : s->report_image ? s->report_image : s->input;
+    p.image = s->reader ? NULL : s->raw ? s->raw : s->input;
     p.classes = classes;
     if (o->card && o->card->n_classes > 0 && p.classes <= CARD_MAX_NAMES) {
         p.names = (const char *const *)o->card->classes;

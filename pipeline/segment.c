@@ -18,9 +18,11 @@
 #include "samefile.h"
 #include "util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int seg_side_names(const pl_target *t, char *itk, char *ctbl, size_t n) {
     const char *output = t->name;
@@ -95,17 +97,18 @@ int seg_read_inputs(const pl_opts *o, seg_state *s, const swi_tensor *in) {
             return step_failed(s, err);
         if (seg_cancelled(s)) return cancelled(s);
         if (bad && nonfinite_report(o, s, o->inputs[c], bad, N * frames)) return 1;
-        if (c == 0 && o->report && (o->clip_given || o->scale_given || o->zscore)) {
-            /* the page shows the scan in its own units (CT windows in HU), not as the
-             * network saw it */
-            s->report_image = cli_malloc((size_t)N * sizeof(float));
-            if (!s->report_image) {
+        if (c == 0 && (o->report || PL_WANT_STATS(o)) && (o->clip_given || o->scale_given || o->zscore)) {
+            /* the page shows the scan in its own units (CT windows in HU) and the statistics
+             * report the intensities as read, not as the network saw them: one copy for both */
+            free(s->raw);
+            s->raw = cli_malloc((size_t)N * sizeof(float));
+            if (!s->raw) {
                 char b[32];
-                cli_err(err, "%s: out of memory keeping the image for the review page (%s)", o->inputs[0],
+                cli_err(err, "%s: out of memory keeping the image as read (%s)", o->inputs[0],
                         cli_bytes((size_t)N * sizeof(float), b));
                 return seg_fail_status(s, SWI_ERR_NOMEM, err);
             }
-            memcpy(s->report_image, dst, (size_t)N * sizeof(float));
+            memcpy(s->raw, dst, (size_t)N * sizeof(float));
         }
         for (int64_t f = 0; f < frames; f++, dst += N) seg_preprocess(o, dst, N);
     }
@@ -148,6 +151,20 @@ static int take_results(const pl_opts *o, seg_state *s, int64_t N, seg_results *
     return 0;
 }
 
+/* The statistics' JSON into their temporary file. 0, or 1 with err. */
+static int write_statistics(const pl_opts *o, seg_state *s, char *err) {
+    char *json = pl_stats_json(s->class_stats, o->inputs[0], o->output);
+    int fd = cli_out_take_fd(&s->out_stats);
+    if (!json) {
+        if (fd >= 0) close(fd);
+        cli_err(err, "%s: out of memory for the statistics", o->statistics);
+        return 1;
+    }
+    int rc = pl_write_text(fd, o->statistics, json, err);
+    free(json);
+    return rc;
+}
+
 /* Write every output into its temporary file, then commit them all or none. */
 static int write_outputs(const pl_opts *o, seg_state *s, const seg_results *r, double t0) {
     char err[SWI_ERRLEN];
@@ -173,15 +190,22 @@ static int write_outputs(const pl_opts *o, seg_state *s, const seg_results *r, d
                                       o->report_title ? o->report_title : o->inputs[0], r->labels,
                                       r->label_bytes, r->classes, cli_now() - t0, err))
         return step_failed(s, err);
+    if (o->statistics && write_statistics(o, s, err)) return step_failed(s, err);
+    if (o->masks && pl_masks_write(&s->masks, &s->vols[0], r->labels, r->label_bytes, r->classes, class_names,
+                                   &cancel, err))
+        return step_failed(s, err);
     const int names = s->itk_path[0] != '\0';
     if (names && (card_write_labels(o->card, cli_out_take_fd(&s->out_itk), 1, s->itk_path, err) ||
                   card_write_labels(o->card, cli_out_take_fd(&s->out_ctbl), 0, s->ctbl_path, err)))
         return step_failed(s, err);
-    cli_out *all[6] = {o->output ? &s->out_labels : NULL,   o->scores ? &s->out_scores : NULL,
+    cli_out *all[7] = {o->output ? &s->out_labels : NULL,   o->scores ? &s->out_scores : NULL,
                        o->preview ? &s->out_preview : NULL, names ? &s->out_itk : NULL,
-                       names ? &s->out_ctbl : NULL,         o->report ? &s->out_report : NULL};
-    if (cli_out_commit_all_cancellable(all, 6, o->force, seg_cancelled_cb, s, err))
+                       names ? &s->out_ctbl : NULL,         o->report ? &s->out_report : NULL,
+                       o->statistics ? &s->out_stats : NULL};
+    if (cli_out_commit_all_cancellable(all, 7, o->force, seg_cancelled_cb, s, err))
         return step_failed(s, err);
+    /* the folder of masks right after the files, whole */
+    if (o->masks && pl_masks_commit(&s->masks, o->force, err)) return seg_fail(s, err);
     return 0;
 }
 
@@ -210,13 +234,16 @@ int seg_check_outputs(const pl_opts *o, seg_state *s) {
     if (o->n_models == 0 && o->model) ins[n_ins++] = (cli_named_path){"--model", o->model};
     if (o->card && o->card->in_file) ins[n_ins++] = (cli_named_path){"the model card", o->card->source};
     for (int c = 0; c < o->n_inputs; c++) ins[n_ins++] = (cli_named_path){"--input", o->inputs[c]};
-    const cli_named_path outp[6] = {{"--output", o->output},
+    const cli_named_path outp[8] = {{"--output", o->output},
                                     {"--scores", o->scores},
                                     {"--preview", o->preview},
                                     {"--report", o->report},
                                     {"the label names", s->itk_path[0] ? s->itk_path : NULL},
-                                    {"the color table", s->ctbl_path[0] ? s->ctbl_path : NULL}};
-    if (cli_check_outputs_apart(ins, n_ins, outp, 6, err)) return seg_fail(s, err);
+                                    {"the color table", s->ctbl_path[0] ? s->ctbl_path : NULL},
+                                    {"--statistics", o->statistics},
+                                    {"--masks", o->masks}};
+    if (cli_check_outputs_apart(ins, n_ins, outp, 8, err)) return seg_fail(s, err);
+    if (o->masks && pl_masks_check(o->masks, o->force, err)) return seg_fail(s, err);
     /* Existing outputs are refused before anything else happens. */
     const char *finals[6] = {o->output,
                              o->scores,
@@ -232,6 +259,7 @@ int seg_check_outputs(const pl_opts *o, seg_state *s) {
         const int force = o->force || ((i == 3 || i == 4) && card_side_is_own(finals[i]));
         if (finals[i] && !store[i] && cli_out_check(finals[i], force, err)) return seg_fail(s, err);
     }
+    if (o->statistics && cli_out_check(o->statistics, o->force, err)) return seg_fail(s, err);
     return 0;
 }
 
@@ -240,6 +268,36 @@ int seg_check_outputs(const pl_opts *o, seg_state *s) {
 static int side_begin(const pl_opts *o, cli_out *out, const char *path, char *err) {
     if (cli_out_begin(out, path, o->force || card_side_is_own(path), err)) return 1;
     out->replaceable = card_side_is_own;
+    return 0;
+}
+
+/* The statistics' collector for `classes` labels on the input grid, its intensities the first
+ * channel as read: the copy made before preprocessing, the voxels read, or for a store input
+ * the store opened again (the engine reads its own handle from another thread). 0, or 1. */
+static int stats_begin(const pl_opts *o, seg_state *s, int64_t classes, char *err) {
+    swi_volume v;
+    const swi_volume *g = &s->vols[0];
+    char msg[SWI_ERRLEN];
+    if (s->reader) {
+        if (swi_store_volume(s->store_in.stores[0], &v, msg, sizeof msg) ||
+            swi_store_open(o->inputs[0], &s->stats_store, msg, sizeof msg)) {
+            cli_err(err, "%s", msg);
+            return 1;
+        }
+        g = &v;
+    }
+    const char *const *names =
+        o->card && o->card->n_classes == classes ? (const char *const *)o->card->classes : NULL;
+    pl_stats_free(s->class_stats);
+    s->class_stats = pl_stats_new(classes, names, g->affine, g->size);
+    if (!s->class_stats) {
+        cli_err(err, "out of memory for the statistics of %lld classes", (long long)classes);
+        return 1;
+    }
+    if (s->reader)
+        pl_stats_intensity_store(s->class_stats, s->stats_store);
+    else
+        pl_stats_intensity_array(s->class_stats, s->raw ? s->raw : s->input);
     return 0;
 }
 
@@ -275,6 +333,14 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
     s->ctx = swi_create();
     if (!s->ctx) return seg_fail_status(s, SWI_ERR_NOMEM, "out of memory");
     swi_plan plan;
+    /* the statistics' own argmax of every region, on the input grid (a grid of its own
+     * reports its input-grid labels instead: realscan.c) */
+    const int stats_out = PL_WANT_STATS(o) && !s->grid.active;
+    if (stats_out) {
+        swi_output_init(&outs[n_outs], 0, SWI_REDUCE_ARGMAX);
+        outs[n_outs].on_region = pl_stats_region;
+        n_outs++;
+    }
     /* Shapes only: with reuse on, a reader (a store input) would be read whole here just
      * to count the windows reused, which the run counts anyway. */
     swi_reader no_read;
@@ -291,6 +357,9 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
                         (s->itk_path[0] && side_begin(o, &s->out_itk, s->itk_path, err)) ||
                         (s->ctbl_path[0] && side_begin(o, &s->out_ctbl, s->ctbl_path, err))))
         return seg_fail(s, err);
+    if (o->statistics && cli_out_begin(&s->out_stats, o->statistics, o->force, err)) return seg_fail(s, err);
+    if (o->masks && !stores_out && pl_masks_begin(&s->masks, o->masks, o->force, err))
+        return seg_fail(s, err);
 
     if (!s->reader) {
         if (!s->input && (rc = seg_read_inputs(o, s, &in))) return rc;
@@ -305,6 +374,9 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
         }
     }
 
+    if (PL_WANT_STATS(o) && stats_begin(o, s, plan.head_channels[0], err)) return seg_fail(s, err);
+    if (stats_out) outs[n_outs - 1].user = s->class_stats;
+    s->grid.stats = s->class_stats;
     p.progress = run_progress;
     p.progress_user = s;
     swi_predictor net = o->n_preds         ? s->net
@@ -318,6 +390,7 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
     if (seg_cancelled(s)) return cancelled(s);
     if (st != SWI_OK) {
         const char *why = seg_store_error(s);
+        if (!why) why = pl_stats_error(s->class_stats);
         if (why) {
             snprintf(s->err, sizeof s->err, "%s; %s", why, seg_store_left(s));
             return seg_fail(s, s->err);
@@ -325,7 +398,12 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
         return seg_engine_error(o, s, st, s->ctx);
     }
     if (stores_out) {
+        if (o->statistics && write_statistics(o, s, err)) return step_failed(s, err);
         if (seg_store_commit(s, err)) return seg_fail(s, err);
+        if (o->statistics && cli_out_commit(&s->out_stats, o->force, err)) return seg_fail(s, err);
+        if (keep && o->keep_statistics &&
+            !(keep->statistics = pl_stats_json(s->class_stats, o->inputs[0], o->output)))
+            return seg_fail_status(s, SWI_ERR_NOMEM, "out of memory for the statistics");
         char box[128];
         if (!o->quiet)
             seg_message(s,
@@ -376,6 +454,14 @@ int seg_run_state(const pl_opts *o, seg_state *s, swi_params *pp, swi_tensor *in
                 return seg_fail_status(s, SWI_ERR_NOMEM, "out of memory for the scores kept");
             }
             memcpy(keep->scores, r.scores, bytes);
+        }
+        if (o->keep_statistics &&
+            !(keep->statistics = pl_stats_json(s->class_stats, o->inputs[0], o->output))) {
+            free(keep->labels);
+            free(keep->scores);
+            keep->labels = NULL;
+            keep->scores = NULL;
+            return seg_fail_status(s, SWI_ERR_NOMEM, "out of memory for the statistics kept");
         }
     }
     if (!o->quiet && s->region) {

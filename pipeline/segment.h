@@ -7,8 +7,10 @@
 
 #include "ensemble.h"
 #include "internal.h"
+#include "masks.h"
 #include "realscan.h"
 #include "safety.h"
+#include "statistics.h"
 #include "stores.h"
 #include "swi_io.h"
 #include "swi_ort.h"
@@ -30,9 +32,13 @@ typedef struct seg_state {
     seg_grid grid;     /* the model's grid (--orientation, --spacing) */
     swi_ctx *ctx;
     float *input;
-    float *report_image; /* the first channel before preprocessing, for the review page */
     cli_out out_labels, out_scores, out_preview, out_report;
     cli_out out_itk, out_ctbl; /* the card's class names beside the labels */
+    cli_out out_stats;         /* --statistics */
+    pl_masks masks;            /* --masks: its private folder while written */
+    pl_stats *class_stats;     /* gathered as the labels are made (statistics.h) */
+    float *raw;                /* the first channel as read, when preprocessing changes it */
+    swi_store *stats_store;    /* the first store input, opened again for the statistics */
     char itk_path[4200], ctbl_path[4200];
     int vols_ready;     /* vols are opened (and input, when set, read): seg_setup keeps them */
     int model_borrowed; /* model belongs to the caller (folder mode): not closed here */

@@ -51,7 +51,7 @@ seg_state *seg_state_new(void) {
     seg_state *s = cli_calloc(1, sizeof *s);
     if (s)
         s->out_labels.fd = s->out_scores.fd = s->out_preview.fd = s->out_report.fd = s->out_itk.fd =
-            s->out_ctbl.fd = -1;
+            s->out_ctbl.fd = s->out_stats.fd = -1;
     return s;
 }
 
@@ -62,6 +62,8 @@ void seg_abort_outputs(seg_state *s) {
     cli_out_abort(&s->out_report);
     cli_out_abort(&s->out_itk);
     cli_out_abort(&s->out_ctbl);
+    cli_out_abort(&s->out_stats);
+    pl_masks_abort(&s->masks);
     swi_store_abort(s->w_labels);
     swi_store_abort(s->w_scores);
     s->w_labels = s->w_scores = NULL;
@@ -81,8 +83,10 @@ void seg_state_free(seg_state *s) {
     seg_grid_free(&s->grid);
     if (!s->model_borrowed) swi_ort_close(s->model);
     free(s->input);
-    free(s->report_image);
     free(s->region_labels);
+    free(s->raw);
+    pl_stats_free(s->class_stats);
+    swi_store_close(s->stats_store);
     free(s);
 }
 
@@ -438,9 +442,18 @@ static size_t mirror_bytes(const seg_state *s, const swi_head_spec *head, int sw
     return s->n_mirrors ? seg_ensemble_bytes(2, head, sw) + in * (size_t)sw * sizeof(float) : 0;
 }
 
+/* --statistics or --report with preprocessing keeps a volume file's first channel as read. */
+static size_t raw_bytes(const pl_opts *o, const seg_state *s) {
+    if ((!PL_WANT_STATS(o) && !o->report) || s->reader || !(o->clip_given || o->scale_given || o->zscore))
+        return 0;
+    const int64_t *isz = s->vols[0].size;
+    return (size_t)(isz[0] * isz[1] * isz[2]) * sizeof(float);
+}
+
 static size_t beside_bytes(void *user, const swi_plan *plan) {
     const beside_of *b = user;
-    return seg_grid_bytes(&b->s->grid, plan->head_channels[0], PL_WANT_SCORES(b->o), plan->order[0]) +
+    return raw_bytes(b->o, b->s) +
+           seg_grid_bytes(&b->s->grid, plan->head_channels[0], PL_WANT_SCORES(b->o), plan->order[0]) +
            seg_ensemble_bytes(b->s->n_members, b->head, plan->sw_batch_size) +
            mirror_bytes(b->s, b->head, plan->sw_batch_size) + seg_dnnl_bytes(b->s);
 }

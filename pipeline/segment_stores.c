@@ -5,6 +5,7 @@
  */
 #include "segment.h"
 
+#include "card.h"
 #include "preprocess.h"
 #include "util.h"
 
@@ -39,10 +40,18 @@ int pl_store_check(const pl_opts *o, char *err) {
         msg = "--output and --scores: write both to stores or both to NIfTI";
     else if (out_store && o->preview)
         msg = "--preview needs the whole label map: not with store outputs";
+    else if (out_store && o->masks)
+        msg = "--masks needs the whole label map: not with store outputs";
     else if (out_store && o->report)
         msg = "--report needs the whole label map: not with store outputs";
     else if (o->shard_given && !out_store)
         msg = "--shard writes parts of shared stores: give --output x.zarr";
+    else if (o->shard_given && o->statistics)
+        msg = "--statistics covers the whole volume: not with --shard (a part sees its box only)";
+    else if (o->chunks_given && !out_store)
+        msg = "--chunks sets the chunks of store outputs: give --output x.zarr (or x.ome.zarr, x.h5:/path)";
+    else if (o->chunks_given && (o->chunks[0] < 1 || o->chunks[1] < 1 || o->chunks[2] < 1))
+        msg = "--chunks: give three chunk sizes, each 1 or more";
     char gm[SWI_ERRLEN];
     /* the parts of a collective job are its processes (MPI ranks): say so */
     if (!msg && o->shard_given && !o->shard_init && o->shard_grid_given &&
@@ -132,12 +141,29 @@ int seg_store_begin(const pl_opts *o, seg_state *s, swi_params *p, const swi_ten
     swi_store_spec ls, ss;
     spec_of(in, 1, classes > 256 ? SWI_DTYPE_UINT16 : SWI_DTYPE_UINT8, 1, classes, &ls);
     spec_of(in, classes, SWI_DTYPE_FLOAT32, 0, classes, &ss);
+    /* OME-Zarr labels of an image with time or channel axes keep them (of size 1) */
+    if (o->output && s->reader && s->store_in.stores[0] && swi_store_kind_of(o->output) == SWI_STORE_OME)
+        swi_store_lead_axes(s->store_in.stores[0], ls.lead_axes);
+    /* the card's class names, where it names every class */
+    if (o->card && o->card->n_classes == classes) {
+        ls.class_names = (const char *const *)o->card->classes;
+        ls.n_class_names = classes;
+    }
     /* slabs along the engine's outermost axis complete one after another */
     if (cli_outer_axis(p, in, outs, n_outs, &ls.slab_axis, err)) return 1;
     ss.slab_axis = ls.slab_axis;
+    /* the chunk asked, else the first store input's: the labels line up with the image */
+    int64_t want[3] = {0, 0, 0};
+    if (o->chunks_given)
+        memcpy(want, o->chunks, sizeof want);
+    else if (s->reader && s->store_in.stores[0])
+        swi_store_chunk(s->store_in.stores[0], want);
+    for (int d = 0; d < 3; d++) ls.chunk[d] = ss.chunk[d] = want[d] < in->size[d] ? want[d] : in->size[d];
     int64_t lc[3], sc[3];
     swi_store_default_chunk(&ls, lc);
     swi_store_default_chunk(&ss, sc);
+    for (int d = 0; d < 3; d++)
+        if (ls.chunk[d] > 0) lc[d] = sc[d] = ls.chunk[d];
     /* Shards are cut at the label chunks; the score chunks (halved to fit) divide them. */
     int64_t cut[3];
     for (int d = 0; d < 3; d++) {

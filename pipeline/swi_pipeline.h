@@ -137,6 +137,10 @@ typedef struct swi_job_spec {
     /** The parts run at once as processes of one job (MPI ranks: shard_part is the rank):
      *  part 0 creates the stores, the others join them after hooks->all_ok. */
     int shard_collective;
+    /** The store outputs' spatial chunk (--chunks A,B,C; each clipped to the size); 0,0,0:
+     *  the first input's chunk when it is a store, else the default (64 each, see
+     *  swi_store_default_chunk). Labels and scores take the same chunk. */
+    int64_t chunks[3];
 
     /* ---- the region of interest (docs/regions.md): exactly the windows of the whole run
      * that touch it run, in the whole run's grid and order, so its voxels get the whole
@@ -160,10 +164,19 @@ typedef struct swi_job_spec {
     const char *preview;      /**< PNG of the middle slices */
     const char *report;       /**< HTML review page (report/swi_report.h) */
     const char *report_title; /**< its heading; NULL: the input's name */
-    int softmax;              /**< the scores (file or kept) as softmax probabilities */
-    int keep_scores;          /**< swi_job_run's keep also receives the scores (no file needed) */
-    int force;                /**< replace existing outputs (never an input) */
-    int quiet;                /**< no notes through hooks->message (the summary line); warnings still come */
+    /** per-class statistics as JSON (voxels, volume, bounding box in mm, the first input's
+     *  intensity at the class's voxels: docs/cli.md --statistics), gathered as the labels are
+     *  made (an nnU-Net job's too: tile by tile as its labels come back); not with
+     *  --input-dir (folders) or --shard */
+    const char *statistics;
+    /** a folder of one binary mask a class (DIR/NAME.nii.gz, uint8, the background left
+     *  out, NAME the card's class name), written whole or not at all; file outputs only */
+    const char *masks;
+    int keep_statistics; /**< swi_job_run's keep also receives them (no file needed) */
+    int softmax;         /**< the scores (file or kept) as softmax probabilities */
+    int keep_scores;     /**< swi_job_run's keep also receives the scores (no file needed) */
+    int force;           /**< replace existing outputs (never an input) */
+    int quiet;           /**< no notes through hooks->message (the summary line); warnings still come */
 
     /* ---- an nnU-Net model directory as models[0] (swi convert nnunet's: fold_N.onnx and
      * nnunet.json; docs/semantics-nnunet.md): the job runs nnU-Net v2's whole inference with
@@ -271,6 +284,7 @@ typedef struct swi_job_result {
     double affine[4][4]; /**< voxel index -> RAS+ mm of the input */
     swi_stats stats;     /**< the engine's counters */
     double seconds;      /**< wall time of the run */
+    char *statistics;    /**< malloc'd JSON text with spec.statistics or keep_statistics, else NULL */
 } swi_job_result;
 
 /** Run the job: plan, create the outputs' temporaries, read, run, write, commit. keep !=

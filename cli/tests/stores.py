@@ -93,10 +93,11 @@ def load(name):
     return zarr.open(name, mode="r")[...]
 
 
-def h5_attrs(name):
+def h5_attrs(name, classes=False):
+    """The dataset's attributes; without `classes`, less the labels' swi_classes (kept for good)."""
     f, d = name.split(":")
     with h5py.File(f, "r") as h:
-        return dict(h[d].attrs)
+        return {k: v for k, v in h[d].attrs.items() if classes or k != "swi_classes"}
 
 
 def h5_layout(name):
@@ -834,7 +835,7 @@ if case == "segment":
     check(all(p.returncode == 0 for p in procs), "segment 3 shards into one HDF5 file: %s" % errs)
     if all(p.returncode == 0 for p in procs):
         with h5py.File("sh.h5", "r") as h:
-            check(not h["labels"].attrs.keys() and not h["scores"].attrs.keys() and
+            check(list(h["labels"].attrs.keys()) == ["swi_classes"] and not h["scores"].attrs.keys() and
                   np.array_equal(h["labels"][...], ref) and np.array_equal(h["scores"][...], load("s0.zarr")),
                   "segment: 3 shards into HDF5 bitwise equal to one process")
     # a grid of boxes (the second axis holds one chunk: two of the boxes are empty)
@@ -885,7 +886,9 @@ if case == "segment":
     r = run(*seg, "--input", "geo.zarr", "--output", "geo.zarr/labels/quant")
     ct = json.load(open("geo.zarr/labels/quant/.zattrs"))["multiscales"][0]["datasets"][0]["coordinateTransformations"] \
         if r.returncode == 0 else None
-    check(ct == [{"type": "scale", "scale": [2.0, 0.5, 0.75]}, {"type": "translation", "translation": [10.0, -3.0, 4.5]}],
+    # (and its c axis, of size 1: the image-label convention)
+    check(ct == [{"type": "scale", "scale": [1.0, 2.0, 0.5, 0.75]},
+                 {"type": "translation", "translation": [0.0, 10.0, -3.0, 4.5]}],
           "labels in the image carry its level's transformations: %s %s" % (r.stderr, ct))
 
     # SIGTERM during a --force rewrite of a complete store: the store exactly as it was, and
@@ -931,6 +934,200 @@ if case == "segment":
             args = args + ["--output", "z.zarr"]
         r = run(*seg, *args)
         check(r.returncode == 2 and what in r.stderr, "usage error for %s: %s" % (what, r.stderr))
+    done()
+
+if case == "meaning":
+    # outputs that carry their meaning: the card's class names and colours in every store
+    import json
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import clitest
+        clitest.make_models(work)
+    except ImportError as e:
+        print("skipped: %s" % e)
+        sys.exit(77)
+    r = run("--version")
+    if "ONNX Runtime: not built in" in r.stdout:
+        print("skipped: swi built without ONNX Runtime")
+        sys.exit(77)
+    shutil.copy("quant4.onnx", "named.onnx")
+    names = ["background", "liver", "spleen", "kidney right"]
+    with open("named.json", "w") as f:
+        json.dump({"classes": names}, f)
+    v = clitest.volume(shape=(40, 20, 17), seed=5)
+    zarr.open("q.zarr", mode="w", shape=v.shape, chunks=(16, 8, 8), dtype="<f4")[...] = v
+    seg = ["segment", "--model", "named.onnx", "-q", "--input", "q.zarr"]
+    for out in ("l.zarr", "l.ome.zarr", "l.h5:/seg"):
+        r = run(*seg, "--output", out)
+        check(r.returncode == 0, "segment -> %s: %s" % (out, r.stderr))
+    want = [n for n in names]
+    cl = zarr.open("l.zarr", mode="r").attrs.get("swi_classes", [])
+    check([c["name"] for c in cl] == want and [c["label-value"] for c in cl] == [0, 1, 2, 3] and
+          cl[0]["rgba"][3] == 0 and all(len(c["rgba"]) == 4 and c["rgba"][3] == 255 for c in cl[1:]),
+          "Zarr labels carry swi_classes: %s" % cl)
+    il = zarr.open("l.ome.zarr", mode="r").attrs.get("image-label", {})
+    props = il.get("properties", [])
+    check([p["name"] for p in props] == want and [p["label-value"] for p in props] == [0, 1, 2, 3] and
+          [c["rgba"] for c in il.get("colors", [])] == [c["rgba"] for c in cl[1:]],
+          "OME-Zarr image-label properties name every label, colours as Zarr's: %s" % il)
+    h5c = json.loads(h5_attrs("l.h5:/seg", classes=True).get("swi_classes", "[]"))
+    check(h5c == cl, "HDF5 labels carry swi_classes as JSON text: %s" % h5c)
+    # without a card: background and label_N
+    r = run("segment", "--model", "quant4.onnx", "-q", "--input", "q.zarr", "--output", "u.zarr")
+    check(r.returncode == 0 and [c["name"] for c in zarr.open("u.zarr", mode="r").attrs["swi_classes"]] ==
+          ["background", "label_1", "label_2", "label_3"], "no card: default names: " + r.stderr)
+
+    # labels of a tczyx image keep its t and c axes (of size 1), as the image-label convention
+    for axes in ("tczyx", "czyx"):
+        img = "img_%s.ome.zarr" % axes
+        g = zarr.open_group(img, mode="w")
+        lead = (1,) * (len(axes) - 3)
+        g.create_dataset("0", data=v.reshape(lead + v.shape), chunks=lead + (16, 8, 8))
+        kinds = {"t": "time", "c": "channel"}
+        g.attrs["multiscales"] = [{"version": "0.4", "name": "img",
+                                   "axes": [{"name": a, "type": kinds.get(a, "space")} for a in axes],
+                                   "datasets": [{"path": "0", "coordinateTransformations": [
+                                       {"type": "scale", "scale": [1.0] * len(axes)}]}]}]
+        out = img + "/labels/seg"
+        r = run("segment", "--model", "named.onnx", "-q", "--input", img, "--output", out)
+        ok = r.returncode == 0
+        if ok:
+            la = zarr.open_group(out, mode="r")
+            ms = la.attrs["multiscales"][0]
+            ok = ([a["name"] for a in ms["axes"]] == list(axes) and la["0"].shape == lead + v.shape and
+                  len(ms["datasets"][0]["coordinateTransformations"][0]["scale"]) == len(axes) and
+                  np.array_equal(la["0"][...].reshape(v.shape), load("l.zarr")) and
+                  [p["name"] for p in la.attrs["image-label"]["properties"]] == names)
+        check(ok, "%s image: labels with axes %s, t and c of size 1: %s" % (axes, axes, r.stderr))
+
+    # output chunks: the store input's, or --chunks; labels and scores alike, every kind of store
+    for out in ("c_in.zarr", "c_in.ome.zarr", "c_in.h5:/seg"):
+        r = run(*seg, "--output", out)
+        if out.endswith(".h5:/seg"):
+            with h5py.File("c_in.h5", "r") as h:
+                ch = h["seg"].chunks
+        else:
+            a = zarr.open(out, mode="r")
+            ch = (a["0"] if out.endswith(".ome.zarr") else a).chunks
+        check(r.returncode == 0 and tuple(ch) == (16, 8, 8), "%s: the input's chunks (16, 8, 8): %s %s" % (out, ch, r.stderr))
+    with h5py.File("q5.h5", "w") as f:
+        f.create_dataset("v", data=v, chunks=(10, 5, 17), compression="gzip")
+    r = run(*seg[:-1], "q5.h5:/v", "--output", "c_h.zarr")
+    check(r.returncode == 0 and zarr.open("c_h.zarr", mode="r").chunks == (10, 5, 17),
+          "an HDF5 input's chunks: " + r.stderr)
+    r = run(*seg, "--output", "c_f.zarr", "--scores", "c_fs.zarr", "--chunks", "8,20,5")
+    check(r.returncode == 0 and zarr.open("c_f.zarr", mode="r").chunks == (8, 20, 5) and
+          zarr.open("c_fs.zarr", mode="r").chunks == (1, 8, 20, 5) and
+          np.array_equal(load("c_f.zarr"), load("l.zarr")), "--chunks 8,20,5 for labels and scores: " + r.stderr)
+    r = run(*seg, "--output", "c_big.zarr", "--chunks", "100,100,100")
+    check(r.returncode == 0 and zarr.open("c_big.zarr", mode="r").chunks == v.shape, "--chunks clipped to the size")
+    for bad in ("8,8", "0,8,8", "a,b,c"):
+        r = run(*seg, "--output", "c_bad.zarr", "--chunks", bad)
+        check(r.returncode == 2 and "--chunks" in r.stderr, "--chunks %s refused: %s" % (bad, r.stderr))
+    r = run("segment", "--model", "named.onnx", "-q", "--input", "q.zarr", "--output", "c.nii.gz", "--chunks", "8,8,8")
+    check(r.returncode == 2 and "--chunks" in r.stderr, "--chunks with a file output refused: " + r.stderr)
+
+    # --statistics: per class, against numpy over the written labels and the input as read
+    def want_stats(lab, x, affine):
+        vox = abs(np.linalg.det(affine[:3, :3]))
+        out = {}
+        for c, name in enumerate(names):
+            m = lab == c
+            st = {"label-value": c, "voxels": int(m.sum()), "volume_ml": m.sum() * vox / 1000}
+            if m.any():
+                v = x[m].astype(np.float64)
+                idx = np.argwhere(m)
+                lo, hi = idx.min(0), idx.max(0)
+                corners = np.array([[(hi if (k >> d) & 1 else lo)[d] for d in range(3)] + [1] for k in range(8)])
+                w = (affine @ corners.T)[:3]
+                st.update(intensity=v.mean(), intensity_std=v.std(), intensity_min=v.min(), intensity_max=v.max(),
+                          bbox_voxels=[lo.tolist(), hi.tolist()], bbox_mm=[w.min(1).tolist(), w.max(1).tolist()])
+            out[name] = st
+        return out
+
+    def same_stats(path, want, what):
+        try:
+            got = json.load(open(path))["classes"]
+        except (OSError, ValueError) as e:
+            check(False, "%s: %s" % (what, e))
+            return
+        ok = list(got) == list(want)
+        for name, w in want.items():
+            g = got.get(name, {})
+            for k, v in w.items():
+                gv = g.get(k)
+                if isinstance(v, list):
+                    ok &= gv is not None and np.allclose(np.array(gv, float), np.array(v, float), rtol=1e-6, atol=1e-6)
+                else:
+                    ok &= gv is not None and np.isclose(gv, v, rtol=1e-6, atol=1e-9)
+            if not w["voxels"]:
+                ok &= g.get("intensity") is None and g.get("bbox_mm") is None
+        check(ok, "%s: statistics as numpy's: %s\nwant %s" % (what, got, want))
+
+    aff = np.diag([0.8, 1.2, 2.0, 1.0])
+    aff[:3, 3] = [-10, 5, 3]
+    nib.save(nib.Nifti1Image(v * 100 - 50, aff), "hu.nii.gz")
+    x = np.asarray(nib.load("hu.nii.gz").dataobj).astype(np.float32)
+    faff = nib.load("hu.nii.gz").affine
+    base = ["segment", "--model", "named.onnx", "-q", "--scale", "-50,310,0,3.6"]
+    for extra, tag in (((), "plain"), (("--orientation", "LPS"), "oriented"), (("--spacing", "1,1,1.5"), "resampled")):
+        r = run(*base, "--input", "hu.nii.gz", "--output", "st_%s.nii.gz" % tag, "--statistics", "st_%s.json" % tag, *extra)
+        check(r.returncode == 0, "--statistics %s: %s" % (tag, r.stderr))
+        if r.returncode == 0:
+            lab = np.asarray(nib.load("st_%s.nii.gz" % tag).dataobj)
+            check(len(np.unique(lab)) > 1, "%s: several classes" % tag)
+            same_stats("st_%s.json" % tag, want_stats(lab, x, faff), "--statistics %s (NIfTI)" % tag)
+    # a store input: its intensities read again, labels to a store and to a file
+    zarr.open("hu.zarr", mode="w", shape=x.shape, chunks=(16, 8, 8), dtype="<f4")[...] = x
+    for out in ("st.zarr", "st_z.nii.gz"):
+        r = run(*base, "--input", "hu.zarr", "--output", out, "--statistics", out + ".json", "--threads", "3")
+        check(r.returncode == 0, "--statistics store -> %s: %s" % (out, r.stderr))
+        if r.returncode == 0:
+            lab = load(out) if out.endswith(".zarr") else np.asarray(nib.load(out).dataobj)
+            same_stats(out + ".json", want_stats(lab, x, np.eye(4)), "--statistics store input -> " + out)
+    # --masks DIR: one binary mask a class, named by the card, the folder whole or not at all
+    r = run(*base, "--input", "hu.nii.gz", "--output", "mk.nii.gz", "--masks", "mk")
+    lab = np.asarray(nib.load("mk.nii.gz").dataobj) if r.returncode == 0 else None
+    check(r.returncode == 0 and sorted(os.listdir("mk")) == sorted(n + ".nii.gz" for n in names[1:]),
+          "--masks: one file a class: %s %s" % (os.listdir("mk") if os.path.isdir("mk") else None, r.stderr))
+    for c, n in enumerate(names[1:], 1):
+        if lab is None:
+            break
+        m = nib.load(os.path.join("mk", n + ".nii.gz"))
+        check(m.get_data_dtype() == np.uint8 and np.array_equal(np.asarray(m.dataobj), (lab == c).astype(np.uint8)) and
+              np.allclose(m.affine, nib.load("mk.nii.gz").affine), "mask %s is labels == %d" % (n, c))
+    r = run(*base, "--input", "hu.nii.gz", "--output", "mk2.nii.gz", "--masks", "mk")
+    check(r.returncode == 1 and "--force" in r.stderr and not os.path.exists("mk2.nii.gz"),
+          "--masks over a folder of masks refused without --force: " + r.stderr)
+    os.makedirs("mine", exist_ok=True)
+    open("mine/notes.txt", "w").write("mine")
+    r = run(*base, "--input", "hu.nii.gz", "--output", "mk3.nii.gz", "--masks", "mine", "--force")
+    check(r.returncode == 1 and os.listdir("mine") == ["notes.txt"], "--masks never replaces a user's folder: " + r.stderr)
+    r = run(*base, "--input", "hu.nii.gz", "--output", "mk.nii.gz", "--masks", "mk", "--force")
+    check(r.returncode == 0 and len(os.listdir("mk")) == 3 and not [f for f in os.listdir(".") if ".swi-" in f],
+          "--masks --force replaces the folder, nothing left beside: " + r.stderr)
+    r = run(*base, "--input", "hu.nii.gz", "--output", "mk4.nii.gz", "--masks", ".", "--force")
+    check(r.returncode != 0 and not os.path.exists("mk4.nii.gz"), "--masks holding the input refused: " + r.stderr)
+    r = run(*seg, "--output", "mk.zarr", "--masks", "mkz")
+    check(r.returncode == 2 and "--masks" in r.stderr, "--masks with a store output refused: " + r.stderr)
+
+    # the figures do not depend on the threads' timing: byte for byte the same file
+    r = run(*base, "--input", "hu.zarr", "--output", "st1.zarr", "--statistics", "st1.json", "--threads", "1")
+    same = r.returncode == 0 and os.path.exists("st.zarr.json")
+    if same:
+        a, b = json.load(open("st1.json")), json.load(open("st.zarr.json"))
+        same = a["classes"] == b["classes"]
+    check(same, "--statistics with 1 and 3 threads: the same figures: " + r.stderr)
+    r = run(*base, "--input", "hu.zarr", "--output", "sh.zarr", "--statistics", "sh.json", "--shard", "0/2")
+    check(r.returncode == 2 and "--statistics" in r.stderr and not os.path.exists("sh.zarr"),
+          "--statistics with --shard refused: " + r.stderr)
+
+    # the output rules: never over an input, an existing file refused without --force
+    r = run(*base, "--input", "hu.nii.gz", "--output", "st2.nii.gz", "--statistics", "hu.nii.gz", "--force")
+    check(r.returncode != 0 and not os.path.exists("st2.nii.gz"), "--statistics over the input refused: " + r.stderr)
+    r = run(*base, "--input", "hu.nii.gz", "--output", "st3.nii.gz", "--statistics", "st_plain.json")
+    check(r.returncode != 0 and "--force" in r.stderr and not os.path.exists("st3.nii.gz"),
+          "--statistics over an existing file refused without --force: " + r.stderr)
     done()
 
 if case == "race":

@@ -42,6 +42,21 @@ PyObject *swipy_budget_error; /* swi.BudgetError, a MemoryError */
 #else
 #define PIPELINE_KEEP_SCORES 0
 #endif
+#ifdef SWI_PY_JOB_MASKS
+#define PIPELINE_MASKS 1
+#else
+#define PIPELINE_MASKS 0
+#endif
+#ifdef SWI_PY_JOB_CHUNKS
+#define PIPELINE_CHUNKS 1
+#else
+#define PIPELINE_CHUNKS 0
+#endif
+#ifdef SWI_PY_JOB_STATISTICS
+#define PIPELINE_STATISTICS 1
+#else
+#define PIPELINE_STATISTICS 0
+#endif
 #ifdef SWI_PY_JOB_NNUNET
 #define PIPELINE_NNUNET 1
 #else
@@ -115,6 +130,9 @@ PyMODINIT_FUNC PyInit__swi(void) {
         PyModule_AddIntConstant(m, "HAVE_PIPELINE", HAVE_PIPELINE) < 0 ||
         PyModule_AddIntConstant(m, "PIPELINE_PREDICTORS", PIPELINE_PREDICTORS) < 0 ||
         PyModule_AddIntConstant(m, "PIPELINE_KEEP_SCORES", PIPELINE_KEEP_SCORES) < 0 ||
+        PyModule_AddIntConstant(m, "PIPELINE_STATISTICS", PIPELINE_STATISTICS) < 0 ||
+        PyModule_AddIntConstant(m, "PIPELINE_CHUNKS", PIPELINE_CHUNKS) < 0 ||
+        PyModule_AddIntConstant(m, "PIPELINE_MASKS", PIPELINE_MASKS) < 0 ||
         PyModule_AddIntConstant(m, "PIPELINE_NNUNET", PIPELINE_NNUNET) < 0 ||
         PyModule_AddIntConstant(m, "PIPELINE_FOLDER", PIPELINE_FOLDER) < 0) {
         Py_XDECREF(swipy_budget_error);

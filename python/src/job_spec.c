@@ -164,6 +164,16 @@ int swipy_job_spec(PyObject *d, swi_job_spec *s) {
 #ifdef SWI_PY_JOB_KEEP_SCORES
         swipy_get_int(&f, "keep_scores", &s->keep_scores) < 0 ||
 #endif
+#ifdef SWI_PY_JOB_MASKS
+        swipy_get_str(&f, "masks", &s->masks) < 0 ||
+#endif
+#ifdef SWI_PY_JOB_CHUNKS
+        get_i64s(&f, "chunks", 3, s->chunks) < 0 ||
+#endif
+#ifdef SWI_PY_JOB_STATISTICS
+        swipy_get_str(&f, "statistics", &s->statistics) < 0 ||
+        swipy_get_int(&f, "keep_statistics", &s->keep_statistics) < 0 ||
+#endif
         swipy_get_int(&f, "force", &s->force) < 0 || swipy_get_int(&f, "quiet", &s->quiet) < 0 ||
         swipy_get_int(&f, "threads", &s->threads) < 0 || get_size(&f, "max_memory", &s->max_memory) < 0)
         return -1;

@@ -321,6 +321,18 @@ static PyObject *result_dict(swi_job_result *r) {
     double aff[16];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) aff[4 * i + j] = r->affine[i][j];
+#ifdef SWI_PY_JOB_STATISTICS
+    /* the JSON text of --statistics, parsed by swi/_pipeline.py */
+    PyObject *js = r->statistics ? PyUnicode_FromString(r->statistics) : Py_NewRef(Py_None);
+#else
+    PyObject *js = Py_NewRef(Py_None);
+#endif
+    if (swipy_dict_set(d, "statistics", js) < 0) {
+        Py_XDECREF(lab);
+        Py_XDECREF(sc);
+        Py_DECREF(d);
+        return NULL;
+    }
     PyObject *stats = PyDict_New();
     if (swipy_dict_set(d, "labels", lab) < 0 || swipy_dict_set(d, "scores", sc) < 0 ||
         swipy_dict_set(d, "size", swipy_int64_tuple(r->size, 3)) < 0 ||

@@ -8,11 +8,13 @@ extension's predictor bridge, one batch of windows at a time.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
@@ -50,8 +52,17 @@ class Segmentation:
       ``[classes, i, j, k]`` (softmax probabilities with ``softmax=True``); else None.
     classes: the number of classes; stats: the engine's counters (windows_total,
       windows_predicted, windows_reused, predictor_calls, bytes_partial_peak); seconds:
-      the run's wall time; outputs: what was written (``{"output": path, ...}``);
-      messages: the job's warnings and notes, one line each.
+      the run's wall time; outputs: every file written, by what it is (``output``,
+      ``scores``, ``preview``, ``report``, ``statistics``, ``label_names`` and
+      ``color_table``: the card's class names beside a label file, ``probabilities`` and
+      ``properties``: an nnU-Net job's ``save_probabilities`` files, ``masks`` the folder of
+      masks and ``mask:NAME`` each of them); messages: the job's
+      warnings and notes, one line each.
+    statistics: with ``statistics=``: per class (by name) its voxels, volume (``volume_ml``;
+      ``volume`` in mm³ as TotalSegmentator), bounding box (``bbox_voxels``, ``bbox_mm`` in
+      scanner coordinates) and the first input's intensity as read (``intensity``: the mean,
+      ``intensity_std``, ``intensity_min``, ``intensity_max``) at its voxels, as
+      ``--statistics`` writes it (the ``classes`` object of that file); else None.
     """
 
     labels: Optional[np.ndarray]
@@ -62,6 +73,7 @@ class Segmentation:
     seconds: float = 0.0
     outputs: dict[str, str] = field(default_factory=dict)
     messages: tuple[str, ...] = ()
+    statistics: Optional[dict[str, Any]] = None
 
 
 def _need_pipeline() -> None:
@@ -361,7 +373,8 @@ def _nnunet_fields(spec: dict, folds: Any, disable_tta: bool, tile_step_size: Op
         spec["accumulate_float16"] = 1
 
 
-def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional[Inputs] = None,
+def segment(input: Union[Inputs, np.ndarray, "torch.Tensor"], output: Optional[PathLike] = None, *,
+            model: Optional[Inputs] = None,
             predictor: Optional[Predictor] = None, classes: Optional[int] = None,
             orientation: Optional[str] = None, spacing: Optional[Triple] = None,
             roi: Union[None, int, Sequence[int]] = None, overlap: Optional[Triple] = None,
@@ -379,13 +392,20 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
             disable_tta: bool = False, tile_step_size: Optional[float] = None,
             save_probabilities: bool = False, accumulate: str = "float32", region: Region = None,
             region_mm: Optional[Sequence[Sequence[float]]] = None, margin: Optional[float] = None,
-            keep_outside: Optional[PathLike] = None) -> Segmentation:
+            keep_outside: Optional[PathLike] = None, statistics: Union[None, bool, PathLike] = None,
+            chunks: Optional[Sequence[int]] = None, masks: Optional[PathLike] = None,
+            affine: Any = None) -> Segmentation:
     """Segment a scan as ``swi segment`` does: read, preprocess, bring to the model's grid,
     run the sliding window, bring the result back to the scan's own grid, write.
 
     input: a volume file (NIfTI .nii/.nii.gz, NRRD, MetaImage .mha/.mhd), a DICOM series
       folder, a store (``x.zarr``, ``x.ome.zarr``, ``x.h5:/dataset``), or a list of them (the
-      channels, in order; a 4-D NIfTI's frames are channels).
+      channels, in order; a 4-D NIfTI's frames are channels). Or an array: a numpy array or
+      torch tensor ``[i, j, k]`` (one channel) or ``[channels, i, j, k]`` (MONAI's channel
+      first), any real dtype, with ``affine=`` (4x4, voxel index to RAS+ mm; default the
+      identity), or a MONAI MetaTensor (its ``affine`` taken): it is run as the same voxels in
+      a NIfTI file with that affine would be, the labels bitwise the same (it travels to the
+      job as a private temporary float32 NIfTI file, removed afterwards).
     output: where the label map goes (``--output``: a volume file by its extension, a .dcm
       DICOM SEG of a DICOM input, or a store). None: nothing is written and the labels come
       back in memory (volume inputs).
@@ -436,6 +456,14 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
       the whole run's windows touching it run; its voxels are bitwise the whole run's, the
       others 0 (or keep_outside's labels, a label map on the input's grid). margin grows
       the region by that many mm.
+    masks: a folder: one binary mask a class (``DIR/NAME.nii.gz``, uint8, the background left
+      out, NAME the card's class name, else ``label_N``), written whole or not at all
+      (``--masks``); volume-file outputs only (nnU-Net model directories too).
+    chunks: ``(A, B, C)``: the output stores' chunk (``--chunks``); None: the store input's
+      chunk, else 64 along each axis.
+    statistics: a path: per-class statistics written there as JSON (``--statistics``) and
+      returned too; True: returned only (``Segmentation.statistics``); nnU-Net model
+      directories too (classes named by the dataset's labels; a region model's ``label_N``).
 
     Returns a `Segmentation`. Errors: ValueError for a bad argument or spec (the library's
     SWI_ERR_INVALID_ARG), OSError when a file cannot be read or written, swi.BudgetError when
@@ -444,6 +472,82 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
     KeyboardInterrupt once it has stopped. Outputs appear only when complete.
     """
     _need_pipeline()
+    array_dir = None
+    if _is_array(input):
+        array_dir = tempfile.mkdtemp(prefix="swi-array-")
+        try:
+            input = _array_nifti(input, affine, os.path.join(array_dir, "input.nii"))
+        except BaseException:
+            shutil.rmtree(array_dir, ignore_errors=True)
+            raise
+        if report is not None and report_title is None:
+            report_title = "array"  # not the temporary's name
+    elif affine is not None:
+        raise ValueError("affine= goes with an array input; a file says its own geometry")
+    try:
+        return _segment(input, output, model, predictor, classes, orientation, spacing, roi, overlap, mode,
+                        sigma_scale, padding, cval, sw_batch_size, tta, part, part_grid, scores, softmax, preview,
+                        report, report_title, clip, scale, zscore, nonfinite, head, no_card, no_reuse,
+                        reuse_cache, no_rewrite, device, max_memory, threads, force, progress, on_message, folds,
+                        disable_tta, tile_step_size, save_probabilities, accumulate, statistics, chunks, masks,
+                        region, region_mm, margin, keep_outside)
+    finally:
+        if array_dir is not None:
+            shutil.rmtree(array_dir, ignore_errors=True)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, np.ndarray) or _is_torch(x)
+
+
+def _array_nifti(x: Any, affine: Any, path: str) -> str:
+    """x ([i, j, k] or [channels, i, j, k]) as a float32 NIfTI-1 file at path whose sform
+    is affine (a MetaTensor's own when None), as nibabel would save it: the job reads the
+    same voxels and geometry."""
+    if affine is None and _is_torch(x) and getattr(x, "affine", None) is not None:
+        affine = x.affine  # a MONAI MetaTensor
+    if _is_torch(x):
+        x = x.detach().cpu().numpy()
+    x = np.asarray(x)
+    if x.ndim not in (3, 4) or not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
+        raise ValueError(f"an array input must be real [i, j, k] or [channels, i, j, k], got {x.dtype} "
+                         f"{list(x.shape)}")
+    if x.ndim == 4:
+        if not 1 <= x.shape[0] <= 16:
+            raise ValueError(f"an array input [channels, i, j, k] takes 1 to 16 channels, got {x.shape[0]}")
+        x = np.moveaxis(x, 0, -1)  # the frames of a 4-D NIfTI are its channels
+    if any(n < 1 or n > 32767 for n in x.shape):
+        raise ValueError(f"an array input's axes must be 1 to 32767 voxels, got {list(x.shape)}")
+    a = np.eye(4) if affine is None else np.asarray(
+        affine.detach().cpu().numpy() if _is_torch(affine) else affine, dtype=np.float64)
+    if a.shape != (4, 4) or not np.all(np.isfinite(a)):
+        raise ValueError(f"affine must be a finite 4x4 matrix, got shape {list(a.shape)}")
+    hdr = np.zeros(352, dtype=np.uint8)
+
+    def put(off: int, dtype: str, values: Any) -> None:
+        b = np.asarray(values, dtype=dtype).tobytes()
+        hdr[off:off + len(b)] = np.frombuffer(b, dtype=np.uint8)
+
+    put(0, "<i4", 348)
+    put(40, "<i2", [x.ndim, *x.shape] + [1] * (7 - x.ndim))
+    put(70, "<i2", [16, 32])  # float32
+    put(76, "<f4", [1.0, *np.sqrt((a[:3, :3] ** 2).sum(0))] + [1.0] * 4)
+    put(108, "<f4", [352.0, 1.0, 0.0])  # vox_offset, scl_slope, scl_inter
+    hdr[123] = 2  # millimetres
+    put(252, "<i2", [0, 2])  # qform unset, sform aligned (nibabel's codes)
+    put(280, "<f4", a[:3].reshape(-1))
+    hdr[344:348] = np.frombuffer(b"n+1\0", dtype=np.uint8)
+    with open(path, "wb") as f:
+        f.write(hdr.tobytes())
+        f.write(np.asarray(x, dtype="<f4").tobytes(order="F"))
+    return path
+
+
+def _segment(input, output, model, predictor, classes, orientation, spacing, roi, overlap, mode, sigma_scale,
+             padding, cval, sw_batch_size, tta, part, part_grid, scores, softmax, preview, report, report_title,
+             clip, scale, zscore, nonfinite, head, no_card, no_reuse, reuse_cache, no_rewrite, device, max_memory,
+             threads, force, progress, on_message, folds, disable_tta, tile_step_size, save_probabilities,
+             accumulate, statistics, chunks, masks, region, region_mm, margin, keep_outside) -> Segmentation:
     spec, preds = _job(input, model, predictor, classes, orientation, spacing, roi, overlap, mode, sigma_scale,
                        padding, cval, sw_batch_size, tta, head, clip, scale, zscore, nonfinite, part, part_grid,
                        no_card, no_reuse, reuse_cache, no_rewrite, device, max_memory, threads)
@@ -457,6 +561,28 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
         p = _path(scores, "scores")
         assert p is not None
         spec["scores"] = outputs["scores"] = p
+    if masks is not None:
+        if not getattr(_swi, "PIPELINE_MASKS", 0):
+            raise RuntimeError("masks= needs a pipeline library that writes them (swi_job_spec.masks)")
+        p = _path(masks, "masks")
+        assert p is not None
+        spec["masks"] = outputs["masks"] = p
+    if chunks is not None:
+        if not getattr(_swi, "PIPELINE_CHUNKS", 0):
+            raise RuntimeError("chunks= needs a pipeline library that takes them (swi_job_spec.chunks)")
+        c = list(chunks) if isinstance(chunks, Sequence) and not isinstance(chunks, str) else []
+        if len(c) != 3:
+            raise ValueError(f"chunks must be (A, B, C), got {chunks!r}")
+        spec["chunks"] = [_whole(v, "chunks", 1) for v in c]
+    keep_stats = statistics is True
+    if statistics is not None and statistics is not False:
+        if not getattr(_swi, "PIPELINE_STATISTICS", 0):
+            raise RuntimeError("statistics= needs a pipeline library that gathers them (swi_job_spec.statistics)")
+        if not keep_stats:
+            p = _path(statistics, "statistics")
+            assert p is not None
+            spec["statistics"] = outputs["statistics"] = p
+        spec["keep_statistics"] = 1
     if softmax and (scores is None or scores is False):
         raise ValueError("softmax=True applies to the scores: give scores=PATH or scores=True too")
     if report_title is not None:
@@ -490,6 +616,7 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
         else:  # the library keeps no scores: they travel through a float32 NIfTI file
             tmp = tempfile.mkdtemp(prefix="swi-scores-")
             spec["scores"] = os.path.join(tmp, "scores.nii")
+    started = time.time()
     try:
         r = _swi.segment(spec, preds, _copy_into, prog, msgs, keep)
         if tmp is not None:
@@ -502,8 +629,44 @@ def segment(input: Inputs, output: Optional[PathLike] = None, *, model: Optional
     labels = np.asarray(r["labels"]) if r["labels"] is not None else None
     affine = np.array(r["affine"], dtype=np.float64).reshape(4, 4) if labels is not None else None
     sc = np.asarray(r["scores"]) if r["scores"] is not None else None
+    st = None
+    if r.get("statistics"):
+        st = json.loads(r["statistics"])["classes"]
+    elif "statistics" in outputs:  # a job whose labels are not kept (stores): the file it wrote
+        with open(outputs["statistics"], encoding="utf-8") as f:
+            st = json.load(f)["classes"]
+    _side_outputs(spec, outputs, started)
     return Segmentation(labels=labels, affine=affine, scores=sc, classes=int(r["classes"]), stats=dict(r["stats"]),
-                        seconds=float(r["seconds"]), outputs=outputs, messages=tuple(msgs.lines))
+                        seconds=float(r["seconds"]), outputs=outputs, messages=tuple(msgs.lines), statistics=st)
+
+
+def _side_outputs(spec: dict, outputs: dict[str, str], started: float) -> None:
+    """The files a job writes beside its named outputs, as it names them: the card's class
+    names beside a label file (OUT.label.txt, OUT.ctbl) and an nnU-Net job's probabilities
+    (OUT.npz, OUT.json); those this run wrote (a file older than the run is another's)."""
+    if "masks" in outputs:  # each mask too, by its class: "mask:NAME"
+        d = outputs["masks"]
+        for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if f.endswith(".nii.gz"):
+                outputs["mask:" + f[:-len(".nii.gz")]] = os.path.join(d, f)
+    out = outputs.get("output")
+    if out is None or _is_store(out):
+        return
+    stem = out
+    for end in (".nii.gz", ".nii", ".nrrd", ".mha", ".mhd", ".dcm"):
+        if out.endswith(end):
+            stem = out[:-len(end)]
+            break
+    cand = [("label_names", stem + ".label.txt"), ("color_table", stem + ".ctbl")]
+    if spec.get("save_probabilities"):
+        cand += [("probabilities", stem + ".npz"), ("properties", stem + ".json")]
+    for key, path in cand:
+        try:
+            fresh = os.path.isfile(path) and os.stat(path).st_mtime >= started - 2.0
+        except OSError:
+            fresh = False
+        if key not in outputs and fresh:
+            outputs[key] = path
 
 
 def plan_job(input: Inputs, *, model: Optional[Inputs] = None, predictor: Optional[Predictor] = None,

@@ -168,12 +168,50 @@ def test_python_segment(tmp_path, models, cases):
         pytest.skip("a pipeline library without nnU-Net jobs")
     out = tmp_path / "seg.nii.gz"
     r = swi.segment([str(p) for p in cases["mr"]], str(out), model=str(models[MR3D]), save_probabilities=True,
-                    folds=[0, 1])
+                    folds=[0, 1], statistics=tmp_path / "stats.json", masks=tmp_path / "masks")
     assert r.labels.shape == (40, 16, 32)
+    # --statistics: every class over the whole grid (the crop box's outside too), as numpy has them
+    assert r.outputs["statistics"] == str(tmp_path / "stats.json")
+    img = nib.load(str(cases["mr"][0]))
+    x = np.asarray(img.dataobj).astype(np.float32).astype(np.float64)
+    assert sum(v["voxels"] for v in r.statistics.values()) == r.labels.size
+    for name, v in r.statistics.items():  # --masks: one a class, the background left out
+        if v["label-value"]:
+            f = r.outputs["mask:" + name]
+            assert np.array_equal(np.asarray(nib.load(f).dataobj), (r.labels == v["label-value"]).astype(np.uint8))
+    for name, v in r.statistics.items():
+        m = r.labels == v["label-value"]
+        assert v["voxels"] == int(m.sum()), name
+        if m.any():
+            assert v["intensity"] == pytest.approx(x[m].mean(), rel=1e-6, abs=1e-9), name
+            assert v["intensity_std"] == pytest.approx(x[m].std(), rel=1e-6, abs=1e-9), name
+            assert v["intensity_max"] == pytest.approx(x[m].max()), name
     assert np.array_equal(r.labels, np.asarray(nib.load(str(out)).dataobj))
+    # every file written is listed: nnU-Net's probabilities and properties beside the labels
+    assert r.outputs["output"] == str(out)
+    assert r.outputs["probabilities"] == str(tmp_path / "seg.npz") and (tmp_path / "seg.npz").is_file()
+    assert r.outputs["properties"] == str(tmp_path / "seg.json") and (tmp_path / "seg.json").is_file()
+    listed = set(r.outputs.values())
+    assert all(str(f) in listed for f in tmp_path.iterdir() if f.is_file()), (r.outputs, list(tmp_path.iterdir()))
+    assert all(str(f) in listed for f in (tmp_path / "masks").iterdir())
     check_against_pyref(DATA / MR3D, models[MR3D], cases["mr"], out, label="mr python")
     p = swi.plan_job([str(p) for p in cases["mr"]], model=str(models[MR3D]))
     assert p["members"] == 2 and "crop to the nonzero box" in p["describe"]
+
+
+def test_python_statistics_and_masks_by_the_dataset_names(tmp_path, models, cases):
+    # a label model: the dataset's label names name the statistics and the masks
+    import swi
+
+    if not getattr(swi._swi, "PIPELINE_MASKS", 0) or not getattr(swi._swi, "PIPELINE_NNUNET", 0):
+        pytest.skip("a pipeline library without nnU-Net jobs, statistics or masks")
+    r = swi.segment(str(cases["obl"][0]), str(tmp_path / "c.nii.gz"), model=str(models[CT3D]), statistics=True,
+                    masks=tmp_path / "m")
+    assert list(r.statistics) == ["background", "liver", "tumour"]
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["liver.nii.gz", "tumour.nii.gz"]
+    for c, name in ((1, "liver"), (2, "tumour")):
+        m = np.asarray(nib.load(str(tmp_path / "m" / (name + ".nii.gz"))).dataobj)
+        assert np.array_equal(m, (r.labels == c).astype(np.uint8)) and r.statistics[name]["voxels"] == m.sum()
 
 
 def test_python_accumulate_float16(tmp_path, models, cases):

@@ -89,7 +89,9 @@ def test_real_scan_job_equals_the_command(tmp_path, ensemble):
     # written as the command writes them: the same voxels, geometry and class tables
     r2 = swi.segment(str(VOLUME), py / "l.nii.gz", model=ensemble, orientation="PIR", spacing=(1.5, 1.5, 1.5),
                      threads=2, scores=py / "s.nii.gz")
-    assert r2.outputs == {"output": str(py / "l.nii.gz"), "scores": str(py / "s.nii.gz")}
+    # every file written, the card's class tables beside the labels too
+    assert r2.outputs == {"output": str(py / "l.nii.gz"), "scores": str(py / "s.nii.gz"),
+                          "label_names": str(py / "l.label.txt"), "color_table": str(py / "l.ctbl")}
     assert np.array_equal(r2.labels, want_l) and r2.scores is None
     for name in ("l.nii.gz", "s.nii.gz"):
         a, b = nib.load(str(py / name)), nib.load(str(cli / name))
@@ -119,6 +121,83 @@ def test_real_scan_job_equals_the_command(tmp_path, ensemble):
         swi.plan_job(VOLUME, model=ensemble, orientation="PIR", spacing=1.5, max_memory="1M")
     lines = set(cmd.stdout.splitlines())
     assert [ln for ln in p["describe"].splitlines() if ln not in lines] == []  # as `swi plan` prints it
+
+
+def test_statistics_equal_numpy_and_the_command(tmp_path, ensemble):
+    """statistics=PATH writes the file --statistics writes and returns it; statistics=True
+    returns it only; both as numpy computes them from the written labels and the input."""
+    if not getattr(swi._swi, "PIPELINE_STATISTICS", 0):
+        pytest.skip("the pipeline library gathers no statistics")
+    import json
+
+    run_cli("--model", ensemble[0], "--input", str(VOLUME), "--output", str(tmp_path / "c.nii.gz"),
+            "--statistics", str(tmp_path / "c.json"), "--clip", "-0.5,0.5", "--threads", "2")
+    r = swi.segment(VOLUME, tmp_path / "p.nii.gz", model=ensemble[0], clip=(-0.5, 0.5), threads=2,
+                    statistics=tmp_path / "p.json")
+    assert r.outputs["statistics"] == str(tmp_path / "p.json")
+    assert set(r.outputs) == {"output", "statistics", "label_names", "color_table"}
+    cli = json.loads((tmp_path / "c.json").read_text())["classes"]
+    assert json.loads((tmp_path / "p.json").read_text())["classes"] == cli == r.statistics
+    names = json.loads((MODELS / "demo.json").read_text())["classes"]
+    assert list(r.statistics) == names
+    img = nib.load(str(VOLUME))
+    x = np.asarray(img.dataobj).astype(np.float32)  # as read: the clip does not reach them
+    lab = voxels(tmp_path / "p.nii.gz")
+    vox = abs(np.linalg.det(img.affine[:3, :3]))
+    for c, name in enumerate(names):
+        m = lab == c
+        s = r.statistics[name]
+        assert s["label-value"] == c and s["voxels"] == int(m.sum())
+        assert s["volume_ml"] == pytest.approx(m.sum() * vox / 1000, rel=1e-6)
+        if m.any():
+            v = x[m].astype(np.float64)
+            assert s["intensity"] == pytest.approx(v.mean(), rel=1e-6, abs=1e-9)
+            assert s["intensity_std"] == pytest.approx(v.std(), rel=1e-6, abs=1e-9)
+            assert (s["intensity_min"], s["intensity_max"]) == (pytest.approx(v.min()), pytest.approx(v.max()))
+            idx = np.argwhere(m)
+            assert s["bbox_voxels"] == [idx.min(0).tolist(), idx.max(0).tolist()]
+    if getattr(swi._swi, "PIPELINE_MASKS", 0):  # masks=: one a class, listed with the outputs
+        r3 = swi.segment(VOLUME, tmp_path / "m.nii.gz", model=ensemble[0], threads=2, masks=tmp_path / "masks")
+        assert r3.outputs["masks"] == str(tmp_path / "masks")
+        for c, name in enumerate(names[1:], 1):
+            f = r3.outputs["mask:" + name]
+            assert f == str(tmp_path / "masks" / (name + ".nii.gz"))
+            assert np.array_equal(voxels(f), (r3.labels == c).astype(np.uint8))
+        assert sorted(k for k in r3.outputs if k.startswith("mask:")) == sorted("mask:" + n for n in names[1:])
+    r2 = swi.segment(VOLUME, model=ensemble[0], clip=(-0.5, 0.5), threads=2, statistics=True)
+    assert r2.statistics == r.statistics and r2.outputs == {}
+    assert swi.segment(VOLUME, model=ensemble[0], threads=2).statistics is None
+
+
+def test_array_input_equals_the_file(tmp_path, ensemble):
+    """A numpy array or torch tensor with affine= (or a MetaTensor, its affine implied) runs as
+    the same voxels in a NIfTI file: bitwise the same labels, through orientation and spacing."""
+    img = nib.load(str(VOLUME))
+    x = np.asarray(img.dataobj).astype(np.float32)
+    kw = dict(model=ensemble[0], orientation="PIR", spacing=1.5, threads=2)
+    want = swi.segment(VOLUME, **kw).labels
+    r = swi.segment(x, affine=img.affine, **kw)
+    assert np.array_equal(r.labels, want) and np.allclose(r.affine, img.affine, atol=1e-5)
+    t = swi.segment(torch.from_numpy(x.astype(np.float64)), affine=torch.from_numpy(img.affine), **kw)
+    assert np.array_equal(t.labels, want)
+    r4 = swi.segment(x[None], affine=img.affine, **kw)  # [channels, i, j, k], MONAI's channel first
+    assert np.array_equal(r4.labels, want)
+    out = swi.segment(x, tmp_path / "a.nii.gz", affine=img.affine, **kw)
+    assert np.array_equal(voxels(tmp_path / "a.nii.gz"), want) and out.outputs["output"] == str(tmp_path / "a.nii.gz")
+    try:
+        from monai.data import MetaTensor
+    except ImportError:
+        MetaTensor = None
+    if MetaTensor is not None:
+        m = MetaTensor(torch.from_numpy(x)[None], affine=torch.from_numpy(img.affine))
+    else:  # a tensor carrying its affine as a MetaTensor does
+        m = torch.from_numpy(x)[None].as_subclass(torch.Tensor)
+        m.affine = torch.from_numpy(img.affine)
+    assert np.array_equal(swi.segment(m, **kw).labels, want)
+    with pytest.raises(ValueError, match="affine"):
+        swi.segment(VOLUME, affine=np.eye(4), **kw)
+    with pytest.raises(ValueError, match="array input"):
+        swi.segment(np.zeros((4, 4)), **kw)
 
 
 @pytest.mark.parametrize("case", ["preprocessing", "window"])
@@ -167,6 +246,17 @@ def test_store_part_equals_the_command(tmp_path):
     # a store's labels are not kept in memory: the output is required
     with pytest.raises(ValueError, match="output"):
         swi.segment(tmp_path / "in.zarr", model=model, part="1/2")
+    # the output's chunks follow the input's, or chunks=; a store job's statistics come from its file
+    assert zarr.open(str(tmp_path / "whole.zarr"), mode="r").chunks == (32, 32, 32)
+    if getattr(swi._swi, "PIPELINE_CHUNKS", 0) and getattr(swi._swi, "PIPELINE_STATISTICS", 0):
+        r = swi.segment(tmp_path / "in.zarr", tmp_path / "c.zarr", model=model, chunks=(16, 40, 9),
+                        statistics=tmp_path / "c.json", **common)
+        c = zarr.open(str(tmp_path / "c.zarr"), mode="r")
+        assert c.chunks == (16, 40, 9) and np.array_equal(c[:], whole)
+        assert r.outputs == {"output": str(tmp_path / "c.zarr"), "statistics": str(tmp_path / "c.json")}
+        assert sum(v["voxels"] for v in r.statistics.values()) == whole.size
+        with pytest.raises(ValueError, match="chunks"):
+            swi.segment(tmp_path / "in.zarr", tmp_path / "d.zarr", model=model, chunks=(16, 40), **common)
 
 
 def test_bad_arguments(tmp_path):
