@@ -40,7 +40,7 @@ typedef struct seg_grid {
     swi_resample_sink *sink; /* resampled: model-grid scores -> input-grid tiles */
     int region;              /* only region_lo..region_hi of the input grid is wanted */
     int64_t region_lo[3], region_hi[3];
-    pl_stats *stats;         /* borrowed: told every input-grid box of labels made, or NULL */
+    pl_stats *stats; /* borrowed: told every input-grid box of labels made, or NULL */
 } seg_grid;
 
 /* Settle the model grid of volume v (whose file is `path`) for o's --orientation and
