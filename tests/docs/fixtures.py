@@ -62,7 +62,7 @@ for name in ("ct.zarr", "lustre/vol.zarr"):
 
 # ONNX models: the bundled network and its card under every name the pages use
 card = json.loads((root / "models" / "demo.json").read_text())
-for name in ("unet", "m", "fold0", "fold1", "models/demo"):
+for name in ("unet", "m", "fold0", "fold1", "liver", "models/demo"):
     (out / name).parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(root / "models" / "demo.onnx", out / f"{name}.onnx")
     (out / f"{name}.json").write_text(json.dumps(card))
