@@ -99,6 +99,7 @@ static PyMethodDef methods[] = {
      "Plan a job of swi_pipeline.h (internal; swi.plan_job)."},
     {"read_frames", swipy_read_frames, METH_VARARGS, "Read a volume file's frames as float32 (internal)."},
     {"outputs_apart", swipy_outputs_apart, METH_VARARGS, "swi_job_outputs_apart (internal; swi._outputs)."},
+    {"label_color", swipy_label_color, METH_VARARGS, "swi_io_label_color (internal; swi.dask's class table)."},
     {"store_check_output", swipy_store_check_output, METH_VARARGS,
      "swi_store_check_output (internal; swi._outputs)."},
     {"output_begin", swipy_output_begin, METH_VARARGS, "swi_job_output_begin (internal; swi._outputs)."},

@@ -6,6 +6,7 @@
  *   store_check_output(name, force) -> None | str    swi_store_check_output
  *   output_begin(path, force) -> (handle, fd)        swi_job_output_begin (OSError)
  *   output_commit(handle) / output_abort(handle)     swi_job_output_commit / _abort
+ *   label_color(l) -> (r, g, b)                      swi_io_label_color (the stores' colours)
  * A refusal comes back as its message (None: accepted); the Python side picks the
  * exception. A handle never committed is aborted when it is collected.
  */
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "swi_io.h"
 #include "swi_pipeline.h"
 #include "swi_store.h"
 
@@ -56,6 +58,15 @@ static int paths_of(PyObject *seq, swi_job_path **out, int *n) {
         (*out)[i].path = path;
     }
     return 0;
+}
+
+PyObject *swipy_label_color(PyObject *self, PyObject *args) {
+    (void)self;
+    long long l;
+    if (!PyArg_ParseTuple(args, "L", &l)) return NULL;
+    unsigned char rgb[3] = {0, 0, 0};
+    if (l > 0) swi_io_label_color((int64_t)l, rgb);
+    return Py_BuildValue("(iii)", rgb[0], rgb[1], rgb[2]);
 }
 
 PyObject *swipy_outputs_apart(PyObject *self, PyObject *args) {

@@ -107,6 +107,7 @@ PyObject *swipy_plan_job(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *swipy_read_frames(PyObject *self, PyObject *args);
 /* outputs.c: the pipeline's output rules for the package's own writers */
 PyObject *swipy_outputs_apart(PyObject *self, PyObject *args);
+PyObject *swipy_label_color(PyObject *self, PyObject *args);
 PyObject *swipy_store_check_output(PyObject *self, PyObject *args);
 PyObject *swipy_output_begin(PyObject *self, PyObject *args);
 PyObject *swipy_output_commit(PyObject *self, PyObject *cap);

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _outputs
+from . import _outputs, _swi
 from ._core import run_part
 from ._setup import Floats, Memory, Sizes
 
@@ -135,7 +135,7 @@ def _numpy_predictor(net: Any) -> Callable[[np.ndarray], Any]:
     return run
 
 
-def _task(input_src: Any, output: str, factory: Callable[[], Any], box: Any, options: dict[str, Any]) -> str:
+def _task(input_src: Any, output: str, factory: Callable[[], Any], box: Any, options: dict[str, Any]) -> int:
     import zarr
 
     reader = _Reader(_open_input(input_src))
@@ -152,12 +152,20 @@ def _task(input_src: Any, output: str, factory: Callable[[], Any], box: Any, opt
     def sink(data: np.ndarray, image: int, rlo: Sequence[int], rhi: Sequence[int]) -> None:
         labels[tuple(slice(a - o, b - o) for a, b, o in zip(rlo, rhi, lo))] = data[0, 0]
 
+    predict = _numpy_predictor(factory())
+    seen = [0]
+
+    def counted(x: np.ndarray) -> Any:
+        y = predict(x)
+        seen[0] = max(seen[0], int(np.shape(y)[1]))
+        return y
+
     run_part((1, reader.channels) + reader.size, reader, options["roi_size"], options["sw_batch_size"],
-             _numpy_predictor(factory()), run, sink, overlap=options["overlap"], mode=options["mode"],
+             counted, run, sink, overlap=options["overlap"], mode=options["mode"],
              sigma_scale=options["sigma_scale"], padding_mode=options["padding_mode"], cval=options["cval"],
              reduce="argmax", threads=options["threads"], max_memory=options["max_memory"])
     out[tuple(slice(a, b) for a, b in zip(lo, hi))] = labels  # whole chunks only: atomic per chunk file
-    return f"{lo}-{hi}"
+    return seen[0]  # the classes the predictor gave, for the store's class table
 
 
 def _cli_window_flags(o: dict[str, Any]) -> list[str]:
@@ -242,7 +250,7 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
             roi_size: Sizes,
             sw_batch_size: int = 1, *, overlap: Floats = 0.25, mode: str = "constant", sigma_scale: Floats = 0.125,
             padding_mode: str = "constant", cval: float = 0.0, classes: Optional[int] = None,
-            grid: Optional[Sequence[int]] = None, chunks: Union[int, Sequence[int]] = 64,
+            grid: Optional[Sequence[int]] = None, chunks: Union[None, int, Sequence[int]] = None,
             threads: Optional[int] = 1, max_memory: Memory = None, force: bool = False,
             swi: Optional[str] = None, region: Optional[Sequence[Sequence[int]]] = None) -> str:
     """Labels (argmax) of `input` into the Zarr array `output`, one Dask task per part box
@@ -291,8 +299,16 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
     old = _outputs.claim_dir(out_path, force, _not_a_store)
     arr = _open_input(input)
     size, _channels = _spatial(arr)
-    ch = (int(chunks),) * 3 if isinstance(chunks, int) else tuple(int(c) for c in chunks)
-    ch = tuple(min(c, s) for c, s in zip(ch, size))
+    if chunks is None:
+        # the input's own chunking, as the command's stores follow it; else 64 along each axis
+        own = getattr(arr, "chunks", None)
+        try:
+            ch = tuple(int(c if isinstance(c, (int, np.integer)) else max(c)) for c in own[-3:]) if own else (64,) * 3
+        except (TypeError, ValueError):
+            ch = (64,) * 3
+    else:
+        ch = (int(chunks),) * 3 if isinstance(chunks, int) else tuple(int(c) for c in chunks)
+    ch = tuple(max(1, min(c, s)) for c, s in zip(ch, size))
     if grid is None:
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         grid = (workers, 1, 1)
@@ -315,7 +331,13 @@ def segment(client: Any, input: Any, output: str, predictor_factory: Union[Calla
         futures = [client.submit(_task, input, work, predictor_factory, b, options, pure=False,
                                  key=f"swi-part-{i}-of-{len(boxes)}-{job}")
                    for i, b in enumerate(boxes)]
-        client.gather(futures)  # raises the first task's exception
+        given = client.gather(futures)  # raises the first task's exception
+        n = classes if classes is not None else max([int(g) for g in given] + [0])
+        if n:
+            # the class table every swi store carries (the command's swi_classes): a Python
+            # predictor names no class, so label_N, the colours those of the command's stores
+            z.attrs["swi_classes"] = [{"label-value": v, "name": "background" if v == 0 else f"label_{v}",
+                                       "rgba": [*_swi.label_color(v), 255 if v else 0]} for v in range(n)]
         os.unlink(os.path.join(work, _INCOMPLETE))
         # whole, in one step: a new output never goes over one another job made meanwhile,
         # and a replaced one (force) goes only now, if it is still the one checked above

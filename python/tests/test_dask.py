@@ -76,6 +76,21 @@ def test_parts_are_bitwise_the_whole_run(client, volume, grid):
     assert len(np.unique(got)) > 1
 
 
+def test_store_carries_its_class_table_and_the_inputs_chunks(client, volume):
+    """As the command's stores: the class table (swi_classes: label-value, name, rgba) and,
+    without chunks=, the input's chunking."""
+    d, x = volume
+    out = str(d / "meaning.zarr")
+    swi.dask.segment(client, str(d / "in.zarr"), out, dask_nets.make_numpy_net, (24, 20, 16), 3, grid=(2, 1, 1))
+    z = zarr.open(out, mode="r")
+    assert z.chunks == (20, 20, 20)
+    table = z.attrs["swi_classes"]
+    assert [c["label-value"] for c in table] == [0, 1, 2, 3]
+    assert [c["name"] for c in table] == ["background", "label_1", "label_2", "label_3"]
+    assert table[0]["rgba"][3] == 0 and all(c["rgba"][3] == 255 for c in table[1:])
+    assert len({tuple(c["rgba"]) for c in table}) == 4
+
+
 def test_torch_factory_and_dask_array_input(client, volume):
     torch = pytest.importorskip("torch")
     da = pytest.importorskip("dask.array")
