@@ -743,6 +743,23 @@ static int plan_concat(plan_ctx *c, const dn_node *d) {
     return rc;
 }
 
+/* The step of a primitive with one source (d's first input, in the layout `want`) and one
+ * destination (d's output, in the layout pd chose): pd is destroyed. 0, or -1. */
+static int src_dst_step(plan_ctx *c, const dn_node *d, dnnl_primitive_desc_t pd,
+                        const dnnl_memory_desc_t *want) {
+    swi_dnnl_model *m = c->m;
+    int tmp = -1, rc = -1;
+    dnnl_memory_t xm = as_layout(c, d->in[0], want, &tmp);
+    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    if (xm && !produce(c, d->out, dst_md, -1)) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, m->v[d->out].mem}};
+        rc = add_step(c, pd, args, 2, 0);
+    }
+    slot_put(m, tmp);
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
 static int plan_pool(plan_ctx *c, const dn_node *d) {
     swi_dnnl_model *m = c->m;
     dn_value *x = &m->v[d->in[0]], *y = &m->v[d->out];
@@ -777,16 +794,7 @@ static int plan_pool(plan_ctx *c, const dn_node *d) {
                                                         strides, kernel, dil, pl, pr);
     if (s != dnnl_success) return fail(c, "no oneDNN pooling for these attributes", s);
     if (pd_create(c, &pd, &pdsc, NULL, "no oneDNN pooling for these attributes")) return -1;
-    int tmp = -1, rc = -1;
-    dnnl_memory_t xm = as_layout(c, d->in[0], &want, &tmp);
-    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    if (xm && !produce(c, d->out, dst_md, -1)) {
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, y->mem}};
-        rc = add_step(c, pd, args, 2, 0);
-    }
-    slot_put(m, tmp);
-    dnnl_primitive_desc_destroy(pd);
-    return rc;
+    return src_dst_step(c, d, pd, &want);
 }
 
 static int plan_resize(plan_ctx *c, const dn_node *d) {
@@ -833,16 +841,7 @@ static int plan_resize(plan_ctx *c, const dn_node *d) {
         &want, &dst_any);
     if (s != dnnl_success) return fail(c, "no oneDNN resampling for these sizes", s);
     if (pd_create(c, &pd, &rd, NULL, "no oneDNN resampling for these sizes")) return -1;
-    int tmp = -1, rc = -1;
-    dnnl_memory_t xm = as_layout(c, d->in[0], &want, &tmp);
-    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    if (xm && !produce(c, d->out, dst_md, -1)) {
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, y->mem}};
-        rc = add_step(c, pd, args, 2, 0);
-    }
-    slot_put(m, tmp);
-    dnnl_primitive_desc_destroy(pd);
-    return rc;
+    return src_dst_step(c, d, pd, &want);
 }
 
 /* ------------------------------------------------------------------------- */
