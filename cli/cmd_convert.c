@@ -124,21 +124,9 @@ static const char *choose_python(void) {
  * on: the child is ended with swi, never left behind), no signal blocked or ignored. */
 static int spawn(pid_t *pid, char **args) {
     posix_spawnattr_t at;
-    sigset_t none, dflt;
-    sigemptyset(&none);
-    sigemptyset(&dflt);
-    sigaddset(&dflt, SIGINT);
-    sigaddset(&dflt, SIGTERM);
-    sigaddset(&dflt, SIGHUP);
-    sigaddset(&dflt, SIGPIPE);
-    int rc = posix_spawnattr_init(&at);
+    int rc = swi_child_spawnattr_init(&at, 1);
     if (rc != 0) return rc;
-    if ((rc = posix_spawnattr_setsigmask(&at, &none)) == 0 &&
-        (rc = posix_spawnattr_setsigdefault(&at, &dflt)) == 0 &&
-        (rc = posix_spawnattr_setpgroup(&at, 0)) == 0 &&
-        (rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                                POSIX_SPAWN_SETPGROUP)) == 0)
-        rc = posix_spawnp(pid, args[0], NULL, &at, args, environ);
+    rc = posix_spawnp(pid, args[0], NULL, &at, args, environ);
     posix_spawnattr_destroy(&at);
     return rc;
 }

@@ -91,3 +91,23 @@ void swi_child_kill_all(long ms) {
     const struct timespec step = {0, 5 * 1000 * 1000};
     for (long t = 0; t < ms && count_running(0) > 0; t += 5) nanosleep(&step, NULL);
 }
+
+int swi_child_spawnattr_init(posix_spawnattr_t *at, int own_group) {
+    sigset_t none, dflt;
+    sigemptyset(&none);
+    sigemptyset(&dflt);
+    sigaddset(&dflt, SIGINT);
+    sigaddset(&dflt, SIGTERM);
+    sigaddset(&dflt, SIGHUP);
+    sigaddset(&dflt, SIGPIPE);
+    int rc = posix_spawnattr_init(at);
+    if (rc != 0) return rc;
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (own_group) flags |= POSIX_SPAWN_SETPGROUP;
+    if ((rc = posix_spawnattr_setsigmask(at, &none)) == 0 &&
+        (rc = posix_spawnattr_setsigdefault(at, &dflt)) == 0 &&
+        (!own_group || (rc = posix_spawnattr_setpgroup(at, 0)) == 0))
+        rc = posix_spawnattr_setflags(at, flags);
+    if (rc != 0) posix_spawnattr_destroy(at);
+    return rc;
+}

@@ -89,6 +89,7 @@
 #ifndef SWI_IO_H
 #define SWI_IO_H
 
+#include <spawn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -356,6 +357,11 @@ int swi_child_running(void);
 /** Kill every tracked child (SIGKILL, its group too) and wait until each has ended (not
  *  reaping it: its owner may be waiting for it), at most `ms` milliseconds. */
 void swi_child_kill_all(long ms);
+
+/** Initialise `at` for such a child: no signal blocked, SIGINT, SIGTERM, SIGHUP and SIGPIPE at
+ *  their default action, and with own_group in a process group of its own (track it with
+ *  group != 0). 0, or an errno value (at is then not initialised). */
+int swi_child_spawnattr_init(posix_spawnattr_t *at, int own_group);
 
 #ifdef __cplusplus
 }

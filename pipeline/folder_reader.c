@@ -161,21 +161,12 @@ static pid_t spawn_reader(const swi_folder_spec *sp, const fcase *c, int wfd, FI
     argv[a] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
-    sigset_t none, dflt;
-    sigemptyset(&none);
-    sigemptyset(&dflt);
-    sigaddset(&dflt, SIGINT);
-    sigaddset(&dflt, SIGTERM);
-    sigaddset(&dflt, SIGHUP);
-    sigaddset(&dflt, SIGPIPE);
     pid_t pid = -1;
     int ok = posix_spawn_file_actions_init(&fa) == 0;
-    if (ok && posix_spawnattr_init(&at) == 0) {
+    if (ok && swi_child_spawnattr_init(&at, 0) == 0) {
         if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) == 0 &&
             posix_spawn_file_actions_adddup2(&fa, wfd, 1) == 0 &&
             posix_spawn_file_actions_adddup2(&fa, fileno(chatter), 2) == 0 &&
-            posix_spawnattr_setsigmask(&at, &none) == 0 && posix_spawnattr_setsigdefault(&at, &dflt) == 0 &&
-            posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) == 0 &&
             posix_spawn(&pid, sp->reader, &fa, &at, argv, environ) != 0)
             pid = -1;
         posix_spawnattr_destroy(&at);
